@@ -1,0 +1,206 @@
+"""Versioned JSON form of a Topology: to_dict / from_dict / load / save, with validation that names
+the JSON path of a bad value. The JSON Schema of the same form is ``schema/topology-1.json``."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import SchemaError, TopologyError, UserError
+from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, Provenance, Topology
+
+FORMAT = "linkscope.topology"
+SCHEMA_FILE = Path(__file__).parent / "schema" / "topology-1.json"
+
+_DEVICE_OPTIONAL = (
+    "name", "index", "vendor", "uuid", "pci_bus_id", "memory_bytes", "numa_node", "cuda_ordinal",
+    "hip_ordinal", "nvml_index", "socket", "package", "device_name", "line_rate_gbit_per_s",
+    "memory_bw_gb_per_s",
+)
+_INT_FIELDS = {"index", "memory_bytes", "numa_node", "cuda_ordinal", "hip_ordinal", "nvml_index", "socket", "package"}
+_NUM_FIELDS = {"line_rate_gbit_per_s", "memory_bw_gb_per_s"}
+
+
+def to_dict(topology: Topology) -> dict[str, Any]:
+    devices = []
+    for d in topology.devices:
+        item: dict[str, Any] = {"id": d.id, "kind": d.kind.value}
+        for key in _DEVICE_OPTIONAL:
+            value = getattr(d, key)
+            if value is not None and value != "":
+                item[key] = value
+        if d.cores:
+            item["cores"] = list(d.cores)
+        if d.attributes:
+            item["attributes"] = dict(d.attributes)
+        devices.append(item)
+    links = []
+    for link in topology.links:
+        item = {
+            "a": link.a,
+            "b": link.b,
+            "kind": link.kind.value,
+            "count": link.count,
+            "link_gb_per_s": link.link_gb_per_s,
+            "provenance": link.provenance.value,
+        }
+        if link.latency_us is not None:
+            item["latency_us"] = link.latency_us
+        if link.source:
+            item["source"] = link.source
+        if link.generation:
+            item["generation"] = link.generation
+        links.append(item)
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "name": topology.name,
+        "is_this_system": topology.is_this_system,
+        "source": topology.source,
+        "description": topology.description,
+        "sources": list(topology.sources),
+        "devices": devices,
+        "links": links,
+    }
+    if topology.model_params:
+        out["model_params"] = dict(topology.model_params)
+    if topology.notes:
+        out["notes"] = list(topology.notes)
+    return out
+
+
+def _need(obj: dict, key: str, path: str, types: type | tuple[type, ...]) -> Any:
+    if key not in obj:
+        raise SchemaError(f"missing field {key!r}", path=path)
+    value = obj[key]
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise SchemaError(f"field {key!r} has the wrong type (bool)", path=f"{path}.{key}")
+    if not isinstance(value, types):
+        raise SchemaError(f"field {key!r} has the wrong type ({type(value).__name__})", path=f"{path}.{key}")
+    return value
+
+
+def _enum(enum: type, value: Any, path: str):
+    try:
+        return enum(value)
+    except ValueError:
+        valid = ", ".join(e.value for e in enum)
+        raise SchemaError(f"unknown value {value!r} (valid: {valid})", path=path) from None
+
+
+def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
+    """Validate and build. Raises SchemaError with the JSON path of the first bad value."""
+    if not isinstance(data, dict):
+        raise SchemaError("a topology must be a JSON object", path="$")
+    fmt = data.get("format")
+    if fmt != FORMAT:
+        raise SchemaError(f"not a linkscope topology (format is {fmt!r}, expected {FORMAT!r})", path="$.format")
+    version = _need(data, "schema_version", "$", int)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"topology schema version {version} is newer than this linkscope understands ({SCHEMA_VERSION})",
+            hint="upgrade linkscope",
+        )
+    if version < 1:
+        raise SchemaError(f"unknown topology schema version {version}", path="$.schema_version")
+    devices = []
+    for i, item in enumerate(_need(data, "devices", "$", list)):
+        path = f"$.devices[{i}]"
+        if not isinstance(item, dict):
+            raise SchemaError("a device must be an object", path=path)
+        kwargs: dict[str, Any] = {
+            "id": _need(item, "id", path, str),
+            "kind": _enum(DeviceKind, _need(item, "kind", path, str), f"{path}.kind"),
+        }
+        for key in _DEVICE_OPTIONAL:
+            if key in item and item[key] is not None:
+                value = item[key]
+                if key in _INT_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise SchemaError(f"field {key!r} must be an integer", path=f"{path}.{key}")
+                if key in _NUM_FIELDS and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise SchemaError(f"field {key!r} must be a number", path=f"{path}.{key}")
+                if key not in _INT_FIELDS | _NUM_FIELDS and not isinstance(value, str):
+                    raise SchemaError(f"field {key!r} must be a string", path=f"{path}.{key}")
+                kwargs[key] = value
+        if "cores" in item:
+            cores = item["cores"]
+            if not isinstance(cores, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in cores):
+                raise SchemaError("cores must be a list of integers", path=f"{path}.cores")
+            kwargs["cores"] = tuple(cores)
+        if "attributes" in item:
+            if not isinstance(item["attributes"], dict):
+                raise SchemaError("attributes must be an object", path=f"{path}.attributes")
+            kwargs["attributes"] = dict(item["attributes"])
+        devices.append(Device(**kwargs))
+    links = []
+    for i, item in enumerate(_need(data, "links", "$", list)):
+        path = f"$.links[{i}]"
+        if not isinstance(item, dict):
+            raise SchemaError("a link must be an object", path=path)
+        count = _need(item, "count", path, int)
+        rate = _need(item, "link_gb_per_s", path, (int, float))
+        latency = item.get("latency_us")
+        if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))):
+            raise SchemaError("latency_us must be a number", path=f"{path}.latency_us")
+        links.append(
+            Link(
+                a=_need(item, "a", path, str),
+                b=_need(item, "b", path, str),
+                kind=_enum(LinkKind, _need(item, "kind", path, str), f"{path}.kind"),
+                count=count,
+                link_gb_per_s=float(rate),
+                latency_us=None if latency is None else float(latency),
+                provenance=_enum(Provenance, item.get("provenance", "datasheet"), f"{path}.provenance"),
+                source=str(item.get("source", "")),
+                generation=item.get("generation"),
+            )
+        )
+    model_params = data.get("model_params", {})
+    if not isinstance(model_params, dict):
+        raise SchemaError("model_params must be an object", path="$.model_params")
+    return Topology(
+        name=_need(data, "name", "$", str),
+        devices=tuple(devices),
+        links=tuple(links),
+        is_this_system=bool(data.get("is_this_system", False)) if is_this_system is None else is_this_system,
+        source=str(data.get("source", "")),
+        description=str(data.get("description", "")),
+        sources=tuple(str(s) for s in data.get("sources", [])),
+        model_params=model_params,
+        notes=tuple(str(s) for s in data.get("notes", [])),
+    )
+
+
+def dumps(topology: Topology) -> str:
+    return json.dumps(to_dict(topology), indent=2) + "\n"
+
+
+def loads(text: str, *, origin: str = "<string>") -> Topology:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{origin} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    try:
+        return from_dict(data)
+    except SchemaError as exc:
+        raise SchemaError(f"{origin}: {exc}", hint=exc.hint) from exc
+    except TopologyError as exc:
+        raise TopologyError(f"{origin}: {exc}", hint=exc.hint) from exc
+
+
+def load(path: str | Path) -> Topology:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"topology file not found: {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read topology file {path}: {exc.strerror}") from exc
+    topology = loads(text, origin=str(path))
+    return topology if topology.source else topology.replace(source=f"file:{path}")
+
+
+def save(topology: Topology, path: str | Path) -> None:
+    from ..atomic import write_text_atomic
+
+    write_text_atomic(Path(path), dumps(topology))

@@ -1,0 +1,271 @@
+"""The topology model: what the machine is (devices and links), nothing about how we found out.
+
+Frozen dataclasses (read-only once built). A Topology is a graph:
+
+* devices: GPUs (or AMD GCDs), CPUs (one per NUMA node / socket, with its cores and host memory),
+  PCIe switches, PCIe host bridges (root complexes), NVSwitch planes, NICs, network switches;
+* links: undirected physical connections whose capacity is the same **per direction**
+  (``capacity_gb_per_s = count * link_gb_per_s``), with a kind (nvlink, xgmi, pcie, upi, network)
+  and a provenance saying where the number came from.
+
+An NVSwitch plane of several physical switch chips is modelled as one ``nvswitch`` device: every
+GPU's NVLinks to it are one bonded link with the GPU's total link count (traffic is striped over
+all the chips, so the bottleneck is the GPU's own link count). ``attributes["physical_switches"]``
+keeps the chip count.
+
+GPU numbering: ``Device.index`` is the topology's GPU number, the one every result refers to
+(``src``/``dst``). ``cuda_ordinal``, ``hip_ordinal`` and ``nvml_index`` are separate optional fields
+because they can disagree (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER); the PCI bus id is the stable key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+from ..errors import TopologyError
+
+SCHEMA_VERSION = 1
+
+
+class DeviceKind(str, Enum):
+    GPU = "gpu"
+    CPU = "cpu"
+    PCIE_SWITCH = "pcie_switch"
+    HOST_BRIDGE = "host_bridge"
+    NVSWITCH = "nvswitch"
+    NIC = "nic"
+    NETWORK_SWITCH = "network_switch"
+
+
+class LinkKind(str, Enum):
+    NVLINK = "nvlink"
+    XGMI = "xgmi"
+    PCIE = "pcie"
+    UPI = "upi"
+    NETWORK = "network"
+
+
+class Provenance(str, Enum):
+    """Where a number came from (STYLE.md C4)."""
+
+    DATASHEET = "datasheet"
+    OS = "os"
+    MEASURED = "measured"
+    CALIBRATED = "calibrated"
+    PREDICTED = "predicted"
+    SIMULATED = "simulated"
+    USER = "user"
+    SYNTHETIC = "synthetic"
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device of the node. Fields that do not apply to a kind stay None.
+
+    Attributes:
+        id: unique name within the topology, e.g. ``gpu0``, ``cpu1``, ``sw0``, ``nvswitch``, ``mlx5_0``.
+        kind: what it is.
+        name: product name (``NVIDIA H200``, ``Xeon 8480C``, ``ConnectX-7``).
+        index: GPU number in this topology (GPUs only; 0..n-1), used by results as src/dst.
+        vendor: ``nvidia``, ``amd``, ``intel``, ``mellanox``, ...
+        uuid: GPU UUID where known.
+        pci_bus_id: normalised ``0000:07:00.0`` where known.
+        memory_bytes: device memory (GPU) or host memory (CPU) in bytes.
+        numa_node: NUMA node the device is attached to (CPU: its own node).
+        cuda_ordinal, hip_ordinal, nvml_index: runtime/driver indices, separate on purpose.
+        cores: logical CPU ids (CPU devices).
+        socket: physical package of a CPU device.
+        package: physical package of a GPU (e.g. the MI250X holding two GCDs).
+        device_name: OS name of a NIC (``mlx5_0``, ``hsn0``).
+        line_rate_gbit_per_s: NIC line rate in Gbit/s (network convention).
+        memory_bw_gb_per_s: host memory bandwidth of a CPU / NUMA node, per direction, GB/s.
+        attributes: other read-only facts (strings/numbers), e.g. ``physical_switches``.
+    """
+
+    id: str
+    kind: DeviceKind
+    name: str = ""
+    index: int | None = None
+    vendor: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    memory_bytes: int | None = None
+    numa_node: int | None = None
+    cuda_ordinal: int | None = None
+    hip_ordinal: int | None = None
+    nvml_index: int | None = None
+    cores: tuple[int, ...] = ()
+    socket: int | None = None
+    package: int | None = None
+    device_name: str | None = None
+    line_rate_gbit_per_s: float | None = None
+    memory_bw_gb_per_s: float | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=True)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind is DeviceKind.GPU
+
+    @property
+    def label(self) -> str:
+        """Short display label: ``GPU0``, ``CPU1``, ``mlx5_0``, ``sw0``."""
+        if self.kind is DeviceKind.GPU and self.index is not None:
+            return f"GPU{self.index}"
+        if self.kind is DeviceKind.NIC and self.device_name:
+            return self.device_name
+        return self.id
+
+
+@dataclass(frozen=True)
+class Link:
+    """An undirected physical connection; capacity is per direction.
+
+    Attributes:
+        a, b: device ids.
+        kind: nvlink | xgmi | pcie | upi | network.
+        count: number of bonded links (NV18 = 18 NVLinks).
+        link_gb_per_s: capacity of one link in one direction, GB/s (10**9 B/s).
+        latency_us: one-way latency of the hop in microseconds, where known.
+        provenance: where the capacity came from.
+        source: citation or discovery note for the numbers.
+        generation: e.g. ``NVLink4``, ``PCIe Gen5 x16``.
+    """
+
+    a: str
+    b: str
+    kind: LinkKind
+    count: int = 1
+    link_gb_per_s: float = 0.0
+    latency_us: float | None = None
+    provenance: Provenance = Provenance.DATASHEET
+    source: str = ""
+    generation: str | None = None
+
+    @property
+    def capacity_gb_per_s(self) -> float:
+        """Per-direction capacity of the bonded link."""
+        return self.count * self.link_gb_per_s
+
+    def other(self, device_id: str) -> str:
+        if device_id == self.a:
+            return self.b
+        if device_id == self.b:
+            return self.a
+        raise KeyError(device_id)
+
+    def joins(self, x: str, y: str) -> bool:
+        return {self.a, self.b} == {x, y}
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A node (or cluster) as devices and links.
+
+    Attributes:
+        name: preset name, hostname or synthetic spec.
+        devices: all devices; GPUs carry ``index`` 0..n-1.
+        links: undirected links.
+        is_this_system: True only when discovered live on the running machine.
+        source: how it was obtained (``nvml+sysfs``, ``preset:dgx-h100``, ``synthetic:nvswitch:8``, a file).
+        description: one human sentence.
+        sources: citations for the numbers in it.
+        model_params: parameters of the fabric model (engine limits, efficiencies, overheads)
+            where calibrated or stated by a preset; the model package defines their meaning.
+        notes: warnings from discovery (a fallback, a missing file), kept with the data.
+    """
+
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    is_this_system: bool = False
+    source: str = ""
+    description: str = ""
+    sources: tuple[str, ...] = ()
+    model_params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    # ---- lookups -------------------------------------------------------------------------
+    @property
+    def by_id(self) -> dict[str, Device]:
+        return {d.id: d for d in self.devices}
+
+    def device(self, device_id: str) -> Device:
+        for d in self.devices:
+            if d.id == device_id:
+                return d
+        raise TopologyError(f"no device {device_id!r} in topology {self.name!r}")
+
+    @property
+    def gpus(self) -> tuple[Device, ...]:
+        """GPUs ordered by their topology index."""
+        return tuple(sorted((d for d in self.devices if d.is_gpu), key=lambda d: d.index or 0))
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(1 for d in self.devices if d.is_gpu)
+
+    def gpu(self, index: int) -> Device:
+        """The GPU with topology index ``index``; a clear error listing the valid ones otherwise."""
+        for d in self.devices:
+            if d.is_gpu and d.index == index:
+                return d
+        raise TopologyError(
+            f"GPU {index} does not exist in {self.name!r}",
+            hint=f"valid GPU indices: 0..{self.gpu_count - 1}" if self.gpu_count else "this topology has no GPU",
+        )
+
+    def of_kind(self, kind: DeviceKind) -> tuple[Device, ...]:
+        return tuple(d for d in self.devices if d.kind is kind)
+
+    def links_of(self, device_id: str) -> tuple[Link, ...]:
+        return tuple(link for link in self.links if device_id in (link.a, link.b))
+
+    def neighbours(self, device_id: str) -> tuple[str, ...]:
+        return tuple(link.other(device_id) for link in self.links_of(device_id))
+
+    def replace(self, **changes: Any) -> "Topology":
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+def validate(topology: Topology) -> None:
+    """Structural checks: unique ids, links between existing devices, GPU indices 0..n-1,
+    positive capacities, no self links. Raises TopologyError naming the culprit."""
+    ids: set[str] = set()
+    for d in topology.devices:
+        if not isinstance(d.kind, DeviceKind):
+            raise TopologyError(f"device {d.id!r} has an unknown kind {d.kind!r}")
+        if d.id in ids:
+            raise TopologyError(f"device id {d.id!r} appears twice in topology {topology.name!r}")
+        ids.add(d.id)
+    indices = sorted(d.index for d in topology.devices if d.is_gpu and d.index is not None)
+    gpu_n = sum(1 for d in topology.devices if d.is_gpu)
+    if indices != list(range(gpu_n)):
+        raise TopologyError(
+            f"GPU indices in topology {topology.name!r} must be 0..{gpu_n - 1} once each, got {indices}"
+        )
+    for link in topology.links:
+        for end in (link.a, link.b):
+            if end not in ids:
+                raise TopologyError(f"link {link.a}–{link.b} names a device that does not exist: {end!r}")
+        if link.a == link.b:
+            raise TopologyError(f"link from {link.a!r} to itself")
+        if link.count < 1:
+            raise TopologyError(f"link {link.a}–{link.b} has count {link.count}; need >= 1")
+        if not link.link_gb_per_s > 0:
+            raise TopologyError(f"link {link.a}–{link.b} has no positive bandwidth ({link.link_gb_per_s})")
+
+
+def make_topology(
+    name: str,
+    devices: Iterable[Device],
+    links: Iterable[Link],
+    **kwargs: Any,
+) -> Topology:
+    """Build and validate a Topology from iterables."""
+    return Topology(name=name, devices=tuple(devices), links=tuple(links), **kwargs)

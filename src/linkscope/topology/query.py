@@ -1,0 +1,226 @@
+"""Read-only questions about a Topology: routes, levels, hops, distance, theoretical bandwidth,
+nearest NICs and cores.
+
+Routing rule (what a peer copy takes on the real machine):
+
+1. between two GPUs, a path over the GPU fabric alone (NVLink, xGMI, NVSwitch) when one exists:
+   fewest hops, then widest bottleneck. NVIDIA GPUs never forward NVLink traffic; AMD GCDs forward
+   xGMI traffic (multi-hop xGMI);
+2. otherwise the host path over PCIe / socket links (and, between nodes, the network), with the
+   same preference. A GPU is never a transit point except for xGMI; a NIC only bridges PCIe and
+   network.
+
+These queries serve node-scale use (topo, levels, mapping costs). The fabric model (``model``)
+builds its own directed graph for large simulations.
+"""
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+from typing import Sequence
+
+from ..errors import TopologyError
+from .levels import PairLevel
+from .model import Device, DeviceKind, Link, LinkKind, Topology
+
+FABRIC_KINDS = (LinkKind.NVLINK, LinkKind.XGMI)
+_NETWORK_WEIGHT = 100.0
+
+
+def _transit_ok(topology: Topology, node: Device, in_kind: LinkKind | None, out_kind: LinkKind) -> bool:
+    if in_kind is None:  # the source itself
+        return True
+    if node.kind is DeviceKind.GPU:
+        return in_kind is LinkKind.XGMI or out_kind is LinkKind.XGMI
+    if node.kind is DeviceKind.NIC:
+        return {in_kind, out_kind} == {LinkKind.PCIE, LinkKind.NETWORK}
+    return True
+
+
+def _shortest(topology: Topology, src: str, dst: str, kinds: Sequence[LinkKind] | None) -> tuple[Link, ...] | None:
+    """Dijkstra over (device, arrival link kind) states; weight 1 a hop (100 for network hops)
+    plus a tie-break that prefers wider links. Returns the links in order, or None."""
+    devices = topology.by_id
+    adjacency: dict[str, list[Link]] = {}
+    for link in topology.links:
+        if kinds is not None and link.kind not in kinds:
+            continue
+        adjacency.setdefault(link.a, []).append(link)
+        adjacency.setdefault(link.b, []).append(link)
+    start = (src, None)
+    best: dict[tuple[str, LinkKind | None], float] = {start: 0.0}
+    back: dict[tuple[str, LinkKind | None], tuple[tuple[str, LinkKind | None], Link]] = {}
+    heap: list[tuple[float, int, str, LinkKind | None]] = [(0.0, 0, src, None)]
+    counter = 0
+    while heap:
+        cost, _, node, in_kind = heapq.heappop(heap)
+        state = (node, in_kind)
+        if cost > best.get(state, float("inf")):
+            continue
+        if node == dst:
+            path: list[Link] = []
+            while state != start:
+                state, link = back[state]
+                path.append(link)
+            return tuple(reversed(path))
+        for link in adjacency.get(node, ()):
+            if node != src and not _transit_ok(topology, devices[node], in_kind, link.kind):
+                continue
+            nxt = link.other(node)
+            weight = (_NETWORK_WEIGHT if link.kind is LinkKind.NETWORK else 1.0) + 1e-3 / max(link.capacity_gb_per_s, 1e-9)
+            new_state = (nxt, link.kind)
+            new_cost = cost + weight
+            if new_cost < best.get(new_state, float("inf")):
+                best[new_state] = new_cost
+                back[new_state] = (state, link)
+                counter += 1
+                heapq.heappush(heap, (new_cost, counter, nxt, link.kind))
+    return None
+
+
+def _resolve(topology: Topology, ref: str | int | Device) -> Device:
+    if isinstance(ref, Device):
+        return ref
+    if isinstance(ref, int):
+        return topology.gpu(ref)
+    return topology.device(ref)
+
+
+def route(topology: Topology, a: str | int | Device, b: str | int | Device) -> tuple[Link, ...]:
+    """The links a transfer from ``a`` to ``b`` crosses (ints are GPU indices, strings device ids)."""
+    src, dst = _resolve(topology, a), _resolve(topology, b)
+    return _cached_route(topology, src.id, dst.id)
+
+
+@lru_cache(maxsize=65536)
+def _cached_route(topology: Topology, src: str, dst: str) -> tuple[Link, ...]:
+    if src == dst:
+        return ()
+    devices = topology.by_id
+    if devices[src].is_gpu and devices[dst].is_gpu:
+        fabric = _shortest(topology, src, dst, FABRIC_KINDS)
+        if fabric is not None:
+            return fabric
+    path = _shortest(topology, src, dst, None)
+    if path is None:
+        raise TopologyError(f"no route between {src!r} and {dst!r} in {topology.name!r}: the topology is disconnected")
+    return path
+
+
+def route_devices(topology: Topology, a: str | int | Device, b: str | int | Device) -> tuple[str, ...]:
+    """Device ids along the route, both ends included."""
+    src = _resolve(topology, a)
+    ids = [src.id]
+    for link in route(topology, a, b):
+        ids.append(link.other(ids[-1]))
+    return tuple(ids)
+
+
+def hops(topology: Topology, a: str | int | Device, b: str | int | Device) -> int:
+    return len(route(topology, a, b))
+
+
+def pair_level(topology: Topology, a: str | int | Device, b: str | int | Device) -> PairLevel:
+    """nvidia-smi style level of a pair (see ``levels``)."""
+    src, dst = _resolve(topology, a), _resolve(topology, b)
+    if src.id == dst.id:
+        return PairLevel("X")
+    links = route(topology, src, dst)
+    kinds = {link.kind for link in links}
+    if kinds == {LinkKind.NVLINK}:
+        return PairLevel("NV", min(link.count for link in links))
+    if kinds == {LinkKind.XGMI}:
+        gpu_transits = sum(1 for d in route_devices(topology, src, dst)[1:-1] if topology.by_id[d].is_gpu)
+        if gpu_transits == 0:
+            return PairLevel("XGMI", min(link.count for link in links))
+        return PairLevel("XGMI-HOP", gpu_transits + 1)
+    if LinkKind.NETWORK in kinds:
+        return PairLevel("NET")
+    if LinkKind.UPI in kinds:
+        return PairLevel("SYS")
+    inner = [topology.by_id[d] for d in route_devices(topology, src, dst)[1:-1]]
+    bridges = sum(1 for d in inner if d.kind is DeviceKind.HOST_BRIDGE)
+    cpus = sum(1 for d in inner if d.kind is DeviceKind.CPU)
+    if cpus > 1:
+        return PairLevel("SYS")
+    if bridges > 1:
+        return PairLevel("NODE")
+    if bridges == 1 or cpus == 1:
+        return PairLevel("PHB")
+    switches = sum(1 for d in inner if d.kind is DeviceKind.PCIE_SWITCH)
+    return PairLevel("PXB" if switches > 1 else "PIX")
+
+
+def distance(topology: Topology, a: str | int | Device, b: str | int | Device) -> int:
+    """The distance metric: max level − pair level (0 for a device with itself)."""
+    return pair_level(topology, a, b).distance
+
+
+def theoretical_gb_per_s(topology: Topology, a: str | int | Device, b: str | int | Device) -> float:
+    """Per-direction bottleneck capacity of the route (GB/s); inf for a device with itself."""
+    links = route(topology, a, b)
+    if not links:
+        return float("inf")
+    return min(link.capacity_gb_per_s for link in links)
+
+
+def level_matrix(topology: Topology) -> list[list[PairLevel]]:
+    gpus = topology.gpus
+    return [[pair_level(topology, g, h) for h in gpus] for g in gpus]
+
+
+def bandwidth_matrix(topology: Topology) -> list[list[float | None]]:
+    """Theoretical GB/s per direction for each ordered GPU pair; None on the diagonal."""
+    gpus = topology.gpus
+    return [[None if g.id == h.id else theoretical_gb_per_s(topology, g, h) for h in gpus] for g in gpus]
+
+
+def nearest_nics(topology: Topology, gpu: int | str | Device) -> tuple[Device, ...]:
+    """The NICs at the smallest distance from the GPU (ties all returned, then by hops)."""
+    g = _resolve(topology, gpu)
+    nics = topology.of_kind(DeviceKind.NIC)
+    if not nics:
+        return ()
+    scored = []
+    for nic in nics:
+        try:
+            scored.append((distance(topology, g, nic), hops(topology, g, nic), nic))
+        except TopologyError:
+            continue
+    if not scored:
+        return ()
+    best = min(s[:2] for s in scored)
+    return tuple(nic for d, h, nic in scored if (d, h) == best)
+
+
+def local_cpu(topology: Topology, gpu: int | str | Device) -> Device | None:
+    """The CPU / NUMA node a GPU is attached to: same numa_node, else the nearest CPU by route."""
+    g = _resolve(topology, gpu)
+    cpus = topology.of_kind(DeviceKind.CPU)
+    if g.numa_node is not None:
+        for cpu in cpus:
+            if cpu.numa_node == g.numa_node:
+                return cpu
+    reachable = []
+    for cpu in cpus:
+        try:
+            reachable.append((hops(topology, g, cpu), cpu.id, cpu))
+        except TopologyError:
+            continue
+    return min(reachable)[2] if reachable else None
+
+
+def nearest_cores(topology: Topology, gpu: int | str | Device) -> tuple[int, ...]:
+    cpu = local_cpu(topology, gpu)
+    return cpu.cores if cpu else ()
+
+
+def is_uniform(topology: Topology) -> bool:
+    """True when every GPU pair has the same level and theoretical bandwidth (mapping cannot help)."""
+    gpus = topology.gpus
+    seen = {
+        (pair_level(topology, g, h).code, round(theoretical_gb_per_s(topology, g, h), 6))
+        for i, g in enumerate(gpus)
+        for h in gpus[i + 1 :]
+    }
+    return len(seen) <= 1
