@@ -1,1 +1,90 @@
-"""linkscope.cli"""
+"""The linkscope command line: a thin shell over the library (STYLE.md C9).
+
+Each command lives in ``cmd_<name>.py`` beside this file and exposes ``register(app)``; they are
+found and registered at start-up, in name order. This package is the only place that reads
+``os.environ`` and maps errors to exit codes:
+
+* 0 ok; 1 user error (one line, no traceback; ``--debug`` shows it); 2 usage;
+* 3 finished with errors; 130 interrupted (partial results already written).
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from typing import Sequence
+
+import click
+import typer
+
+from ..errors import UserError
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_USAGE = 2
+EXIT_WITH_ERRORS = 3
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="linkscope",
+    help="How the GPUs in this machine are really linked, what the links deliver, and where ranks should go.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+) -> None:
+    """linkscope: topology, link bandwidth and latency, traffic mapping, counters."""
+
+
+def _register_commands() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            module.register(app)
+
+
+_register_commands()
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"linkscope: error: {message}\n")
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns (and exits with) the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
+        code = result if isinstance(result, int) else EXIT_OK
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        _err("interrupted")
+        code = EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+    except UserError as exc:
+        if debug:
+            raise
+        _err(exc.one_line())
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        _err("interrupted")
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        code = EXIT_OK
+    if argv is None:
+        sys.exit(code)
+    return code

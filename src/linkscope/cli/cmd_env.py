@@ -1,0 +1,38 @@
+"""``linkscope env``: versions and which backends are usable here, and why not."""
+from __future__ import annotations
+
+import json
+
+import typer
+
+from .common import stdout_console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("env")
+    def env(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+        """Versions, and the backends available here (NVML, CUDA/CuPy, ROCm, MPI, NCCL) and why not.
+
+        Example: linkscope env --json
+        """
+        from ..envinfo import collect
+
+        report = collect()
+        if as_json:
+            typer.echo(json.dumps(report, indent=2))
+            return
+        from rich.table import Table
+
+        console = stdout_console()
+        versions = Table(title="versions", show_header=False)
+        for key, value in report["versions"].items():
+            versions.add_row(key, str(value))
+        console.print(versions)
+        backends = Table(title="backends")
+        backends.add_column("backend")
+        backends.add_column("available")
+        backends.add_column("version / why not")
+        for item in report["backends"]:
+            backends.add_row(item["name"], "yes" if item["ok"] else "no",
+                             item.get("version") or "" if item["ok"] else item["reason"])
+        console.print(backends)
