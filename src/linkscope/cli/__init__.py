@@ -14,8 +14,12 @@ import pkgutil
 import sys
 from typing import Sequence
 
-import click
 import typer
+
+try:  # typer >= 0.20 vendors its own copy of click
+    from typer._click import exceptions as _click_exc
+except ImportError:  # older typer uses click itself
+    from click import exceptions as _click_exc
 
 from ..errors import UserError
 
@@ -65,14 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         _err("interrupted")
         code = EXIT_INTERRUPTED
-    except click.ClickException as exc:
+    except _click_exc.ClickException as exc:
         exc.show()
-        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        code = EXIT_USAGE if isinstance(exc, _click_exc.UsageError) else exc.exit_code
     except UserError as exc:
         if debug:
             raise

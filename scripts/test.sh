@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set up a virtual environment in .venv (once) and run the whole test suite.
+# GPU tests skip without a GPU; MPI tests need mpirun + mpicc (Debian: openmpi-bin libopenmpi-dev);
+# the browser test needs chromium. Extra pytest arguments pass through: bash scripts/test.sh -k topo
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${LINKSCOPE_VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e ".[test]"
+if command -v mpicc >/dev/null 2>&1; then
+  # mpi4py must match the MPI library that mpirun starts.
+  "$VENV/bin/python" -m pip install -q "mpi4py>=3.1"
+fi
+exec "$VENV/bin/python" -m pytest -q "$@"

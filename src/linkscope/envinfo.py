@@ -1,0 +1,99 @@
+"""``linkscope env``: versions and backend availability. Every probe returns a reason instead of
+raising (CuPy's ``_eval_or_error`` idea): the report is for bug reports and must never crash."""
+from __future__ import annotations
+
+import platform
+import shutil
+import sys
+from typing import Any, Callable
+
+from . import __version__
+
+
+def _version_of(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # noqa: BLE001 - absence is the answer
+        return "not installed"
+
+
+def _guard(name: str, probe: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        result = probe()
+    except Exception as exc:  # noqa: BLE001 - a probe must never crash the report
+        return {"name": name, "ok": False, "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    return {"name": name, **result}
+
+
+def _cupy() -> dict[str, Any]:
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "reason": f"CuPy not importable ({type(exc).__name__}: {exc})".splitlines()[0]}
+    from cupy.cuda import runtime
+
+    count = runtime.getDeviceCount()
+    if count == 0:
+        return {"ok": False, "reason": "CuPy is installed but no CUDA GPU is visible"}
+    return {"ok": True, "version": f"CuPy {cupy.__version__}, CUDA runtime {runtime.runtimeGetVersion()}, {count} GPU(s)"}
+
+
+def _nccl() -> dict[str, Any]:
+    try:
+        from cupy.cuda import nccl
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "reason": f"cupy.cuda.nccl not importable ({type(exc).__name__})"}
+    return {"ok": True, "version": f"NCCL {nccl.get_version()}"}
+
+
+def _mpi() -> dict[str, Any]:
+    try:
+        import mpi4py
+
+        mpi4py.rc.initialize = False
+        mpi4py.rc.finalize = False
+        from mpi4py import MPI
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "reason": f"mpi4py/MPI not usable ({type(exc).__name__}: {exc})".splitlines()[0]}
+    library = MPI.Get_library_version().splitlines()[0].strip()
+    return {"ok": True, "version": f"mpi4py {mpi4py.__version__}; {library}"}
+
+
+def _rocm() -> dict[str, Any]:
+    for tool in ("amd-smi", "rocm-smi"):
+        path = shutil.which(tool)
+        if path:
+            return {"ok": True, "version": f"{tool} at {path}"}
+    return {"ok": False, "reason": "neither amd-smi nor rocm-smi is on PATH (no ROCm installation)"}
+
+
+def collect() -> dict[str, Any]:
+    versions = {
+        "linkscope": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "numpy": _version_of("numpy"),
+        "scipy": _version_of("scipy"),
+        "typer": _version_of("typer"),
+        "rich": _version_of("rich"),
+        "nvidia-ml-py": _version_of("nvidia-ml-py"),
+        "cupy": next((v for v in (_version_of(n) for n in ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-rocm-5-0")) if v != "not installed"), "not installed"),
+        "mpi4py": _version_of("mpi4py"),
+        "matplotlib": _version_of("matplotlib"),
+    }
+    backends: list[dict[str, Any]] = []
+    try:
+        from .discovery.registry import probes
+
+        for availability in probes():
+            backends.append({"name": availability.name, "ok": availability.ok, "reason": availability.reason,
+                             "version": availability.version})
+    except ImportError as exc:
+        backends.append({"name": "discovery", "ok": False, "reason": f"discovery backends not importable: {exc}"})
+    names = {b["name"] for b in backends}
+    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm)):
+        if name not in names:
+            backends.append(_guard(name, probe))
+    return {"versions": versions, "backends": backends}

@@ -1,0 +1,109 @@
+"""Topology as tables (neutral model) for the console: nvidia-smi-like level matrix, theoretical
+bandwidth matrix, per-GPU affinity. Renderers (Rich, JSON) sit on top of these rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..topology import query
+from ..topology.levels import LEGEND
+from ..topology.model import DeviceKind, Topology
+
+
+def format_cpu_list(cores: tuple[int, ...] | list[int]) -> str:
+    """``0-55,112-167`` from a list of core ids.
+
+    >>> format_cpu_list([0, 1, 2, 3, 8, 10, 11])
+    '0-3,8,10-11'
+    """
+    values = sorted(set(cores))
+    if not values:
+        return ""
+    parts = []
+    start = prev = values[0]
+    for v in values[1:] + [None]:  # type: ignore[list-item]
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else f"{start}")
+        if v is not None:
+            start = prev = v
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class TopologyView:
+    """Everything ``linkscope topo`` shows, as plain data."""
+
+    title: str
+    labels: tuple[str, ...]  # GPUs then NICs
+    levels: tuple[tuple[str, ...], ...]  # label x label level codes
+    gpu_labels: tuple[str, ...]
+    bandwidth_gb_per_s: tuple[tuple[float | None, ...], ...]  # GPU x GPU, per direction
+    gpu_rows: tuple[tuple[str, ...], ...]  # label, name, pci, numa, cores, nearest NICs
+    legend: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+def build_view(topology: Topology, gpus: list[int] | None = None) -> TopologyView:
+    selected = [topology.gpu(i) for i in gpus] if gpus is not None else list(topology.gpus)
+    nics = list(topology.of_kind(DeviceKind.NIC))
+    devices = selected + nics
+    levels = tuple(tuple(query.pair_level(topology, a, b).code for b in devices) for a in devices)
+    bandwidth = tuple(
+        tuple(None if a.id == b.id else query.theoretical_gb_per_s(topology, a, b) for b in selected) for a in selected
+    )
+    rows = []
+    for g in selected:
+        cpu = query.local_cpu(topology, g)
+        numa = g.numa_node if g.numa_node is not None else (cpu.numa_node if cpu else None)
+        rows.append(
+            (
+                g.label,
+                g.name or "",
+                g.pci_bus_id or "",
+                "N/A" if numa is None else str(numa),
+                format_cpu_list(query.nearest_cores(topology, g)) or "N/A",
+                ",".join(n.label for n in query.nearest_nics(topology, g)) or "-",
+            )
+        )
+    where = "this system" if topology.is_this_system else "NOT this system"
+    title = f"{topology.name} ({topology.source or 'unknown source'}; {where})"
+    return TopologyView(
+        title=title,
+        labels=tuple(d.label for d in devices),
+        levels=levels,
+        gpu_labels=tuple(g.label for g in selected),
+        bandwidth_gb_per_s=bandwidth,
+        gpu_rows=tuple(rows),
+        legend=LEGEND,
+        notes=topology.notes,
+    )
+
+
+def render_rich(view: TopologyView, console) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]{view.title}[/bold]")
+    levels = Table(title="pair levels (nvidia-smi topo -m codes)", title_justify="left")
+    levels.add_column("")
+    for label in view.labels:
+        levels.add_column(label, justify="center")
+    for label, row in zip(view.labels, view.levels):
+        levels.add_row(label, *row)
+    console.print(levels)
+    bw = Table(title="theoretical bandwidth per direction (GB/s, route bottleneck)", title_justify="left")
+    bw.add_column("src \\ dst")
+    for label in view.gpu_labels:
+        bw.add_column(label, justify="right")
+    for label, row in zip(view.gpu_labels, view.bandwidth_gb_per_s):
+        bw.add_row(label, *["-" if v is None else f"{v:.1f}" for v in row])
+    console.print(bw)
+    aff = Table(title="GPU affinity", title_justify="left")
+    for name in ("GPU", "name", "PCI bus id", "NUMA", "cores", "nearest NIC"):
+        aff.add_column(name)
+    for row in view.gpu_rows:
+        aff.add_row(*row)
+    console.print(aff)
+    console.print("Legend: " + "; ".join(f"{code} = {text}" for code, text in view.legend), style="dim")
+    for note in view.notes:
+        console.print(f"note: {note}", style="yellow")
