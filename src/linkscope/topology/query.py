@@ -42,9 +42,12 @@ def _shortest(topology: Topology, src: str, dst: str, kinds: Sequence[LinkKind] 
     plus a tie-break that prefers wider links. Returns the links in order, or None."""
     devices = topology.by_id
     adjacency: dict[str, list[Link]] = {}
+    fabric_only = kinds is not None and set(kinds) <= set(FABRIC_KINDS)
     for link in topology.links:
         if kinds is not None and link.kind not in kinds:
             continue
+        if fabric_only and not all(devices[end].kind in (DeviceKind.GPU, DeviceKind.NVSWITCH) for end in (link.a, link.b)):
+            continue  # the GPU fabric phase never crosses a CPU (CPU-GCD Infinity Fabric links)
         adjacency.setdefault(link.a, []).append(link)
         adjacency.setdefault(link.b, []).append(link)
     start = (src, None)
