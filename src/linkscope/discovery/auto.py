@@ -1,0 +1,92 @@
+"""Which topology a command works on: a preset, a file, a synthetic spec, or this machine.
+
+``discover_live`` asks the GPU backends in order (NVML, then ROCm SMI) and merges what they find
+with the sysfs PCIe tree. ``resolve_topology`` is what the CLI calls for ``--preset / --from /
+--synthetic`` or none of them (live, falling back to a simulated preset when asked to).
+"""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Callable
+
+from ..errors import BackendUnavailable, ConfigError, UserError
+from ..topology.io import load as load_file
+from ..topology.model import Topology
+from ..topology.presets import load_preset
+from ..topology.synthetic import synthetic_topology
+from . import nvml, rocm, sysfs
+
+DEFAULT_FALLBACK_PRESET = "hgx-h200-4"
+
+
+def _sysfs_facts(root: Path, notes: list[str]) -> dict | None:
+    if not sysfs.probe(root).ok:
+        notes.append(f"no sysfs PCI tree under {root}: PCIe switches, NICs and NUMA nodes are not modelled")
+        return None
+    try:
+        return sysfs.read_facts(root)
+    except UserError as exc:
+        notes.append(f"sysfs not used: {exc.one_line()}")
+        return None
+
+
+def discover_live(sysfs_root: Path | None = None) -> Topology:
+    """This machine's topology (``is_this_system`` True). Raises BackendUnavailable with the reason
+    of every GPU backend when none works."""
+    root = Path(sysfs_root) if sysfs_root is not None else Path("/")
+    notes: list[str] = []
+    nv = nvml.probe()
+    if nv.ok:
+        facts = nvml.read_facts(nvml._import_pynvml())
+        topology = nvml.facts_to_topology(facts, _sysfs_facts(root, notes))
+        source = "nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml"
+    else:
+        rc = rocm.probe()
+        if not rc.ok:
+            raise BackendUnavailable(f"no GPU discovered here (NVML: {nv.reason}; ROCm: {rc.reason})")
+        facts = rocm.parse_outputs(rocm.read_outputs())
+        topology = rocm.facts_to_topology(facts, _sysfs_facts(root, notes), name=socket.gethostname())
+        source = topology.source
+    return topology.replace(is_this_system=True, source=source, notes=tuple(notes) + topology.notes)
+
+
+def resolve_topology(
+    preset: str | None = None,
+    from_file: str | None = None,
+    synthetic: str | None = None,
+    *,
+    allow_fallback: bool,
+    fallback_preset: str = DEFAULT_FALLBACK_PRESET,
+    discover: Callable[[], Topology] = discover_live,
+) -> tuple[Topology, str | None]:
+    """The topology named by at most one of ``preset`` / ``from_file`` / ``synthetic``, else this
+    machine's. Returns (topology, note): the note is set when live discovery failed and the
+    simulated ``fallback_preset`` was used instead (only with ``allow_fallback``).
+
+    Raises ConfigError when more than one source is given, UserError for an unknown preset (listing
+    the valid ones), a bad file or spec, and BackendUnavailable when discovery fails without fallback.
+    """
+    given = [(flag, value) for flag, value in (("--preset", preset), ("--from", from_file), ("--synthetic", synthetic))
+             if value is not None]
+    if len(given) > 1:
+        raise ConfigError(f"choose one topology source, got {' and '.join(f'{f} {v}' for f, v in given)}",
+                          hint="use one of --preset NAME, --from FILE, --synthetic SPEC (or none for this machine)")
+    if preset is not None:
+        return load_preset(preset), None
+    if from_file is not None:
+        return load_file(from_file), None
+    if synthetic is not None:
+        return synthetic_topology(synthetic), None
+    try:
+        return discover(), None
+    except BackendUnavailable as exc:
+        if not allow_fallback:
+            raise
+        reason = str(exc)
+        prefix = "no GPU discovered here ("
+        if reason.startswith(prefix) and reason.endswith(")"):
+            reason = reason[len(prefix):-1]
+        note = f"no GPU discovered here ({reason}): using the simulated default preset {fallback_preset}"
+        topology = load_preset(fallback_preset)
+        return topology.replace(notes=topology.notes + (note,)), note

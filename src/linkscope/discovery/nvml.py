@@ -1,0 +1,382 @@
+"""NVIDIA GPUs and NVLink through NVML (nvidia-ml-py, ``import pynvml``, imported lazily).
+
+Two layers:
+
+* ``read_facts(nvml)`` is the only code that calls NVML. It returns a JSON-able dump of everything
+  read (per GPU: name, UUID, PCI bus id, memory, NUMA node, CPU affinity, PCIe generation/width, and
+  per NVLink: state, version, remote PCI bus id, remote device type, speed; per GPU pair: P2P status
+  for read/write/nvlink/atomics and the common-ancestor level). Calls a driver does not support are
+  recorded under ``errors`` and the rest goes on. Tests drive it with a FakeNVML double.
+* ``facts_to_topology(facts, sysfs_facts=None)`` works only from that dump, so recorded dumps
+  (``tests/fixtures/machines/<name>/nvml.json``) rebuild the same Topology anywhere.
+
+GPU numbering: the topology index of a GPU is its position when GPUs are sorted by PCI bus id,
+which is the CUDA ordinal under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` with no ``CUDA_VISIBLE_DEVICES``
+(CUDA's default order, FASTEST_FIRST, can differ). ``cuda_ordinal`` holds that position and
+``nvml_index`` NVML's own index; the PCI bus id is the stable key.
+
+NVLink model: active links to the same peer GPU are one bonded link (``count`` = number of links,
+checked from both ends); links to NVSwitches become one bonded link per GPU to one logical
+``nvswitch`` device (``attributes["physical_switches"]`` = number of distinct switch PCI ids).
+Per-link rate: NVML field ``NVML_FI_DEV_NVLINK_GET_SPEED`` (MB/s, scopeId = link; the NVML headers
+say "NVLink Speed in MBps"; H100/H200 report 26562, i.e. 26.562 GB/s per link per direction),
+falling back to ``NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON``, then to a datasheet value per NVLink
+version (labelled ``datasheet``).
+"""
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any, Callable, Mapping
+
+from ..errors import BackendUnavailable
+from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from .base import Availability
+from .merge import GpuPart, assemble
+from .sysfs import normalise_bdf, pcie_gb_per_s, pcie_generation
+
+FACTS_FORMAT = "linkscope.nvml-facts"
+FACTS_VERSION = 1
+
+# NVML enums (nvml.h). pynvml spells NVML_P2P_CAPS_INDEX_READ as ``0,`` (a tuple), so the
+# values are written out here.
+P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
+P2P_STATUS = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
+              4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}
+TOPOLOGY_LEVEL = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
+REMOTE_TYPE = {0: "GPU", 1: "IBMNPU", 2: "SWITCH", 255: "UNKNOWN"}
+# nvmlNvlinkVersion_t: 1=1.0, 2=2.0, 3=2.2, 4=3.0, 5=3.1, 6=4.0, 7=5.0, 8=6.0
+NVLINK_GENERATION = {1: "NVLink1", 2: "NVLink2", 3: "NVLink2", 4: "NVLink3", 5: "NVLink3", 6: "NVLink4",
+                     7: "NVLink5", 8: "NVLink6"}
+# Datasheet per-link, per-direction rates (GB/s), used only when NVML gives no speed:
+# NVLink1 20 (P100), NVLink2 25 (V100), NVLink3 25 (A100, 600 GB/s bidir over 12 links),
+# NVLink4 25 (H100, 900 GB/s bidir over 18), NVLink5 50 (B200, 1.8 TB/s bidir over 18).
+NVLINK_DATASHEET_GB_PER_S = {"NVLink1": 20.0, "NVLink2": 25.0, "NVLink3": 25.0, "NVLink4": 25.0, "NVLink5": 50.0}
+FI_NVLINK_SPEED_MBPS_COMMON = 90
+FI_NVLINK_LINK_COUNT = 91
+FI_NVLINK_GET_SPEED = 164
+NVML_SUCCESS = 0
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_NO_PERMISSION = 4
+MAX_LINKS = 18 * 2  # NVML_NVLINK_MAX_LINKS in recent headers
+
+
+def _import_pynvml() -> Any:
+    import pynvml  # noqa: PLC0415  (vendor library, lazily)
+
+    return pynvml
+
+
+def _reason(exc: Exception) -> str:
+    code = getattr(exc, "value", None)
+    if code == NVML_ERROR_LIBRARY_NOT_FOUND:
+        return "NVML library not found: counters and live discovery need an NVIDIA driver"
+    if code == NVML_ERROR_DRIVER_NOT_LOADED:
+        return "NVIDIA driver not loaded: NVML cannot see any GPU"
+    if code == NVML_ERROR_NO_PERMISSION:
+        return "no permission to use NVML (check /dev/nvidia* access)"
+    return f"NVML initialisation failed: {exc}"
+
+
+def probe(nvml: Any | None = None) -> Availability:
+    """Whether NVML works here; never raises."""
+    if nvml is None:
+        try:
+            nvml = _import_pynvml()
+        except ImportError:
+            return Availability("nvml", False, "nvidia-ml-py is not installed (pip install nvidia-ml-py)")
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001  (any NVML failure means "not available", with its reason)
+        return Availability("nvml", False, _reason(exc))
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        version = _text(nvml.nvmlSystemGetDriverVersion())
+    except Exception as exc:  # noqa: BLE001
+        return Availability("nvml", False, f"NVML query failed: {exc}")
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+    if count == 0:
+        return Availability("nvml", False, "NVML works but sees no GPU", version=version)
+    return Availability("nvml", True, version=version)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _field_value(fv: Any) -> int | float | None:
+    if getattr(fv, "nvmlReturn", 1) != NVML_SUCCESS:
+        return None
+    kind = getattr(fv, "valueType", 1)
+    attr = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(kind, "uiVal")
+    return getattr(fv.value, attr)
+
+
+def _cpus_from_mask(words: Any) -> list[int]:
+    cpus = []
+    for w, word in enumerate(list(words)):
+        word = int(word)
+        for bit in range(64):
+            if word >> bit & 1:
+                cpus.append(w * 64 + bit)
+    return cpus
+
+
+def read_facts(nvml: Any, *, cpu_count: int | None = None, hostname: str | None = None) -> dict[str, Any]:
+    """Dump what NVML says about every GPU and GPU pair (initialises and shuts NVML down itself).
+
+    Raises BackendUnavailable when NVML cannot be initialised.
+    """
+    error_type: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    try:
+        nvml.nvmlInit()
+    except error_type as exc:
+        raise BackendUnavailable(_reason(exc)) from exc  # type: ignore[arg-type]
+    try:
+        return _read(nvml, error_type, cpu_count or os.cpu_count() or 64, hostname or socket.gethostname())
+    except error_type as exc:  # a call every GPU must answer (count, handle, PCI info, name) failed
+        raise BackendUnavailable(f"NVML query failed: {exc}") from exc  # type: ignore[arg-type]
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except error_type:
+            pass
+
+
+def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: str) -> dict[str, Any]:
+    def attempt(errors: dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except error_type as exc:
+            errors[key] = str(exc)
+            return None
+
+    top_errors: dict[str, str] = {}
+    facts: dict[str, Any] = {
+        "format": FACTS_FORMAT,
+        "version": FACTS_VERSION,
+        "hostname": hostname,
+        "driver_version": attempt(top_errors, "driver_version", lambda: _text(nvml.nvmlSystemGetDriverVersion())),
+        "nvml_version": attempt(top_errors, "nvml_version", lambda: _text(nvml.nvmlSystemGetNVMLVersion())),
+        "cuda_driver_version": attempt(top_errors, "cuda_driver_version", nvml.nvmlSystemGetCudaDriverVersion),
+        "gpus": [],
+        "pairs": [],
+        "errors": top_errors,
+    }
+    count = nvml.nvmlDeviceGetCount()
+    handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    words = max(1, (cpu_count + 63) // 64)
+    for i, h in enumerate(handles):
+        errors: dict[str, str] = {}
+        pci = nvml.nvmlDeviceGetPciInfo(h)
+        memory = attempt(errors, "memory", lambda: nvml.nvmlDeviceGetMemoryInfo(h))
+        gpu: dict[str, Any] = {
+            "index": i,
+            "name": _text(nvml.nvmlDeviceGetName(h)),
+            "uuid": attempt(errors, "uuid", lambda: _text(nvml.nvmlDeviceGetUUID(h))),
+            "pci_bus_id": normalise_bdf(_text(pci.busId)),
+            "pci_device_id": f"0x{int(pci.pciDeviceId):08x}",
+            "memory_bytes": int(memory.total) if memory is not None else None,
+            "numa_node": attempt(errors, "numa_node", lambda: nvml.nvmlDeviceGetNumaNodeId(h)),
+            "cpu_affinity": None,
+            "pcie": None,
+            "nvlinks": [],
+            "errors": errors,
+        }
+        mask = attempt(errors, "cpu_affinity", lambda: nvml.nvmlDeviceGetCpuAffinity(h, words))
+        if mask is not None:
+            gpu["cpu_affinity"] = _cpus_from_mask(mask)
+        gen = attempt(errors, "pcie_gen", lambda: nvml.nvmlDeviceGetCurrPcieLinkGeneration(h))
+        width = attempt(errors, "pcie_width", lambda: nvml.nvmlDeviceGetCurrPcieLinkWidth(h))
+        if gen and width:
+            gpu["pcie"] = {"gen": int(gen), "width": int(width)}
+        gpu["nvlinks"] = _read_links(nvml, error_type, h, errors)
+        facts["gpus"].append(gpu)
+    for i in range(count):
+        for j in range(i + 1, count):
+            errors = {}
+            pair: dict[str, Any] = {"a": i, "b": j, "p2p": {}, "common_ancestor": None, "errors": errors}
+            for cap, index in P2P_CAPS.items():
+                status = attempt(errors, f"p2p_{cap}", lambda: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
+                pair["p2p"][cap] = P2P_STATUS.get(status, str(status)) if status is not None else None
+            level = attempt(errors, "common_ancestor",
+                            lambda: nvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
+            pair["common_ancestor"] = TOPOLOGY_LEVEL.get(level, str(level)) if level is not None else None
+            facts["pairs"].append(pair)
+    return facts
+
+
+def _read_links(nvml: Any, error_type: type[BaseException], h: Any, errors: dict[str, str]) -> list[dict[str, Any]]:
+    links: list[dict[str, Any]] = []
+    limit = MAX_LINKS
+    try:
+        values = nvml.nvmlDeviceGetFieldValues(h, [FI_NVLINK_LINK_COUNT])
+        reported = _field_value(values[0])
+        if reported:
+            limit = int(reported)
+    except error_type:
+        pass
+    for link in range(limit):
+        try:
+            state = nvml.nvmlDeviceGetNvLinkState(h, link)
+        except error_type as exc:
+            if link == 0:
+                errors["nvlink"] = str(exc)  # usually "Not Supported": no NVLink on this GPU
+            break
+        entry: dict[str, Any] = {"link": link, "active": bool(state), "version": None,
+                                 "remote_pci_bus_id": None, "remote_device_type": None, "speed_mbps": None}
+        if state:
+            try:
+                entry["version"] = int(nvml.nvmlDeviceGetNvLinkVersion(h, link))
+            except error_type as exc:
+                errors[f"nvlink{link}_version"] = str(exc)
+            try:
+                entry["remote_pci_bus_id"] = normalise_bdf(_text(nvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId))
+            except error_type as exc:
+                errors[f"nvlink{link}_remote_pci"] = str(exc)
+            try:
+                kind = nvml.nvmlDeviceGetNvLinkRemoteDeviceType(h, link)
+                entry["remote_device_type"] = REMOTE_TYPE.get(int(kind), str(kind))
+            except (error_type, AttributeError) as exc:
+                errors[f"nvlink{link}_remote_type"] = str(exc)
+        links.append(entry)
+    active = [e for e in links if e["active"]]
+    if active:
+        try:
+            values = nvml.nvmlDeviceGetFieldValues(h, [(FI_NVLINK_GET_SPEED, e["link"]) for e in active])
+            for e, fv in zip(active, values):
+                e["speed_mbps"] = _field_value(fv)
+        except error_type as exc:
+            errors["nvlink_speed"] = str(exc)
+        if any(e["speed_mbps"] is None for e in active):
+            try:
+                common = _field_value(nvml.nvmlDeviceGetFieldValues(h, [FI_NVLINK_SPEED_MBPS_COMMON])[0])
+            except error_type:
+                common = None
+            for e in active:
+                if e["speed_mbps"] is None and common:
+                    e["speed_mbps"] = common
+    return links
+
+
+# ---- facts → Topology ----------------------------------------------------------------------------
+
+def _rate(entries: list[dict[str, Any]]) -> tuple[float, Provenance, str, str | None]:
+    """Per-link GB/s of a bundle of links, where it came from, and the generation label."""
+    versions = [e["version"] for e in entries if e.get("version")]
+    generation = NVLINK_GENERATION.get(max(versions)) if versions else None
+    speeds = [e["speed_mbps"] for e in entries if e.get("speed_mbps")]
+    if speeds:
+        return min(speeds) / 1000.0, Provenance.OS, "NVML NVLINK_GET_SPEED (MB/s per link per direction)", generation
+    rate = NVLINK_DATASHEET_GB_PER_S.get(generation or "", 25.0)
+    return rate, Provenance.DATASHEET, f"NVML gave no link speed: datasheet rate for {generation or 'NVLink'}", generation
+
+
+def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] | None = None) -> Topology:
+    """Topology from an NVML dump (and optionally sysfs facts); pure, no NVML call."""
+    records = sorted(facts.get("gpus", []), key=lambda g: g["pci_bus_id"])
+    by_nvml = {g["index"]: pos for pos, g in enumerate(records)}
+    by_bus = {g["pci_bus_id"]: pos for pos, g in enumerate(records)}
+    notes: list[str] = []
+    p2p: dict[int, dict[str, Any]] = {pos: {} for pos in range(len(records))}
+    ancestors: dict[int, dict[str, Any]] = {pos: {} for pos in range(len(records))}
+    for pair in facts.get("pairs", []):
+        a, b = by_nvml.get(pair["a"]), by_nvml.get(pair["b"])
+        if a is None or b is None:
+            continue
+        for x, y in ((a, b), (b, a)):
+            p2p[x][f"gpu{y}"] = dict(pair.get("p2p", {}))
+            if pair.get("common_ancestor"):
+                ancestors[x][f"gpu{y}"] = pair["common_ancestor"]
+    gpus = []
+    host_links: dict[str, Link] = {}
+    cores: dict[int, set[int]] = {}
+    for pos, g in enumerate(records):
+        attrs: dict[str, Any] = {}
+        if p2p[pos]:
+            attrs["p2p"] = p2p[pos]
+        if ancestors[pos]:
+            attrs["nvml_common_ancestor"] = ancestors[pos]
+        numa = g.get("numa_node")
+        numa = numa if isinstance(numa, int) and numa >= 0 else None
+        gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=g.get("name") or "NVIDIA GPU", index=pos,
+                           vendor="nvidia", uuid=g.get("uuid"), pci_bus_id=g["pci_bus_id"],
+                           memory_bytes=g.get("memory_bytes"), numa_node=numa, cuda_ordinal=pos,
+                           nvml_index=g["index"], attributes=attrs))
+        if g.get("cpu_affinity"):
+            cores.setdefault(numa if numa is not None else 0, set()).update(g["cpu_affinity"])
+        pcie = g.get("pcie")
+        if pcie and pcie.get("gen") and pcie.get("width"):
+            gt = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}.get(int(pcie["gen"]))
+            if gt:
+                host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1, pcie_gb_per_s(gt, int(pcie["width"])),
+                                               provenance=Provenance.OS, source="NVML current PCIe generation/width",
+                                               generation=pcie_generation(gt, int(pcie["width"])))
+    links, extra_devices = _nvlinks(records, by_bus, notes)
+    part = GpuPart(gpus=tuple(gpus), devices=tuple(extra_devices), links=tuple(links), host_links=host_links,
+                   cores={n: tuple(sorted(c)) for n, c in cores.items()}, notes=tuple(notes),
+                   sources=("NVML (nvidia-ml-py): GPUs, NVLink state/version/remote/speed, P2P status",))
+    n = len(gpus)
+    fabric = "NVSwitch" if extra_devices else ("NVLink" if links else "PCIe")
+    return assemble(str(facts.get("hostname") or "nvml"), part, sysfs_facts,
+                    source="nvml+sysfs" if sysfs_facts is not None else "nvml",
+                    description=f"{n} × {gpus[0].name if gpus else 'GPU'} ({fabric}), discovered through NVML")
+
+
+def _nvlinks(records: list[Mapping[str, Any]], by_bus: Mapping[str, int],
+             notes: list[str]) -> tuple[list[Link], list[Device]]:
+    peer_links: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    switch_links: dict[int, list[dict[str, Any]]] = {}
+    switch_ids: set[str] = set()
+    for pos, g in enumerate(records):
+        for e in g.get("nvlinks", []):
+            if not e.get("active"):
+                continue
+            kind = e.get("remote_device_type")
+            remote = e.get("remote_pci_bus_id")
+            if kind == "SWITCH":
+                switch_links.setdefault(pos, []).append(e)
+                if remote:
+                    switch_ids.add(remote)
+            elif remote in by_bus and (kind in (None, "GPU")):
+                peer_links.setdefault((pos, by_bus[remote]), []).append(e)
+            elif kind == "IBMNPU":
+                notes.append(f"gpu{pos} NVLink {e['link']} goes to an IBM NPU (CPU NVLink): not modelled")
+            else:
+                notes.append(f"gpu{pos} NVLink {e['link']} goes to an unknown device {remote}: not modelled")
+    links: list[Link] = []
+    for (a, b), entries in sorted(peer_links.items()):
+        if a > b:
+            continue
+        reverse = peer_links.get((b, a), [])
+        count = len(entries)
+        if reverse and len(reverse) != count:
+            notes.append(f"gpu{a} reports {count} NVLinks to gpu{b} but gpu{b} reports {len(reverse)}: using the smaller")
+            count = min(count, len(reverse))
+        rate, provenance, source, generation = _rate(entries + reverse)
+        links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.NVLINK, count, rate, provenance=provenance, source=source,
+                          generation=generation))
+    for (a, b), entries in sorted(peer_links.items()):
+        if a > b and (b, a) not in peer_links:
+            rate, provenance, source, generation = _rate(entries)
+            links.append(Link(f"gpu{b}", f"gpu{a}", LinkKind.NVLINK, len(entries), rate, provenance=provenance,
+                              source=source, generation=generation))
+    devices: list[Device] = []
+    if switch_links:
+        devices.append(Device(id="nvswitch", kind=DeviceKind.NVSWITCH, name="NVSwitch plane", vendor="nvidia",
+                              attributes={"physical_switches": len(switch_ids)}))
+        for pos, entries in sorted(switch_links.items()):
+            rate, provenance, source, generation = _rate(entries)
+            links.append(Link(f"gpu{pos}", "nvswitch", LinkKind.NVLINK, len(entries), rate, provenance=provenance,
+                              source=source, generation=generation))
+    return links, devices
+
+
+def discover(sysfs_facts: Mapping[str, Any] | None = None) -> Topology:
+    """Live: read NVML now and build the Topology (``is_this_system`` is set by the caller)."""
+    return facts_to_topology(read_facts(_import_pynvml()), sysfs_facts)

@@ -1,0 +1,167 @@
+"""Record what discovery reads (the golden-fixture recorder behind ``linkscope topo export --raw DIR``)
+and rebuild a Topology from such a recording.
+
+A recording folder holds, where available:
+
+* ``nvml.json`` — ``nvml.read_facts`` output;
+* ``sysfs.json`` — ``sysfs.read_facts`` output, and ``sysfs.tar.gz`` — every sysfs file, symlink
+  and listed folder discovery touched (symlinks kept as symlinks, file sizes as read, not the
+  4096 bytes sysfs claims), to be read again with ``sysfs.read_facts(root=<extracted folder>)``;
+* the ROCm SMI outputs named in ``rocm.COMMANDS`` (``rocm-smi-showtopo.txt``, ``amd-smi-topology.json``, ...);
+* ``manifest.json`` — what was recorded and why anything is missing.
+
+Recording never fails for a missing backend: the reason goes into the manifest.
+"""
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..atomic import write_json_atomic, write_text_atomic
+from ..errors import UserError
+from ..topology.model import Topology
+from . import nvml, rocm, sysfs
+
+MANIFEST_FORMAT = "linkscope.raw-recording"
+
+
+def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
+    """Write the folders, symlinks and files ``reader`` touched as a tar.gz (names relative to root)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        names: set[str] = set()
+
+        def add_dir(name: str) -> None:
+            parts = name.split("/")
+            for i in range(1, len(parts) + 1):
+                sub = "/".join(parts[:i])
+                if sub and sub not in names and sub not in reader.links:
+                    names.add(sub)
+                    info = tarfile.TarInfo(sub)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+                    tar.addfile(info)
+
+        for folder in sorted(reader.dirs):
+            add_dir(folder)
+        for name, text in sorted(reader.files.items()):
+            add_dir(name.rsplit("/", 1)[0] if "/" in name else "")
+            data = (text + "\n").encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o444, 0
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in sorted(reader.links.items()):
+            add_dir(name.rsplit("/", 1)[0] if "/" in name else "")
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, target, 0o777, 0
+            tar.addfile(info)
+    tmp.replace(path)
+
+
+def extract_sysfs(archive: Path, destination: Path) -> None:
+    """Extract a recorded sysfs tree (refusing members that would land outside ``destination``)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            try:
+                tar.extractall(destination, filter="data")  # type: ignore[call-arg]
+            except TypeError:  # Python without extraction filters
+                for member in tar.getmembers():
+                    if member.name.startswith("/") or ".." in member.name.split("/"):
+                        raise UserError(f"unsafe path {member.name!r} in {archive}")
+                tar.extractall(destination)  # noqa: S202  (member names checked above)
+    except (tarfile.TarError, OSError) as exc:
+        raise UserError(f"cannot read recorded sysfs tree {archive}: {exc}") from exc
+
+
+def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
+               nvml_module: Any | None = None,
+               rocm_run: Callable[[list[str]], str | None] | None = None,
+               which: Callable[[str], str | None] | None = None) -> list[Path]:
+    """Record discovery inputs into ``directory``; returns the files written (manifest last).
+
+    ``nvml_module``, ``rocm_run`` and ``which`` replace pynvml, subprocess and PATH lookup in tests.
+    """
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {directory}: {exc.strerror}") from exc
+    written: list[Path] = []
+    notes: list[str] = []
+    availability = nvml.probe(nvml_module)
+    if availability.ok:
+        module = nvml_module if nvml_module is not None else nvml._import_pynvml()
+        try:
+            facts = nvml.read_facts(module)
+        except UserError as exc:
+            notes.append(f"nvml: {exc.one_line()}")
+        else:
+            write_json_atomic(directory / "nvml.json", facts)
+            written.append(directory / "nvml.json")
+    else:
+        notes.append(f"nvml: {availability.reason}")
+    reader = sysfs.SysReader(Path(sysfs_root))
+    try:
+        sysfs_facts = sysfs.read_facts(Path(sysfs_root), reader)
+    except UserError as exc:
+        notes.append(f"sysfs: {exc.one_line()}")
+    else:
+        write_json_atomic(directory / "sysfs.json", sysfs_facts)
+        archive_sysfs(reader, directory / "sysfs.tar.gz")
+        written += [directory / "sysfs.json", directory / "sysfs.tar.gz"]
+    kwargs: dict[str, Any] = {}
+    if rocm_run is not None:
+        kwargs["run"] = rocm_run
+    if which is not None:
+        kwargs["which"] = which
+    outputs = rocm.read_outputs(**kwargs)
+    for name, text in outputs.items():
+        write_text_atomic(directory / name, text)
+        written.append(directory / name)
+    if not outputs:
+        notes.append("rocm: no rocm-smi / amd-smi output recorded")
+    manifest = {"format": MANIFEST_FORMAT, "version": 1, "recorded_unix_s": int(time.time()),
+                "sysfs_root": str(sysfs_root), "files": [p.name for p in written], "notes": notes}
+    write_json_atomic(directory / "manifest.json", manifest)
+    written.append(directory / "manifest.json")
+    return written
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+
+
+def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:
+    """Sysfs facts of a recording: read again from ``sysfs.tar.gz`` when present, else ``sysfs.json``."""
+    directory = Path(directory)
+    archive = directory / "sysfs.tar.gz"
+    if archive.exists():
+        with tempfile.TemporaryDirectory(prefix="linkscope-sysfs-") as tmp:
+            extract_sysfs(archive, Path(tmp))
+            return sysfs.read_facts(Path(tmp))
+    if (directory / "sysfs.json").exists():
+        return _load_json(directory / "sysfs.json")
+    return None
+
+
+def load_recording(directory: Path) -> Topology:
+    """Rebuild the Topology a recording describes (``is_this_system`` False)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"recording folder not found: {directory}")
+    sysfs_facts = load_sysfs_facts(directory)
+    if (directory / "nvml.json").exists():
+        return nvml.facts_to_topology(_load_json(directory / "nvml.json"), sysfs_facts)
+    outputs = {name: (directory / name).read_text() for name in rocm.COMMANDS if (directory / name).exists()}
+    if outputs:
+        return rocm.facts_to_topology(rocm.parse_outputs(outputs), sysfs_facts, name=directory.name)
+    raise UserError(f"{directory} holds no recorded GPU discovery",
+                    hint="expected nvml.json, rocm-smi-showtopo.txt or amd-smi-topology.json")

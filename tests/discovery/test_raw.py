@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.discovery.discovery_fakes import FakeNVML, build_pcie_2s_sysfs, pcie_2s_nvml
+from linkscope.discovery import nvml, raw, sysfs
+from linkscope.errors import UserError
+from linkscope.topology import io
+
+
+def test_export_raw_records_what_discovery_reads(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    build_pcie_2s_sysfs(root)
+    out = tmp_path / "rec"
+    written = raw.export_raw(out, root, nvml_module=pcie_2s_nvml(), which=lambda name: None)
+    assert [p.name for p in written] == ["nvml.json", "sysfs.json", "sysfs.tar.gz", "manifest.json"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["notes"] == ["rocm: no rocm-smi / amd-smi output recorded"]
+    with tarfile.open(out / "sysfs.tar.gz") as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    link = members["sys/bus/pci/devices/0000:83:00.0"]
+    assert link.issym() and link.linkname == "../../../devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0/0000:83:00.0"
+    assert members["sys/class/infiniband/mlx5_0"].issym()
+    rate = members["sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:04.0/0000:07:00.0/infiniband/mlx5_0/ports/1/rate"]
+    assert rate.isfile() and rate.size == len("200 Gb/sec (4X HDR)\n")
+    # the archive alone gives back the same facts, and the recording the same topology
+    assert raw.load_sysfs_facts(out) == json.loads((out / "sysfs.json").read_text())
+    direct = nvml.facts_to_topology(json.loads((out / "nvml.json").read_text()), sysfs.read_facts(root))
+    assert io.dumps(raw.load_recording(out)) == io.dumps(direct)
+
+
+def test_export_raw_without_any_backend_still_writes_a_manifest(tmp_path: Path) -> None:
+    import pynvml
+
+    absent = FakeNVML(gpus=[], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    written = raw.export_raw(tmp_path / "rec", tmp_path / "nothing", nvml_module=absent, which=lambda name: None)
+    assert [p.name for p in written] == ["manifest.json"]
+    notes = json.loads((tmp_path / "rec" / "manifest.json").read_text())["notes"]
+    assert notes[0] == "nvml: NVML library not found: counters and live discovery need an NVIDIA driver"
+    assert notes[1].startswith("sysfs: sysfs folder missing: ")
+
+
+def test_export_raw_records_rocm_outputs(tmp_path: Path) -> None:
+    import pynvml
+
+    absent = FakeNVML(gpus=[], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    written = raw.export_raw(tmp_path / "rec", tmp_path / "nothing", nvml_module=absent,
+                             which=lambda name: name == "rocm-smi" or None,
+                             rocm_run=lambda argv: f"output of {' '.join(argv)}\n")
+    names = [p.name for p in written]
+    assert "rocm-smi-showtopo.txt" in names and "amd-smi-topology.json" not in names
+    assert (tmp_path / "rec" / "rocm-smi-showtopo.txt").read_text() == "output of rocm-smi --showtopo\n"
+
+
+def test_load_recording_errors_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="recording folder not found"):
+        raw.load_recording(tmp_path / "nope")
+    with pytest.raises(UserError, match="holds no recorded GPU discovery"):
+        raw.load_recording(tmp_path)
+    (tmp_path / "nvml.json").write_text("{bad")
+    with pytest.raises(UserError, match="nvml.json is not valid JSON"):
+        raw.load_recording(tmp_path)
+
+
+def test_extract_refuses_paths_outside_the_folder(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("../escape")
+        info.size = 0
+        tar.addfile(info)
+    with pytest.raises(UserError):
+        raw.extract_sysfs(archive, tmp_path / "dest")
