@@ -57,7 +57,7 @@ def _mpi() -> dict[str, Any]:
         from mpi4py import MPI
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "reason": f"mpi4py/MPI not usable ({type(exc).__name__}: {exc})".splitlines()[0]}
-    library = MPI.Get_library_version().splitlines()[0].strip()
+    library = MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()
     return {"ok": True, "version": f"mpi4py {mpi4py.__version__}; {library}"}
 
 

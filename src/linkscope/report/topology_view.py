@@ -84,21 +84,24 @@ def render_rich(view: TopologyView, console) -> None:
     from rich.table import Table
 
     console.print(f"[bold]{view.title}[/bold]")
-    levels = Table(title="pair levels (nvidia-smi topo -m codes)", title_justify="left")
+    console.print("pair levels (nvidia-smi topo -m codes)", style="bold")
+    levels = Table()
     levels.add_column("")
     for label in view.labels:
         levels.add_column(label, justify="center")
     for label, row in zip(view.labels, view.levels):
         levels.add_row(label, *row)
     console.print(levels)
-    bw = Table(title="theoretical bandwidth per direction (GB/s, route bottleneck)", title_justify="left")
+    console.print("theoretical bandwidth per direction (GB/s, bottleneck of the route)", style="bold")
+    bw = Table()
     bw.add_column("src \\ dst")
     for label in view.gpu_labels:
         bw.add_column(label, justify="right")
     for label, row in zip(view.gpu_labels, view.bandwidth_gb_per_s):
         bw.add_row(label, *["-" if v is None else f"{v:.1f}" for v in row])
     console.print(bw)
-    aff = Table(title="GPU affinity", title_justify="left")
+    console.print("GPU affinity", style="bold")
+    aff = Table()
     for name in ("GPU", "name", "PCI bus id", "NUMA", "cores", "nearest NIC"):
         aff.add_column(name)
     for row in view.gpu_rows:
