@@ -1,0 +1,357 @@
+"""``linkscope bench`` (bandwidth) and ``linkscope bench latency``.
+
+``bench_app`` is the ``bench`` group: plain ``linkscope bench [options]`` measures bandwidth (the
+group's callback runs when no subcommand is given); other modules add subcommands to it
+(``bench_app.command("nccl")(...)``) at import, before the CLI is built.
+
+The helpers below (topology, engine, context, progress, output) are shared with ``cmd_survey``.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import typer
+
+from ..errors import UserError
+from .common import stderr_console, stdout_console
+
+EXIT_WITH_ERRORS = 3
+EXIT_INTERRUPTED = 130
+
+bench_app = typer.Typer(
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")
+
+
+# ---- shared helpers (also used by cmd_survey) -------------------------------------------------
+def parse_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if not items:
+        raise UserError(f"empty list {text!r}")
+    return items
+
+
+def parse_gpus(text: str | None) -> tuple[int, ...] | None:
+    items = parse_list(text)
+    if items is None:
+        return None
+    try:
+        return tuple(int(i) for i in items)
+    except ValueError:
+        raise UserError(f"bad GPU list {text!r}", hint="use comma-separated indices, e.g. 0,1,3") from None
+
+
+def resolve_topology_cli(preset: str | None, from_file: Path | None, synthetic: str | None, *, allow_fallback: bool):
+    """(Topology, note) through ``discovery.auto.resolve_topology``; the note goes to stderr."""
+    from ..discovery.auto import resolve_topology
+
+    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=allow_fallback)
+    if note:
+        stderr_console().print(f"note: {note}", style="yellow")
+    return topology
+
+
+def make_engine(backend: str, topology):
+    from ..engines import registry
+
+    err = stderr_console()
+    return registry.create_engine(backend, topology, on_note=lambda text: err.print(f"note: {text}", style="bold yellow"))
+
+
+def run_context(topology, engine) -> dict[str, Any]:
+    from ..results.context import collect_context
+
+    caps = engine.capabilities()
+    return collect_context(os.environ, gpu_names=[g.name for g in topology.gpus], engine=caps.name,
+                           topology_source=topology.source or topology.name,
+                           probe_vendor=caps.provenance != "simulated")
+
+
+@contextmanager
+def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress callback drawing a Rich bar on stderr; silent when stderr is not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = stderr_console()
+    show = console.is_terminal if enabled is None else enabled
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True, disable=not show)
+    task = progress.add_task("measuring", total=None)
+
+    def update(done: int, total: int, label: str) -> None:
+        progress.update(task, completed=done, total=total, description=label[:60])
+
+    with progress:
+        yield update
+
+
+def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> None:
+    from ..atomic import write_text_atomic
+    from ..report.textformats import to_csv
+    from ..results.io import save, to_dict
+
+    if json_path == "-":
+        import json
+
+        typer.echo(json.dumps(to_dict(record), indent=2, allow_nan=False))
+    elif json_path:
+        save(record, json_path)
+    if csv_path == "-":
+        typer.echo(to_csv(record), nl=False)
+    elif csv_path:
+        write_text_atomic(csv_path, to_csv(record))
+
+
+def partial_writer(json_path: str | None, csv_path: str | None) -> Callable[[Any], None]:
+    """``on_partial`` for the runner: write what was measured, atomically, to the files asked for."""
+    holder: dict[str, Any] = {}
+
+    def write(record) -> None:
+        holder["record"] = record
+        paths = {"json_path": json_path if json_path != "-" else None, "csv_path": csv_path if csv_path != "-" else None}
+        if any(paths.values()):
+            write_outputs(record, **paths)
+
+    write.holder = holder  # type: ignore[attr-defined]
+    return write
+
+
+def interrupted(json_path: str | None, csv_path: str | None) -> typer.Exit:
+    files = [p for p in (json_path, csv_path) if p and p != "-"]
+    where = f"; partial results written to {', '.join(files)}" if files else ""
+    stderr_console().print(f"linkscope: interrupted{where}", style="bold red")
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
+def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,
+                    no_verify: bool, chunk: str | None, latency_reps: int | None = None, base=None):
+    from dataclasses import replace
+
+    from ..measure.options import MeasureOptions
+    from ..units import parse_duration_s, parse_size
+
+    opts = base or MeasureOptions()
+    changes: dict[str, Any] = {}
+    if reps is not None:
+        changes.update(min_reps=reps, max_reps=reps)
+    if warmup is not None:
+        changes["warmup"] = warmup
+    if time_budget is not None:
+        changes["time_budget_s"] = parse_duration_s(time_budget)
+    if target_ci is not None:
+        if not 0 < target_ci < 1:
+            raise UserError(f"--target-ci must be a fraction between 0 and 1, got {target_ci}", hint="e.g. 0.005 for 0.5%")
+        changes["target_ci_rel"] = target_ci
+    if no_verify:
+        changes["verify"] = False
+    if chunk is not None:
+        size = parse_size(chunk)
+        if size <= 0:
+            raise UserError(f"--chunk must be positive, got {chunk!r}")
+        changes["chunk_bytes"] = size
+    if latency_reps is not None:
+        changes["latency_reps"] = latency_reps
+    return replace(opts, **changes)
+
+
+def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None]) -> None:
+    """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors."""
+    write_outputs(record, json_path=json_path, csv_path=csv_path)
+    if osu:
+        from ..report.textformats import to_osu
+
+        typer.echo(to_osu(record), nl=False)
+    elif json_path != "-" and csv_path != "-":
+        render(record)
+    if record.errors:
+        stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
+                               style="bold red")
+        raise typer.Exit(EXIT_WITH_ERRORS)
+
+
+def _render(record) -> None:
+    from ..report.console import render_record
+
+    render_record(stdout_console(), record)
+
+
+# ---- bench -----------------------------------------------------------------------------------
+_DEFAULT_METHOD = {"host": "h2d,d2h", "all-to-host": "d2h", "host-to-all": "h2d", "local": "local"}
+
+
+def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
+    from ..engines.registry import method_keys
+
+    valid = list(method_keys()) + [m.key for m in engine.capabilities().methods if m.key not in method_keys()]
+    for m in methods:
+        if m not in valid:
+            raise UserError(f"unknown method {m!r}", hint=f"valid methods: {', '.join(valid)} (see: linkscope bench --list)")
+    return tuple(methods)
+
+
+def print_list(backend: str, preset, from_file, synthetic) -> None:
+    from rich.table import Table
+
+    from ..engines.registry import METHOD_CATALOGUE
+    from ..patterns.registry import patterns
+
+    offered: dict[str, bool] | None = None
+    why = ""
+    engine_name = backend
+    try:
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+        engine = make_engine(backend, topology)
+        caps = engine.capabilities()
+        engine_name = caps.name
+        offered = {m.key: True for m in caps.methods}
+        extra = [m for m in caps.methods if m.key not in {c.key for c in METHOD_CATALOGUE}]
+        engine.close()
+    except UserError as exc:
+        why = exc.one_line()
+        extra = []
+    console = stdout_console()
+    table = Table(title=f"methods (--method) on the {engine_name} backend", title_justify="left")
+    for col in ("method", "available", "description"):
+        table.add_column(col)
+    for m in list(METHOD_CATALOGUE) + extra:
+        available = "unknown" if offered is None else ("yes" if offered.get(m.key) else "no")
+        table.add_row(m.key, available, m.description)
+    console.print(table)
+    if why:
+        console.print(f"backend {backend!r} not usable here: {why}", markup=False)
+    table = Table(title="patterns (--pattern), or a pattern FILE (JSON/CSV groups of src,dst[,size])", title_justify="left")
+    table.add_column("pattern")
+    table.add_column("description")
+    for p in patterns():
+        table.add_row(p.key, p.description)
+    console.print(table)
+
+
+_BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm or sim."
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
+    method: Optional[str] = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
+    pattern: str = typer.Option("matrix", "--pattern", help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a pattern FILE."),
+    direction: str = typer.Option("uni", "--direction", help="uni (one way) or bi (both directions at once)."),
+    sizes: str = typer.Option("256MiB", "--sizes", help="Sizes: a list 8,4KiB,16MiB,1GiB or a powers-of-two range 8:1GiB."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1,2 (default all)."),
+    json_path: Optional[str] = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
+    csv_path: Optional[str] = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
+    osu: bool = typer.Option(False, "--osu", help="Print OSU-style text (# Size  Bandwidth (MB/s)) instead of tables."),
+    list_: bool = typer.Option(False, "--list", help="List methods (and whether this backend has them) and patterns."),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (on by default)."),
+    reps: Optional[int] = typer.Option(None, "--reps", min=1, help="Exactly this many repetitions per plan and size."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed iterations before timing (default 3)."),
+    time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop adding repetitions after this long per plan and size (default 1s)."),
+    target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
+    chunk: Optional[str] = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
+) -> None:
+    """Measure link bandwidth between GPUs (and host), per pair or in concurrent patterns;
+    `linkscope bench latency` measures latency.
+
+    Examples: linkscope bench --method ce,sm-push --direction bi;  linkscope bench --pattern all-to-one --sizes 4K:1G --json run.json;
+    linkscope bench --backend sim --preset hgx-h200-4 --osu
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if list_:
+        print_list(backend, preset, from_file, synthetic)
+        return
+    from ..measure.runner import BenchSpec, run_bench
+    from ..patterns.base import check_direction, select_gpus
+    from ..patterns.registry import resolve_pattern
+    from ..units import parse_sizes
+
+    check_direction(direction)
+    pat = resolve_pattern(pattern)
+    size_list = parse_sizes(sizes)
+    gpu_sel = parse_gpus(gpus)
+    options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
+                              no_verify=no_verify, chunk=chunk)
+    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+    select_gpus(topology, gpu_sel)
+    engine = make_engine(backend, topology)
+    try:
+        methods = check_methods(parse_list(method or _DEFAULT_METHOD.get(pat.key, "ce")) or ["ce"], engine)
+        spec = BenchSpec(pat, methods, direction, gpu_sel)
+        on_partial = partial_writer(json_path, csv_path)
+        try:
+            with progress_bar() as progress:
+                record = run_bench(engine, topology, spec, size_list, options, progress=progress, on_partial=on_partial,
+                                   context=run_context(topology, engine),
+                                   run_options={"pattern": pattern, "command": "bench"})
+        except KeyboardInterrupt:
+            raise interrupted(json_path, csv_path) from None
+    finally:
+        engine.close()
+    finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
+
+
+@bench_app.command("latency")
+def latency(
+    backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+    kind: str = typer.Option("remote-read,flag-pingpong", "--kind", help="remote-read, flag-pingpong, copy (comma-separated)."),
+    method: str = typer.Option("ce", "--method", help="Copy method of --kind copy."),
+    size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
+    json_path: Optional[str] = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
+    csv_path: Optional[str] = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
+    osu: bool = typer.Option(False, "--osu", help="Print OSU-style text (# Size  Latency (us)) instead of tables."),
+    reps: Optional[int] = typer.Option(None, "--reps", min=1, help="Latency samples per pair (default 20)."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed iterations first (default 3)."),
+) -> None:
+    """Latency between GPUs in microseconds: device remote read (pointer chase), one-way flag
+    ping-pong, or host-issued small copies per method; every ordered pair of the selected GPUs.
+
+    Example: linkscope bench latency --kind remote-read --gpus 0,1,2,3 --json lat.json
+    """
+    from ..engines.base import LATENCY_KINDS
+    from ..measure.runner import all_ordered_pairs, run_latency
+    from ..patterns.base import select_gpus
+    from ..units import parse_size
+
+    kinds = parse_list(kind) or []
+    for k in kinds:
+        if k not in LATENCY_KINDS:
+            raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
+    size_bytes = parse_size(size)
+    options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
+                              chunk=None, latency_reps=reps)
+    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+    selected = select_gpus(topology, parse_gpus(gpus))
+    engine = make_engine(backend, topology)
+    try:
+        if "copy" in kinds:
+            check_methods([method], engine)
+        try:
+            with progress_bar() as progress:
+                record = run_latency(engine, kinds, all_ordered_pairs(selected), options, topology=topology,
+                                     method=method, size_bytes=size_bytes, progress=progress,
+                                     on_partial=partial_writer(json_path, csv_path),
+                                     context=run_context(topology, engine), run_options={"command": "bench latency"})
+        except KeyboardInterrupt:
+            raise interrupted(json_path, csv_path) from None
+    finally:
+        engine.close()
+    finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
+

@@ -1,0 +1,93 @@
+"""``linkscope survey``: the main job — topology, the default measurement suite and findings."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cmd_bench import (
+    finish,
+    interrupted,
+    make_engine,
+    measure_options,
+    partial_writer,
+    progress_bar,
+    resolve_topology_cli,
+    run_context,
+)
+from .common import stderr_console, stdout_console
+
+
+def _render_survey(record, topology) -> None:
+    from ..report.console import render_record
+
+    console = stdout_console()
+    label = " [bold reverse yellow] SIMULATED [/]" if record.provenance.value == "simulated" else ""
+    console.print(f"[bold]linkscope survey[/bold]{label}: {topology.name} ({topology.source or 'live'}), "
+                  f"{topology.gpu_count} GPU{'s' if topology.gpu_count != 1 else ''}")
+    if topology.description:
+        console.print(topology.description, style="dim", markup=False)
+    render_record(console, record)
+
+
+def _write_report(record, path: Path) -> None:
+    err = stderr_console()
+    try:
+        from ..report import html
+    except ImportError as exc:
+        err.print(f"note: HTML report skipped: linkscope.report.html is not available ({exc})", style="yellow")
+        return
+    html.write_report([record], path)
+    err.print(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("survey")
+    def survey(
+        output: Path = typer.Option(Path("survey.json"), "-o", "--output", help="Where to write the survey RunRecord JSON."),
+        report: Optional[Path] = typer.Option(None, "--report", help="Also write an HTML report here."),
+        backend: str = typer.Option("auto", "--backend", help="auto (cuda when usable here, else sim), cuda, rocm or sim."),
+        preset: Optional[str] = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
+        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
+        synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+        size: str = typer.Option("256MiB", "--size", help="Transfer size of the matrices and patterns."),
+        time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),
+        no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
+        osu: bool = typer.Option(False, "--osu", help="Print OSU-style text instead of tables."),
+    ) -> None:
+        """Survey this machine: topology, CE and SM matrices (one way and both ways), the latency matrix,
+        host<->device per GPU, concurrent patterns, a size sweep, and findings in plain words. Without
+        GPUs it surveys the simulated default preset (hgx-h200-4), clearly labelled SIMULATED.
+
+        Example: linkscope survey -o survey.json --report report.html
+        """
+        from dataclasses import replace
+
+        from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
+        from ..units import parse_size
+
+        size_bytes = parse_size(size)
+        options = measure_options(reps=None, warmup=None, time_budget=time_budget, target_ci=None, no_verify=no_verify,
+                                  chunk=None, base=SURVEY_MEASURE_OPTIONS)
+        sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
+        survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+        engine = make_engine(backend, topology)
+        json_path = str(output)
+        try:
+            if engine.capabilities().provenance == "simulated":
+                stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
+                                       style="bold yellow")
+            try:
+                with progress_bar() as progress:
+                    record = run_survey(engine, topology, survey_options, progress=progress,
+                                        on_partial=partial_writer(json_path, None), context=run_context(topology, engine))
+            except KeyboardInterrupt:
+                raise interrupted(json_path, None) from None
+        finally:
+            engine.close()
+        stderr_console().print(f"wrote {output}")
+        if report is not None:
+            _write_report(record, report)
+        finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology))

@@ -1,0 +1,112 @@
+"""Device-side latencies.
+
+* ``remote_read_us``: one thread on the reading GPU follows a random single-cycle permutation
+  (a random visiting order closed into one cycle) of 64-bit indices stored ``STRIDE_BYTES`` apart in the memory being
+  measured (a peer GPU's, the GPU's own, or mapped pinned host memory): every load depends on the
+  previous one, lands on a different cache line, and the order defeats prefetching. A timed
+  region of ``HOPS`` loads, gated and timed by device events, gives µs per hop.
+* ``flag_pingpong_us``: a kernel on each GPU bounces a counter through the other GPU's memory
+  (volatile stores into peer memory followed by ``__threadfence_system``, volatile polling of the
+  local copy); times come from ``%globaltimer`` between the first and last value received on the
+  initiating GPU, so launch skew is not counted; one-way latency = half a round trip.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import MeasurementError
+from .buffers import DeviceBuffer, PinnedHostBuffer
+from .gate import EventPair, Gate
+from .kernels import GATE_TIMEOUT_NS
+from .ops import HOST, OpContext, Place, memcpy_async, u64
+
+STRIDE_BYTES = 256  # beyond a 128-byte line and its 32-byte sectors
+DEFAULT_CHASE_BYTES = 2 * 1024 * 1024
+MIN_CHASE_BYTES = 64 * 1024
+HOPS = 10_000
+PINGPONG_ROUNDS = 2_000
+
+
+def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: int = 12345) -> np.ndarray:
+    """Node i (at word i*stride_words) holds the address of its successor in one random cycle
+    (``base_address`` + successor index × stride; with base 0, the byte offset)."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n_nodes).astype(np.uint64)  # visiting a permutation in order = one cycle
+    nodes = np.zeros(n_nodes * stride_words, dtype=np.uint64)
+    succ = np.empty(n_nodes, dtype=np.uint64)
+    succ[order[:-1].astype(np.int64)] = order[1:]
+    succ[int(order[-1])] = order[0]
+    nodes[:: stride_words] = np.uint64(base_address) + succ * np.uint64(stride_words * 8)
+    return nodes
+
+
+def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
+                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES) -> list[float]:
+    buffer_bytes = size_bytes if size_bytes >= MIN_CHASE_BYTES else DEFAULT_CHASE_BYTES
+    stride_words = max(1, stride_bytes // 8)
+    n_nodes = max(2, buffer_bytes // (stride_words * 8))
+    nbytes = n_nodes * stride_words * 8
+    if memory == HOST:
+        buf: DeviceBuffer | PinnedHostBuffer = PinnedHostBuffer.allocate(nbytes, ctx.numa_node.get(reader))
+    else:
+        assert isinstance(memory, int)
+        buf = DeviceBuffer.allocate(memory, nbytes)
+    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr)
+    sink = DeviceBuffer.allocate(reader, 8)
+    lane = ctx.pool.lane(reader, 998)
+    events = EventPair(reader)
+    try:
+        memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
+        lane.stream.synchronize()
+        samples: list[float] = []
+        for rep in range(max(warmup, 1) + reps):
+            gate.arm()
+            gate.hold(lane)
+            events.record_start(lane)
+            ctx.launch(lane, "pointer_chase", 1, 1, (u64(buf.ptr), u64(hops), u64(sink.ptr)))
+            events.record_end(lane)
+            gate.release()
+            elapsed = events.elapsed_s()
+            if gate.timed_out():
+                raise MeasurementError("start gate timed out during the pointer chase")
+            if rep >= max(warmup, 1):
+                samples.append(elapsed / hops * 1e6)
+        return samples
+    finally:
+        events.close()
+        sink.free()
+        buf.free()
+
+
+def flag_pingpong_us(ctx: OpContext, a: int, b: int, reps: int, warmup: int, rounds: int = PINGPONG_ROUNDS) -> list[float]:
+    import cupy
+    import cupy.cuda.runtime as runtime
+
+    flag_a, flag_b = DeviceBuffer.allocate(a, 256), DeviceBuffer.allocate(b, 256)
+    out_a, out_b = DeviceBuffer.allocate(a, 32), DeviceBuffer.allocate(b, 32)
+    lane_a, lane_b = ctx.pool.lane(a, 997), ctx.pool.lane(b, 997)
+    try:
+        samples: list[float] = []
+        host_out = np.zeros(3, dtype=np.uint64)
+        for rep in range(max(warmup, 1) + reps):
+            for buf, lane in ((flag_a, lane_a), (flag_b, lane_b)):
+                with cupy.cuda.Device(lane.ordinal):
+                    runtime.memsetAsync(buf.ptr, 0, 256, lane.ptr)
+                lane.stream.synchronize()
+            ctx.launch(lane_b, "flag_pingpong", 1, 1, (u64(flag_b.ptr), u64(flag_a.ptr), np.uint32(rounds), np.uint32(0),
+                                                     u64(GATE_TIMEOUT_NS), u64(out_b.ptr)))
+            ctx.launch(lane_a, "flag_pingpong", 1, 1, (u64(flag_a.ptr), u64(flag_b.ptr), np.uint32(rounds), np.uint32(1),
+                                                     u64(GATE_TIMEOUT_NS), u64(out_a.ptr)))
+            lane_a.stream.synchronize()
+            lane_b.stream.synchronize()
+            with cupy.cuda.Device(a):
+                runtime.memcpy(int(host_out.ctypes.data), out_a.ptr, 24, 4)
+            t_start, t_end, timed_out = (int(x) for x in host_out)
+            if timed_out:
+                raise MeasurementError(f"flag ping-pong between CUDA devices {a} and {b} timed out (flags not seen across)")
+            if rep >= max(warmup, 1):
+                samples.append((t_end - t_start) / (2 * (rounds - 1)) / 1e3)
+        return samples
+    finally:
+        for buf in (flag_a, flag_b, out_a, out_b):
+            buf.free()

@@ -1,0 +1,69 @@
+"""SM-initiated copies: a kernel moves the bytes with 16-byte loads and stores.
+
+* ``sm-push``: the kernel runs on the source GPU, reads local memory and stores into the peer's
+  (or mapped host) memory;
+* ``sm-pull``: the kernel runs on the destination GPU and loads from the peer's memory.
+
+Hopper tuning (HOPPER.md, and the design of nvbandwidth's SM copies): ``uint4`` accesses
+coalesced across the warp, ``unroll`` independent loads issued before the first store (bytes in
+flight per SM = threads × blocks/SM × unroll × 16), a grid of SM count × blocks per SM walking the
+buffer grid-stride, streaming cache hints (``ld.global.cs`` / ``st.global.cs``) so the copy does
+not keep lines in L2. The whole buffer is copied (a byte tail after the last whole uint4 too), so
+``moved_bytes == size_bytes``.
+
+``SmLaunch.bulk`` selects the Hopper bulk-copy (TMA) kernel instead: one thread per block streams
+pieces through shared memory with ``cp.async.bulk`` (global->shared on an mbarrier, then
+shared->global), so the copy is issued as large bulk requests rather than per-thread accesses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import BULK_SHAPES, COPY_UNROLLS
+from .ops import OpContext, Place, TransferOp, u64
+
+SM_METHODS = ("sm-push", "sm-pull")
+
+
+class SmCopyOp(TransferOp):
+    def __init__(self, ctx: OpContext, method: str, src: Place, dst: Place, size_bytes: int) -> None:
+        super().__init__(ctx, src, dst, size_bytes)
+        self.method = method
+        if method == "sm-push":
+            runner = src if isinstance(src, int) else dst
+        else:
+            runner = dst if isinstance(dst, int) else src
+        assert isinstance(runner, int)
+        self.runner = runner
+        launch = ctx.sm_launch
+        unroll = launch.unroll if launch.unroll in COPY_UNROLLS else 4
+        self.kernel = f"copy_u4_{unroll}"
+        self.threads = launch.threads
+        n_vec = size_bytes // 16
+        self.n_vec = n_vec
+        self.n_tail = size_bytes - n_vec * 16
+        per_block = self.threads * unroll
+        self.grid = max(1, min(ctx.sm_count.get(runner, 132) * launch.blocks_per_sm, -(-n_vec // per_block)))
+        if launch.bulk is not None and launch.bulk in BULK_SHAPES:
+            piece, stages = launch.bulk
+            self.kernel = f"copy_bulk_{piece}_{stages}"
+            self.threads = 64
+            self.grid = max(1, min(ctx.sm_count.get(runner, 132) * launch.blocks_per_sm, size_bytes // piece))
+        lane = ctx.new_lane(runner)
+        self.lanes = [lane]
+        self.timing_lane = lane
+        tail_off = n_vec * 16
+        if self.kernel.startswith("copy_bulk"):
+            self.args: tuple = (u64(self.src.ptr), u64(self.dst.ptr), u64(size_bytes))
+        else:
+            self.args = (u64(self.src.ptr), u64(self.dst.ptr), u64(n_vec), u64(self.src.ptr + tail_off),
+                         u64(self.dst.ptr + tail_off), np.uint32(self.n_tail))
+
+    def enqueue(self, count: int) -> None:
+        import cupy
+
+        fn = self.ctx.kernels.get(self.kernel)
+        lane = self.lanes[0]
+        with cupy.cuda.Device(lane.ordinal), lane.stream:
+            for _ in range(count):
+                fn((self.grid,), (self.threads,), self.args)

@@ -1,0 +1,139 @@
+"""The Pattern protocol and the checks every pattern shares.
+
+A pattern is pure planning (no engine, no vendor library): it has a stable ``key``, a one-line
+``description``, ``applies_to(topology, gpus, method_info)`` returning a :class:`Waiver` (why it
+cannot run here) or None, and ``plan(topology, gpus, size_bytes, method, direction)`` returning the
+concurrent groups to run, in order.
+
+``gpus`` is the selection of GPU indices (topology numbering) the pattern is expanded over; use
+:func:`select_gpus` to validate a user's ``--gpus`` list.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from ..errors import TopologyError, UserError
+from ..topology.model import Topology
+from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
+
+if TYPE_CHECKING:  # patterns never import engines at run time (ARCHITECTURE.md: imports point one way)
+    from ..engines.base import MethodInfo
+
+DIRECTIONS = ("uni", "bi")
+
+#: Topology.model_params key: GPU index pairs without peer (P2P) access, e.g. ``[[0, 4], [1, 5]]``.
+#: A hint for planning on a recorded or preset machine; a live engine's own ``waiver`` is the authority.
+NO_PEER_ACCESS_KEY = "no_peer_access"
+
+
+class Pattern(Protocol):
+    key: str
+    description: str
+
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None: ...
+
+    def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]: ...
+
+
+def select_gpus(topology: Topology, gpus: Sequence[int] | None) -> tuple[int, ...]:
+    """The GPU selection, validated: all GPUs when None; a GPU that does not exist is a UserError."""
+    if gpus is None:
+        return tuple(range(topology.gpu_count))
+    seen: list[int] = []
+    for index in gpus:
+        if index < 0 or index >= topology.gpu_count:
+            valid = f"0..{topology.gpu_count - 1}" if topology.gpu_count else "none (this topology has no GPU)"
+            raise TopologyError(f"GPU {index} does not exist in {topology.name!r}", hint=f"valid GPU indices: {valid}")
+        if index in seen:
+            raise UserError(f"GPU {index} is listed twice in the GPU selection")
+        seen.append(index)
+    return tuple(seen)
+
+
+def check_direction(direction: str) -> str:
+    if direction not in DIRECTIONS:
+        raise UserError(f"unknown direction {direction!r}", hint="valid directions: uni, bi")
+    return direction
+
+
+def no_peer_access_pairs(topology: Topology) -> set[frozenset[int]]:
+    """GPU pairs the topology says have no peer access (``model_params["no_peer_access"]``)."""
+    pairs: Any = topology.model_params.get(NO_PEER_ACCESS_KEY) or ()
+    out: set[frozenset[int]] = set()
+    for pair in pairs:
+        try:
+            a, b = (int(x) for x in pair)
+        except (TypeError, ValueError):
+            continue
+        out.add(frozenset((a, b)))
+    return out
+
+
+def peer_waiver(topology: Topology, plan: TransferPlan, method_info: "MethodInfo | None") -> Waiver | None:
+    """A waiver when the method needs peer access and the topology says a GPU pair of the plan lacks it."""
+    if method_info is None or not method_info.needs_peer_access:
+        return None
+    missing = no_peer_access_pairs(topology)
+    if not missing:
+        return None
+    for t in plan.transfers:
+        if isinstance(t.src, int) and isinstance(t.dst, int) and frozenset((t.src, t.dst)) in missing:
+            a, b = sorted((t.src, t.dst))
+            return Waiver(f"no peer access between GPU {a} and GPU {b}; method {plan.method!r} needs it "
+                          f"(try ce-nopeer or staged-pinned)")
+    return None
+
+
+def too_few_gpus(key: str, gpus: Sequence[int], need: int) -> Waiver | None:
+    if len(gpus) < need:
+        return Waiver(f"pattern {key!r} needs at least {need} GPUs; {len(gpus)} selected")
+    return None
+
+
+def peer_method_waiver(key: str, method_info: "MethodInfo | None") -> Waiver | None:
+    """GPU-to-GPU patterns need a GPU-to-GPU method."""
+    if method_info is not None and not method_info.peer:
+        return Waiver(f"pattern {key!r} moves data between GPUs; method {method_info.key!r} is a "
+                      f"host/device-local reference method")
+    return None
+
+
+def host_method_waiver(key: str, method_info: "MethodInfo | None", *, to_host: bool | None) -> Waiver | None:
+    """Host patterns need a method that accepts a host end, in the right direction."""
+    if method_info is None:
+        return None
+    if not method_info.host_endpoint:
+        return Waiver(f"pattern {key!r} moves data between GPUs and host memory; method {method_info.key!r} "
+                      f"has no host end (use h2d, d2h, h2d-pageable or d2h-pageable)")
+    kind = host_kind(method_info.key)
+    if to_host is True and kind == "h2d":
+        return Waiver(f"pattern {key!r} moves GPU -> host; method {method_info.key!r} moves host -> GPU (use d2h)")
+    if to_host is False and kind == "d2h":
+        return Waiver(f"pattern {key!r} moves host -> GPU; method {method_info.key!r} moves GPU -> host (use h2d)")
+    return None
+
+
+def host_kind(method: str) -> str | None:
+    """``h2d`` / ``d2h`` for host methods named that way, else None."""
+    if method.startswith("h2d"):
+        return "h2d"
+    if method.startswith("d2h"):
+        return "d2h"
+    return None
+
+
+def both_ways(pairs: Sequence[tuple[Endpoint, Endpoint]], size_bytes: int) -> tuple[Transfer, ...]:
+    """Each (a, b) as a->b followed by b->a."""
+    out: list[Transfer] = []
+    for a, b in pairs:
+        out.append(Transfer(a, b, size_bytes))
+        out.append(Transfer(b, a, size_bytes))
+    return tuple(out)
+
+
+def one_way(pairs: Sequence[tuple[Endpoint, Endpoint]], size_bytes: int) -> tuple[Transfer, ...]:
+    return tuple(Transfer(a, b, size_bytes) for a, b in pairs)
+
+
+def endpoint_label(e: Endpoint) -> str:
+    return "host" if e == HOST else str(e)

@@ -1,0 +1,221 @@
+"""Rich tables for a terminal: bandwidth matrices (rows = source, columns = destination), size
+sweeps, concurrent-pattern tables and latency matrices.
+
+Cells are coloured by efficiency = measured median / theoretical bandwidth of the route (the
+topology's per-direction bottleneck; a ``bi`` pair total is compared with twice that): green at
+85% or more, yellow at 60% or more, red below. ``N/A`` means not measured (waived or error: the
+reasons are listed under the tables) — never zero.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..results.schema import Measurement, RunProvenance, RunRecord, Status
+from ..units import format_rate, format_size
+
+GOOD_EFFICIENCY = 0.85
+FAIR_EFFICIENCY = 0.60
+_MAX_SWEEP_PAIRS = 8
+
+LEGEND = ("colour = measured / theoretical bandwidth of the route: "
+          "[green]>= 85%[/green], [yellow]>= 60%[/yellow], [red]< 60%[/red]; "
+          "N/A = not measured (waived or error, reasons below); GB/s = 10^9 B/s per direction unless marked total")
+
+
+def efficiency(m: Measurement) -> float | None:
+    theo = m.extra.get("theoretical_gb_per_s") if m.extra else None
+    if m.bandwidth is None or not theo:
+        return None
+    return m.bandwidth.median / float(theo)
+
+
+def efficiency_style(eff: float | None) -> str:
+    if eff is None:
+        return ""
+    if eff >= GOOD_EFFICIENCY:
+        return "green"
+    if eff >= FAIR_EFFICIENCY:
+        return "yellow"
+    return "red"
+
+
+def _bw_cell(m: Measurement | None) -> Text:
+    if m is None or m.status is not Status.OK or m.bandwidth is None:
+        return Text("N/A", style="dim")
+    return Text(format_rate(m.bandwidth.median), style=efficiency_style(efficiency(m)))
+
+
+def _lat_cell(m: Measurement | None) -> Text:
+    if m is None or m.status is not Status.OK or m.latency is None:
+        return Text("N/A", style="dim")
+    return Text(f"{m.latency.median:.2f}")
+
+
+def _ends(ms: Iterable[Measurement]) -> list[int]:
+    return sorted({e for m in ms for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)})
+
+
+def _is_pattern_waiver(m: Measurement) -> bool:
+    return m.src == "*" and m.dst == "*" and m.status is not Status.OK and m.scope == "transfer"
+
+
+def _titled(title: str, table: Table) -> Group:
+    """A title line that does not wrap to the table's width, then the table."""
+    return Group(Text(title, style="bold"), table)
+
+
+def matrix_table(cells: dict[tuple[int, int], Measurement], gpus: Sequence[int], title: str, *, latency: bool = False,
+                 symmetric: bool = False) -> Group:
+    """Rows = source GPU, columns = destination GPU; ``symmetric`` mirrors pair totals."""
+    table = Table()
+    table.add_column("src \\ dst", justify="right", style="bold")
+    for g in gpus:
+        table.add_column(f"GPU{g}", justify="right")
+    for a in gpus:
+        row: list[Text | str] = []
+        for b in gpus:
+            if a == b:
+                row.append(Text("-", style="dim"))
+                continue
+            m = cells.get((a, b)) or (cells.get((b, a)) if symmetric else None)
+            row.append(_lat_cell(m) if latency else _bw_cell(m))
+        table.add_row(f"GPU{a}", *row)
+    return _titled(title, table)
+
+
+def sweep_table(series: dict[str, list[Measurement]], title: str) -> Group:
+    """Rows = size, columns = series (e.g. pairs)."""
+    table = Table()
+    table.add_column("size", justify="right", style="bold")
+    for name in series:
+        table.add_column(name, justify="right")
+    sizes = sorted({m.size_bytes for ms in series.values() for m in ms})
+    by = {name: {m.size_bytes: m for m in ms} for name, ms in series.items()}
+    for size in sizes:
+        table.add_row(format_size(size), *[_bw_cell(by[name].get(size)) for name in series])
+    return _titled(title, table)
+
+
+def entries_table(ms: Sequence[Measurement], title: str) -> Group:
+    table = Table()
+    for name, justify in (("size", "right"), ("group", "left"), ("flow", "left"), ("scope", "left"),
+                          ("median GB/s", "right"), ("min", "right"), ("max", "right"), ("CV %", "right"),
+                          ("n", "right"), ("theor. GB/s", "right"), ("eff.", "right"), ("status", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for m in ms:
+        eff = efficiency(m)
+        bw = m.bandwidth if m.status is Status.OK else None
+        theo = m.extra.get("theoretical_gb_per_s")
+        table.add_row(
+            format_size(m.size_bytes),
+            str(m.extra.get("label", "")),
+            f"{m.src} -> {m.dst}",
+            m.scope,
+            _bw_cell(m),
+            format_rate(bw.min) if bw else "",
+            format_rate(bw.max) if bw else "",
+            f"{bw.cv * 100:.2f}" if bw else "",
+            str(bw.n) if bw else "",
+            format_rate(theo) if theo else "",
+            Text(f"{eff * 100:.0f}%", style=efficiency_style(eff)) if eff is not None else "",
+            m.status.value,
+        )
+    return _titled(title, table)
+
+
+def _blocks(ms: Iterable[Measurement]) -> dict[tuple[str, str, str], list[Measurement]]:
+    blocks: dict[tuple[str, str, str], list[Measurement]] = {}
+    for m in ms:
+        blocks.setdefault((m.method, m.pattern, m.direction), []).append(m)
+    return blocks
+
+
+def _matrix_block(console: Console, method: str, direction: str, ms: list[Measurement], provenance: str) -> None:
+    scope = "total" if direction == "bi" else "transfer"
+    cells_ms = [m for m in ms if m.scope == scope and isinstance(m.src, int) and isinstance(m.dst, int)]
+    gpus = _ends(cells_ms)
+    sizes = sorted({m.size_bytes for m in cells_ms})
+    what = "total of both directions" if direction == "bi" else "one way"
+    pairs = sorted({(m.src, m.dst) for m in cells_ms})
+    if len(sizes) > 1 and len(pairs) <= _MAX_SWEEP_PAIRS:
+        series: dict[str, list[Measurement]] = {}
+        for m in cells_ms:
+            series.setdefault(f"{m.src}{'<->' if direction == 'bi' else '->'}{m.dst}", []).append(m)
+        console.print(sweep_table(series, f"{method} {what}, GB/s by size ({provenance})"))
+        return
+    for size in sizes:
+        cells = {(m.src, m.dst): m for m in cells_ms if m.size_bytes == size}
+        console.print(matrix_table(cells, gpus, f"{method} {what}, {format_size(size)}: GB/s ({provenance})",
+                                   symmetric=direction == "bi"))
+
+
+def _latency_block(console: Console, method: str, ms: list[Measurement], provenance: str) -> None:
+    gpus = _ends(ms)
+    for size in sorted({m.size_bytes for m in ms}):
+        cells = {(m.src, m.dst): m for m in ms if m.size_bytes == size and isinstance(m.src, int) and isinstance(m.dst, int)}
+        host = [m for m in ms if m.size_bytes == size and not (isinstance(m.src, int) and isinstance(m.dst, int))]
+        size_text = f", {format_size(size)}" if size else ""
+        if cells:
+            console.print(matrix_table(cells, gpus, f"{method} latency{size_text}: us, median ({provenance})", latency=True))
+        if host:
+            table = Table()
+            for col in ("flow", "median us", "min", "max", "n", "status"):
+                table.add_column(col)
+            for m in host:
+                lat = m.latency if m.status is Status.OK else None
+                table.add_row(f"{m.src} -> {m.dst}", _lat_cell(m), f"{lat.min:.2f}" if lat else "",
+                              f"{lat.max:.2f}" if lat else "", str(lat.n) if lat else "", m.status.value)
+            console.print(_titled(f"{method} latency{size_text}: us ({provenance})", table))
+
+
+def reasons(record: RunRecord) -> list[str]:
+    """Unique waiver and error reasons with how many entries each covers."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for m in record.measurements:
+        if m.status is not Status.OK:
+            key = (m.status.value, m.method, m.reason or "no reason given")
+            counts[key] = counts.get(key, 0) + 1
+    return [f"{status} ({method}, {n} entr{'y' if n == 1 else 'ies'}): {reason}" for (status, method, reason), n in counts.items()]
+
+
+def render_record(console: Console, record: RunRecord, *, show_findings: bool = True) -> None:
+    """Every table of a bench, latency or survey record, then the reasons, the legend and findings."""
+    provenance = record.provenance.value
+    if record.provenance is RunProvenance.SIMULATED:
+        console.print(Text("SIMULATED: these numbers come from the fabric model, not from hardware.",
+                           style="bold reverse yellow"))
+    if not record.complete:
+        console.print(Text("INCOMPLETE: the run was interrupted; only what was measured is shown.", style="bold red"))
+    bandwidth = [m for m in record.measurements if m.pattern != "latency"]
+    latency = [m for m in record.measurements if m.pattern == "latency"]
+    for (method, pattern, direction), ms in _blocks(bandwidth).items():
+        whole = [m for m in ms if _is_pattern_waiver(m)]
+        rest = [m for m in ms if not _is_pattern_waiver(m)]
+        for m in whole[:1]:
+            console.print(Text(f"{method} {pattern} {direction}: {m.status.value}: {m.reason}", style="dim"))
+        if not rest:
+            continue
+        if pattern in ("matrix", "sweep"):
+            _matrix_block(console, method, direction, rest, provenance)
+        else:
+            console.print(entries_table(rest, f"{method} {pattern} {direction} ({provenance})"))
+    lat_blocks: dict[str, list[Measurement]] = {}
+    for m in latency:
+        lat_blocks.setdefault(m.method, []).append(m)
+    for method, ms in lat_blocks.items():
+        _latency_block(console, method, ms, provenance)
+    notes = reasons(record)
+    if notes:
+        console.print("[bold]not measured:[/bold]")
+        for line in notes:
+            console.print(f"  {line}", markup=False, highlight=False)
+    if bandwidth:
+        console.print(LEGEND, style="dim")
+    if show_findings and record.findings:
+        console.print("[bold]findings:[/bold]")
+        for line in record.findings:
+            console.print(f"  - {line}", markup=False, highlight=False)

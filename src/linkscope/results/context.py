@@ -1,0 +1,149 @@
+"""The context of a run: where and with what it ran (RunRecord.context).
+
+Every probe is guarded: a library that is missing or fails gives a short error string in place of
+its version, never an exception. Environment variables are passed in (the CLI owns os.environ);
+only the variables that change transfer behaviour are kept, not the whole environment.
+"""
+from __future__ import annotations
+
+import platform
+import re
+import socket
+import sys
+from typing import Any, Callable, Mapping, Sequence
+
+#: Exact names kept from the environment.
+ENV_NAMES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "CUPY_CACHE_DIR",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HSA_ENABLE_SDMA",
+    "HSA_FORCE_FINE_GRAIN_PCIE",
+    "OMP_NUM_THREADS",
+    "SLURM_JOB_ID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+)
+#: Prefixes kept from the environment (NCCL, UCX, MPI implementations, libfabric, Cray MPICH).
+ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_")
+_SECRET = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)", re.IGNORECASE)
+
+
+def selected_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that change behaviour, sorted by name; never anything that looks like a secret.
+
+    >>> selected_env({"NCCL_NVLS_ENABLE": "0", "HOME": "/root", "CUDA_VISIBLE_DEVICES": "1,0"})
+    {'CUDA_VISIBLE_DEVICES': '1,0', 'NCCL_NVLS_ENABLE': '0'}
+    """
+    out = {}
+    for name in sorted(env):
+        if _SECRET.search(name):
+            continue
+        if name in ENV_NAMES or name.startswith(ENV_PREFIXES):
+            out[name] = str(env[name])
+    return out
+
+
+def _guard(probe: Callable[[], Any]) -> Any:
+    try:
+        return probe()
+    except BaseException as exc:  # noqa: BLE001 - a probe must never crash a run
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"unavailable ({type(exc).__name__}{': ' + text[:120] if text else ''})"
+
+
+def _cuda_version_text(value: int) -> str:
+    """CUDA encodes 12.4 as 12040."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def _driver_version() -> str:
+    import pynvml  # nvidia-ml-py
+
+    pynvml.nvmlInit()
+    try:
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _cupy_version() -> str:
+    import cupy
+
+    return str(cupy.__version__)
+
+
+def _cuda_runtime_version() -> str:
+    import cupy
+
+    return _cuda_version_text(int(cupy.cuda.runtime.runtimeGetVersion()))
+
+
+def _cuda_driver_api_version() -> str:
+    import cupy
+
+    return _cuda_version_text(int(cupy.cuda.runtime.driverGetVersion()))
+
+
+def _nccl_version() -> str:
+    from cupy.cuda import nccl
+
+    value = int(nccl.get_version())  # e.g. 21803 -> 2.18.3
+    return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}" if value >= 10000 else f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
+
+
+def _mpi4py_version() -> str:
+    import mpi4py
+
+    return str(mpi4py.__version__)
+
+
+def library_versions(probe_vendor: bool = True) -> dict[str, str]:
+    """Versions of Python and of the libraries linkscope drives; an error string where unavailable."""
+    from .. import __version__
+
+    versions = {"linkscope": __version__, "python": platform.python_version()}
+    if probe_vendor:
+        versions.update({
+            "nvidia_driver": _guard(_driver_version),
+            "cuda_driver_api": _guard(_cuda_driver_api_version),
+            "cuda_runtime": _guard(_cuda_runtime_version),
+            "cupy": _guard(_cupy_version),
+            "nccl": _guard(_nccl_version),
+            "mpi4py": _guard(_mpi4py_version),
+        })
+    return versions
+
+
+def collect_context(
+    env: Mapping[str, str],
+    *,
+    gpu_names: Sequence[str] = (),
+    engine: str | None = None,
+    topology_source: str | None = None,
+    probe_vendor: bool = True,
+) -> dict[str, Any]:
+    """The RunRecord context: host, OS, Python, versions, GPU names, engine, selected env vars.
+
+    ``probe_vendor=False`` skips the vendor libraries (for a simulated run on a machine without them).
+    """
+    return {
+        "host": _guard(socket.gethostname),
+        "os": _guard(lambda: f"{platform.system()} {platform.release()}"),
+        "platform": _guard(platform.platform),
+        "python_implementation": platform.python_implementation(),
+        "argv0": sys.argv[0] if sys.argv else "",
+        "versions": library_versions(probe_vendor),
+        "gpus": list(gpu_names),
+        "engine": engine,
+        "topology_source": topology_source,
+        "env": selected_env(env),
+    }

@@ -1,0 +1,63 @@
+from dataclasses import replace
+
+import pytest
+
+from fakes import FakeEngine  # noqa: E402
+
+from linkscope.measure.survey import SurveyOptions, run_survey  # noqa: E402
+from linkscope.results.schema import Status  # noqa: E402
+from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
+
+TOPO = synthetic_topology("nvswitch:4")
+MiB = 1024**2
+SMALL = SurveyOptions(size_bytes=16 * MiB, sweep_sizes_bytes=(4096, MiB, 16 * MiB))
+
+
+def test_survey_runs_every_step_with_unique_groups_and_findings():
+    record = run_survey(FakeEngine(TOPO), TOPO, SMALL)
+    assert record.kind == "survey" and record.complete
+    keys = {(m.method, m.pattern, m.direction) for m in record.measurements}
+    for key in [("ce", "matrix", "uni"), ("ce", "matrix", "bi"), ("sm-push", "matrix", "uni"), ("sm-push", "matrix", "bi"),
+                ("remote-read", "latency", "uni"), ("flag-pingpong", "latency", "uni"), ("h2d", "host", "uni"),
+                ("d2h", "host", "uni"), ("ce", "ring", "uni"), ("ce", "all-to-one", "uni"), ("ce", "all-to-all", "uni"),
+                ("ce", "sweep", "uni")]:
+        assert key in keys
+    assert all(m.status is Status.OK for m in record.measurements)
+    # every concurrent group has its own index across steps
+    groups = {}
+    for m in record.measurements:
+        groups.setdefault(m.group, set()).add((m.method, m.pattern, m.direction, m.size_bytes))
+    assert all(len(v) == 1 for v in groups.values())
+    assert [m.size_bytes for m in record.measurements if m.pattern == "sweep"] == [4096, MiB, 16 * MiB]
+    text = " ".join(record.findings)
+    assert "Slowest GPU pair" in text and "uniform" in text and "All-to-one (ce" in text
+    assert "Device remote-read latency" in text and "Host <-> device" in text
+    assert record.options["survey"]["size_bytes"] == 16 * MiB
+
+
+def test_survey_on_one_gpu_waives_peer_steps():
+    topo = synthetic_topology("nvswitch:1")
+    record = run_survey(FakeEngine(topo), topo, SMALL)
+    assert not [m for m in record.measurements if m.pattern in ("latency", "sweep")]
+    waived = [m for m in record.measurements if m.status is Status.WAIVED]
+    assert waived and all("at least 2 GPUs" in m.reason for m in waived)
+    assert [m.status for m in record.measurements if m.pattern == "host"] == [Status.OK, Status.OK]
+
+
+def test_survey_interrupt_writes_what_was_measured():
+    engine = FakeEngine(TOPO, interrupt_after_runs=14)  # inside the ce bi matrix step
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        run_survey(engine, TOPO, SMALL, on_partial=seen.append)
+    (partial,) = seen
+    assert not partial.complete
+    assert len([m for m in partial.measurements if m.direction == "uni"]) == 12
+    assert len([m for m in partial.measurements if m.direction == "bi"]) == 6  # two bi pairs: 2 flows + 1 total each
+    assert any("interrupted" in f for f in partial.findings)
+
+
+def test_survey_progress_is_monotonic():
+    calls = []
+    run_survey(FakeEngine(TOPO), TOPO, replace(SMALL, peer_methods=("ce",)), progress=lambda d, t, l: calls.append((d, t)))
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and calls[-1][0] == calls[-1][1]

@@ -1,0 +1,59 @@
+import csv
+import io
+import re
+
+from linkscope.measure.stats import Stats
+from linkscope.report.textformats import to_csv, to_osu
+from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
+
+
+def bw(src, dst, size, gb_per_s, **kw):
+    return Measurement(src=src, dst=dst, method="ce", pattern="matrix", direction="uni", size_bytes=size, moved_bytes=size,
+                       bandwidth=Stats(n=5, median=gb_per_s, min=gb_per_s * 0.99, max=gb_per_s * 1.01, mean=gb_per_s, stddev=0.1),
+                       extra={"theoretical_gb_per_s": 478.1, "label": f"{src}->{dst}"}, **kw)
+
+
+RECORD = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="2026-11-22T00:00:00+00:00", measurements=(
+    bw(0, 1, 8, 0.0123),
+    bw(0, 1, 1048576, 394.25),
+    Measurement(src=0, dst=1, method="ce", pattern="matrix", direction="uni", size_bytes=1073741824,
+                status=Status.WAIVED, reason="does not fit, really"),
+    Measurement(src=0, dst=1, method="remote-read", pattern="latency", direction="uni", size_bytes=0,
+                latency=Stats(n=20, median=0.8234, min=0.8, max=0.9, mean=0.83, stddev=0.01)),
+))
+
+
+def test_osu_bandwidth_uses_mb_of_1e6_and_osu_columns():
+    text = to_osu(RECORD)
+    lines = text.splitlines()
+    header = lines.index(f"{'# Size':<10}{'Bandwidth (MB/s)':>20}")
+    assert lines[header - 1].startswith("# linkscope ce matrix uni 0 -> 1 (simulated)")
+    assert lines[header + 1] == f"{8:<10d}{12.30:>20.2f}"
+    assert lines[header + 2] == f"{1048576:<10d}{394250.00:>20.2f}"
+    assert lines[header + 3] == "# 1073741824 waived: does not fit, really"
+    # every non-comment line parses as "size value"
+    for line in lines:
+        if line and not line.startswith("#"):
+            assert re.fullmatch(r"\d+\s+\d+\.\d\d", line)
+
+
+def test_osu_latency_block():
+    lines = to_osu(RECORD).splitlines()
+    i = lines.index(f"{'# Size':<10}{'Latency (us)':>20}")
+    assert lines[i + 1].split() == ["0", "0.82"]
+
+
+def test_csv_one_row_per_measurement_with_all_fields():
+    rows = list(csv.DictReader(io.StringIO(to_csv(RECORD))))
+    assert len(rows) == 4
+    assert rows[1]["median_gb_per_s"] == "394.25" and rows[1]["status"] == "ok" and rows[1]["provenance"] == "measured"
+    assert rows[1]["extra.theoretical_gb_per_s"] == "478.1" and rows[1]["extra.label"] == "0->1"
+    assert rows[2]["median_gb_per_s"] == "" and rows[2]["reason"] == "does not fit, really"
+    assert rows[3]["latency_us"] == "0.8234" and rows[3]["latency_n"] == "20"
+    for field in ("src", "dst", "method", "pattern", "direction", "size_bytes", "moved_bytes", "cv", "n", "verified", "scope", "group"):
+        assert field in rows[0]
+
+
+def test_csv_of_empty_record_has_a_header():
+    text = to_csv(RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc=""))
+    assert text.startswith("src,dst,method,pattern,direction,size_bytes")

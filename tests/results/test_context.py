@@ -1,0 +1,28 @@
+import json
+
+from linkscope.results import context
+
+
+def test_selected_env_keeps_behaviour_vars_only():
+    env = {"CUDA_VISIBLE_DEVICES": "1,0", "NCCL_NVLS_ENABLE": "0", "UCX_TLS": "rc", "OMPI_MCA_pml": "ucx",
+           "HSA_ENABLE_SDMA": "0", "HOME": "/root", "PATH": "/bin", "NCCL_IB_TOKEN": "s3cret"}
+    assert context.selected_env(env) == {"CUDA_VISIBLE_DEVICES": "1,0", "HSA_ENABLE_SDMA": "0", "NCCL_NVLS_ENABLE": "0",
+                                         "OMPI_MCA_pml": "ucx", "UCX_TLS": "rc"}
+
+
+def test_collect_context_never_crashes_and_is_json(monkeypatch):
+    def broken():
+        raise RuntimeError("driver went away")
+
+    monkeypatch.setattr(context, "_driver_version", broken)
+    ctx = context.collect_context({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, gpu_names=["NVIDIA H200"], engine="sim")
+    json.dumps(ctx)
+    assert ctx["versions"]["nvidia_driver"] == "unavailable (RuntimeError: driver went away)"
+    assert ctx["versions"]["linkscope"] and ctx["versions"]["python"]
+    assert ctx["gpus"] == ["NVIDIA H200"] and ctx["env"] == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert isinstance(ctx["host"], str) and ctx["os"]
+
+
+def test_vendor_probes_can_be_skipped():
+    ctx = context.collect_context({}, probe_vendor=False)
+    assert set(ctx["versions"]) == {"linkscope", "python"}
