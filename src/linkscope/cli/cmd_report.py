@@ -1,0 +1,34 @@
+"""``linkscope report``: one self-contained HTML file (and PNGs) from RunRecord JSON files."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import stderr_console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        runs: list[Path] = typer.Argument(..., metavar="RUN.json...", help="RunRecord files (bench, survey, sim ...)."),
+        output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write."),
+        png: Optional[Path] = typer.Option(None, "--png", help="Also write every figure as PNG into this folder."),
+    ) -> None:
+        """Write one self-contained HTML report (no network needed to view it) from RUN.json files:
+        topology graph, bandwidth/latency heatmaps, bandwidth vs size, measured vs predicted vs
+        theoretical, concurrency totals, mappings. Simulated runs are labelled SIMULATED.
+
+        Example: linkscope report survey.json sim.json -o report.html --png figures/
+        """
+        from ..report.html import write_report
+        from ..results.io import load
+
+        records = [load(path) for path in runs]
+        result = write_report(records, output, png_dir=png)
+        err = stderr_console()
+        for note in result.notes:
+            err.print(f"linkscope/report: {note}")
+        err.print(f"wrote {result.path} ({len(result.figures)} figures"
+                  + (f", {len(result.png_files)} PNG files in {png}" if png else "") + ")")

@@ -1,0 +1,111 @@
+"""``linkscope watch``: run a command and say, from NVML counters, which links carried its traffic."""
+from __future__ import annotations
+
+import typer
+
+from .common import stderr_console
+
+
+def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
+    from ..errors import UserError
+
+    if text is None or text.strip() in ("", "all"):
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(f"not a GPU list: {text!r}", hint="e.g. --gpus 0,1 (NVML indices)") from None
+
+
+def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Console
+    from rich.table import Table
+
+    from ..counters.verdict import format_bytes_decimal as fb
+
+    def b(total) -> str:  # noqa: ANN001
+        if total is None or total.bytes is None:
+            return "unsupported" if total is None or not total.notes else "N/A"
+        text = fb(total.bytes)
+        if total.estimate:
+            text = "~" + text
+        return text if total.complete else text + "*"
+
+    def peak(total) -> str:  # noqa: ANN001
+        return "N/A" if total is None or total.peak_gb_per_s is None else f"{total.peak_gb_per_s:.1f}"
+
+    table = Table(title=f"link counters ({result.samples} samples, {result.duration_s:.2f} s, every {result.interval_s * 1000:g} ms)")
+    for col in ("GPU", "name", "NVLink TX", "NVLink RX", "peak TX (GB/s)", "peak RX (GB/s)", "PCIe TX", "PCIe RX", "verdict"):
+        table.add_column(col)
+    for r in result.gpus:
+        table.add_row(str(r.info.nvml_index), r.info.name, b(r.nvlink_tx), b(r.nvlink_rx), peak(r.nvlink_tx),
+                      peak(r.nvlink_rx), b(r.pcie_tx), b(r.pcie_rx), r.verdict.kind)
+    console.print(table)
+    links = Table(title="NVLinks that moved data")
+    for col in ("GPU", "link", "TX", "RX", "peak TX (GB/s)", "peak RX (GB/s)"):
+        links.add_column(col)
+    shown = 0
+    for r in result.gpus:
+        for link, tx, rx in r.nvlink_links:
+            if any(t is not None and (t.bytes is None or t.bytes >= 1_000_000) for t in (tx, rx)):
+                links.add_row(str(r.info.nvml_index), str(link), b(tx), b(rx), peak(tx), peak(rx))
+                shown += 1
+    if shown:
+        console.print(links)
+    for r in result.gpus:
+        console.print(f"GPU {r.info.nvml_index}: {r.verdict.message}")
+    if any(r.pcie_tx is not None and r.pcie_tx.estimate for r in result.gpus):
+        console.print("~ PCIe bytes integrated from nvmlDeviceGetPcieThroughput samples (an estimate)")
+    if any(t is not None and t.bytes is not None and not t.complete
+           for r in result.gpus for t in (r.nvlink_tx, r.nvlink_rx, r.pcie_tx, r.pcie_rx)):
+        console.print("* incomplete: some readings failed or a counter reset (see --json notes)")
+    for note in result.notes:
+        console.print(f"linkscope/watch: {note}")
+    if result.expect is not None:
+        status = "passed" if result.expect.passed else "FAILED"
+        console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "watch",
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    )
+    def watch(
+        command: list[str] = typer.Argument(..., metavar="COMMAND", help="The command to run."),
+        interval: str = typer.Option("100ms", "--interval", help="Sampling period (e.g. 100ms, 1s)."),
+        gpus: str = typer.Option(None, "--gpus", help="NVML GPU indices to watch, e.g. 0,1 (default: all)."),
+        expect: str = typer.Option(None, "--expect", help="nvlink: exit 3 when the command succeeded but its traffic did not take NVLink."),
+        json_path: str = typer.Option(None, "--json", help="Write totals, verdicts and the timeline as JSON to FILE."),
+        csv_path: str = typer.Option(None, "--csv", help="Write the timeline as CSV to FILE."),
+        settle: str = typer.Option("200ms", "--settle", help="Wait after the command before the last sample."),
+    ) -> None:
+        """Run COMMAND while sampling NVLink (per link) and PCIe counters; say where its traffic went.
+
+        The command's output passes through; its exit code is returned (127: command not found).
+        The summary goes to stderr. With --expect nvlink, a command that exits 0 but whose traffic did
+        not take NVLink makes watch exit 3.
+
+        Example: linkscope watch --expect nvlink --json watch.json -- python bench/copy_once.py 0 1 1GiB
+        """
+        from ..atomic import write_json_atomic, write_text_atomic
+        from ..counters.nvml import open_nvml
+        from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
+        from ..units import parse_duration_s
+
+        interval_s = parse_duration_s(interval)
+        settle_s = parse_duration_s(settle) if settle not in ("0", "0s", "0ms") else 0.0
+        options = WatchOptions(command=tuple(resolve_command(command)), interval_s=interval_s,
+                               gpus=_parse_gpus(gpus), expect=expect, settle_s=settle_s)
+        source = open_nvml()
+        try:
+            result = run_watch(options, source)
+        finally:
+            source.close()
+        if json_path:
+            write_json_atomic(json_path, to_dict(result))
+        if csv_path:
+            write_text_atomic(csv_path, timeline_csv(result))
+        _render(result, stderr_console())
+        code = result.final_exit_code
+        if code:
+            raise typer.Exit(code)

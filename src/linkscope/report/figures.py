@@ -1,0 +1,589 @@
+"""The report's figures, built from RunRecords: topology graph, bandwidth and latency heatmaps,
+bandwidth-vs-size curves, measured vs predicted vs theoretical, concurrency totals, mappings.
+
+Each builder returns ``FigureItem``s (a file stem, a title, a caption, a Matplotlib figure); html.py
+embeds them and writes them as PNG. Figures holding simulated numbers carry a SIMULATED watermark
+and their series say ``[simulated]``.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
+from ..units import format_size
+from . import plots
+
+MAX_HEATMAPS = 16
+MAX_SERIES_PER_CURVE = 14
+
+
+@dataclass(frozen=True)
+class FigureItem:
+    """One figure: ``name`` is a file stem (letters, digits, '-', '_'); ``fig`` a Matplotlib Figure."""
+
+    name: str
+    section: str
+    title: str
+    caption: str
+    fig: Any
+    simulated: bool = False
+
+
+def _slug(text: str) -> str:
+    out = "".join(c if c.isalnum() else "-" for c in text.lower())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-")[:60] or "x"
+
+
+def run_labels(records: Sequence[RunRecord]) -> list[str]:
+    """A short legend label per record: context label, else host + kind; numbered when they repeat."""
+    base = []
+    for r in records:
+        ctx = r.context or {}
+        label = ctx.get("label") or " ".join(str(x) for x in (ctx.get("host") or ctx.get("hostname") or "", r.kind) if x)
+        base.append(label or f"run {len(base) + 1}")
+    counts: dict[str, int] = defaultdict(int)
+    for label in base:
+        counts[label] += 1
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for label in base:
+        if counts[label] > 1:
+            seen[label] += 1
+            label = f"{label} #{seen[label]}"
+        out.append(label)
+    return out
+
+
+def is_simulated(record: RunRecord, m: Measurement | None = None) -> bool:
+    if m is not None:
+        return m.provenance is RunProvenance.SIMULATED
+    return record.provenance is RunProvenance.SIMULATED
+
+
+def _endpoint(value: Any) -> str:
+    if value == HOST:
+        return "host"
+    if value == ALL:
+        return "all"
+    return f"GPU{value}"
+
+
+def _is_pair(m: Measurement) -> bool:
+    return m.scope == "transfer" and m.src != ALL and m.dst != ALL and (isinstance(m.src, int) or m.src == HOST) \
+        and (isinstance(m.dst, int) or m.dst == HOST)
+
+
+# ---- topology ---------------------------------------------------------------------------------
+
+_LAYER = {"gpu": 0, "nvswitch": -1, "pcie_switch": 1, "host_bridge": 1, "cpu": 2, "network_switch": 3}
+_ROW_Y = {-1: 4.3, 0: 3.0, 1: 1.75, 2: 0.5, 3: -0.75}
+
+
+def _layout(topology: Any) -> dict[str, tuple[float, float]]:
+    """Layered layout: NVSwitch planes above the GPUs, PCIe switches below, CPUs at the bottom;
+    each NIC beside the device it hangs from; every row centred under what it connects to."""
+    pos: dict[str, tuple[float, float]] = {}
+    gpus = topology.gpus
+    for i, d in enumerate(gpus):
+        pos[d.id] = (float(i), _ROW_Y[0])
+    neighbours: dict[str, list[str]] = defaultdict(list)
+    for link in topology.links:
+        neighbours[link.a].append(link.b)
+        neighbours[link.b].append(link.a)
+    width = max(len(gpus) - 1, 1)
+    for layer in (-1, 1, 2, 3):
+        members = [d for d in topology.devices
+                   if d.kind.value not in ("gpu", "nic") and _LAYER.get(d.kind.value, 3) == layer]
+        wanted = []
+        for d in members:
+            xs = [pos[n][0] for n in neighbours[d.id] if n in pos]
+            wanted.append((sum(xs) / len(xs) if xs else width / 2, d.id))
+        wanted.sort()
+        placed: list[float] = []
+        for x, _ in wanted:
+            placed.append(max(x, placed[-1] + 1.2) if placed else x)
+        if placed:  # recentre the row under what it connects to
+            shift = (sum(w[0] for w in wanted) / len(wanted)) - (sum(placed) / len(placed))
+            placed = [x + shift for x in placed]
+        for (_, dev_id), x in zip(wanted, placed):
+            pos[dev_id] = (x, _ROW_Y[layer])
+    taken: dict[tuple[float, float], int] = defaultdict(int)
+    for d in topology.devices:
+        if d.kind.value != "nic":
+            continue
+        anchor = next((pos[n] for n in neighbours[d.id] if n in pos), (width / 2 + 0.5, _ROW_Y[1]))
+        k = taken[anchor]
+        taken[anchor] += 1
+        pos[d.id] = (anchor[0] + 0.75 + 0.6 * k, anchor[1] - 0.55)
+    return pos
+
+
+def _link_label(link: Any) -> str:
+    cap = link.capacity_gb_per_s
+    cap_text = f"{cap:.0f}" if cap >= 100 else f"{cap:.3g}"
+    if link.kind.value == "nvlink":
+        return f"NV{link.count} {cap_text} GB/s"
+    if link.kind.value == "xgmi":
+        return f"XGMI{link.count} {cap_text} GB/s"
+    count = f"{link.count}x " if link.count > 1 else ""
+    return f"{count}{link.kind.value.upper()} {cap_text} GB/s"
+
+
+def topology_figure(topology: Any, title: str, simulated: bool) -> FigureItem:
+    n_gpus = max(topology.gpu_count, 1)
+    fig = plots.new_figure(max(6.5, 1.35 * n_gpus + 2.5), 5.0)
+    ax = fig.add_subplot(1, 1, 1)
+    pos = _layout(topology)
+    by_id = topology.by_id
+    for link in topology.links:
+        (x0, y0), (x1, y1) = pos[link.a], pos[link.b]
+        colour = plots.LINK_COLOURS.get(link.kind.value, "#444444")
+        width = 1.0 + 1.2 * math.log10(max(link.capacity_gb_per_s, 1.0))
+        same_row = abs(y0 - y1) < 1e-6
+        rad = 0.0
+        if same_row:
+            rad = min(0.35, 1.0 / max(abs(x1 - x0), 1e-9))  # sag about half a row, whatever the span
+            rad = -rad if (x1 - x0) > 0 else rad
+            if y0 < _ROW_Y[0]:  # rows below the GPUs bend downwards, away from the rest
+                rad = -rad
+        elif abs(y0 - y1) > 1.3:  # a link that skips a row: bend it so it does not cross the middle row
+            rad = 0.25
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                    arrowprops=dict(arrowstyle="-", color=colour, lw=width, alpha=0.85,
+                                    connectionstyle=f"arc3,rad={rad}", shrinkA=11, shrinkB=11))
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        if rad:
+            # midpoint of the quadratic arc, offset perpendicular to the chord
+            dx, dy = x1 - x0, y1 - y0
+            mx, my = mx + rad * dy / 2, my - rad * dx / 2
+        ax.text(mx, my, _link_label(link), fontsize=6.5, ha="center", va="center", color=colour,
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+    for dev_id, (x, y) in pos.items():
+        d = by_id[dev_id]
+        face, marker = plots.DEVICE_STYLE.get(d.kind.value, ("#dddddd", "o"))
+        ax.scatter([x], [y], s=900 if d.is_gpu else 700, c=face, marker=marker, edgecolors="#333333", zorder=3)
+        ax.text(x, y, d.label, ha="center", va="center", fontsize=7.5, zorder=4, weight="bold")
+        if d.kind.value in ("nic",) and d.line_rate_gbit_per_s:
+            ax.text(x, y - 0.33, f"{d.line_rate_gbit_per_s:g} Gb/s", ha="center", va="top", fontsize=6)
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    ax.set_xlim(min(xs) - 0.9, max(xs) + 0.9)
+    ax.set_ylim(min(ys) - 0.7, max(ys) + 1.0)
+    ax.axis("off")
+    kinds = sorted({link.kind.value for link in topology.links})
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([0], [0], color=plots.LINK_COLOURS.get(k, "#444444"), lw=3, label=k) for k in kinds]
+    if handles:
+        ax.legend(handles=handles, loc="upper right", fontsize=7, frameon=False, ncols=len(handles))
+    ax.set_title(title, fontsize=10)
+    if simulated:
+        plots.stamp_simulated(fig)
+    caption = (f"{topology.description or topology.name}. Link labels: bonded count and per-direction capacity "
+               f"(GB/s = 10^9 B/s); colours by link kind. Source: {topology.source or 'n/a'}.")
+    return FigureItem(f"topology-{_slug(topology.name)}", "topology", title, caption, fig, simulated)
+
+
+def topology_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> tuple[list[FigureItem], list[str]]:
+    """One drawing per distinct embedded topology; problems (a malformed topology) come back as notes."""
+    from ..errors import UserError
+    from ..topology.io import from_dict
+
+    items, notes, seen = [], [], set()
+    for record, label in zip(records, labels):
+        if not record.topology:
+            continue
+        key = (record.topology.get("name"), len(record.topology.get("devices") or ()), len(record.topology.get("links") or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            topology = from_dict(record.topology)
+        except UserError as exc:
+            notes.append(f"{label}: embedded topology not drawn ({exc.one_line()})")
+            continue
+        items.append(topology_figure(topology, f"Topology: {topology.name}", is_simulated(record)))
+    return items, notes
+
+
+# ---- heatmaps -------------------------------------------------------------------------------
+
+def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[float | None]], list[list[str]]]:  # noqa: ANN001
+    ends = sorted({e for m in entries for e in (m.src, m.dst)}, key=lambda e: (isinstance(e, str), str(e) if isinstance(e, str) else e))
+    index = {e: i for i, e in enumerate(ends)}
+    n = len(ends)
+    values: list[list[float | None]] = [[None] * n for _ in range(n)]
+    marks = [["" if i != j else "–" for j in range(n)] for i in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                marks[i][j] = "N/A"
+    for m in entries:
+        i, j = index[m.src], index[m.dst]
+        v = value(m)
+        if m.status is Status.OK and v is not None:
+            values[i][j] = v
+        elif m.status is Status.WAIVED:
+            marks[i][j] = "waived"
+        elif m.status is Status.ERROR:
+            marks[i][j] = "error"
+    return [_endpoint(e) for e in ends], values, marks
+
+
+def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
+    items: list[FigureItem] = []
+    for record, label in zip(records, labels):
+        groups: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+        for m in record.measurements:
+            # GPU-to-GPU pairs only: host transfers are a column, not a matrix (curves and tables show them)
+            if _is_pair(m) and m.src != m.dst and HOST not in (m.src, m.dst):
+                groups[(m.method, m.direction)].append(m)
+        for (method, direction), entries in sorted(groups.items()):
+            bw_sizes = [m.size_bytes for m in entries if m.bandwidth is not None or m.latency is None]
+            if bw_sizes:
+                size = max(bw_sizes)
+                chosen = [m for m in entries if m.size_bytes == size and (m.bandwidth is not None or m.latency is None)]
+                if len({(m.src, m.dst) for m in chosen}) >= 2 or len({e for m in chosen for e in (m.src, m.dst)}) >= 3:
+                    items.append(_heatmap(record, label, method, direction, size, chosen, "bandwidth"))
+            lat = [m for m in entries if m.latency is not None or (m.bandwidth is None and m.status is not Status.OK)]
+            lat_sizes = [m.size_bytes for m in lat if m.latency is not None]
+            if lat_sizes:
+                size = min(lat_sizes)
+                chosen = [m for m in lat if m.size_bytes == size]
+                if len({(m.src, m.dst) for m in chosen}) >= 2:
+                    items.append(_heatmap(record, label, method, direction, size, chosen, "latency"))
+            if len(items) >= MAX_HEATMAPS:
+                return items
+    return items
+
+
+def _heatmap(record: RunRecord, label: str, method: str, direction: str, size: int,
+             entries: list[Measurement], what: str) -> FigureItem:
+    simulated = is_simulated(record) or any(is_simulated(record, m) for m in entries)
+    names, values, marks = _matrix(entries, (lambda m: m.median_gb_per_s) if what == "bandwidth" else (lambda m: m.latency_us))
+    n = len(names)
+    fig = plots.new_figure(min(3.2 + 0.55 * n, 11), min(2.6 + 0.45 * n, 9))
+    ax = fig.add_subplot(1, 1, 1)
+    if what == "bandwidth":
+        finite = [v for row in values for v in row if v is not None]
+        fmt = "{:.0f}" if finite and max(finite) >= 100 else "{:.1f}"
+        plots.heatmap(ax, values, marks, names, names, "viridis", "GB/s", fig, fmt, vmin=0.0)
+        title = f"{label}: {method} {direction} bandwidth, {format_size(size)}"
+    else:
+        plots.heatmap(ax, values, marks, names, names, "magma_r", "µs", fig, "{:.2f}", vmin=0.0)
+        title = f"{label}: {method}{'' if 'latency' in method else ' latency'}, {format_size(size)}"
+    ax.set_title(title, fontsize=9)
+    if simulated:
+        plots.stamp_simulated(fig)
+    caption = (f"Median over repetitions ({'GB/s, per direction' if what == 'bandwidth' else 'µs, one way'}); "
+               "grey cells are not measured: N/A, waived (the pattern does not apply) or error.")
+    return FigureItem(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", "heatmaps", title, caption, fig, simulated)
+
+
+# ---- bandwidth vs size ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    sizes: tuple[int, ...]
+    values: tuple[float, ...]
+    simulated: bool
+    pairs: int
+    total: bool = False
+
+
+def size_series(records: Sequence[RunRecord], labels: Sequence[str], what: str = "bandwidth") -> list[Series]:
+    """One series per (run, method, pattern, direction, scope) with >= 2 sizes; median over entries
+    (e.g. pairs) at each size, ok entries only."""
+    out = []
+    for record, label in zip(records, labels):
+        groups: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        npairs: dict[tuple, set] = defaultdict(set)
+        sim: dict[tuple, bool] = defaultdict(bool)
+        for m in record.measurements:
+            v = m.median_gb_per_s if what == "bandwidth" else m.latency_us
+            if m.status is not Status.OK or v is None:
+                continue
+            key = (m.method, m.pattern, m.direction, m.scope)
+            groups[key][m.size_bytes].append(v)
+            npairs[key].add((m.src, m.dst))
+            sim[key] = sim[key] or is_simulated(record, m) or is_simulated(record)
+        for key, by_size in sorted(groups.items()):
+            if len(by_size) < 2:
+                continue
+            method, pattern, direction, scope = key
+            sizes = tuple(sorted(by_size))
+            tail = f" ({pattern}, {direction}{', total' if scope == 'total' else ''})"
+            name = f"{label}: {method}{tail}" + (" [simulated]" if sim[key] else "")
+            out.append(Series(name, sizes, tuple(statistics.median(by_size[s]) for s in sizes), sim[key], len(npairs[key]),
+                              scope == "total" or ALL in {e for pair in npairs[key] for e in pair}))
+    return out
+
+
+def curve_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
+    """Per-transfer and aggregate (concurrent total) curves apart, so one scale fits each."""
+    items = []
+    for what, unit, ylabel in (("bandwidth", "GB/s", "bandwidth (GB/s, per direction)"), ("latency", "µs", "latency (µs)")):
+        every = size_series(records, labels, what)
+        for scope, scope_title in (("transfer", ""), ("total", " (aggregate of concurrent transfers)")):
+            series = [s for s in every if s.total == (scope == "total")]
+            if not series:
+                continue
+            chunks = [series[i:i + MAX_SERIES_PER_CURVE] for i in range(0, len(series), MAX_SERIES_PER_CURVE)]
+            for k, chunk in enumerate(chunks):
+                fig = plots.new_figure(8.0, 4.8)
+                ax = fig.add_subplot(1, 1, 1)
+                all_sizes: set[int] = set()
+                for s in chunk:
+                    ax.plot(s.sizes, s.values, marker="o", ms=3, lw=1.4, label=s.label, ls="--" if s.simulated else "-")
+                    all_sizes.update(s.sizes)
+                plots.log2_size_axis(ax, sorted(all_sizes))
+                if what == "latency":
+                    ax.set_yscale("log")
+                ax.set_xlabel("message size")
+                ax.set_ylabel(ylabel if scope == "transfer" else ylabel.replace("per direction", "sum"))
+                ax.grid(True, which="major", alpha=0.3)
+                ax.legend(fontsize=7, loc="best")
+                title = f"{what.capitalize()} vs message size{scope_title}" + (f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else "")
+                ax.set_title(title, fontsize=10)
+                simulated = any(s.simulated for s in chunk)
+                if simulated and all(s.simulated for s in chunk):
+                    plots.stamp_simulated(fig)
+                caption = (f"One line per run, method, pattern and direction; each point is the median over the pairs "
+                           f"measured at that size ({unit}). Dashed lines, marked [simulated], come from the model.")
+                items.append(FigureItem(f"{what}-vs-size-{scope}-{k + 1}", "curves", title, caption, fig, simulated))
+    return items
+
+
+# ---- measured vs predicted vs theoretical -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    run: str
+    name: str
+    size_bytes: int
+    measured_gb_per_s: float
+    predicted_gb_per_s: float | None
+    theoretical_gb_per_s: float | None
+    simulated: bool
+    group: str = ""
+
+    @property
+    def efficiency(self) -> float | None:
+        """measured / theoretical, None without a theoretical value."""
+        if not self.theoretical_gb_per_s:
+            return None
+        return self.measured_gb_per_s / self.theoretical_gb_per_s
+
+    @property
+    def vs_predicted(self) -> float | None:
+        if not self.predicted_gb_per_s:
+            return None
+        return self.measured_gb_per_s / self.predicted_gb_per_s
+
+
+def _num(extra: Any, key: str) -> float | None:
+    value = (extra or {}).get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def comparisons(records: Sequence[RunRecord], labels: Sequence[str]) -> list[Comparison]:
+    """Entries that carry a theoretical or predicted value, at the largest size of each entry."""
+    best: dict[tuple, Measurement] = {}
+    owner: dict[tuple, tuple[RunRecord, str]] = {}
+    for record, label in zip(records, labels):
+        for m in record.measurements:
+            if m.status is not Status.OK or m.median_gb_per_s is None:
+                continue
+            if _num(m.extra, "theoretical_gb_per_s") is None and _num(m.extra, "predicted_gb_per_s") is None:
+                continue
+            key = (label, m.method, m.pattern, m.direction, m.scope, str(m.src), str(m.dst))
+            if key not in best or m.size_bytes > best[key].size_bytes:
+                best[key] = m
+                owner[key] = (record, label)
+    out = []
+    for key, m in best.items():
+        record, label = owner[key]
+        name = f"{_endpoint(m.src)}→{_endpoint(m.dst)} {m.method}" + (f" {m.pattern}" if m.pattern not in ("matrix", "pairs") else "")
+        out.append(Comparison(label, name, m.size_bytes, float(m.median_gb_per_s),  # type: ignore[arg-type]
+                              _num(m.extra, "predicted_gb_per_s"), _num(m.extra, "theoretical_gb_per_s"),
+                              is_simulated(record, m) or is_simulated(record),
+                              f"{m.method} {m.pattern} {m.direction}" + (" total" if m.scope == "total" else "")))
+    return out
+
+
+def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
+    """One figure per run: per method/pattern the median over its pairs of measured, predicted and
+    theoretical bandwidth (the table beside it lists every pair)."""
+    import numpy as np
+
+    out = []
+    runs = list(dict.fromkeys(c.run for c in items))
+    for run in runs:
+        groups: dict[str, list[Comparison]] = defaultdict(list)
+        for c in items:
+            if c.run == run:
+                groups[c.group].append(c)
+        names = sorted(groups)[:20]
+
+        def med(values: list[float | None]) -> float:
+            known = [v for v in values if v is not None]
+            return statistics.median(known) if known else float("nan")
+
+        measured = [med([c.measured_gb_per_s for c in groups[g]]) for g in names]
+        predicted = [med([c.predicted_gb_per_s for c in groups[g]]) for g in names]
+        theoretical = [med([c.theoretical_gb_per_s for c in groups[g]]) for g in names]
+        fig = plots.new_figure(max(6.0, 1.2 * len(names) + 3), 4.4)
+        ax = fig.add_subplot(1, 1, 1)
+        x = np.arange(len(names))
+        w = 0.27
+        ax.bar(x - w, measured, w, label="measured", color="#1f77b4")
+        ax.bar(x, predicted, w, label="predicted (model)", color="#ff7f0e")
+        ax.bar(x + w, theoretical, w, label="theoretical (links)", color="#bbbbbb")
+        for xi, mv, tv in zip(x, measured, theoretical):
+            if not math.isnan(tv) and tv:
+                ax.text(xi - w, mv, f"{100 * mv / tv:.0f}%", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{g} ({len(groups[g])})" for g in names], rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("GB/s")
+        ax.legend(fontsize=7)
+        ax.grid(True, axis="y", alpha=0.3)
+        title = f"{run}: measured vs predicted vs theoretical"
+        ax.set_title(title, fontsize=10)
+        simulated = all(c.simulated for g in names for c in groups[g])
+        if simulated:
+            plots.stamp_simulated(fig)
+        caption = ("Median over the entries of each method/pattern (their count in brackets), at the largest size; "
+                   "the percentage over a measured bar is its efficiency (measured / theoretical).")
+        out.append(FigureItem(f"measured-vs-predicted-{_slug(run)}", "model", title, caption, fig, simulated))
+    return out
+
+
+# ---- concurrency / contention ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PatternTotal:
+    run: str
+    pattern: str
+    method: str
+    direction: str
+    size_bytes: int
+    total_gb_per_s: float | None
+    theoretical_gb_per_s: float | None
+    entries: int
+    simulated: bool
+    status: str
+    reason: str
+
+
+def pattern_totals(records: Sequence[RunRecord], labels: Sequence[str]) -> list[PatternTotal]:
+    """Aggregate entries (``scope=total`` or an endpoint ``*``) at the largest size per pattern/method."""
+    best: dict[tuple, Measurement] = {}
+    owner: dict[tuple, RunRecord] = {}
+    counts: dict[tuple, int] = defaultdict(int)
+    for record, label in zip(records, labels):
+        for m in record.measurements:
+            if not (m.scope == "total" or m.src == ALL or m.dst == ALL):
+                continue
+            key = (label, m.pattern, m.method, m.direction, str(m.src), str(m.dst))
+            counts[key] += 1
+            if key not in best or m.size_bytes > best[key].size_bytes:
+                best[key] = m
+                owner[key] = record
+    out = []
+    for key, m in sorted(best.items(), key=lambda kv: kv[0]):
+        label = key[0]
+        where = "" if (m.src, m.dst) == (ALL, ALL) else f" {_endpoint(m.src)}→{_endpoint(m.dst)}"
+        out.append(PatternTotal(label, m.pattern + where, m.method, m.direction, m.size_bytes, m.median_gb_per_s,
+                                _num(m.extra, "theoretical_gb_per_s"), counts[key],
+                                is_simulated(owner[key], m) or is_simulated(owner[key]), m.status.value, m.reason))
+    return out
+
+
+def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
+    shown = [t for t in totals if t.total_gb_per_s is not None][:24]
+    if not shown:
+        return None
+    import numpy as np
+
+    fig = plots.new_figure(max(6.5, 0.5 * len(shown) + 3), 4.4)
+    ax = fig.add_subplot(1, 1, 1)
+    x = np.arange(len(shown))
+    ax.bar(x, [t.total_gb_per_s for t in shown], 0.6, color="#2ca02c", label="measured total")
+    theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
+    if not all(np.isnan(theo)):
+        ax.scatter(x, theo, marker="_", s=400, color="black", label="theoretical", zorder=3)
+    multi_run = len({t.run for t in shown}) > 1
+    ax.set_xticks(x)
+    ax.set_xticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
+                       rotation=35, ha="right", fontsize=7)
+    ax.set_ylabel("aggregate GB/s")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    title = "Concurrent patterns: aggregate bandwidth"
+    ax.set_title(title, fontsize=10)
+    simulated = any(t.simulated for t in shown)
+    if simulated and all(t.simulated for t in shown):
+        plots.stamp_simulated(fig)
+    caption = "Sum over the transfers running at the same time (scope total), at each pattern's largest size."
+    return FigureItem("concurrency", "concurrency", title, caption, fig, simulated)
+
+
+# ---- mappings ---------------------------------------------------------------------------------
+
+def mappings(records: Sequence[RunRecord], labels: Sequence[str]) -> list[tuple[str, dict]]:
+    """``extra["mapping"]`` as (label, mapping dict): accepts one mapping, a list, or a name → mapping dict."""
+    out = []
+    for record, label in zip(records, labels):
+        raw = (record.extra or {}).get("mapping")
+        if raw is None:
+            continue
+        entries: Iterable[tuple[str, Any]]
+        if isinstance(raw, dict) and "gpu_of_rank" in raw:
+            entries = [(raw.get("label") or f"{raw.get('metric', '')} {raw.get('solver', '')}".strip(), raw)]
+        elif isinstance(raw, dict):
+            entries = list(raw.items())
+        elif isinstance(raw, list):
+            entries = [(m.get("label") or f"{m.get('metric', '')} {m.get('solver', '')}".strip() if isinstance(m, dict) else str(i), m)
+                       for i, m in enumerate(raw)]
+        else:
+            continue
+        for name, m in entries:
+            if isinstance(m, dict):
+                out.append((f"{label}: {name}" if len(records) > 1 else str(name), m))
+    return out
+
+
+def mapping_figure(items: list[tuple[str, dict]], simulated: bool) -> FigureItem | None:
+    rows = [(name, _num(m, "cost"), _num(m, "default_cost"), m) for name, m in items]
+    rows = [r for r in rows if r[1] is not None]
+    if not rows:
+        return None
+    import numpy as np
+
+    fig = plots.new_figure(max(6.0, 0.9 * len(rows) + 3), 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r[2] if r[2] is not None else np.nan for r in rows], 0.4, label="default mapping", color="#bbbbbb")
+    ax.bar(x + 0.2, [r[1] for r in rows], 0.4, label="chosen mapping", color="#9467bd")
+    for xi, (_, cost, default, _) in zip(x, rows):
+        if default:
+            ax.text(xi + 0.2, cost, f"{100 * (1 - cost / default):+.0f}%".replace("+", "−") if cost < default else "0%",
+                    ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x)
+    ax.set_xticklabels([r[0] for r in rows], rotation=25, ha="right", fontsize=7)
+    units = {str(r[3].get("unit") or "") for r in rows} - {""}
+    ax.set_ylabel("cost" + (f" ({units.pop()})" if len(units) == 1 else ""))
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    title = "Rank mapping: cost vs the default mapping"
+    ax.set_title(title, fontsize=10)
+    if simulated:
+        plots.stamp_simulated(fig)
+    return FigureItem("mapping", "mapping", title, "Lower is better; the label gives the saving.", fig, simulated)

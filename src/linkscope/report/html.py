@@ -1,0 +1,275 @@
+"""One self-contained HTML report from RunRecords (``linkscope report``; ``linkscope survey`` calls
+``write_report``).
+
+Self-contained: figures are PNGs embedded as base64 ``data:`` URIs, the CSS is inline, there is no
+JavaScript and no external resource, so the file opens offline and can be mailed. ``png_dir`` writes
+the same figures as PNG files. Runs whose provenance is simulated are flagged by a banner, a
+SIMULATED watermark on their figures and a ``[simulated]`` mark on their series.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..atomic import write_text_atomic
+from ..results.schema import RunProvenance, RunRecord, Status
+from ..units import format_size
+from . import figures as F
+from . import plots
+
+MAX_PROBLEM_ROWS = 200
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#1b2631;color:#fff;padding:18px 28px}
+header h1{margin:0;font-size:24px} header p{margin:4px 0 0;color:#cfd8dc;font-size:13px}
+main{padding:10px 28px 40px;max-width:1200px}
+section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;margin:18px 0;padding:12px 18px}
+h2{font-size:18px;margin:6px 0 10px;border-bottom:2px solid #76b900;padding-bottom:4px}
+figure{margin:10px 0 18px} figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:12px;color:#555;margin-top:4px}
+table{border-collapse:collapse;font-size:12.5px;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}
+th{background:#f0f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.banner{background:#fdecea;border:2px solid #d62728;color:#a01515;padding:10px 16px;border-radius:6px;font-weight:600;margin-top:14px}
+.tag{display:inline-block;padding:1px 6px;border-radius:3px;font-size:11px;font-weight:600}
+.sim{background:#d62728;color:#fff} .meas{background:#2ca02c;color:#fff} .pred{background:#ff7f0e;color:#fff}
+.ok{color:#2ca02c} .waived{color:#8c6d1f} .error{color:#d62728;font-weight:600}
+ul.findings li{margin:3px 0} .muted{color:#777;font-size:12px}
+"""
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What ``write_report`` wrote: the HTML path, the figure names, and PNG files (if asked)."""
+
+    path: Path
+    figures: tuple[str, ...]
+    png_files: tuple[Path, ...]
+    notes: tuple[str, ...]
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _tag(provenance: RunProvenance) -> str:
+    cls = {"simulated": "sim", "measured": "meas", "predicted": "pred"}[provenance.value]
+    text = provenance.value.upper() if provenance is RunProvenance.SIMULATED else provenance.value
+    return f'<span class="tag {cls}">{_e(text)}</span>'
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = ' class="num"' if i in numeric else ""
+            cells.append(f"<td{cls}>{cell}</td>")  # cells are escaped by the caller (some hold markup)
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _gpus_text(context: Any) -> str:
+    gpus = (context or {}).get("gpus")
+    if isinstance(gpus, list):
+        names = [g.get("name", "GPU") if isinstance(g, dict) else str(g) for g in gpus]
+        if names and len(set(names)) == 1:
+            return f"{len(names)} × {names[0]}"
+        return ", ".join(names)
+    return str(gpus) if gpus is not None else ""
+
+
+def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    rows = []
+    for r, label in zip(records, labels):
+        ctx = r.context or {}
+        counts = {s: sum(1 for m in r.measurements if m.status is s) for s in Status}
+        rows.append([
+            _e(label), _e(r.kind), _tag(r.provenance), _e(r.created_utc), _e(ctx.get("host") or ctx.get("hostname") or ""),
+            _e(_gpus_text(ctx)), _e(ctx.get("driver") or ctx.get("driver_version") or ""),
+            str(counts[Status.OK]), str(counts[Status.WAIVED]),
+            f'<span class="{"error" if counts[Status.ERROR] else "ok"}">{counts[Status.ERROR]}</span>',
+            "yes" if r.complete else '<span class="error">no (interrupted)</span>',
+        ])
+    table = _table(["run", "kind", "provenance", "created (UTC)", "host", "GPUs", "driver", "ok", "waived", "errors",
+                    "complete"], rows, numeric=(7, 8, 9))
+    return f'<section id="runs"><h2>Runs</h2>{table}</section>'
+
+
+def _findings_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    parts = []
+    for r, label in zip(records, labels):
+        if r.findings:
+            items = "".join(f"<li>{_e(f)}</li>" for f in r.findings)
+            parts.append(f"<h3>{_e(label)}</h3><ul class=\"findings\">{items}</ul>" if len(records) > 1
+                         else f"<ul class=\"findings\">{items}</ul>")
+    if not parts:
+        return ""
+    return f'<section id="findings"><h2>Findings</h2>{"".join(parts)}</section>'
+
+
+def _figure_html(item: F.FigureItem, png: bytes) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    sim = ' <span class="tag sim">SIMULATED</span>' if item.simulated else ""
+    return (f'<figure id="fig-{_e(item.name)}"><img alt="{_e(item.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(item.title)}{sim}. {_e(item.caption)}</figcaption></figure>")
+
+
+def _comparison_table(items: list[F.Comparison]) -> str:
+    rows = [[_e(c.run), _e(c.name) + (' <span class="tag sim">SIM</span>' if c.simulated else ""), _e(format_size(c.size_bytes)),
+             _num(c.measured_gb_per_s), _num(c.predicted_gb_per_s), _num(c.theoretical_gb_per_s),
+             "N/A" if c.efficiency is None else f"{100 * c.efficiency:.0f}%",
+             "N/A" if c.vs_predicted is None else f"{100 * c.vs_predicted:.0f}%"] for c in items]
+    return _table(["run", "entry", "size", "measured (GB/s)", "predicted (GB/s)", "theoretical (GB/s)",
+                   "efficiency", "measured / predicted"], rows, numeric=(3, 4, 5, 6, 7))
+
+
+def _totals_table(totals: list[F.PatternTotal]) -> str:
+    rows = [[_e(t.run), _e(t.pattern), _e(t.method), _e(t.direction), _e(format_size(t.size_bytes)),
+             _num(t.total_gb_per_s), _num(t.theoretical_gb_per_s), str(t.entries),
+             f'<span class="{_e(t.status)}">{_e(t.status)}</span>' + (f" ({_e(t.reason)})" if t.reason else "")]
+            for t in totals]
+    return _table(["run", "pattern", "method", "direction", "size", "total (GB/s)", "theoretical (GB/s)", "sizes",
+                   "status"], rows, numeric=(5, 6, 7))
+
+
+def _mapping_table(items: list[tuple[str, dict]]) -> str:
+    rows = []
+    for name, m in items:
+        cost, default = m.get("cost"), m.get("default_cost")
+        saved = ""
+        if isinstance(cost, (int, float)) and isinstance(default, (int, float)) and default:
+            saved = f"{100 * (1 - cost / default):.1f}%"
+        rows.append([_e(name), _e(m.get("metric", "")), _e(m.get("solver", "")), _e("yes" if m.get("optimal") else "no"),
+                     _e(cost), _e(default), _e(saved), _e(m.get("gpu_of_rank", ""))])
+    return _table(["mapping", "metric", "solver", "proven optimal", "cost", "default cost", "saved", "GPU of rank"],
+                  rows, numeric=(4, 5, 6))
+
+
+def _problems_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    rows = []
+    for r, label in zip(records, labels):
+        for m in r.measurements:
+            if m.status is Status.OK:
+                continue
+            rows.append([_e(label), _e(m.method), _e(m.pattern), _e(f"{F._endpoint(m.src)}→{F._endpoint(m.dst)}"),
+                         _e(format_size(m.size_bytes)), f'<span class="{m.status.value}">{_e(m.status.value)}</span>',
+                         _e(m.reason)])
+    if not rows:
+        return ""
+    more = ""
+    if len(rows) > MAX_PROBLEM_ROWS:
+        more = f'<p class="muted">{len(rows) - MAX_PROBLEM_ROWS} more not shown (see the JSON).</p>'
+        rows = rows[:MAX_PROBLEM_ROWS]
+    table = _table(["run", "method", "pattern", "pair", "size", "status", "reason"], rows)
+    return f'<section id="problems"><h2>Waived and failed entries</h2>{table}{more}</section>'
+
+
+def build_figures(records: Sequence[RunRecord]) -> tuple[list[F.FigureItem], dict[str, Any], list[str]]:
+    """All figures plus the tables' data (comparisons, totals, mappings) and notes."""
+    labels = F.run_labels(records)
+    items, notes = F.topology_figures(records, labels)
+    items += F.heatmap_figures(records, labels)
+    items += F.curve_figures(records, labels)
+    comps = F.comparisons(records, labels)
+    items += F.comparison_figures(comps)
+    totals = F.pattern_totals(records, labels)
+    fig = F.contention_figure(totals)
+    if fig:
+        items.append(fig)
+    maps = F.mappings(records, labels)
+    fig = F.mapping_figure(maps, any(F.is_simulated(r) for r in records if (r.extra or {}).get("mapping") is not None))
+    if fig:
+        items.append(fig)
+    # unique file stems
+    seen: dict[str, int] = {}
+    unique = []
+    for item in items:
+        n = seen.get(item.name, 0)
+        seen[item.name] = n + 1
+        unique.append(item if n == 0 else F.FigureItem(f"{item.name}-{n + 1}", item.section, item.title, item.caption,
+                                                        item.fig, item.simulated))
+    return unique, {"labels": labels, "comparisons": comps, "totals": totals, "mappings": maps}, notes
+
+
+_SECTIONS = (
+    ("topology", "Topology"),
+    ("heatmaps", "Bandwidth and latency matrices"),
+    ("curves", "Bandwidth vs message size"),
+    ("model", "Measured vs predicted vs theoretical"),
+    ("concurrency", "Concurrency and contention"),
+    ("mapping", "Rank mapping"),
+)
+
+
+def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = None) -> tuple[str, list[F.FigureItem], list[str]]:
+    """The HTML text, the figures (for PNG output) and notes. ``pngs`` caches rendered PNGs by name."""
+    items, data, notes = build_figures(records)
+    labels = data["labels"]
+    pngs = {} if pngs is None else pngs
+    for item in items:
+        pngs[item.name] = plots.png_bytes(item.fig)
+    simulated = [label for r, label in zip(records, labels) if r.provenance is RunProvenance.SIMULATED
+                 or any(m.provenance is RunProvenance.SIMULATED for m in r.measurements)]
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           "<title>linkscope report</title>", f"<style>{_CSS}</style></head><body>",
+           f"<header><h1>linkscope report</h1><p>{len(records)} run(s) · generated {now} · "
+           "GB/s = 10<sup>9</sup> B/s per direction unless marked bidir</p></header><main>"]
+    if simulated:
+        out.append(f'<div class="banner" id="simulated-banner">SIMULATED: the numbers of {_e(", ".join(simulated))} '
+                   "come from the fabric model, not from hardware.</div>")
+    out.append(_runs_section(records, labels))
+    out.append(_findings_section(records, labels))
+    for section, heading in _SECTIONS:
+        section_items = [i for i in items if i.section == section]
+        extra = ""
+        if section == "model" and data["comparisons"]:
+            extra = _comparison_table(data["comparisons"])
+        elif section == "concurrency" and data["totals"]:
+            extra = _totals_table(data["totals"])
+        elif section == "mapping" and data["mappings"]:
+            extra = _mapping_table(data["mappings"])
+        if not section_items and not extra:
+            continue
+        figs = "".join(_figure_html(i, pngs[i.name]) for i in section_items)
+        out.append(f'<section id="{section}"><h2>{_e(heading)}</h2>{figs}{extra}</section>')
+    out.append(_problems_section(records, labels))
+    if notes:
+        out.append('<section id="notes"><h2>Notes</h2><ul>' + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul></section>")
+    if not items:
+        out.append('<section><p class="muted">No figure: the runs hold no plottable result.</p></section>')
+    out.append('<p class="muted">Made by linkscope. Self-contained: no network access is needed to view this file.</p>')
+    out.append("</main></body></html>")
+    return "\n".join(p for p in out if p), items, notes
+
+
+def write_report(records: list[RunRecord], path: str | Path, png_dir: str | Path | None = None) -> ReportResult:
+    """Write the HTML report (atomically) and, with ``png_dir``, every figure as ``<name>.png``."""
+    from ..errors import UserError
+
+    if not records:
+        raise UserError("no run records to report on")
+    pngs: dict[str, bytes] = {}
+    text, items, notes = render_html(records, pngs)
+    path = Path(path)
+    write_text_atomic(path, text)
+    files = []
+    if png_dir is not None:
+        folder = Path(png_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for item in items:
+            target = folder / f"{item.name}.png"
+            target.write_bytes(pngs[item.name])
+            files.append(target)
+    return ReportResult(path, tuple(i.name for i in items), tuple(files), tuple(notes))

@@ -1,0 +1,102 @@
+"""Matplotlib plumbing for the report: figures without pyplot (no global backend state), PNG bytes,
+a log2 size axis, colours per link kind, and a heatmap helper.
+
+Matplotlib is an optional dependency (``linkscope[plot]``); ``new_figure`` raises
+``BackendUnavailable`` with the install hint when it is missing.
+"""
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Sequence
+
+from ..errors import BackendUnavailable
+from ..units import format_size
+
+LINK_COLOURS = {
+    "nvlink": "#76b900",  # NVIDIA green
+    "xgmi": "#b5179e",
+    "pcie": "#1f77b4",
+    "upi": "#ff7f0e",
+    "network": "#7f7f7f",
+}
+DEVICE_STYLE = {  # face colour, marker
+    "gpu": ("#2ca02c", "s"),
+    "cpu": ("#1f77b4", "o"),
+    "pcie_switch": ("#9ecae1", "D"),
+    "host_bridge": ("#c6dbef", "D"),
+    "nvswitch": ("#b8e186", "h"),
+    "nic": ("#fdae6b", "^"),
+    "network_switch": ("#d9d9d9", "p"),
+}
+SIMULATED_NOTE = "SIMULATED"
+
+
+def new_figure(width_in: float = 7.0, height_in: float = 4.2) -> Any:
+    """A Matplotlib Figure with an Agg canvas, independent of pyplot's global state."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise BackendUnavailable(f"the HTML report needs matplotlib ({exc})", hint="pip install 'linkscope[plot]'") from None
+    fig = Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def png_bytes(fig: Any, dpi: int = 110) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    return buf.getvalue()
+
+
+def stamp_simulated(fig: Any) -> None:
+    """A diagonal SIMULATED watermark, so a screenshot of the figure alone cannot be mistaken."""
+    fig.text(0.5, 0.5, SIMULATED_NOTE, fontsize=46, color="#d62728", alpha=0.13, rotation=25,
+             ha="center", va="center", weight="bold", zorder=0)
+
+
+def log2_size_axis(ax: Any, sizes: Sequence[int]) -> None:
+    """OSU-style x axis: log2 scale, ticks at the sizes (thinned to at most ~12), labelled 4 KiB, 1 MiB."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(int(s) for s in sizes if s > 0))
+    if len(ticks) > 12:
+        step = math.ceil(len(ticks) / 12)
+        ticks = ticks[::step]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([format_size(t).replace(" ", "\u202f") for t in ticks], rotation=45, ha="right", fontsize=8)
+    ax.minorticks_off()
+
+
+def heatmap(ax: Any, values: list[list[float | None]], marks: list[list[str]], row_labels: Sequence[str],
+            col_labels: Sequence[str], cmap: str, unit: str, fig: Any, fmt: str = "{:.0f}",
+            vmin: float | None = None) -> None:
+    """A matrix with annotated cells; None cells are grey and show their mark (``N/A``, ``waived``, ``err``)."""
+    import numpy as np
+
+    data = np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=float)
+    masked = np.ma.masked_invalid(data)
+    import matplotlib
+
+    colour_map = matplotlib.colormaps[cmap].with_extremes(bad="#e0e0e0")
+    image = ax.imshow(masked, cmap=colour_map, aspect="auto", vmin=vmin)
+    ax.set_xticks(range(len(col_labels)))
+    ax.set_xticklabels(col_labels, fontsize=8)
+    ax.set_yticks(range(len(row_labels)))
+    ax.set_yticklabels(row_labels, fontsize=8)
+    ax.set_xlabel("destination")
+    ax.set_ylabel("source")
+    finite = data[np.isfinite(data)]
+    low = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
+    middle = (low + finite.max()) / 2 if finite.size else 0.0
+    small = len(row_labels) <= 16
+    for i, row in enumerate(values):
+        for j, v in enumerate(row):
+            if not small:
+                continue
+            text = fmt.format(v) if v is not None else marks[i][j]
+            colour = "black" if v is None or v >= middle or cmap.endswith("_r") else "white"
+            if cmap.endswith("_r") and v is not None:
+                colour = "white" if v >= middle else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7 if len(row_labels) > 8 else 8, color=colour)
+    fig.colorbar(image, ax=ax, label=unit, shrink=0.85)

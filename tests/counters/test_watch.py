@@ -1,0 +1,213 @@
+"""run_watch end to end on a fake NVML and a fake process; the CLI on a real subprocess."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from linkscope.cli import main
+from linkscope.counters import watch as watch_mod
+from linkscope.counters.watch import (
+    EXIT_EXPECT_FAILED,
+    CommandNotFound,
+    WatchOptions,
+    resolve_command,
+    run_watch,
+    timeline_csv,
+    to_dict,
+)
+from linkscope.errors import UserError
+
+from tests.counters.fake_nvml import FakeClock, FakeGpu, FakeNVML
+
+GiB = 1024**3
+
+
+class FakeProc:
+    def __init__(self, action, code=0):
+        self.action, self.code = action, code
+
+    def wait(self, timeout=None):
+        self.action()
+        return self.code
+
+    def kill(self):
+        pass
+
+
+def _run(nv, action, code=0, **opts):
+    clock = FakeClock()
+    opts.setdefault("command", ("copy",))
+    opts.setdefault("settle_s", 0.0)
+
+    def popen(argv):
+        def act():
+            clock.advance(0.5)
+            action()
+        return FakeProc(act, code)
+
+    return run_watch(WatchOptions(**opts), nv, clock=clock, sleep=lambda s: None, popen=popen,
+                     now_utc=lambda: "2026-11-22T00:00:00+00:00")
+
+
+def _copy_0_to_1(nv, size=GiB, links=18):
+    def action():
+        for link in range(links):  # striped over the links, like a CE copy over NVSwitch
+            nv.nvlink(0, link, tx_bytes=size // links)
+            nv.nvlink(1, link, rx_bytes=size // links)
+        nv.pcie(0, tx_bytes=1_000_000, rx_bytes=2_000_000)
+    return action
+
+
+def test_copy_reports_nvlink_tx_on_sender_and_rx_on_receiver():
+    nv = FakeNVML([FakeGpu(), FakeGpu()])
+    result = _run(nv, _copy_0_to_1(nv), expect="nvlink")
+    g0, g1 = result.gpus
+    assert g0.nvlink_tx.bytes == pytest.approx(GiB, rel=1e-4) and g0.nvlink_rx.bytes == 0
+    assert g1.nvlink_rx.bytes == pytest.approx(GiB, rel=1e-4) and g1.nvlink_tx.bytes == 0
+    assert g0.pcie_tx.bytes == 1_000_000 and g0.pcie_rx.bytes == 2_000_000
+    assert g0.verdict.kind == "nvlink" and g1.verdict.kind == "nvlink"
+    assert g0.verdict.message.startswith("NVLink carried 1.07 GB, PCIe 3 MB: traffic went over NVLink")
+    assert result.expect.passed and result.final_exit_code == 0
+    assert sum(1 for link, tx, rx in g0.nvlink_links if tx.bytes) == 18
+    assert g0.nvlink_tx.peak_gb_per_s == pytest.approx(GiB / 0.5 / 1e9, rel=1e-3)
+    data = to_dict(result)
+    json.dumps(data, allow_nan=False)
+    assert data["gpus"][0]["nvlink"]["tx"]["bytes"] == g0.nvlink_tx.bytes
+    assert data["gpus"][1]["verdict"]["kind"] == "nvlink"
+    csv_text = timeline_csv(result)
+    assert csv_text.splitlines()[0].startswith("t_start_s,t_end_s,gpu,bus,link,direction,bytes")
+    assert len(csv_text.splitlines()) == 1 + len(result.timeline)
+
+
+def test_expect_fails_when_traffic_took_pcie_and_command_code_wins():
+    nv = FakeNVML([FakeGpu(), FakeGpu()])
+
+    def over_pcie():
+        nv.pcie(0, tx_bytes=GiB)
+        nv.pcie(1, rx_bytes=GiB)
+
+    result = _run(nv, over_pcie, expect="nvlink")
+    assert not result.expect.passed and result.final_exit_code == EXIT_EXPECT_FAILED
+    nv2 = FakeNVML([FakeGpu(), FakeGpu()])
+    result = _run(nv2, lambda: None, code=5, expect="nvlink")
+    assert result.final_exit_code == 5  # the command's own failure is returned as is
+
+
+def test_unsupported_counters_are_reported_not_zeroed():
+    nv = FakeNVML([FakeGpu(nvlink_supported=False, pcie_counters=False, pcie_throughput=False)])
+    result = _run(nv, lambda: None, expect="nvlink")
+    g = result.gpus[0]
+    assert g.nvlink_tx is None and g.pcie_tx is None
+    assert g.verdict.kind == "unknown" and g.verdict.nvlink_bytes is None
+    data = to_dict(result)["gpus"][0]
+    assert data["nvlink"]["supported"] is False and data["nvlink"]["tx"] is None
+    assert data["pcie"]["supported"] is False and "NOT_SUPPORTED" in data["pcie"]["reason"]
+    assert result.final_exit_code == EXIT_EXPECT_FAILED
+
+
+def test_one_unsupported_link_keeps_the_total_incomplete():
+    from linkscope.counters.nvml import FI_NVLINK_DATA_TX_KIB
+
+    nv = FakeNVML([FakeGpu(links=2, refuse={(FI_NVLINK_DATA_TX_KIB, 1)})])
+    result = _run(nv, lambda: nv.nvlink(0, 0, tx_bytes=GiB))
+    g = result.gpus[0]
+    assert g.nvlink_tx.bytes == GiB and not g.nvlink_tx.complete
+    link1 = dict((link, tx) for link, tx, rx in g.nvlink_links)[1]
+    assert link1.bytes is None and "unsupported: NOT_SUPPORTED" in link1.notes
+
+
+def test_counter_wrap_during_command():
+    nv = FakeNVML([FakeGpu(links=1, modulus=2**32)])
+    nv.set_raw(0, 138, 0, 2**32 - 10)  # 10 KiB before the wrap
+    result = _run(nv, lambda: nv.nvlink(0, 0, tx_bytes=1024 * 1000))
+    assert result.gpus[0].nvlink_tx.bytes == 1024 * 1000
+    assert result.gpus[0].nvlink_tx.wraps == 1
+
+
+def test_signal_exit_maps_to_128_plus_n():
+    nv = FakeNVML([FakeGpu(links=1)])
+    assert _run(nv, lambda: None, code=-9).final_exit_code == 137
+
+
+def test_gpu_that_does_not_exist():
+    nv = FakeNVML([FakeGpu(), FakeGpu()])
+    with pytest.raises(UserError, match="GPU 3 does not exist"):
+        _run(nv, lambda: None, gpus=(0, 3))
+
+
+def test_bad_options():
+    with pytest.raises(UserError, match="unknown --expect value 'pcie'"):
+        WatchOptions(command=("x",), expect="pcie")
+
+
+def test_resolve_command(tmp_path):
+    with pytest.raises(CommandNotFound) as info:
+        resolve_command(["no-such-command-linkscope"])
+    assert info.value.exit_code == 127 and str(info.value) == "command not found: no-such-command-linkscope"
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(CommandNotFound) as info:
+        resolve_command([str(script)])
+    assert info.value.exit_code == 126
+    assert resolve_command([sys.executable, "-V"])[0] == sys.executable
+
+
+# ---- CLI -----------------------------------------------------------------------------------
+
+@pytest.fixture()
+def fake_nvml(monkeypatch):
+    nv = FakeNVML([FakeGpu(links=4), FakeGpu(links=4)])
+    monkeypatch.setattr("linkscope.counters.nvml.open_nvml", lambda: nv)
+    return nv
+
+
+def test_cli_passes_output_and_exit_code_through(fake_nvml, capfd, tmp_path):
+    out_json, out_csv = tmp_path / "w.json", tmp_path / "w.csv"
+    code = main(["watch", "--interval", "20ms", "--settle", "0", "--json", str(out_json), "--csv", str(out_csv),
+                 "--", sys.executable, "-c", "import sys; print('hello from the command'); sys.exit(7)"])
+    captured = capfd.readouterr()
+    assert code == 7
+    assert captured.out.strip() == "hello from the command"  # stdout belongs to the command
+    assert "GPU 0: NVLink carried 0 B, PCIe 0 B: no significant traffic" in captured.err
+    data = json.loads(out_json.read_text())
+    assert data["format"] == "linkscope.watch" and data["exit_code"] == 7 and len(data["gpus"]) == 2
+    assert out_csv.read_text().startswith("t_start_s,")
+
+
+def test_cli_expect_nvlink_fails_with_3_when_nothing_moved(fake_nvml, capfd):
+    code = main(["watch", "--expect", "nvlink", "--settle", "0", "--", sys.executable, "-c", "pass"])
+    assert code == EXIT_EXPECT_FAILED
+    assert "--expect nvlink: FAILED: no significant traffic" in capfd.readouterr().err
+
+
+def test_cli_command_not_found_is_one_line_127(fake_nvml, capfd):
+    code = main(["watch", "--", "no-such-command-linkscope", "arg"])
+    err = capfd.readouterr().err
+    assert code == 127
+    assert err.strip() == "linkscope: error: command not found: no-such-command-linkscope"
+
+
+def test_cli_bad_gpu_is_one_line_exit_1(fake_nvml, capfd):
+    code = main(["watch", "--gpus", "0,3", "--", sys.executable, "-c", "pass"])
+    err = capfd.readouterr().err
+    assert code == 1 and err.count("\n") == 1
+    assert "GPU 3 does not exist (NVML sees 2 GPU(s): valid indices 0..1)" in err
+
+
+def test_cli_without_nvml(monkeypatch, capfd):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pynvml(name, *args, **kwargs):
+        if name == "pynvml":
+            raise ImportError("No module named 'pynvml'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pynvml)
+    code = main(["watch", "--", sys.executable, "-c", "pass"])
+    err = capfd.readouterr().err
+    assert code == 1
+    assert "counters need an NVIDIA driver (NVML not found: No module named 'pynvml')" in err

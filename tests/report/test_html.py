@@ -1,0 +1,147 @@
+"""The HTML report: self-contained, complete, SIMULATED labelled, PNGs, CLI and bad input."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from linkscope.cli import main
+from linkscope.report.figures import comparisons, pattern_totals, run_labels, size_series
+from linkscope.report.html import render_html, write_report
+from linkscope.results.io import save
+from linkscope.results.schema import RunProvenance
+
+from tests.report.report_samples import measured_record, simulated_record
+
+
+@pytest.fixture(scope="module")
+def records():
+    return [measured_record(), simulated_record()]
+
+
+@pytest.fixture(scope="module")
+def written(records, tmp_path_factory):
+    """One full render for the whole module (rendering takes seconds on a small CI machine)."""
+    folder = tmp_path_factory.mktemp("report")
+    return write_report(records, folder / "r.html", png_dir=folder / "png")
+
+
+@pytest.fixture(scope="module")
+def rendered(written):
+    from linkscope.report.figures import FigureItem
+
+    items = [FigureItem(name, "", "", "", None) for name in written.figures]
+    return written.path.read_text(), items, list(written.notes)
+
+
+def _small(record):
+    """The latency entries only: a cheap record for tests that do not need every figure."""
+    return record.with_(measurements=tuple(m for m in record.measurements if m.method == "latency"), topology=None)
+
+
+def test_report_is_self_contained(rendered):
+    text, _, _ = rendered
+    assert text.startswith("<!DOCTYPE html>")
+    assert "<script" not in text.lower()
+    # no external resource: every src/href is a data: URI or an in-page anchor
+    for ref in re.findall(r'(?:src|href)="([^"]*)"', text):
+        assert ref.startswith("data:image/png;base64,") or ref.startswith("#"), ref
+    assert "http://" not in text and "https://" not in text
+    assert "@import" not in text and "url(" not in text
+
+
+def test_report_has_every_section_and_figure(rendered):
+    text, items, notes = rendered
+    names = [i.name for i in items]
+    assert notes == []
+    for section in ("runs", "findings", "topology", "heatmaps", "curves", "model", "concurrency", "mapping", "problems"):
+        assert f'id="{section}"' in text, section
+    assert {"topology-nvswitch-4", "topology-pcie-2x4"} <= set(names)
+    assert any(n.startswith("latency-") for n in names)
+    assert sum(1 for n in names if n.startswith("bandwidth-node-a")) == 2  # ce and sm-push matrices
+    assert "bandwidth-vs-size-transfer-1" in names and "bandwidth-vs-size-total-1" in names
+    assert text.count("<img ") == len(items)
+    assert "CUDA error 700" in text and "pageable staging skipped" in text  # error and waived rows
+    assert "All GPU pairs reach 82% of NVLink capacity" in text
+    assert "branch-and-bound" in text and "20.8%" in text  # mapping table: saved fraction
+
+
+def test_simulated_is_labelled(rendered, records):
+    text, _, _ = rendered
+    assert 'id="simulated-banner"' in text and "pcie:2x4 (sim)" in text
+    sim_figures = set(re.findall(r'<figure id="fig-([^"]+)"><img[^>]*><figcaption>[^<]*<span class="tag sim">', text))
+    assert {"topology-pcie-2x4", "bandwidth-pcie-2x4-sim-ce-uni"} <= sim_figures
+    assert "topology-nvswitch-4" not in sim_figures
+    measured_only, _, _ = render_html([_small(records[0])])
+    assert "simulated-banner" not in measured_only and "SIMULATED" not in measured_only
+
+
+def test_series_and_efficiency(records):
+    labels = run_labels(records)
+    assert labels == ["node-a survey", "pcie:2x4 (sim)"]
+    series = {s.label: s for s in size_series(records, labels)}
+    ce = series["node-a survey: ce (matrix, uni)"]
+    assert ce.pairs == 12 and len(ce.sizes) == 10 and list(ce.sizes) == sorted(ce.sizes)
+    assert series["pcie:2x4 (sim): ce (matrix, uni) [simulated]"].simulated
+    comp = [c for c in comparisons(records, labels) if c.run == "node-a survey" and c.group == "ce matrix uni"]
+    assert len(comp) == 12 and all(c.size_bytes == 2**30 for c in comp)
+    assert all(0.78 < c.efficiency < 0.83 for c in comp)
+    totals = {t.pattern: t for t in pattern_totals(records, labels)}
+    assert totals["ring"].total_gb_per_s > 1500 and totals["ring"].entries == 10
+    assert totals["all-to-one all→GPU0"].theoretical_gb_per_s == pytest.approx(478.1)
+
+
+def test_write_report_with_pngs(written):
+    result = written
+    assert result.path.read_text().startswith("<!DOCTYPE html>")
+    assert len(result.png_files) == len(result.figures) >= 10
+    for f in result.png_files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unknown_extras_and_missing_topology_do_not_break(tmp_path):
+    rec = _small(measured_record()).with_(topology={"format": "linkscope.topology", "schema_version": 1, "name": "bad",
+                                            "devices": [], "links": [{"a": "x"}]}, extra={"mapping": "junk"})
+    text, items, notes = render_html([rec])
+    assert notes and "embedded topology not drawn" in notes[0]
+    assert "topology" not in {i.section for i in items}
+    empty = measured_record().with_(measurements=(), topology=None, extra={}, findings=())
+    text, items, _ = render_html([empty])
+    assert items == [] and "No figure" in text
+
+
+def test_cli_report(tmp_path, records, capfd):
+    paths = []
+    for i, r in enumerate([_small(records[0]), records[1]]):
+        p = tmp_path / f"run{i}.json"
+        save(r, p)
+        paths.append(str(p))
+    out = tmp_path / "report.html"
+    code = main(["report", *paths, "-o", str(out), "--png", str(tmp_path / "figs")])
+    err = capfd.readouterr().err
+    assert code == 0 and out.exists() and "wrote" in err
+    assert len(list((tmp_path / "figs").glob("*.png"))) >= 4
+
+
+def test_cli_report_wrong_schema_is_one_line(tmp_path, capfd):
+    bad = tmp_path / "topo.json"
+    bad.write_text(json.dumps({"format": "linkscope.topology", "schema_version": 1}))
+    code = main(["report", str(bad), "-o", str(tmp_path / "r.html")])
+    err = capfd.readouterr().err
+    assert code == 1 and err.count("\n") == 1
+    assert "not a linkscope run record (format is 'linkscope.topology'" in err
+    newer = tmp_path / "new.json"
+    newer.write_text(json.dumps({"format": "linkscope.run", "schema_version": 99, "measurements": []}))
+    assert main(["report", str(newer)]) == 1
+    assert "newer than this linkscope understands" in capfd.readouterr().err
+    assert main(["report", str(tmp_path / "missing.json")]) == 1
+    assert "results file not found" in capfd.readouterr().err
+
+
+def test_provenance_enum_roundtrip_keeps_simulated(tmp_path):
+    from linkscope.results.io import load
+
+    p = tmp_path / "s.json"
+    save(simulated_record(), p)
+    assert load(p).provenance is RunProvenance.SIMULATED
