@@ -1,11 +1,12 @@
 import json
 
-import jsonschema
 import pytest
 
 from linkscope.errors import SchemaError, TopologyError, UserError
 from linkscope.topology import io
 from linkscope.topology.synthetic import synthetic_topology
+
+jsonschema = pytest.importorskip("jsonschema")
 
 
 @pytest.mark.parametrize("spec", ["nvswitch:4", "pcie:2x4", "nvswitch:8:12:25"])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-import jsonschema
 import pytest
 
 from linkscope.errors import UserError
@@ -13,6 +12,8 @@ from linkscope.topology import io
 from linkscope.topology import query as q
 from linkscope.topology.model import DeviceKind, LinkKind
 from linkscope.topology.presets import DEFAULT_PRESET, load_preset, preset_names
+
+jsonschema = pytest.importorskip("jsonschema")
 
 EXPECTED = {
     "hgx-h200-4", "dgx-h100", "dgx-a100", "mi250x-8gcd", "k80-16", "pcie-8gpu-2socket", "v100-4-nvlink-ib",

@@ -1,0 +1,294 @@
+"""Mapping benchmark: exact-solver speed and proofs, heuristic quality, scale, and peers.
+
+Runs on a CPU (no GPU needed). Prints a short table per part and writes JSON to the path given
+as the first argument, else ``$OUT/mapping_bench.json``, else ``mapping_bench.json``.
+
+    PYTHONPATH=src python bench/mapping_bench.py [out.json] [--quick]
+
+Peers (skipped with a note when absent): Scotch's ``scotch_gmap`` (Debian package ``scotch``;
+the target is a weighted complete graph of the integer-scaled cost matrix turned into a
+decomposition-defined architecture by ``amk_grf``) and KaHIP (PyPI ``kahip``; its Python module
+offers only ``kaffpa`` partitioning, so it is compared on the ranks -> nodes stage).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from linkscope.mapping.api import map_traffic, network_costs
+from linkscope.mapping.cost import CostModel, topology_cost
+from linkscope.mapping.exact import solve_exact
+from linkscope.mapping.heuristic import solve_heuristic
+from linkscope.mapping.hierarchical import cluster_objective, solve_cluster
+from linkscope.mapping.partition import cut_weight
+from linkscope.mapping.problem import MappingProblem
+from linkscope.topology.presets import load_preset, preset_names
+from linkscope.topology.synthetic import synthetic_topology
+from linkscope.traffic.synthetic import random_sparse, ring, stencil
+
+PRESETS = ("k80-16", "pcie-8gpu-2socket", "mi250x-8gcd", "dgx-a100", "v100-4-nvlink-ib")
+
+
+def patterns(n: int) -> list:
+    grids2 = {4: (2, 2), 8: (2, 4), 10: (2, 5), 16: (4, 4)}
+    grids3 = {4: (1, 2, 2), 8: (2, 2, 2), 16: (2, 2, 4)}
+    out = []
+    if n in grids2:
+        out += [stencil(grids2[n], False), stencil(grids2[n], True)]
+    if n in grids3:
+        out += [stencil(grids3[n], False), stencil(grids3[n], True)]
+    out += [ring(n)] + [random_sparse(n, density=0.4, seed=s) for s in (1, 2, 3)]
+    return out
+
+
+def problem_of(traffic, cost: CostModel) -> MappingProblem:
+    return MappingProblem(cost.flow_matrices(traffic.offdiagonal_bytes(), traffic.offdiagonal_messages()), cost.costs,
+                          traffic.ranks)
+
+
+def sub_cost(cost: CostModel, gpus: list[int], name: str) -> CostModel:
+    idx = np.ix_(gpus, gpus)
+    return CostModel(cost.metric, cost.flows, tuple(c[idx] for c in cost.costs), cost.unit, name)
+
+
+# ---- part 1 and 2: exact and heuristic on 8-10 GPUs ---------------------------------------------
+def exact_cases(quick: bool) -> list[dict]:
+    machines = []
+    for name in ("pcie-8gpu-2socket", "mi250x-8gcd"):
+        if name in preset_names():
+            machines.append((name, load_preset(name)))
+    machines.append(("pcie:2x5 (synthetic)", synthetic_topology("pcie:2x5")))
+    rows = []
+    for label, topo in machines:
+        for metric in ("distance", "bandwidth"):
+            cost = topology_cost(topo, metric)
+            rows += _exact_rows(label, cost, metric)
+    if "k80-16" in preset_names():
+        k80 = load_preset("k80-16")
+        for metric in ("distance", "bandwidth"):
+            cost = sub_cost(topology_cost(k80, metric), list(range(10)), "k80-16 GPUs 0-9")
+            rows += _exact_rows("k80-16 GPUs 0-9", cost, metric)
+    return rows[:8] if quick else rows
+
+
+def _exact_rows(label: str, cost: CostModel, metric: str) -> list[dict]:
+    rows = []
+    for traffic in patterns(cost.gpus):
+        problem = problem_of(traffic, cost)
+        t0 = time.perf_counter()
+        cold = solve_exact(problem, time_limit_s=60)
+        cold_s = time.perf_counter() - t0
+        heur = solve_heuristic(problem)
+        warm = solve_exact(problem, incumbent=heur.perm, time_limit_s=60)
+        optimum = min(cold.cost, warm.cost)
+        rows.append({
+            "machine": label, "gpus": cost.gpus, "metric": metric, "pattern": traffic.origin.removeprefix("synthetic:"),
+            "exact_s": cold_s, "exact_nodes": cold.nodes, "proven": cold.optimal,
+            "heuristic_then_exact_s": heur.elapsed_s + warm.elapsed_s,
+            "heuristic_s": heur.elapsed_s, "heuristic_gap": heur.cost / optimum - 1 if optimum > 0 else 0.0,
+            "default_gap": problem.objective(range(cost.gpus)) / optimum - 1 if optimum > 0 else 0.0,
+        })
+    return rows
+
+
+# ---- part 3: 16 GPUs heuristic ----------------------------------------------------------------------
+def sixteen_cases() -> list[dict]:
+    if "k80-16" not in preset_names():
+        return []
+    topo = load_preset("k80-16")
+    rows = []
+    for metric in ("distance", "bandwidth"):
+        cost = topology_cost(topo, metric)
+        for traffic in patterns(16):
+            problem = problem_of(traffic, cost)
+            heur = solve_heuristic(problem)
+            rows.append({"machine": "k80-16", "gpus": 16, "metric": metric,
+                         "pattern": traffic.origin.removeprefix("synthetic:"), "heuristic_s": heur.elapsed_s,
+                         "saved": 1 - heur.cost / problem.objective(range(16))})
+    return rows
+
+
+# ---- part 4: 4096 ranks on 512 nodes x 8 GPUs --------------------------------------------------------
+def cluster_case(quick: bool) -> dict:
+    node_name = "pcie-8gpu-2socket" if "pcie-8gpu-2socket" in preset_names() else None
+    node = load_preset(node_name) if node_name else synthetic_topology("pcie:2x4")
+    grid = (8, 8, 8) if quick else (16, 16, 16)
+    nodes = int(np.prod(grid)) // 8
+    traffic = stencil(grid, True)
+    cost = topology_cost(node, "distance")
+    net = network_costs(cost, node)
+    flows = [sp.csr_matrix(traffic.offdiagonal_bytes())]
+    t0 = time.perf_counter()
+    result = solve_cluster(flows, cost.costs, net, nodes)
+    elapsed = time.perf_counter() - t0
+    out = {"ranks": traffic.ranks, "nodes": nodes, "gpus_per_node": 8, "node": node_name or "pcie:2x4 (synthetic)",
+           "pattern": traffic.origin, "metric": "distance", "seconds": elapsed, "cost": result.cost,
+           "default_cost": result.default_cost, "saved": 1 - result.cost / result.default_cost,
+           "inter_node_bytes": cut_weight(flows[0], np.array(result.node_of_rank)),
+           "default_inter_node_bytes": cut_weight(flows[0], np.arange(traffic.ranks) // 8)}
+    out["kahip"] = kahip_partition(flows[0], nodes, cost, net, result)
+    return out
+
+
+def kahip_partition(w: sp.csr_matrix, nodes: int, cost: CostModel, net, ours) -> dict:
+    try:
+        import kahip
+    except ImportError:
+        return {"available": False, "note": "pip install kahip failed or is absent"}
+    sym = ((w + w.T) / 2).tocsr()
+    sym.setdiag(0)
+    sym.eliminate_zeros()
+    scale = 1.0 / sym.data.min()
+    t0 = time.perf_counter()
+    _, blocks = kahip.kaffpa([1] * sym.shape[0], sym.indptr.tolist(), np.rint(sym.data * scale).astype(int).tolist(),
+                             sym.indices.tolist(), nodes, 0.0, True, 0, kahip.STRONG)
+    seconds = time.perf_counter() - t0
+    parts = np.array(blocks)
+    sizes = np.bincount(parts, minlength=nodes)
+    entry = {"available": True, "mode": "kaffpa STRONG, imbalance 0", "seconds": seconds,
+             "inter_node_bytes": cut_weight(w, parts), "balanced": bool((sizes == 8).all()),
+             "max_ranks_per_node": int(sizes.max())}
+    if entry["balanced"]:
+        gpu = np.zeros(len(parts), dtype=int)
+        for k in range(nodes):
+            gpu[parts == k] = np.arange(8)
+        entry["cost_with_identity_inside_nodes"] = cluster_objective([w], cost.costs, net, parts, gpu)
+    entry["ratio_inter_node_bytes_vs_linkscope"] = entry["inter_node_bytes"] / cut_weight(w, np.array(ours.node_of_rank))
+    return entry
+
+
+# ---- part 5: peers on the presets -------------------------------------------------------------------
+def _write_grf(path: Path, weights: np.ndarray) -> None:
+    n = weights.shape[0]
+    adj = [[(j, int(weights[i, j])) for j in range(n) if j != i and weights[i, j] > 0] for i in range(n)]
+    arcs = sum(len(a) for a in adj)
+    lines = ["0", f"{n} {arcs}", "0 010"]
+    lines += [f"{len(a)} " + " ".join(f"{w} {v}" for v, w in a) for a in adj]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _integer_costs(c: np.ndarray) -> np.ndarray:
+    positive = c[c > 0]
+    if positive.size == 0:
+        return np.ones_like(c)
+    scaled = np.rint(c / positive.min() * 10).astype(int)
+    np.fill_diagonal(scaled, 0)
+    return np.maximum(scaled, 1 - np.eye(len(c), dtype=int))
+
+
+def scotch_map(problem: MappingProblem, cost_matrix: np.ndarray, ranks: int, folder: Path) -> tuple[list[int] | None, str]:
+    flow = problem.flows[0][:ranks, :ranks]
+    sym = np.rint((flow + flow.T) / max((flow + flow.T)[flow + flow.T > 0].min(initial=1), 1e-30)).astype(int)
+    _write_grf(folder / "tgt.grf", _integer_costs((cost_matrix + cost_matrix.T) / 2))
+    subprocess.run(["amk_grf", str(folder / "tgt.grf"), str(folder / "tgt.tgt")], check=True, capture_output=True)
+    _write_grf(folder / "src.grf", sym)
+    proc = subprocess.run(["scotch_gmap", "-cb", "-b0", str(folder / "src.grf"), str(folder / "tgt.tgt"),
+                           str(folder / "out.map")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip()[:120]
+    lines = (folder / "out.map").read_text().split("\n")[1:]
+    perm = [0] * ranks
+    for line in lines:
+        if line.strip():
+            v, p = map(int, line.split())
+            perm[v] = p
+    note = ""
+    if len(set(perm)) != ranks:  # Scotch put two ranks on one GPU: move extras to free GPUs
+        free = [g for g in range(problem.size) if g not in set(perm)]
+        seen: set[int] = set()
+        for r in range(ranks):
+            if perm[r] in seen:
+                perm[r] = free.pop(0)
+            seen.add(perm[r])
+        note = "repaired (Scotch placed two ranks on one GPU)"
+    return perm, note
+
+
+def peer_cases(quick: bool) -> list[dict]:
+    have_scotch = shutil.which("scotch_gmap") and shutil.which("amk_grf")
+    rows = []
+    for name in PRESETS:
+        if name in preset_names():
+            topo, label = load_preset(name), name
+        else:
+            topo, label = synthetic_topology("pcie:2x4"), f"{name} missing: pcie:2x4 used"
+        for metric in ("distance", "bandwidth"):
+            cost = topology_cost(topo, metric)
+            for traffic in patterns(topo.gpu_count)[: (3 if quick else None)]:
+                assignment = map_traffic(traffic, cost, topo, time_limit_s=10)
+                problem = problem_of(traffic, cost)
+                row = {"machine": label, "metric": metric, "pattern": traffic.origin.removeprefix("synthetic:"),
+                       "linkscope": assignment.cost, "default": assignment.default_cost,
+                       "proven": assignment.optimal, "uniform": assignment.uniform}
+                if have_scotch:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        perm, note = scotch_map(problem, cost.costs[0], traffic.ranks, Path(tmp))
+                    if perm is not None:
+                        full = problem.complete(perm)
+                        row["scotch"] = problem.objective(full)
+                        row["scotch_vs_linkscope"] = row["scotch"] / assignment.cost if assignment.cost else 1.0
+                    row["scotch_note"] = note
+                rows.append(row)
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    args = [a for a in argv if not a.startswith("--")]
+    out = Path(args[0]) if args else Path(os.environ.get("OUT", ".")) / "mapping_bench.json"
+    started = time.perf_counter()
+    report = {
+        "date": datetime.date.today().isoformat(), "host": platform.node(), "python": platform.python_version(),
+        "cpus": os.cpu_count(), "command": "PYTHONPATH=src python bench/mapping_bench.py " + " ".join(argv),
+    }
+    exact = exact_cases(quick)
+    report["exact"] = exact
+    print("exact + heuristic, 8-10 GPUs")
+    print(f"{'machine':24} {'metric':9} {'pattern':34} {'exact s':>8} {'proven':>6} {'heur gap':>8} {'default gap':>11}")
+    for r in exact:
+        print(f"{r['machine']:24} {r['metric']:9} {r['pattern'][:34]:34} {r['exact_s']:8.3f} {str(r['proven']):>6} "
+              f"{r['heuristic_gap'] * 100:7.2f}% {r['default_gap'] * 100:10.1f}%")
+    sixteen = sixteen_cases()
+    report["sixteen"] = sixteen
+    if sixteen:
+        print(f"\nheuristic on k80-16: max {max(r['heuristic_s'] for r in sixteen):.3f} s over {len(sixteen)} cases")
+    cluster = cluster_case(quick)
+    report["cluster"] = cluster
+    print(f"\n{cluster['ranks']} ranks on {cluster['nodes']} nodes x 8 GPUs ({cluster['node']}): {cluster['seconds']:.1f} s, "
+          f"saved {cluster['saved'] * 100:.1f}% vs block mapping; inter-node bytes {cluster['inter_node_bytes']:.3g} "
+          f"(default {cluster['default_inter_node_bytes']:.3g})")
+    if cluster["kahip"].get("available"):
+        k = cluster["kahip"]
+        print(f"  KaHIP kaffpa: inter-node bytes {k['inter_node_bytes']:.3g} ({k['ratio_inter_node_bytes_vs_linkscope']:.3f}x "
+              f"linkscope), balanced={k['balanced']}, {k['seconds']:.1f} s")
+    peers = peer_cases(quick)
+    report["peers"] = peers
+    print(f"\n{'machine':22} {'metric':9} {'pattern':34} {'default/ls':>10} {'scotch/ls':>9} proven")
+    for r in peers:
+        scotch = f"{r['scotch_vs_linkscope']:.3f}" if "scotch_vs_linkscope" in r else "n/a"
+        default = f"{r['default'] / r['linkscope']:.3f}" if r["linkscope"] else "1.000"
+        print(f"{r['machine'][:22]:22} {r['metric']:9} {r['pattern'][:34]:34} {default:>10} {scotch:>9} "
+              f"{'uniform' if r['uniform'] else r['proven']}")
+    worse = [r for r in peers if r.get("scotch_vs_linkscope", 1.0) < 1 - 1e-9]
+    report["linkscope_worse_than_scotch"] = len(worse)
+    report["total_s"] = time.perf_counter() - started
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nlinkscope worse than Scotch on {len(worse)} of {len(peers)} cases; wrote {out} "
+          f"({report['total_s']:.0f} s)")
+    return 1 if worse else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

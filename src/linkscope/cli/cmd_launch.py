@@ -1,0 +1,57 @@
+"""``linkscope launch``: run one rank of a job on the GPU, NIC and cores a mapping chose."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List
+
+import typer
+
+from ..errors import UserError
+from .common import stderr_console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "launch",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def launch_command(
+        command: List[str] = typer.Argument(..., help="The program to run, after --."),
+        mapping: Path = typer.Option(..., "--mapping", help="A mapping JSON from linkscope map -o."),
+        bind: bool = typer.Option(True, "--bind/--no-bind", help="Bind to the mapping's cores (sched_setaffinity)."),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Print what is set on stderr."),
+    ) -> None:
+        """Set CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, UCX_NET_DEVICES, NCCL_IB_HCA and the CPU
+        binding for this rank (from OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK,
+        SLURM_LOCALID or LOCAL_RANK), then exec the program.
+
+        Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app
+        """
+        from ..mapping.assignment import load_assignment
+        from ..mapping.emit import launch_plan
+
+        if not command:
+            raise UserError("no program to launch", hint="linkscope launch --mapping mapping.json -- ./app")
+        assignment = load_assignment(mapping)
+        plan = launch_plan(assignment, os.environ)
+        env = dict(os.environ)
+        env.update(plan.env)
+        err = stderr_console()
+        if bind and plan.cores:
+            allowed = os.sched_getaffinity(0)
+            cores = set(plan.cores) & allowed
+            if cores:
+                os.sched_setaffinity(0, cores)
+            else:
+                err.print(f"warning: rank {plan.rank}: the mapping's cores {plan.env.get('LINKSCOPE_CPUS')} are not "
+                          "available here; not binding", style="yellow")
+        if verbose:
+            shown = " ".join(f"{k}={v}" for k, v in plan.env.items())
+            err.print(f"rank {plan.rank} ({plan.rank_source}): {shown}", markup=False)
+        sys.stdout.flush()
+        try:
+            os.execvpe(command[0], list(command), env)
+        except FileNotFoundError:
+            raise UserError(f"command not found: {command[0]}") from None

@@ -1,0 +1,124 @@
+"""``linkscope map``: choose which GPU (and NIC, cores) each rank should use."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError, UserError
+from .common import stderr_console, stdout_console
+
+
+def _load_results(path: Path) -> dict:
+    if not path.is_file():
+        raise UserError(f"results file not found: {path}")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def _format_cost(value: float, unit: str) -> str:
+    if unit == "µs":
+        return f"{value:,.1f} µs"
+    return f"{value:.4g} {unit}".strip()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("map")
+    def map_command(
+        traffic: Path = typer.Argument(..., help="Traffic matrix (.json, .csv or .npy)."),
+        preset: Optional[str] = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
+        from_file: Optional[Path] = typer.Option(None, "--from", help="Map onto a topology JSON file."),
+        synthetic: Optional[str] = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
+        results: Optional[Path] = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
+        metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
+        solver: str = typer.Option("auto", "--solver", help="auto | exact | heuristic."),
+        mode: str = typer.Option("map", "--mode", help="map (move ranks) or reorder (keep devices, renumber ranks)."),
+        nodes: int = typer.Option(1, "--nodes", help="Map onto this many identical nodes of the topology."),
+        hosts: Optional[str] = typer.Option(None, "--hosts", help="Host names of the nodes, comma-separated."),
+        time_limit: float = typer.Option(30.0, "--time-limit", help="Seconds the exact solver may take."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the mapping JSON here."),
+        emit: Optional[str] = typer.Option(None, "--emit", help="Also write env files, an Open MPI rankfile or a Slurm line."),
+        emit_to: Optional[Path] = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
+    ) -> None:
+        """Map ranks to GPUs so that the ranks that talk most use the best links.
+
+        Example: linkscope map traffic.json --preset k80-16 --metric bandwidth -o mapping.json --emit rankfile
+        """
+        from ..mapping import emit as emitters
+        from ..mapping.api import map_cluster, map_traffic, network_costs
+        from ..mapping.assignment import save_assignment, to_dict
+        from ..mapping.cost import METRICS, results_cost, topology_cost
+        from ..traffic.io import load_traffic
+
+        if metric not in METRICS:
+            raise ConfigError(f"unknown metric {metric!r}", hint=f"valid metrics: {', '.join(METRICS)}")
+        if emit is not None and emit not in emitters.EMITTERS:
+            raise ConfigError(f"unknown --emit {emit!r}", hint=f"valid: {', '.join(emitters.EMITTERS)}")
+        if nodes < 1:
+            raise ConfigError(f"--nodes must be at least 1, got {nodes}")
+        matrix = load_traffic(traffic)
+        err = stderr_console()
+        topology = None
+        if results is None or preset or from_file or synthetic:
+            from ..discovery.auto import resolve_topology
+
+            topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
+                                              allow_fallback=False)
+            if note:
+                err.print(f"note: {note}", style="yellow")
+        if results is not None:
+            cost = results_cost(_load_results(results), metric,
+                                gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")
+        else:
+            assert topology is not None
+            cost = topology_cost(topology, metric)
+        host_list = [h.strip() for h in hosts.split(",")] if hosts else None
+        if nodes > 1:
+            assignment = map_cluster(matrix, cost, topology, nodes, network_costs(cost, topology), host_list)
+        else:
+            assignment = map_traffic(matrix, cost, topology, solver=solver, mode=mode, time_limit_s=time_limit)
+        for note_text in assignment.notes[1:] if assignment.uniform else assignment.notes:
+            err.print(f"note: {note_text}", style="yellow")
+        if output is not None:
+            save_assignment(assignment, output)
+        if emit is not None:
+            _emit(emitters, emit, emit_to, assignment, host_list, err)
+        if as_json:
+            typer.echo(json.dumps(to_dict(assignment), indent=2))
+            return
+        console = stdout_console()
+        if assignment.mode == "reorder":
+            console.print(f"new rank of each process (MPI_Comm_split key): {list(assignment.new_rank_of_rank or ())}")
+        else:
+            console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}")
+        if assignment.host_of_rank is not None:
+            console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
+        console.print(f"cost ({assignment.metric}): {_format_cost(assignment.cost, assignment.unit)}; "
+                      f"default: {_format_cost(assignment.default_cost, assignment.unit)}")
+        console.print(f"{assignment.summary()}  [solver: {assignment.solver}, {assignment.elapsed_s:.2f} s]", markup=False)
+
+
+def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> None:
+    from ..atomic import write_text_atomic
+
+    if kind == "env":
+        folder = target or Path("linkscope-env")
+        for name, text in emitters.env_files(assignment).items():
+            write_text_atomic(folder / name, text)
+        err.print(f"wrote {assignment.ranks} env files to {folder}/ (source rank<N>.env in each rank)")
+    elif kind == "rankfile":
+        path = target or Path("rankfile")
+        write_text_atomic(path, emitters.rankfile(assignment, hosts))
+        err.print(f"wrote Open MPI rankfile {path}")
+    else:
+        text = emitters.slurm_line(assignment)
+        if target is None:
+            typer.echo(text, nl=False)
+        else:
+            write_text_atomic(target, text)
+            err.print(f"wrote Slurm options to {target}")

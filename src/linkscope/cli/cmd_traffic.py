@@ -1,0 +1,113 @@
+"""``linkscope traffic``: synthetic traffic matrices (and a look at any traffic file)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import UserError
+from .common import stderr_console, stdout_console
+
+
+def _parse_weights(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise UserError(f"bad axis weights {text!r}", hint="comma-separated numbers, one per axis, e.g. 1,1,4") from None
+
+
+def _parse_edges(path: Path | None) -> list[tuple[float, ...]] | None:
+    if path is None:
+        return None
+    if not path.is_file():
+        raise UserError(f"edge file not found: {path}")
+    edges = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            edges.append(tuple(float(x) for x in line.replace(",", " ").split()))
+        except ValueError:
+            raise UserError(f"{path} line {number}: expected 'a b [weight]', got {line!r}") from None
+    return edges
+
+
+def register(app: typer.Typer) -> None:
+    traffic_app = typer.Typer(help="Traffic matrices: generate synthetic patterns, show a file.", no_args_is_help=True)
+    app.add_typer(traffic_app, name="traffic")
+
+    @traffic_app.command("gen")
+    def gen(
+        pattern: str = typer.Argument(..., help="stencil2d | stencil3d | ring | all-to-all | tree | random | graph"),
+        output: Path = typer.Option(..., "-o", "--output", help="Where to write (.json, .csv or .npy)."),
+        ranks: Optional[int] = typer.Option(None, "--ranks", help="Number of ranks."),
+        grid: Optional[str] = typer.Option(None, "--grid", help="Process grid for stencils, e.g. 4x4 or 2x2x4."),
+        periodic: bool = typer.Option(False, "--periodic", help="Stencil wraps around (torus)."),
+        size: str = typer.Option("1MiB", "--bytes", help="Bytes per message (halo, ring step...)."),
+        weights: Optional[str] = typer.Option(None, "--weights", help="Stencil per-axis weights, e.g. 1,1,4."),
+        op: str = typer.Option("bcast", "--op", help="tree: bcast or reduce."),
+        density: float = typer.Option(0.3, "--density", help="random: probability that a pair talks."),
+        seed: int = typer.Option(0, "--seed", help="random: seed."),
+        bidirectional: bool = typer.Option(False, "--bidirectional", help="ring: send both ways."),
+        edges: Optional[Path] = typer.Option(None, "--edges", help="graph: file of 'a b [weight]' lines."),
+    ) -> None:
+        """Write a synthetic traffic matrix.
+
+        Example: linkscope traffic gen stencil2d --grid 4x4 --periodic --bytes 1MiB -o traffic.json
+        """
+        from ..traffic.io import save_traffic
+        from ..traffic.synthetic import generate, parse_grid
+        from ..units import format_size, parse_size
+
+        matrix = generate(
+            pattern,
+            ranks=ranks,
+            grid=parse_grid(grid) if grid else None,
+            periodic=periodic,
+            size_bytes=parse_size(size),
+            weights=_parse_weights(weights),
+            op=op,
+            density=density,
+            seed=seed,
+            bidirectional=bidirectional,
+            edges=_parse_edges(edges),
+        )
+        save_traffic(matrix, output)
+        stderr_console().print(f"wrote {output}: {matrix.origin}, {matrix.ranks} ranks, "
+                               f"{format_size(matrix.total_bytes)} in total")
+
+    @traffic_app.command("show")
+    def show(
+        path: Path = typer.Argument(..., help="A traffic file (.json, .csv, .npy)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the matrix as linkscope JSON."),
+    ) -> None:
+        """Summarise a traffic matrix: ranks, bytes, busiest pairs, hosts.
+
+        Example: linkscope traffic show traffic.json
+        """
+        import json
+
+        import numpy as np
+
+        from ..traffic.io import load_traffic, to_dict
+        from ..units import format_size
+
+        matrix = load_traffic(path)
+        if as_json:
+            typer.echo(json.dumps(to_dict(matrix)))
+            return
+        console = stdout_console()
+        console.print(f"{path}: {matrix.ranks} ranks, {format_size(matrix.total_bytes)} between ranks ({matrix.origin})")
+        if matrix.hosts:
+            console.print(f"hosts: {', '.join(matrix.hosts_list())}")
+        b = matrix.offdiagonal_bytes()
+        for flat in np.argsort(-b, axis=None)[:5]:
+            r, s = divmod(int(flat), matrix.ranks)
+            if b[r, s] > 0:
+                console.print(f"  {r} -> {s}: {format_size(b[r, s])}")
+        for name, item in sorted(matrix.collectives.items()):
+            console.print(f"  {name}: {item.get('calls', 0)} calls, {format_size(item.get('bytes', 0))}")

@@ -1,0 +1,176 @@
+"""The Assignment: where each rank goes (GPU, host, NIC, cores), what it costs, and how sure we are.
+
+JSON fields scripts rely on (CLI.md): ``gpu_of_rank``, ``cost``, ``default_cost``, ``metric``,
+``solver``, ``optimal``. The rest is additive.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_json_atomic
+from ..errors import SchemaError, UserError
+
+FORMAT = "linkscope.mapping"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A rank -> device mapping with its cost.
+
+    Attributes:
+        gpu_of_rank: GPU index of each rank (the topology's numbering; within its node when
+            ``node_of_rank`` is set).
+        cost: objective of this mapping under ``metric`` (unit ``unit``).
+        default_cost: objective of the default mapping (rank r on GPU r).
+        metric: bandwidth | latency | distance | alpha-beta | model.
+        solver: which solver produced it.
+        optimal: True only when the solver proved no mapping is cheaper.
+        unit: unit of cost (``µs``, ``hop-bytes``).
+        topology: name of the topology mapped onto.
+        mode: ``map`` (move ranks to GPUs) or ``reorder`` (keep devices, renumber ranks).
+        new_rank_of_rank: reorder mode: the key each process passes to MPI_Comm_split.
+        node_of_rank, host_of_rank: multi-node mappings.
+        nics_of_rank: OS names of the NIC(s) each rank should use (nearest, spread over ties).
+        cores_of_rank: logical CPUs each rank should bind to.
+        visible_device_of_rank: value for CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (UUID where known).
+        gpu_vendor: ``nvidia``, ``amd`` or None when unknown.
+        uniform: the fabric gives every GPU pair the same cost (mapping cannot help).
+        lower_bound: proven lower bound on the cost, where known.
+        elapsed_s: solver wall time.
+        notes: human remarks (uniform fabric, defaults used).
+    """
+
+    gpu_of_rank: tuple[int, ...]
+    cost: float
+    default_cost: float
+    metric: str
+    solver: str
+    optimal: bool
+    unit: str = ""
+    topology: str = ""
+    mode: str = "map"
+    new_rank_of_rank: tuple[int, ...] | None = None
+    node_of_rank: tuple[int, ...] | None = None
+    host_of_rank: tuple[str, ...] | None = None
+    nics_of_rank: tuple[tuple[str, ...], ...] = ()
+    cores_of_rank: tuple[tuple[int, ...], ...] = ()
+    visible_device_of_rank: tuple[str, ...] = ()
+    gpu_vendor: str | None = None
+    uniform: bool = False
+    lower_bound: float | None = None
+    elapsed_s: float = 0.0
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def ranks(self) -> int:
+        return len(self.gpu_of_rank)
+
+    @property
+    def saved_fraction(self) -> float | None:
+        """1 − cost / default_cost; None when the default costs nothing."""
+        if self.default_cost <= 0:
+            return None
+        return 1.0 - self.cost / self.default_cost
+
+    def summary(self) -> str:
+        """One line for humans: what was saved, or why nothing could be."""
+        if self.uniform:
+            return self.notes[0] if self.notes else "mapping cannot help on this fabric: every GPU pair costs the same"
+        saved = self.saved_fraction
+        if saved is None:
+            return "no traffic between distinct ranks: every mapping costs 0"
+        proof = " (proven optimal)" if self.optimal else ""
+        if saved <= 1e-12:
+            if self.optimal:
+                return "the default mapping is already optimal" + proof.replace(" (proven optimal)", " (proven)")
+            return "no better mapping than the default was found"
+        return f"saves {saved * 100:.1f}% of the default mapping's cost{proof}"
+
+
+def to_dict(assignment: Assignment) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "gpu_of_rank": list(assignment.gpu_of_rank),
+        "cost": assignment.cost,
+        "default_cost": assignment.default_cost,
+        "saved_fraction": assignment.saved_fraction,
+        "metric": assignment.metric,
+        "solver": assignment.solver,
+        "optimal": assignment.optimal,
+        "unit": assignment.unit,
+        "topology": assignment.topology,
+        "mode": assignment.mode,
+        "new_rank_of_rank": None if assignment.new_rank_of_rank is None else list(assignment.new_rank_of_rank),
+        "node_of_rank": None if assignment.node_of_rank is None else list(assignment.node_of_rank),
+        "host_of_rank": None if assignment.host_of_rank is None else list(assignment.host_of_rank),
+        "nics_of_rank": [list(n) for n in assignment.nics_of_rank],
+        "cores_of_rank": [list(c) for c in assignment.cores_of_rank],
+        "visible_device_of_rank": list(assignment.visible_device_of_rank),
+        "gpu_vendor": assignment.gpu_vendor,
+        "uniform": assignment.uniform,
+        "lower_bound": assignment.lower_bound,
+        "elapsed_s": assignment.elapsed_s,
+        "notes": list(assignment.notes),
+    }
+
+
+def from_dict(data: Any, origin: str = "mapping") -> Assignment:
+    if not isinstance(data, dict):
+        raise SchemaError(f"{origin}: expected a JSON object", path="$")
+    if data.get("format", FORMAT) != FORMAT:
+        raise SchemaError(f"{origin}: not a linkscope mapping (format {data.get('format')!r})", path="$.format")
+    if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise SchemaError(f"{origin}: unsupported schema_version {data.get('schema_version')!r}", path="$.schema_version")
+    for key in ("gpu_of_rank", "cost", "default_cost", "metric", "solver", "optimal"):
+        if key not in data:
+            raise SchemaError(f"{origin}: missing {key!r}", path=f"$.{key}")
+    gpus = data["gpu_of_rank"]
+    if not isinstance(gpus, list) or not all(isinstance(g, int) and g >= 0 for g in gpus):
+        raise SchemaError(f"{origin}: gpu_of_rank must be a list of GPU indices", path="$.gpu_of_rank")
+
+    def opt_tuple(key: str) -> tuple | None:
+        value = data.get(key)
+        return None if value is None else tuple(value)
+
+    return Assignment(
+        gpu_of_rank=tuple(gpus),
+        cost=float(data["cost"]),
+        default_cost=float(data["default_cost"]),
+        metric=str(data["metric"]),
+        solver=str(data["solver"]),
+        optimal=bool(data["optimal"]),
+        unit=data.get("unit", ""),
+        topology=data.get("topology", ""),
+        mode=data.get("mode", "map"),
+        new_rank_of_rank=opt_tuple("new_rank_of_rank"),
+        node_of_rank=opt_tuple("node_of_rank"),
+        host_of_rank=opt_tuple("host_of_rank"),
+        nics_of_rank=tuple(tuple(n) for n in data.get("nics_of_rank") or ()),
+        cores_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("cores_of_rank") or ()),
+        visible_device_of_rank=tuple(str(v) for v in data.get("visible_device_of_rank") or ()),
+        gpu_vendor=data.get("gpu_vendor"),
+        uniform=bool(data.get("uniform", False)),
+        lower_bound=data.get("lower_bound"),
+        elapsed_s=float(data.get("elapsed_s") or 0.0),
+        notes=tuple(data.get("notes") or ()),
+    )
+
+
+def save_assignment(assignment: Assignment, path: Path | str) -> None:
+    write_json_atomic(path, to_dict(assignment))
+
+
+def load_assignment(path: Path | str) -> Assignment:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"mapping file not found: {path}", hint="create one with linkscope map TRAFFIC -o mapping.json")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    return from_dict(data, origin=str(path))

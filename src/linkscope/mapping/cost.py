@@ -1,0 +1,326 @@
+"""Cost models for mapping: what it costs to send between two GPUs, from a Topology, a
+calibrated model (any callable predicting a pair's transfer time) or a measured RunRecord.
+
+Metrics (``METRICS``), each a list of (flow, per-unit cost matrix) terms:
+
+* ``distance``:   bytes x (max level − pair level)        (hop-bytes, the classic metric)
+* ``bandwidth``:  bytes x 1 / bandwidth                   (µs per byte; objective in µs)
+* ``latency``:    messages x latency (µs)                 (route latency summed over links)
+* ``alpha-beta``: messages x latency + bytes / bandwidth  (µs; the per-message alpha-beta time)
+* ``model``:      bytes x predicted time per byte at the job's mean message size, plus an
+  optional whole-exchange predictor (with contention) used to re-score candidate mappings.
+
+Message counts come from the TrafficMatrix; where unknown, each talking pair counts one message.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UserError
+from ..topology import query
+from ..topology.model import LinkKind, Topology
+
+METRICS = ("bandwidth", "latency", "distance", "alpha-beta", "model")
+
+DEFAULT_LINK_LATENCY_US = {
+    LinkKind.NVLINK: 0.7,
+    LinkKind.XGMI: 0.7,
+    LinkKind.PCIE: 0.5,
+    LinkKind.UPI: 0.3,
+    LinkKind.NETWORK: 1.5,
+}
+"""Per-hop latency used when a link has none (rough orders of magnitude, labelled as such)."""
+
+PairTime = Callable[[int, int, int], float]
+"""``predict(src_gpu, dst_gpu, size_bytes) -> seconds`` for one transfer alone on the fabric."""
+ExchangeTime = Callable[[Sequence[tuple[int, int, float]]], float]
+"""``predict([(src_gpu, dst_gpu, bytes), ...]) -> seconds`` for all transfers at once."""
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Cost matrices over GPU pairs for one metric.
+
+    Attributes:
+        metric: one of METRICS.
+        flows: what each term multiplies: ``"bytes"`` or ``"messages"``.
+        costs: one GPUs x GPUs matrix per term (per byte or per message).
+        unit: unit of the objective (``µs``, ``hop-bytes``).
+        source: where the numbers came from (``topology:NAME``, ``results:FILE``, ``model``).
+        exchange_time: optional whole-exchange predictor used to re-score candidates.
+        notes: caveats (defaulted latencies, missing pairs filled by symmetry).
+    """
+
+    metric: str
+    flows: tuple[str, ...]
+    costs: tuple[np.ndarray, ...]
+    unit: str
+    source: str
+    exchange_time: ExchangeTime | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return int(self.costs[0].shape[0])
+
+    def flow_matrices(self, bytes_: np.ndarray, messages: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(bytes_ if f == "bytes" else messages for f in self.flows)
+
+    def is_uniform(self) -> bool:
+        """Every off-diagonal entry of every term equal: no mapping differs from another."""
+        n = self.gpus
+        off = ~np.eye(n, dtype=bool)
+        return all(np.allclose(c[off], c[off][0], rtol=1e-9, atol=0) for c in self.costs) if n > 1 else True
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise UserError(f"unknown metric {metric!r}", hint=f"valid metrics: {', '.join(METRICS)}")
+
+
+def _us_per_byte(bw_gb_per_s: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        out = np.where(np.isfinite(bw_gb_per_s) & (bw_gb_per_s > 0), 1e6 / (bw_gb_per_s * 1e9), 0.0)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def topology_matrices(topology: Topology) -> dict[str, np.ndarray]:
+    """distance, bandwidth (GB/s) and latency (µs) matrices over the topology's GPUs."""
+    gpus = topology.gpus
+    n = len(gpus)
+    if n == 0:
+        raise UserError(f"topology {topology.name!r} has no GPU to map onto")
+    distance = np.zeros((n, n))
+    bandwidth = np.full((n, n), np.inf)
+    latency = np.zeros((n, n))
+    defaulted = False
+    for i, g in enumerate(gpus):
+        for j, h in enumerate(gpus):
+            if i == j:
+                continue
+            distance[i, j] = query.distance(topology, g, h)
+            bandwidth[i, j] = query.theoretical_gb_per_s(topology, g, h)
+            total = 0.0
+            for link in query.route(topology, g, h):
+                if link.latency_us is None:
+                    defaulted = True
+                    total += DEFAULT_LINK_LATENCY_US[link.kind]
+                else:
+                    total += link.latency_us
+            latency[i, j] = total
+    out = {"distance": distance, "bandwidth_gb_per_s": bandwidth, "latency_us": latency}
+    if defaulted:
+        out["defaulted_latency"] = np.ones(1)
+    return out
+
+
+def _from_matrices(metric: str, distance: np.ndarray | None, bandwidth: np.ndarray, latency: np.ndarray,
+                   source: str, notes: tuple[str, ...]) -> CostModel:
+    if metric == "distance":
+        if distance is None:
+            raise UserError("the distance metric needs a topology (measured results carry no levels)",
+                            hint="use --metric bandwidth, latency or alpha-beta with --results")
+        return CostModel(metric, ("bytes",), (distance,), "hop-bytes", source, notes=notes)
+    if metric == "bandwidth":
+        return CostModel(metric, ("bytes",), (_us_per_byte(bandwidth),), "µs", source, notes=notes)
+    if metric == "latency":
+        return CostModel(metric, ("messages",), (latency,), "µs", source, notes=notes)
+    if metric == "alpha-beta":
+        return CostModel(metric, ("messages", "bytes"), (latency, _us_per_byte(bandwidth)), "µs", source, notes=notes)
+    raise UserError(f"metric {metric!r} needs a model predictor", hint="see linkscope.mapping.cost.model_cost")
+
+
+def topology_cost(topology: Topology, metric: str) -> CostModel:
+    """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency."""
+    _check_metric(metric)
+    if metric == "model":
+        return model_cost(topology.gpu_count, link_load_predictor(topology), exchange_time=link_load_exchange(topology),
+                          source=f"topology:{topology.name} (link-load model)")
+    m = topology_matrices(topology)
+    notes = ("some links have no latency; per-kind defaults were used",) if "defaulted_latency" in m else ()
+    return _from_matrices(metric, m["distance"], m["bandwidth_gb_per_s"], m["latency_us"],
+                          f"topology:{topology.name}", notes)
+
+
+def model_cost(
+    gpus: int,
+    predict_pair_time_s: PairTime,
+    size_bytes: int = 1 << 20,
+    exchange_time: ExchangeTime | None = None,
+    source: str = "model",
+) -> CostModel:
+    """Model-based cost: time per byte of a ``size_bytes`` transfer as the model predicts it.
+
+    This is the seam for the calibrated fabric model: any callable ``(src, dst, size) -> s``
+    works; ``exchange_time`` (all transfers at once, with contention) re-scores candidates."""
+    if size_bytes <= 0:
+        raise UserError(f"model cost needs a positive representative size, got {size_bytes}")
+    cost = np.zeros((gpus, gpus))
+    for i in range(gpus):
+        for j in range(gpus):
+            if i != j:
+                cost[i, j] = predict_pair_time_s(i, j, int(size_bytes)) * 1e6 / size_bytes
+    return CostModel("model", ("bytes",), (cost,), "µs", source, exchange_time=exchange_time)
+
+
+def predictor_cost(gpus: int, metric: str, predict_pair_time_s: PairTime, large_bytes: int = 1 << 26) -> CostModel:
+    """Bandwidth, latency or alpha-beta costs from a calibrated pair-time predictor: latency is
+    the predicted time of an 8-byte transfer, bandwidth the large-transfer rate."""
+    _check_metric(metric)
+    if metric == "model":
+        return model_cost(gpus, predict_pair_time_s)
+    latency = np.zeros((gpus, gpus))
+    bandwidth = np.full((gpus, gpus), np.inf)
+    for i in range(gpus):
+        for j in range(gpus):
+            if i != j:
+                small = predict_pair_time_s(i, j, 8)
+                latency[i, j] = small * 1e6
+                big = predict_pair_time_s(i, j, large_bytes)
+                bandwidth[i, j] = large_bytes / max(big - small, 1e-15) / 1e9
+    return _from_matrices(metric, None, bandwidth, latency, "model", ())
+
+
+# ---- measured results -------------------------------------------------------------------------
+def _get(item: Any, key: str) -> Any:
+    if isinstance(item, Mapping):
+        return item.get(key)
+    value = getattr(item, key, None)
+    return value.value if hasattr(value, "value") and not isinstance(value, (int, float, str)) else value
+
+
+def results_matrices(record: Any, gpus: int | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Bandwidth (GB/s, largest size, best method) and latency (µs, smallest value) per GPU pair
+    from a RunRecord or its JSON dict. Missing pairs are filled from the reverse direction;
+    a pair missing both ways is an error naming it."""
+    measurements = _get(record, "measurements")
+    if measurements is None:
+        raise UserError("results file has no 'measurements' list")
+    best_bw: dict[tuple[int, int], tuple[int, float]] = {}
+    best_lat: dict[tuple[int, int], float] = {}
+    for m in measurements:
+        status = _get(m, "status")
+        if status not in (None, "ok"):
+            continue
+        src, dst = _get(m, "src"), _get(m, "dst")
+        if not isinstance(src, int) or not isinstance(dst, int) or src == dst:
+            continue
+        size = _get(m, "size_bytes") or 0
+        bw = _get(m, "median_gb_per_s")
+        if bw is not None and bw > 0:
+            old = best_bw.get((src, dst))
+            if old is None or size > old[0] or (size == old[0] and bw > old[1]):
+                best_bw[(src, dst)] = (size, float(bw))
+        lat = _get(m, "latency_us")
+        if lat is not None and lat > 0:
+            best_lat[(src, dst)] = min(float(lat), best_lat.get((src, dst), float("inf")))
+    seen = {p for p in best_bw} | {p for p in best_lat}
+    if not seen:
+        raise UserError("results hold no usable GPU-to-GPU measurement (status ok, src and dst GPU indices)")
+    n = gpus if gpus is not None else 1 + max(max(p) for p in seen)
+    bandwidth = np.full((n, n), np.inf)
+    latency = np.zeros((n, n))
+    notes: list[str] = []
+    missing_bw: list[tuple[int, int]] = []
+    missing_lat: list[tuple[int, int]] = []
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            if (i, j) in best_bw:
+                bandwidth[i, j] = best_bw[(i, j)][1]
+            elif (j, i) in best_bw:
+                bandwidth[i, j] = best_bw[(j, i)][1]
+                notes.append(f"bandwidth {i}->{j} taken from {j}->{i}")
+            else:
+                missing_bw.append((i, j))
+            if (i, j) in best_lat:
+                latency[i, j] = best_lat[(i, j)]
+            elif (j, i) in best_lat:
+                latency[i, j] = best_lat[(j, i)]
+            else:
+                missing_lat.append((i, j))
+    if missing_bw and best_bw:
+        i, j = missing_bw[0]
+        raise UserError(f"results have no bandwidth for GPU pair {i}->{j} ({len(missing_bw)} pairs missing)",
+                        hint="measure all pairs, e.g. linkscope bench --pattern matrix")
+    if missing_lat and best_lat:
+        i, j = missing_lat[0]
+        raise UserError(f"results have no latency for GPU pair {i}->{j} ({len(missing_lat)} pairs missing)",
+                        hint="run linkscope bench latency --pattern matrix")
+    if not best_bw:
+        bandwidth = np.full((n, n), np.nan)
+    if not best_lat:
+        latency = np.full((n, n), np.nan)
+    return bandwidth, latency, tuple(notes[:3]) + ((f"... {len(notes) - 3} more",) if len(notes) > 3 else ())
+
+
+def results_cost(record: Any, metric: str, gpus: int | None = None, source: str = "results") -> CostModel:
+    """Cost matrices from a measured (or simulated) RunRecord, object or JSON dict."""
+    _check_metric(metric)
+    bandwidth, latency, notes = results_matrices(record, gpus)
+    needs_bw = metric in ("bandwidth", "alpha-beta", "model")
+    needs_lat = metric in ("latency", "alpha-beta")
+    if needs_bw and np.isnan(bandwidth).any():
+        raise UserError(f"metric {metric!r} needs bandwidth measurements; the results have only latencies")
+    if needs_lat and np.isnan(latency).any():
+        raise UserError(f"metric {metric!r} needs latency measurements; the results have only bandwidths",
+                        hint="run linkscope bench latency, or use --metric bandwidth")
+    if metric == "model":
+        metric = "bandwidth"
+    return _from_matrices(metric, None, bandwidth, np.nan_to_num(latency), source, notes)
+
+
+# ---- a built-in contention model for the "model" metric ---------------------------------------
+def _directed_routes(topology: Topology) -> tuple[list[list[list[tuple[int, int]]]], np.ndarray]:
+    """For each GPU pair, the (link index, direction) steps of its route, and link capacities."""
+    gpus = topology.gpus
+    index = {id(link): k for k, link in enumerate(topology.links)}
+    routes: list[list[list[tuple[int, int]]]] = []
+    for g in gpus:
+        row = []
+        for h in gpus:
+            steps = []
+            here = g.id
+            for link in query.route(topology, g, h):
+                steps.append((index[id(link)], 0 if link.a == here else 1))
+                here = link.other(here)
+            row.append(steps)
+        routes.append(row)
+    capacity = np.array([link.capacity_gb_per_s for link in topology.links])
+    return routes, capacity
+
+
+def link_load_predictor(topology: Topology) -> PairTime:
+    """Pair time = route latency + size / bottleneck bandwidth (no contention)."""
+    m = topology_matrices(topology)
+    bw, lat = m["bandwidth_gb_per_s"], m["latency_us"]
+
+    def predict(i: int, j: int, size_bytes: int) -> float:
+        return lat[i, j] * 1e-6 + size_bytes / (bw[i, j] * 1e9)
+
+    return predict
+
+
+def link_load_exchange(topology: Topology) -> ExchangeTime:
+    """Whole-exchange time with contention: every transfer's bytes are added to each directed
+    link on its route; the exchange takes as long as the most loaded link needs
+    (load / capacity), a max-min-fair lower bound the fabric model refines."""
+    routes, capacity = _directed_routes(topology)
+
+    def predict(transfers: Sequence[tuple[int, int, float]]) -> float:
+        load = np.zeros((len(capacity), 2))
+        for src, dst, amount in transfers:
+            if src == dst or amount <= 0:
+                continue
+            for k, direction in routes[src][dst]:
+                load[k, direction] += amount
+        if not load.any():
+            return 0.0
+        return float((load / (capacity[:, None] * 1e9)).max())
+
+    return predict

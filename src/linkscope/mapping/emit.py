@@ -1,0 +1,143 @@
+"""Turning an Assignment into something a launcher uses: an Open MPI rankfile, a Slurm
+``--gpu-bind=map_gpu:`` line, per-rank environment files, and the environment ``launch`` sets.
+
+All pure functions of the Assignment (and, for ``launch_environment``, of the environment the
+launcher gave the process); the CLI does the reading of ``os.environ`` and the exec.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import UserError
+from .assignment import Assignment
+
+EMITTERS = ("env", "rankfile", "slurm")
+
+LOCAL_RANK_VARS = (
+    "OMPI_COMM_WORLD_LOCAL_RANK",  # Open MPI
+    "MPI_LOCALRANKID",             # MPICH / Hydra, Intel MPI
+    "PMI_LOCAL_RANK",              # some PMI launchers
+    "SLURM_LOCALID",               # srun
+    "LOCAL_RANK",                  # torchrun
+)
+GLOBAL_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK")
+
+
+def _cpu_list(cores: tuple[int, ...]) -> str:
+    """Compact CPU list: (0,1,2,3,8) -> '0-3,8'.
+
+    >>> _cpu_list((0, 1, 2, 3, 8))
+    '0-3,8'
+    """
+    parts = []
+    cores = tuple(sorted(cores))
+    i = 0
+    while i < len(cores):
+        j = i
+        while j + 1 < len(cores) and cores[j + 1] == cores[j] + 1:
+            j += 1
+        parts.append(str(cores[i]) if i == j else f"{cores[i]}-{cores[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def rank_environment(assignment: Assignment, rank: int) -> dict[str, str]:
+    """The variables ``launch`` sets for ``rank`` (device, NIC, and a note of the cores)."""
+    if not 0 <= rank < assignment.ranks:
+        raise UserError(f"rank {rank} is not in the mapping (ranks 0..{assignment.ranks - 1})",
+                        hint="run with as many ranks as the traffic matrix had")
+    env: dict[str, str] = {}
+    visible = assignment.visible_device_of_rank[rank] if assignment.visible_device_of_rank \
+        else str(assignment.gpu_of_rank[rank])
+    if assignment.gpu_vendor in (None, "nvidia"):
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    if assignment.gpu_vendor in (None, "amd"):
+        env["HIP_VISIBLE_DEVICES"] = visible
+    if assignment.nics_of_rank and assignment.nics_of_rank[rank]:
+        nics = assignment.nics_of_rank[rank]
+        env["UCX_NET_DEVICES"] = ",".join(f"{n}:1" for n in nics)
+        env["NCCL_IB_HCA"] = "=" + ",".join(nics)  # '=' asks NCCL for exact names, not prefixes
+    if assignment.cores_of_rank and assignment.cores_of_rank[rank]:
+        env["LINKSCOPE_CPUS"] = _cpu_list(assignment.cores_of_rank[rank])
+    env["LINKSCOPE_GPU"] = str(assignment.gpu_of_rank[rank])
+    if assignment.new_rank_of_rank is not None:
+        env["LINKSCOPE_RANK_KEY"] = str(assignment.new_rank_of_rank[rank])
+    return env
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What ``launch`` does for this process: which mapping rank, the variables, the cores."""
+
+    rank: int
+    rank_source: str
+    env: dict[str, str]
+    cores: tuple[int, ...]
+
+
+def launch_plan(assignment: Assignment, environ: Mapping[str, str]) -> LaunchPlan:
+    """Pick this process's entry: the global rank for a multi-node mapping, else the local rank
+    (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order)."""
+    names = GLOBAL_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
+    for name in names:
+        value = environ.get(name)
+        if value is not None and value.strip().isdigit():
+            rank = int(value)
+            break
+    else:
+        raise UserError(f"cannot tell this process's {'global' if assignment.node_of_rank is not None else 'local'} rank: "
+                        f"none of {', '.join(names)} is set",
+                        hint="run linkscope launch under mpirun, srun or torchrun")
+    cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank and rank < assignment.ranks else ()
+    return LaunchPlan(rank, name, rank_environment(assignment, rank), tuple(cores))
+
+
+def rankfile(assignment: Assignment, hosts: list[str] | None = None) -> str:
+    """Open MPI rankfile (``mpirun --rankfile FILE --mca rmaps_rank_file_physical 1``): each rank
+    on its host, bound to its cores (OS CPU numbers, hence the physical flag)."""
+    lines = ["# linkscope rankfile: mpirun --rankfile THIS --mca rmaps_rank_file_physical 1 "
+             "linkscope launch --mapping MAPPING -- ./app"]
+    for rank in range(assignment.ranks):
+        if assignment.host_of_rank is not None:
+            host = assignment.host_of_rank[rank]
+        elif hosts:
+            host = hosts[0]
+        else:
+            host = "localhost"
+        cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank else ()
+        slot = _cpu_list(cores) if cores else "*"
+        lines.append(f"rank {rank}={host} slot={slot}")
+    return "\n".join(lines) + "\n"
+
+
+def slurm_line(assignment: Assignment) -> str:
+    """``--gpu-bind=map_gpu:`` (by local task id) and ``--cpu-bind=map_cpu``-style mask line."""
+    if assignment.node_of_rank is not None:
+        per_node: dict[int, list[int]] = {}
+        for rank, node in enumerate(assignment.node_of_rank):
+            per_node.setdefault(node, []).append(assignment.gpu_of_rank[rank])
+        lists = {tuple(v) for v in per_node.values()}
+        if len(lists) > 1:
+            lines = ["# the GPU order differs between nodes; Slurm applies one map_gpu list to every node,",
+                     "# so launch with: srun ... linkscope launch --mapping MAPPING -- ./app"]
+            for node, gpus in sorted(per_node.items()):
+                lines.append(f"# node {node}: --gpu-bind=map_gpu:{','.join(map(str, gpus))}")
+            return "\n".join(lines) + "\n"
+        gpus = list(next(iter(lists)))
+    else:
+        gpus = list(assignment.gpu_of_rank)
+    line = f"--gpu-bind=map_gpu:{','.join(map(str, gpus))}"
+    if assignment.cores_of_rank and all(assignment.cores_of_rank) and assignment.node_of_rank is None:
+        masks = [hex(sum(1 << c for c in cores)) for cores in assignment.cores_of_rank]
+        line += f" --cpu-bind=mask_cpu:{','.join(masks)}"
+    return line + "\n"
+
+
+def env_files(assignment: Assignment) -> dict[str, str]:
+    """File name -> contents: one ``rank<N>.env`` per rank (``export`` lines for a shell)."""
+    out = {}
+    for rank in range(assignment.ranks):
+        env = rank_environment(assignment, rank)
+        out[f"rank{rank}.env"] = "".join(f"export {k}={v}\n" for k, v in env.items())
+    return out

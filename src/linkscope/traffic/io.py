@@ -1,0 +1,144 @@
+"""Reading and writing TrafficMatrix files: CSV, NumPy ``.npy`` and versioned JSON.
+
+* CSV: N lines of N comma-separated byte counts, row = sender (``#`` lines are comments);
+* ``.npy``: one N x N array of bytes;
+* JSON: ``{"format": "linkscope.traffic", "schema_version": 1, "bytes": [[...]], ...}`` with
+  message counts, histogram, hosts, local ranks, origin and collectives when known.
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..atomic import write_json_atomic, write_text_atomic
+from ..errors import SchemaError, UserError
+from .matrix import TrafficError, TrafficMatrix
+
+FORMAT = "linkscope.traffic"
+SCHEMA_VERSION = 1
+SUFFIXES = (".csv", ".npy", ".json")
+
+
+def _number(value: float) -> int | float:
+    """Whole numbers as ints in files (byte counts), others as floats."""
+    return int(value) if float(value).is_integer() and abs(value) < 2**63 else float(value)
+
+
+def _matrix_rows(array: np.ndarray) -> list[list[int | float]]:
+    return [[_number(v) for v in row] for row in array]
+
+
+def to_dict(matrix: TrafficMatrix) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "ranks": matrix.ranks,
+        "origin": matrix.origin,
+        "bytes": _matrix_rows(matrix.bytes),
+        "messages": None if matrix.messages is None else _matrix_rows(matrix.messages),
+        "size_histogram": None if matrix.size_histogram is None else list(matrix.size_histogram),
+        "hosts": None if matrix.hosts is None else list(matrix.hosts),
+        "local_ranks": None if matrix.local_ranks is None else list(matrix.local_ranks),
+        "collectives": {k: dict(v) for k, v in matrix.collectives.items()},
+    }
+
+
+def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
+    if not isinstance(data, dict):
+        raise SchemaError(f"{origin or 'traffic JSON'}: expected an object", path="$")
+    if data.get("format") != FORMAT:
+        raise SchemaError(f"{origin or 'traffic JSON'}: not a linkscope traffic file "
+                          f"(format is {data.get('format')!r}, expected {FORMAT!r})", path="$.format")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"{origin or 'traffic JSON'}: unsupported schema_version {version!r} "
+                          f"(this linkscope reads {SCHEMA_VERSION})", path="$.schema_version")
+    if "bytes" not in data:
+        raise SchemaError(f"{origin or 'traffic JSON'}: missing the byte matrix", path="$.bytes")
+    matrix = TrafficMatrix(
+        bytes=data["bytes"],
+        messages=data.get("messages"),
+        size_histogram=data.get("size_histogram"),
+        hosts=data.get("hosts"),
+        local_ranks=data.get("local_ranks"),
+        origin=data.get("origin") or origin,
+        collectives=data.get("collectives") or {},
+    )
+    if "ranks" in data and data["ranks"] != matrix.ranks:
+        raise SchemaError(f"{origin or 'traffic JSON'}: 'ranks' says {data['ranks']} but the matrix is "
+                          f"{matrix.ranks} x {matrix.ranks}", path="$.ranks")
+    return matrix
+
+
+def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            rows.append([float(cell) for cell in line.split(",")])
+        except ValueError:
+            raise TrafficError(f"{origin or 'CSV'} line {number}: not a list of numbers: {line[:60]!r}") from None
+    if not rows:
+        raise TrafficError(f"{origin or 'CSV'}: no rows")
+    widths = {len(r) for r in rows}
+    if len(widths) != 1 or widths.pop() != len(rows):
+        raise TrafficError(f"{origin or 'CSV'}: {len(rows)} rows with {sorted({len(r) for r in rows})} "
+                           "columns; a traffic CSV is N lines of N comma-separated byte counts")
+    return TrafficMatrix(bytes=rows, origin=origin)
+
+
+def dumps_csv(matrix: TrafficMatrix) -> str:
+    return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.bytes)
+
+
+def load_traffic(path: Path | str) -> TrafficMatrix:
+    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UserError(f"unknown traffic file type {path.suffix!r} for {path}", hint="use .csv, .npy or .json")
+    if not path.is_file():
+        raise UserError(f"traffic file not found: {path}")
+    origin = f"file:{path.name}"
+    if suffix == ".csv":
+        return loads_csv(path.read_text(), origin=origin)
+    if suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
+        return TrafficMatrix(bytes=array, origin=origin)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    return from_dict(data, origin=origin)
+
+
+def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
+    """Write atomically; the format follows the suffix. CSV and .npy keep only the byte matrix."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        write_text_atomic(path, dumps_csv(matrix))
+    elif suffix == ".npy":
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(matrix.bytes))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(buffer.getvalue())
+        tmp.replace(path)
+    elif suffix == ".json":
+        write_json_atomic(path, to_dict(matrix))
+    else:
+        raise UserError(f"unknown traffic file type {path.suffix!r} for {path}", hint="use .csv, .npy or .json")
+
+
+__all__ = ["FORMAT", "SCHEMA_VERSION", "to_dict", "from_dict", "loads_csv", "dumps_csv", "load_traffic",
+           "save_traffic"]

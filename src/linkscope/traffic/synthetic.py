@@ -1,0 +1,257 @@
+"""Synthetic traffic patterns: the communication of well-known algorithms as TrafficMatrix.
+
+Ranks of a process grid are numbered row-major, the last dimension fastest (as
+``MPI_Cart_create`` does without reordering). Every exchange is one message of the given size
+per direction; a periodic dimension of size 2 sends twice to the same neighbour (once for each
+side), as a real halo exchange does.
+
+>>> stencil((4, 4), periodic=True, size_bytes=10).bytes[0].tolist()[:5]
+[0.0, 10.0, 0.0, 10.0, 10.0]
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import UserError
+from .matrix import HISTOGRAM_BINS, TrafficMatrix, histogram_bin
+
+PATTERNS = ("stencil2d", "stencil3d", "ring", "all-to-all", "tree", "random", "graph")
+
+
+def parse_grid(text: str) -> tuple[int, ...]:
+    """``"4x4"`` -> (4, 4); ``"2x2x4"`` -> (2, 2, 4).
+
+    >>> parse_grid("2x3x4")
+    (2, 3, 4)
+    """
+    if not re.fullmatch(r"\s*\d+(\s*[xX]\s*\d+)*\s*", str(text)):
+        raise UserError(f"not a process grid: {text!r}", hint="use AxB or AxBxC, e.g. 4x4 or 2x2x4")
+    dims = tuple(int(part) for part in re.split(r"[xX]", str(text).replace(" ", "")))
+    if any(d < 1 for d in dims):
+        raise UserError(f"process grid {text!r} has a dimension below 1")
+    return dims
+
+
+def _finish(bytes_: np.ndarray, messages: np.ndarray, sizes: Iterable[tuple[int, int]], origin: str) -> TrafficMatrix:
+    hist = [0] * HISTOGRAM_BINS
+    for size_bytes, count in sizes:
+        hist[histogram_bin(size_bytes)] += count
+    return TrafficMatrix(bytes=bytes_, messages=messages, size_histogram=tuple(hist), origin=f"synthetic:{origin}")
+
+
+def stencil(
+    grid: Sequence[int],
+    periodic: bool | Sequence[bool] = False,
+    size_bytes: int = 1 << 20,
+    weights: Sequence[float] | None = None,
+) -> TrafficMatrix:
+    """Halo exchange on a process grid: each rank sends ``size_bytes * weights[axis]`` to each
+    neighbour along each axis (``weights`` default to 1: equal axes)."""
+    dims = tuple(int(d) for d in grid)
+    if not dims or any(d < 1 for d in dims):
+        raise UserError(f"bad process grid {grid!r}")
+    wrap = tuple(periodic) if isinstance(periodic, (list, tuple)) else (bool(periodic),) * len(dims)
+    if len(wrap) != len(dims):
+        raise UserError(f"{len(wrap)} periodic flags for a {len(dims)}-D grid")
+    axis_weights = tuple(float(w) for w in weights) if weights is not None else (1.0,) * len(dims)
+    if len(axis_weights) != len(dims) or any(w < 0 for w in axis_weights):
+        raise UserError(f"stencil weights {weights!r} must be {len(dims)} non-negative numbers (one per axis)")
+    n = int(np.prod(dims))
+    strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
+    bytes_ = np.zeros((n, n))
+    messages = np.zeros((n, n))
+    sizes: dict[int, int] = {}
+    for coords in itertools.product(*(range(d) for d in dims)):
+        rank = sum(c * s for c, s in zip(coords, strides))
+        for axis, (d, w) in enumerate(zip(dims, axis_weights)):
+            for step in (-1, 1):
+                c = coords[axis] + step
+                if not 0 <= c < d:
+                    if not wrap[axis]:
+                        continue
+                    c %= d
+                peer = rank + (c - coords[axis]) * strides[axis]
+                if peer == rank:
+                    continue
+                amount = int(round(size_bytes * w))
+                bytes_[rank, peer] += amount
+                messages[rank, peer] += 1
+                sizes[amount] = sizes.get(amount, 0) + 1
+    dims_text = "x".join(map(str, dims))
+    name = f"stencil{len(dims)}d {dims_text}{' periodic' if all(wrap) else ''}"
+    if weights is not None:
+        name += f" weights={','.join(f'{w:g}' for w in axis_weights)}"
+    return _finish(bytes_, messages, sizes.items(), name)
+
+
+def ring(ranks: int, size_bytes: int = 1 << 20, bidirectional: bool = False) -> TrafficMatrix:
+    """Each rank sends to the next (and, bidirectional, to the previous) rank, wrapping around."""
+    _check_ranks(ranks, 2)
+    bytes_ = np.zeros((ranks, ranks))
+    messages = np.zeros((ranks, ranks))
+    for r in range(ranks):
+        peers = {(r + 1) % ranks} | ({(r - 1) % ranks} if bidirectional else set())
+        for p in peers:
+            bytes_[r, p] += size_bytes
+            messages[r, p] += 1
+    count = int(messages.sum())
+    return _finish(bytes_, messages, [(size_bytes, count)], f"ring {ranks}{' bidirectional' if bidirectional else ''}")
+
+
+def all_to_all(ranks: int, size_bytes: int = 1 << 20) -> TrafficMatrix:
+    """Every rank sends ``size_bytes`` to every other rank."""
+    _check_ranks(ranks, 2)
+    messages = np.ones((ranks, ranks)) - np.eye(ranks)
+    return _finish(messages * size_bytes, messages, [(size_bytes, ranks * (ranks - 1))], f"all-to-all {ranks}")
+
+
+def tree(ranks: int, size_bytes: int = 1 << 20, op: str = "bcast", root: int = 0) -> TrafficMatrix:
+    """Binary-tree broadcast (parent -> children) or reduce (children -> parent) from ``root``.
+    Tree position i has children 2i+1 and 2i+2; position i is rank (i + root) mod N."""
+    _check_ranks(ranks, 2)
+    if op not in ("bcast", "reduce"):
+        raise UserError(f"unknown tree operation {op!r}", hint="valid: bcast, reduce")
+    if not 0 <= root < ranks:
+        raise UserError(f"tree root {root} is not a rank of 0..{ranks - 1}")
+    bytes_ = np.zeros((ranks, ranks))
+    for pos in range(ranks):
+        for child in (2 * pos + 1, 2 * pos + 2):
+            if child < ranks:
+                parent_rank, child_rank = (pos + root) % ranks, (child + root) % ranks
+                src, dst = (parent_rank, child_rank) if op == "bcast" else (child_rank, parent_rank)
+                bytes_[src, dst] += size_bytes
+    messages = (bytes_ > 0).astype(float)
+    return _finish(bytes_, messages, [(size_bytes, ranks - 1)], f"tree-{op} {ranks} root={root}")
+
+
+def neighbour_graph(
+    ranks: int, edges: Iterable[Sequence[float]], size_bytes: int = 1 << 20, symmetric: bool = True
+) -> TrafficMatrix:
+    """Nearest-neighbour exchange on a given graph: ``edges`` are (a, b) or (a, b, weight); each
+    edge carries ``size_bytes * weight`` from a to b (and back when ``symmetric``)."""
+    _check_ranks(ranks, 1)
+    bytes_ = np.zeros((ranks, ranks))
+    messages = np.zeros((ranks, ranks))
+    sizes: dict[int, int] = {}
+    for edge in edges:
+        if len(edge) not in (2, 3):
+            raise UserError(f"graph edge {tuple(edge)!r} must be (a, b) or (a, b, weight)")
+        a, b = int(edge[0]), int(edge[1])
+        weight = float(edge[2]) if len(edge) == 3 else 1.0
+        for x in (a, b):
+            if not 0 <= x < ranks:
+                raise UserError(f"graph edge {a}-{b} names rank {x}, outside 0..{ranks - 1}")
+        if a == b:
+            continue
+        amount = int(round(size_bytes * weight))
+        for src, dst in ((a, b), (b, a)) if symmetric else ((a, b),):
+            bytes_[src, dst] += amount
+            messages[src, dst] += 1
+            sizes[amount] = sizes.get(amount, 0) + 1
+    return _finish(bytes_, messages, sizes.items(), f"graph {ranks} ranks")
+
+
+def random_sparse(
+    ranks: int, size_bytes: int = 1 << 20, density: float = 0.3, seed: int = 0, symmetric: bool = True
+) -> TrafficMatrix:
+    """Each ordered (or, symmetric, unordered) pair talks with probability ``density``, with a
+    volume drawn uniformly from 1..16 times ``size_bytes / 16``; reproducible from ``seed``."""
+    _check_ranks(ranks, 2)
+    if not 0 < density <= 1:
+        raise UserError(f"random density must be in (0, 1], got {density}")
+    rng = np.random.default_rng(seed)
+    talk = rng.random((ranks, ranks)) < density
+    volume = rng.integers(1, 17, size=(ranks, ranks)) * max(size_bytes // 16, 1)
+    if symmetric:
+        talk = np.triu(talk, 1)
+        talk = talk | talk.T
+        volume = np.triu(volume, 1) + np.triu(volume, 1).T
+    np.fill_diagonal(talk, False)
+    bytes_ = np.where(talk, volume, 0).astype(float)
+    messages = talk.astype(float)
+    sizes: dict[int, int] = {}
+    for v in bytes_[talk]:
+        sizes[int(v)] = sizes.get(int(v), 0) + 1
+    return _finish(bytes_, messages, sizes.items(), f"random {ranks} density={density:g} seed={seed}")
+
+
+def _check_ranks(ranks: int, minimum: int) -> None:
+    if int(ranks) < minimum:
+        raise UserError(f"need at least {minimum} ranks, got {ranks}")
+
+
+def generate(
+    pattern: str,
+    *,
+    ranks: int | None = None,
+    grid: Sequence[int] | None = None,
+    periodic: bool = False,
+    size_bytes: int = 1 << 20,
+    weights: Sequence[float] | None = None,
+    op: str = "bcast",
+    density: float = 0.3,
+    seed: int = 0,
+    bidirectional: bool = False,
+    edges: Iterable[Sequence[float]] | None = None,
+) -> TrafficMatrix:
+    """One entry point for the CLI: the pattern by name with its options."""
+    if pattern in ("stencil2d", "stencil3d"):
+        want = 2 if pattern == "stencil2d" else 3
+        if grid is None:
+            if ranks is None:
+                raise UserError(f"{pattern} needs --grid (e.g. {'4x4' if want == 2 else '2x2x2'}) or --ranks")
+            grid = _balanced_grid(int(ranks), want)
+        if len(grid) != want:
+            raise UserError(f"{pattern} needs a {want}-D grid, got {'x'.join(map(str, grid))}")
+        if ranks is not None and int(np.prod(grid)) != ranks:
+            raise UserError(f"grid {'x'.join(map(str, grid))} has {int(np.prod(grid))} ranks, not --ranks {ranks}")
+        return stencil(grid, periodic, size_bytes, weights)
+    count = ranks if ranks is not None else (int(np.prod(grid)) if grid else None)
+    if count is None and pattern != "graph":
+        raise UserError(f"{pattern} needs --ranks N")
+    if pattern == "ring":
+        return ring(count, size_bytes, bidirectional)
+    if pattern == "all-to-all":
+        return all_to_all(count, size_bytes)
+    if pattern == "tree":
+        return tree(count, size_bytes, op)
+    if pattern == "random":
+        return random_sparse(count, size_bytes, density, seed)
+    if pattern == "graph":
+        if edges is None:
+            raise UserError("graph pattern needs edges")
+        edges = [tuple(e) for e in edges]
+        if count is None:
+            count = 1 + max(max(int(e[0]), int(e[1])) for e in edges)
+        return neighbour_graph(count, edges, size_bytes)
+    raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid patterns: {', '.join(PATTERNS)}")
+
+
+def _balanced_grid(ranks: int, dims: int) -> tuple[int, ...]:
+    """The most cubic factorisation of ``ranks`` into ``dims`` factors (MPI_Dims_create's idea).
+
+    >>> _balanced_grid(16, 2), _balanced_grid(8, 3), _balanced_grid(12, 3)
+    ((4, 4), (2, 2, 2), (3, 2, 2))
+    """
+    best: tuple[int, ...] | None = None
+
+    def factorisations(n: int, k: int, start: int) -> Iterable[tuple[int, ...]]:
+        if k == 1:
+            if n >= start:
+                yield (n,)
+            return
+        for f in range(start, n + 1):
+            if n % f == 0:
+                for rest in factorisations(n // f, k - 1, f):
+                    yield (f,) + rest
+
+    for combo in factorisations(ranks, dims, 1):
+        if best is None or max(combo) - min(combo) < max(best) - min(best):
+            best = combo
+    if best is None:
+        raise UserError(f"cannot factor {ranks} ranks into a {dims}-D grid")
+    return tuple(sorted(best, reverse=True))

@@ -1,0 +1,63 @@
+import pytest
+
+from linkscope.errors import UserError
+from linkscope.mapping.assignment import Assignment, from_dict, load_assignment, save_assignment, to_dict
+from linkscope.mapping.emit import env_files, launch_plan, rankfile, slurm_line
+
+
+def _assignment(**changes):
+    base = dict(gpu_of_rank=(2, 0, 3, 1), cost=1.0, default_cost=2.0, metric="bandwidth", solver="branch-and-bound",
+                optimal=True, nics_of_rank=(("mlx5_1",), ("mlx5_0",), ("mlx5_1",), ("mlx5_0",)),
+                cores_of_rank=((8, 9), (0, 1), (10, 11), (2, 3)), visible_device_of_rank=("2", "0", "3", "1"),
+                gpu_vendor="nvidia")
+    base.update(changes)
+    return Assignment(**base)
+
+
+def test_json_round_trip_has_the_cli_fields(tmp_path):
+    a = _assignment()
+    data = to_dict(a)
+    for key in ("gpu_of_rank", "cost", "default_cost", "metric", "solver", "optimal"):
+        assert key in data
+    assert data["saved_fraction"] == 0.5
+    save_assignment(a, tmp_path / "m.json")
+    assert load_assignment(tmp_path / "m.json") == a
+    with pytest.raises(UserError, match="missing 'cost'"):
+        from_dict({"gpu_of_rank": [0]})
+
+
+@pytest.mark.parametrize("var", ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID",
+                                 "LOCAL_RANK"])
+def test_launch_plan_reads_each_launchers_local_rank(var):
+    plan = launch_plan(_assignment(), {var: "2"})
+    assert plan.rank == 2 and plan.rank_source == var
+    assert plan.env["CUDA_VISIBLE_DEVICES"] == "3" and "HIP_VISIBLE_DEVICES" not in plan.env
+    assert plan.env["UCX_NET_DEVICES"] == "mlx5_1:1" and plan.env["NCCL_IB_HCA"] == "=mlx5_1"
+    assert plan.cores == (10, 11)
+
+
+def test_launch_plan_errors():
+    with pytest.raises(UserError, match="none of OMPI_COMM_WORLD_LOCAL_RANK"):
+        launch_plan(_assignment(), {})
+    with pytest.raises(UserError, match="rank 7 is not in the mapping"):
+        launch_plan(_assignment(), {"SLURM_LOCALID": "7"})
+
+
+def test_amd_gets_hip_visible_devices():
+    plan = launch_plan(_assignment(gpu_vendor="amd"), {"LOCAL_RANK": "0"})
+    assert plan.env["HIP_VISIBLE_DEVICES"] == "2" and "CUDA_VISIBLE_DEVICES" not in plan.env
+
+
+def test_rankfile_slurm_and_env_files():
+    a = _assignment()
+    text = rankfile(a)
+    assert "rank 0=localhost slot=8-9" in text and "rank 3=localhost slot=2-3" in text
+    assert slurm_line(a).startswith("--gpu-bind=map_gpu:2,0,3,1 --cpu-bind=mask_cpu:0x300,0x3,")
+    files = env_files(a)
+    assert files["rank1.env"].splitlines()[0] == "export CUDA_VISIBLE_DEVICES=0"
+
+
+def test_multi_node_uses_global_rank_and_hosts():
+    a = _assignment(node_of_rank=(0, 0, 1, 1), host_of_rank=("a", "a", "b", "b"))
+    assert launch_plan(a, {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}).rank == 3
+    assert "rank 2=b slot=10-11" in rankfile(a)
