@@ -239,12 +239,15 @@ def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[flo
 def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
     items: list[FigureItem] = []
     for record, label in zip(records, labels):
-        groups: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+        groups: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
         for m in record.measurements:
-            # GPU-to-GPU pairs only: host transfers are a column, not a matrix (curves and tables show them)
-            if _is_pair(m) and m.src != m.dst and HOST not in (m.src, m.dst):
-                groups[(m.method, m.direction)].append(m)
-        for (method, direction), entries in sorted(groups.items()):
+            # GPU-to-GPU pairs only: host transfers are a column, not a matrix (curves and tables show them).
+            # One matrix per pattern: a ring's flows must not overwrite the pair matrix's cells.
+            if _is_pair(m) and m.src != m.dst and HOST not in (m.src, m.dst) and m.scope != "total":
+                groups[(m.method, m.pattern, m.direction)].append(m)
+        order = sorted(groups.items(), key=lambda kv: (kv[0][1] not in ("matrix", "latency"), kv[0]))
+        for (method, pattern, direction), entries in order:
+            method = method if pattern in ("matrix", "latency") else f"{method} {pattern}"
             bw_sizes = [m.size_bytes for m in entries if m.bandwidth is not None or m.latency is None]
             if bw_sizes:
                 size = max(bw_sizes)

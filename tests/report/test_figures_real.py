@@ -1,0 +1,19 @@
+"""Figures built from a real survey (2 x H200, 2026-11-22, docs/runs/): a heatmap shows one pattern's
+cells, never another pattern's flows written over them."""
+from pathlib import Path
+
+from linkscope.report.figures import heatmap_figures
+from linkscope.results import io
+
+SURVEY = Path(__file__).parents[2] / "docs" / "runs" / "survey-h200x2-2026-11-22.json"
+
+
+def test_pair_matrix_heatmap_is_not_overwritten_by_ring_flows():
+    record = io.load(SURVEY)
+    titles = [f.title for f in heatmap_figures([record], ["h200"])]
+    assert titles.index("h200: ce uni bandwidth, 256 MiB") < titles.index("h200: ce ring uni bandwidth, 256 MiB")
+    matrix = {(m.src, m.dst): m.median_gb_per_s for m in record.measurements
+              if m.method == "ce" and m.pattern == "matrix" and m.direction == "uni" and m.scope == "transfer"}
+    ring = {(m.src, m.dst): m.median_gb_per_s for m in record.measurements
+            if m.method == "ce" and m.pattern == "ring" and m.scope == "transfer"}
+    assert matrix and ring and matrix != ring  # the two patterns measured different numbers
