@@ -1,0 +1,355 @@
+"""MPI point-to-point benchmarks with OSU Micro-Benchmarks semantics (osu_latency, osu_bw, osu_bibw).
+
+Ranks are paired ``r <-> r + n/2`` (n even; with n = 2 this is exactly the OSU pair 0 <-> 1; with
+more ranks all pairs run at once, as osu_mbw_mr / osu_multi_lat do). The first rank of each pair
+owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device, partner on host).
+
+* **latency** (osu_latency): ping-pong; the first rank sends, the partner receives and sends back;
+  latency = elapsed / (2 * iterations), in microseconds (half a round trip).
+* **bw** (osu_bw): per iteration the first rank posts ``window`` back-to-back ``Isend`` s and waits
+  for them all; the partner posts ``window`` ``Irecv`` s, waits, and replies with a 1-byte ack that
+  the sender receives before the next iteration. MB/s = size * window * iterations / elapsed / 1e6.
+* **bibw** (osu_bibw): both ranks post ``window`` ``Irecv`` s and ``window`` ``Isend`` s and wait;
+  bytes count in both directions.
+
+Warm-up (``skip``) and iteration counts shrink with the message size like OSU's defaults (more,
+cheaper iterations for small messages), and for very large messages the window and iterations are
+capped so one size moves a bounded number of bytes. Every received buffer is compared with the
+sent pattern after the timed loop (``verified``).
+
+Device buffers go to MPI as ``__cuda_array_interface__`` objects (mpi4py reads them) only when the
+MPI is GPU-aware; with ``stage_through_host`` every message is copied device→host before it is
+sent and host→device after it arrives (cudaMemcpy around each send/recv), and the method is
+labelled ``mpi.<test>+staged``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..units import format_size
+from .buffers import BufferSpace, pinned_host
+from .launch import Job, agree, require
+
+TESTS = ("latency", "bw", "bibw")
+BUFFER_CHOICES = ("HH", "DD", "DH", "HD")
+LARGE_MESSAGE_BYTES = 8192  # OSU's LARGE_MESSAGE_SIZE: above it, fewer iterations
+STAGING_SLOTS_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Warm-up and iterations per size (OSU defaults), window, and a cap on bytes per size.
+
+    Attributes:
+        latency_iters, latency_skip: small messages (<= 8 KiB); ``*_large`` above it.
+        bw_iters, bw_skip: osu_bw/osu_bibw small messages; ``*_large`` above 8 KiB.
+        window: back-to-back messages per bw iteration (OSU: 64).
+        max_bytes_per_size: cap on bytes one size moves (window and iterations shrink to fit).
+        iterations, warmup: fixed overrides for every size (None: scaled by size).
+    """
+
+    latency_iters: int = 10000
+    latency_skip: int = 100
+    latency_iters_large: int = 1000
+    latency_skip_large: int = 10
+    bw_iters: int = 100
+    bw_skip: int = 10
+    bw_iters_large: int = 20
+    bw_skip_large: int = 2
+    window: int = 64
+    max_bytes_per_size: int = 8 * 1024**3
+    iterations: int | None = None
+    warmup: int | None = None
+
+    def plan(self, test: str, size_bytes: int) -> tuple[int, int, int]:
+        """(iterations, warm-up, window) for one size."""
+        large = size_bytes > LARGE_MESSAGE_BYTES
+        if test == "latency":
+            iters = self.latency_iters_large if large else self.latency_iters
+            skip = self.latency_skip_large if large else self.latency_skip
+            window = 1
+            per_iter = 2 * max(size_bytes, 1)
+        else:
+            iters = self.bw_iters_large if large else self.bw_iters
+            skip = self.bw_skip_large if large else self.bw_skip
+            window = max(1, min(self.window, self.max_bytes_per_size // max(size_bytes, 1)))
+            per_iter = window * max(size_bytes, 1) * (2 if test == "bibw" else 1)
+        if self.iterations is None:
+            fit = max(1, self.max_bytes_per_size // per_iter)
+            if fit < iters:
+                iters = max(2, fit)
+                skip = min(skip, max(1, iters // 4))
+        else:
+            iters = self.iterations
+        if self.warmup is not None:
+            skip = self.warmup
+        return iters, skip, window
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One pair at one size.
+
+    Attributes:
+        first, second: the pair's ranks (first owns the first buffer letter and sends first).
+        size_bytes: message size.
+        value: latency in µs (latency) or bandwidth in MB/s (bw, bibw; 1 MB = 1e6 B, OSU's unit).
+        runs: the value of every timed run (``runs`` option); ``value`` is their median.
+        iterations, warmup, window: what was timed.
+        wrong_bytes: received bytes that differed from the pattern (both sides summed), or None.
+    """
+
+    first: int
+    second: int
+    size_bytes: int
+    value: float
+    runs: tuple[float, ...]
+    iterations: int
+    warmup: int
+    window: int
+    wrong_bytes: int | None
+
+
+@dataclass(frozen=True)
+class OsuResult:
+    """Everything one ``bench mpi`` run measured (gathered on rank 0; other ranks get None)."""
+
+    test: str
+    buffers: str
+    staged: bool
+    pairs: tuple[tuple[int, int], ...]
+    rows: tuple[PairResult, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def method(self) -> str:
+        return f"mpi.{self.test}" + ("+staged" if self.staged else "")
+
+    def per_size(self) -> list[tuple[int, float, bool]]:
+        """OSU table rows: (size, aggregate value, all verified). bw sums pairs; latency averages."""
+        out = []
+        for size in sorted({r.size_bytes for r in self.rows}):
+            rows = [r for r in self.rows if r.size_bytes == size]
+            values = [r.value for r in rows]
+            agg = float(np.mean(values)) if self.test == "latency" else float(np.sum(values))
+            out.append((size, agg, all(r.wrong_bytes == 0 for r in rows if r.wrong_bytes is not None)))
+        return out
+
+
+class _Side:
+    """One rank's buffers for one test: what MPI sends from / receives into, with staging."""
+
+    def __init__(self, space: BufferSpace, max_bytes: int, staged: bool, window: int, need_send: bool, need_recv: bool):
+        self.space = space
+        self.staged = staged and space.kind == "D"
+        self.send = space.alloc(max_bytes) if need_send else None
+        self.recv = space.alloc(max_bytes) if need_recv else None
+        self.slots: list[np.ndarray] = []
+        self.host_recv: np.ndarray | None = None
+        if self.staged:
+            nslots = max(1, min(window, STAGING_SLOTS_BYTES // max(max_bytes, 1)))
+            if need_send:
+                self.slots = [pinned_host(max_bytes, space) for _ in range(nslots)]
+            if need_recv:
+                self.host_recv = pinned_host(max_bytes, space)
+
+    def send_obj(self, size: int, slot: int = 0) -> Any:
+        """Buffer MPI sends from; staged: copy the device buffer into a host slot first."""
+        if self.staged:
+            host = self.slots[slot % len(self.slots)]
+            self.space.to_host(self.send, host, size)
+            return host[:size]
+        return self.space.view(self.send, size)
+
+    def recv_obj(self, size: int) -> Any:
+        if self.staged:
+            return self.host_recv[:size]
+        return self.space.view(self.recv, size)
+
+    def after_recv(self, size: int) -> None:
+        """Staged: copy what arrived in host memory to the device buffer."""
+        if self.staged:
+            self.space.from_host(self.host_recv, self.recv, size)
+
+
+def required_bytes(test: str, max_size: int) -> int:
+    """Bytes each rank allocates in its buffer space (send + receive)."""
+    return 2 * max_size if test in ("latency", "bibw") else max_size
+
+
+def run_osu(
+    job: Job,
+    test: str,
+    sizes: Sequence[int],
+    buffers: str,
+    spaces: tuple[BufferSpace, BufferSpace],
+    *,
+    schedule: Schedule = Schedule(),
+    staged: bool = False,
+    verify: bool = True,
+    runs: int = 1,
+    clock: Callable[[], float] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> OsuResult | None:
+    """Run one OSU test over ``sizes`` on every pair of the job; rank 0 returns the result.
+
+    ``spaces`` are the buffer spaces of the first and second rank of a pair (from ``--buffers``);
+    each rank only allocates in its own. Checks every rank would fail alike (odd world size)
+    raise CollectiveError on all ranks; memory shortfalls on any rank are agreed collectively.
+    """
+    from mpi4py import MPI  # noqa: PLC0415 - job.comm is an mpi4py communicator here
+
+    require(job, test in TESTS, f"unknown test {test!r}", f"valid tests: {', '.join(TESTS)}")
+    require(job, buffers in BUFFER_CHOICES, f"--buffers {buffers!r} is not valid",
+            f"valid choices: {', '.join(BUFFER_CHOICES)} (first letter: the first rank of each pair)")
+    require(job, job.size >= 2 and job.size % 2 == 0,
+            f"bench mpi --test {test} pairs rank r with rank r + n/2 and needs an even number of ranks >= 2, "
+            f"got {job.size}", "run with mpirun -n 2 (or any even count)")
+    require(job, bool(sizes), "no message sizes given")
+    require(job, runs >= 1, f"--runs must be >= 1, got {runs}")
+    clock = clock or MPI.Wtime
+    comm = job.comm
+    half = job.size // 2
+    first = job.rank < half
+    partner = job.rank + half if first else job.rank - half
+    space = spaces[0] if first else spaces[1]
+    max_size = max(sizes)
+
+    need = required_bytes(test, max_size)
+    free = space.free_bytes()
+    problem = None
+    if need > free:
+        problem = (f"messages up to {format_size(max_size)} need {format_size(need)} of {space.name} memory "
+                   f"for --test {test}, only {format_size(free)} is free")
+    agree(job, problem)
+
+    window_max = max(schedule.plan(test, s)[2] for s in sizes)
+    side = _Side(space, max_size, staged, window_max,
+                 need_send=True, need_recv=True)
+    ack = np.zeros(1, dtype=np.uint8)
+    rows: list[PairResult] = []
+    for size in sizes:
+        iters, skip, window = schedule.plan(test, size)
+        seed = size % 251
+        space.fill(side.send, size, seed)
+        space.poison(side.recv, size)
+        values = []
+        for _ in range(runs):
+            comm.Barrier()
+            if test == "latency":
+                elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
+                value = elapsed * 1e6 / (2.0 * iters)
+            elif test == "bw":
+                elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock)
+                value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+            else:
+                elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock)
+                value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+            values.append(value)
+        receives = test != "bw" or not first
+        wrong = space.wrong_bytes(side.recv, size, seed) if (verify and receives) else (0 if verify else None)
+        mine = (job.rank, values, wrong) if first else (job.rank, None, wrong)
+        gathered = comm.gather(mine, root=0)
+        if job.rank == 0:
+            by_rank = {r: (v, w) for r, v, w in gathered}
+            for a in range(half):
+                b = a + half
+                vals, wa = by_rank[a]
+                _, wb = by_rank[b]
+                wrong_total = None if (wa is None or wb is None) else wa + wb
+                rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window, wrong_total))
+            if progress:
+                progress(f"{test} {format_size(size)} done")
+    comm.Barrier()
+    if job.rank != 0:
+        return None
+    pairs = tuple((a, a + half) for a in range(half))
+    return OsuResult(test, buffers, staged and "D" in buffers, pairs, tuple(rows))
+
+
+def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
+                  clock: Callable[[], float]) -> float:
+    send, recv = comm.Send, comm.Recv
+    if not side.staged:
+        # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
+        # once, so the loop measures MPI rather than Python attribute lookups and slicing.
+        sbuf, rbuf = side.send_obj(size), side.recv_obj(size)
+        t0 = 0.0
+        if first:
+            for i in range(iters + skip):
+                if i == skip:
+                    t0 = clock()
+                send(sbuf, partner, 1)
+                recv(rbuf, partner, 1)
+        else:
+            for i in range(iters + skip):
+                if i == skip:
+                    t0 = clock()
+                recv(rbuf, partner, 1)
+                send(sbuf, partner, 1)
+        return clock() - t0
+    t0 = 0.0
+    for i in range(iters + skip):
+        if i == skip:
+            t0 = clock()
+        if first:
+            send(side.send_obj(size), partner, 1)
+            recv(side.recv_obj(size), partner, 1)
+            side.after_recv(size)
+        else:
+            recv(side.recv_obj(size), partner, 1)
+            side.after_recv(size)
+            send(side.send_obj(size), partner, 1)
+    return clock() - t0
+
+
+def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, first: bool, partner: int,
+             ack: np.ndarray, clock: Callable[[], float]) -> float:
+    from mpi4py import MPI  # noqa: PLC0415
+
+    t0 = 0.0
+    for i in range(iters + skip):
+        if i == skip:
+            t0 = clock()
+        if first:
+            requests = []
+            nslots = len(side.slots) if side.staged else window
+            for j in range(window):
+                if side.staged and j >= nslots:
+                    requests[j - nslots].Wait()  # the slot is reused: its send must be complete
+                requests.append(comm.Isend(side.send_obj(size, slot=j), dest=partner, tag=100))
+            MPI.Request.Waitall(requests)
+            comm.Recv(ack, source=partner, tag=101)
+        else:
+            recv = side.recv_obj(size)
+            requests = [comm.Irecv(recv, source=partner, tag=100) for _ in range(window)]
+            MPI.Request.Waitall(requests)
+            for _ in range(window if side.staged else 1):
+                side.after_recv(size)
+            comm.Send(ack, dest=partner, tag=101)
+    return clock() - t0
+
+
+def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, partner: int,
+               clock: Callable[[], float]) -> float:
+    from mpi4py import MPI  # noqa: PLC0415
+
+    t0 = 0.0
+    for i in range(iters + skip):
+        if i == skip:
+            t0 = clock()
+        recv = side.recv_obj(size)
+        requests = [comm.Irecv(recv, source=partner, tag=10) for _ in range(window)]
+        nslots = len(side.slots) if side.staged else window
+        sends = []
+        for j in range(window):
+            if side.staged and j >= nslots:
+                sends[j - nslots].Wait()
+            sends.append(comm.Isend(side.send_obj(size, slot=j), dest=partner, tag=10))
+        MPI.Request.Waitall(requests + sends)
+        for _ in range(window if side.staged else 1):
+            side.after_recv(size)
+    return clock() - t0

@@ -1,0 +1,265 @@
+"""NCCL collectives benchmark, nccl-tests style (time, algbw, busbw, #wrong).
+
+Per size: allocate once at the largest size, run ``warmup`` untimed operations, then time
+``iters`` back-to-back operations between CUDA events on every local GPU's stream (each operation
+is one NCCL group over all local peers) and take time = elapsed / iters; with several MPI ranks
+the times are averaged over ranks as nccl-tests does. algbw and busbw come from
+``collectives`` (nccl-tests' factors). Out-of-place buffers, float32, sum, root 0.
+
+Data check (``#wrong``): after timing, every rank's send buffer is filled with
+``(i mod 13) + rank + 1`` (exact in float32 for any sum here), the receive buffer is poisoned,
+one operation runs, and every element is compared with the value the operation must produce.
+
+alltoall and sendrecv are grouped ``ncclSend``/``ncclRecv`` as in nccl-tests (NCCL has no
+alltoall primitive): alltoall sends chunk k to rank k (itself included); sendrecv sends to
+rank+1 and receives from rank-1 (a ring shift).
+
+With ``graph_iters`` > 0 the timed loop is captured once into a CUDA graph per GPU and the graph
+is launched ``iters / graph_iters`` times (cuts Python launch overhead at small sizes); if capture
+fails the run falls back to eager launches and says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..units import format_size
+from .collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
+from .launch import Job, agree, require
+from .nccl_backend import Peer
+
+POISON = -7.0
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    """One operation at one size (``time_us`` etc. are medians over runs)."""
+
+    op: str
+    size_bytes: int
+    count: int
+    time_us: float
+    algbw_gb_per_s: float
+    busbw_gb_per_s: float
+    wrong: int | None
+    runs_time_us: tuple[float, ...]
+    graph: bool = False
+
+
+@dataclass(frozen=True)
+class NcclResult:
+    op: str
+    ranks: int
+    devices_per_rank: tuple[tuple[int, ...], ...]
+    nccl_version: str
+    rows: tuple[NcclRow, ...]
+    iters: int
+    warmup: int
+    simulated: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def wrong_total(self) -> int:
+        return sum(r.wrong or 0 for r in self.rows)
+
+
+def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[Peer]:
+    """Single process: one peer per device in ``devices`` (initAll). Several MPI ranks: one peer
+    per rank on ``local_gpu``, with rank 0's unique id broadcast over MPI."""
+    if job.size == 1:
+        devs = list(devices) if devices is not None else list(range(backend.device_count()))
+        require(job, len(devs) >= 1, "no GPU to run NCCL on")
+        require(job, len(set(devs)) == len(devs), f"--gpus lists a GPU twice: {devs}")
+        return backend.init_all(devs)
+    require(job, local_gpu is not None, "no GPU bound to this rank")
+    uid = backend.unique_id() if job.rank == 0 else None
+    uid = job.comm.bcast(uid, root=0)
+    return [backend.init_rank(job.size, uid, job.rank, local_gpu)]
+
+
+def _values(xp: Any, rank: int, start: int, count: int) -> Any:
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return ((idx % 13) + rank + 1).astype(xp.float32)
+
+
+def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return (n * (idx % 13) + n * (n + 1) // 2).astype(xp.float32)
+
+
+class _Buffers:
+    def __init__(self, backend: Any, peers: Sequence[Peer], lay: Layout) -> None:
+        self.send = [backend.alloc(p, lay.send_count) for p in peers]
+        self.recv = [backend.alloc(p, lay.recv_count) for p in peers]
+
+
+def enqueue(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> None:
+    """One operation on every local peer, as one NCCL group."""
+    backend.group_start()
+    try:
+        for i, p in enumerate(peers):
+            s, r = bufs.send[i], bufs.recv[i]
+            if op == "allreduce":
+                backend.allreduce(p, s, r, lay.send_count)
+            elif op == "allgather":
+                backend.allgather(p, s, r, lay.send_count)
+            elif op == "reduce_scatter":
+                backend.reduce_scatter(p, s, r, lay.recv_count)
+            elif op == "broadcast":
+                backend.broadcast(p, s, r, lay.send_count, 0)
+            elif op == "reduce":
+                backend.reduce(p, s, r, lay.send_count, 0)
+            elif op == "alltoall":
+                c = lay.chunk_count
+                for k in range(nranks):
+                    backend.send(p, s[k * c:(k + 1) * c], c, k)
+                    backend.recv(p, r[k * c:(k + 1) * c], c, k)
+            elif op == "sendrecv":
+                backend.send(p, s, lay.send_count, (p.rank + 1) % nranks)
+                backend.recv(p, r, lay.recv_count, (p.rank - 1) % nranks)
+    finally:
+        backend.group_end()
+
+
+def expected(xp: Any, op: str, rank: int, nranks: int, lay: Layout) -> Any | None:
+    """What rank ``rank``'s receive buffer must hold after ``op`` (None: nothing to check)."""
+    n, c = nranks, lay.chunk_count
+    if op == "allreduce":
+        return _sum_values(xp, n, 0, lay.recv_count)
+    if op == "broadcast":
+        return _values(xp, 0, 0, lay.recv_count)
+    if op == "reduce":
+        return _sum_values(xp, n, 0, lay.recv_count) if rank == 0 else None
+    if op == "allgather":
+        return xp.concatenate([_values(xp, k, 0, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
+    if op == "reduce_scatter":
+        return _sum_values(xp, n, rank * c, c)
+    if op == "alltoall":
+        return xp.concatenate([_values(xp, k, rank * c, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
+    if op == "sendrecv":
+        return _values(xp, (rank - 1) % n, 0, lay.recv_count)
+    raise ValueError(op)
+
+
+def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> int:
+    """Fill, poison, run once, count wrong elements on this process's peers."""
+    xp = backend.xp
+    for i, p in enumerate(peers):
+        with backend.on(p):
+            bufs.send[i][:lay.send_count] = _values(xp, p.rank, 0, lay.send_count)
+            bufs.recv[i][:lay.recv_count] = POISON
+    backend.sync(peers)
+    enqueue(backend, op, peers, bufs, lay, nranks)
+    backend.sync(peers)
+    wrong = 0
+    for i, p in enumerate(peers):
+        with backend.on(p):
+            want = expected(xp, op, p.rank, nranks, lay)
+            if want is not None:
+                wrong += int(xp.count_nonzero(bufs.recv[i][:lay.recv_count] != want))
+    return wrong
+
+
+def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int) -> float:
+    """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers)."""
+    backend.sync(peers)
+    starts = [backend.record(p) for p in peers]
+    for _ in range(iters):
+        launch()
+    stops = [backend.record(p) for p in peers]
+    backend.sync(peers)
+    return max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
+
+
+def run_nccl(
+    job: Job,
+    backend: Any,
+    peers: Sequence[Peer],
+    op: str,
+    sizes: Sequence[int],
+    *,
+    iters: int = 20,
+    warmup: int = 5,
+    runs: int = 1,
+    verify: bool = True,
+    graph_iters: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> NcclResult | None:
+    """Run ``op`` over ``sizes``; rank 0 returns the table (other ranks None)."""
+    require(job, op in OPS, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OPS)}")
+    require(job, iters >= 1 and warmup >= 0 and runs >= 1, "iterations and runs must be >= 1, warm-up >= 0")
+    require(job, bool(sizes), "no sizes given")
+    nranks = job.size * len(peers) if job.size > 1 else len(peers)
+    require(job, nranks >= 1, "no NCCL ranks")
+    big = layout(op, max(sizes), nranks)
+    need = (big.send_count + big.recv_count) * 4
+    problem = None
+    for p in peers:
+        free = backend.free_bytes(p)
+        if need > 0.95 * free:
+            problem = (f"--op {op} at {format_size(max(sizes))} needs {format_size(need)} on GPU {p.device}, "
+                       f"only {format_size(free)} is free")
+            break
+    agree(job, problem)
+    bufs = _Buffers(backend, peers, big)
+    notes: list[str] = []
+    rows: list[NcclRow] = []
+    use_graph = graph_iters > 0 and not backend.simulated
+    for size in sizes:
+        lay = layout(op, size, nranks)
+        view = _Buffers.__new__(_Buffers)
+        view.send = [b[:max(lay.send_count, 1)] for b in bufs.send]
+        view.recv = [b[:max(lay.recv_count, 1)] for b in bufs.recv]
+        for p, s in zip(peers, view.send):
+            with backend.on(p):
+                s[:lay.send_count] = 1.0
+        launch_one = lambda: enqueue(backend, op, peers, view, lay, nranks)  # noqa: E731
+        for _ in range(warmup):
+            launch_one()
+        launch, per_launch, graph_used = launch_one, 1, False
+        if use_graph and lay.size_bytes <= (1 << 20):
+            graph_used, launch, per_launch = _try_graph(job, backend, peers, launch_one, graph_iters, notes)
+        times = []
+        for _ in range(runs):
+            job.comm.Barrier()
+            t = time_op(backend, peers, launch, max(1, iters // per_launch)) / per_launch
+            t_sum = job.comm.allreduce(t) if job.size > 1 else t
+            times.append(t_sum / job.size)
+        wrong = check(backend, op, peers, view, lay, nranks) if verify else None
+        if wrong is not None and job.size > 1:
+            wrong = job.comm.allreduce(wrong)
+        t_med = float(np.median(times))
+        algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
+        rows.append(NcclRow(op, lay.size_bytes, lay.send_count if op != "allgather" else lay.recv_count,
+                            t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
+                            tuple(t * 1e6 for t in times), graph_used))
+        if progress and job.rank == 0:
+            progress(f"{op} {format_size(size)}: {t_med * 1e6:.2f} us")
+    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    if job.rank != 0:
+        return None
+    return NcclResult(op, nranks, tuple(devices), backend.version(), tuple(rows), iters, warmup,
+                      simulated=bool(backend.simulated), notes=tuple(dict.fromkeys(notes)))
+
+
+def _try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,
+               notes: list[str]) -> tuple[bool, Callable[[], None], int]:
+    ok, graphs, error = True, None, ""
+    try:
+        def body() -> None:
+            for _ in range(graph_iters):
+                launch_one()
+        graphs = backend.capture(peers, body)
+    except Exception as exc:  # noqa: BLE001 - any capture failure: fall back to eager launches
+        ok, error = False, f"{type(exc).__name__}: {exc}"
+    if job.size > 1:
+        ok = all(job.comm.allgather(ok))
+    if not ok:
+        notes.append(f"CUDA graph capture failed, eager launches used ({error or 'on another rank'})")
+        backend.sync(peers)
+        return False, launch_one, 1
+    launch_one_graph = lambda: backend.launch(peers, graphs)  # noqa: E731
+    launch_one_graph()  # first graph launch uploads it: untimed
+    return True, launch_one_graph, graph_iters

@@ -1,0 +1,178 @@
+"""Every rank pair of the job, one pair at a time (others idle), into one bandwidth matrix.
+
+``linkscope bench p2p --mpi`` under mpirun/srun, across any number of hosts: for each ordered pair
+(i, j), i ≠ j, all ranks meet at a barrier, then rank i sends ``iters`` messages of each size to
+rank j while every other rank waits. GPU ranks use NCCL ``ncclSend``/``ncclRecv`` on the job's
+communicator (timed with CUDA events on both ends; the pair's time is the slower end's);
+``--buffers H`` uses MPI on host buffers with the osu_bw window and ack. The matrix (GB/s per
+direction, row = sender) is what ``linkscope map --results`` turns into a cost for a cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..units import format_size
+from .buffers import BufferSpace
+from .launch import Job, agree, require
+from .mpi_p2p import Schedule, _bw_loop, _Side
+from .nccl_backend import Peer
+
+
+@dataclass(frozen=True)
+class PairCell:
+    src: int
+    dst: int
+    size_bytes: int
+    gb_per_s: float
+    time_us: float
+    wrong: int | None
+
+
+@dataclass(frozen=True)
+class P2PMatrix:
+    ranks: int
+    transport: str  # "nccl" or "mpi"
+    cells: tuple[PairCell, ...]
+    devices: tuple[Any, ...]
+    simulated: bool = False
+
+    def matrix(self, size_bytes: int) -> list[list[float | None]]:
+        out: list[list[float | None]] = [[None] * self.ranks for _ in range(self.ranks)]
+        for c in self.cells:
+            if c.size_bytes == size_bytes:
+                out[c.src][c.dst] = c.gb_per_s
+        return out
+
+
+def _pairs(n: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(n) for j in range(n) if i != j]
+
+
+def run_p2p_nccl(
+    job: Job,
+    backend: Any,
+    peers: Sequence[Peer],
+    sizes: Sequence[int],
+    *,
+    iters: int = 20,
+    warmup: int = 5,
+    verify: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> P2PMatrix | None:
+    """NCCL send/recv for every ordered pair. ``peers``: the NCCL ranks this process drives (one
+    per MPI rank; several in a single process)."""
+    nranks = job.size * len(peers) if job.size > 1 else len(peers)
+    require(job, nranks >= 2, f"bench p2p needs at least 2 ranks, got {nranks}", "run under mpirun -n 2 or more")
+    require(job, bool(sizes) and iters >= 1, "need sizes and iterations >= 1")
+    max_count = max(1, max(sizes) // 4)
+    problem = None
+    for p in peers:
+        if 2 * max_count * 4 > 0.95 * backend.free_bytes(p):
+            problem = f"messages of {format_size(max(sizes))} do not fit on GPU {p.device}"
+    agree(job, problem)
+    local = {p.rank: p for p in peers}
+    send = {r: backend.alloc(p, max_count) for r, p in local.items()}
+    recv = {r: backend.alloc(p, max_count) for r, p in local.items()}
+    xp = backend.xp
+    cells = []
+    for src, dst in _pairs(nranks):
+        for size in sizes:
+            count = max(1, size // 4)
+
+            def launch() -> None:
+                backend.group_start()
+                try:
+                    if src in local:
+                        backend.send(local[src], send[src][:count], count, dst)
+                    if dst in local:
+                        backend.recv(local[dst], recv[dst][:count], count, src)
+                finally:
+                    backend.group_end()
+
+            involved = [local[r] for r in (src, dst) if r in local]
+            if src in local:
+                with backend.on(local[src]):
+                    send[src][:count] = (xp.arange(count, dtype=xp.int64) % 509 + src).astype(xp.float32)
+            if dst in local:
+                with backend.on(local[dst]):
+                    recv[dst][:count] = -1.0
+            job.comm.Barrier()
+            t = 0.0
+            if involved:
+                for _ in range(warmup):
+                    launch()
+                backend.sync(involved)
+                starts = [backend.record(p) for p in involved]
+                for _ in range(iters):
+                    launch()
+                stops = [backend.record(p) for p in involved]
+                backend.sync(involved)
+                t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
+            wrong = None
+            if verify and dst in local:
+                with backend.on(local[dst]):
+                    want = (xp.arange(count, dtype=xp.int64) % 509 + src).astype(xp.float32)
+                    wrong = int(xp.count_nonzero(recv[dst][:count] != want))
+            if job.size > 1:
+                t = max(job.comm.allgather(t))
+                wrongs = [w for w in job.comm.allgather(wrong) if w is not None]
+                wrong = sum(wrongs) if wrongs else None
+            cells.append(PairCell(src, dst, count * 4, count * 4 / t / 1e9 if t > 0 else 0.0, t * 1e6, wrong))
+        if progress and job.rank == 0:
+            progress(f"p2p {src}->{dst} done")
+    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    if job.rank != 0:
+        return None
+    return P2PMatrix(nranks, "nccl", tuple(cells), tuple(devices), bool(backend.simulated))
+
+
+def run_p2p_mpi(
+    job: Job,
+    space: BufferSpace,
+    sizes: Sequence[int],
+    *,
+    schedule: Schedule = Schedule(),
+    verify: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> P2PMatrix | None:
+    """MPI host-buffer bandwidth (osu_bw window + ack) for every ordered rank pair."""
+    from mpi4py import MPI  # noqa: PLC0415
+
+    require(job, job.size >= 2, f"bench p2p --mpi needs at least 2 ranks, got {job.size}",
+            "run under mpirun -n 2 or more")
+    require(job, bool(sizes), "no sizes given")
+    max_size = max(sizes)
+    agree(job, None if 2 * max_size <= space.free_bytes()
+          else f"messages of {format_size(max_size)} need {format_size(2 * max_size)} of host memory")
+    side = _Side(space, max_size, False, 1, need_send=True, need_recv=True)
+    ack = np.zeros(1, dtype=np.uint8)
+    cells = []
+    for src, dst in _pairs(job.size):
+        for size in sizes:
+            iters, skip, window = schedule.plan("bw", size)
+            seed = (size + src) % 251
+            if job.rank == src:
+                space.fill(side.send, size, seed)
+            if job.rank == dst:
+                space.poison(side.recv, size)
+            job.comm.Barrier()
+            elapsed = 0.0
+            if job.rank in (src, dst):
+                first = job.rank == src
+                elapsed = _bw_loop(job.comm, side, size, iters, skip, window, first, dst if first else src, ack,
+                                   MPI.Wtime)
+            wrong = space.wrong_bytes(side.recv, size, seed) if (verify and job.rank == dst) else None
+            t_all = job.comm.allgather((elapsed if job.rank == src else 0.0, wrong))
+            t = t_all[src][0]
+            wrong = t_all[dst][1]
+            moved = size * iters * window
+            cells.append(PairCell(src, dst, size, moved / t / 1e9 if t > 0 else 0.0,
+                                  t / (iters * window) * 1e6 if t > 0 else 0.0, wrong))
+        if progress and job.rank == 0:
+            progress(f"p2p {src}->{dst} done")
+    if job.rank != 0:
+        return None
+    return P2PMatrix(job.size, "mpi", tuple(cells), tuple(job.hosts))

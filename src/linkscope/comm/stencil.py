@@ -1,0 +1,382 @@
+"""Halo-exchange microbenchmark: what a rank → GPU mapping buys in a real neighbour exchange.
+
+One NCCL rank per GPU on a process grid (ranks row-major, last dimension fastest, as
+``MPI_Cart_create`` numbers them and ``linkscope.traffic.synthetic.stencil`` models them). Each
+exchange every rank sends one halo message to each neighbour along each axis and receives one
+from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
+Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
+between CUDA events, ``runs`` times (4), and the mean and standard deviation of the time per
+exchange are reported. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
+subdomain), so the axes' traffic differs and a mapping has something to optimise.
+
+Mappings: ``default`` puts rank r on the r-th GPU; ``auto`` asks ``linkscope.mapping`` for the
+mapping minimising the stencil's traffic cost on the fabric; ``FILE`` reads ``gpu_of_rank`` from a
+``linkscope map`` output. With a mapping other than default, both are measured in one run and the
+gain ``(t_default - t_mapping) / t_default`` is reported per size. On a uniform NVSwitch node all
+mappings are equivalent: the gain is ≈ 0 and said so.
+
+Emulated heterogeneous fabric (single process only): ``emulate_slow_pairs`` lists GPU pairs whose
+halo messages go through host memory (D2H copy on the sender's stream, then H2D on the receiver's
+stream after an event) instead of NCCL; the auto mapping is told those pairs are slow. Results
+from this mode are labelled ``emulated``. Note: staged copies run after the NCCL group on the same
+streams, so they are not overlapped with the NVLink traffic (that only makes slow pairs slower).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import UserError
+from ..units import format_size
+from .launch import Job, agree, require
+from .nccl_backend import Peer
+
+DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
+HOST_STAGED_GB_PER_S = 25.0
+"""What the auto mapping assumes for an emulated slow pair (one D2H plus one H2D copy over PCIe)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One halo message of one exchange: ``src`` sends ``count`` float32 to ``dst``.
+
+    ``send_offset``/``recv_offset`` place it in the sender's send buffer and receiver's receive
+    buffer (elements)."""
+
+    src: int
+    dst: int
+    axis: int
+    side: int
+    count: int
+    send_offset: int = 0
+    recv_offset: int = 0
+
+
+def balanced_grid(ranks: int, dims: int) -> tuple[int, ...]:
+    """The most cubic factorisation of ``ranks`` into ``dims`` factors, largest first."""
+    best: tuple[int, ...] | None = None
+
+    def walk(n: int, k: int, start: int) -> Any:
+        if k == 1:
+            if n >= start:
+                yield (n,)
+            return
+        for f in range(start, n + 1):
+            if n % f == 0:
+                for rest in walk(n // f, k - 1, f):
+                    yield (f,) + rest
+
+    for combo in walk(ranks, dims, 1):
+        if best is None or max(combo) - min(combo) < max(best) - min(best):
+            best = combo
+    if best is None:
+        raise UserError(f"cannot factor {ranks} ranks into a {dims}-D grid")
+    return tuple(sorted(best, reverse=True))
+
+
+def axis_weights(dims: int, weighted: bool) -> tuple[float, ...]:
+    return tuple(1.0 / 2**k for k in range(dims)) if weighted else (1.0,) * dims
+
+
+def halo_messages(grid: Sequence[int], periodic: bool, size_bytes: int, weighted: bool = False) -> list[Message]:
+    """Every message of one exchange (same neighbours and sizes as traffic.synthetic.stencil)."""
+    dims = tuple(grid)
+    weights = axis_weights(len(dims), weighted)
+    strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
+    n = int(np.prod(dims))
+    msgs: list[Message] = []
+    for rank in range(n):
+        coords = [(rank // strides[a]) % dims[a] for a in range(len(dims))]
+        for axis, d in enumerate(dims):
+            for side in (-1, 1):
+                c = coords[axis] + side
+                if not 0 <= c < d:
+                    if not periodic:
+                        continue
+                    c %= d
+                peer = rank + (c - coords[axis]) * strides[axis]
+                if peer == rank:
+                    continue
+                count = max(1, int(round(size_bytes * weights[axis])) // 4)
+                msgs.append(Message(rank, peer, axis, side, count))
+    # offsets: sender packs its messages in order; receiver slots in the order they arrive here
+    send_pos: dict[int, int] = {}
+    recv_pos: dict[int, int] = {}
+    placed = []
+    for m in msgs:
+        so, ro = send_pos.get(m.src, 0), recv_pos.get(m.dst, 0)
+        send_pos[m.src], recv_pos[m.dst] = so + m.count, ro + m.count
+        placed.append(Message(m.src, m.dst, m.axis, m.side, m.count, so, ro))
+    return placed
+
+
+def traffic_matrix(grid: Sequence[int], periodic: bool, size_bytes: int, weighted: bool) -> Any:
+    """The stencil's TrafficMatrix from linkscope.traffic (what the mapper optimises)."""
+    from ..traffic.synthetic import stencil  # noqa: PLC0415
+
+    return stencil(tuple(grid), periodic, size_bytes, axis_weights(len(grid), weighted) if weighted else None)
+
+
+def parse_slow_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
+    """``"0-1,2-3"`` → ((0, 1), (2, 3))."""
+    if not text:
+        return ()
+    pairs = []
+    for part in text.split(","):
+        a, sep, b = part.strip().partition("-")
+        if not sep or not a.strip().isdigit() or not b.strip().isdigit() or a.strip() == b.strip():
+            raise UserError(f"bad GPU pair {part.strip()!r} in --emulate-slow-pairs",
+                            hint="use distinct GPU indices like 0-1,2-3")
+        pairs.append((int(a), int(b)))
+    return tuple(pairs)
+
+
+def choose_mapping(
+    mapping: str,
+    grid: Sequence[int],
+    periodic: bool,
+    weighted: bool,
+    gpus: int,
+    *,
+    topology: Any = None,
+    slow_pairs: Sequence[tuple[int, int]] = (),
+    size_bytes: int = 1 << 20,
+) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """(gpu_of_rank, info) for ``default``, ``auto`` or a mapping FILE. GPU numbers are indices into
+    the GPUs the benchmark uses (0..gpus-1)."""
+    ranks = int(np.prod(grid))
+    if mapping == "default":
+        return tuple(range(ranks)), {"mapping": "default"}
+    if mapping == "auto":
+        from ..mapping.api import map_traffic  # noqa: PLC0415
+        from ..mapping.cost import CostModel, topology_cost  # noqa: PLC0415
+
+        traffic = traffic_matrix(grid, periodic, size_bytes, weighted)
+        if topology is not None:
+            if topology.gpu_count != gpus:
+                raise UserError(f"the topology has {topology.gpu_count} GPUs but the benchmark uses {gpus}")
+            base = topology_cost(topology, "bandwidth")
+            us_per_byte = np.array(base.costs[0], dtype=float)
+            source = base.source
+        else:
+            us_per_byte = np.full((gpus, gpus), 1e6 / 400e9)  # uniform fabric assumed
+            source = "uniform (no topology given)"
+        for a, b in slow_pairs:
+            us_per_byte[a, b] = us_per_byte[b, a] = 1e6 / (HOST_STAGED_GB_PER_S * 1e9)
+        np.fill_diagonal(us_per_byte, 0.0)
+        if slow_pairs:
+            source += " + emulated slow pairs " + ",".join(f"{a}-{b}" for a, b in slow_pairs)
+        cost = CostModel("bandwidth", ("bytes",), (us_per_byte,), "µs", source)
+        assignment = map_traffic(traffic, cost, topology if not slow_pairs else None)
+        info = {"mapping": "auto", "cost_us": assignment.cost, "default_cost_us": assignment.default_cost,
+                "solver": assignment.solver, "optimal": assignment.optimal, "cost_source": source,
+                "notes": list(assignment.notes)}
+        return tuple(assignment.gpu_of_rank), info
+    from ..mapping.assignment import load_assignment  # noqa: PLC0415
+
+    assignment = load_assignment(mapping)
+    gpu_of_rank = tuple(int(g) for g in assignment.gpu_of_rank)
+    if len(gpu_of_rank) != ranks:
+        raise UserError(f"mapping {mapping} places {len(gpu_of_rank)} ranks but the grid has {ranks}")
+    if sorted(gpu_of_rank) != sorted(set(gpu_of_rank)) or max(gpu_of_rank) >= gpus:
+        raise UserError(f"mapping {mapping} must put each rank on a distinct GPU in 0..{gpus - 1}, got {gpu_of_rank}")
+    return gpu_of_rank, {"mapping": str(mapping), "solver": assignment.solver}
+
+
+@dataclass(frozen=True)
+class StencilRow:
+    """One mapping at one halo size: time per exchange over ``runs`` runs (µs)."""
+
+    mapping: str
+    size_bytes: int
+    mean_us: float
+    stddev_us: float
+    runs_us: tuple[float, ...]
+    exchange_bytes: int
+    wrong: int | None
+
+
+@dataclass(frozen=True)
+class StencilResult:
+    grid: tuple[int, ...]
+    periodic: bool
+    weighted: bool
+    gpu_of_rank: dict[str, tuple[int, ...]]
+    rows: tuple[StencilRow, ...]
+    emulated_slow_pairs: tuple[tuple[int, int], ...]
+    mapping_info: dict[str, Any]
+    simulated: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    def gains(self, mapping: str) -> list[tuple[int, float]]:
+        """(size, relative time saved by ``mapping`` versus default) per size."""
+        out = []
+        for size in sorted({r.size_bytes for r in self.rows}):
+            d = next((r for r in self.rows if r.size_bytes == size and r.mapping == "default"), None)
+            m = next((r for r in self.rows if r.size_bytes == size and r.mapping == mapping), None)
+            if d and m and d.mean_us > 0:
+                out.append((size, (d.mean_us - m.mean_us) / d.mean_us))
+        return out
+
+
+class _Exchange:
+    """Buffers and launch of one exchange for the local peers under one mapping."""
+
+    def __init__(self, backend: Any, peers: Sequence[Peer], msgs: Sequence[Message], device_of_rank: Sequence[int],
+                 slow: set[frozenset[int]]) -> None:
+        self.backend, self.peers = backend, list(peers)
+        self.by_rank = {p.rank: p for p in peers}
+        self.msgs = list(msgs)
+        self.slow_msgs = [m for m in msgs if frozenset((device_of_rank[m.src], device_of_rank[m.dst])) in slow]
+        self.nccl_msgs = [m for m in msgs if m not in self.slow_msgs]
+        send_total = {r: sum(m.count for m in msgs if m.src == r) for r in self.by_rank}
+        recv_total = {r: sum(m.count for m in msgs if m.dst == r) for r in self.by_rank}
+        self.send = {r: backend.alloc(p, send_total[r]) for r, p in self.by_rank.items()}
+        self.recv = {r: backend.alloc(p, recv_total[r]) for r, p in self.by_rank.items()}
+        self.host = {id(m): backend.pinned(m.count) for m in self.slow_msgs}
+        self.events = {id(m): backend.new_event(self.by_rank[m.src]) for m in self.slow_msgs}
+
+    def launch(self) -> None:
+        b = self.backend
+        b.group_start()
+        try:
+            for m in self.nccl_msgs:
+                if m.src in self.by_rank:
+                    s = self.send[m.src]
+                    b.send(self.by_rank[m.src], s[m.send_offset:m.send_offset + m.count], m.count, m.dst)
+                if m.dst in self.by_rank:
+                    r = self.recv[m.dst]
+                    b.recv(self.by_rank[m.dst], r[m.recv_offset:m.recv_offset + m.count], m.count, m.src)
+        finally:
+            b.group_end()
+        for m in self.slow_msgs:
+            s = self.send[m.src][m.send_offset:m.send_offset + m.count]
+            r = self.recv[m.dst][m.recv_offset:m.recv_offset + m.count]
+            b.staged_copy(self.by_rank[m.src], s, self.host[id(m)], self.by_rank[m.dst], r, m.count, self.events[id(m)])
+
+    def check(self) -> int:
+        """Send buffers carry (rank, position) codes; after one exchange every halo must match."""
+        b, xp = self.backend, self.backend.xp
+        for r, p in self.by_rank.items():
+            with b.on(p):
+                n = int(self.send[r].size)
+                self.send[r][:] = (xp.arange(n, dtype=xp.int64) % 1021 + 1024 * (r + 1)).astype(xp.float32)
+                self.recv[r][:] = -1.0
+        b.sync(self.peers)
+        self.launch()
+        b.sync(self.peers)
+        wrong = 0
+        for m in self.msgs:
+            if m.dst not in self.by_rank:
+                continue
+            with b.on(self.by_rank[m.dst]):
+                idx = xp.arange(m.send_offset, m.send_offset + m.count, dtype=xp.int64)
+                want = (idx % 1021 + 1024 * (m.src + 1)).astype(xp.float32)
+                got = self.recv[m.dst][m.recv_offset:m.recv_offset + m.count]
+                wrong += int(xp.count_nonzero(got != want))
+        return wrong
+
+
+def run_stencil(
+    job: Job,
+    backend: Any,
+    make_peers: Callable[[Sequence[int]], list[Peer]],
+    grid: Sequence[int],
+    mappings: dict[str, tuple[int, ...]],
+    *,
+    periodic: bool = False,
+    weighted: bool = False,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    iters: int = 50,
+    warmup: int = 5,
+    runs: int = 4,
+    verify: bool = True,
+    slow_pairs: Sequence[tuple[int, int]] = (),
+    mapping_info: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StencilResult | None:
+    """Time the halo exchange under each mapping (``default`` first). ``make_peers(device_of_rank)``
+    creates the NCCL peers this process drives for that placement (and is torn down after)."""
+    ranks = int(np.prod(grid))
+    world = len(next(iter(mappings.values()))) if job.size == 1 else job.size
+    require(job, world == ranks,
+            f"the process grid {'x'.join(map(str, grid))} has {ranks} ranks but the job has {world} "
+            f"({'GPUs' if job.size == 1 else 'MPI ranks'})",
+            "give --grid matching the number of GPUs/ranks, or leave it out to pick a balanced grid")
+    require(job, not slow_pairs or job.size == 1,
+            "--emulate-slow-pairs stages copies between GPUs of one process: run without mpirun")
+    require(job, iters >= 1 and runs >= 1 and warmup >= 0, "iterations and runs must be >= 1")
+    slow = {frozenset(p) for p in slow_pairs}
+    rows: list[StencilRow] = []
+    notes: list[str] = []
+    for name, device_of_rank in mappings.items():
+        peers = make_peers(device_of_rank)
+        try:
+            big = halo_messages(grid, periodic, max(sizes), weighted)
+            need = max(sum(m.count for m in big if m.src == p.rank) + sum(m.count for m in big if m.dst == p.rank)
+                       for p in peers) * 4
+            free = min(backend.free_bytes(p) for p in peers)
+            agree(job, None if need < 0.9 * free else
+                  f"halos up to {format_size(max(sizes))} need {format_size(need)} per GPU, {format_size(free)} free")
+            for size in sizes:
+                msgs = halo_messages(grid, periodic, size, weighted)
+                ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
+                for _ in range(warmup):
+                    ex.launch()
+                samples = []
+                for _ in range(runs):
+                    job.comm.Barrier()
+                    backend.sync(peers)
+                    starts = [backend.record(p) for p in peers]
+                    for _ in range(iters):
+                        ex.launch()
+                    stops = [backend.record(p) for p in peers]
+                    backend.sync(peers)
+                    t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
+                    if job.size > 1:
+                        t = max(job.comm.allgather(t))
+                    samples.append(t * 1e6)
+                wrong = ex.check() if verify else None
+                if wrong is not None and job.size > 1:
+                    wrong = job.comm.allreduce(wrong)
+                mean = float(np.mean(samples))
+                std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
+                rows.append(StencilRow(name, size, mean, std, tuple(samples), sum(m.count for m in msgs) * 4, wrong))
+                if progress and job.rank == 0:
+                    progress(f"stencil {name} {format_size(size)}: {mean:.1f} ± {std:.1f} us")
+                del ex
+        finally:
+            backend.destroy(peers)
+    if job.rank != 0:
+        return None
+    if len(mappings) > 1 and all(mappings["default"] == m for m in mappings.values()):
+        notes.append("the chosen mapping equals the default: gain is 0 by construction")
+    return StencilResult(tuple(grid), periodic, weighted, dict(mappings), tuple(rows), tuple(slow_pairs),
+                         dict(mapping_info or {}), bool(backend.simulated), tuple(notes))
+
+
+def uniform_gain_note(gains: Sequence[tuple[int, float]], stddev_rel: float) -> str:
+    """Plain-language verdict on the gains (≈ 0 when within noise)."""
+    if not gains:
+        return "no mapping other than default was measured"
+    worst = max(abs(g) for _, g in gains)
+    mean = sum(g for _, g in gains) / len(gains)
+    if worst <= max(0.02, 2 * stddev_rel):
+        return f"gain ≈ 0 (|gain| ≤ {worst:.1%}, within run-to-run noise): the fabric treats these GPUs alike"
+    return f"mean gain {mean:+.1%} over default (range {min(g for _, g in gains):+.1%} … {max(g for _, g in gains):+.1%})"
+
+
+def process_grid(job_ranks: int, dims: int, grid_text: str | None) -> tuple[int, ...]:
+    if dims not in (2, 3):
+        raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
+    if grid_text:
+        from ..traffic.synthetic import parse_grid  # noqa: PLC0415
+
+        grid = parse_grid(grid_text)
+        if len(grid) != dims:
+            raise UserError(f"--grid {grid_text} has {len(grid)} dimensions but --dims is {dims}")
+        return grid
+    return balanced_grid(job_ranks, dims)
+

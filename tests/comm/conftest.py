@@ -1,0 +1,38 @@
+"""Helpers for the comm tests: run the stand-alone CLI under mpirun with a timeout."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(__file__).with_name("cli_app.py")
+
+
+def mpirun_available() -> bool:
+    if not shutil.which("mpirun"):
+        return False
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def mpirun(n: int, *args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
+    """``mpirun -n N python cli_app.py ARGS`` (as root too); a hang fails the test, not the suite."""
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1", "PYTHONPATH": str(ROOT / "src")})
+    cmd = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, str(CLI), *args]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"hang: {' '.join(cmd)} did not finish in {timeout_s} s\n{exc.stdout}\n{exc.stderr}")
+
+
+needs_mpi = pytest.mark.skipif(not mpirun_available(), reason="mpirun and mpi4py required")

@@ -1,0 +1,66 @@
+"""Real NCCL and device buffers (skipped without CuPy and GPUs)."""
+import pytest
+
+from linkscope.comm.collectives import OPS
+from linkscope.comm.launch import serial_job
+
+
+def _gpus() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpus() < 1, reason="needs a GPU with CuPy")]
+
+
+def test_device_space_fill_check_and_staging():
+    import numpy as np
+
+    from linkscope.comm.buffers import CupyDeviceSpace
+
+    space = CupyDeviceSpace(0)
+    buf = space.alloc(10_000)
+    space.fill(buf, 10_000, 7)
+    assert space.wrong_bytes(buf, 10_000, 7) == 0
+    host = np.zeros(10_000, dtype=np.uint8)
+    space.to_host(buf, host, 10_000)
+    space.poison(buf, 10_000)
+    assert space.wrong_bytes(buf, 10_000, 7) == 10_000 - int(np.count_nonzero(host == 0xEE))
+    space.from_host(host, buf, 10_000)
+    assert space.wrong_bytes(buf, 10_000, 7) == 0
+
+
+@pytest.mark.nccl
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
+@pytest.mark.parametrize("op", OPS)
+def test_real_nccl_ops_are_correct(op):
+    from linkscope.comm.nccl import make_peers, run_nccl
+    from linkscope.comm.nccl_backend import CupyNccl
+
+    be = CupyNccl()
+    job = serial_job()
+    peers = make_peers(job, be, [0, 1])
+    try:
+        result = run_nccl(job, be, peers, op, [8, 1 << 20], iters=5, warmup=2)
+    finally:
+        be.destroy(peers)
+    assert [r.wrong for r in result.rows] == [0, 0]
+    assert all(r.time_us > 0 for r in result.rows)
+
+
+@pytest.mark.nccl
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
+def test_real_stencil_with_emulated_pair():
+    from linkscope.comm.nccl_backend import CupyNccl
+    from linkscope.comm.stencil import run_stencil
+
+    be = CupyNccl()
+    result = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 1), {"default": (0, 1)},
+                         sizes=[4096], iters=5, runs=2, slow_pairs=((0, 1),))
+    assert result.rows[0].wrong == 0 and result.rows[0].mean_us > 0

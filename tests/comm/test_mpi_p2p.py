@@ -1,0 +1,138 @@
+"""OSU runners under mpirun -n 2 / -n 4 with host (and fake device) buffers, and the bad inputs."""
+import json
+
+import pytest
+
+from linkscope.comm.mpi_p2p import LARGE_MESSAGE_BYTES, Schedule
+
+from .conftest import mpirun, needs_mpi
+
+
+def test_schedule_scales_with_size():
+    s = Schedule()
+    assert s.plan("latency", 8) == (10000, 100, 1)
+    assert s.plan("latency", LARGE_MESSAGE_BYTES * 2) == (1000, 10, 1)
+    assert s.plan("bw", 8) == (100, 10, 64)
+    assert s.plan("bw", 1 << 20) == (20, 2, 64)
+    iters, skip, window = s.plan("bw", 1 << 30)
+    assert window == 8 and iters * window * (1 << 30) <= 2 * s.max_bytes_per_size
+    assert Schedule(iterations=7, warmup=0).plan("bibw", 1 << 20) == (7, 0, 64)
+
+
+def _osu_rows(stdout):
+    return [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
+
+
+@pytest.mark.mpi
+@needs_mpi
+@pytest.mark.parametrize("test,header", [("latency", "# Size          Latency (us)"),
+                                          ("bw", "# Size      Bandwidth (MB/s)"),
+                                          ("bibw", "# Size      Bandwidth (MB/s)")])
+def test_osu_tests_two_ranks(tmp_path, test, header):
+    out = tmp_path / "r.json"
+    done = mpirun(2, "bench", "mpi", "--test", test, "--sizes", "1,64,4KiB,64KiB", "--iterations", "20",
+                  "--warmup", "2", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert header in done.stdout
+    rows = _osu_rows(done.stdout)
+    assert [int(r[0]) for r in rows] == [1, 64, 4096, 65536] and all(float(r[1]) > 0 for r in rows)
+    rec = json.loads(out.read_text())
+    assert rec["kind"] == "mpi" and rec["context"]["ranks"] == 2 and len(rec["context"]["hosts_per_rank"]) == 2
+    assert rec["context"]["mpi_library"] and "\x00" not in rec["context"]["mpi_library"]
+    ms = rec["measurements"]
+    assert {(m["src"], m["dst"]) for m in ms} == {(0, 1)}
+    assert all(m["verified"] is True and m["status"] == "ok" for m in ms)
+    assert ms[0]["method"] == f"mpi.{test}"
+    if test == "latency":
+        assert ms[0]["latency_us"] > 0 and ms[0]["median_gb_per_s"] is None
+    else:
+        assert ms[0]["median_gb_per_s"] > 0
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_four_ranks_run_two_pairs(tmp_path):
+    out = tmp_path / "r.json"
+    done = mpirun(4, "bench", "mpi", "--test", "bw", "--sizes", "8,8KiB", "--iterations", "5", "--warmup", "1",
+                  "--window", "8", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "pairs 0<->2, 1<->3" in done.stdout
+    ms = json.loads(out.read_text())["measurements"]
+    assert {(m["src"], m["dst"]) for m in ms} == {(0, 2), (1, 3), ("*", "*")}
+    assert all(m["verified"] for m in ms)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_staged_fake_device_buffers(tmp_path):
+    out = tmp_path / "r.json"
+    done = mpirun(2, "bench", "mpi", "--test", "bw", "--buffers", "DH", "--fake-device", "--stage-through-host",
+                  "--sizes", "1,4KiB,1MiB", "--iterations", "4", "--warmup", "1", "--window", "4", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(out.read_text())
+    assert {m["method"] for m in rec["measurements"]} == {"mpi.bw+staged"}
+    assert all(m["verified"] for m in rec["measurements"])
+    assert rec["context"]["gpu_aware"]["cuda"] in (False, None)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_forced_gpu_aware_passes_cuda_array_interface_to_mpi(tmp_path):
+    out = tmp_path / "r.json"
+    done = mpirun(2, "bench", "mpi", "--test", "latency", "--buffers", "DD", "--fake-device", "--gpu-aware", "yes",
+                  "--sizes", "8,64KiB", "--iterations", "10", "--warmup", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(out.read_text())
+    assert rec["context"]["gpu_aware"]["forced"] is True
+    assert all(m["method"] == "mpi.latency" and m["verified"] for m in rec["measurements"])
+
+
+def _one_clear_error(done, text):
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("linkscope: error")]
+    assert len(errors) == 1, done.stderr  # rank 0 only
+    assert text in errors[0]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_odd_world_size_for_bw():
+    _one_clear_error(mpirun(3, "bench", "mpi", "--test", "bw", "--sizes", "8", timeout_s=60),
+                     "needs an even number of ranks >= 2, got 3")
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_device_buffers_on_mpi_that_is_not_gpu_aware():
+    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "bw", "--buffers", "DD", "--fake-device",
+                            "--gpu-aware", "no", "--sizes", "8", timeout_s=60),
+                     "--buffers DD needs a GPU-aware MPI")
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_sizes_beyond_free_memory():
+    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "bw", "--sizes", "64TiB", timeout_s=60),
+                     "need 64 TiB of host memory")
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_grid_that_does_not_match_world_size():
+    _one_clear_error(mpirun(2, "bench", "stencil", "--backend", "sim", "--grid", "3x1", "--sizes", "1KiB",
+                            timeout_s=60),
+                     "grid 3x1 has 3 ranks but the job has 2")
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_p2p_matrix_host_buffers(tmp_path):
+    out = tmp_path / "p.json"
+    done = mpirun(3, "bench", "p2p", "--mpi", "--buffers", "H", "--sizes", "4KiB", "--iters", "3", "--warmup", "1",
+                  "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(out.read_text())
+    pairs = {(m["src"], m["dst"]) for m in rec["measurements"]}
+    assert pairs == {(i, j) for i in range(3) for j in range(3) if i != j}
+    assert all(m["verified"] for m in rec["measurements"]) and rec["kind"] == "p2p"

@@ -1,0 +1,24 @@
+import pytest
+
+from linkscope.comm.launch import CollectiveError, serial_job
+from linkscope.comm.nccl_backend import FakeNccl
+from linkscope.comm.p2p_matrix import run_p2p_nccl
+from linkscope.comm.render import p2p_record, p2p_text
+
+
+def test_every_ordered_pair_once_and_slow_pair_visible():
+    be = FakeNccl(gpus=3, pair_gb_per_s=lambda a, b: 20.0 if {a, b} == {0, 2} else 100.0)
+    job = serial_job()
+    result = run_p2p_nccl(job, be, be.init_all([0, 1, 2]), [1 << 20], iters=2, warmup=1)
+    assert len(result.cells) == 6 and all(c.wrong == 0 for c in result.cells)
+    m = result.matrix(1 << 20)
+    assert m[0][0] is None and m[0][2] < m[0][1]
+    record = p2p_record(result, {}, {})
+    assert {(x.src, x.dst) for x in record.measurements} == {(i, j) for i in range(3) for j in range(3) if i != j}
+    assert "row = sending rank" in p2p_text(result)
+
+
+def test_one_rank_is_refused():
+    be = FakeNccl(gpus=1)
+    with pytest.raises(CollectiveError, match="at least 2 ranks"):
+        run_p2p_nccl(serial_job(), be, be.init_all([0]), [8])

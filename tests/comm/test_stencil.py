@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from linkscope.comm.launch import CollectiveError, serial_job
+from linkscope.comm.nccl_backend import FakeNccl
+from linkscope.comm.render import stencil_record, stencil_text
+from linkscope.comm.stencil import (
+    balanced_grid, choose_mapping, halo_messages, parse_slow_pairs, process_grid, run_stencil, traffic_matrix,
+)
+from linkscope.errors import UserError
+
+
+@pytest.mark.parametrize("grid,periodic,weighted", [((2, 2), False, False), ((4, 2), True, True),
+                                                     ((2, 2, 2), True, False), ((3, 2), False, True)])
+def test_messages_match_the_traffic_model(grid, periodic, weighted):
+    msgs = halo_messages(grid, periodic, 4096, weighted)
+    n = int(np.prod(grid))
+    mine = np.zeros((n, n))
+    for m in msgs:
+        mine[m.src, m.dst] += m.count * 4
+    assert np.allclose(mine, traffic_matrix(grid, periodic, 4096, weighted).bytes)
+
+
+def test_offsets_do_not_overlap():
+    msgs = halo_messages((2, 2), True, 1024)
+    for r in range(4):
+        spans = sorted((m.recv_offset, m.recv_offset + m.count) for m in msgs if m.dst == r)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_grids_and_pairs():
+    assert balanced_grid(8, 3) == (2, 2, 2) and balanced_grid(8, 2) == (4, 2)
+    assert process_grid(4, 2, "2x2") == (2, 2)
+    with pytest.raises(UserError, match="3 dimensions but --dims is 2"):
+        process_grid(8, 2, "2x2x2")
+    assert parse_slow_pairs("0-1, 2-3") == ((0, 1), (2, 3))
+    with pytest.raises(UserError, match="bad GPU pair"):
+        parse_slow_pairs("0-0")
+
+
+def _run(be, grid, mappings, slow=(), **kw):
+    job = serial_job()
+    return run_stencil(job, be, lambda d: be.init_all(list(d)), grid, mappings, sizes=[1024, 1 << 20], iters=2,
+                       runs=4, slow_pairs=slow, **kw)
+
+
+def test_auto_mapping_beats_default_on_emulated_slow_pairs():
+    slow = ((0, 1), (2, 3))
+    grid = (2, 2)
+    auto, info = choose_mapping("auto", grid, False, True, 4, slow_pairs=slow)
+    assert info["cost_us"] < info["default_cost_us"]
+    be = FakeNccl(gpus=4)
+    result = _run(be, grid, {"default": (0, 1, 2, 3), "auto": auto}, slow=slow, weighted=True)
+    assert all(r.wrong == 0 for r in result.rows)
+    gains = dict(result.gains("auto"))
+    assert gains[1 << 20] > 0.5  # the heavy axis leaves the host-staged pairs
+    text = stencil_text(result)
+    assert "EMULATED" in text and "gain of auto" in text
+    rec = stencil_record(result, {}, {})
+    assert rec.measurements[0].method == "nccl.sendrecv+emulated"
+    assert rec.extra["stencil"]["gains"]["auto"]
+
+
+def test_uniform_fabric_gives_zero_gain():
+    auto, info = choose_mapping("auto", (2, 2), True, False, 4)
+    assert info["cost_us"] == pytest.approx(info["default_cost_us"])
+    be = FakeNccl(gpus=4)
+    result = _run(be, (2, 2), {"default": (0, 1, 2, 3), "auto": (3, 2, 1, 0)}, periodic=True)
+    assert all(abs(g) < 1e-9 for _, g in result.gains("auto"))
+    assert "gain ≈ 0" in stencil_text(result)
+
+
+def test_grid_that_does_not_match_the_gpus_is_refused():
+    be = FakeNccl(gpus=4)
+    with pytest.raises(CollectiveError, match="grid 3x2 has 6 ranks but the job has 4"):
+        run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (3, 2), {"default": (0, 1, 2, 3)})
