@@ -206,7 +206,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, help="Untimed operations per size (nccl-tests -w)."),
         runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
         gpus: Optional[str] = typer.Option(None, "--gpus", help="Single process: CUDA devices to drive (default all)."),
-        cuda_graph: int = typer.Option(0, "--cuda-graph", min=0, help="Capture this many operations per CUDA graph (sizes <= 1 MiB); 0: off."),
+        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so small sizes time NCCL, not Python launches (nccl-tests -G); 0: launch each operation from Python."),
         backend: str = typer.Option("cuda", "--backend", help="cuda | sim (NumPy twin; simulated numbers)."),
         json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
