@@ -74,3 +74,13 @@ def test_extract_refuses_paths_outside_the_folder(tmp_path: Path) -> None:
         tar.addfile(info)
     with pytest.raises(UserError):
         raw.extract_sysfs(archive, tmp_path / "dest")
+
+
+def test_export_raw_require_sysfs_refuses_before_writing(tmp_path: Path) -> None:
+    out = tmp_path / "rec"
+    with pytest.raises(UserError, match="sysfs folder missing"):
+        raw.export_raw(out, tmp_path / "empty-root", require_sysfs=True, nvml_module=pcie_2s_nvml(), which=lambda n: None)
+    assert not out.exists()
+    written = raw.export_raw(out, tmp_path / "empty-root", nvml_module=pcie_2s_nvml(), which=lambda n: None)
+    assert [p.name for p in written] == ["nvml.json", "manifest.json"]
+    assert any(n.startswith("sysfs: sysfs folder missing") for n in json.loads((out / "manifest.json").read_text())["notes"])

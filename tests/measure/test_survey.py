@@ -61,3 +61,21 @@ def test_survey_progress_is_monotonic():
     run_survey(FakeEngine(TOPO), TOPO, replace(SMALL, peer_methods=("ce",)), progress=lambda d, t, l: calls.append((d, t)))
     done = [d for d, _ in calls]
     assert done == sorted(done) and calls[-1][0] == calls[-1][1]
+
+
+def test_a_step_that_does_not_fit_is_waived_and_the_rest_is_kept():
+    GiB = 1024**3
+    opts = replace(SMALL, size_bytes=GiB, sweep_sizes_bytes=(MiB, GiB))
+    record = run_survey(FakeEngine(TOPO, free_bytes=2 * GiB), TOPO, opts)  # all-to-one needs 3 GiB on the receiver
+    waived = [m for m in record.measurements if m.status is Status.WAIVED]
+    assert {m.pattern for m in waived} == {"all-to-one", "all-to-all"}
+    assert all("does not fit in GPU" in m.reason and m.src == "*" for m in waived)
+    assert any(m.pattern == "sweep" and m.status is Status.OK for m in record.measurements)
+    assert len({m.group for m in record.measurements}) == len({(m.group, m.pattern) for m in record.measurements})
+
+
+def test_a_first_step_that_does_not_fit_is_refused():
+    from linkscope.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="does not fit"):
+        run_survey(FakeEngine(TOPO, free_bytes=1024), TOPO, SMALL)

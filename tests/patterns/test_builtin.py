@@ -98,3 +98,23 @@ def test_select_gpus_rejects_missing_and_duplicate():
 def test_bad_direction_is_a_user_error():
     with pytest.raises(UserError, match="unknown direction .both."):
         MATRIX.plan(TOPO, (0, 1), 8, "ce", "both")
+
+
+def test_recorded_nvml_p2p_status_waives_pairs_without_peer_access():
+    """NVML discovery records P2P status per GPU pair in the GPU's attributes; a pair whose read or
+    write status is not OK (PCIe across sockets) is waived for peer methods, an unrecorded one is not."""
+    from dataclasses import replace as dc_replace
+
+    from linkscope.patterns.base import no_peer_access_pairs
+
+    refused = {"read": "CHIPSET_NOT_SUPPORTED", "write": "CHIPSET_NOT_SUPPORTED", "nvlink": "NOT_SUPPORTED"}
+    ok = {"read": "OK", "write": "OK", "nvlink": "NOT_SUPPORTED"}
+    devices = []
+    for d in TOPO.devices:
+        if d.is_gpu and d.index == 0:
+            d = dc_replace(d, attributes={"p2p": {"gpu1": ok, "gpu2": refused, "gpu3": {"read": None}}})
+        devices.append(d)
+    topo = TOPO.replace(devices=tuple(devices))
+    assert no_peer_access_pairs(topo) == {frozenset((0, 2))}
+    plans = MATRIX.plan(topo, (0, 1, 2, 3), 8, "sm-push", "uni")
+    assert [p.label for p in plans if peer_waiver(topo, p, catalogue_method("sm-push"))] == ["0->2", "2->0"]

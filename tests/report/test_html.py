@@ -130,7 +130,7 @@ def test_cli_report_wrong_schema_is_one_line(tmp_path, capfd):
     code = main(["report", str(bad), "-o", str(tmp_path / "r.html")])
     err = capfd.readouterr().err
     assert code == 1 and err.count("\n") == 1
-    assert "not a linkscope run record (format is 'linkscope.topology'" in err
+    assert "this is a topology file ('linkscope.topology'), not a linkscope run record" in err
     newer = tmp_path / "new.json"
     newer.write_text(json.dumps({"format": "linkscope.run", "schema_version": 99, "measurements": []}))
     assert main(["report", str(newer)]) == 1

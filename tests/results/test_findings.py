@@ -50,3 +50,14 @@ def test_missing_peer_access_latency_and_errors():
     assert any(t.startswith("Peer access (P2P) is missing for 1 GPU pair (GPU0–GPU3)") for t in text)
     assert "Device remote-read latency: median 0.82 us." in text
     assert text[-1] == "1 entry failed; the first: ce 1 -> 0: CUDARuntimeError: boom"
+
+
+def test_a_reason_that_only_mentions_ce_nopeer_is_not_missing_peer_access():
+    r = record(
+        bw(0, 1, 400.0),
+        Measurement(src=0, dst=1, method="sm-pull", pattern="matrix", direction="uni", size_bytes=8, status=Status.WAIVED,
+                    reason="method 'sm-pull' is not offered by the sim engine (it offers: ce, ce-nopeer, staged)"),
+    )
+    text = findings(r)
+    assert not any(t.startswith("Peer access (P2P) is missing") for t in text)
+    assert "Peer access works between every GPU pair measured." in text

@@ -39,3 +39,24 @@ def test_wrong_schema_is_clear(tmp_path):
     path.write_text(json.dumps({"format": "linkscope.run", "schema_version": 7, "measurements": []}))
     with pytest.raises(SchemaError, match="newer"):
         io.load(path)
+
+
+def test_load_refuses_nan_wrong_endpoints_and_names_other_linkscope_files(tmp_path):
+    def write(data, text=None):
+        path = tmp_path / "r.json"
+        path.write_text(text if text is not None else json.dumps(data))
+        return path
+
+    m = {"src": 0, "dst": 1, "method": "ce", "pattern": "matrix", "size_bytes": 8, "median_gb_per_s": 1.0}
+    base = {"format": "linkscope.run", "schema_version": 1}
+    with pytest.raises(SchemaError, match="NaN is not a number JSON allows"):
+        io.load(write(None, json.dumps({**base, "measurements": [{**m, "median_gb_per_s": float("nan")}]})))
+    with pytest.raises(SchemaError, match="must be a finite number"):
+        io.from_dict({**base, "measurements": [{**m, "latency_us": float("inf")}]})
+    with pytest.raises(SchemaError, match=r"src must be a GPU index.*\$\.measurements\[0\]\.src"):
+        io.load(write({**base, "measurements": [{**m, "src": {"gpu": 0}}]}))
+    with pytest.raises(SchemaError, match="unknown run record schema version 0"):
+        io.load(write({**base, "schema_version": 0, "measurements": []}))
+    with pytest.raises(SchemaError, match="this is a topology file") as info:
+        io.load(write({"format": "linkscope.topology", "schema_version": 1}))
+    assert "bench --json" in info.value.one_line()

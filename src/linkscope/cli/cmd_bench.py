@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import typer
 
-from ..errors import UserError
-from .common import stderr_console, stdout_console
+from ..errors import ConfigError, UserError
+from .common import check_output_file, stderr_console, stdout_console, write_error
 
 EXIT_WITH_ERRORS = 3
 EXIT_INTERRUPTED = 130
@@ -57,15 +57,37 @@ def resolve_topology_cli(preset: str | None, from_file: Path | None, synthetic: 
 
     topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=allow_fallback)
     if note:
-        stderr_console().print(f"note: {note}", style="yellow")
+        stderr_console().print(f"note: {note}", style="yellow", markup=False)
     return topology
+
+
+def check_backend(backend: str) -> str:
+    """An unknown ``--backend`` is refused before anything is discovered or measured."""
+    from ..engines.registry import BACKENDS
+
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}", hint=f"valid backends: {', '.join(BACKENDS)}")
+    return backend
+
+
+def check_outputs(*, json_path: str | None, csv_path: str | None, osu: bool = False) -> None:
+    """Output options that cannot work together, and files that cannot be written, are refused
+    before anything is measured (not after a long run)."""
+    to_stdout = [flag for flag, value in (("--json", json_path), ("--csv", csv_path)) if value == "-"]
+    if len(to_stdout) > 1:
+        raise ConfigError("--json - and --csv - would both write to stdout", hint="send one of them to a file")
+    if to_stdout and osu:
+        raise ConfigError(f"{to_stdout[0]} - and --osu would both write to stdout", hint=f"send {to_stdout[0]} to a file")
+    check_output_file(json_path, "--json")
+    check_output_file(csv_path, "--csv")
 
 
 def make_engine(backend: str, topology):
     from ..engines import registry
 
     err = stderr_console()
-    return registry.create_engine(backend, topology, on_note=lambda text: err.print(f"note: {text}", style="bold yellow"))
+    return registry.create_engine(backend, topology,
+                                  on_note=lambda text: err.print(f"note: {text}", style="bold yellow", markup=False))
 
 
 def run_context(topology, engine) -> dict[str, Any]:
@@ -105,11 +127,17 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> Non
 
         typer.echo(json.dumps(to_dict(record), indent=2, allow_nan=False))
     elif json_path:
-        save(record, json_path)
+        try:
+            save(record, json_path)
+        except OSError as exc:
+            raise write_error(json_path, exc) from exc
     if csv_path == "-":
         typer.echo(to_csv(record), nl=False)
     elif csv_path:
-        write_text_atomic(csv_path, to_csv(record))
+        try:
+            write_text_atomic(csv_path, to_csv(record))
+        except OSError as exc:
+            raise write_error(csv_path, exc) from exc
 
 
 def partial_writer(json_path: str | None, csv_path: str | None) -> Callable[[Any], None]:
@@ -164,15 +192,24 @@ def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | 
     return replace(opts, **changes)
 
 
-def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None]) -> None:
-    """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors."""
+def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None],
+           before_exit: Callable[[Any], None] | None = None) -> None:
+    """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors.
+    ``before_exit`` runs after the files are written (survey: its report), before the exit code."""
     write_outputs(record, json_path=json_path, csv_path=csv_path)
+    if before_exit is not None:
+        before_exit(record)
     if osu:
         from ..report.textformats import to_osu
 
         typer.echo(to_osu(record), nl=False)
     elif json_path != "-" and csv_path != "-":
         render(record)
+    if record.measurements and all(m.status.value == "waived" for m in record.measurements):
+        n = len(record.measurements)
+        which = "the only entry was" if n == 1 else f"all {n} entries were"
+        stderr_console().print(f"note: nothing was measured: {which} waived (reasons above, or in the JSON 'reason' fields)",
+                               style="yellow", markup=False)
     if record.errors:
         stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
                                style="bold red")
@@ -196,6 +233,8 @@ def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
     for m in methods:
         if m not in valid:
             raise UserError(f"unknown method {m!r}", hint=f"valid methods: {', '.join(valid)} (see: linkscope bench --list)")
+        if list(methods).count(m) > 1:
+            raise UserError(f"method {m!r} is listed twice in --method")
     return tuple(methods)
 
 
@@ -272,6 +311,7 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     if list_:
+        check_backend(backend)
         print_list(backend, preset, from_file, synthetic)
         return
     from ..measure.runner import BenchSpec, run_bench
@@ -279,7 +319,9 @@ def bench(
     from ..patterns.registry import resolve_pattern
     from ..units import parse_sizes
 
+    check_backend(backend)
     check_direction(direction)
+    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
     pat = resolve_pattern(pattern)
     size_list = parse_sizes(sizes)
     gpu_sel = parse_gpus(gpus)
@@ -330,11 +372,17 @@ def latency(
     from ..patterns.base import select_gpus
     from ..units import parse_size
 
+    check_backend(backend)
+    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
     kinds = parse_list(kind) or []
     for k in kinds:
         if k not in LATENCY_KINDS:
             raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
+        if kinds.count(k) > 1:
+            raise UserError(f"latency kind {k!r} is listed twice in --kind {kind!r}")
     size_bytes = parse_size(size)
+    if size_bytes <= 0:
+        raise UserError(f"--size must be positive, got {size!r}", hint="e.g. --size 8 or --size 4KiB")
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))

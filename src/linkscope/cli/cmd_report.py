@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from .common import stderr_console
+from ..errors import UserError
+from .common import check_output_dir, check_output_file, stderr_console, write_error
 
 
 def register(app: typer.Typer) -> None:
@@ -16,8 +17,9 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write."),
         png: Optional[Path] = typer.Option(None, "--png", help="Also write every figure as PNG into this folder."),
     ) -> None:
-        """Write one self-contained HTML report (no network needed to view it) from RUN.json files:
-        topology graph, bandwidth/latency heatmaps, bandwidth vs size, measured vs predicted vs
+        """Write one self-contained HTML report (no network needed to view it) from RUN.json files.
+
+        Topology graph, bandwidth/latency heatmaps, bandwidth vs size, measured vs predicted vs
         theoretical, concurrency totals, mappings. Simulated runs are labelled SIMULATED.
 
         Example: linkscope report survey.json sim.json -o report.html --png figures/
@@ -25,10 +27,20 @@ def register(app: typer.Typer) -> None:
         from ..report.html import write_report
         from ..results.io import load
 
+        check_output_file(output, "--output")
+        check_output_dir(png, "--png")
+        if any(output.resolve() == r.resolve() for r in runs):
+            raise UserError(f"--output {output} is one of the input files", hint="write the report to e.g. report.html")
         records = [load(path) for path in runs]
-        result = write_report(records, output, png_dir=png)
         err = stderr_console()
+        for path, record in zip(runs, records):
+            if not record.measurements:
+                err.print(f"note: {path} holds no measurements", style="yellow", markup=False)
+        try:
+            result = write_report(records, output, png_dir=png)
+        except OSError as exc:
+            raise write_error(exc.filename or output, exc) from exc
         for note in result.notes:
-            err.print(f"linkscope/report: {note}")
+            err.print(f"linkscope/report: {note}", markup=False)
         err.print(f"wrote {result.path} ({len(result.figures)} figures"
-                  + (f", {len(result.png_files)} PNG files in {png}" if png else "") + ")")
+                  + (f", {len(result.png_files)} PNG files in {png}" if png else "") + ")", markup=False)

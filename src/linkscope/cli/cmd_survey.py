@@ -6,7 +6,10 @@ from typing import Optional
 
 import typer
 
+from ..errors import UserError
 from .cmd_bench import (
+    check_backend,
+    check_outputs,
     finish,
     interrupted,
     make_engine,
@@ -16,7 +19,7 @@ from .cmd_bench import (
     resolve_topology_cli,
     run_context,
 )
-from .common import stderr_console, stdout_console
+from .common import check_output_file, stderr_console, stdout_console, write_error
 
 
 def _render_survey(record, topology) -> None:
@@ -36,10 +39,19 @@ def _write_report(record, path: Path) -> None:
     try:
         from ..report import html
     except ImportError as exc:
-        err.print(f"note: HTML report skipped: linkscope.report.html is not available ({exc})", style="yellow")
+        err.print(f"note: HTML report skipped: linkscope.report.html is not available ({exc})", style="yellow", markup=False)
         return
-    html.write_report([record], path)
-    err.print(f"wrote {path}")
+    try:
+        html.write_report([record], path)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    err.print(f"wrote {path}", markup=False)
+
+
+def _after_write(record, output: Path, report: Path | None) -> None:
+    stderr_console().print(f"wrote {output}", markup=False)
+    if report is not None:
+        _write_report(record, report)
 
 
 def register(app: typer.Typer) -> None:
@@ -67,7 +79,12 @@ def register(app: typer.Typer) -> None:
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
         from ..units import parse_size
 
+        check_backend(backend)
+        check_outputs(json_path=str(output), csv_path=None)
+        check_output_file(report, "--report")
         size_bytes = parse_size(size)
+        if size_bytes <= 0:
+            raise UserError(f"--size must be positive, got {size!r}", hint="e.g. --size 256MiB")
         options = measure_options(reps=None, warmup=None, time_budget=time_budget, target_ci=None, no_verify=no_verify,
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
@@ -87,7 +104,5 @@ def register(app: typer.Typer) -> None:
                 raise interrupted(json_path, None) from None
         finally:
             engine.close()
-        stderr_console().print(f"wrote {output}")
-        if report is not None:
-            _write_report(record, report)
-        finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology))
+        finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology),
+               before_exit=lambda r: _after_write(r, output, report))

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import UserError
-from .common import stderr_console, stdout_console
+from .common import check_output_dir, check_output_file, stderr_console, stdout_console, write_error
 
 
 def parse_gpu_list(text: str | None) -> list[int] | None:
@@ -24,7 +24,6 @@ def parse_gpu_list(text: str | None) -> list[int] | None:
 
 def register(app: typer.Typer) -> None:
     topo_app = typer.Typer(
-        help="Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.",
         invoke_without_command=True,
         no_args_is_help=False,
     )
@@ -33,16 +32,20 @@ def register(app: typer.Typer) -> None:
     def topo(
         ctx: typer.Context,
         preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
+        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file, or a folder recorded by 'topo export --raw'."),
         synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
         as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON model to this file."),
         gpus: Optional[str] = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
+        sysfs_root: Optional[Path] = typer.Option(None, "--sysfs-root", help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
     ) -> None:
-        """Show the topology of this machine (live discovery), a preset, a file or a synthetic spec.
+        """Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.
 
-        Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json > t.json
+        Of this machine (live discovery), a preset, a file, a recorded folder or a synthetic spec.
+
+        Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json > t.json;
+        linkscope topo --from tests/fixtures/machines/hgx-h200-2
         """
         if ctx.invoked_subcommand is not None:
             return
@@ -53,15 +56,30 @@ def register(app: typer.Typer) -> None:
             for name in preset_names():
                 typer.echo(f"{name}\t{load_preset(name).description}")
             return
-        from ..discovery.auto import resolve_topology
+        from ..discovery.auto import discover_live, resolve_topology
+        from ..patterns.base import select_gpus
 
-        topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=preset is None and from_file is None and synthetic is None)
+        check_output_file(output, "--output")
+        requested = parse_gpu_list(gpus)
+        live = preset is None and from_file is None and synthetic is None
+        if sysfs_root is not None and not live:
+            raise UserError("--sysfs-root applies to live discovery only",
+                            hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
+        kwargs = {} if sysfs_root is None else {"discover": lambda: discover_live(sysfs_root, strict_sysfs=True)}
+        topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
+                                          allow_fallback=live, **kwargs)
         if note:
-            stderr_console().print(f"note: {note}", style="yellow")
-        selected = parse_gpu_list(gpus)
+            stderr_console().print(f"note: {note}", style="yellow", markup=False)
+        selected = list(select_gpus(topology, requested)) if requested is not None else None
         if output is not None:
-            io.save(topology, output)
+            try:
+                io.save(topology, output)
+            except OSError as exc:
+                raise write_error(output, exc) from exc
         if as_json:
+            if selected is not None:
+                stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
+                                       style="yellow", markup=False)
             typer.echo(io.dumps(topology), nl=False)
             return
         from ..report.topology_view import build_view, render_rich
@@ -71,15 +89,37 @@ def register(app: typer.Typer) -> None:
     @topo_app.command("export")
     def export(
         raw: Path = typer.Option(..., "--raw", help="Directory to record what discovery reads (golden fixture)."),
-        sysfs_root: Path = typer.Option(Path("/"), "--sysfs-root", help="Read sysfs under this root instead of /."),
+        sysfs_root: Optional[Path] = typer.Option(None, "--sysfs-root", help="Read sysfs under this root instead of / (must then be complete)."),
     ) -> None:
         """Record what discovery reads on this machine (NVML facts, sysfs tree, rocm-smi output).
+
+        Prints the files written (stdout); what could not be recorded goes to stderr and manifest.json.
 
         Example: linkscope topo export --raw fixtures/mynode
         """
         from ..discovery.raw import export_raw
 
-        for path in export_raw(raw, sysfs_root=sysfs_root):
+        check_output_dir(raw, "--raw")
+        written = export_raw(raw, sysfs_root=sysfs_root or Path("/"), require_sysfs=sysfs_root is not None)
+        for path in written:
             typer.echo(str(path))
+        notes = _manifest_notes(written)
+        err = stderr_console()
+        for note in notes:
+            err.print(f"note: not recorded: {note}", style="yellow", markup=False)
+        if len(written) <= 1:  # the manifest alone
+            raise UserError(f"nothing was recorded in {raw} (see the notes above and {raw}/manifest.json)")
 
     app.add_typer(topo_app, name="topo")
+
+
+def _manifest_notes(written: list[Path]) -> list[str]:
+    import json
+
+    manifest = next((p for p in written if p.name == "manifest.json"), None)
+    if manifest is None:
+        return []
+    try:
+        return [str(n) for n in json.loads(manifest.read_text()).get("notes", [])]
+    except (OSError, ValueError):
+        return []

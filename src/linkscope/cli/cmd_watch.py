@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import stderr_console
+from .common import check_output_file, stderr_console, write_error
 
 
 def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
@@ -12,9 +12,12 @@ def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
     if text is None or text.strip() in ("", "all"):
         return None
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        values = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise UserError(f"not a GPU list: {text!r}", hint="e.g. --gpus 0,1 (NVML indices)") from None
+    if not values:
+        raise UserError(f"empty GPU list {text!r}", hint="e.g. --gpus 0,1 (NVML indices), or leave --gpus out for all")
+    return values
 
 
 def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Console
@@ -52,17 +55,17 @@ def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Consol
     if shown:
         console.print(links)
     for r in result.gpus:
-        console.print(f"GPU {r.info.nvml_index}: {r.verdict.message}")
+        console.print(f"GPU {r.info.nvml_index}: {r.verdict.message}", markup=False)
     if any(r.pcie_tx is not None and r.pcie_tx.estimate for r in result.gpus):
         console.print("~ PCIe bytes integrated from nvmlDeviceGetPcieThroughput samples (an estimate)")
     if any(t is not None and t.bytes is not None and not t.complete
            for r in result.gpus for t in (r.nvlink_tx, r.nvlink_rx, r.pcie_tx, r.pcie_rx)):
         console.print("* incomplete: some readings failed or a counter reset (see --json notes)")
     for note in result.notes:
-        console.print(f"linkscope/watch: {note}")
+        console.print(f"linkscope/watch: {note}", markup=False)
     if result.expect is not None:
         status = "passed" if result.expect.passed else "FAILED"
-        console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}")
+        console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -88,10 +91,16 @@ def register(app: typer.Typer) -> None:
         Example: linkscope watch --expect nvlink --json watch.json -- python bench/copy_once.py 0 1 1GiB
         """
         from ..atomic import write_json_atomic, write_text_atomic
+        from ..errors import UserError
         from ..counters.nvml import open_nvml
         from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
         from ..units import parse_duration_s
 
+        if json_path == "-" or csv_path == "-":
+            raise UserError("watch cannot write --json/--csv to stdout: stdout belongs to the command",
+                            hint="give a file name, e.g. --json watch.json")
+        check_output_file(json_path, "--json")
+        check_output_file(csv_path, "--csv")
         interval_s = parse_duration_s(interval)
         settle_s = parse_duration_s(settle) if settle not in ("0", "0s", "0ms") else 0.0
         options = WatchOptions(command=tuple(resolve_command(command)), interval_s=interval_s,
@@ -101,10 +110,13 @@ def register(app: typer.Typer) -> None:
             result = run_watch(options, source)
         finally:
             source.close()
-        if json_path:
-            write_json_atomic(json_path, to_dict(result))
-        if csv_path:
-            write_text_atomic(csv_path, timeline_csv(result))
+        try:
+            if json_path:
+                write_json_atomic(json_path, to_dict(result))
+            if csv_path:
+                write_text_atomic(csv_path, timeline_csv(result))
+        except OSError as exc:
+            raise write_error(exc.filename or json_path or csv_path, exc) from exc
         _render(result, stderr_console())
         code = result.final_exit_code
         if code:

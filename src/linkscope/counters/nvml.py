@@ -237,6 +237,8 @@ def check_gpu_indices(source: CounterSource, gpus: Sequence[int] | None) -> tupl
         if count == 0:
             raise UserError("NVML sees no GPU on this machine")
         return tuple(range(count))
+    if not gpus:
+        raise UserError("empty GPU list", hint="e.g. --gpus 0,1 (NVML indices), or leave --gpus out for all")
     for g in gpus:
         if g < 0 or g >= count:
             valid = f"0..{count - 1}" if count else "none"

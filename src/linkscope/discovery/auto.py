@@ -20,33 +20,40 @@ from . import nvml, rocm, sysfs
 DEFAULT_FALLBACK_PRESET = "hgx-h200-4"
 
 
-def _sysfs_facts(root: Path, notes: list[str]) -> dict | None:
-    if not sysfs.probe(root).ok:
+def _sysfs_facts(root: Path, notes: list[str], *, strict: bool = False) -> dict | None:
+    """Sysfs facts under ``root``; a missing or incomplete tree is a note, or with ``strict`` (a root
+    the user named) a UserError naming the missing file."""
+    if not strict and not sysfs.probe(root).ok:
         notes.append(f"no sysfs PCI tree under {root}: PCIe switches, NICs and NUMA nodes are not modelled")
         return None
     try:
         return sysfs.read_facts(root)
     except UserError as exc:
+        if strict:
+            raise
         notes.append(f"sysfs not used: {exc.one_line()}")
         return None
 
 
-def discover_live(sysfs_root: Path | None = None) -> Topology:
+def discover_live(sysfs_root: Path | None = None, *, strict_sysfs: bool = False) -> Topology:
     """This machine's topology (``is_this_system`` True). Raises BackendUnavailable with the reason
-    of every GPU backend when none works."""
+    of every GPU backend when none works. With ``strict_sysfs`` (``--sysfs-root``) the sysfs tree is
+    read first and a missing or incomplete one is a UserError, not a note."""
     root = Path(sysfs_root) if sysfs_root is not None else Path("/")
     notes: list[str] = []
+    host_facts = _sysfs_facts(root, notes, strict=True) if strict_sysfs else None
     nv = nvml.probe()
     if nv.ok:
         facts = nvml.read_facts(nvml._import_pynvml())
-        topology = nvml.facts_to_topology(facts, _sysfs_facts(root, notes))
+        topology = nvml.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes))
         source = "nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml"
     else:
         rc = rocm.probe()
         if not rc.ok:
             raise BackendUnavailable(f"no GPU discovered here (NVML: {nv.reason}; ROCm: {rc.reason})")
         facts = rocm.parse_outputs(rocm.read_outputs())
-        topology = rocm.facts_to_topology(facts, _sysfs_facts(root, notes), name=socket.gethostname())
+        topology = rocm.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes),
+                                          name=socket.gethostname())
         source = topology.source
     return topology.replace(is_this_system=True, source=source, notes=tuple(notes) + topology.notes)
 
@@ -75,6 +82,10 @@ def resolve_topology(
     if preset is not None:
         return load_preset(preset), None
     if from_file is not None:
+        if Path(from_file).is_dir():  # a folder recorded by ``topo export --raw``
+            from .raw import load_recording
+
+            return load_recording(Path(from_file)), None
         return load_file(from_file), None
     if synthetic is not None:
         return synthetic_topology(synthetic), None

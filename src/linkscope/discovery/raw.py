@@ -79,14 +79,26 @@ def extract_sysfs(archive: Path, destination: Path) -> None:
 
 
 def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
+               require_sysfs: bool = False,
                nvml_module: Any | None = None,
                rocm_run: Callable[[list[str]], str | None] | None = None,
                which: Callable[[str], str | None] | None = None) -> list[Path]:
     """Record discovery inputs into ``directory``; returns the files written (manifest last).
 
-    ``nvml_module``, ``rocm_run`` and ``which`` replace pynvml, subprocess and PATH lookup in tests.
+    ``require_sysfs`` (a sysfs root the user named): a missing or incomplete tree is a UserError,
+    raised before anything is written. ``nvml_module``, ``rocm_run`` and ``which`` replace pynvml,
+    subprocess and PATH lookup in tests.
     """
     directory = Path(directory)
+    reader = sysfs.SysReader(Path(sysfs_root))
+    sysfs_error: UserError | None = None
+    sysfs_facts: dict[str, Any] | None = None
+    try:
+        sysfs_facts = sysfs.read_facts(Path(sysfs_root), reader)
+    except UserError as exc:
+        if require_sysfs:
+            raise
+        sysfs_error = exc
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -105,11 +117,8 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
             written.append(directory / "nvml.json")
     else:
         notes.append(f"nvml: {availability.reason}")
-    reader = sysfs.SysReader(Path(sysfs_root))
-    try:
-        sysfs_facts = sysfs.read_facts(Path(sysfs_root), reader)
-    except UserError as exc:
-        notes.append(f"sysfs: {exc.one_line()}")
+    if sysfs_error is not None:
+        notes.append(f"sysfs: {sysfs_error.one_line()}")
     else:
         write_json_atomic(directory / "sysfs.json", sysfs_facts)
         archive_sysfs(reader, directory / "sysfs.tar.gz")

@@ -153,11 +153,12 @@ def check_memory(engine: TransferEngine, jobs: Iterable[_Job]) -> None:
         total, count, sizes = need[gpu]
         free = engine.free_memory_bytes(gpu)
         if total > free:
-            what = (f"{format_size(next(iter(sizes)))} × {count} buffers" if len(sizes) == 1
-                    else f"{format_size(total)} in {count} buffers")
+            buffers = f"{count} buffer{'s' if count != 1 else ''}"
+            what = (f"{format_size(next(iter(sizes)))} × {buffers}" if len(sizes) == 1
+                    else f"{format_size(total)} in {buffers}")
             raise ConfigError(
                 f"{what} does not fit in GPU {gpu}'s free memory ({format_size(free)} free)",
-                hint="use smaller --sizes or fewer concurrent transfers",
+                hint="use a smaller size or fewer concurrent transfers",
             )
 
 

@@ -22,7 +22,9 @@ from ..engines.base import TransferEngine
 from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, MATRIX, RING
 from ..patterns.plan import Transfer, TransferPlan
 from ..results.findings import findings_for
-from ..results.schema import RunRecord
+from ..errors import ConfigError
+from ..patterns.plan import ALL
+from ..results.schema import Measurement, RunRecord, Status
 from ..topology.model import Topology
 from ..units import KiB, MiB
 from .options import MeasureOptions
@@ -68,14 +70,21 @@ class SurveyOptions:
 _CONCURRENT = {"ring": RING, "all-to-one": ALL_TO_ONE, "all-to-all": ALL_TO_ALL}
 
 Step = Callable[[int, ProgressFn | None, PartialFn], RunRecord]
+#: (method, pattern, direction) a step's entries carry; used for the waived entry of a step that cannot run.
+StepEntry = tuple[str, str, str]
 
 
 def survey_steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock) -> list[tuple[str, Step]]:
+    """(name, step) in run order (see ``survey_step_entries`` for what each step's entries carry)."""
+    return [(name, step) for name, _entry, step in _steps(engine, topology, opts, clock)]
+
+
+def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock) -> list[tuple[str, StepEntry, Step]]:
     caps = engine.capabilities()
     offered = {m.key for m in caps.methods}
     m_opts = opts.measure
     size = opts.size_bytes
-    steps: list[tuple[str, Step]] = []
+    steps: list[tuple[str, StepEntry, Step]] = []
 
     def bench(spec: BenchSpec | list[TransferPlan], sizes: list[int]) -> Step:
         return lambda offset, progress, partial: run_bench(engine, topology, spec, sizes, m_opts, progress=progress,
@@ -84,22 +93,23 @@ def survey_steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions
     peer = [m for m in opts.peer_methods if m in offered] or list(opts.peer_methods[:1])
     for method in peer:
         for direction in ("uni", "bi"):
-            steps.append((f"{method} matrix {direction}", bench(BenchSpec(MATRIX, (method,), direction), [size])))
+            steps.append((f"{method} matrix {direction}", (method, "matrix", direction),
+                          bench(BenchSpec(MATRIX, (method,), direction), [size])))
     kinds = [k for k in opts.latency_kinds if k in caps.latency_kinds]
     if kinds and topology.gpu_count >= 2:
-        steps.append(("latency", lambda offset, progress, partial: run_latency(
+        steps.append(("latency", (kinds[0], "latency", "uni"), lambda offset, progress, partial: run_latency(
             engine, kinds, None, m_opts, topology=topology, progress=progress, clock=clock, on_partial=partial,
             group_offset=offset)))
     host = tuple(m for m in opts.host_methods if m in offered)
     if host:
-        steps.append(("host", bench(BenchSpec(HOST_REFERENCE, host, "uni"), [size])))
+        steps.append(("host", (host[0], "host", "uni"), bench(BenchSpec(HOST_REFERENCE, host, "uni"), [size])))
     for key in opts.concurrent_patterns:
         pattern = _CONCURRENT.get(key)
         if pattern is not None:
-            steps.append((f"ce {key}", bench(BenchSpec(pattern, ("ce",), "uni"), [size])))
+            steps.append((f"ce {key}", ("ce", key, "uni"), bench(BenchSpec(pattern, ("ce",), "uni"), [size])))
     if topology.gpu_count >= 2:
         sweep = [TransferPlan("sweep", "uni", "ce", (Transfer(0, 1, size),), "none", "0->1")]
-        steps.append(("ce sweep 0->1", bench(sweep, list(opts.sweep_sizes_bytes))))
+        steps.append(("ce sweep 0->1", ("ce", "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
     return steps
 
 
@@ -121,8 +131,8 @@ def run_survey(
     """Run every step; one RunRecord of kind ``survey`` with findings. KeyboardInterrupt: ``on_partial``
     gets what was measured (complete=False) and the interrupt propagates."""
     caps = engine.capabilities()
-    steps = survey_steps(engine, topology, opts, clock)
-    run_options = {"survey": opts.as_dict(), "steps": [name for name, _ in steps], "engine": caps.name,
+    steps = _steps(engine, topology, opts, clock)
+    run_options = {"survey": opts.as_dict(), "steps": [name for name, _, _ in steps], "engine": caps.name,
                    **opts.measure.as_dict()}
     from .runner import _provenance
 
@@ -131,7 +141,7 @@ def run_survey(
     parts: list[RunRecord] = []
     offset = 0
     scale = 1000
-    for index, (name, step) in enumerate(steps):
+    for index, (name, entry, step) in enumerate(steps):
         captured: list[RunRecord] = []
 
         def step_progress(done: int, total: int, label: str, _i: int = index, _name: str = name) -> None:
@@ -141,6 +151,15 @@ def run_survey(
 
         try:
             part = step(offset, step_progress, captured.append)
+        except ConfigError as exc:  # e.g. this step's buffers do not fit: waive the step, keep what was measured
+            if not parts:
+                raise  # nothing measured yet: say so at once (exit 1), as bench does
+            method, pattern, direction = entry
+            size = max(opts.sweep_sizes_bytes) if pattern == "sweep" else opts.size_bytes
+            waived = Measurement(src=ALL, dst=ALL, method=method, pattern=pattern, direction=direction, size_bytes=size,
+                                 status=Status.WAIVED, reason=f"survey step '{name}' not run: {exc.one_line()}",
+                                 provenance=base.provenance, group=offset, extra={"label": name})
+            part = base.with_(measurements=(waived,))
         except KeyboardInterrupt:
             if on_partial is not None:
                 partial = _merge("survey", parts + captured[-1:], base, complete=False)

@@ -56,8 +56,16 @@ def check_direction(direction: str) -> str:
     return direction
 
 
+#: GPU attribute written by NVML discovery: ``{"gpu<j>": {"read": "OK", "write": "CHIPSET_NOT_SUPPORTED", ...}}``
+#: (nvmlDeviceGetP2PStatus per capability). Peer access needs both read and write.
+P2P_ATTRIBUTE = "p2p"
+_P2P_NEEDED = ("read", "write")
+
+
 def no_peer_access_pairs(topology: Topology) -> set[frozenset[int]]:
-    """GPU pairs the topology says have no peer access (``model_params["no_peer_access"]``)."""
+    """GPU pairs the topology says have no peer access: ``model_params["no_peer_access"]``, and the
+    pairs whose P2P read or write status, as NVML discovery recorded it, is not ``OK`` (a recorded
+    PCIe machine across sockets, for example). A status that was not recorded is not a refusal."""
     pairs: Any = topology.model_params.get(NO_PEER_ACCESS_KEY) or ()
     out: set[frozenset[int]] = set()
     for pair in pairs:
@@ -66,6 +74,17 @@ def no_peer_access_pairs(topology: Topology) -> set[frozenset[int]]:
         except (TypeError, ValueError):
             continue
         out.add(frozenset((a, b)))
+    index_of = {d.id: d.index for d in topology.gpus if d.index is not None}
+    for gpu in topology.gpus:
+        recorded = gpu.attributes.get(P2P_ATTRIBUTE) if gpu.attributes else None
+        if not isinstance(recorded, dict) or gpu.index is None:
+            continue
+        for peer_id, status in recorded.items():
+            peer = index_of.get(peer_id)
+            if peer is None or peer == gpu.index or not isinstance(status, dict):
+                continue
+            if any(status.get(cap) not in (None, "OK") for cap in _P2P_NEEDED):
+                out.add(frozenset((gpu.index, peer)))
     return out
 
 

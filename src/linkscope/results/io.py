@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,18 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
     return out
 
 
+def _endpoint(value: Any, key: str, path: str) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise SchemaError(f"{key} must be a GPU index, \"host\" or \"*\", got {value!r}", path=f"{path}.{key}")
+    return value
+
+
 def measurement_from_dict(item: Any, path: str) -> Measurement:
     if not isinstance(item, dict):
         raise SchemaError("a measurement must be an object", path=path)
+    for key, value in item.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SchemaError(f"{key} must be a finite number or null, got {value}", path=f"{path}.{key}")
     try:
         bandwidth = None
         if item.get("median_gb_per_s") is not None:
@@ -81,8 +91,8 @@ def measurement_from_dict(item: Any, path: str) -> Measurement:
                 stddev=float(item.get("latency_stddev_us") or 0.0),
             )
         return Measurement(
-            src=item["src"],
-            dst=item["dst"],
+            src=_endpoint(item["src"], "src", path),
+            dst=_endpoint(item["dst"], "dst", path),
             method=str(item["method"]),
             pattern=str(item["pattern"]),
             direction=str(item.get("direction", "uni")),
@@ -125,10 +135,18 @@ def from_dict(data: Any) -> RunRecord:
     if not isinstance(data, dict):
         raise SchemaError("a run record must be a JSON object", path="$")
     if data.get("format") != RUN_FORMAT:
-        raise SchemaError(f"not a linkscope run record (format is {data.get('format')!r}, expected {RUN_FORMAT!r})")
+        fmt = data.get("format")
+        kind = {"linkscope.topology": "a topology", "linkscope.watch": "a watch result",
+                "linkscope.raw-recording": "a raw discovery manifest"}.get(fmt) if isinstance(fmt, str) else None
+        hint = "expected a run record written by bench --json, bench latency --json or survey"
+        if kind is not None:
+            raise SchemaError(f"this is {kind} file ({fmt!r}), not a linkscope run record", hint=hint)
+        raise SchemaError(f"not a linkscope run record (format is {fmt!r}, expected {RUN_FORMAT!r})", hint=hint)
     version = data.get("schema_version")
-    if not isinstance(version, int):
+    if isinstance(version, bool) or not isinstance(version, int):
         raise SchemaError("missing or bad schema_version", path="$.schema_version")
+    if version < 1:
+        raise SchemaError(f"unknown run record schema version {version}", path="$.schema_version")
     if version > RUN_SCHEMA_VERSION:
         raise SchemaError(
             f"run record schema version {version} is newer than this linkscope understands ({RUN_SCHEMA_VERSION})",
@@ -155,6 +173,15 @@ def from_dict(data: Any) -> RunRecord:
     )
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    """``json.loads`` hook: Python reads NaN / Infinity, standard JSON (and linkscope) does not."""
+    raise _NonFinite(name)
+
+
 def save(record: RunRecord, path: str | Path) -> None:
     """Atomic: a reader never sees half a file (partial runs are saved with complete=False)."""
     write_json_atomic(Path(path), to_dict(record))
@@ -169,9 +196,11 @@ def load(path: str | Path) -> RunRecord:
     except OSError as exc:
         raise UserError(f"cannot read results file {path}: {exc.strerror}") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise SchemaError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except _NonFinite as exc:
+        raise SchemaError(f"{path} is not valid JSON: {exc} is not a number JSON allows (use null for a missing value)") from None
     try:
         return from_dict(data)
     except SchemaError as exc:

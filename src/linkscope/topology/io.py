@@ -3,6 +3,7 @@ the JSON path of a bad value. The JSON Schema of the same form is ``schema/topol
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,13 @@ def _enum(enum: type, value: Any, path: str):
         raise SchemaError(f"unknown value {value!r} (valid: {valid})", path=path) from None
 
 
+def _finite(value: Any, key: str, path: str) -> Any:
+    """A number that JSON can hold again: NaN and infinity (Python's json reads them) are refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SchemaError(f"field {key!r} must be a finite number, got {value}", path=path)
+    return value
+
+
 def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
     """Validate and build. Raises SchemaError with the JSON path of the first bad value."""
     if not isinstance(data, dict):
@@ -119,6 +127,8 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
                     raise SchemaError(f"field {key!r} must be an integer", path=f"{path}.{key}")
                 if key in _NUM_FIELDS and (isinstance(value, bool) or not isinstance(value, (int, float))):
                     raise SchemaError(f"field {key!r} must be a number", path=f"{path}.{key}")
+                if key in _NUM_FIELDS:
+                    _finite(value, key, f"{path}.{key}")
                 if key not in _INT_FIELDS | _NUM_FIELDS and not isinstance(value, str):
                     raise SchemaError(f"field {key!r} must be a string", path=f"{path}.{key}")
                 kwargs[key] = value
@@ -138,10 +148,12 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
         if not isinstance(item, dict):
             raise SchemaError("a link must be an object", path=path)
         count = _need(item, "count", path, int)
-        rate = _need(item, "link_gb_per_s", path, (int, float))
+        rate = _finite(_need(item, "link_gb_per_s", path, (int, float)), "link_gb_per_s", f"{path}.link_gb_per_s")
         latency = item.get("latency_us")
         if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))):
             raise SchemaError("latency_us must be a number", path=f"{path}.latency_us")
+        if latency is not None and _finite(latency, "latency_us", f"{path}.latency_us") < 0:
+            raise SchemaError(f"latency_us must not be negative, got {latency}", path=f"{path}.latency_us")
         links.append(
             Link(
                 a=_need(item, "a", path, str),
@@ -172,14 +184,25 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
 
 
 def dumps(topology: Topology) -> str:
-    return json.dumps(to_dict(topology), indent=2) + "\n"
+    return json.dumps(to_dict(topology), indent=2, allow_nan=False) + "\n"
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    """``json.loads`` hook: Python reads NaN / Infinity, standard JSON (and linkscope) does not."""
+    raise _NonFinite(name)
 
 
 def loads(text: str, *, origin: str = "<string>") -> Topology:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise SchemaError(f"{origin} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    except _NonFinite as exc:
+        raise SchemaError(f"{origin} is not valid JSON: {exc} is not a number JSON allows (use null for a missing value)") from None
     try:
         return from_dict(data)
     except SchemaError as exc:
