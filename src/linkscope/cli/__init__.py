@@ -36,6 +36,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Examples: linkscope topo;  linkscope survey -o survey.json;  linkscope bench --method ce,sm-push --direction bi",
 )
 
 
@@ -64,7 +65,10 @@ def _err(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and exits with) the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    cut = args.index("--") if "--" in args else len(args)
+    debug = "--debug" in args[:cut]
+    if debug:  # accepted anywhere before "--", like a global flag
+        args = ["--debug"] + [a for a in args[:cut] if a != "--debug"] + args[cut:]
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="linkscope", standalone_mode=False)

@@ -60,8 +60,12 @@ def _sizes(text: str) -> list[int]:
 def _save(record: Any, path: Optional[Path]) -> None:
     if path is not None:
         from ..results.io import save
+        from .common import write_error
 
-        save(record, path)
+        try:
+            save(record, path)
+        except OSError as exc:
+            raise write_error(path, exc) from None
 
 
 def _base_context(job: Any, environ: dict[str, str]) -> dict[str, Any]:
@@ -145,6 +149,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         """
 
         def body(environ: dict[str, str]) -> int:
+            from .common import check_output_file
+
+            check_output_file(json_path, "--json")
             from ..comm import gpu_aware as ga
             from ..comm.buffers import CupyDeviceSpace, FakeDeviceSpace, HostSpace
             from ..comm.launch import run_collectively, start_mpi
@@ -219,6 +226,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         """
 
         def body(environ: dict[str, str]) -> int:
+            from .common import check_output_file
+
+            check_output_file(json_path, "--json")
             from ..comm.collectives import OPS
             from ..comm.launch import job_for, run_collectively
             from ..comm.nccl import make_peers, run_nccl
@@ -279,6 +289,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         """
 
         def body(environ: dict[str, str]) -> int:
+            from .common import check_output_file
+
+            check_output_file(json_path, "--json")
             from ..comm.launch import job_for, run_collectively
             from ..comm.render import stencil_record, stencil_text
             from ..comm.stencil import choose_mapping, parse_slow_pairs, process_grid, run_stencil
@@ -351,6 +364,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         """
 
         def body(environ: dict[str, str]) -> int:
+            from .common import check_output_file
+
+            check_output_file(json_path, "--json")
             from ..comm.buffers import HostSpace
             from ..comm.launch import job_for, run_collectively, start_mpi
             from ..comm.mpi_p2p import Schedule

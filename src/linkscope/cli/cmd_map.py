@@ -49,6 +49,9 @@ def register(app: typer.Typer) -> None:
 
         Example: linkscope map traffic.json --preset k80-16 --metric bandwidth -o mapping.json --emit rankfile
         """
+        from .common import check_output_file
+
+        check_output_file(output, "--output")
         from ..mapping import emit as emitters
         from ..mapping.api import map_cluster, map_traffic, network_costs
         from ..mapping.assignment import save_assignment, to_dict

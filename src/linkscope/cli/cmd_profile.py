@@ -33,6 +33,9 @@ def register(app: typer.Typer) -> None:
         from ..traffic.io import save_traffic
         from ..units import format_size
 
+        from .common import check_output_file
+
+        check_output_file(output, "--output")
         err = stderr_console()
         result = profile(command, dict(os.environ), inject=inject, rows_dir=rows_dir, keep_rows=keep_rows, mpicc=mpicc)
         if result.matrix is None:

@@ -59,6 +59,9 @@ def register(app: typer.Typer) -> None:
 
         Example: linkscope traffic gen stencil2d --grid 4x4 --periodic --bytes 1MiB -o traffic.json
         """
+        from .common import check_output_file
+
+        check_output_file(output, "--output")
         from ..traffic.io import save_traffic
         from ..traffic.synthetic import generate, parse_grid
         from ..units import format_size, parse_size

@@ -48,8 +48,8 @@ class SurveyOptions:
         measure: repetition policy.
     """
 
-    size_bytes: int = 256 * MiB
-    sweep_sizes_bytes: tuple[int, ...] = (4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB)
+    size_bytes: int = 512 * MiB  # nvbandwidth's buffer size, so numbers compare one to one
+    sweep_sizes_bytes: tuple[int, ...] = (4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 512 * MiB)
     peer_methods: tuple[str, ...] = ("ce", "sm-push")
     host_methods: tuple[str, ...] = ("h2d", "d2h")
     latency_kinds: tuple[str, ...] = ("remote-read", "flag-pingpong")

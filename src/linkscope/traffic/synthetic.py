@@ -199,6 +199,8 @@ def generate(
     edges: Iterable[Sequence[float]] | None = None,
 ) -> TrafficMatrix:
     """One entry point for the CLI: the pattern by name with its options."""
+    if pattern not in PATTERNS:
+        raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid: {', '.join(PATTERNS)}")
     if pattern in ("stencil2d", "stencil3d"):
         want = 2 if pattern == "stencil2d" else 3
         if grid is None:
