@@ -32,6 +32,7 @@ from ..errors import UserError
 from ..units import format_size
 from .launch import Job, agree, require
 from .nccl_backend import Peer
+from ..traffic.synthetic import balanced_grid
 
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
 HOST_STAGED_GB_PER_S = 25.0
@@ -52,28 +53,6 @@ class Message:
     count: int
     send_offset: int = 0
     recv_offset: int = 0
-
-
-def balanced_grid(ranks: int, dims: int) -> tuple[int, ...]:
-    """The most cubic factorisation of ``ranks`` into ``dims`` factors, largest first."""
-    best: tuple[int, ...] | None = None
-
-    def walk(n: int, k: int, start: int) -> Any:
-        if k == 1:
-            if n >= start:
-                yield (n,)
-            return
-        for f in range(start, n + 1):
-            if n % f == 0:
-                for rest in walk(n // f, k - 1, f):
-                    yield (f,) + rest
-
-    for combo in walk(ranks, dims, 1):
-        if best is None or max(combo) - min(combo) < max(best) - min(best):
-            best = combo
-    if best is None:
-        raise UserError(f"cannot factor {ranks} ranks into a {dims}-D grid")
-    return tuple(sorted(best, reverse=True))
 
 
 def axis_weights(dims: int, weighted: bool) -> tuple[float, ...]:

@@ -206,7 +206,7 @@ def generate(
         if grid is None:
             if ranks is None:
                 raise UserError(f"{pattern} needs --grid (e.g. {'4x4' if want == 2 else '2x2x2'}) or --ranks")
-            grid = _balanced_grid(int(ranks), want)
+            grid = balanced_grid(int(ranks), want)
         if len(grid) != want:
             raise UserError(f"{pattern} needs a {want}-D grid, got {'x'.join(map(str, grid))}")
         if ranks is not None and int(np.prod(grid)) != ranks:
@@ -233,10 +233,10 @@ def generate(
     raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid patterns: {', '.join(PATTERNS)}")
 
 
-def _balanced_grid(ranks: int, dims: int) -> tuple[int, ...]:
+def balanced_grid(ranks: int, dims: int) -> tuple[int, ...]:
     """The most cubic factorisation of ``ranks`` into ``dims`` factors (MPI_Dims_create's idea).
 
-    >>> _balanced_grid(16, 2), _balanced_grid(8, 3), _balanced_grid(12, 3)
+    >>> balanced_grid(16, 2), balanced_grid(8, 3), balanced_grid(12, 3)
     ((4, 4), (2, 2, 2), (3, 2, 2))
     """
     best: tuple[int, ...] | None = None
