@@ -1,4 +1,4 @@
-"""Helpers for the comm tests: run the stand-alone CLI under mpirun with a timeout."""
+"""Helpers for the comm tests: run the real ``linkscope`` CLI under mpirun with a timeout."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = Path(__file__).with_name("cli_app.py")
 
 
 def mpirun_available() -> bool:
@@ -24,11 +23,11 @@ def mpirun_available() -> bool:
 
 
 def mpirun(n: int, *args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
-    """``mpirun -n N python cli_app.py ARGS`` (as root too); a hang fails the test, not the suite."""
+    """``mpirun -n N python -m linkscope ARGS`` (as root too); a hang fails the test, not the suite."""
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_rmaps_base_oversubscribe": "1", "PYTHONPATH": str(ROOT / "src")})
-    cmd = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, str(CLI), *args]
+    cmd = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, "-m", "linkscope", *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired as exc:
