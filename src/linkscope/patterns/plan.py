@@ -29,7 +29,9 @@ class Transfer:
 
     def __post_init__(self) -> None:
         if self.size_bytes < 0:
-            raise ValueError(f"negative size {self.size_bytes}")
+            from ..errors import ConfigError
+
+            raise ConfigError(f"transfer size must not be negative: {self.size_bytes}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,232 @@
+"""``linkscope model predict|calibrate|check``: the fabric model from the command line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError, UserError
+from .common import check_output_file, stderr_console, stdout_console
+
+model_app = typer.Typer(
+    name="model",
+    help="Predict transfers with the fabric model; calibrate it from a measured run; check it against one.",
+    no_args_is_help=True,
+)
+
+
+def load_topology_arg(value: str):
+    """A topology from ``--topology``: a JSON file, a preset name (or ``preset:NAME``), or a
+    synthetic spec (``nvswitch:8``, ``pcie:2x4``, ``fattree:4x8``)."""
+    from ..topology import io as topo_io
+    from ..topology.presets import load_preset, preset_names
+    from ..topology.synthetic import synthetic_topology
+
+    if Path(value).is_file():
+        return topo_io.load(value)
+    name = value[len("preset:"):] if value.startswith("preset:") else value
+    if name in preset_names():
+        return load_preset(name)
+    if ":" in value and not value.startswith("preset:"):
+        return synthetic_topology(value)
+    raise UserError(f"--topology {value!r} is not a file, a preset or a synthetic spec",
+                    hint=f"presets: {', '.join(preset_names())}; specs: nvswitch:N, pcie:SxG, fattree:NxG")
+
+
+def _load_record(path: Path):
+    from ..results import io as run_io
+
+    return run_io.load(path)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def _parse_flows(text: str) -> list[tuple]:
+    flows = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "->" not in part:
+            raise ConfigError(f"bad flow {part!r} in --flows", hint="write flows as SRC->DST, e.g. 0->1,2->3 or host->0")
+        a, b = (x.strip() for x in part.split("->", 1))
+        flows.append(tuple(x if x == "host" else _int(x, part) for x in (a, b)))
+    if not flows:
+        raise ConfigError("--flows is empty", hint="e.g. --flows 0->1,2->3")
+    return flows
+
+
+def _int(text: str, part: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"bad endpoint {text!r} in flow {part!r}", hint="use a GPU index or 'host'") from None
+
+
+def _pattern_flows(pattern: str, gpus: list[int]) -> list[tuple]:
+    n = len(gpus)
+    if pattern == "pairs":
+        return [(gpus[i], gpus[i + 1]) for i in range(0, n - 1, 2)]
+    if pattern == "ring":
+        return [(gpus[i], gpus[(i + 1) % n]) for i in range(n)] if n > 1 else []
+    if pattern == "all-to-one":
+        return [(g, gpus[0]) for g in gpus[1:]]
+    if pattern == "one-to-all":
+        return [(gpus[0], g) for g in gpus[1:]]
+    if pattern == "all-to-all":
+        return [(a, b) for a in gpus for b in gpus if a != b]
+    if pattern == "all-to-host":
+        return [(g, "host") for g in gpus]
+    if pattern == "host-to-all":
+        return [("host", g) for g in gpus]
+    raise ConfigError(f"unknown pattern {pattern!r}",
+                      hint="valid: pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all (or --flows)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(model_app, name="model")
+
+
+@model_app.command("predict")
+def predict_cmd(
+    preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
+    method: str = typer.Option("ce", "--method", help="Transfer method (ce, sm-push, staged-pinned, h2d, ...)."),
+    pattern: str = typer.Option("pairs", "--pattern", help="pairs|ring|all-to-one|one-to-all|all-to-all|all-to-host|host-to-all."),
+    flows: Optional[str] = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
+    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),
+    sizes: str = typer.Option("64MiB", "--sizes", help="Sizes per transfer: 8,4KiB,64MiB or 8:1GiB."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Predict what a group of concurrent transfers gets (labelled predicted).
+
+    Example: linkscope model predict --preset pcie-8gpu-2socket --method staged-pinned --flows 0->1,2->3
+    """
+    from ..discovery.auto import resolve_topology
+    from ..model.predict import FabricModel
+    from ..units import format_size, parse_sizes
+
+    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=True)
+    if note:
+        stderr_console().print(f"note: {note}", style="yellow", markup=False)
+    if flows:
+        pairs = _parse_flows(flows)
+    else:
+        chosen = list(range(topology.gpu_count)) if not gpus else [_int(x.strip(), gpus) for x in gpus.split(",") if x.strip()]
+        pairs = _pattern_flows(pattern, chosen)
+        if not pairs:
+            raise ConfigError(f"pattern {pattern!r} needs more GPUs than {chosen}")
+    size_list = parse_sizes(sizes)
+    model = FabricModel(topology)
+    rows = []
+    for size in size_list:
+        for p in model.predict([(a, b, size) for a, b in pairs], method):
+            rows.append({"src": p.src, "dst": p.dst, "method": method, "size_bytes": size,
+                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6,
+                         "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
+                         "provenance": "predicted"})
+    if as_json:
+        typer.echo(json.dumps({"topology": topology.name, "predictions": rows}, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"predicted on {topology.name} (model, not measured)")
+    for col in ("src", "dst", "size", "GB/s", "time (us)", "theoretical (GB/s)"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
+                      _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"]))
+    stdout_console().print(table)
+
+
+@model_app.command("calibrate")
+def calibrate_cmd(
+    results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the calibrated topology here (default: stdout)."),
+    topology: Optional[str] = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the fit report as JSON on stdout (needs -o for the topology)."),
+) -> None:
+    """Fit link efficiencies and per-method overheads/caps from measurements; write a calibrated topology.
+
+    Example: linkscope model calibrate run.json -o calibrated.json
+    """
+    from ..atomic import write_text_atomic
+    from ..model.calibrate import calibrate
+    from ..topology import io as topo_io
+
+    check_output_file(output, "-o")
+    if as_json and output is None:
+        raise ConfigError("--json prints the fit report on stdout; give -o FILE for the calibrated topology")
+    record = _load_record(results)
+    topo = load_topology_arg(topology) if topology else None
+    result = calibrate(record, topo, source=str(results))
+    err = stderr_console()
+    if output is not None:
+        try:
+            write_text_atomic(output, topo_io.dumps(result.topology))
+        except OSError as exc:
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=2))
+    elif output is None:
+        typer.echo(topo_io.dumps(result.topology), nl=False)
+    for key, value in sorted(result.fitted.items()):
+        err.print(f"fitted {key} = {value:.4g}", markup=False)
+    if result.not_fitted:
+        err.print(f"not fitted ({len(result.not_fitted)}): " + "; ".join(f"{k}: {v}" for k, v in sorted(result.not_fitted.items())),
+                  markup=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    if result.check and result.check.n_compared:
+        err.print(f"calibrated model vs measured: median |error| {result.check.median_abs_rel_error:.1%}, "
+                  f"worst {result.check.worst_abs_rel_error:.1%} over {result.check.n_compared} entries", markup=False)
+    if output is not None:
+        err.print(f"wrote {output}", markup=False)
+
+
+@model_app.command("check")
+def check_cmd(
+    results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
+    topology: Optional[str] = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    max_error: Optional[float] = typer.Option(None, "--max-error", min=0.0, help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
+) -> None:
+    """Predicted vs measured for every bandwidth entry, with the relative error and a summary.
+
+    Example: linkscope model check run.json --topology calibrated.json
+    """
+    from ..model.check import check
+    from ..units import format_size
+
+    record = _load_record(results)
+    topo = load_topology_arg(topology) if topology else None
+    report = check(record, topo)
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2, allow_nan=False))
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"model check on {report.topology}: predicted vs measured")
+        for col in ("#", "src", "dst", "method", "pattern", "dir", "size", "measured (GB/s)", "predicted (GB/s)", "error"):
+            table.add_column(col, justify="right")
+        for e in report.entries:
+            err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
+            table.add_row(str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
+                          _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})")
+        console = stdout_console()
+        console.print(table)
+        if report.n_compared:
+            console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
+                          f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)
+            for method, s in report.by_method.items():
+                console.print(f"  {method}: n={int(s['n'])} median {s['median_abs_rel_error']:.1%} worst {s['worst_abs_rel_error']:.1%}",
+                              markup=False)
+        else:
+            console.print("summary: no entry could be compared", markup=False)
+    if max_error is not None and (report.worst_abs_rel_error is None or report.worst_abs_rel_error > max_error):
+        raise typer.Exit(3)

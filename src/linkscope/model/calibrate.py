@@ -1,0 +1,261 @@
+"""Fit model parameters from a measured RunRecord.
+
+1. Uncontended entries (transfers sharing no modelled resource with the rest of their concurrent
+   group: a single pair, or 0->1 beside 2->3) are grouped by (method, route class); for each
+   class ``scipy.optimize.least_squares`` fits ``time = latency + size / rate`` over the sizes
+   measured (relative residuals, so small and large messages weigh alike).
+2. The fitted latency minus the route's hop latencies is the method's overhead; the fitted rate,
+   against the route's theoretical bottleneck, gives the efficiency the method determines:
+   ``ce`` (else ``ce-write``/``ce-read``) -> ``link_efficiency.<bottleneck kind>``; ``h2d``/``d2h``
+   -> ``link_efficiency`` of the host link; ``sm-push``/``sm-pull``/``ce-nopeer``/``staged-pinned``
+   -> ``method_efficiency.<method>``; pageable copies -> ``host_memcpy_gb_per_s``; ``local`` ->
+   ``device_memory_bw_gb_per_s``. A vendor copy-engine cap is fitted when ``ce`` reaches the same
+   rate over routes of clearly different capacity.
+3. Everything else keeps its previous value and is listed as not fitted, with the reason.
+
+Works with any subset of methods and patterns: what the record does not measure is not fitted.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from ..errors import UserError
+from ..results.schema import RunRecord
+from ..topology.model import Topology
+from .check import CheckReport, check, measured_groups, topology_of
+from .graph import KIND_CODE
+from .params import LINK_KINDS, METHODS, ModelParams, default_keys
+from .predict import COPY_ENGINE_METHODS, FabricModel
+
+_GB = 1e9
+_KIND_OF_CODE = {v: k for k, v in KIND_CODE.items()}
+
+
+@dataclass(frozen=True)
+class ClassFit:
+    """Fit of one (method, route class): ``time = latency_us + size / rate``."""
+
+    method: str
+    route: str
+    n_points: int
+    n_sizes: int
+    latency_us: float | None
+    rate_gb_per_s: float
+    theoretical_gb_per_s: float
+    rms_rel_error: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    params: ModelParams
+    fitted: dict[str, float]
+    not_fitted: dict[str, str]
+    fits: tuple[ClassFit, ...]
+    topology: Topology
+    check: CheckReport | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fitted": self.fitted,
+            "not_fitted": self.not_fitted,
+            "fits": [f.__dict__ for f in self.fits],
+            "notes": list(self.notes),
+            "check": self.check.as_dict()["summary"] if self.check else None,
+        }
+
+
+@dataclass
+class _Class:
+    method: str
+    route: str
+    raw_gb_per_s: float
+    transit: float
+    bottleneck_kind: str
+    hop_latency_us: float
+    vendor: str | None
+    sizes: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+
+def _fit_line(sizes: np.ndarray, times: np.ndarray) -> tuple[float | None, float, float]:
+    """(latency_s or None, rate B/s, rms relative error) of time = latency + size / rate."""
+    if np.unique(sizes).size < 2:
+        rate = float(np.median(sizes / times))
+        return None, rate, 0.0
+    big, small = sizes.argmax(), sizes.argmin()
+    slope0 = max((times[big] - times[small]) / max(sizes[big] - sizes[small], 1.0), 1e-15)
+    lat0 = max(times[small] - sizes[small] * slope0, 0.0)
+    scale_t = float(times.max())
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return (x[0] * scale_t + sizes * x[1] * slope0) / times - 1.0
+
+    fit = least_squares(residuals, x0=[lat0 / scale_t, 1.0], bounds=([0.0, 1e-9], [np.inf, np.inf]), x_scale="jac")
+    lat, slope = fit.x[0] * scale_t, fit.x[1] * slope0
+    return float(lat), float(1.0 / slope), float(np.sqrt(np.mean(fit.fun**2)))
+
+
+def _route_info(model: FabricModel, src: Any, dst: Any, method: str) -> tuple[str, float, float, str, float, str | None]:
+    stages = model.stages(src, dst, 1, method)
+    res = np.concatenate([s.resources for s in stages])
+    edges = res[res < model.graph.n_edges]
+    raw = min(s.raw_gb_per_s for s in stages)
+    if edges.size:
+        eff_cap = model.capacity[edges]
+        bottleneck = int(edges[np.argmin(eff_cap)])
+        kind = _KIND_OF_CODE[int(model.graph.edge_kind[bottleneck])]
+        hops_us = float(model.edge_latency_s[edges].sum() * 1e6)
+        transit = model._transit(edges) if method in ("ce", "ce-read", "ce-write", "sm-push", "sm-pull") else 1.0
+    else:
+        kind, hops_us, transit = "memory", 0.0, 1.0
+    gpu_end = dst if src == "host" else src
+    vendor = model.gpu(gpu_end).vendor if gpu_end != "host" else None
+    route = f"{kind}:{raw:g}GB/s:{edges.size}hops"
+    return route, raw, transit, kind, hops_us, vendor
+
+
+def _uncontended(model: FabricModel, groups) -> list:
+    """(group, src, dst, measurement) of single-transfer entries that share no modelled resource
+    with the other transfers of their group (e.g. 0->1 and 2->3 of a pairs pattern)."""
+    out = []
+    for g in groups:
+        if g.size_bytes <= 0:
+            continue
+        try:
+            used = [set(np.concatenate([st.resources for st in model.stages(a, b, 1, g.method)]).tolist())
+                    for a, b in g.transfers]
+        except UserError:
+            continue
+        for _, m in g.entries:
+            if m.scope != "transfer" or (m.src, m.dst) not in g.transfers or m.src == "*" or m.dst == "*":
+                continue
+            if m.direction == "bi" and (m.dst, m.src) in g.transfers:
+                continue  # a pair entry of a bidirectional run, or one direction of it
+            k = g.transfers.index((m.src, m.dst))
+            others = set().union(*(u for j, u in enumerate(used) if j != k)) if len(used) > 1 else set()
+            if not (used[k] & others):
+                out.append((g, m.src, m.dst, m))
+    return out
+
+
+def calibrate(record: RunRecord, topology: Topology | None = None, *, source: str = "") -> CalibrationResult:
+    topo = topology_of(record, topology)
+    model = FabricModel(topo)
+    base = model.params
+    groups, _ = measured_groups(record)
+    classes: dict[tuple[str, str], _Class] = {}
+    notes: list[str] = []
+    for g, src, dst, m in _uncontended(model, groups):
+        try:
+            route, raw, transit, kind, hops_us, vendor = _route_info(model, src, dst, g.method)
+        except UserError as exc:
+            notes.append(f"skipped {g.method} {src}->{dst}: {exc}")
+            continue
+        moved = m.moved_bytes or m.size_bytes
+        t = moved / (m.median_gb_per_s * _GB)
+        c = classes.setdefault((g.method, route), _Class(g.method, route, raw, transit, kind, hops_us, vendor))
+        c.sizes.append(float(moved))
+        c.times.append(t)
+    if not classes:
+        raise UserError("nothing to calibrate from: the results hold no uncontended bandwidth entry of a modelled method",
+                        hint="measure e.g. linkscope bench --pattern pairs --sizes 4KiB:256MiB")
+    fits: list[ClassFit] = []
+    overheads: dict[str, list[float]] = {}
+    rates: dict[str, list[tuple[_Class, float]]] = {}
+    for (method, route), c in sorted(classes.items()):
+        sizes, times = np.array(c.sizes), np.array(c.times)
+        lat_s, rate_bps, rms = _fit_line(sizes, times)
+        note = ""
+        if lat_s is None:
+            note = "one size only: rate from it, latency not fitted"
+        lat_us = None if lat_s is None else lat_s * 1e6
+        rate = rate_bps / _GB
+        if lat_s is None:  # no latency fit: take the model's latency out of the single size's rate
+            lat_model = (base.overhead_us(method) + c.hop_latency_us) * 1e-6
+            t_bw = times - lat_model
+            if (t_bw > 0).all():
+                rate = float(np.median(sizes / t_bw)) / _GB
+        fits.append(ClassFit(method, route, len(c.sizes), int(np.unique(sizes).size), lat_us, rate, c.raw_gb_per_s, rms, note))
+        if lat_us is not None:
+            overheads.setdefault(method, []).append(max(lat_us - c.hop_latency_us, 0.0))
+        rates.setdefault(method, []).append((c, rate))
+    fitted: dict[str, float] = {}
+    for method, values in overheads.items():
+        fitted[f"overhead_us.{method}"] = statistics.median(values)
+    # link efficiencies and engine caps from copy-engine methods
+    link_sources = [m for m in ("ce", "ce-write", "ce-read") if m in rates][:1] + [m for m in ("h2d", "d2h") if m in rates]
+    eff_by_kind: dict[str, list[float]] = {}
+    for method in link_sources:
+        per_kind: dict[str, list[tuple[_Class, float]]] = {}
+        for c, rate in rates[method]:
+            per_kind.setdefault(c.bottleneck_kind, []).append((c, rate))
+        for kind, items in per_kind.items():
+            if kind not in LINK_KINDS:
+                continue
+            caps = {c.vendor for c, _ in items if c.vendor and math.isfinite(base.engine_cap_gb_per_s(c.vendor))}
+            raws = [c.raw_gb_per_s for c, _ in items]
+            vals = [r for _, r in items]
+            if caps and len(items) > 1 and max(raws) / min(raws) > 1.3 and max(vals) / min(vals) < 1.1:
+                for vendor in caps:
+                    fitted[f"engine_cap_gb_per_s.{vendor}"] = statistics.median(vals)
+                notes.append(f"{method}: the same rate over routes of {min(raws):g}..{max(raws):g} GB/s: fitted as the copy-engine cap")
+                continue
+            if caps:  # only routes whose rate stays clearly under the engine cap say something about the link
+                items = [(c, r) for c, r in items if r < 0.9 * base.engine_cap_gb_per_s(c.vendor)]
+            eff_by_kind.setdefault(kind, []).extend(r / (c.raw_gb_per_s * c.transit) for c, r in items)
+    for kind, effs in eff_by_kind.items():
+        if effs:
+            fitted[f"link_efficiency.{kind}"] = min(statistics.median(effs), 1.0)
+    # method caps relative to the raw bottleneck
+    for method in ("sm-push", "sm-pull", "ce-nopeer", "staged-pinned", "ce-write", "ce-read"):
+        if method not in rates or method in link_sources:
+            continue
+        effs = [r / (c.raw_gb_per_s * c.transit) for c, r in rates[method]]
+        fitted[f"method_efficiency.{method}"] = statistics.median(effs)
+    memcpy = [r for m in ("h2d-pageable", "d2h-pageable") for _, r in rates.get(m, [])]
+    if memcpy:
+        fitted["host_memcpy_gb_per_s"] = statistics.median(memcpy)
+    elif "staged" in rates:
+        fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates["staged"])
+        notes.append("host_memcpy_gb_per_s from 'staged' assuming its two hops are memcpy-bound")
+    if "local" in rates:
+        fitted["device_memory_bw_gb_per_s"] = 2 * statistics.median(r for _, r in rates["local"])
+    label = f"fitted by linkscope model calibrate{' from ' + source if source else ''}"
+    params = base.with_values(fitted, provenance="calibrated", sources={k: label for k in fitted})
+    # second pass: the overheads were fitted with the old efficiencies' routes; re-check
+    kept = {k: v for k, v in (topo.model_params or {}).items()}
+    kept.update(params.to_model_params(keys=fitted))
+    calibrated = topo.replace(
+        model_params=kept,
+        notes=tuple(topo.notes) + (f"model_params calibrated ({len(fitted)} parameters) {label}",),
+    )
+    present = {m for m, _ in classes}
+    not_fitted: dict[str, str] = {}
+    for key in default_keys():
+        if key in fitted:
+            continue
+        prefix, _, rest = key.partition(".")
+        if prefix in ("overhead_us", "method_efficiency") and rest not in present:
+            reason = f"no uncontended {rest!r} entries"
+        elif prefix == "overhead_us":
+            reason = "only one size measured"
+        elif prefix == "link_efficiency":
+            reason = f"no ce/h2d/d2h entry whose bottleneck is a {rest} link"
+        elif prefix == "engine_cap_gb_per_s":
+            reason = "ce not measured over routes of different capacity"
+        else:
+            reason = "not determined by bandwidth entries of single transfers"
+        not_fitted[key] = reason
+    report = check(record, calibrated)
+    return CalibrationResult(params, fitted, not_fitted, tuple(fits), calibrated, report, tuple(notes))
+
+
+__all__ = ["calibrate", "CalibrationResult", "ClassFit", "METHODS", "COPY_ENGINE_METHODS"]

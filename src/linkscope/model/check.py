@@ -1,0 +1,181 @@
+"""Predicted vs measured: re-predict every bandwidth entry of a RunRecord with the model.
+
+Entries that ran at the same time share ``group`` (and size, method): each such group is
+rebuilt as one concurrent plan (a ``bi`` pair entry that moved twice its size stands for both
+directions) and predicted at once, so contention is part of the check. Aggregate entries
+(``scope`` total, ``src`` or ``dst`` ``"*"``) are compared with the predicted total of the
+matching transfers (bytes / time of the slowest).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import LinkscopeError, UserError
+from ..results.schema import ALL, HOST, Measurement, RunRecord
+from ..topology import io as topo_io
+from ..topology.model import Topology
+from .params import METHODS, ModelParams
+from .predict import FabricModel, TransferPrediction
+
+_GB = 1e9
+
+
+@dataclass(frozen=True)
+class MeasuredGroup:
+    """Entries of one concurrent group and the transfers they imply."""
+
+    key: tuple
+    method: str
+    size_bytes: int
+    entries: tuple[tuple[int, Measurement], ...]  # (index in the record, measurement)
+    transfers: tuple[tuple[Any, Any], ...]
+
+
+def _is_total(m: Measurement) -> bool:
+    return m.scope != "transfer" or m.src == ALL or m.dst == ALL
+
+
+def _is_pair_bi(m: Measurement) -> bool:
+    return m.direction == "bi" and m.src != m.dst and m.moved_bytes >= 1.5 * m.size_bytes > 0
+
+
+def measured_groups(record: RunRecord) -> tuple[list[MeasuredGroup], list[tuple[int, str]]]:
+    """Concurrent groups of the record's bandwidth entries, and (index, reason) of entries skipped."""
+    groups: dict[tuple, list[tuple[int, Measurement]]] = {}
+    skipped: list[tuple[int, str]] = []
+    for i, m in enumerate(record.measurements):
+        if not m.ok:
+            skipped.append((i, f"status {m.status.value}"))
+            continue
+        if m.bandwidth is None:
+            skipped.append((i, "no bandwidth (latency entry)"))
+            continue
+        if m.method not in METHODS:
+            skipped.append((i, f"method {m.method!r} is not modelled"))
+            continue
+        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction) if m.group is not None else ("solo", i)
+        groups.setdefault(key, []).append((i, m))
+    out = []
+    for key, entries in groups.items():
+        transfers: list[tuple[Any, Any]] = []
+        for _, m in entries:
+            if _is_total(m):
+                continue
+            pairs = [(m.src, m.dst), (m.dst, m.src)] if _is_pair_bi(m) else [(m.src, m.dst)]
+            for pair in pairs:
+                if pair not in transfers:
+                    transfers.append(pair)
+        if not transfers:
+            for i, _ in entries:
+                skipped.append((i, "aggregate without its transfers"))
+            continue
+        first = entries[0][1]
+        out.append(MeasuredGroup(key, first.method, first.size_bytes, tuple(entries), tuple(transfers)))
+    return out, skipped
+
+
+def entry_prediction(m: Measurement, group: MeasuredGroup, preds: list[TransferPrediction]) -> float:
+    """Predicted GB/s of one entry, given the predictions of its group's transfers (same order)."""
+    by_pair = {pair: p for pair, p in zip(group.transfers, preds)}
+    if _is_total(m):
+        chosen = [p for p in preds if (m.src in (ALL, p.src)) and (m.dst in (ALL, p.dst))]
+    elif _is_pair_bi(m):
+        chosen = [by_pair[(m.src, m.dst)], by_pair[(m.dst, m.src)]]
+    else:
+        chosen = [by_pair[(m.src, m.dst)]]
+    total = sum(p.size_bytes for p in chosen)
+    slowest = max(p.elapsed_s for p in chosen)
+    return total / slowest / _GB if slowest > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class CheckEntry:
+    index: int
+    src: Any
+    dst: Any
+    method: str
+    pattern: str
+    direction: str
+    size_bytes: int
+    scope: str
+    measured_gb_per_s: float | None
+    predicted_gb_per_s: float | None
+    rel_error: float | None  # predicted / measured - 1
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Every compared entry, and the summary (absolute relative errors)."""
+
+    entries: tuple[CheckEntry, ...]
+    n_compared: int
+    median_abs_rel_error: float | None
+    worst_abs_rel_error: float | None
+    worst_index: int | None
+    by_method: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    topology: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topology": self.topology,
+            "summary": {
+                "n_compared": self.n_compared,
+                "median_abs_rel_error": self.median_abs_rel_error,
+                "worst_abs_rel_error": self.worst_abs_rel_error,
+                "worst_index": self.worst_index,
+                "by_method": {k: dict(v) for k, v in self.by_method.items()},
+            },
+            "entries": [e.as_dict() for e in self.entries],
+        }
+
+
+def topology_of(record: RunRecord, topology: Topology | None = None) -> Topology:
+    """The topology to use: the given one, else the one embedded in the record."""
+    if topology is not None:
+        return topology
+    if not record.topology:
+        raise UserError("the results file has no embedded topology", hint="pass --topology FILE|PRESET")
+    return topo_io.from_dict(dict(record.topology))
+
+
+def check(record: RunRecord, topology: Topology | None = None, params: ModelParams | dict | None = None) -> CheckReport:
+    topo = topology_of(record, topology)
+    model = FabricModel(topo, params)
+    groups, skipped = measured_groups(record)
+    entries: list[CheckEntry] = []
+    for group in groups:
+        try:
+            preds = model.predict([(s, d, group.size_bytes) for s, d in group.transfers], group.method)
+            error = ""
+        except LinkscopeError as exc:
+            preds, error = None, str(exc)
+        for i, m in group.entries:
+            measured = m.median_gb_per_s
+            predicted = None if preds is None else entry_prediction(m, group, preds)
+            rel = predicted / measured - 1 if predicted is not None and measured else None
+            entries.append(CheckEntry(i, m.src, m.dst, m.method, m.pattern, m.direction, m.size_bytes, m.scope,
+                                      measured, predicted, rel, error))
+    for i, reason in skipped:
+        m = record.measurements[i]
+        entries.append(CheckEntry(i, m.src, m.dst, m.method, m.pattern, m.direction, m.size_bytes, m.scope,
+                                  m.median_gb_per_s, None, None, f"not compared: {reason}"))
+    entries.sort(key=lambda e: e.index)
+    errors = [(abs(e.rel_error), e.index) for e in entries if e.rel_error is not None]
+    by_method: dict[str, dict[str, float]] = {}
+    for method in sorted({e.method for e in entries if e.rel_error is not None}):
+        errs = [abs(e.rel_error) for e in entries if e.method == method and e.rel_error is not None]
+        by_method[method] = {"n": len(errs), "median_abs_rel_error": statistics.median(errs), "worst_abs_rel_error": max(errs)}
+    if errors:
+        worst = max(errors)
+        return CheckReport(tuple(entries), len(errors), statistics.median(e for e, _ in errors), worst[0], worst[1],
+                           by_method, topo.name)
+    return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name)
+
+
+__all__ = ["check", "CheckReport", "CheckEntry", "measured_groups", "entry_prediction", "topology_of", "HOST"]

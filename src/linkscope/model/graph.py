@@ -1,0 +1,149 @@
+"""The directed graph of the fabric model, built from any Topology.
+
+Each undirected ``Link`` becomes two directed edges (``2*i`` from ``a`` to ``b``, ``2*i+1`` back),
+each with the link's per-direction capacity ``count * link_gb_per_s`` (bonded links add up). Besides
+the edges the model has two more kinds of shared resource:
+
+* host memory of each CPU / NUMA node (``memory_bw_gb_per_s`` of the CPU device, else the
+  ``host_memory_bw_gb_per_s`` parameter): device-to-host writes and host-to-device reads both
+  consume it;
+* device memory of each GPU (``attributes["memory_bw_gb_per_s"]``, else
+  ``device_memory_bw_gb_per_s``), used by ``local`` copies (read and write).
+
+Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then device memories (one per GPU).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..topology.model import DeviceKind, Link, LinkKind, Topology
+from .params import LINK_KINDS, ModelParams
+
+KIND_CODE = {kind: i for i, kind in enumerate(LINK_KINDS)}
+NODE_KINDS = tuple(k.value for k in DeviceKind)
+NODE_KIND_CODE = {kind: i for i, kind in enumerate(NODE_KINDS)}
+
+
+@dataclass(frozen=True, eq=False)
+class FabricGraph:
+    """Directed edges and shared resources of a topology (arrays indexed by edge / node).
+
+    Attributes:
+        topology: the source topology.
+        node_ids: device ids in topology order; ``node_index`` maps back.
+        node_kind: NODE_KINDS code of each node.
+        edge_src, edge_dst: node indices of each directed edge.
+        edge_raw_gb_per_s: theoretical capacity of each directed edge (count * link_gb_per_s).
+        edge_kind: LINK_KINDS code of each edge.
+        edge_latency_us: the link's latency_us, NaN where the topology does not say.
+        cpu_ids, gpu_ids: CPU and GPU device ids in resource order.
+    """
+
+    topology: Topology
+    node_ids: tuple[str, ...]
+    node_index: dict[str, int]
+    node_kind: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    edge_raw_gb_per_s: np.ndarray
+    edge_kind: np.ndarray
+    edge_latency_us: np.ndarray
+    cpu_ids: tuple[str, ...]
+    gpu_ids: tuple[str, ...]
+    _link_index: dict[Link, int] = field(repr=False)
+    _edge_of_pair: dict[tuple[int, int], int] = field(repr=False)
+
+    @classmethod
+    def from_topology(cls, topology: Topology) -> "FabricGraph":
+        node_ids = tuple(d.id for d in topology.devices)
+        node_index = {d: i for i, d in enumerate(node_ids)}
+        node_kind = np.array([NODE_KIND_CODE[d.kind.value] for d in topology.devices], dtype=np.int8)
+        n_links = len(topology.links)
+        src = np.empty(2 * n_links, dtype=np.int64)
+        dst = np.empty(2 * n_links, dtype=np.int64)
+        raw = np.empty(2 * n_links)
+        kind = np.empty(2 * n_links, dtype=np.int8)
+        lat = np.empty(2 * n_links)
+        link_index: dict[Link, int] = {}
+        pair: dict[tuple[int, int], int] = {}
+        for i, link in enumerate(topology.links):
+            a, b = node_index[link.a], node_index[link.b]
+            src[2 * i], dst[2 * i], src[2 * i + 1], dst[2 * i + 1] = a, b, b, a
+            raw[2 * i] = raw[2 * i + 1] = link.capacity_gb_per_s
+            kind[2 * i] = kind[2 * i + 1] = KIND_CODE[link.kind.value]
+            lat[2 * i] = lat[2 * i + 1] = np.nan if link.latency_us is None else link.latency_us
+            link_index.setdefault(link, i)
+            # parallel links between the same two devices: keep the widest for pair look-ups
+            for e, key in ((2 * i, (a, b)), (2 * i + 1, (b, a))):
+                if key not in pair or raw[pair[key]] < raw[e]:
+                    pair[key] = e
+        cpus = tuple(d.id for d in topology.devices if d.kind is DeviceKind.CPU)
+        gpus = tuple(g.id for g in topology.gpus)
+        return cls(topology, node_ids, node_index, node_kind, src, dst, raw, kind, lat, cpus, gpus, link_index, pair)
+
+    # ---- sizes and resource indices ----------------------------------------------------------
+    @property
+    def n_edges(self) -> int:
+        return len(self.edge_src)
+
+    @property
+    def n_resources(self) -> int:
+        return self.n_edges + len(self.cpu_ids) + len(self.gpu_ids)
+
+    def host_memory_resource(self, cpu_id: str) -> int:
+        return self.n_edges + self.cpu_ids.index(cpu_id)
+
+    def device_memory_resource(self, gpu_index: int) -> int:
+        return self.n_edges + len(self.cpu_ids) + gpu_index
+
+    # ---- edges -----------------------------------------------------------------------------------
+    def edge_of(self, link: Link, from_id: str) -> int:
+        """Directed edge of ``link`` leaving ``from_id``."""
+        i = self._link_index[link]
+        return 2 * i if link.a == from_id else 2 * i + 1
+
+    def edge_between(self, u: int, v: int) -> int:
+        """Directed edge from node u to node v (the widest when several links join them)."""
+        return self._edge_of_pair[(u, v)]
+
+    def edges_of_route(self, src_id: str, links: tuple[Link, ...]) -> np.ndarray:
+        """Directed edge ids of a route given as links in order from ``src_id``."""
+        out = np.empty(len(links), dtype=np.int64)
+        here = src_id
+        for k, link in enumerate(links):
+            out[k] = self.edge_of(link, here)
+            here = link.other(here)
+        return out
+
+    # ---- capacities -------------------------------------------------------------------------------
+    def edge_efficiency(self, params: ModelParams) -> np.ndarray:
+        table = np.array([params.link_efficiency(k) for k in LINK_KINDS])
+        return table[self.edge_kind]
+
+    def edge_latency(self, params: ModelParams) -> np.ndarray:
+        """Latency per directed edge in µs (the hop default where the link does not say)."""
+        return np.where(np.isnan(self.edge_latency_us), float(params["hop_latency_us"]), self.edge_latency_us)
+
+    def capacities(self, params: ModelParams) -> np.ndarray:
+        """Effective capacity (GB/s) of every resource: edges, host memories, device memories."""
+        edges = self.edge_raw_gb_per_s * self.edge_efficiency(params)
+        by_id = self.topology.by_id
+        host = [by_id[c].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
+        dev = []
+        for g in self.gpu_ids:
+            value = by_id[g].attributes.get("memory_bw_gb_per_s") if by_id[g].attributes else None
+            dev.append(float(value) if isinstance(value, (int, float)) and value > 0 else float(params["device_memory_bw_gb_per_s"]))
+        return np.concatenate([edges, np.asarray(host, dtype=float), np.asarray(dev, dtype=float)])
+
+    def degree(self, device_id: str) -> int:
+        """Number of links of a device."""
+        deg = self.__dict__.get("_degree")
+        if deg is None:
+            deg = np.bincount(self.edge_src, minlength=len(self.node_ids))
+            object.__setattr__(self, "_degree", deg)
+        return int(deg[self.node_index[device_id]])
+
+    def has_network(self) -> bool:
+        return bool(np.any(self.edge_kind == KIND_CODE[LinkKind.NETWORK.value]))

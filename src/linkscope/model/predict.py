@@ -1,0 +1,413 @@
+"""Predict what concurrent transfers get: routes per method, engine limits, max-min contention.
+
+``predict(topology, plan)`` is the pure entry point used by mapping and reports; ``FabricModel``
+keeps the graph, routes and parameters of one topology for repeated use (the ``sim`` engine, the
+calibration fit, the scale benchmark).
+
+How each method moves bytes (``"host"`` = host memory of the CPU nearest the GPU end):
+
+=================  =========================================================================
+ce, ce-read,        GPU to GPU over the peer route (fabric first, else PCIe / socket link);
+ce-write            copy-engine cap of the GPU's vendor; P2P access required
+sm-push, sm-pull    same route; capped at ``method_efficiency`` x the route's raw bottleneck
+ce-nopeer           the driver stages through host memory of src's NUMA node, pipelined: one
+                    stage over src -> CPU -> dst, host memory written and read (weight 2)
+staged-pinned       the same path through a pinned host buffer, double-buffered in chunks
+                    (one chunk of pipeline fill added to the latency)
+staged              pageable staging, not pipelined: D2H then H2D, each capped by the host memcpy rate
+h2d, d2h            host memory <-> GPU over PCIe (or the CPU-GPU fabric link), host memory weight 1
+h2d-pageable, ...   the same, capped by the host memcpy rate, host memory weight 2
+local               a copy inside one GPU's memory (read + write: device memory weight 2)
+=================  =========================================================================
+
+A peer copy's rate alone (the smaller of its method cap and its route's effective bottleneck) is
+further multiplied by ``p2p_transit_efficiency`` for each PCIe switch, host bridge and CPU it passes
+and each socket link it crosses (a per-transfer cap; NVSwitch and GPUs cost nothing). Time of a transfer = its latency (per-method overhead
++ per-hop latencies) + the bytes at the max-min fair rate, recomputed at every start and completion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy.sparse import csc_matrix
+
+from ..errors import ConfigError
+from ..patterns.plan import HOST, Transfer, TransferPlan
+from ..topology import query
+from ..topology.levels import DISTANCE_OF_CODE
+from ..topology.model import Device, LinkKind, Topology
+from .contention import FlowProblem, SimResult, simulate
+from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
+from .params import METHODS, ModelParams
+from .routing import Router
+
+PEER_METHODS = ("ce", "ce-read", "ce-write", "sm-push", "sm-pull")
+NEEDS_PEER_ACCESS = frozenset(PEER_METHODS)
+COPY_ENGINE_METHODS = frozenset(
+    {"ce", "ce-read", "ce-write", "ce-nopeer", "h2d", "d2h", "h2d-pageable", "d2h-pageable", "staged", "staged-pinned"}
+)
+HOST_METHODS = ("h2d", "d2h", "h2d-pageable", "d2h-pageable")
+DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+AUTO_RTOL_FLOWS = 5000
+_GB = 1e9
+
+
+def auto_rtol(n_flows: int, rtol: float | None) -> float:
+    """Completion batching: exact for small groups, 1% (finish times within ~0.5%) for large ones."""
+    if rtol is not None:
+        return rtol
+    return 0.0 if n_flows < AUTO_RTOL_FLOWS else 0.01
+
+
+@dataclass(frozen=True)
+class TransferPrediction:
+    """Predicted outcome of one transfer of a concurrent group.
+
+    Attributes:
+        src, dst, method, size_bytes, role: the transfer.
+        elapsed_s: from the common start to the last byte, seconds.
+        gb_per_s: size_bytes / elapsed_s in GB/s (0.0 for an empty transfer).
+        latency_us: the fixed part: overhead + per-hop latency (+ pipeline fill).
+        rate_gb_per_s: max-min fair rate of its first stage once everything has started.
+        theoretical_gb_per_s: raw bottleneck capacity of its route.
+    """
+
+    src: int | str
+    dst: int | str
+    method: str
+    size_bytes: int
+    elapsed_s: float
+    gb_per_s: float
+    latency_us: float
+    rate_gb_per_s: float
+    theoretical_gb_per_s: float
+    role: str = "measured"
+
+
+@dataclass
+class _Stage:
+    resources: np.ndarray
+    weights: np.ndarray
+    cap_gb_per_s: float
+    latency_s: float
+    size_bytes: int
+    raw_gb_per_s: float
+
+
+def _flow_tuple(item: Transfer | Sequence) -> tuple[int | str, int | str, int, str]:
+    if isinstance(item, Transfer):
+        return item.src, item.dst, int(item.size_bytes), item.role
+    src, dst, size = item[0], item[1], item[2]
+    role = item[3] if len(item) > 3 else "measured"
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise ConfigError(f"transfer size must be an integer number of bytes, got {size!r}")
+    return src, dst, int(size), role
+
+
+class FabricModel:
+    """The fabric model of one topology: graph, routes, parameters, resource capacities."""
+
+    def __init__(self, topology: Topology, params: ModelParams | dict | None = None) -> None:
+        self.topology = topology
+        self.params = ModelParams.for_topology(topology, params)
+        self.graph = FabricGraph.from_topology(topology)
+        self.router = Router(self.graph)
+        self.capacity = self.graph.capacities(self.params)
+        self.edge_latency_s = self.graph.edge_latency(self.params) * 1e-6
+        p = self.params
+        node_log = np.zeros(len(self.graph.node_ids))
+        for kind in ("pcie_switch", "host_bridge", "cpu"):
+            node_log[self.graph.node_kind == NODE_KIND_CODE[kind]] = np.log(p.transit_efficiency(kind))
+        self._node_transit_log = node_log
+        self._edge_transit_log = np.where(self.graph.edge_kind == KIND_CODE[LinkKind.UPI.value],
+                                          np.log(p.transit_efficiency("upi")), 0.0)
+        self._gpu_by_index = {g.index: g for g in topology.gpus}
+        self._no_peer: set[frozenset[int]] | None = None
+
+    # ---- endpoints and access ---------------------------------------------------------------------
+    def gpu(self, ref: int | str) -> Device:
+        if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+            found = self._gpu_by_index.get(int(ref))
+            if found is None:
+                return self.topology.gpu(int(ref))  # raises TopologyError naming the valid indices
+            return found
+        if isinstance(ref, str) and ref.isdigit():
+            return self.gpu(int(ref))
+        raise ConfigError(f"not a GPU index: {ref!r}", hint=f"use 0..{self.topology.gpu_count - 1} or 'host'")
+
+    def peer_access(self, a: int, b: int) -> str | None:
+        """None when GPUs a and b can access each other's memory, else the reason they cannot.
+
+        The topology says so as the patterns package reads it (``patterns.base.no_peer_access_pairs``:
+        ``model_params["no_peer_access"]`` pairs, and NVML P2P statuses recorded in the GPU
+        attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
+        ``model_params["p2p_max_level"]`` (e.g. ``"PHB"``: farther pairs have no P2P).
+        """
+        ga, gb = self.gpu(a), self.gpu(b)
+        for g in (ga, gb):
+            attrs = g.attributes or {}
+            if attrs.get("p2p", True) is False or attrs.get("p2p_supported", True) is False:
+                return f"no peer access: {g.label} does not support P2P"
+        if self._no_peer is None:
+            from ..patterns.base import no_peer_access_pairs
+
+            self._no_peer = no_peer_access_pairs(self.topology)
+        if frozenset((ga.index, gb.index)) in self._no_peer:
+            return f"no peer access between {ga.label} and {gb.label}"
+        max_level = (self.topology.model_params or {}).get("p2p_max_level")
+        if max_level:
+            family = "".join(ch for ch in str(max_level) if not ch.isdigit()) or str(max_level)
+            if family not in DISTANCE_OF_CODE:
+                raise ConfigError(f"model_params.p2p_max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
+            level = query.pair_level(self.topology, ga, gb)
+            if level.distance > DISTANCE_OF_CODE[family]:
+                return f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} (topology model_params.p2p_max_level)"
+        return None
+
+    # ---- routes -> stages ---------------------------------------------------------------------------
+    def _path(self, a: Device, b: Device) -> np.ndarray:
+        return self.router.path(a.id, b.id)
+
+    def _raw(self, edges: np.ndarray) -> float:
+        return float(self.graph.edge_raw_gb_per_s[edges].min()) if edges.size else float("inf")
+
+    def _eff_min(self, edges: np.ndarray) -> float:
+        return float(self.capacity[edges].min()) if edges.size else float("inf")
+
+    def _transit(self, edges: np.ndarray) -> float:
+        if edges.size == 0:
+            return 1.0
+        heads = self.graph.edge_dst[edges[:-1]]
+        return float(np.exp(self._node_transit_log[heads].sum() + self._edge_transit_log[edges].sum()))
+
+    def _lat(self, edges: np.ndarray) -> float:
+        return float(self.edge_latency_s[edges].sum())
+
+    def _engine_cap(self, method: str, gpu: Device) -> float:
+        return self.params.engine_cap_gb_per_s(gpu.vendor) if method in COPY_ENGINE_METHODS else float("inf")
+
+    def _normalise(self, src: int | str, dst: int | str, method: str) -> tuple[str, str]:
+        """(effective method, cap method): host endpoints turn copy methods into h2d/d2h."""
+        if method not in METHODS:
+            raise ConfigError(f"unknown transfer method {method!r}", hint=f"valid methods: {', '.join(METHODS)}")
+        src_host, dst_host = src == HOST, dst == HOST
+        if src_host and dst_host:
+            raise ConfigError("a transfer from host to host is not a GPU transfer")
+        if not (src_host or dst_host):
+            if method in HOST_METHODS:
+                raise ConfigError(f"method {method!r} needs 'host' at one end, got {src!r} -> {dst!r}")
+            return method, method
+        if method in ("ce", "ce-read", "ce-write", "sm-push", "sm-pull") or method in HOST_METHODS:
+            base = "h2d" if src_host else "d2h"
+            if method in HOST_METHODS:
+                if (method.startswith("h2d")) != src_host:
+                    raise ConfigError(f"method {method!r} does not match {src!r} -> {dst!r}")
+                return method, method
+            return base, method
+        raise ConfigError(f"method {method!r} moves data between GPUs; it cannot have 'host' as an end")
+
+    def stages(self, src: int | str, dst: int | str, size_bytes: int, method: str,
+               chunk_bytes: int | None = None) -> list[_Stage]:
+        """The stages of one transfer (validates the endpoints; raises UserError subclasses)."""
+        if size_bytes < 0:
+            raise ConfigError(f"transfer size must not be negative: {size_bytes} ({src} -> {dst})")
+        eff_method, cap_method = self._normalise(src, dst, method)
+        p = self.params
+        overhead_s = p.overhead_us(cap_method) * 1e-6
+        if eff_method in ("h2d", "d2h", "h2d-pageable", "d2h-pageable"):
+            gpu = self.gpu(dst if src == HOST else src)
+            cpu = self.router.local_cpu(gpu)
+            edges = self._path(cpu, gpu) if src == HOST else self._path(gpu, cpu)
+            raw = self._raw(edges)
+            cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
+            weight = 1.0
+            if eff_method.endswith("pageable"):
+                cap = min(cap, p["host_memcpy_gb_per_s"])
+                weight = 2.0
+            res = np.append(edges, self.graph.host_memory_resource(cpu.id))
+            wts = np.append(np.ones(edges.size), weight)
+            return [_Stage(res, wts, cap, overhead_s + self._lat(edges), size_bytes, raw)]
+        a, b = self.gpu(src), self.gpu(dst)
+        if eff_method == "local":
+            if a.id != b.id:
+                raise ConfigError(f"method 'local' copies inside one GPU; got {a.label} -> {b.label}")
+            res = np.array([self.graph.device_memory_resource(a.index)], dtype=np.int64)
+            return [_Stage(res, np.array([2.0]), float("inf"), overhead_s, size_bytes,
+                           float(self.capacity[res[0]]))]
+        if a.id == b.id:
+            raise ConfigError(f"transfer from {a.label} to itself with method {method!r}",
+                              hint="use method 'local' for a copy inside one GPU")
+        if eff_method in NEEDS_PEER_ACCESS:
+            reason = self.peer_access(a.index, b.index)
+            if reason:
+                raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
+            edges = self._path(a, b)
+            raw = self._raw(edges)
+            initiator = b if method in ("ce-read", "sm-pull") else a
+            alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
+            cap = min(alone, self._engine_cap(method, initiator))
+            return [_Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)]
+        # host-staged methods: through host memory of the CPU nearest src
+        cpu = self.router.local_cpu(a)
+        leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
+        mem = self.graph.host_memory_resource(cpu.id)
+        engine = min(self._engine_cap(method, a), self._engine_cap(method, b))
+        if eff_method == "staged":
+            memcpy = p["host_memcpy_gb_per_s"]
+            out = []
+            for k, leg in enumerate((leg1, leg2)):
+                raw = self._raw(leg)
+                cap = min(p.method_efficiency(method) * raw, engine, memcpy)
+                out.append(_Stage(np.append(leg, mem), np.append(np.ones(leg.size), 2.0), cap,
+                                  (overhead_s if k == 0 else 0.0) + self._lat(leg), size_bytes, raw))
+            return out
+        edges = np.concatenate([leg1, leg2])
+        raw = self._raw(edges)
+        cap = min(p.method_efficiency(method) * raw, engine)
+        latency = overhead_s + self._lat(edges)
+        if eff_method == "staged-pinned":
+            chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
+            latency += min(size_bytes, chunk) / (min(cap, self._eff_min(leg1)) * _GB)
+        return [_Stage(np.append(edges, mem), np.append(np.ones(edges.size), 2.0), cap, latency, size_bytes, raw)]
+
+    # ---- problems ---------------------------------------------------------------------------------------
+    def _problem(self, flows: list[list[_Stage]]) -> FlowProblem:
+        stages = [s for flow in flows for s in flow]
+        lengths = np.array([s.resources.size for s in stages], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indices = np.concatenate([s.resources for s in stages]) if stages else np.empty(0, dtype=np.int64)
+        data = np.concatenate([s.weights for s in stages]) if stages else np.empty(0)
+        A = csc_matrix((data, indices, indptr), shape=(self.graph.n_resources, len(stages)))
+        A.sum_duplicates()  # a route may use one resource twice (e.g. staged through one uplink)
+        nxt = np.full(len(stages), -1, dtype=np.int64)
+        first = np.empty(len(flows), dtype=np.int64)
+        k = 0
+        for f, flow in enumerate(flows):
+            first[f] = k
+            for j in range(len(flow) - 1):
+                nxt[k + j] = k + j + 1
+            k += len(flow)
+        return FlowProblem(
+            A=A,
+            capacity_gb_per_s=self.capacity,
+            stage_bytes=np.array([s.size_bytes for s in stages], dtype=float),
+            stage_cap_gb_per_s=np.array([s.cap_gb_per_s for s in stages], dtype=float),
+            stage_latency_s=np.array([s.latency_s for s in stages], dtype=float),
+            stage_next=nxt,
+            flow_first=first,
+        )
+
+    def predict(self, transfers: TransferPlan | Iterable[Transfer | Sequence], method: str | None = None, *,
+                chunk_bytes: int | None = None, rtol: float | None = None) -> list[TransferPrediction]:
+        """Predict a concurrent group: a TransferPlan, or transfers / (src, dst, size_bytes) tuples
+        with ``method``. Results are in input order. ``rtol``: completion batching (see
+        ``contention.simulate``); default exact below AUTO_RTOL_FLOWS transfers, 1% above."""
+        if isinstance(transfers, TransferPlan):
+            method = method or transfers.method
+            items = [_flow_tuple(t) for t in transfers.transfers]
+        else:
+            items = [_flow_tuple(t) for t in transfers]
+        if method is None:
+            raise ConfigError("no transfer method given", hint=f"valid methods: {', '.join(METHODS)}")
+        flows = [self.stages(src, dst, size, method, chunk_bytes) for src, dst, size, _ in items]
+        if not flows:
+            return []
+        result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
+        out = []
+        for (src, dst, size, role), flow, fin, rate in zip(items, flows, result.finish_s, result.first_rate_gb_per_s):
+            fin = float(fin)
+            out.append(TransferPrediction(
+                src=src, dst=dst, method=method, size_bytes=size, elapsed_s=fin,
+                gb_per_s=size / fin / _GB if size and fin > 0 else 0.0,
+                latency_us=sum(s.latency_s for s in flow) * 1e6,
+                rate_gb_per_s=float(rate),
+                theoretical_gb_per_s=min(s.raw_gb_per_s for s in flow),
+                role=role,
+            ))
+        return out
+
+    # ---- the fast path for very many GPU-to-GPU flows -----------------------------------------------------
+    def peer_problem(self, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, method: str = "ce") -> FlowProblem:
+        """Single-stage GPU-to-GPU flows (a peer method), built with array operations; for planning
+        at cluster scale. P2P access is assumed (no waiver checks)."""
+        if method not in PEER_METHODS:
+            raise ConfigError(f"the array path takes a peer method ({', '.join(PEER_METHODS)}), got {method!r}")
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        size_bytes = np.asarray(size_bytes, dtype=float)
+        n_gpu = self.topology.gpu_count
+        for arr, name in ((src, "src"), (dst, "dst")):
+            bad = (arr < 0) | (arr >= n_gpu)
+            if bad.any():
+                self.topology.gpu(int(arr[bad][0]))
+        if (src == dst).any():
+            i = int(np.nonzero(src == dst)[0][0])
+            raise ConfigError(f"transfer from GPU {int(src[i])} to itself (flow {i})", hint="use method 'local'")
+        if (size_bytes < 0).any():
+            raise ConfigError(f"transfer size must not be negative: {float(size_bytes[size_bytes < 0][0]):.0f}")
+        gpu_ids = self.graph.gpu_ids
+        indptr, indices = self.router.paths([gpu_ids[s] for s in src.tolist()], [gpu_ids[d] for d in dst.tolist()])
+        n_flows = src.size
+        A = csc_matrix((np.ones(indices.size), indices, indptr), shape=(self.graph.n_resources, n_flows))
+        starts = indptr[:-1]
+        raw = np.minimum.reduceat(self.graph.edge_raw_gb_per_s[indices], starts)
+        lat = np.add.reduceat(self.edge_latency_s[indices], starts)
+        transit_log = np.add.reduceat(self._edge_transit_log[indices], starts)
+        head_log = self._node_transit_log[self.graph.edge_dst[indices]]
+        last = indptr[1:] - 1
+        transit_log += np.add.reduceat(head_log, starts) - head_log[last]
+        vendors = np.array([self.params.engine_cap_gb_per_s(g.vendor) if method in COPY_ENGINE_METHODS else np.inf
+                            for g in self.topology.gpus])
+        initiator = dst if method in ("ce-read", "sm-pull") else src
+        eff_min = np.minimum.reduceat(self.capacity[indices], starts)
+        alone = np.minimum(self.params.method_efficiency(method) * raw, eff_min) * np.exp(transit_log)
+        cap = np.minimum(alone, vendors[initiator])
+        return FlowProblem(
+            A=A,
+            capacity_gb_per_s=self.capacity,
+            stage_bytes=size_bytes,
+            stage_cap_gb_per_s=cap,
+            stage_latency_s=lat + self.params.overhead_us(method) * 1e-6,
+            stage_next=np.full(n_flows, -1, dtype=np.int64),
+            flow_first=np.arange(n_flows, dtype=np.int64),
+        )
+
+    def predict_peer_arrays(self, src, dst, size_bytes, method: str = "ce", *, rtol: float | None = None) -> SimResult:
+        """Finish times of many concurrent GPU-to-GPU flows (arrays of GPU indices and sizes)."""
+        return simulate(self.peer_problem(src, dst, size_bytes, method), rtol=auto_rtol(len(src), rtol))
+
+    # ---- latency --------------------------------------------------------------------------------------------
+    def latency_us(self, kind: str, src: int | str, dst: int | str, *, method: str | None = None, size_bytes: int = 8) -> float:
+        """Predicted latency in µs: ``copy`` (a small copy with ``method``), ``remote-read``
+        (pointer chase: base + round trip over the route), ``flag-pingpong`` (one way: base + route)."""
+        if kind == "copy":
+            chosen = method or ("ce" if HOST not in (src, dst) else ("h2d" if src == HOST else "d2h"))
+            return self.predict([(src, dst, size_bytes)], chosen)[0].elapsed_s * 1e6
+        if kind not in ("remote-read", "flag-pingpong"):
+            raise ConfigError(f"unknown latency kind {kind!r}", hint="valid: remote-read, flag-pingpong, copy")
+        if src == HOST and dst == HOST:
+            raise ConfigError("a latency from host to host is not a GPU latency")
+        ends = []
+        for ref, other in ((src, dst), (dst, src)):
+            if ref == HOST:
+                ends.append(self.router.local_cpu(self.gpu(other)))
+            else:
+                ends.append(self.gpu(ref))
+        if ends[0].id == ends[1].id:
+            raise ConfigError(f"latency from {ends[0].label} to itself", hint="pick two different devices")
+        one_way = self._lat(self._path(ends[0], ends[1])) * 1e6
+        if kind == "remote-read":
+            back = self._lat(self._path(ends[1], ends[0])) * 1e6
+            return self.params["remote_read_base_us"] + one_way + back
+        return self.params["flag_base_us"] + one_way
+
+
+def predict(topology: Topology, plan: TransferPlan | Iterable[Transfer | Sequence], method: str | None = None, *,
+            params: ModelParams | dict | None = None, chunk_bytes: int | None = None) -> list[TransferPrediction]:
+    """Per-transfer predicted seconds and GB/s of one concurrent group on ``topology``."""
+    return FabricModel(topology, params).predict(plan, method, chunk_bytes=chunk_bytes)
+
+
+__all__ = ["FabricModel", "TransferPrediction", "predict", "PEER_METHODS", "NEEDS_PEER_ACCESS", "COPY_ENGINE_METHODS"]

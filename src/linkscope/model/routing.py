@@ -1,0 +1,438 @@
+"""Routes: which directed edges a transfer between two devices crosses.
+
+Node scale (a topology without network links): ``topology.query.route`` (GPU fabric first, then
+the PCIe / socket path; NVIDIA GPUs never forward, AMD GCDs forward xGMI), cached per pair.
+
+Cluster scale (network links present), hierarchical so that 100,000 flows on thousands of GPUs
+route in well under a second:
+
+* the topology splits into *components* (nodes) joined only by network links;
+* components with the same structure share one small representative topology, on which
+  ``query.route`` answers intra-node routes and ``query.nearest_nics`` picks each GPU's NIC
+  (ties spread by the GPU's local order); the answers are cached per structure;
+* between nodes a transfer goes GPU -> its NIC -> network -> the peer's NIC -> GPU; the network
+  part walks shortest switch paths, choosing among equal-cost next hops by the destination NIC's
+  rank (d-mod-k, as static fat-tree routing does: a permutation between two leaves spreads over
+  all spines), with hop distances from each egress switch computed once by breadth-first search.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from ..errors import TopologyError
+from ..topology import query
+from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology
+from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
+
+_NET = KIND_CODE[LinkKind.NETWORK.value]
+_SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
+_NIC = NODE_KIND_CODE[DeviceKind.NIC.value]
+
+
+def check_connected(topology: Topology, device_id: str, degree: int | None = None) -> None:
+    """A clear error for a device with no link at all (``degree``: its link count, if known)."""
+    if (degree if degree is not None else len(topology.links_of(device_id))) == 0:
+        dev = topology.device(device_id)
+        raise TopologyError(f"{dev.label} ({dev.id}) has no link in {topology.name!r}: the topology is disconnected",
+                            hint="add its links to the topology file")
+
+
+@dataclass
+class _Structure:
+    """A representative node topology shared by components of identical structure."""
+
+    topology: Topology
+    routes: dict[tuple[int, int], np.ndarray]  # (local src, local dst) -> rows of (local link, reversed)
+    nic_of_gpu: dict[int, int | None]
+
+
+class Router:
+    """Routes between device ids of one FabricGraph, cached."""
+
+    def __init__(self, graph: FabricGraph) -> None:
+        self.graph = graph
+        self.topology = graph.topology
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+        self._hier = _Hierarchy(graph) if graph.has_network() else None
+
+    def path(self, src_id: str, dst_id: str) -> np.ndarray:
+        """Directed edge ids from ``src_id`` to ``dst_id`` (empty for a device with itself)."""
+        key = (src_id, dst_id)
+        edges = self._cache.get(key)
+        if edges is None:
+            if src_id == dst_id:
+                edges = np.empty(0, dtype=np.int64)
+            elif self._hier is not None:
+                edges = self._hier.path(src_id, dst_id)
+            else:
+                for end in (src_id, dst_id):
+                    check_connected(self.topology, end, self.graph.degree(end))
+                links = query.route(self.topology, src_id, dst_id)
+                edges = self.graph.edges_of_route(src_id, links)
+            self._cache[key] = edges
+        return edges
+
+    def paths(self, src_ids: list[str], dst_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of many pairs at once as (indptr, edge ids), CSR style: pair k's edges are
+        ``indices[indptr[k]:indptr[k+1]]``. Vectorised between nodes of a cluster."""
+        if self._hier is not None and len(src_ids) > 64:
+            index = self.graph.node_index
+            s = np.fromiter((index[x] for x in src_ids), dtype=np.int64, count=len(src_ids))
+            d = np.fromiter((index[x] for x in dst_ids), dtype=np.int64, count=len(dst_ids))
+            return self._hier.paths_array(s, d, self.path)
+        paths = [self.path(a, b) for a, b in zip(src_ids, dst_ids)]
+        lengths = np.fromiter((p.size for p in paths), dtype=np.int64, count=len(paths))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        return indptr, (np.concatenate(paths) if paths else np.empty(0, dtype=np.int64))
+
+    def local_cpu(self, gpu: Device) -> Device:
+        """The CPU (host memory) nearest a GPU: same NUMA node, else nearest by route."""
+        if self._hier is not None:
+            cpu = self._hier.local_cpu(gpu)
+        else:
+            cpu = query.local_cpu(self.topology, gpu)
+        if cpu is None:
+            raise TopologyError(f"{gpu.label} has no CPU / host memory it can reach in {self.topology.name!r}")
+        return cpu
+
+
+class _Hierarchy:
+    def __init__(self, graph: FabricGraph) -> None:
+        self.graph = graph
+        topo = graph.topology
+        n = len(graph.node_ids)
+        local = graph.edge_kind[0::2] != _NET
+        a, b = graph.edge_src[0::2][local], graph.edge_dst[0::2][local]
+        adj = coo_matrix((np.ones(a.size), (a, b)), shape=(n, n)).tocsr()
+        self.n_comp, self.comp_of = connected_components(adj, directed=False)
+        # members and local links of each component, in topology order
+        order = np.argsort(self.comp_of, kind="stable")
+        bounds = np.searchsorted(self.comp_of[order], np.arange(self.n_comp + 1))
+        self.members = [order[bounds[c]:bounds[c + 1]] for c in range(self.n_comp)]
+        link_comp = self.comp_of[graph.edge_src[0::2]]
+        link_ids = np.nonzero(local)[0]
+        lorder = link_ids[np.argsort(link_comp[link_ids], kind="stable")]
+        lbounds = np.searchsorted(link_comp[lorder], np.arange(self.n_comp + 1))
+        self.comp_links = [lorder[lbounds[c]:lbounds[c + 1]] for c in range(self.n_comp)]
+        self.local_index = np.empty(n, dtype=np.int64)
+        for members in self.members:
+            self.local_index[members] = np.arange(members.size)
+        self._structures: dict[tuple, _Structure] = {}
+        self._structure_of: dict[int, _Structure] = {}
+        self._uplinks: dict[int, np.ndarray] = {}
+        self._downlinks: dict[int, np.ndarray] = {}
+        self._nic: dict[int, int] = {}
+        # network switch graph
+        net = ~local
+        na, nb = graph.edge_src[0::2][net], graph.edge_dst[0::2][net]
+        both_sw = (graph.node_kind[na] == _SWITCH) & (graph.node_kind[nb] == _SWITCH)
+        self.switch_adj = coo_matrix((np.ones(int(both_sw.sum())), (na[both_sw], nb[both_sw])), shape=(n, n)).tocsr()
+        self.switch_adj = ((self.switch_adj + self.switch_adj.T) > 0).tocsr()
+        self.net_neighbours: dict[int, list[int]] = {}
+        for u, v in zip(na.tolist(), nb.tolist()):
+            self.net_neighbours.setdefault(u, []).append(v)
+            self.net_neighbours.setdefault(v, []).append(u)
+        self._dist: dict[int, np.ndarray] = {}
+        self._next_hops: dict[tuple[int, int], np.ndarray] = {}
+        self.topology = topo
+
+    # ---- per-structure representative topologies ----------------------------------------------
+    def _structure(self, comp: int) -> _Structure:
+        found = self._structure_of.get(comp)
+        if found is not None:
+            return found
+        topo = self.topology
+        members = self.members[comp]
+        devices = [topo.devices[i] for i in members.tolist()]
+        links = [topo.links[i] for i in self.comp_links[comp].tolist()]
+        loc = {d.id: k for k, d in enumerate(devices)}
+        sig = (
+            tuple(d.kind.value for d in devices),
+            tuple((loc[l.a], loc[l.b], l.kind.value, l.count, l.link_gb_per_s) for l in links),
+        )
+        structure = self._structures.get(sig)
+        if structure is None:
+            gpu_order = sorted((d.index, k) for k, d in enumerate(devices) if d.is_gpu)
+            local_gpu_index = {k: i for i, (_, k) in enumerate(gpu_order)}
+            rep_devices = tuple(
+                Device(id=f"d{k}", kind=d.kind, index=local_gpu_index.get(k), numa_node=d.numa_node,
+                       vendor=d.vendor, device_name=f"d{k}" if d.kind is DeviceKind.NIC else None)
+                for k, d in enumerate(devices)
+            )
+            rep_links = tuple(Link(f"d{loc[l.a]}", f"d{loc[l.b]}", l.kind, l.count, l.link_gb_per_s) for l in links)
+            rep = Topology(name=f"{topo.name}/node", devices=rep_devices, links=rep_links)
+            structure = _Structure(rep, {}, {})
+            self._structures[sig] = structure
+        self._structure_of[comp] = structure
+        return structure
+
+    def _local_route(self, comp: int, src: int, dst: int) -> np.ndarray:
+        """Global directed edges between two nodes of one component."""
+        st = self._structure(comp)
+        ls, ld = int(self.local_index[src]), int(self.local_index[dst])
+        rows = st.routes.get((ls, ld))
+        if rows is None:
+            rep = st.topology
+            rep_index = {link: j for j, link in enumerate(rep.links)}
+            for node in (src, dst):
+                check_connected(self.topology, self.graph.node_ids[node], self.graph.degree(self.graph.node_ids[node]))
+            here = f"d{ls}"
+            out = []
+            for link in query.route(rep, here, f"d{ld}"):
+                out.append((rep_index[link], 0 if link.a == here else 1))
+                here = link.other(here)
+            rows = np.asarray(out, dtype=np.int64).reshape(-1, 2)
+            st.routes[(ls, ld)] = rows
+        return 2 * self.comp_links[comp][rows[:, 0]] + rows[:, 1]
+
+    def _nic_of(self, gpu_node: int) -> int:
+        nic = self._nic.get(gpu_node)
+        if nic is None:
+            comp = int(self.comp_of[gpu_node])
+            st = self._structure(comp)
+            lg = int(self.local_index[gpu_node])
+            if lg not in st.nic_of_gpu:
+                rep_gpu = st.topology.device(f"d{lg}")
+                nics = query.nearest_nics(st.topology, rep_gpu)
+                st.nic_of_gpu[lg] = int(nics[(rep_gpu.index or 0) % len(nics)].id[1:]) if nics else None
+            local_nic = st.nic_of_gpu[lg]
+            if local_nic is None:
+                dev = self.topology.devices[gpu_node]
+                raise TopologyError(f"no route from {dev.label} to another node: its node has no NIC in {self.topology.name!r}")
+            nic = int(self.members[comp][local_nic])
+            self._nic[gpu_node] = nic
+        return nic
+
+    def local_cpu(self, gpu: Device) -> Device | None:
+        comp = int(self.comp_of[self.graph.node_index[gpu.id]])
+        cpus = [self.topology.devices[i] for i in self.members[comp].tolist()
+                if self.topology.devices[i].kind is DeviceKind.CPU]
+        for cpu in cpus:
+            if gpu.numa_node is not None and cpu.numa_node == gpu.numa_node:
+                return cpu
+        best = None
+        for cpu in cpus:
+            try:
+                hops = len(self._local_route(comp, self.graph.node_index[gpu.id], self.graph.node_index[cpu.id]))
+            except TopologyError:
+                continue
+            if best is None or hops < best[0]:
+                best = (hops, cpu)
+        return best[1] if best else None
+
+    # ---- network ------------------------------------------------------------------------------
+    def _distances(self, target: int) -> np.ndarray:
+        dist = self._dist.get(target)
+        if dist is None:
+            dist = shortest_path(self.switch_adj, unweighted=True, directed=False, indices=target)
+            self._dist[target] = dist
+        return dist
+
+    def _next(self, here: int, target: int) -> np.ndarray:
+        key = (here, target)
+        hops = self._next_hops.get(key)
+        if hops is None:
+            dist = self._distances(target)
+            row = self.switch_adj.indices[self.switch_adj.indptr[here]:self.switch_adj.indptr[here + 1]]
+            hops = np.sort(row[dist[row] == dist[here] - 1])
+            self._next_hops[key] = hops
+        return hops
+
+    def _nic_rank(self) -> np.ndarray:
+        """Position of each NIC among the NICs (destination-based, d-mod-k style ECMP choice)."""
+        rank = self.__dict__.get("_rank")
+        if rank is None:
+            nic = self.graph.node_kind == _NIC
+            rank = np.cumsum(nic) - 1
+            self._rank = rank
+        return rank
+
+    def _network_path(self, nic_a: int, nic_b: int) -> list[int]:
+        graph = self.graph
+        h = int(self._nic_rank()[nic_b])
+        nb_a = self.net_neighbours.get(nic_a, [])
+        nb_b = self.net_neighbours.get(nic_b, [])
+        if nic_b in nb_a:
+            return [graph.edge_between(nic_a, nic_b)]
+        sw_a = [s for s in nb_a if graph.node_kind[s] == _SWITCH]
+        sw_b = [s for s in nb_b if graph.node_kind[s] == _SWITCH]
+        if not sw_a or not sw_b:
+            raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}")
+        start = sw_a[int(self._nic_rank()[nic_a]) % len(sw_a)]
+        target = sw_b[h % len(sw_b)]
+        if not np.isfinite(self._distances(target)[start]):
+            raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}: the network is disconnected")
+        edges = [graph.edge_between(nic_a, start)]
+        here, div = start, 1
+        while here != target:
+            hops = self._next(here, target)
+            nxt = int(hops[(h // div) % len(hops)])
+            div *= len(hops)
+            edges.append(graph.edge_between(here, nxt))
+            here = nxt
+        edges.append(graph.edge_between(target, nic_b))
+        return edges
+
+    # ---- vectorised routes for many pairs -------------------------------------------------------
+    def _edge_lookup(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        table = self.__dict__.get("_edge_table")
+        n = len(self.graph.node_ids)
+        if table is None:
+            pairs = self.graph._edge_of_pair
+            keys = np.fromiter((a * n + b for a, b in pairs), dtype=np.int64, count=len(pairs))
+            edges = np.fromiter(pairs.values(), dtype=np.int64, count=len(pairs))
+            order = np.argsort(keys)
+            table = (keys[order], edges[order])
+            self._edge_table = table
+        keys, edges = table
+        q = u * n + v
+        pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
+        if keys.size == 0 or (keys[pos] != q).any():
+            raise TopologyError("internal: a network hop has no link")  # pragma: no cover
+        return edges[pos]
+
+    def _padded(self, arrays: list[np.ndarray]) -> np.ndarray:
+        width = max((a.size for a in arrays), default=0)
+        out = np.full((len(arrays), width), -1, dtype=np.int64)
+        for k, a in enumerate(arrays):
+            out[k, :a.size] = a
+        return out
+
+    def paths_array(self, s: np.ndarray, d: np.ndarray, single) -> tuple[np.ndarray, np.ndarray]:
+        graph = self.graph
+        same = self.comp_of[s] == self.comp_of[d]
+        intra = np.nonzero(same)[0]
+        inter = np.nonzero(~same)[0]
+        width_blocks = []
+        if inter.size:
+            si, di = s[inter], d[inter]
+            # endpoints: GPUs or NICs with at least one link
+            for ends in (si, di):
+                kinds = graph.node_kind[ends]
+                bad = (kinds != NODE_KIND_CODE[DeviceKind.GPU.value]) & (kinds != _NIC)
+                if bad.any():
+                    self.path(graph.node_ids[int(ends[bad][0])], graph.node_ids[int(ends[bad][0])])  # raises
+                for u in np.unique(ends).tolist():
+                    check_connected(self.topology, graph.node_ids[u], graph.degree(graph.node_ids[u]))
+            nic_s = self._nic_array(si)
+            nic_d = self._nic_array(di)
+            up_u, up_inv = np.unique(si, return_inverse=True)
+            up = self._padded([self._uplink(int(u), int(n)) for u, n in zip(up_u, self._nic_array(up_u))])[up_inv]
+            dn_u, dn_inv = np.unique(di, return_inverse=True)
+            down = self._padded([self._downlink(int(u), int(n)) for u, n in zip(dn_u, self._nic_array(dn_u))])[dn_inv]
+            net = self._network_array(nic_s, nic_d)
+            inter_rows = np.hstack([up, net, down])
+            width_blocks.append(inter_rows.shape[1])
+        intra_paths = [single(graph.node_ids[a], graph.node_ids[b]) for a, b in zip(s[intra].tolist(), d[intra].tolist())]
+        intra_rows = self._padded(intra_paths) if intra_paths else np.empty((0, 0), dtype=np.int64)
+        width = max([intra_rows.shape[1]] + width_blocks)
+        rows_all = np.full((s.size, width), -1, dtype=np.int64)
+        if inter.size:
+            rows_all[inter, :inter_rows.shape[1]] = inter_rows
+        if intra.size:
+            rows_all[intra, :intra_rows.shape[1]] = intra_rows
+        mask = rows_all >= 0
+        lengths = mask.sum(axis=1)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        return indptr, rows_all[mask]
+
+    def _nic_array(self, nodes: np.ndarray) -> np.ndarray:
+        out = np.empty(nodes.size, dtype=np.int64)
+        uniq, inv = np.unique(nodes, return_inverse=True)
+        vals = np.array([u if self.graph.node_kind[u] == _NIC else self._nic_of(int(u)) for u in uniq.tolist()], dtype=np.int64)
+        out[:] = vals[inv]
+        return out
+
+    def _uplink(self, s: int, nic: int) -> np.ndarray:
+        up = self._uplinks.get(s)
+        if up is None:
+            up = self._local_route(int(self.comp_of[s]), s, nic) if nic != s else np.empty(0, dtype=np.int64)
+            self._uplinks[s] = up
+        return up
+
+    def _downlink(self, d: int, nic: int) -> np.ndarray:
+        down = self._downlinks.get(d)
+        if down is None:
+            down = self._local_route(int(self.comp_of[d]), nic, d) if nic != d else np.empty(0, dtype=np.int64)
+            self._downlinks[d] = down
+        return down
+
+    def _switch_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR (indptr, switch ids) of the switches each NIC attaches to."""
+        table = self.__dict__.get("_nic_switches")
+        if table is None:
+            n = len(self.graph.node_ids)
+            lists = [[v for v in self.net_neighbours.get(u, []) if self.graph.node_kind[v] == _SWITCH] for u in range(n)]
+            lengths = np.array([len(x) for x in lists], dtype=np.int64)
+            table = (np.concatenate([[0], np.cumsum(lengths)]), np.array([v for x in lists for v in x], dtype=np.int64))
+            self._nic_switches = table
+        return table
+
+    def _network_array(self, nic_s: np.ndarray, nic_d: np.ndarray) -> np.ndarray:
+        graph = self.graph
+        rank = self._nic_rank()
+        h = rank[nic_d]
+        direct_keys = {(a, b) for a, bs in self.net_neighbours.items() for b in bs if graph.node_kind[b] == _NIC and graph.node_kind[a] == _NIC}
+        if direct_keys:  # back-to-back NICs: rare; route those pairs one by one
+            rows = [np.asarray(self._network_path(int(a), int(b)), dtype=np.int64) for a, b in zip(nic_s.tolist(), nic_d.tolist())]
+            return self._padded(rows)
+        ptr, sw = self._switch_table()
+        cnt_s, cnt_d = ptr[nic_s + 1] - ptr[nic_s], ptr[nic_d + 1] - ptr[nic_d]
+        if (cnt_s == 0).any() or (cnt_d == 0).any():
+            k = int(np.nonzero((cnt_s == 0) | (cnt_d == 0))[0][0])
+            self._network_path(int(nic_s[k]), int(nic_d[k]))  # raises with the names
+        start = sw[ptr[nic_s] + rank[nic_s] % cnt_s]
+        target = sw[ptr[nic_d] + h % cnt_d]
+        cols = [self._edge_lookup(nic_s, start)]
+        targets, t_inv = np.unique(target, return_inverse=True)
+        dist = np.vstack([self._distances(int(t)) for t in targets.tolist()])
+        if not np.isfinite(dist[t_inv, start]).all():
+            k = int(np.nonzero(~np.isfinite(dist[t_inv, start]))[0][0])
+            self._network_path(int(nic_s[k]), int(nic_d[k]))  # raises with the names
+        here = start.copy()
+        div = np.ones(here.size, dtype=np.int64)
+        moving = here != target
+        while moving.any():
+            idx = np.nonzero(moving)[0]
+            key = here[idx] * len(graph.node_ids) + target[idx]
+            uniq, inv = np.unique(key, return_inverse=True)
+            n_nodes = len(graph.node_ids)
+            cands = [self._next(int(k // n_nodes), int(k % n_nodes)) for k in uniq.tolist()]
+            table = self._padded(cands)
+            counts = np.array([c.size for c in cands], dtype=np.int64)
+            pick = table[inv, (h[idx] // div[idx]) % counts[inv]]
+            div[idx] *= counts[inv]
+            col = np.full(here.size, -1, dtype=np.int64)
+            col[idx] = self._edge_lookup(here[idx], pick)
+            cols.append(col)
+            here[idx] = pick
+            moving = here != target
+        cols.append(self._edge_lookup(target, nic_d))
+        return np.column_stack(cols)
+
+    def path(self, src_id: str, dst_id: str) -> np.ndarray:
+        graph = self.graph
+        s, d = graph.node_index[src_id], graph.node_index[dst_id]
+        cs, cd = int(self.comp_of[s]), int(self.comp_of[d])
+        if cs == cd:
+            return self._local_route(cs, s, d)
+        devs = self.topology.devices
+        for end in (s, d):
+            if not devs[end].is_gpu and graph.node_kind[end] != _NIC:
+                raise TopologyError(f"transfers between nodes are modelled between GPUs (or NICs), not from {devs[end].label}")
+            check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
+        nic_s = s if graph.node_kind[s] == _NIC else self._nic_of(s)
+        nic_d = d if graph.node_kind[d] == _NIC else self._nic_of(d)
+        up = self._uplinks.get(s)
+        if up is None:
+            up = self._local_route(cs, s, nic_s) if nic_s != s else np.empty(0, dtype=np.int64)
+            self._uplinks[s] = up
+        down = self._downlinks.get(d)
+        if down is None:
+            down = self._local_route(cd, nic_d, d) if nic_d != d else np.empty(0, dtype=np.int64)
+            self._downlinks[d] = down
+        return np.concatenate([up, np.asarray(self._network_path(nic_s, nic_d), dtype=np.int64), down])

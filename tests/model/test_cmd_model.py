@@ -1,0 +1,52 @@
+import json
+
+from linkscope.cli import main
+from linkscope.engines.sim import SimEngine
+from linkscope.results import io as run_io
+from linkscope.topology import io as topo_io
+from linkscope.topology.presets import load_preset
+from model.model_records import plan, record_from
+
+
+def _record(tmp_path, truth=None):
+    eng = SimEngine(load_preset("hgx-h200-4"), truth or {"link_efficiency.nvlink": 0.75, "overhead_us.ce": 8.0})
+    rec = record_from(eng, [plan("ce", [(0, 1)]), plan("ce", [(1, 0), (2, 0), (3, 0)], "all-to-one", aggregate="per_dst")],
+                      [1 << 12, 1 << 20, 1 << 28])
+    path = tmp_path / "run.json"
+    run_io.save(rec, path)
+    return path
+
+
+def test_check_json_and_table(tmp_path, capsys):
+    path = _record(tmp_path)
+    assert main(["model", "check", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["n_compared"] == 15 and data["summary"]["worst_abs_rel_error"] > 0.05
+    assert main(["model", "check", str(path), "--max-error", "0.01"]) == 3
+    out = capsys.readouterr().out
+    assert "median |error|" in out and "worst" in out
+
+
+def test_calibrate_then_check_passes(tmp_path, capsys):
+    path = _record(tmp_path)
+    out = tmp_path / "calibrated.json"
+    assert main(["model", "calibrate", str(path), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "fitted link_efficiency.nvlink = 0.75" in err and "not fitted" in err
+    topo = topo_io.load(out)
+    assert topo.model_params["link_efficiency.nvlink"]["provenance"] == "calibrated"
+    assert main(["model", "check", str(path), "--topology", str(out), "--max-error", "0.001"]) == 0
+
+
+def test_predict_and_bad_input(tmp_path, capsys):
+    assert main(["model", "predict", "--preset", "pcie-8gpu-2socket", "--flows", "0->1,2->3", "--method",
+                 "staged-pinned", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["predictions"]) == 2 and data["predictions"][0]["provenance"] == "predicted"
+    assert main(["model", "predict", "--synthetic", "nvswitch:4", "--pattern", "ring", "--sizes", "4KiB,1GiB"]) == 0
+    capsys.readouterr()
+    assert main(["model", "predict", "--preset", "hgx-h200-4", "--flows", "0->0"]) == 1
+    assert "itself" in capsys.readouterr().err
+    assert main(["model", "predict", "--preset", "hgx-h200-4", "--flows", "0->5"]) == 1
+    assert main(["model", "check", str(tmp_path / "missing.json")]) == 1
+    assert main(["model", "check", str(_record(tmp_path)), "--topology", "no-such-thing"]) == 1

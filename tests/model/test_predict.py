@@ -1,0 +1,172 @@
+"""Behaviour the issue demands of the model, on the shipped presets."""
+import pytest
+
+from linkscope.errors import ConfigError, TopologyError, UserError
+from linkscope.model.predict import FabricModel, predict
+from linkscope.patterns.plan import Transfer, TransferPlan
+from linkscope.topology import query
+from linkscope.topology.model import Device, DeviceKind
+from linkscope.topology.presets import load_preset
+
+BIG = 256 * 2**20
+
+
+def gbps(model, flows, method):
+    return [p.gb_per_s for p in model.predict([(a, b, BIG) for a, b in flows], method)]
+
+
+@pytest.fixture(scope="module")
+def pcie():
+    return FabricModel(load_preset("pcie-8gpu-2socket"))
+
+
+def test_pcie_same_switch_faster_than_cross_socket(pcie):
+    topo = pcie.topology
+    assert query.pair_level(topo, 0, 1).code == "PIX" and query.pair_level(topo, 0, 4).code == "SYS"
+    same, cross = gbps(pcie, [(0, 1)], "ce")[0], gbps(pcie, [(0, 4)], "ce")[0]
+    assert same > 1.5 * cross
+
+
+@pytest.mark.parametrize("method", ["staged-pinned", "staged"])
+def test_pcie_host_staged_pairs_share_the_switch_uplink(pcie, method):
+    # staged through the host: both copies go up and down the one switch uplink
+    fast = FabricModel(pcie.topology, {"host_memcpy_gb_per_s": 1000.0})
+    alone = gbps(fast, [(0, 1)], method)[0]
+    both = gbps(fast, [(0, 1), (2, 3)], method)
+    assert both[0] == pytest.approx(both[1])
+    assert both[0] == pytest.approx(alone / 2, rel=0.1)
+
+
+def test_pcie_driver_staged_copies_slow_each_other(pcie):
+    alone = gbps(pcie, [(0, 1)], "ce-nopeer")[0]
+    assert gbps(pcie, [(0, 1), (2, 3)], "ce-nopeer")[0] < 0.8 * alone
+
+
+def test_pcie_peer_copies_in_one_switch_do_not_slow_each_other(pcie):
+    alone = gbps(pcie, [(0, 1)], "ce")[0]
+    assert gbps(pcie, [(0, 1), (2, 3)], "ce") == pytest.approx([alone, alone], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["hgx-h200-4", "dgx-h100", "dgx-a100"])
+def test_nvswitch_pairs_equal_bidir_double_all_to_one_receiver_bound(name):
+    model = FabricModel(load_preset(name))
+    n = model.topology.gpu_count
+    values = {round(v, 9) for a in range(n) for b in range(n) if a != b for v in gbps(model, [(a, b)], "ce")}
+    assert len(values) == 1
+    uni = values.pop()
+    assert sum(gbps(model, [(0, 1), (1, 0)], "ce")) == pytest.approx(2 * uni, rel=1e-6)
+    into = gbps(model, [(i, 0) for i in range(1, n)], "ce")
+    receiver = model.capacity[[e for e in range(model.graph.n_edges)
+                               if model.graph.node_ids[model.graph.edge_dst[e]] == "gpu0"
+                               and model.graph.edge_kind[e] == 0]].sum()
+    assert sum(into) == pytest.approx(receiver, rel=0.02)
+    assert sum(into) < 1.05 * uni
+
+
+def test_h200_defaults_match_the_anchors():
+    model = FabricModel(load_preset("hgx-h200-4"))
+    big = 1 << 30
+    ce = model.predict([(0, 1, big)], "ce")[0].gb_per_s
+    sm = model.predict([(0, 1, big)], "sm-push")[0].gb_per_s
+    h2d = model.predict([("host", 0, big)], "h2d")[0].gb_per_s
+    nopeer = model.predict([(0, 1, big)], "ce-nopeer")[0].gb_per_s
+    assert 390 <= ce <= 396 and 365 <= sm <= 372 and 55 <= h2d <= 56 and 37 <= nopeer <= 39.5
+
+
+def test_mi250x_kernel_copies_scale_with_links_dma_capped():
+    model = FabricModel(load_preset("mi250x-8gcd"))
+    topo = model.topology
+    assert query.pair_level(topo, 0, 1).code == "XGMI4" and query.pair_level(topo, 0, 2).code == "XGMI1"
+    four, one = gbps(model, [(0, 1)], "sm-push")[0], gbps(model, [(0, 2)], "sm-push")[0]
+    assert four / one == pytest.approx(4.0, rel=0.05)
+    for a in range(8):
+        for b in range(8):
+            if a != b:
+                ce = gbps(model, [(a, b)], "ce")[0]
+                assert 0.75 * 50 <= ce <= 50.0  # the SDMA engine caps every pair near 50 GB/s
+    assert gbps(model, [(0, 1)], "ce")[0] == pytest.approx(50.0, rel=0.01)
+
+
+def test_k80_bandwidth_falls_level_by_level_latency_much_less():
+    model = FabricModel(load_preset("k80-16"))
+    topo = model.topology
+    levels = {}
+    for j in range(1, 16):
+        levels.setdefault(query.pair_level(topo, 0, j).code, j)
+    order = ["PIX", "PXB", "PHB", "SYS"]
+    assert all(code in levels for code in order)
+    bw = [gbps(model, [(0, levels[c])], "ce")[0] for c in order]
+    lat = [model.latency_us("copy", 0, levels[c], method="ce", size_bytes=8) for c in order]
+    assert bw[0] > bw[1] > bw[2] > bw[3]
+    assert lat[0] < lat[1] < lat[2] < lat[3]
+    assert lat[3] / lat[0] < 0.5 * (bw[0] / bw[3])
+    rr = [model.latency_us("remote-read", 0, levels[c]) for c in order]
+    assert rr == sorted(rr) and rr[0] > 0
+
+
+def test_small_messages_latency_bound_large_bandwidth_bound():
+    model = FabricModel(load_preset("hgx-h200-4"))
+    small = model.predict([(0, 1, 8)], "ce")[0]
+    large = model.predict([(0, 1, 1 << 30)], "ce")[0]
+    assert small.elapsed_s * 1e6 == pytest.approx(small.latency_us, rel=1e-3)
+    assert large.latency_us * 1e-6 < 0.01 * large.elapsed_s
+
+
+def test_predict_accepts_a_plan_and_keeps_order():
+    topo = load_preset("hgx-h200-4")
+    plan = TransferPlan("ring", "uni", "ce", tuple(Transfer(i, (i + 1) % 4, BIG) for i in range(4)))
+    out = predict(topo, plan)
+    assert [(p.src, p.dst) for p in out] == [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert all(p.method == "ce" and p.size_bytes == BIG and p.elapsed_s > 0 for p in out)
+
+
+def test_host_endpoint_resolves_to_the_nearest_cpu():
+    model = FabricModel(load_preset("pcie-8gpu-2socket"))
+    s0 = model.stages("host", 1, 1, "h2d")[0]
+    s1 = model.stages("host", 5, 1, "h2d")[0]
+    assert model.graph.host_memory_resource("cpu0") in s0.resources
+    assert model.graph.host_memory_resource("cpu1") in s1.resources
+    # all four GPUs of a switch pulling from host share its uplink
+    one = model.predict([("host", 0, BIG)], "h2d")[0].gb_per_s
+    four = model.predict([("host", g, BIG) for g in range(4)], "h2d")
+    assert sum(p.gb_per_s for p in four) == pytest.approx(one, rel=0.01)
+
+
+# ---- bad input --------------------------------------------------------------------------------
+def test_transfer_to_itself():
+    with pytest.raises(ConfigError, match="itself"):
+        predict(load_preset("hgx-h200-4"), [(1, 1, 100)], "ce")
+    assert predict(load_preset("hgx-h200-4"), [(1, 1, 1 << 20)], "local")[0].gb_per_s > 0
+
+
+def test_negative_size_and_missing_device_and_unknown_method():
+    topo = load_preset("hgx-h200-4")
+    with pytest.raises(ConfigError, match="negative"):
+        predict(topo, [(0, 1, -5)], "ce")
+    with pytest.raises(TopologyError, match="GPU 7 does not exist"):
+        predict(topo, [(0, 7, 10)], "ce")
+    with pytest.raises(ConfigError, match="unknown transfer method"):
+        predict(topo, [(0, 1, 10)], "teleport")
+    with pytest.raises(ConfigError):
+        predict(topo, [("host", "host", 10)], "h2d")
+    with pytest.raises(ConfigError):
+        predict(topo, [(0, 1, 10)], "h2d")
+
+
+def test_disconnected_device():
+    topo = load_preset("hgx-h200-4")
+    lonely = Device(id="gpu4", kind=DeviceKind.GPU, name="GPU", index=4, vendor="nvidia", numa_node=0)
+    topo = topo.replace(devices=topo.devices + (lonely,))
+    with pytest.raises(TopologyError, match="disconnected"):
+        predict(topo, [(0, 4, 10)], "ce")
+    assert issubclass(TopologyError, UserError)
+
+
+def test_no_peer_access_pairs_refuse_peer_methods():
+    topo = load_preset("pcie-8gpu-2socket")
+    topo = topo.replace(model_params={"no_peer_access": [[0, 4]]})
+    with pytest.raises(ConfigError, match="no peer access"):
+        predict(topo, [(0, 4, 10)], "ce")
+    assert predict(topo, [(0, 4, 1 << 20)], "ce-nopeer")[0].gb_per_s > 0
+    topo = topo.replace(model_params={"p2p_max_level": "PIX"})
+    assert FabricModel(topo).peer_access(0, 4) and FabricModel(topo).peer_access(0, 1) is None
