@@ -79,10 +79,10 @@ def measured_groups(record: RunRecord) -> tuple[list[MeasuredGroup], list[tuple[
 def entry_prediction(m: Measurement, group: MeasuredGroup, preds: list[TransferPrediction]) -> float:
     """Predicted GB/s of one entry, given the predictions of its group's transfers (same order)."""
     by_pair = {pair: p for pair, p in zip(group.transfers, preds)}
-    if _is_total(m):
-        chosen = [p for p in preds if (m.src in (ALL, p.src)) and (m.dst in (ALL, p.dst))]
-    elif _is_pair_bi(m):
+    if _is_pair_bi(m):  # a pair's both-directions total (scope total, moved_bytes = 2 x size)
         chosen = [by_pair[(m.src, m.dst)], by_pair[(m.dst, m.src)]]
+    elif _is_total(m):
+        chosen = [p for p in preds if (m.src in (ALL, p.src)) and (m.dst in (ALL, p.dst))]
     else:
         chosen = [by_pair[(m.src, m.dst)]]
     total = sum(p.size_bytes for p in chosen)
