@@ -23,8 +23,9 @@ LAT_PCIE = 0.3
 LAT_PCIE_SRC = "latency 0.3 us per PCIe hop: typical"
 LAT_UPI = 0.2
 LAT_UPI_SRC = "latency 0.2 us: typical socket-interconnect hop"
-LAT_NVS = 0.35
-LAT_NVS_SRC = "latency 0.35 us per GPU-NVSwitch link, ~0.7 us GPU-to-GPU through the switch: typical"
+LAT_NVS = 0.2125
+LAT_NVS_SRC = ("latency 0.2125 us per GPU-NVSwitch link: measured on 2 x H200 NV18 (nvidia-h200-x2, 2026-11-22): "
+               "the device remote-read round trip of 0.85 us crosses 4 such links (docs/runs/survey-512MiB-h200x2-2026-11-22.json)")
 
 
 def L(a, b, kind, count, rate, lat, source, gen=None, prov=P.DATASHEET):

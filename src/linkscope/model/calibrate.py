@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from scipy.optimize import least_squares
 
 from ..errors import UserError
 from ..results.schema import RunRecord
-from ..topology.model import Topology
+from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
@@ -167,6 +167,10 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     if not classes:
         raise UserError("nothing to calibrate from: the results hold no uncontended bandwidth entry of a modelled method",
                         hint="measure e.g. linkscope bench --pattern pairs --sizes 4KiB:256MiB")
+    latency_fits: dict[str, float] = {}
+    latency_scale = _fit_latency_bases(model, record, latency_fits, notes)
+    if latency_scale != 1.0:  # links without latency_us take hop_latency_us: scale it alike
+        latency_fits["hop_latency_us"] = base["hop_latency_us"] * latency_scale
     fits: list[ClassFit] = []
     overheads: dict[str, list[float]] = {}
     rates: dict[str, list[tuple[_Class, float]]] = {}
@@ -185,9 +189,9 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
                 rate = float(np.median(sizes / t_bw)) / _GB
         fits.append(ClassFit(method, route, len(c.sizes), int(np.unique(sizes).size), lat_us, rate, c.raw_gb_per_s, rms, note))
         if lat_us is not None:
-            overheads.setdefault(method, []).append(max(lat_us - c.hop_latency_us, 0.0))
+            overheads.setdefault(method, []).append(max(lat_us - c.hop_latency_us * latency_scale, 0.0))
         rates.setdefault(method, []).append((c, rate))
-    fitted: dict[str, float] = {}
+    fitted: dict[str, float] = dict(latency_fits)
     for method, values in overheads.items():
         fitted[f"overhead_us.{method}"] = statistics.median(values)
     # link efficiencies and engine caps from copy-engine methods
@@ -233,7 +237,15 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     # second pass: the overheads were fitted with the old efficiencies' routes; re-check
     kept = {k: v for k, v in (topo.model_params or {}).items()}
     kept.update(params.to_model_params(keys=fitted))
+    links = topo.links
+    if latency_scale != 1.0:
+        links = tuple(
+            replace(link, latency_us=link.latency_us * latency_scale, provenance=Provenance.CALIBRATED)
+            if link.latency_us is not None else link
+            for link in topo.links
+        )
     calibrated = topo.replace(
+        links=links,
         model_params=kept,
         notes=tuple(topo.notes) + (f"model_params calibrated ({len(fitted)} parameters) {label}",),
     )
@@ -251,11 +263,47 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             reason = f"no ce/h2d/d2h entry whose bottleneck is a {rest} link"
         elif prefix == "engine_cap_gb_per_s":
             reason = "ce not measured over routes of different capacity"
+        elif key in _LATENCY_BASES.values():
+            reason = "no remote-read / flag-pingpong latency entries"
         else:
             reason = "not determined by bandwidth entries of single transfers"
         not_fitted[key] = reason
     report = check(record, calibrated)
     return CalibrationResult(params, fitted, not_fitted, tuple(fits), calibrated, report, tuple(notes))
 
+
+_LATENCY_BASES = {"remote-read": "remote_read_base_us", "flag-pingpong": "flag_base_us"}
+
+
+def _fit_latency_bases(model: FabricModel, record: RunRecord, fitted: dict[str, float], notes: list[str]) -> float:
+    """Fixed parts of the pointer-chase and flag latencies, and a scale for the links' latency_us.
+
+    The model predicts remote-read = base + route there and back, flag = base + route one way.
+    When the measured remote-read is below the route's link latencies alone, the links' latency_us
+    overstate this machine: they are scaled down (returned factor) so the round trip fits with a zero
+    base. The bases are then the measured medians minus the (scaled) route part, over the pairs."""
+    samples: dict[str, list[tuple[float, float]]] = {}
+    for kind, key in _LATENCY_BASES.items():
+        for m in record.measurements:
+            if m.method != kind or not m.ok or m.latency is None:
+                continue
+            try:
+                route_part = model.latency_us(kind, m.src, m.dst) - model.params[key]
+            except UserError:
+                continue
+            samples.setdefault(kind, []).append((m.latency.median, route_part))
+    scale = 1.0
+    rr = samples.get("remote-read", [])
+    if rr and all(route > 0 for _, route in rr):
+        ratio = statistics.median(measured / route for measured, route in rr)
+        if ratio < 1.0:
+            scale = ratio
+            notes.append(f"remote-read: the links' latency_us overstate this machine; scaled by {ratio:.3f} (calibrated)")
+    for kind, pairs in samples.items():
+        rest = statistics.median(measured - scale * route for measured, route in pairs)
+        if rest < 0:
+            notes.append(f"{kind}: measured {-rest:.3f} us below the route's link latencies; base set to 0")
+        fitted[_LATENCY_BASES[kind]] = round(max(rest, 0.0), 6)
+    return scale
 
 __all__ = ["calibrate", "CalibrationResult", "ClassFit", "METHODS", "COPY_ENGINE_METHODS"]

@@ -80,8 +80,10 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "p2p_transit_efficiency.host_bridge": (0.80, "default", _ASSUME),
     "p2p_transit_efficiency.cpu": (0.80, "default", _ASSUME),
     "p2p_transit_efficiency.upi": (0.50, "default", _ASSUME),
-    "remote_read_base_us": (0.6, "default", _ASSUME),
-    "flag_base_us": (1.0, "default", _ASSUME),
+    "remote_read_base_us": (0.0, "measured", "2 x H200 NV18, 2026-11-22: the 0.85 us remote-read round trip is all link "
+                            "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
+    "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
+                     "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }
 
 # keys that may appear without a default (vendors other than amd have no engine cap by default)
