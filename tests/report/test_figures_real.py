@@ -17,3 +17,12 @@ def test_pair_matrix_heatmap_is_not_overwritten_by_ring_flows():
     ring = {(m.src, m.dst): m.median_gb_per_s for m in record.measurements
             if m.method == "ce" and m.pattern == "ring" and m.scope == "transfer"}
     assert matrix and ring and matrix != ring  # the two patterns measured different numbers
+
+
+def test_simulated_run_is_labelled_by_its_topology_not_the_host():
+    from linkscope.report.figures import run_labels
+    from linkscope.results.schema import RunProvenance
+
+    real = io.load(SURVEY)
+    simulated = real.with_(provenance=RunProvenance.SIMULATED, topology=dict(real.topology, name="dgx-h100"))
+    assert run_labels([simulated, real]) == ["dgx-h100 survey", "vm survey"]

@@ -41,11 +41,15 @@ def _slug(text: str) -> str:
 
 
 def run_labels(records: Sequence[RunRecord]) -> list[str]:
-    """A short legend label per record: context label, else host + kind; numbered when they repeat."""
+    """A short legend label per record: context label, else host (the topology for simulated runs) + kind;
+    numbered when they repeat."""
     base = []
     for r in records:
         ctx = r.context or {}
-        label = ctx.get("label") or " ".join(str(x) for x in (ctx.get("host") or ctx.get("hostname") or "", r.kind) if x)
+        where = ctx.get("host") or ctx.get("hostname") or ""
+        if is_simulated(r) and r.topology:  # a simulated run describes its topology, not the host it ran on
+            where = r.topology.get("name") or where
+        label = ctx.get("label") or " ".join(str(x) for x in (where, r.kind) if x)
         base.append(label or f"run {len(base) + 1}")
     counts: dict[str, int] = defaultdict(int)
     for label in base:
