@@ -1,4 +1,6 @@
-"""Mapping benchmark: exact-solver speed and proofs, heuristic quality, scale, and peers.
+"""Mapping benchmark: exact-solver speed and proofs, heuristic quality, scale, peers, and the
+model metric (predicted exchange time with contention, against the default mapping and the
+bandwidth metric's mapping, all scored by the same fabric model).
 
 Runs on a CPU (no GPU needed). Prints a short table per part and writes JSON to the path given
 as the first argument, else ``$OUT/mapping_bench.json``, else ``mapping_bench.json``.
@@ -29,6 +31,7 @@ import scipy.sparse as sp
 from linkscope.mapping.api import map_traffic, network_costs
 from linkscope.mapping.cost import CostModel, topology_cost
 from linkscope.mapping.exact import solve_exact
+from linkscope.mapping.fabric import exchange_transfers
 from linkscope.mapping.heuristic import solve_heuristic
 from linkscope.mapping.hierarchical import cluster_objective, solve_cluster
 from linkscope.mapping.partition import cut_weight
@@ -168,6 +171,35 @@ def kahip_partition(w: sp.csr_matrix, nodes: int, cost: CostModel, net, ours) ->
     return entry
 
 
+# ---- part 6: the model metric ----------------------------------------------------------------------
+def model_cases(quick: bool) -> list[dict]:
+    """Predicted exchange time of the model metric's mapping vs the default and vs the bandwidth
+    metric's mapping (scored by the same fabric model), and the model metric's wall time."""
+    rows = []
+    for name in ("pcie-8gpu-2socket", "k80-16", "mi250x-8gcd", "v100-4-nvlink-ib"):
+        if name not in preset_names():
+            continue
+        topo = load_preset(name)
+        t0 = time.perf_counter()
+        model_cost = topology_cost(topo, "model")
+        build_s = time.perf_counter() - t0
+        bandwidth_cost = topology_cost(topo, "bandwidth")
+        for traffic in patterns(topo.gpu_count)[: (2 if quick else 5)]:
+            t0 = time.perf_counter()
+            chosen = map_traffic(traffic, model_cost, topo, time_limit_s=10)
+            seconds = time.perf_counter() - t0
+            by_bandwidth = map_traffic(traffic, bandwidth_cost, topo, time_limit_s=10)
+            g = by_bandwidth.gpu_of_rank
+            bandwidth_us = model_cost.exchange_time(
+                [(g[r], g[s], b) for r, s, b in exchange_transfers(traffic.offdiagonal_bytes())]) * 1e6
+            rows.append({"machine": name, "pattern": traffic.origin.removeprefix("synthetic:"),
+                         "cost_build_s": build_s, "seconds": seconds, "uniform": chosen.uniform,
+                         "exchange_us": chosen.exchange_time_us, "default_exchange_us": chosen.default_exchange_time_us,
+                         "bandwidth_metric_exchange_us": bandwidth_us,
+                         "pairwise_us": chosen.pairwise_cost, "default_pairwise_us": chosen.default_pairwise_cost})
+    return rows
+
+
 # ---- part 5: peers on the presets -------------------------------------------------------------------
 def _write_grf(path: Path, weights: np.ndarray) -> None:
     n = weights.shape[0]
@@ -272,6 +304,12 @@ def main(argv: list[str]) -> int:
         k = cluster["kahip"]
         print(f"  KaHIP kaffpa: inter-node bytes {k['inter_node_bytes']:.3g} ({k['ratio_inter_node_bytes_vs_linkscope']:.3f}x "
               f"linkscope), balanced={k['balanced']}, {k['seconds']:.1f} s")
+    model = model_cases(quick)
+    report["model"] = model
+    print(f"\n{'machine':18} {'pattern':30} {'exchange us':>11} {'default':>9} {'bw-metric':>9} {'s':>5}")
+    for r in model:
+        print(f"{r['machine'][:18]:18} {r['pattern'][:30]:30} {r['exchange_us']:11.1f} {r['default_exchange_us']:9.1f} "
+              f"{r['bandwidth_metric_exchange_us']:9.1f} {r['seconds']:5.2f}")
     peers = peer_cases(quick)
     report["peers"] = peers
     print(f"\n{'machine':22} {'metric':9} {'pattern':34} {'default/ls':>10} {'scotch/ls':>9} proven")

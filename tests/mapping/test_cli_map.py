@@ -67,3 +67,64 @@ def test_launch_under_mpirun_gives_each_rank_its_device(tmp_path):
     for local, fields in seen.items():
         assert fields["cuda"] == chosen["visible_device_of_rank"][local]
         assert fields["ucx"] == chosen["nics_of_rank"][local][0] + ":1"
+
+
+def test_map_with_the_model_metric_reports_exchange_and_pairwise_costs(tmp_path, capsys):
+    traffic = tmp_path / "t.json"
+    assert main(["traffic", "gen", "stencil3d", "--grid", "2x2x4", "--periodic", "-o", str(traffic)]) == 0
+    out = tmp_path / "m.json"
+    assert main(["map", str(traffic), "--preset", "k80-16", "--metric", "model", "--time-limit", "1",
+                 "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "predicted exchange time (fabric model, method ce, contention included):" in captured.out
+    assert "pairwise model cost (sum of message times alone):" in captured.out
+    assert "saves " in captured.out and "fabric model with default parameters" in captured.err
+    data = json.loads(out.read_text())
+    assert data["metric"] == "model" and data["unit"] == "µs"
+    assert data["cost"] == data["exchange_time_us"] < data["default_exchange_time_us"] == data["default_cost"]
+    assert data["pairwise_cost"] < data["default_pairwise_cost"]
+
+
+def test_map_model_metric_on_uniform_fabric_says_it_cannot_help(tmp_path, capsys):
+    traffic = tmp_path / "t.json"
+    main(["traffic", "gen", "stencil2d", "--grid", "2x2", "--periodic", "-o", str(traffic)])
+    capsys.readouterr()
+    assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--metric", "model"]) == 0
+    text = capsys.readouterr().out
+    assert "mapping cannot help on this fabric: every GPU pair is NV18 (uniform)" in text
+    assert "saves" not in text
+
+
+def test_map_from_a_calibrated_topology_uses_its_model_params(tmp_path, capsys):
+    from linkscope.topology.io import save
+
+    from .test_fabric import bridged_topology, calibrated_params, heavy_pair_traffic
+
+    traffic = tmp_path / "t.csv"
+    traffic.write_text("\n".join(",".join(str(int(v)) for v in row) for row in heavy_pair_traffic().bytes) + "\n")
+    chosen = {}
+    for label, params in (("plain", None), ("calibrated", calibrated_params(nvlink=0.3, pcie=0.9))):
+        topo_file = tmp_path / f"{label}.json"
+        save(bridged_topology(params), topo_file)
+        out = tmp_path / f"{label}-map.json"
+        assert main(["map", str(traffic), "--from", str(topo_file), "--metric", "model", "-o", str(out)]) == 0
+        chosen[label] = json.loads(out.read_text())
+    assert set(chosen["plain"]["gpu_of_rank"][:2]) == {0, 1}  # the heavy pair on the NVLink bridge
+    assert set(chosen["calibrated"]["gpu_of_rank"][:2]) != {0, 1}  # calibrated: the bridge is slow
+    assert any("2 calibrated parameter(s)" in n for n in chosen["calibrated"]["notes"])
+    assert "calibrated parameter" in capsys.readouterr().err
+
+
+def test_map_model_metric_user_errors(tmp_path, capsys):
+    traffic = tmp_path / "t.csv"
+    main(["traffic", "gen", "ring", "--ranks", "4", "-o", str(traffic)])
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"measurements": [{"src": 0, "dst": 1, "size_bytes": 1 << 20, "median_gb_per_s": 10.0,
+                                                 "status": "ok"}]}))
+    capsys.readouterr()
+    assert main(["map", str(traffic), "--results", str(run), "--metric", "model"]) == 1
+    assert "linkscope model calibrate" in capsys.readouterr().err
+    assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--metric", "bandwidth", "--method", "ce"]) == 1
+    assert "--method ce applies to --metric model only" in capsys.readouterr().err
+    assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--metric", "model", "--method", "d2h"]) == 1
+    assert "unknown GPU-to-GPU method 'd2h'" in capsys.readouterr().err

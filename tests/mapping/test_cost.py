@@ -1,7 +1,7 @@
 import pytest
 
 from linkscope.errors import UserError
-from linkscope.mapping.cost import model_cost, predictor_cost, results_cost, topology_cost
+from linkscope.mapping.cost import predictor_cost, results_cost, topology_cost
 from linkscope.topology.synthetic import synthetic_topology
 
 
@@ -53,14 +53,22 @@ def test_results_cost_names_a_missing_pair():
         results_cost(_record([(0, 1, 1, 1.0, None)]), "distance")
 
 
-def test_model_seam_takes_any_pair_time_predictor():
+def test_predictor_seam_takes_any_pair_time_predictor():
     def predict(i, j, size):
         return 1e-6 + size / ((50e9 if abs(i - j) == 1 else 10e9))
 
-    cost = model_cost(3, predict, size_bytes=1 << 20)
-    assert cost.costs[0][0, 1] < cost.costs[0][0, 2]
     ab = predictor_cost(3, "alpha-beta", predict)
     assert ab.costs[0][0, 1] == pytest.approx(1.0, rel=1e-3)  # latency in µs
+    assert ab.costs[1][0, 1] < ab.costs[1][0, 2]  # the faster pair costs less per byte
+    with pytest.raises(UserError, match="fabric model"):
+        predictor_cost(3, "model", predict)
+
+
+def test_model_metric_needs_a_topology_not_measured_results():
+    record = _record([(0, 1, 1 << 26, 10.0, 2.0), (1, 0, 1 << 26, 10.0, 2.0)])
+    with pytest.raises(UserError, match="fabric model") as info:
+        results_cost(record, "model")
+    assert "linkscope model calibrate" in info.value.hint
 
 
 def test_unknown_metric():

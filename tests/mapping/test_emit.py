@@ -26,6 +26,18 @@ def test_json_round_trip_has_the_cli_fields(tmp_path):
         from_dict({"gpu_of_rank": [0]})
 
 
+def test_model_metric_fields_round_trip(tmp_path):
+    a = _assignment(metric="model", unit="µs", cost=150.0, default_cost=300.0, exchange_time_us=150.0,
+                    default_exchange_time_us=300.0, pairwise_cost=900.0, default_pairwise_cost=1200.0, optimal=False)
+    save_assignment(a, tmp_path / "m.json")
+    back = load_assignment(tmp_path / "m.json")
+    assert back == a and back.pairwise_cost == 900.0 and back.default_exchange_time_us == 300.0
+    assert a.summary() == "saves 50.0% of the default mapping's predicted exchange time"
+    assert to_dict(_assignment())["exchange_time_us"] is None  # other metrics have no exchange prediction
+    with pytest.raises(UserError, match="pairwise_cost must be a number"):
+        from_dict({**to_dict(a), "pairwise_cost": "fast"})
+
+
 @pytest.mark.parametrize("var", ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID",
                                  "LOCAL_RANK"])
 def test_launch_plan_reads_each_launchers_local_rank(var):

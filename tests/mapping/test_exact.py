@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from linkscope.mapping.exact import solve_exact
-from linkscope.mapping.heuristic import solve_heuristic
+from linkscope.mapping.heuristic import ALTERNATIVES, solve_heuristic
 from linkscope.mapping.problem import MappingProblem, swap_delta
 from linkscope.mapping.symmetry import Automorphisms, colour_matrix, twin_classes
 
@@ -87,3 +87,16 @@ def test_heuristic_is_never_worse_than_identity_and_close_to_optimal():
         h = solve_heuristic(problem)
         assert h.cost <= problem.objective(range(8)) + 1e-9
         assert h.cost <= 1.02 * solve_exact(problem).cost
+
+
+def test_heuristic_carries_distinct_runner_ups_cheapest_first():
+    c = _tree_cost(8)
+    rng = np.random.default_rng(7)
+    f = rng.integers(0, 9, (8, 8)) * (rng.random((8, 8)) < 0.4)
+    problem = MappingProblem((f,), (c,), 8)
+    h = solve_heuristic(problem)
+    assert 1 <= len(h.alternatives) <= ALTERNATIVES
+    assert h.perm not in h.alternatives and len(set(h.alternatives)) == len(h.alternatives)
+    costs = [problem.objective(p) for p in h.alternatives]
+    assert costs == sorted(costs) and costs[0] >= h.cost - 1e-9
+    assert all(sorted(p) == list(range(8)) for p in h.alternatives)

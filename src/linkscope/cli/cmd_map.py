@@ -35,6 +35,8 @@ def register(app: typer.Typer) -> None:
         synthetic: Optional[str] = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
         results: Optional[Path] = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
         metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
+        method: Optional[str] = typer.Option(None, "--method",
+                                             help="Transfer method the model metric predicts with (default ce)."),
         solver: str = typer.Option("auto", "--solver", help="auto | exact | heuristic."),
         mode: str = typer.Option("map", "--mode", help="map (move ranks) or reorder (keep devices, renumber ranks)."),
         nodes: int = typer.Option(1, "--nodes", help="Map onto this many identical nodes of the topology."),
@@ -48,6 +50,10 @@ def register(app: typer.Typer) -> None:
         """Map ranks to GPUs so that the ranks that talk most use the best links.
 
         Example: linkscope map traffic.json --preset k80-16 --metric bandwidth -o mapping.json --emit rankfile
+
+        With --metric model the fabric model (with a calibrated topology's parameters, e.g.
+        --from calibrated.json from linkscope model calibrate) predicts the whole exchange,
+        contention included: linkscope map traffic.json --from calibrated.json --metric model
         """
         from .common import check_output_file
 
@@ -60,6 +66,8 @@ def register(app: typer.Typer) -> None:
 
         if metric not in METRICS:
             raise ConfigError(f"unknown metric {metric!r}", hint=f"valid metrics: {', '.join(METRICS)}")
+        if method is not None and metric != "model":
+            raise ConfigError(f"--method {method} applies to --metric model only (got --metric {metric})")
         if emit is not None and emit not in emitters.EMITTERS:
             raise ConfigError(f"unknown --emit {emit!r}", hint=f"valid: {', '.join(emitters.EMITTERS)}")
         if nodes < 1:
@@ -79,7 +87,7 @@ def register(app: typer.Typer) -> None:
                                 gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")
         else:
             assert topology is not None
-            cost = topology_cost(topology, metric)
+            cost = topology_cost(topology, metric, method or "ce")
         host_list = [h.strip() for h in hosts.split(",")] if hosts else None
         if nodes > 1:
             assignment = map_cluster(matrix, cost, topology, nodes, network_costs(cost, topology), host_list)
@@ -101,8 +109,16 @@ def register(app: typer.Typer) -> None:
             console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}")
         if assignment.host_of_rank is not None:
             console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
-        console.print(f"cost ({assignment.metric}): {_format_cost(assignment.cost, assignment.unit)}; "
-                      f"default: {_format_cost(assignment.default_cost, assignment.unit)}")
+        if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
+            console.print(f"predicted exchange time (fabric model, method {method or 'ce'}, contention included): "
+                          f"{_format_cost(assignment.exchange_time_us, 'µs')}; "
+                          f"default: {_format_cost(assignment.default_exchange_time_us, 'µs')}")
+            console.print(f"pairwise model cost (sum of message times alone): "
+                          f"{_format_cost(assignment.pairwise_cost or 0.0, 'µs')}; "
+                          f"default: {_format_cost(assignment.default_pairwise_cost or 0.0, 'µs')}")
+        else:
+            console.print(f"cost ({assignment.metric}): {_format_cost(assignment.cost, assignment.unit)}; "
+                          f"default: {_format_cost(assignment.default_cost, assignment.unit)}")
         console.print(f"{assignment.summary()}  [solver: {assignment.solver}, {assignment.elapsed_s:.2f} s]", markup=False)
 
 

@@ -24,7 +24,8 @@ class Assignment:
     Attributes:
         gpu_of_rank: GPU index of each rank (the topology's numbering; within its node when
             ``node_of_rank`` is set).
-        cost: objective of this mapping under ``metric`` (unit ``unit``).
+        cost: objective of this mapping under ``metric`` (unit ``unit``); for ``model``, the
+            predicted time of the whole exchange with contention (= ``exchange_time_us``).
         default_cost: objective of the default mapping (rank r on GPU r).
         metric: bandwidth | latency | distance | alpha-beta | model.
         solver: which solver produced it.
@@ -42,6 +43,10 @@ class Assignment:
         lower_bound: proven lower bound on the cost, where known.
         elapsed_s: solver wall time.
         notes: human remarks (uniform fabric, defaults used).
+        pairwise_cost, default_pairwise_cost: ``model`` metric: sum of every message's predicted
+            time alone (µs), the objective the QAP solvers minimise; None for other metrics.
+        exchange_time_us, default_exchange_time_us: ``model`` metric: predicted time of the whole
+            exchange (every talking pair's transfers launched together, contention included), µs.
     """
 
     gpu_of_rank: tuple[int, ...]
@@ -64,6 +69,10 @@ class Assignment:
     lower_bound: float | None = None
     elapsed_s: float = 0.0
     notes: tuple[str, ...] = field(default=(), compare=False)
+    pairwise_cost: float | None = None
+    default_pairwise_cost: float | None = None
+    exchange_time_us: float | None = None
+    default_exchange_time_us: float | None = None
 
     @property
     def ranks(self) -> int:
@@ -88,7 +97,8 @@ class Assignment:
             if self.optimal:
                 return "the default mapping is already optimal" + proof.replace(" (proven optimal)", " (proven)")
             return "no better mapping than the default was found"
-        return f"saves {saved * 100:.1f}% of the default mapping's cost{proof}"
+        what = "predicted exchange time" if self.exchange_time_us is not None else "cost"
+        return f"saves {saved * 100:.1f}% of the default mapping's {what}{proof}"
 
 
 def to_dict(assignment: Assignment) -> dict[str, Any]:
@@ -116,7 +126,20 @@ def to_dict(assignment: Assignment) -> dict[str, Any]:
         "lower_bound": assignment.lower_bound,
         "elapsed_s": assignment.elapsed_s,
         "notes": list(assignment.notes),
+        "pairwise_cost": assignment.pairwise_cost,
+        "default_pairwise_cost": assignment.default_pairwise_cost,
+        "exchange_time_us": assignment.exchange_time_us,
+        "default_exchange_time_us": assignment.default_exchange_time_us,
     }
+
+
+def _opt_float(data: dict, key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SchemaError(f"mapping: {key} must be a number or null, got {value!r}", path=f"$.{key}")
+    return float(value)
 
 
 def from_dict(data: Any, origin: str = "mapping") -> Assignment:
@@ -158,6 +181,10 @@ def from_dict(data: Any, origin: str = "mapping") -> Assignment:
         lower_bound=data.get("lower_bound"),
         elapsed_s=float(data.get("elapsed_s") or 0.0),
         notes=tuple(data.get("notes") or ()),
+        pairwise_cost=_opt_float(data, "pairwise_cost"),
+        default_pairwise_cost=_opt_float(data, "default_pairwise_cost"),
+        exchange_time_us=_opt_float(data, "exchange_time_us"),
+        default_exchange_time_us=_opt_float(data, "default_exchange_time_us"),
     )
 
 

@@ -1,5 +1,5 @@
-"""Cost models for mapping: what it costs to send between two GPUs, from a Topology, a
-calibrated model (any callable predicting a pair's transfer time) or a measured RunRecord.
+"""Cost models for mapping: what it costs to send between two GPUs, from a Topology, the
+(calibrated) fabric model, a pair-time predictor or a measured RunRecord.
 
 Metrics (``METRICS``), each a list of (flow, per-unit cost matrix) terms:
 
@@ -7,8 +7,9 @@ Metrics (``METRICS``), each a list of (flow, per-unit cost matrix) terms:
 * ``bandwidth``:  bytes x 1 / bandwidth                   (µs per byte; objective in µs)
 * ``latency``:    messages x latency (µs)                 (route latency summed over links)
 * ``alpha-beta``: messages x latency + bytes / bandwidth  (µs; the per-message alpha-beta time)
-* ``model``:      bytes x predicted time per byte at the job's mean message size, plus an
-  optional whole-exchange predictor (with contention) used to re-score candidate mappings.
+* ``model``:      messages x latency + bytes x time per byte, both predicted by the fabric model
+  for each GPU pair alone, plus the whole-exchange predictor (contention) that picks among
+  candidate mappings (``fabric.fabric_cost``).
 
 Message counts come from the TrafficMatrix; where unknown, each talking pair counts one message.
 """
@@ -37,7 +38,8 @@ DEFAULT_LINK_LATENCY_US = {
 PairTime = Callable[[int, int, int], float]
 """``predict(src_gpu, dst_gpu, size_bytes) -> seconds`` for one transfer alone on the fabric."""
 ExchangeTime = Callable[[Sequence[tuple[int, int, float]]], float]
-"""``predict([(src_gpu, dst_gpu, bytes), ...]) -> seconds`` for all transfers at once."""
+"""``predict([(src_gpu, dst_gpu, bytes), ...]) -> seconds`` for all transfers at once
+(``fabric.ExchangePredictor``)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,10 @@ class CostModel:
         flows: what each term multiplies: ``"bytes"`` or ``"messages"``.
         costs: one GPUs x GPUs matrix per term (per byte or per message).
         unit: unit of the objective (``µs``, ``hop-bytes``).
-        source: where the numbers came from (``topology:NAME``, ``results:FILE``, ``model``).
-        exchange_time: optional whole-exchange predictor used to re-score candidates.
+        source: where the numbers came from (``topology:NAME``, ``results:FILE``,
+            ``model:NAME (METHOD)``, ``predictor``).
+        exchange_time: whole-exchange predictor (contention included) that picks among candidate
+            mappings; set by the ``model`` metric.
         notes: caveats (defaulted latencies, missing pairs filled by symmetry).
     """
 
@@ -118,6 +122,12 @@ def topology_matrices(topology: Topology) -> dict[str, np.ndarray]:
     return out
 
 
+def _model_needs_topology() -> UserError:
+    return UserError("the model metric predicts with a topology's fabric model, not from measured or predicted "
+                     "pair costs", hint="map onto a topology (--preset, --from, --synthetic); measurements feed the "
+                     "model through linkscope model calibrate RUN.json -o calibrated.json, then --from calibrated.json")
+
+
 def _from_matrices(metric: str, distance: np.ndarray | None, bandwidth: np.ndarray, latency: np.ndarray,
                    source: str, notes: tuple[str, ...]) -> CostModel:
     if metric == "distance":
@@ -131,48 +141,27 @@ def _from_matrices(metric: str, distance: np.ndarray | None, bandwidth: np.ndarr
         return CostModel(metric, ("messages",), (latency,), "µs", source, notes=notes)
     if metric == "alpha-beta":
         return CostModel(metric, ("messages", "bytes"), (latency, _us_per_byte(bandwidth)), "µs", source, notes=notes)
-    raise UserError(f"metric {metric!r} needs a model predictor", hint="see linkscope.mapping.cost.model_cost")
+    raise _model_needs_topology()
 
 
-def topology_cost(topology: Topology, metric: str) -> CostModel:
-    """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency."""
+def topology_cost(topology: Topology, metric: str, method: str = "ce") -> CostModel:
+    """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency;
+    for ``model``, from its fabric model (``model_params`` included) with transfer ``method``."""
     _check_metric(metric)
     if metric == "model":
-        return model_cost(topology.gpu_count, link_load_predictor(topology), exchange_time=link_load_exchange(topology),
-                          source=f"topology:{topology.name} (link-load model)")
+        from .fabric import fabric_cost
+
+        return fabric_cost(topology, method)
     m = topology_matrices(topology)
     notes = ("some links have no latency; per-kind defaults were used",) if "defaulted_latency" in m else ()
     return _from_matrices(metric, m["distance"], m["bandwidth_gb_per_s"], m["latency_us"],
                           f"topology:{topology.name}", notes)
 
 
-def model_cost(
-    gpus: int,
-    predict_pair_time_s: PairTime,
-    size_bytes: int = 1 << 20,
-    exchange_time: ExchangeTime | None = None,
-    source: str = "model",
-) -> CostModel:
-    """Model-based cost: time per byte of a ``size_bytes`` transfer as the model predicts it.
-
-    This is the seam for the calibrated fabric model: any callable ``(src, dst, size) -> s``
-    works; ``exchange_time`` (all transfers at once, with contention) re-scores candidates."""
-    if size_bytes <= 0:
-        raise UserError(f"model cost needs a positive representative size, got {size_bytes}")
-    cost = np.zeros((gpus, gpus))
-    for i in range(gpus):
-        for j in range(gpus):
-            if i != j:
-                cost[i, j] = predict_pair_time_s(i, j, int(size_bytes)) * 1e6 / size_bytes
-    return CostModel("model", ("bytes",), (cost,), "µs", source, exchange_time=exchange_time)
-
-
 def predictor_cost(gpus: int, metric: str, predict_pair_time_s: PairTime, large_bytes: int = 1 << 26) -> CostModel:
-    """Bandwidth, latency or alpha-beta costs from a calibrated pair-time predictor: latency is
-    the predicted time of an 8-byte transfer, bandwidth the large-transfer rate."""
+    """Bandwidth, latency or alpha-beta costs from any pair-time predictor (a calibrated model):
+    latency is the predicted time of an 8-byte transfer, bandwidth the large-transfer rate."""
     _check_metric(metric)
-    if metric == "model":
-        return model_cost(gpus, predict_pair_time_s)
     latency = np.zeros((gpus, gpus))
     bandwidth = np.full((gpus, gpus), np.inf)
     for i in range(gpus):
@@ -182,7 +171,7 @@ def predictor_cost(gpus: int, metric: str, predict_pair_time_s: PairTime, large_
                 latency[i, j] = small * 1e6
                 big = predict_pair_time_s(i, j, large_bytes)
                 bandwidth[i, j] = large_bytes / max(big - small, 1e-15) / 1e9
-    return _from_matrices(metric, None, bandwidth, latency, "model", ())
+    return _from_matrices(metric, None, bandwidth, latency, "predictor", ())
 
 
 # ---- measured results -------------------------------------------------------------------------
@@ -262,65 +251,14 @@ def results_matrices(record: Any, gpus: int | None = None) -> tuple[np.ndarray, 
 def results_cost(record: Any, metric: str, gpus: int | None = None, source: str = "results") -> CostModel:
     """Cost matrices from a measured (or simulated) RunRecord, object or JSON dict."""
     _check_metric(metric)
+    if metric == "model":
+        raise _model_needs_topology()
     bandwidth, latency, notes = results_matrices(record, gpus)
-    needs_bw = metric in ("bandwidth", "alpha-beta", "model")
+    needs_bw = metric in ("bandwidth", "alpha-beta")
     needs_lat = metric in ("latency", "alpha-beta")
     if needs_bw and np.isnan(bandwidth).any():
         raise UserError(f"metric {metric!r} needs bandwidth measurements; the results have only latencies")
     if needs_lat and np.isnan(latency).any():
         raise UserError(f"metric {metric!r} needs latency measurements; the results have only bandwidths",
                         hint="run linkscope bench latency, or use --metric bandwidth")
-    if metric == "model":
-        metric = "bandwidth"
     return _from_matrices(metric, None, bandwidth, np.nan_to_num(latency), source, notes)
-
-
-# ---- a built-in contention model for the "model" metric ---------------------------------------
-def _directed_routes(topology: Topology) -> tuple[list[list[list[tuple[int, int]]]], np.ndarray]:
-    """For each GPU pair, the (link index, direction) steps of its route, and link capacities."""
-    gpus = topology.gpus
-    index = {id(link): k for k, link in enumerate(topology.links)}
-    routes: list[list[list[tuple[int, int]]]] = []
-    for g in gpus:
-        row = []
-        for h in gpus:
-            steps = []
-            here = g.id
-            for link in query.route(topology, g, h):
-                steps.append((index[id(link)], 0 if link.a == here else 1))
-                here = link.other(here)
-            row.append(steps)
-        routes.append(row)
-    capacity = np.array([link.capacity_gb_per_s for link in topology.links])
-    return routes, capacity
-
-
-def link_load_predictor(topology: Topology) -> PairTime:
-    """Pair time = route latency + size / bottleneck bandwidth (no contention)."""
-    m = topology_matrices(topology)
-    bw, lat = m["bandwidth_gb_per_s"], m["latency_us"]
-
-    def predict(i: int, j: int, size_bytes: int) -> float:
-        return lat[i, j] * 1e-6 + size_bytes / (bw[i, j] * 1e9)
-
-    return predict
-
-
-def link_load_exchange(topology: Topology) -> ExchangeTime:
-    """Whole-exchange time with contention: every transfer's bytes are added to each directed
-    link on its route; the exchange takes as long as the most loaded link needs
-    (load / capacity), a max-min-fair lower bound the fabric model refines."""
-    routes, capacity = _directed_routes(topology)
-
-    def predict(transfers: Sequence[tuple[int, int, float]]) -> float:
-        load = np.zeros((len(capacity), 2))
-        for src, dst, amount in transfers:
-            if src == dst or amount <= 0:
-                continue
-            for k, direction in routes[src][dst]:
-                load[k, direction] += amount
-        if not load.any():
-            return 0.0
-        return float((load / (capacity[:, None] * 1e9)).max())
-
-    return predict

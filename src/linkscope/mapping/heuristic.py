@@ -43,6 +43,10 @@ def two_opt(problem: MappingProblem, perm: Sequence[int], max_passes: int = 50) 
     return p, problem.objective(p)
 
 
+ALTERNATIVES = 4
+"""How many runner-up local optima a heuristic answer carries (``SolveResult.alternatives``)."""
+
+
 def solve_heuristic(
     problem: MappingProblem,
     starts: int = 8,
@@ -50,7 +54,8 @@ def solve_heuristic(
     extra_starts: Sequence[Sequence[int]] = (),
     time_limit_s: float | None = None,
 ) -> SolveResult:
-    """FAQ from the identity, the barycentre and ``starts`` random starts, each + 2-opt."""
+    """FAQ from the identity, the barycentre and ``starts`` random starts, each + 2-opt.
+    The best ``ALTERNATIVES`` other distinct local optima come with the answer."""
     t0 = time.perf_counter()
     n = problem.size
     flow, cost = problem.surrogate()
@@ -60,8 +65,10 @@ def solve_heuristic(
     best_perm, best_cost = None, float("inf")
     if n <= 1:
         return SolveResult(tuple(range(n)), 0.0, True, "trivial", 0.0)
+    found: dict[tuple[int, ...], float] = {}
     for start in candidates:
         p, c = two_opt(problem, start)
+        found.setdefault(tuple(int(x) for x in p), c)
         if c < best_cost:
             best_perm, best_cost = p, c
     for init in inits:
@@ -73,8 +80,11 @@ def solve_heuristic(
         except (ValueError, np.linalg.LinAlgError):
             continue
         p, c = two_opt(problem, result.col_ind)
+        found.setdefault(tuple(int(x) for x in p), c)
         if c < best_cost - 1e-12 * max(abs(best_cost), 1.0):
             best_perm, best_cost = p, c
     assert best_perm is not None
-    return SolveResult(tuple(int(x) for x in best_perm), best_cost, False, "faq+2opt",
-                       elapsed_s=time.perf_counter() - t0)
+    best = tuple(int(x) for x in best_perm)
+    others = sorted((c, p) for p, c in found.items() if p != best)
+    return SolveResult(best, best_cost, False, "faq+2opt", elapsed_s=time.perf_counter() - t0,
+                       alternatives=tuple(p for _, p in others[:ALTERNATIVES]))

@@ -16,6 +16,8 @@ class SolveResult:
         lower_bound: best proven lower bound (equals cost when optimal), or None.
         nodes: search nodes explored (exact solvers), else 0.
         elapsed_s: wall time.
+        alternatives: other good mappings found on the way (distinct local optima, cheapest
+            first), for callers that re-score candidates with a finer model.
     """
 
     perm: tuple[int, ...]
@@ -25,3 +27,4 @@ class SolveResult:
     lower_bound: float | None = None
     nodes: int = 0
     elapsed_s: float = 0.0
+    alternatives: tuple[tuple[int, ...], ...] = ()
