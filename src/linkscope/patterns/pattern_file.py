@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
 from ..units import parse_size
+from ..userfiles import read_text
 from .base import check_direction
 from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
 
@@ -167,12 +168,7 @@ def parse_csv_pattern(text: str, source: str = "") -> FilePattern:
 
 def load_pattern_file(path: str | Path) -> FilePattern:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"pattern file not found: {path}") from None
-    except OSError as exc:
-        raise UserError(f"cannot read pattern file {path}: {exc.strerror}") from None
+    text = read_text(path, "pattern file")
     if path.suffix.lower() == ".json":
         return parse_json_pattern(text, str(path))
     return parse_csv_pattern(text, str(path))

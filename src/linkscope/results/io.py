@@ -1,13 +1,13 @@
 """RunRecord JSON: to_dict / from_dict / load / save (atomic), with version checks."""
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json_atomic
-from ..errors import SchemaError, UserError
+from ..errors import SchemaError
+from ..userfiles import loads_strict, read_text
 from ..measure.stats import Stats
 from .schema import RUN_FORMAT, RUN_SCHEMA_VERSION, Measurement, RunProvenance, RunRecord, Status
 
@@ -173,15 +173,6 @@ def from_dict(data: Any) -> RunRecord:
     )
 
 
-class _NonFinite(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    """``json.loads`` hook: Python reads NaN / Infinity, standard JSON (and linkscope) does not."""
-    raise _NonFinite(name)
-
-
 def save(record: RunRecord, path: str | Path) -> None:
     """Atomic: a reader never sees half a file (partial runs are saved with complete=False)."""
     write_json_atomic(Path(path), to_dict(record))
@@ -189,18 +180,7 @@ def save(record: RunRecord, path: str | Path) -> None:
 
 def load(path: str | Path) -> RunRecord:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"results file not found: {path}") from None
-    except OSError as exc:
-        raise UserError(f"cannot read results file {path}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    except _NonFinite as exc:
-        raise SchemaError(f"{path} is not valid JSON: {exc} is not a number JSON allows (use null for a missing value)") from None
+    data = loads_strict(read_text(path, "results file"), str(path))
     try:
         return from_dict(data)
     except SchemaError as exc:

@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaError, TopologyError, UserError
+from ..errors import SchemaError, TopologyError
+from ..userfiles import loads_strict, read_text
 from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, Provenance, Topology
 
 FORMAT = "linkscope.topology"
@@ -187,22 +188,8 @@ def dumps(topology: Topology) -> str:
     return json.dumps(to_dict(topology), indent=2, allow_nan=False) + "\n"
 
 
-class _NonFinite(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    """``json.loads`` hook: Python reads NaN / Infinity, standard JSON (and linkscope) does not."""
-    raise _NonFinite(name)
-
-
 def loads(text: str, *, origin: str = "<string>") -> Topology:
-    try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{origin} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
-    except _NonFinite as exc:
-        raise SchemaError(f"{origin} is not valid JSON: {exc} is not a number JSON allows (use null for a missing value)") from None
+    data = loads_strict(text, origin)
     try:
         return from_dict(data)
     except SchemaError as exc:
@@ -213,13 +200,7 @@ def loads(text: str, *, origin: str = "<string>") -> Topology:
 
 def load(path: str | Path) -> Topology:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"topology file not found: {path}") from None
-    except OSError as exc:
-        raise UserError(f"cannot read topology file {path}: {exc.strerror}") from exc
-    topology = loads(text, origin=str(path))
+    topology = loads(read_text(path, "topology file"), origin=str(path))
     return topology if topology.source else topology.replace(source=f"file:{path}")
 
 

@@ -1,0 +1,42 @@
+"""Reading users' files: one-line errors for a missing or unreadable file, and strict JSON
+(standard JSON has no NaN or Infinity; a missing value is null)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import SchemaError, UserError
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The file's text; ``what`` names it in errors (``"topology file"``, ``"results file"``)."""
+    path = Path(path)
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"{what} {path} is a folder, expected a file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{what} {path} is not a text file") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def loads_strict(text: str, origin: str) -> Any:
+    """``json.loads`` that refuses NaN / Infinity (Python accepts them, JSON does not)."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{origin} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except _NonFinite as exc:
+        raise SchemaError(f"{origin} is not valid JSON: {exc} is not a number JSON allows (use null for a missing value)") from None
