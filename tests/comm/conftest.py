@@ -24,9 +24,7 @@ def mpirun_available() -> bool:
 
 def mpirun(n: int, *args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
     """``mpirun -n N python -m linkscope ARGS`` (as root too); a hang fails the test, not the suite."""
-    env = dict(os.environ)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_rmaps_base_oversubscribe": "1", "PYTHONPATH": str(ROOT / "src")})
+    env = mpi_env()
     cmd = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, "-m", "linkscope", *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT)
@@ -35,3 +33,32 @@ def mpirun(n: int, *args: str, timeout_s: float = 90) -> subprocess.CompletedPro
 
 
 needs_mpi = pytest.mark.skipif(not mpirun_available(), reason="mpirun and mpi4py required")
+
+
+def mpi_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1", "PYTHONPATH": str(ROOT / "src")})
+    env.update(extra)
+    return env
+
+
+def mpirun_popen(n: int, *args: str, **env: str) -> subprocess.Popen:
+    """``mpirun -n N python -m linkscope ARGS`` started in the background, stdout/stderr piped."""
+    cmd = ["mpirun", "--oversubscribe", "-n", str(n), sys.executable, "-m", "linkscope", *args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(**env),
+                            cwd=ROOT)
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Open MPI's mpirun forks the local ranks itself)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return sorted(out)

@@ -64,3 +64,23 @@ def test_real_stencil_with_emulated_pair():
     result = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 1), {"default": (0, 1)},
                          sizes=[4096], iters=5, runs=2, slow_pairs=((0, 1),))
     assert result.rows[0].wrong == 0 and result.rows[0].mean_us > 0
+
+
+@pytest.mark.nccl
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
+@pytest.mark.parametrize("op", OPS)
+def test_real_nccl_ops_in_place(op):
+    from linkscope.comm.nccl import UNCHECKED_IN_PLACE, make_peers, run_nccl
+    from linkscope.comm.nccl_backend import CupyNccl
+
+    be = CupyNccl()
+    job = serial_job()
+    peers = make_peers(job, be, [0, 1])
+    try:
+        result = run_nccl(job, be, peers, op, [8, 1 << 20], iters=5, warmup=2, inplace=True)
+    finally:
+        be.destroy(peers)
+    expected = [0, None if op in UNCHECKED_IN_PLACE else 0] * 2
+    assert [r.wrong for r in result.rows] == expected
+    assert [r.inplace for r in result.rows] == [False, True, False, True]

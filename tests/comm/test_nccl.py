@@ -78,3 +78,74 @@ def test_alltoall_moves_chunks_to_the_right_ranks():
             be.recv(p, recv[p.rank][2 * k:2 * k + 2], 2, k)
     be.group_end()
     assert recv[1].tolist() == [2, 3, 12, 13, 22, 23]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
+    be = FakeNccl(gpus=3)
+    job = serial_job()
+    result = run_nccl(job, be, make_peers(job, be, None), op, [4096, 1 << 16], iters=2, warmup=1, inplace=True)
+    chunked = op in ("allgather", "reduce_scatter", "alltoall")  # rounded down to whole chunks of 3 ranks
+    sizes = [4092, 65532] if chunked else [4096, 65536]
+    assert [(r.size_bytes, r.inplace) for r in result.rows] == [(s, p) for s in sizes for p in (False, True)]
+    for r in result.rows:
+        if r.inplace and op in ("alltoall", "sendrecv"):
+            assert r.wrong is None  # NCCL defines no in-place alltoall/sendrecv: not checked (nccl-tests)
+        else:
+            assert r.wrong == 0
+
+
+def test_in_place_buffers_alias_as_in_nccl_tests():
+    from linkscope.comm.collectives import layout
+    from linkscope.comm.nccl import _Buffers
+
+    be = FakeNccl(gpus=4)
+    peers = be.init_all([0, 1, 2, 3])
+    for op in ("allreduce", "allgather", "reduce_scatter", "broadcast"):
+        lay = layout(op, 4096, 4)
+        bufs = _Buffers.allocate(be, peers, lay)
+        out = bufs.views(op, peers, lay, False)
+        inp = bufs.views(op, peers, lay, True)
+        assert not any(np.shares_memory(s, r) for s, r in zip(out.send, out.recv))
+        assert all(np.shares_memory(s, r) for s, r in zip(inp.send, inp.recv))
+    lay = layout("allgather", 4096, 4)
+    inp = _Buffers.allocate(be, peers, lay).views("allgather", peers, lay, True)
+    # rank 2 sends from its own slot of the receive buffer: recv + 2 * chunk
+    assert inp.send[2].ctypes.data == inp.recv[2].ctypes.data + 2 * lay.chunk_count * 4
+
+
+class NoOp(FakeNccl):
+    def group_end(self):
+        self._pending = None  # the operation silently does nothing
+        self.clock.now_s += self.latency_s
+
+
+def test_in_place_check_catches_an_operation_that_does_nothing():
+    be = NoOp(gpus=2)
+    job = serial_job()
+    result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1024], iters=1, warmup=0, inplace=True)
+    assert all(r.wrong == 256 * 2 for r in result.rows)  # in place the buffer still holds the input
+
+
+def test_in_place_table_has_both_column_groups_and_record_fields():
+    be = FakeNccl(gpus=2)
+    job = serial_job()
+    result = run_nccl(job, be, make_peers(job, be, None), "sendrecv", [8, 4096], iters=2, warmup=0, inplace=True)
+    text = nccl_text(result)
+    assert "out-of-place" in text and "in-place" in text
+    rows = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+    assert [len(r) for r in rows] == [13, 13] and rows[1][-1] == "N/A" and rows[1][8] == "0"
+    ms = nccl_record(result, {}, {}).measurements
+    assert [(m.size_bytes, m.extra["inplace"]) for m in ms] == [(8, False), (8, True), (4096, False), (4096, True)]
+    assert all(m.method == "nccl.sendrecv" and {"algbw_gb_per_s", "busbw_gb_per_s", "wrong"} <= set(m.extra)
+               for m in ms)
+    assert ms[1].verified is None and ms[0].verified is True
+
+
+def test_default_table_is_out_of_place_only():
+    be = FakeNccl(gpus=2)
+    job = serial_job()
+    result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [8, 4096], iters=2, warmup=0)
+    rows = [line.split() for line in nccl_text(result).splitlines() if line and not line.startswith("#")]
+    assert [len(r) for r in rows] == [9, 9] and "in-place" not in nccl_text(result)
+    assert all(m.extra["inplace"] is False for m in nccl_record(result, {}, {}).measurements)

@@ -6,6 +6,12 @@ into an already registered ``bench`` group when there is one, and does nothing o
 
 Output: data on stdout from rank 0 only; every rank of a bad run exits 1 with one message on
 rank 0; data-check failures exit 3.
+
+Interrupts: rank 0 rewrites ``--json`` (atomically, ``complete: false``) after every finished size
+or pair, so even a SIGKILL loses only the size in progress. On Ctrl-C / SIGTERM the ranks agree to
+stop at the next size boundary (``linkscope.comm.interrupt``), rank 0 writes what was finished
+and every rank exits 130. ``bench mpi`` and ``bench nccl`` stream their table rows as sizes finish
+(as OSU and nccl-tests do); ``bench stencil`` and ``bench p2p`` print the partial table on stop.
 """
 from __future__ import annotations
 
@@ -66,6 +72,77 @@ def _save(record: Any, path: Optional[Path]) -> None:
             save(record, path)
         except OSError as exc:
             raise write_error(path, exc) from None
+
+
+def _progress(text: str) -> None:
+    """Progress line on stderr (rank 0 calls it; tests patch it to interrupt a sweep)."""
+    print(f"linkscope: {text}", file=sys.stderr, flush=True)
+
+
+def _sweep(
+    job: Any,
+    run: Callable[[Optional[Callable[[Any], None]], Any], Any],
+    *,
+    json_path: Optional[Path],
+    to_record: Callable[[Any, bool], Any],
+    text: Callable[[Any], str],
+    done: Callable[[Any], str],
+    stream: Optional[Callable[[Any], None]] = None,
+    footer: Optional[Callable[[Any], str]] = None,
+) -> int:
+    """Run one sweep under the stop-signal guard and finish it; returns the exit code.
+
+    ``run(checkpoint, stop)`` calls the runner. On rank 0, ``checkpoint`` streams new table rows
+    (``stream``) and rewrites ``--json`` with ``complete: false`` after every finished step. At the
+    end rank 0 prints ``footer(result)`` (streamed tables) or ``text(result)`` and saves the complete
+    record. On an interrupt: the partial record is saved, the partial table printed, and 130
+    returned on every rank; after a hard stop (second signal) the job is aborted with 130, since
+    other ranks may still be inside a message.
+    """
+    from ..comm.interrupt import RunInterrupted, stop_on_signal
+
+    def checkpoint(partial: Any) -> None:
+        if stream is not None:
+            stream(partial)
+        _save(to_record(partial, False), json_path)
+
+    try:
+        with stop_on_signal(job) as stop:
+            result = run(checkpoint if job.rank == 0 else None, stop)
+    except RunInterrupted as exc:
+        if job.rank == 0:
+            _finish_interrupted(exc.partial, json_path, to_record, text, done, footer if stream else None)
+        if not exc.agreed and job.size > 1:
+            job.comm.Abort(130)
+        return 130
+    if result is None:
+        return 0
+    job.echo(footer(result) if stream is not None and footer is not None else text(result))
+    record = to_record(result, True)
+    _save(record, json_path)
+    return 3 if record.errors else 0
+
+
+def _finish_interrupted(partial: Any, json_path: Optional[Path], to_record: Callable[[Any, bool], Any],
+                        text: Callable[[Any], str], done: Callable[[Any], str],
+                        footer: Optional[Callable[[Any], str]]) -> None:
+    """Rank 0 after a stop: the partial table on stdout, the partial record to --json, one line on stderr."""
+    what = done(partial) if partial is not None else "nothing"
+    if partial is not None:
+        out = footer(partial) if footer is not None else text(partial)
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+        record = to_record(partial, False)
+        record = record.with_(findings=tuple(record.findings) + (f"interrupted: {what} finished",))
+        _save(record, json_path)
+    where = f"; partial results written to {json_path}" if json_path is not None and partial is not None else ""
+    sys.stderr.write(f"linkscope: interrupted after {what} finished{where}\n")
+    sys.stderr.flush()
+
+
+def _of(done_count: int, total: int, noun: str) -> str:
+    return f"{done_count} of {total} {noun}"
 
 
 def _base_context(job: Any, environ: dict[str, str]) -> dict[str, Any]:
@@ -156,7 +233,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             from ..comm.buffers import CupyDeviceSpace, FakeDeviceSpace, HostSpace
             from ..comm.launch import run_collectively, start_mpi
             from ..comm.mpi_p2p import BUFFER_CHOICES, TESTS, Schedule, run_osu
-            from ..comm.render import osu_record, osu_text
+            from ..comm.render import osu_footer, osu_header, osu_record, osu_row, osu_text
 
             buf = {"H": "HH", "D": "DD"}.get(buffers.upper(), buffers.upper())
             if test not in TESTS:
@@ -185,20 +262,29 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                     gpu = _bind_local_gpu(job, CupyNccl(), environ)
                     space = CupyDeviceSpace(gpu)
                 schedule = Schedule(window=window, iterations=iterations, warmup=warmup)
-                result = run_osu(job, test, size_list, buf, (space, space), schedule=schedule,
-                                 staged=stage_through_host, verify=not no_verify, runs=runs)
-                if result is None:
-                    return 0
-                job.echo(osu_text(result))
                 ctx = _base_context(job, environ)
                 if awareness is not None:
                     ctx["gpu_aware"] = awareness.as_dict()
                 options = {"test": test, "buffers": buf, "sizes": size_list, "window": window, "runs": runs,
                            "iterations": iterations, "warmup": warmup, "stage_through_host": stage_through_host,
                            "verify": not no_verify, "fake_device": fake_device}
-                record = osu_record(result, ctx, options)
-                _save(record, json_path)
-                return 3 if record.errors else 0
+                printed: list[int] = []
+
+                def stream(partial: Any) -> None:  # OSU prints each size as it finishes
+                    fresh = [(size, value) for size, value, _ in partial.per_size() if size not in printed]
+                    out = "" if printed else osu_header(partial)
+                    out += "".join(osu_row(size, value) for size, value in fresh)
+                    printed.extend(size for size, _ in fresh)
+                    job.echo(out)
+
+                return _sweep(
+                    job,
+                    lambda checkpoint, stop: run_osu(job, test, size_list, buf, (space, space), schedule=schedule,
+                                                     staged=stage_through_host, verify=not no_verify, runs=runs,
+                                                     checkpoint=checkpoint, stop=stop),
+                    json_path=json_path, to_record=lambda r, complete: osu_record(r, ctx, options, complete),
+                    text=osu_text, done=lambda r: _of(len(r.per_size()), len(size_list), "sizes"),
+                    stream=stream, footer=osu_footer)
 
             code = run_collectively(job, inner)
             return int(job.comm.bcast(code, root=0))
@@ -217,12 +303,14 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         backend: str = typer.Option("cuda", "--backend", help="cuda | sim (NumPy twin; simulated numbers)."),
         json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
+        inplace: bool = typer.Option(False, "--inplace", help="Also time every size in place and print both column groups (out-of-place | in-place), as nccl-tests does."),
     ) -> None:
         """NCCL collectives, nccl-tests style: time, algbw, busbw, #wrong.
 
         One process drives all local GPUs (like nccl-tests -g), or under mpirun one GPU per rank.
+        Out-of-place by default; --inplace adds nccl-tests' in-place columns.
 
-        Example: linkscope bench nccl --op allreduce --sizes 8:1GiB --iters 20 --warmup 5
+        Example: linkscope bench nccl --op allreduce --sizes 8:1GiB --iters 20 --warmup 5 --inplace
         """
 
         def body(environ: dict[str, str]) -> int:
@@ -232,7 +320,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             from ..comm.collectives import OPS
             from ..comm.launch import job_for, run_collectively
             from ..comm.nccl import make_peers, run_nccl
-            from ..comm.render import nccl_record, nccl_text
+            from ..comm.render import nccl_footer, nccl_header, nccl_record, nccl_row, nccl_text
 
             if op not in OPS:
                 raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}")
@@ -244,20 +332,31 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             def inner() -> int:
                 local = _bind_local_gpu(job, be, environ) if job.size > 1 else None
                 peers = make_peers(job, be, devices, local_gpu=local)
+                ctx = _base_context(job, environ)
+                options = {"op": op, "sizes": size_list, "iters": iters, "warmup": warmup, "runs": runs,
+                           "cuda_graph": cuda_graph, "backend": backend, "verify": not no_verify,
+                           "inplace": inplace}
+                printed: list[int] = []
+
+                def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes
+                    fresh = [size for size in partial.sizes() if size not in printed]
+                    out = "" if printed else nccl_header(partial)
+                    out += "".join(nccl_row(partial, size) for size in fresh)
+                    printed.extend(fresh)
+                    job.echo(out)
+
                 try:
-                    result = run_nccl(job, be, peers, op, size_list, iters=iters, warmup=warmup, runs=runs,
-                                      verify=not no_verify, graph_iters=cuda_graph,
-                                      progress=lambda t: print(f"linkscope: {t}", file=sys.stderr))
+                    return _sweep(
+                        job,
+                        lambda checkpoint, stop: run_nccl(job, be, peers, op, size_list, iters=iters, warmup=warmup,
+                                                          runs=runs, verify=not no_verify, graph_iters=cuda_graph,
+                                                          inplace=inplace, progress=_progress, checkpoint=checkpoint,
+                                                          stop=stop),
+                        json_path=json_path, to_record=lambda r, complete: nccl_record(r, ctx, options, complete),
+                        text=nccl_text, done=lambda r: _of(len(r.sizes()), len(size_list), "sizes"),
+                        stream=stream, footer=nccl_footer)
                 finally:
                     be.destroy(peers)
-                if result is None:
-                    return 0
-                job.echo(nccl_text(result))
-                options = {"op": op, "sizes": size_list, "iters": iters, "warmup": warmup, "runs": runs,
-                           "cuda_graph": cuda_graph, "backend": backend, "verify": not no_verify}
-                record = nccl_record(result, _base_context(job, environ), options)
-                _save(record, json_path)
-                return 3 if record.errors else 0
 
             return int(job.comm.bcast(run_collectively(job, inner), root=0))
 
@@ -329,19 +428,19 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                     uid = job.comm.bcast(uid, root=0)
                     return [be.init_rank(job.size, uid, job.rank, devs[device_of_rank[job.rank]] % len(devs))]
 
-                result = run_stencil(job, be, make, g, mappings, periodic=periodic, weighted=weighted,
-                                     sizes=size_list, iters=iters, warmup=warmup, runs=runs, verify=not no_verify,
-                                     slow_pairs=slow, mapping_info=info,
-                                     progress=lambda t: print(f"linkscope: {t}", file=sys.stderr))
-                if result is None:
-                    return 0
-                job.echo(stencil_text(result))
+                ctx = _base_context(job, environ)
                 options = {"dims": dims, "periodic": periodic, "weighted": weighted, "mapping": mapping,
                            "grid": list(g), "sizes": size_list, "iters": iters, "warmup": warmup, "runs": runs,
                            "gpus": devs, "emulate_slow_pairs": [list(p) for p in slow], "backend": backend}
-                record = stencil_record(result, _base_context(job, environ), options)
-                _save(record, json_path)
-                return 3 if record.errors else 0
+                total = len(size_list) * len(mappings)
+                return _sweep(
+                    job,
+                    lambda checkpoint, stop: run_stencil(
+                        job, be, make, g, mappings, periodic=periodic, weighted=weighted, sizes=size_list, iters=iters,
+                        warmup=warmup, runs=runs, verify=not no_verify, slow_pairs=slow, mapping_info=info,
+                        progress=_progress, checkpoint=checkpoint, stop=stop),
+                    json_path=json_path, to_record=lambda r, complete: stencil_record(r, ctx, options, complete),
+                    text=stencil_text, done=lambda r: _of(len(r.rows), total, "(mapping, size) steps"))
 
             return int(job.comm.bcast(run_collectively(job, inner), root=0))
 
@@ -388,28 +487,32 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
 
             def inner() -> int:
                 options = {"sizes": size_list, "buffers": buf, "iters": iters, "warmup": warmup, "backend": backend}
+                ctx = _base_context(job, environ)
+
+                def finish(run: Callable[[Any, Any], Any], ranks: int) -> int:
+                    total = ranks * (ranks - 1) * len(size_list)
+                    return _sweep(job, run, json_path=json_path,
+                                  to_record=lambda r, complete: p2p_record(r, ctx, options, complete),
+                                  text=p2p_text, done=lambda r: _of(len(r.cells), total, "(pair, size) cells"))
+
                 if buf == "H":
-                    result = run_p2p_mpi(job, HostSpace(), size_list, schedule=Schedule(iterations=iters, warmup=warmup),
-                                         verify=not no_verify)
+                    return finish(lambda checkpoint, stop: run_p2p_mpi(
+                        job, HostSpace(), size_list, schedule=Schedule(iterations=iters, warmup=warmup),
+                        verify=not no_verify, progress=_progress, checkpoint=checkpoint, stop=stop), job.size)
+                if job.size == 1:
+                    peers = be.init_all(list(range(be.device_count())))
                 else:
-                    if job.size == 1:
-                        peers = be.init_all(list(range(be.device_count())))
-                    else:
-                        local = _bind_local_gpu(job, be, environ)
-                        uid = be.unique_id() if job.rank == 0 else None
-                        uid = job.comm.bcast(uid, root=0)
-                        peers = [be.init_rank(job.size, uid, job.rank, local)]
-                    try:
-                        result = run_p2p_nccl(job, be, peers, size_list, iters=iters, warmup=warmup,
-                                              verify=not no_verify)
-                    finally:
-                        be.destroy(peers)
-                if result is None:
-                    return 0
-                job.echo(p2p_text(result))
-                record = p2p_record(result, _base_context(job, environ), options)
-                _save(record, json_path)
-                return 3 if record.errors else 0
+                    local = _bind_local_gpu(job, be, environ)
+                    uid = be.unique_id() if job.rank == 0 else None
+                    uid = job.comm.bcast(uid, root=0)
+                    peers = [be.init_rank(job.size, uid, job.rank, local)]
+                ranks = len(peers) if job.size == 1 else job.size
+                try:
+                    return finish(lambda checkpoint, stop: run_p2p_nccl(
+                        job, be, peers, size_list, iters=iters, warmup=warmup, verify=not no_verify,
+                        progress=_progress, checkpoint=checkpoint, stop=stop), ranks)
+                finally:
+                    be.destroy(peers)
 
             return int(job.comm.bcast(run_collectively(job, inner), root=0))
 

@@ -25,12 +25,14 @@ labelled ``mpi.<test>+staged``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..units import format_size
 from .buffers import BufferSpace, pinned_host
+from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 
 TESTS = ("latency", "bw", "bibw")
@@ -193,12 +195,18 @@ def run_osu(
     runs: int = 1,
     clock: Callable[[], float] | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[OsuResult], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> OsuResult | None:
     """Run one OSU test over ``sizes`` on every pair of the job; rank 0 returns the result.
 
     ``spaces`` are the buffer spaces of the first and second rank of a pair (from ``--buffers``);
     each rank only allocates in its own. Checks every rank would fail alike (odd world size)
     raise CollectiveError on all ranks; memory shortfalls on any rank are agreed collectively.
+
+    ``checkpoint(partial)`` is called on rank 0 after every finished size with the result so far.
+    ``stop`` is checked collectively before each size; an agreed stop, or a KeyboardInterrupt,
+    raises ``RunInterrupted`` carrying rank 0's finished sizes.
     """
     from mpi4py import MPI  # noqa: PLC0415 - job.comm is an mpi4py communicator here
 
@@ -231,43 +239,60 @@ def run_osu(
                  need_send=True, need_recv=True)
     ack = np.zeros(1, dtype=np.uint8)
     rows: list[PairResult] = []
-    for size in sizes:
-        iters, skip, window = schedule.plan(test, size)
-        seed = size % 251
-        space.fill(side.send, size, seed)
-        space.poison(side.recv, size)
-        values = []
-        for _ in range(runs):
-            comm.Barrier()
-            if test == "latency":
-                elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
-                value = elapsed * 1e6 / (2.0 * iters)
-            elif test == "bw":
-                elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock)
-                value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
-            else:
-                elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock)
-                value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
-            values.append(value)
-        receives = test != "bw" or not first
-        wrong = space.wrong_bytes(side.recv, size, seed) if (verify and receives) else (0 if verify else None)
-        mine = (job.rank, values, wrong) if first else (job.rank, None, wrong)
-        gathered = comm.gather(mine, root=0)
-        if job.rank == 0:
-            by_rank = {r: (v, w) for r, v, w in gathered}
-            for a in range(half):
-                b = a + half
-                vals, wa = by_rank[a]
-                _, wb = by_rank[b]
-                wrong_total = None if (wa is None or wb is None) else wa + wb
-                rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window, wrong_total))
-            if progress:
-                progress(f"{test} {format_size(size)} done")
+    pairs = tuple((a, a + half) for a in range(half))
+
+    def result_so_far() -> OsuResult:
+        return OsuResult(test, buffers, staged and "D" in buffers, pairs, tuple(rows))
+
+    try:
+        for size in boundaries(job, sizes, stop):
+            iters, skip, window = schedule.plan(test, size)
+            seed = size % 251
+            space.fill(side.send, size, seed)
+            space.poison(side.recv, size)
+            values = []
+            for _ in range(runs):
+                comm.Barrier()
+                if test == "latency":
+                    elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
+                    value = elapsed * 1e6 / (2.0 * iters)
+                elif test == "bw":
+                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock)
+                    value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+                else:
+                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock)
+                    value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+                values.append(value)
+            receives = test != "bw" or not first
+            wrong = space.wrong_bytes(side.recv, size, seed) if (verify and receives) else (0 if verify else None)
+            mine = (job.rank, values, wrong) if first else (job.rank, None, wrong)
+            gathered = comm.gather(mine, root=0)
+            if job.rank == 0:
+                by_rank = {r: (v, w) for r, v, w in gathered}
+                for a in range(half):
+                    b = a + half
+                    vals, wa = by_rank[a]
+                    _, wb = by_rank[b]
+                    wrong_total = None if (wa is None or wb is None) else wa + wb
+                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window,
+                                           wrong_total))
+                if checkpoint:
+                    checkpoint(result_so_far())
+                if progress:
+                    progress(f"{test} {format_size(size)} done")
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
     comm.Barrier()
     if job.rank != 0:
         return None
-    pairs = tuple((a, a + half) for a in range(half))
-    return OsuResult(test, buffers, staged and "D" in buffers, pairs, tuple(rows))
+    return result_so_far()
+
+
+def _msg(buf: Any, size: int) -> list[Any]:
+    """An explicit mpi4py message ``[buffer, count, MPI.BYTE]`` (host, CAI or DLPack buffer)."""
+    from mpi4py import MPI  # noqa: PLC0415
+
+    return [buf, size, MPI.BYTE]
 
 
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
@@ -275,21 +300,25 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
     send, recv = comm.Send, comm.Recv
     if not side.staged:
         # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
-        # once, so the loop measures MPI rather than Python attribute lookups and slicing.
-        sbuf, rbuf = side.send_obj(size), side.recv_obj(size)
-        t0 = 0.0
-        if first:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                send(sbuf, partner, 1)
-                recv(rbuf, partner, 1)
-        else:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                recv(rbuf, partner, 1)
-                send(sbuf, partner, 1)
+        # once as explicit [buffer, count, MPI.BYTE] messages (mpi4py then skips deducing the
+        # datatype from the buffer's format, as OSU passes MPI_CHAR), and warm-up and timed
+        # iterations in separate loops with no per-iteration test, so the loop measures MPI
+        # rather than Python attribute lookups, slicing and branches.
+        sbuf, rbuf = _msg(side.send_obj(size), size), _msg(side.recv_obj(size), size)
+
+        def loop(n: int) -> None:
+            if first:
+                for _ in repeat(None, n):
+                    send(sbuf, partner, 1)
+                    recv(rbuf, partner, 1)
+            else:
+                for _ in repeat(None, n):
+                    recv(rbuf, partner, 1)
+                    send(sbuf, partner, 1)
+
+        loop(skip)
+        t0 = clock()
+        loop(iters)
         return clock() - t0
     t0 = 0.0
     for i in range(iters + skip):
@@ -320,11 +349,11 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
             for j in range(window):
                 if side.staged and j >= nslots:
                     requests[j - nslots].Wait()  # the slot is reused: its send must be complete
-                requests.append(comm.Isend(side.send_obj(size, slot=j), dest=partner, tag=100))
+                requests.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=100))
             MPI.Request.Waitall(requests)
             comm.Recv(ack, source=partner, tag=101)
         else:
-            recv = side.recv_obj(size)
+            recv = _msg(side.recv_obj(size), size)
             requests = [comm.Irecv(recv, source=partner, tag=100) for _ in range(window)]
             MPI.Request.Waitall(requests)
             for _ in range(window if side.staged else 1):
@@ -341,14 +370,14 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
     for i in range(iters + skip):
         if i == skip:
             t0 = clock()
-        recv = side.recv_obj(size)
+        recv = _msg(side.recv_obj(size), size)
         requests = [comm.Irecv(recv, source=partner, tag=10) for _ in range(window)]
         nslots = len(side.slots) if side.staged else window
         sends = []
         for j in range(window):
             if side.staged and j >= nslots:
                 sends[j - nslots].Wait()
-            sends.append(comm.Isend(side.send_obj(size, slot=j), dest=partner, tag=10))
+            sends.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=10))
         MPI.Request.Waitall(requests + sends)
         for _ in range(window if side.staged else 1):
             side.after_recv(size)

@@ -4,7 +4,16 @@ Per size: allocate once at the largest size, run ``warmup`` untimed operations, 
 ``iters`` back-to-back operations between CUDA events on every local GPU's stream (each operation
 is one NCCL group over all local peers) and take time = elapsed / iters; with several MPI ranks
 the times are averaged over ranks as nccl-tests does. algbw and busbw come from
-``collectives`` (nccl-tests' factors). Out-of-place buffers, float32, sum, root 0.
+``collectives`` (nccl-tests' factors). float32, sum, root 0.
+
+Placement: out-of-place by default (separate send and receive buffers). With ``inplace=True``
+every size is also timed in place, right after the out-of-place run, with nccl-tests' buffer
+offsets: allreduce, broadcast, reduce, alltoall and sendrecv pass one buffer as both send and
+receive buffer; allgather sends from its own slot of the receive buffer
+(``recv + rank * count``); reduce_scatter receives into its own slot of the send buffer
+(``send + rank * recv_count``). NCCL defines no in-place alltoall or sendrecv (grouped
+send/recv on one buffer race), so, as in nccl-tests, those are timed but their ``#wrong`` is
+not checked (None, shown as N/A).
 
 Data check (``#wrong``): after timing, every rank's send buffer is filled with
 ``(i mod 13) + rank + 1`` (exact in float32 for any sum here), the receive buffer is poisoned,
@@ -27,15 +36,21 @@ import numpy as np
 
 from ..units import format_size
 from .collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
+from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .nccl_backend import Peer
 
 POISON = -7.0
+UNCHECKED_IN_PLACE = ("alltoall", "sendrecv")
+"""Operations NCCL does not define in place: timed, but #wrong is N/A (nccl-tests does the same)."""
 
 
 @dataclass(frozen=True)
 class NcclRow:
-    """One operation at one size (``time_us`` etc. are medians over runs)."""
+    """One operation at one size and placement (``time_us`` etc. are medians over runs).
+
+    ``inplace``: the in-place variant (nccl-tests' right-hand column group); ``wrong`` is None
+    when the data was not checked (``--no-verify``, or in-place alltoall/sendrecv)."""
 
     op: str
     size_bytes: int
@@ -46,6 +61,7 @@ class NcclRow:
     wrong: int | None
     runs_time_us: tuple[float, ...]
     graph: bool = False
+    inplace: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,17 @@ class NcclResult:
     @property
     def wrong_total(self) -> int:
         return sum(r.wrong or 0 for r in self.rows)
+
+    @property
+    def has_inplace(self) -> bool:
+        return any(r.inplace for r in self.rows)
+
+    def sizes(self) -> list[int]:
+        """Sizes in run order (each once)."""
+        return list(dict.fromkeys(r.size_bytes for r in self.rows))
+
+    def row(self, size_bytes: int, inplace: bool) -> NcclRow | None:
+        return next((r for r in self.rows if r.size_bytes == size_bytes and r.inplace == inplace), None)
 
 
 def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[Peer]:
@@ -90,9 +117,37 @@ def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
 
 
 class _Buffers:
-    def __init__(self, backend: Any, peers: Sequence[Peer], lay: Layout) -> None:
-        self.send = [backend.alloc(p, lay.send_count) for p in peers]
-        self.recv = [backend.alloc(p, lay.recv_count) for p in peers]
+    """Send and receive buffer of every local peer (views; in place they overlap)."""
+
+    def __init__(self, send: list[Any], recv: list[Any]) -> None:
+        self.send = send
+        self.recv = recv
+
+    @classmethod
+    def allocate(cls, backend: Any, peers: Sequence[Peer], lay: Layout) -> "_Buffers":
+        return cls([backend.alloc(p, lay.send_count) for p in peers], [backend.alloc(p, lay.recv_count) for p in peers])
+
+    def views(self, op: str, peers: Sequence[Peer], lay: Layout, inplace: bool) -> "_Buffers":
+        """Buffers of one size: out of place, or nccl-tests' in-place offsets (module doc)."""
+        if not inplace:
+            return _Buffers([b[:max(lay.send_count, 1)] for b in self.send],
+                            [b[:max(lay.recv_count, 1)] for b in self.recv])
+        c = lay.chunk_count
+        send, recv = [], []
+        for p, sb, rb in zip(peers, self.send, self.recv):
+            if op == "allgather":
+                base = rb[:max(lay.recv_count, 1)]
+                send.append(base[p.rank * c:p.rank * c + max(c, 1)])
+                recv.append(base)
+            elif op == "reduce_scatter":
+                base = sb[:max(lay.send_count, 1)]
+                send.append(base)
+                recv.append(base[p.rank * c:p.rank * c + max(c, 1)])
+            else:
+                base = rb[:max(lay.recv_count, 1)]
+                send.append(base)
+                recv.append(base)
+        return _Buffers(send, recv)
 
 
 def enqueue(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> None:
@@ -144,12 +199,13 @@ def expected(xp: Any, op: str, rank: int, nranks: int, lay: Layout) -> Any | Non
 
 
 def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> int:
-    """Fill, poison, run once, count wrong elements on this process's peers."""
+    """Poison, fill, run once, count wrong elements on this process's peers (in place the send
+    data is written after the poison, into the part of the buffer it overlaps, as nccl-tests does)."""
     xp = backend.xp
     for i, p in enumerate(peers):
         with backend.on(p):
-            bufs.send[i][:lay.send_count] = _values(xp, p.rank, 0, lay.send_count)
             bufs.recv[i][:lay.recv_count] = POISON
+            bufs.send[i][:lay.send_count] = _values(xp, p.rank, 0, lay.send_count)
     backend.sync(peers)
     enqueue(backend, op, peers, bufs, lay, nranks)
     backend.sync(peers)
@@ -185,9 +241,18 @@ def run_nccl(
     runs: int = 1,
     verify: bool = True,
     graph_iters: int = 0,
+    inplace: bool = False,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[NcclResult], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> NcclResult | None:
-    """Run ``op`` over ``sizes``; rank 0 returns the table (other ranks None)."""
+    """Run ``op`` over ``sizes``; rank 0 returns the table (other ranks None).
+
+    ``inplace``: time every size in place too (after the out-of-place run). ``checkpoint`` is
+    called on rank 0 after every finished size with the result so far; ``stop`` is checked
+    collectively before each size (an agreed stop or a KeyboardInterrupt raises RunInterrupted
+    with the finished sizes).
+    """
     require(job, op in OPS, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OPS)}")
     require(job, iters >= 1 and warmup >= 0 and runs >= 1, "iterations and runs must be >= 1, warm-up >= 0")
     require(job, bool(sizes), "no sizes given")
@@ -203,45 +268,60 @@ def run_nccl(
                        f"only {format_size(free)} is free")
             break
     agree(job, problem)
-    bufs = _Buffers(backend, peers, big)
+    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    bufs = _Buffers.allocate(backend, peers, big)
     notes: list[str] = []
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0 and not backend.simulated
-    for size in sizes:
-        lay = layout(op, size, nranks)
-        view = _Buffers.__new__(_Buffers)
-        view.send = [b[:max(lay.send_count, 1)] for b in bufs.send]
-        view.recv = [b[:max(lay.recv_count, 1)] for b in bufs.recv]
-        for p, s in zip(peers, view.send):
-            with backend.on(p):
-                s[:lay.send_count] = 1.0
-        launch_one = lambda: enqueue(backend, op, peers, view, lay, nranks)  # noqa: E731
-        for _ in range(warmup):
-            launch_one()
-        launch, per_launch, graph_used = launch_one, 1, False
-        if use_graph and lay.size_bytes <= (1 << 20):
-            graph_used, launch, per_launch = _try_graph(job, backend, peers, launch_one, graph_iters, notes)
-        times = []
-        for _ in range(runs):
-            job.comm.Barrier()
-            t = time_op(backend, peers, launch, max(1, iters // per_launch)) / per_launch
-            t_sum = job.comm.allreduce(t) if job.size > 1 else t
-            times.append(t_sum / job.size)
-        wrong = check(backend, op, peers, view, lay, nranks) if verify else None
-        if wrong is not None and job.size > 1:
-            wrong = job.comm.allreduce(wrong)
-        t_med = float(np.median(times))
-        algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
-        rows.append(NcclRow(op, lay.size_bytes, lay.send_count if op != "allgather" else lay.recv_count,
-                            t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
-                            tuple(t * 1e6 for t in times), graph_used))
-        if progress and job.rank == 0:
-            progress(f"{op} {format_size(size)}: {t_med * 1e6:.2f} us")
-    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    placements = (False, True) if inplace else (False,)
+    if inplace and op in UNCHECKED_IN_PLACE:
+        notes.append(f"in-place {op} is timed but not checked (#wrong N/A): NCCL defines no in-place {op}, "
+                     "as in nccl-tests")
+
+    def result_so_far() -> NcclResult:
+        return NcclResult(op, nranks, tuple(devices), backend.version(), tuple(rows), iters, warmup,
+                          simulated=bool(backend.simulated), notes=tuple(dict.fromkeys(notes)))
+
+    try:
+        for size in boundaries(job, sizes, stop):
+            lay = layout(op, size, nranks)
+            for in_place in placements:
+                view = bufs.views(op, peers, lay, in_place)
+                for p, s in zip(peers, view.send):
+                    with backend.on(p):
+                        s[:lay.send_count] = 1.0
+                launch_one = lambda v=view: enqueue(backend, op, peers, v, lay, nranks)  # noqa: E731
+                for _ in range(warmup):
+                    launch_one()
+                launch, per_launch, graph_used = launch_one, 1, False
+                if use_graph and lay.size_bytes <= (1 << 20):
+                    graph_used, launch, per_launch = _try_graph(job, backend, peers, launch_one, graph_iters, notes)
+                times = []
+                for _ in range(runs):
+                    job.comm.Barrier()
+                    t = time_op(backend, peers, launch, max(1, iters // per_launch)) / per_launch
+                    t_sum = job.comm.allreduce(t) if job.size > 1 else t
+                    times.append(t_sum / job.size)
+                checked = verify and not (in_place and op in UNCHECKED_IN_PLACE)
+                wrong = check(backend, op, peers, view, lay, nranks) if checked else None
+                if wrong is not None and job.size > 1:
+                    wrong = job.comm.allreduce(wrong)
+                t_med = float(np.median(times))
+                algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
+                rows.append(NcclRow(op, lay.size_bytes, lay.send_count if op != "allgather" else lay.recv_count,
+                                    t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
+                                    tuple(t * 1e6 for t in times), graph_used, in_place))
+            if job.rank == 0:
+                if checkpoint:
+                    checkpoint(result_so_far())
+                if progress:
+                    progress(f"{op} {format_size(size)}: " + ", ".join(
+                        f"{r.time_us:.2f} us{' in place' if r.inplace else ''}" for r in rows[-len(placements):]))
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
     if job.rank != 0:
         return None
-    return NcclResult(op, nranks, tuple(devices), backend.version(), tuple(rows), iters, warmup,
-                      simulated=bool(backend.simulated), notes=tuple(dict.fromkeys(notes)))
+    return result_so_far()
 
 
 def _try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,

@@ -310,13 +310,14 @@ class FakeNccl:
         sends = [c for c in calls if c[0] == "send"]
         recvs = [c for c in calls if c[0] == "recv"]
         peers = {c[1].rank: c[1] for c in calls}
-        for s in sends:
+        payload = [np.array(s[2][:s[4]]) for s in sends]  # all sends read before any receive lands
+        for s, data in zip(sends, payload):
             src, dst = s[1], s[5]
             match = next((r for r in recvs if r[1].rank == dst and r[5] == src.rank), None)
             if match is None:
                 raise RuntimeError(f"fake NCCL: send {src.rank}->{dst} has no matching recv (would hang)")
             recvs.remove(match)
-            match[3][:s[4]] = s[2][:s[4]]
+            match[3][:s[4]] = data
             charge(src, peers[dst], s[4] * 4)
         if recvs:
             raise RuntimeError("fake NCCL: recv without a matching send (would hang)")

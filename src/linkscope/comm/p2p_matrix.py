@@ -16,6 +16,7 @@ import numpy as np
 
 from ..units import format_size
 from .buffers import BufferSpace
+from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .mpi_p2p import Schedule, _bw_loop, _Side
 from .nccl_backend import Peer
@@ -51,6 +52,11 @@ def _pairs(n: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n) for j in range(n) if i != j]
 
 
+def _cells(n: int, sizes: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(src, dst, size) in run order: each ordered pair, every size."""
+    return [(i, j, size) for i, j in _pairs(n) for size in sizes]
+
+
 def run_p2p_nccl(
     job: Job,
     backend: Any,
@@ -61,9 +67,12 @@ def run_p2p_nccl(
     warmup: int = 5,
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[P2PMatrix], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> P2PMatrix | None:
     """NCCL send/recv for every ordered pair. ``peers``: the NCCL ranks this process drives (one
-    per MPI rank; several in a single process)."""
+    per MPI rank; several in a single process). ``checkpoint`` (rank 0, after every cell) and
+    ``stop`` (checked collectively before every cell) as in ``run_nccl``."""
     nranks = job.size * len(peers) if job.size > 1 else len(peers)
     require(job, nranks >= 2, f"bench p2p needs at least 2 ranks, got {nranks}", "run under mpirun -n 2 or more")
     require(job, bool(sizes) and iters >= 1, "need sizes and iterations >= 1")
@@ -73,13 +82,18 @@ def run_p2p_nccl(
         if 2 * max_count * 4 > 0.95 * backend.free_bytes(p):
             problem = f"messages of {format_size(max(sizes))} do not fit on GPU {p.device}"
     agree(job, problem)
+    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
     local = {p.rank: p for p in peers}
     send = {r: backend.alloc(p, max_count) for r, p in local.items()}
     recv = {r: backend.alloc(p, max_count) for r, p in local.items()}
     xp = backend.xp
-    cells = []
-    for src, dst in _pairs(nranks):
-        for size in sizes:
+    cells: list[PairCell] = []
+
+    def result_so_far() -> P2PMatrix:
+        return P2PMatrix(nranks, "nccl", tuple(cells), tuple(devices), bool(backend.simulated))
+
+    try:
+        for src, dst, size in boundaries(job, _cells(nranks, sizes), stop):
             count = max(1, size // 4)
 
             def launch() -> None:
@@ -121,12 +135,16 @@ def run_p2p_nccl(
                 wrongs = [w for w in job.comm.allgather(wrong) if w is not None]
                 wrong = sum(wrongs) if wrongs else None
             cells.append(PairCell(src, dst, count * 4, count * 4 / t / 1e9 if t > 0 else 0.0, t * 1e6, wrong))
-        if progress and job.rank == 0:
-            progress(f"p2p {src}->{dst} done")
-    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+            if job.rank == 0:
+                if checkpoint:
+                    checkpoint(result_so_far())
+                if progress and size == sizes[-1]:
+                    progress(f"p2p {src}->{dst} done")
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
     if job.rank != 0:
         return None
-    return P2PMatrix(nranks, "nccl", tuple(cells), tuple(devices), bool(backend.simulated))
+    return result_so_far()
 
 
 def run_p2p_mpi(
@@ -137,8 +155,11 @@ def run_p2p_mpi(
     schedule: Schedule = Schedule(),
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[P2PMatrix], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> P2PMatrix | None:
-    """MPI host-buffer bandwidth (osu_bw window + ack) for every ordered rank pair."""
+    """MPI host-buffer bandwidth (osu_bw window + ack) for every ordered rank pair
+    (``checkpoint`` and ``stop`` as in ``run_p2p_nccl``)."""
     from mpi4py import MPI  # noqa: PLC0415
 
     require(job, job.size >= 2, f"bench p2p --mpi needs at least 2 ranks, got {job.size}",
@@ -149,9 +170,13 @@ def run_p2p_mpi(
           else f"messages of {format_size(max_size)} need {format_size(2 * max_size)} of host memory")
     side = _Side(space, max_size, False, 1, need_send=True, need_recv=True)
     ack = np.zeros(1, dtype=np.uint8)
-    cells = []
-    for src, dst in _pairs(job.size):
-        for size in sizes:
+    cells: list[PairCell] = []
+
+    def result_so_far() -> P2PMatrix:
+        return P2PMatrix(job.size, "mpi", tuple(cells), tuple(job.hosts))
+
+    try:
+        for src, dst, size in boundaries(job, _cells(job.size, sizes), stop):
             iters, skip, window = schedule.plan("bw", size)
             seed = (size + src) % 251
             if job.rank == src:
@@ -171,8 +196,13 @@ def run_p2p_mpi(
             moved = size * iters * window
             cells.append(PairCell(src, dst, size, moved / t / 1e9 if t > 0 else 0.0,
                                   t / (iters * window) * 1e6 if t > 0 else 0.0, wrong))
-        if progress and job.rank == 0:
-            progress(f"p2p {src}->{dst} done")
+            if job.rank == 0:
+                if checkpoint:
+                    checkpoint(result_so_far())
+                if progress and size == sizes[-1]:
+                    progress(f"p2p {src}->{dst} done")
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
     if job.rank != 0:
         return None
-    return P2PMatrix(job.size, "mpi", tuple(cells), tuple(job.hosts))
+    return result_so_far()

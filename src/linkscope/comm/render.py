@@ -18,25 +18,39 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def osu_text(result: OsuResult) -> str:
-    """OSU's own layout: ``%-10d%20.2f`` under ``# Size  Bandwidth (MB/s)`` / ``# Size  Latency (us)``."""
+def osu_header(result: OsuResult) -> str:
+    """The title and column header lines (OSU's layout), newline-terminated."""
     pairs = ", ".join(f"{a}<->{b}" for a, b in result.pairs)
     lines = [f"# {_OSU_TITLE[result.test]} (linkscope, OSU semantics)",
              f"# buffers {result.buffers}, method {result.method}, pairs {pairs}"
              + (" (bandwidth summed over pairs)" if len(result.pairs) > 1 and result.test != "latency" else "")
              + (" (latency averaged over pairs)" if len(result.pairs) > 1 and result.test == "latency" else "")]
     lines.append("# Size          Latency (us)" if result.test == "latency" else "# Size      Bandwidth (MB/s)")
-    bad = []
-    for size, value, ok in result.per_size():
-        lines.append(f"{size:<10d}{value:>20.2f}")
-        if not ok:
-            bad.append(size)
-    if bad:
-        lines.append(f"# DATA CHECK FAILED at sizes {', '.join(map(str, bad))}")
     return "\n".join(lines) + "\n"
 
 
-def osu_record(result: OsuResult, context: Mapping[str, Any], options: Mapping[str, Any]) -> RunRecord:
+def osu_row(size: int, value: float) -> str:
+    """One data line, OSU's ``%-10d%20.2f``."""
+    return f"{size:<10d}{value:>20.2f}\n"
+
+
+def osu_footer(result: OsuResult) -> str:
+    """What follows the rows: the sizes whose data check failed (empty when all passed)."""
+    bad = [size for size, _, ok in result.per_size() if not ok]
+    return f"# DATA CHECK FAILED at sizes {', '.join(map(str, bad))}\n" if bad else ""
+
+
+def osu_text(result: OsuResult) -> str:
+    """OSU's own layout: ``%-10d%20.2f`` under ``# Size  Bandwidth (MB/s)`` / ``# Size  Latency (us)``.
+
+    The same text is what ``bench mpi`` streams: the header, one row per finished size, the footer.
+    """
+    return osu_header(result) + "".join(osu_row(size, value) for size, value, _ in result.per_size()) \
+        + osu_footer(result)
+
+
+def osu_record(result: OsuResult, context: Mapping[str, Any], options: Mapping[str, Any],
+               complete: bool = True) -> RunRecord:
     measurements = []
     for row in result.rows:
         wrong_ok = row.wrong_bytes is None or row.wrong_bytes == 0
@@ -65,33 +79,66 @@ def osu_record(result: OsuResult, context: Mapping[str, Any], options: Mapping[s
                                             Status.OK if ok else Status.ERROR, "" if ok else "data check failed",
                                             scope="total", verified=ok))
     return RunRecord("mpi", RunProvenance.MEASURED, now_utc(), dict(context), dict(options),
-                     measurements=tuple(measurements))
+                     measurements=tuple(measurements), complete=complete)
 
 
 def _verified(wrong: int | None) -> bool | None:
     return None if wrong is None else wrong == 0
 
 
-def nccl_text(result: NcclResult) -> str:
+_NCCL_GROUP_HEAD = f" {'time':>9} {'algbw':>8} {'busbw':>8} {'#wrong':>7}"
+_NCCL_GROUP_UNIT = f" {'(us)':>9} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}"
+
+
+def nccl_header(result: NcclResult) -> str:
+    """Title and column headers (nccl-tests' columns; a second column group when in place was run)."""
+    both = result.has_inplace
+    place = "out-of-place and in-place" if both else "out-of-place"
     lines = [f"# linkscope nccl: op {result.op}, {result.ranks} ranks, NCCL {result.nccl_version}, "
-             f"iters {result.iters}, warm-up {result.warmup}, float32, out-of-place"
+             f"iters {result.iters}, warm-up {result.warmup}, float32, {place}"
              + (" (SIMULATED)" if result.simulated else ""),
-             f"# devices per process: {list(result.devices_per_rank)}",
-             f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>5} {'time':>9} {'algbw':>8} {'busbw':>8} {'#wrong':>7}",
-             f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>5} {'(us)':>9} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}"]
-    redop = "sum" if result.op in ("allreduce", "reduce", "reduce_scatter") else "none"
-    root = "0" if result.op in ("broadcast", "reduce") else "-1"
-    for r in result.rows:
-        wrong = "N/A" if r.wrong is None else str(r.wrong)
-        lines.append(f" {r.size_bytes:>11d} {r.count:>12d} {'float':>6} {redop:>6} {root:>5} {r.time_us:>9.2f} "
-                     f"{r.algbw_gb_per_s:>8.2f} {r.busbw_gb_per_s:>8.2f} {wrong:>7}")
-    lines.append(f"# Out of bounds values : {result.wrong_total} {'OK' if result.wrong_total == 0 else 'FAILED'}")
-    for note in result.notes:
-        lines.append(f"# note: {note}")
+             f"# devices per process: {list(result.devices_per_rank)}"]
+    if both:
+        lines.append(f"#{'':>11} {'':>12} {'':>6} {'':>6} {'':>5} {'out-of-place':^35} {'in-place':^35}")
+    groups = 2 if both else 1
+    lines.append(f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>5}" + _NCCL_GROUP_HEAD * groups)
+    lines.append(f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>5}" + _NCCL_GROUP_UNIT * groups)
     return "\n".join(lines) + "\n"
 
 
-def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping[str, Any]) -> RunRecord:
+def _nccl_group(row: Any) -> str:
+    if row is None:
+        return f" {'N/A':>9} {'N/A':>8} {'N/A':>8} {'N/A':>7}"
+    wrong = "N/A" if row.wrong is None else str(row.wrong)
+    return f" {row.time_us:>9.2f} {row.algbw_gb_per_s:>8.2f} {row.busbw_gb_per_s:>8.2f} {wrong:>7}"
+
+
+def nccl_row(result: NcclResult, size_bytes: int) -> str:
+    """The data line of one size: out-of-place group, then the in-place group when it was run."""
+    out, inp = result.row(size_bytes, False), result.row(size_bytes, True)
+    first = out or inp
+    redop = "sum" if result.op in ("allreduce", "reduce", "reduce_scatter") else "none"
+    root = "0" if result.op in ("broadcast", "reduce") else "-1"
+    line = f" {size_bytes:>11d} {first.count:>12d} {'float':>6} {redop:>6} {root:>5}" + _nccl_group(out)
+    if result.has_inplace:
+        line += _nccl_group(inp)
+    return line + "\n"
+
+
+def nccl_footer(result: NcclResult) -> str:
+    lines = [f"# Out of bounds values : {result.wrong_total} {'OK' if result.wrong_total == 0 else 'FAILED'}"]
+    lines += [f"# note: {note}" for note in result.notes]
+    return "\n".join(lines) + "\n"
+
+
+def nccl_text(result: NcclResult) -> str:
+    """nccl-tests' table: header, one line per size (out-of-place, and in-place columns when run),
+    the out-of-bounds summary and notes. ``bench nccl`` streams the same lines as sizes finish."""
+    return nccl_header(result) + "".join(nccl_row(result, s) for s in result.sizes()) + nccl_footer(result)
+
+
+def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping[str, Any],
+                complete: bool = True) -> RunRecord:
     prov = RunProvenance.SIMULATED if result.simulated else RunProvenance.MEASURED
     ms = []
     for r in result.rows:
@@ -100,15 +147,16 @@ def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping
             ALL, ALL, f"nccl.{result.op}", "collective", "uni", r.size_bytes, r.size_bytes,
             Stats.from_samples([r.size_bytes / t / 1e3 if t > 0 else 0.0 for t in r.runs_time_us]),
             Stats.from_samples(list(r.runs_time_us)), Status.OK if ok else Status.ERROR,
-            "" if ok else f"{r.wrong} wrong elements", prov, scope="total",
+            "" if ok else f"{r.wrong} wrong elements{' (in place)' if r.inplace else ''}", prov, scope="total",
             verified=None if r.wrong is None else r.wrong == 0,
             extra={"algbw_gb_per_s": r.algbw_gb_per_s, "busbw_gb_per_s": r.busbw_gb_per_s, "wrong": r.wrong,
-                   "count": r.count, "time_us": r.time_us, "ranks": result.ranks, "cuda_graph": r.graph}))
+                   "inplace": r.inplace, "count": r.count, "time_us": r.time_us, "ranks": result.ranks,
+                   "cuda_graph": r.graph}))
     ctx = dict(context)
     ctx["nccl_version"] = result.nccl_version
     ctx["devices_per_process"] = [list(d) for d in result.devices_per_rank]
     return RunRecord("nccl", prov, now_utc(), ctx, dict(options), measurements=tuple(ms),
-                     findings=tuple(result.notes))
+                     findings=tuple(result.notes), complete=complete)
 
 
 def stencil_text(result: StencilResult) -> str:
@@ -136,7 +184,8 @@ def stencil_text(result: StencilResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def stencil_record(result: StencilResult, context: Mapping[str, Any], options: Mapping[str, Any]) -> RunRecord:
+def stencil_record(result: StencilResult, context: Mapping[str, Any], options: Mapping[str, Any],
+                   complete: bool = True) -> RunRecord:
     prov = RunProvenance.SIMULATED if result.simulated else RunProvenance.MEASURED
     method = "nccl.sendrecv" + ("+emulated" if result.emulated_slow_pairs else "")
     ms = []
@@ -156,7 +205,7 @@ def stencil_record(result: StencilResult, context: Mapping[str, Any], options: M
         "gains": {k: [[s, g] for s, g in result.gains(k)] for k in result.gpu_of_rank if k != "default"},
         "mapping_info": result.mapping_info}}
     return RunRecord("stencil", prov, now_utc(), dict(context), dict(options), measurements=tuple(ms),
-                     findings=tuple(result.notes), extra=extra)
+                     findings=tuple(result.notes), complete=complete, extra=extra)
 
 
 def p2p_text(result: P2PMatrix) -> str:
@@ -173,7 +222,8 @@ def p2p_text(result: P2PMatrix) -> str:
     return "\n".join(lines) + "\n"
 
 
-def p2p_record(result: P2PMatrix, context: Mapping[str, Any], options: Mapping[str, Any]) -> RunRecord:
+def p2p_record(result: P2PMatrix, context: Mapping[str, Any], options: Mapping[str, Any],
+               complete: bool = True) -> RunRecord:
     prov = RunProvenance.SIMULATED if result.simulated else RunProvenance.MEASURED
     method = "nccl.sendrecv" if result.transport == "nccl" else "mpi.bw"
     ms = []
@@ -186,4 +236,4 @@ def p2p_record(result: P2PMatrix, context: Mapping[str, Any], options: Mapping[s
     ctx = dict(context)
     ctx["devices_per_process"] = [list(d) if isinstance(d, tuple) else d for d in result.devices]
     return RunRecord("p2p", prov, now_utc(), ctx, dict(options), measurements=tuple(ms),
-                     extra={"endpoints": "ranks"})
+                     complete=complete, extra={"endpoints": "ranks"})

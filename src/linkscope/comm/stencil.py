@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..units import format_size
+from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .nccl_backend import Peer
 from ..traffic.synthetic import balanced_grid
@@ -275,9 +276,15 @@ def run_stencil(
     slow_pairs: Sequence[tuple[int, int]] = (),
     mapping_info: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[StencilResult], None] | None = None,
+    stop: StopSignal | None = None,
 ) -> StencilResult | None:
     """Time the halo exchange under each mapping (``default`` first). ``make_peers(device_of_rank)``
-    creates the NCCL peers this process drives for that placement (and is torn down after)."""
+    creates the NCCL peers this process drives for that placement (and is torn down after).
+
+    ``checkpoint`` is called on rank 0 after every finished (mapping, size) with the result so
+    far; ``stop`` is checked collectively before each one (an agreed stop or a KeyboardInterrupt
+    raises RunInterrupted with the finished rows)."""
     ranks = int(np.prod(grid))
     world = len(next(iter(mappings.values()))) if job.size == 1 else job.size
     require(job, world == ranks,
@@ -290,50 +297,63 @@ def run_stencil(
     slow = {frozenset(p) for p in slow_pairs}
     rows: list[StencilRow] = []
     notes: list[str] = []
-    for name, device_of_rank in mappings.items():
-        peers = make_peers(device_of_rank)
-        try:
-            big = halo_messages(grid, periodic, max(sizes), weighted)
-            need = max(sum(m.count for m in big if m.src == p.rank) + sum(m.count for m in big if m.dst == p.rank)
-                       for p in peers) * 4
-            free = min(backend.free_bytes(p) for p in peers)
-            agree(job, None if need < 0.9 * free else
-                  f"halos up to {format_size(max(sizes))} need {format_size(need)} per GPU, {format_size(free)} free")
-            for size in sizes:
-                msgs = halo_messages(grid, periodic, size, weighted)
-                ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
-                for _ in range(warmup):
-                    ex.launch()
-                samples = []
-                for _ in range(runs):
-                    job.comm.Barrier()
-                    backend.sync(peers)
-                    starts = [backend.record(p) for p in peers]
-                    for _ in range(iters):
+
+    def result_so_far() -> StencilResult:
+        out_notes = list(notes)
+        if len(mappings) > 1 and all(mappings["default"] == m for m in mappings.values()):
+            out_notes.append("the chosen mapping equals the default: gain is 0 by construction")
+        return StencilResult(tuple(grid), periodic, weighted, dict(mappings), tuple(rows), tuple(slow_pairs),
+                             dict(mapping_info or {}), bool(backend.simulated), tuple(out_notes))
+
+    try:
+        for name, device_of_rank in mappings.items():
+            peers = make_peers(device_of_rank)
+            try:
+                big = halo_messages(grid, periodic, max(sizes), weighted)
+                need = max(sum(m.count for m in big if m.src == p.rank) + sum(m.count for m in big if m.dst == p.rank)
+                           for p in peers) * 4
+                free = min(backend.free_bytes(p) for p in peers)
+                agree(job, None if need < 0.9 * free else
+                      f"halos up to {format_size(max(sizes))} need {format_size(need)} per GPU, "
+                      f"{format_size(free)} free")
+                for size in boundaries(job, sizes, stop):
+                    msgs = halo_messages(grid, periodic, size, weighted)
+                    ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
+                    for _ in range(warmup):
                         ex.launch()
-                    stops = [backend.record(p) for p in peers]
-                    backend.sync(peers)
-                    t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
-                    if job.size > 1:
-                        t = max(job.comm.allgather(t))
-                    samples.append(t * 1e6)
-                wrong = ex.check() if verify else None
-                if wrong is not None and job.size > 1:
-                    wrong = job.comm.allreduce(wrong)
-                mean = float(np.mean(samples))
-                std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
-                rows.append(StencilRow(name, size, mean, std, tuple(samples), sum(m.count for m in msgs) * 4, wrong))
-                if progress and job.rank == 0:
-                    progress(f"stencil {name} {format_size(size)}: {mean:.1f} ± {std:.1f} us")
-                del ex
-        finally:
-            backend.destroy(peers)
+                    samples = []
+                    for _ in range(runs):
+                        job.comm.Barrier()
+                        backend.sync(peers)
+                        starts = [backend.record(p) for p in peers]
+                        for _ in range(iters):
+                            ex.launch()
+                        stops = [backend.record(p) for p in peers]
+                        backend.sync(peers)
+                        t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
+                        if job.size > 1:
+                            t = max(job.comm.allgather(t))
+                        samples.append(t * 1e6)
+                    wrong = ex.check() if verify else None
+                    if wrong is not None and job.size > 1:
+                        wrong = job.comm.allreduce(wrong)
+                    mean = float(np.mean(samples))
+                    std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
+                    rows.append(StencilRow(name, size, mean, std, tuple(samples), sum(m.count for m in msgs) * 4,
+                                           wrong))
+                    del ex
+                    if job.rank == 0:
+                        if checkpoint:
+                            checkpoint(result_so_far())
+                        if progress:
+                            progress(f"stencil {name} {format_size(size)}: {mean:.1f} ± {std:.1f} us")
+            finally:
+                backend.destroy(peers)
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
     if job.rank != 0:
         return None
-    if len(mappings) > 1 and all(mappings["default"] == m for m in mappings.values()):
-        notes.append("the chosen mapping equals the default: gain is 0 by construction")
-    return StencilResult(tuple(grid), periodic, weighted, dict(mappings), tuple(rows), tuple(slow_pairs),
-                         dict(mapping_info or {}), bool(backend.simulated), tuple(notes))
+    return result_so_far()
 
 
 def uniform_gain_note(gains: Sequence[tuple[int, float]], stddev_rel: float) -> str:
