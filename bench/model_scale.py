@@ -8,8 +8,9 @@ this size). Prints a short table and writes JSON.
 
     PYTHONPATH=src python bench/model_scale.py [--flows 100000] [--nodes 512] [--json out.json] [--exact]
 
-``--exact`` also runs the unbatched event-driven simulation (slow: tens of seconds) and reports
-how far the batched finish times are from it.
+``--exact`` also runs the unbatched event-driven simulation and reports how far the batched finish
+times are from it (a few seconds for equal sizes; with ``--mixed`` about 25 s for 20,000 flows and
+far longer for 100,000). Results on the development machine: docs/benchmarks-model.md.
 """
 from __future__ import annotations
 

@@ -73,3 +73,98 @@ def test_incremental_refill_equals_full_recompute():
     assert np.allclose(a.finish_s, b.finish_s, rtol=1e-9)
     c = simulate(prob, rtol=0.01)
     assert np.abs(c.finish_s / a.finish_s - 1).max() < 0.02
+
+
+def _random_problem(rng, n_res, n_flows, density, mixed=True, staged=False):
+    dense = (rng.random((n_res, n_flows)) < density).astype(float)
+    dense[rng.integers(0, n_res, n_flows), np.arange(n_flows)] = 1.0
+    if staged:  # some entries used twice (a staged copy writing and reading host memory)
+        dense *= np.where(rng.random(dense.shape) < 0.1, 2.0, 1.0)
+    sizes = np.exp(rng.uniform(np.log(4096), np.log(64 * 2**20), n_flows)) if mixed else np.full(n_flows, 2**26)
+    caps = np.where(rng.random(n_flows) < 0.2, rng.uniform(1, 20, n_flows), INF)
+    return _problem(dense, rng.uniform(5, 50, n_res), sizes, latency=rng.choice([1e-6, 3e-6, 2e-5], n_flows), caps=caps)
+
+
+def test_fill_agrees_with_textbook_progressive_filling():
+    # reference: one level per round, lowest saturating resource first
+    def reference(dense, cap, caps):
+        n = dense.shape[1]
+        rates, frozen, level = np.zeros(n), np.zeros(n, bool), 0.0
+        while not frozen.all():
+            load = dense[:, ~frozen].sum(axis=1)
+            rem = cap - dense @ np.where(frozen, rates, level)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.where(load > 0, rem / load, INF)
+            inc = min(step.min(), (caps[~frozen] - level).min())
+            level += inc
+            sat = (load > 0) & (step <= inc * (1 + 1e-12) + 1e-15)
+            hit = (dense[sat] > 0).any(axis=0) | (caps <= level * (1 + 1e-12))
+            new = hit & ~frozen
+            rates[new] = level
+            frozen |= new
+        return rates
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        nr, nc = int(rng.integers(2, 12)), int(rng.integers(1, 30))
+        dense = (rng.random((nr, nc)) < 0.3).astype(float) * rng.choice([1.0, 2.0], (nr, nc), p=[0.8, 0.2])
+        dense[rng.integers(0, nr, nc), np.arange(nc)] = 1.0
+        cap = rng.uniform(0.5, 10, nr)
+        caps = np.where(rng.random(nc) < 0.3, rng.uniform(0.1, 5, nc), INF)
+        assert max_min_rates(csc_matrix(dense), cap, caps) == pytest.approx(reference(dense, cap, caps), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed,density", [(2, 0.05), (3, 0.15), (4, 0.3)])
+def test_local_updates_equal_full_recompute_with_mixed_sizes(seed, density):
+    # exact event-driven simulation with local updates == re-solving everything at every event
+    rng = np.random.default_rng(seed)
+    prob = _random_problem(rng, 40, 400, density, staged=seed == 3)
+    local, full = simulate(prob), simulate(prob, full_every=1)
+    assert local.events == full.events
+    assert np.allclose(local.finish_s, full.finish_s, rtol=1e-9)
+    assert np.allclose(local.first_rate_gb_per_s, full.first_rate_gb_per_s, rtol=1e-9)
+
+
+def test_batched_completion_stays_within_tolerance_of_exact():
+    rng = np.random.default_rng(5)
+    prob = _random_problem(rng, 80, 500, 0.03)
+    exact = simulate(prob)  # exact local updates (checked against full recomputes above)
+    for rtol in (0.01, 0.001):
+        batched = simulate(prob, rtol=rtol)
+        assert batched.events < exact.events
+        assert np.abs(batched.finish_s / exact.finish_s - 1).max() < rtol
+
+
+def test_multi_stage_flows_with_local_updates():
+    # staged copies: stage 0 (weight 2 on host memory) then stage 1, mixed with single-stage flows
+    rng = np.random.default_rng(6)
+    n_res, n_flows = 12, 60
+    cols, nxt, first, lat = [], [], [], []
+    for f in range(n_flows):
+        two = f % 3 == 0
+        first.append(len(cols))
+        for k in range(2 if two else 1):
+            col = (rng.random(n_res) < 0.25).astype(float)
+            col[rng.integers(0, n_res)] = 1.0
+            if two:
+                col[0] = 2.0  # host memory
+            cols.append(col)
+            nxt.append(len(cols) if two and k == 0 else -1)
+            lat.append(rng.uniform(0, 1e-4))
+    dense = np.array(cols).T
+    prob = _problem(dense, rng.uniform(5, 50, n_res), rng.integers(1, 10**9, dense.shape[1]), latency=lat,
+                    nxt=nxt, first=first)
+    a, b = simulate(prob), simulate(prob, full_every=1)
+    assert np.allclose(a.finish_s, b.finish_s, rtol=1e-9) and np.isfinite(a.finish_s).all()
+
+
+def test_zero_size_and_unconstrained_stages_finish_at_their_start():
+    A = np.array([[1.0, 1.0, 0.0]])
+    res = simulate(_problem(A, [10.0], [0.0, 1e9, 5e8], latency=[0.1, 0.0, 0.2]))
+    # stage 2 uses no resource and has no cap: it finishes when it starts
+    assert res.finish_s.tolist() == pytest.approx([0.1, 0.1, 0.2])
+
+
+def test_zero_capacity_stalls_with_an_error():
+    with pytest.raises(RuntimeError, match="stalled"):
+        simulate(_problem(np.array([[1.0]]), [0.0], [1e9]))

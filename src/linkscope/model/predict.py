@@ -55,7 +55,8 @@ _GB = 1e9
 
 
 def auto_rtol(n_flows: int, rtol: float | None) -> float:
-    """Completion batching: exact for small groups, 1% (finish times within ~0.5%) for large ones."""
+    """Completion batching: exact for small groups, 1% for large ones (finish times within 0.8% of exact
+    in the scale benchmark: docs/benchmarks-model.md)."""
     if rtol is not None:
         return rtol
     return 0.0 if n_flows < AUTO_RTOL_FLOWS else 0.01
