@@ -167,15 +167,6 @@ def test_help_has_an_example():
     assert result.exit_code == 0 and "Example" in result.stdout and "latency" in result.stdout
 
 
-def _sim_available() -> bool:
-    try:
-        from linkscope.engines.sim import SimEngine  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _sim_available(), reason="the sim engine (linkscope.engines.sim.SimEngine) is not there yet")
 def test_bench_sim_preset_end_to_end(tmp_path):
     out = tmp_path / "sim.json"
     result = runner.invoke(app, ["bench", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "64MiB", "--json", str(out)])

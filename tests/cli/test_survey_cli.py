@@ -93,15 +93,6 @@ def test_survey_errors_exit_3(fake, tmp_path):
     assert "failed" in result.stdout
 
 
-def _sim_available() -> bool:
-    try:
-        from linkscope.engines.sim import SimEngine  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _sim_available(), reason="the sim engine (linkscope.engines.sim.SimEngine) is not there yet")
 def test_survey_end_to_end_on_sim(tmp_path):
     out = tmp_path / "survey.json"
     result = runner.invoke(app, ["survey", "--backend", "sim", "--preset", "hgx-h200-4", "-o", str(out)])

@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from linkscope.cli import main
-from linkscope.counters import watch as watch_mod
 from linkscope.counters.watch import (
     EXIT_EXPECT_FAILED,
     CommandNotFound,

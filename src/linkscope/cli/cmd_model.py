@@ -107,13 +107,11 @@ def predict_cmd(
 
     Example: linkscope model predict --preset pcie-8gpu-2socket --method staged-pinned --flows 0->1,2->3
     """
-    from ..discovery.auto import resolve_topology
     from ..model.predict import FabricModel
     from ..units import format_size, parse_sizes
+    from .cmd_bench import resolve_topology_cli
 
-    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=True)
-    if note:
-        stderr_console().print(f"note: {note}", style="yellow", markup=False)
+    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
     if flows:
         pairs = _parse_flows(flows)
     else:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from ..engines.base import EngineCapabilities, GroupResult, TransferEngine
+from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
 from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError
 from ..patterns.base import Pattern, peer_waiver, select_gpus
 from ..patterns.plan import ALL, HOST, Endpoint, Transfer, TransferPlan
@@ -86,9 +86,13 @@ def _method_missing(caps: EngineCapabilities, method: str) -> str:
 
 
 def _resize(plan: TransferPlan, size_bytes: int) -> TransferPlan:
-    from dataclasses import replace
-
     return replace(plan, transfers=tuple(replace(t, size_bytes=size_bytes) for t in plan.transfers))
+
+
+def _plan_waiver(engine: TransferEngine, topology: Topology, plan: TransferPlan, info: MethodInfo) -> str | None:
+    """Why one plan of an offered method cannot run here (peer access, engine), or None."""
+    w = peer_waiver(topology, plan, info)
+    return w.reason if w else engine.waiver(plan)
 
 
 def expand(
@@ -106,10 +110,7 @@ def expand(
                 sized = _resize(plan, size) if size is not None else plan
                 size_bytes = size if size is not None else max((t.size_bytes for t in plan.transfers), default=0)
                 info = caps.method(sized.method)
-                waiver = _method_missing(caps, sized.method) if info is None else None
-                if waiver is None:
-                    w = peer_waiver(topology, sized, info)
-                    waiver = w.reason if w else engine.waiver(sized)
+                waiver = _method_missing(caps, sized.method) if info is None else _plan_waiver(engine, topology, sized, info)
                 jobs.append(_Job(sized, size_bytes, waiver))
         return jobs
     spec = plans_or_spec if isinstance(plans_or_spec, BenchSpec) else BenchSpec(plans_or_spec)
@@ -118,19 +119,18 @@ def expand(
         raise ConfigError("no sizes to measure")
     for method in spec.methods:
         info = caps.method(method)
+        pattern_waiver = _method_missing(caps, method) if info is None else None
+        if pattern_waiver is None:  # does not depend on the size: asked once per method
+            w = spec.pattern.applies_to(topology, gpus, info)
+            pattern_waiver = w.reason if w else None
         for size in sizes:
-            pattern_waiver = _method_missing(caps, method) if info is None else None
-            if pattern_waiver is None:
-                w = spec.pattern.applies_to(topology, gpus, info)
-                pattern_waiver = w.reason if w else None
             if pattern_waiver is not None:
                 # one entry standing for the whole pattern: it could not be planned here
                 plan = TransferPlan(spec.pattern.key, spec.direction, method, (Transfer(ALL, ALL, size),), "none", spec.pattern.key)
                 jobs.append(_Job(plan, size, pattern_waiver))
                 continue
             for plan in spec.pattern.plan(topology, gpus, size, method, spec.direction):
-                w = peer_waiver(topology, plan, info)
-                jobs.append(_Job(plan, size, w.reason if w else engine.waiver(plan)))
+                jobs.append(_Job(plan, size, _plan_waiver(engine, topology, plan, info)))
     return jobs
 
 
@@ -378,6 +378,41 @@ def _error_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _failure(exc: Exception) -> tuple[Status, str]:
+    """What an exception from the engine records: ``waived`` when the backend cannot do it, else ``error``."""
+    if isinstance(exc, BackendUnavailable):
+        return Status.WAIVED, exc.one_line()
+    return Status.ERROR, _error_reason(exc)
+
+
+_J = TypeVar("_J")
+
+
+def _run_jobs(
+    record: RunRecord,
+    jobs: Sequence[_J],
+    label: Callable[[_J], str],
+    entries: Callable[[int, _J], list[Measurement]],
+    progress: ProgressFn | None,
+    on_partial: PartialFn | None,
+) -> RunRecord:
+    """``record`` with the entries of every job, in order, reporting progress; on KeyboardInterrupt
+    ``on_partial`` gets what was measured so far (``complete=False``) and the interrupt goes on."""
+    measurements: list[Measurement] = []
+    try:
+        for i, job in enumerate(jobs):
+            if progress is not None:
+                progress(i, len(jobs), label(job))
+            measurements.extend(entries(i, job))
+        if progress is not None:
+            progress(len(jobs), len(jobs), "done")
+    except KeyboardInterrupt:
+        if on_partial is not None:
+            on_partial(record.with_(measurements=tuple(measurements), complete=False))
+        raise
+    return record.with_(measurements=tuple(measurements))
+
+
 def _job_label(job: _Job) -> str:
     return f"{job.plan.method} {job.plan.pattern} {job.plan.label} {format_size(job.size_bytes)}"
 
@@ -414,33 +449,19 @@ def run_bench(
     opts.update(run_options or {})
     record = RunRecord(kind=kind, provenance=provenance, created_utc=now_utc(), context=dict(context or {}),
                        options=opts, topology=_topology_dict(topology))
-    measurements: list[Measurement] = []
-    try:
-        for i, job in enumerate(jobs):
-            if progress is not None:
-                progress(i, len(jobs), _job_label(job))
-            group = group_offset + i
-            if job.waiver is not None:
-                measurements.extend(plan_measurements(topology, job, group, provenance, status=Status.WAIVED, reason=job.waiver))
-                continue
-            try:
-                samples = measure_plan(engine, job.plan, options, clock)
-            except KeyboardInterrupt:
-                raise
-            except BackendUnavailable as exc:
-                measurements.extend(plan_measurements(topology, job, group, provenance, status=Status.WAIVED, reason=exc.one_line()))
-                continue
-            except Exception as exc:  # one failing plan must not lose the run (STYLE.md C5)
-                measurements.extend(plan_measurements(topology, job, group, provenance, status=Status.ERROR, reason=_error_reason(exc)))
-                continue
-            measurements.extend(plan_measurements(topology, job, group, provenance, samples=samples))
-        if progress is not None:
-            progress(len(jobs), len(jobs), "done")
-    except KeyboardInterrupt:
-        if on_partial is not None:
-            on_partial(record.with_(measurements=tuple(measurements), complete=False))
-        raise
-    return record.with_(measurements=tuple(measurements))
+
+    def entries(i: int, job: _Job) -> list[Measurement]:
+        group = group_offset + i
+        if job.waiver is not None:
+            return plan_measurements(topology, job, group, provenance, status=Status.WAIVED, reason=job.waiver)
+        try:
+            samples = measure_plan(engine, job.plan, options, clock)
+        except Exception as exc:  # one failing plan must not lose the run (STYLE.md C5)
+            status, reason = _failure(exc)
+            return plan_measurements(topology, job, group, provenance, status=status, reason=reason)
+        return plan_measurements(topology, job, group, provenance, samples=samples)
+
+    return _run_jobs(record, jobs, _job_label, entries, progress, on_partial)
 
 
 # ---- latency ----------------------------------------------------------------------------------
@@ -485,41 +506,27 @@ def run_latency(
     opts.update(run_options or {})
     record = RunRecord(kind="latency", provenance=provenance, created_utc=now_utc(), context=dict(context or {}),
                        options=opts, topology=_topology_dict(topology) if topology is not None else None)
-    measurements: list[Measurement] = []
-    try:
-        for i, (k, a, b) in enumerate(jobs):
-            if progress is not None:
-                progress(i, len(jobs), f"latency {k} {a}->{b}")
-            entry_method = (method or "ce") if k == "copy" else k
-            common = dict(src=a, dst=b, method=entry_method, pattern="latency", direction="uni",
-                          size_bytes=size_bytes if k == "copy" else 0, provenance=provenance,
-                          group=group_offset + i, scope="transfer", extra={"latency_kind": k})
-            if k not in caps.latency_kinds:
-                offered = ", ".join(caps.latency_kinds) or "none"
-                measurements.append(Measurement(status=Status.WAIVED, reason=f"latency kind {k!r} is not offered by the {caps.name} engine (it offers: {offered})", **common))
-                continue
-            if k == "copy" and caps.method(entry_method) is None:
-                measurements.append(Measurement(status=Status.WAIVED, reason=_method_missing(caps, entry_method), **common))
-                continue
-            try:
-                values = engine.latency_us(k, a, b, method=entry_method if k == "copy" else method, size_bytes=size_bytes,
-                                           reps=options.latency_reps, warmup=options.warmup)
-                stats = Stats.from_samples(values)
-                if stats.min <= 0:
-                    raise MeasurementError(f"non-positive latency sample {stats.min}")
-            except KeyboardInterrupt:
-                raise
-            except BackendUnavailable as exc:
-                measurements.append(Measurement(status=Status.WAIVED, reason=exc.one_line(), **common))
-                continue
-            except Exception as exc:
-                measurements.append(Measurement(status=Status.ERROR, reason=_error_reason(exc), **common))
-                continue
-            measurements.append(Measurement(latency=stats, moved_bytes=size_bytes if k == "copy" else 0, **common))
-        if progress is not None:
-            progress(len(jobs), len(jobs), "done")
-    except KeyboardInterrupt:
-        if on_partial is not None:
-            on_partial(record.with_(measurements=tuple(measurements), complete=False))
-        raise
-    return record.with_(measurements=tuple(measurements))
+
+    def entries(i: int, job: tuple[str, Endpoint, Endpoint]) -> list[Measurement]:
+        k, a, b = job
+        entry_method = (method or "ce") if k == "copy" else k
+        common = dict(src=a, dst=b, method=entry_method, pattern="latency", direction="uni",
+                      size_bytes=size_bytes if k == "copy" else 0, provenance=provenance,
+                      group=group_offset + i, scope="transfer", extra={"latency_kind": k})
+        if k not in caps.latency_kinds:
+            offered = ", ".join(caps.latency_kinds) or "none"
+            return [Measurement(status=Status.WAIVED, reason=f"latency kind {k!r} is not offered by the {caps.name} engine (it offers: {offered})", **common)]
+        if k == "copy" and caps.method(entry_method) is None:
+            return [Measurement(status=Status.WAIVED, reason=_method_missing(caps, entry_method), **common)]
+        try:
+            values = engine.latency_us(k, a, b, method=entry_method if k == "copy" else method, size_bytes=size_bytes,
+                                       reps=options.latency_reps, warmup=options.warmup)
+            stats = Stats.from_samples(values)
+            if stats.min <= 0:
+                raise MeasurementError(f"non-positive latency sample {stats.min}")
+        except Exception as exc:
+            status, reason = _failure(exc)
+            return [Measurement(status=status, reason=reason, **common)]
+        return [Measurement(latency=stats, moved_bytes=size_bytes if k == "copy" else 0, **common)]
+
+    return _run_jobs(record, jobs, lambda job: f"latency {job[0]} {job[1]}->{job[2]}", entries, progress, on_partial)

@@ -19,16 +19,25 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..engines.base import TransferEngine
-from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, MATRIX, RING
-from ..patterns.plan import Transfer, TransferPlan
-from ..results.findings import findings_for
 from ..errors import ConfigError
-from ..patterns.plan import ALL
+from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, MATRIX, RING
+from ..patterns.plan import ALL, Transfer, TransferPlan
+from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status
 from ..topology.model import Topology
 from ..units import KiB, MiB
 from .options import MeasureOptions
-from .runner import BenchSpec, Clock, PartialFn, ProgressFn, _topology_dict, now_utc, run_bench, run_latency
+from .runner import (
+    BenchSpec,
+    Clock,
+    PartialFn,
+    ProgressFn,
+    _provenance,
+    _topology_dict,
+    now_utc,
+    run_bench,
+    run_latency,
+)
 
 SURVEY_MEASURE_OPTIONS = MeasureOptions(warmup=2, min_reps=5, max_reps=30, target_ci_rel=0.005,
                                         time_budget_s=0.15, verify=True, latency_reps=20)
@@ -74,12 +83,8 @@ Step = Callable[[int, ProgressFn | None, PartialFn], RunRecord]
 StepEntry = tuple[str, str, str]
 
 
-def survey_steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock) -> list[tuple[str, Step]]:
-    """(name, step) in run order (see ``survey_step_entries`` for what each step's entries carry)."""
-    return [(name, step) for name, _entry, step in _steps(engine, topology, opts, clock)]
-
-
 def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock) -> list[tuple[str, StepEntry, Step]]:
+    """(name, entry, step) in run order."""
     caps = engine.capabilities()
     offered = {m.key for m in caps.methods}
     m_opts = opts.measure
@@ -113,7 +118,7 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
     return steps
 
 
-def _merge(kind: str, parts: list[RunRecord], base: RunRecord, complete: bool) -> RunRecord:
+def _merge(parts: list[RunRecord], base: RunRecord, complete: bool) -> RunRecord:
     measurements = tuple(m for part in parts for m in part.measurements)
     return base.with_(measurements=measurements, complete=complete and all(p.complete for p in parts))
 
@@ -134,7 +139,6 @@ def run_survey(
     steps = _steps(engine, topology, opts, clock)
     run_options = {"survey": opts.as_dict(), "steps": [name for name, _, _ in steps], "engine": caps.name,
                    **opts.measure.as_dict()}
-    from .runner import _provenance
 
     base = RunRecord(kind="survey", provenance=_provenance(caps), created_utc=now_utc(), context=dict(context or {}),
                      options=run_options, topology=_topology_dict(topology))
@@ -162,7 +166,7 @@ def run_survey(
             part = base.with_(measurements=(waived,))
         except KeyboardInterrupt:
             if on_partial is not None:
-                partial = _merge("survey", parts + captured[-1:], base, complete=False)
+                partial = _merge(parts + captured[-1:], base, complete=False)
                 on_partial(partial.with_(findings=findings_for(partial, topology), complete=False))
             raise
         parts.append(part)
@@ -170,5 +174,5 @@ def run_survey(
         offset = max(groups) + 1 if groups else offset
     if progress is not None:
         progress(len(steps) * scale, len(steps) * scale, "done")
-    record = _merge("survey", parts, base, complete=True)
+    record = _merge(parts, base, complete=True)
     return record.with_(findings=findings_for(record, topology))

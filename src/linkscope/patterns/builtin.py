@@ -88,35 +88,25 @@ class RingPattern(_PeerPattern):
 
 
 @dataclass(frozen=True)
-class AllToOnePattern(_PeerPattern):
-    """Every other GPU sends to one receiver at once; one group per receiver; total per receiver
-    (``bi``: the receiver also sends to every other GPU, total of the group)."""
+class HubPattern(_PeerPattern):
+    """Every other GPU with one hub GPU at once; one group per hub. ``to_hub`` (all-to-one): the others
+    send to the hub, total per receiver; else (one-to-all) the hub sends to the others, total per
+    sender. ``bi``: both directions of every pair, total of the group."""
+
+    to_hub: bool = True
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:
         check_direction(direction)
         plans = []
         for hub in gpus:
-            pairs = [(g, hub) for g in gpus if g != hub]
+            others = [g for g in gpus if g != hub]
+            pairs = [(g, hub) for g in others] if self.to_hub else [(hub, g) for g in others]
             if direction == "uni":
-                plans.append(TransferPlan(self.key, "uni", method, one_way(pairs, size_bytes), "per_dst", f"all->{hub}"))
+                aggregate, label = ("per_dst", f"all->{hub}") if self.to_hub else ("per_src", f"{hub}->all")
+                plans.append(TransferPlan(self.key, "uni", method, one_way(pairs, size_bytes), aggregate, label))
             else:
-                plans.append(TransferPlan(self.key, "bi", method, both_ways(pairs, size_bytes), "sum", f"all<->{hub}"))
-        return plans
-
-
-@dataclass(frozen=True)
-class OneToAllPattern(_PeerPattern):
-    """One sender to every other GPU at once; one group per sender; total per sender."""
-
-    def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:
-        check_direction(direction)
-        plans = []
-        for hub in gpus:
-            pairs = [(hub, g) for g in gpus if g != hub]
-            if direction == "uni":
-                plans.append(TransferPlan(self.key, "uni", method, one_way(pairs, size_bytes), "per_src", f"{hub}->all"))
-            else:
-                plans.append(TransferPlan(self.key, "bi", method, both_ways(pairs, size_bytes), "sum", f"{hub}<->all"))
+                label = f"all<->{hub}" if self.to_hub else f"{hub}<->all"
+                plans.append(TransferPlan(self.key, "bi", method, both_ways(pairs, size_bytes), "sum", label))
         return plans
 
 
@@ -207,8 +197,8 @@ class LocalPattern:
 MATRIX = MatrixPattern("matrix", "every ordered GPU pair, one pair at a time (bi: both directions of a pair at once)")
 PAIRS = PairsPattern("pairs", "disjoint pairs at once: 0<->1, 2<->3 ... (total of the group)")
 RING = RingPattern("ring", "each GPU to the next, all at once (total of the group)")
-ALL_TO_ONE = AllToOnePattern("all-to-one", "every other GPU to one receiver at once; one group per receiver (total per receiver)")
-ONE_TO_ALL = OneToAllPattern("one-to-all", "one sender to every other GPU at once; one group per sender (total per sender)")
+ALL_TO_ONE = HubPattern("all-to-one", "every other GPU to one receiver at once; one group per receiver (total per receiver)", to_hub=True)
+ONE_TO_ALL = HubPattern("one-to-all", "one sender to every other GPU at once; one group per sender (total per sender)", to_hub=False)
 ALL_TO_ALL = AllToAllPattern("all-to-all", "every ordered pair at once (total of the group)")
 ALL_TO_HOST = HostGroupPattern("all-to-host", "every GPU to host memory at once (total)", to_host=True)
 HOST_TO_ALL = HostGroupPattern("host-to-all", "host memory to every GPU at once (total)", to_host=False)

@@ -74,31 +74,36 @@ def _title(m: Measurement, provenance: str) -> str:
     return f"# linkscope {m.method} {m.pattern} {m.direction} {what}{extra} ({provenance})"
 
 
+def _is_latency(m: Measurement) -> bool:
+    return m.latency is not None or m.pattern == "latency"
+
+
+def _osu_value(m: Measurement) -> float | None:
+    """The number of an OSU line: bandwidth in MB/s (1e6 B/s) or latency in us; None when not measured."""
+    if m.status is not Status.OK:
+        return None
+    if _is_latency(m):
+        return m.latency.median if m.latency is not None else None
+    return m.bandwidth.median * 1e3 if m.bandwidth is not None else None  # GB/s (1e9 B/s) -> MB/s
+
+
 def to_osu(record: RunRecord) -> str:
-    """OSU-style text: one block per series (method, pattern, direction, src, dst, scope)."""
+    """OSU-style text: one block per series (method, pattern, direction, src, dst, scope); bandwidth
+    series first, then latency series."""
     lines: list[str] = []
     provenance = record.provenance.value
-    bandwidth = [m for m in record.measurements if m.latency is None and not (m.pattern == "latency")]
-    latency = [m for m in record.measurements if m.latency is not None or m.pattern == "latency"]
-    for series in _series(bandwidth).values():
-        if lines:
-            lines.append("")
-        lines.append(_title(series[0], provenance))
-        lines.append(f"{'# Size':<{_SIZE_WIDTH}}{'Bandwidth (MB/s)':>{_FIELD_WIDTH}}")
-        for m in sorted(series, key=lambda x: x.size_bytes):
-            if m.status is Status.OK and m.bandwidth is not None:
-                mb_per_s = m.bandwidth.median * 1e3  # GB/s (1e9 B/s) -> MB/s (1e6 B/s)
-                lines.append(f"{m.size_bytes:<{_SIZE_WIDTH}d}{mb_per_s:>{_FIELD_WIDTH}.2f}")
-            else:
-                lines.append(f"# {m.size_bytes} {m.status.value}: {m.reason or 'no value'}")
-    for series in _series(latency).values():
-        if lines:
-            lines.append("")
-        lines.append(_title(series[0], provenance))
-        lines.append(f"{'# Size':<{_SIZE_WIDTH}}{'Latency (us)':>{_FIELD_WIDTH}}")
-        for m in sorted(series, key=lambda x: x.size_bytes):
-            if m.status is Status.OK and m.latency is not None:
-                lines.append(f"{m.size_bytes:<{_SIZE_WIDTH}d}{m.latency.median:>{_FIELD_WIDTH}.2f}")
-            else:
-                lines.append(f"# {m.size_bytes} {m.status.value}: {m.reason or 'no value'}")
+    bandwidth = [m for m in record.measurements if not _is_latency(m)]
+    latency = [m for m in record.measurements if _is_latency(m)]
+    for measurements, column in ((bandwidth, "Bandwidth (MB/s)"), (latency, "Latency (us)")):
+        for series in _series(measurements).values():
+            if lines:
+                lines.append("")
+            lines.append(_title(series[0], provenance))
+            lines.append(f"{'# Size':<{_SIZE_WIDTH}}{column:>{_FIELD_WIDTH}}")
+            for m in sorted(series, key=lambda x: x.size_bytes):
+                value = _osu_value(m)
+                if value is not None:
+                    lines.append(f"{m.size_bytes:<{_SIZE_WIDTH}d}{value:>{_FIELD_WIDTH}.2f}")
+                else:
+                    lines.append(f"# {m.size_bytes} {m.status.value}: {m.reason or 'no value'}")
     return "\n".join(lines) + ("\n" if lines else "")
