@@ -9,12 +9,19 @@ from typing import Any
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:
-    path = Path(path)
+    _write_atomic(Path(path), text, "w")
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    _write_atomic(Path(path), data, "wb")
+
+
+def _write_atomic(path: Path, content: str | bytes, mode: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, mode) as handle:
+            handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

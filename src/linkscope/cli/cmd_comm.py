@@ -469,6 +469,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             from ..comm.buffers import HostSpace
             from ..comm.launch import job_for, run_collectively, start_mpi
             from ..comm.mpi_p2p import Schedule
+            from ..comm.nccl import make_peers, nccl_ranks
             from ..comm.p2p_matrix import run_p2p_mpi, run_p2p_nccl
             from ..comm.render import p2p_record, p2p_text
 
@@ -499,14 +500,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                     return finish(lambda checkpoint, stop: run_p2p_mpi(
                         job, HostSpace(), size_list, schedule=Schedule(iterations=iters, warmup=warmup),
                         verify=not no_verify, progress=_progress, checkpoint=checkpoint, stop=stop), job.size)
-                if job.size == 1:
-                    peers = be.init_all(list(range(be.device_count())))
-                else:
-                    local = _bind_local_gpu(job, be, environ)
-                    uid = be.unique_id() if job.rank == 0 else None
-                    uid = job.comm.bcast(uid, root=0)
-                    peers = [be.init_rank(job.size, uid, job.rank, local)]
-                ranks = len(peers) if job.size == 1 else job.size
+                local = _bind_local_gpu(job, be, environ) if job.size > 1 else None
+                peers = make_peers(job, be, None, local_gpu=local)
+                ranks = nccl_ranks(job, peers)
                 try:
                     return finish(lambda checkpoint, stop: run_p2p_nccl(
                         job, be, peers, size_list, iters=iters, warmup=warmup, verify=not no_verify,

@@ -7,17 +7,14 @@ from typing import Optional
 
 import typer
 
-from ..errors import ConfigError, UserError
+from ..errors import ConfigError
 from .common import stderr_console, stdout_console
 
 
 def _load_results(path: Path) -> dict:
-    if not path.is_file():
-        raise UserError(f"results file not found: {path}")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    from ..userfiles import loads_strict, read_text
+
+    return loads_strict(read_text(path, "results file"), str(path))
 
 
 def _format_cost(value: float, unit: str) -> str:

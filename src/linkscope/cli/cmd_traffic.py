@@ -22,10 +22,10 @@ def _parse_weights(text: str | None) -> list[float] | None:
 def _parse_edges(path: Path | None) -> list[tuple[float, ...]] | None:
     if path is None:
         return None
-    if not path.is_file():
-        raise UserError(f"edge file not found: {path}")
+    from ..userfiles import read_text
+
     edges = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(path, "edge file").splitlines(), start=1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue

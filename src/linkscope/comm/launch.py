@@ -155,10 +155,6 @@ class Job:
     out: Any = field(default=None, compare=False)
 
     @property
-    def is_root(self) -> bool:
-        return self.rank == 0
-
-    @property
     def uses_mpi(self) -> bool:
         return not isinstance(self.comm, SerialComm)
 

@@ -106,6 +106,17 @@ def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_g
     return [backend.init_rank(job.size, uid, job.rank, local_gpu)]
 
 
+def nccl_ranks(job: Job, peers: Sequence[Peer]) -> int:
+    """NCCL ranks in the job: this process's peers, or one per MPI rank (each with the same count)."""
+    return job.size * len(peers) if job.size > 1 else len(peers)
+
+
+def peer_devices(job: Job, peers: Sequence[Peer]) -> list[tuple[int, ...]]:
+    """The GPUs every MPI rank drives (gathered over MPI with several ranks)."""
+    mine = tuple(p.device for p in peers)
+    return job.comm.allgather(mine) if job.size > 1 else [mine]
+
+
 def _values(xp: Any, rank: int, start: int, count: int) -> Any:
     idx = xp.arange(start, start + count, dtype=xp.int64)
     return ((idx % 13) + rank + 1).astype(xp.float32)
@@ -256,7 +267,7 @@ def run_nccl(
     require(job, op in OPS, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OPS)}")
     require(job, iters >= 1 and warmup >= 0 and runs >= 1, "iterations and runs must be >= 1, warm-up >= 0")
     require(job, bool(sizes), "no sizes given")
-    nranks = job.size * len(peers) if job.size > 1 else len(peers)
+    nranks = nccl_ranks(job, peers)
     require(job, nranks >= 1, "no NCCL ranks")
     big = layout(op, max(sizes), nranks)
     need = (big.send_count + big.recv_count) * 4
@@ -268,7 +279,7 @@ def run_nccl(
                        f"only {format_size(free)} is free")
             break
     agree(job, problem)
-    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    devices = peer_devices(job, peers)
     bufs = _Buffers.allocate(backend, peers, big)
     notes: list[str] = []
     rows: list[NcclRow] = []

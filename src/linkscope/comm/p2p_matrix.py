@@ -19,6 +19,7 @@ from .buffers import BufferSpace
 from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .mpi_p2p import Schedule, _bw_loop, _Side
+from .nccl import nccl_ranks, peer_devices, time_op
 from .nccl_backend import Peer
 
 
@@ -57,6 +58,44 @@ def _cells(n: int, sizes: Sequence[int]) -> list[tuple[int, int, int]]:
     return [(i, j, size) for i, j in _pairs(n) for size in sizes]
 
 
+def _sweep(
+    job: Job,
+    nranks: int,
+    sizes: Sequence[int],
+    measure: Callable[[int, int, int], PairCell],
+    make: Callable[[tuple[PairCell, ...]], P2PMatrix],
+    progress: Callable[[str], None] | None,
+    checkpoint: Callable[[P2PMatrix], None] | None,
+    stop: StopSignal | None,
+) -> P2PMatrix | None:
+    """``measure`` every (src, dst, size) cell in run order; rank 0 checkpoints after every cell,
+    reports each finished pair and returns the matrix (other ranks None). An agreed stop or a
+    KeyboardInterrupt raises RunInterrupted with the finished cells."""
+    cells: list[PairCell] = []
+
+    def result_so_far() -> P2PMatrix:
+        return make(tuple(cells))
+
+    try:
+        for src, dst, size in boundaries(job, _cells(nranks, sizes), stop):
+            cells.append(measure(src, dst, size))
+            if job.rank == 0:
+                if checkpoint:
+                    checkpoint(result_so_far())
+                if progress and size == sizes[-1]:
+                    progress(f"p2p {src}->{dst} done")
+    except KeyboardInterrupt as exc:
+        raise interrupted(job, exc, result_so_far) from None
+    if job.rank != 0:
+        return None
+    return result_so_far()
+
+
+def _pattern(xp: Any, src: int, count: int) -> Any:
+    """What ``src`` sends (and its receiver must hold): ``(i mod 509) + src`` in float32."""
+    return (xp.arange(count, dtype=xp.int64) % 509 + src).astype(xp.float32)
+
+
 def run_p2p_nccl(
     job: Job,
     backend: Any,
@@ -73,7 +112,7 @@ def run_p2p_nccl(
     """NCCL send/recv for every ordered pair. ``peers``: the NCCL ranks this process drives (one
     per MPI rank; several in a single process). ``checkpoint`` (rank 0, after every cell) and
     ``stop`` (checked collectively before every cell) as in ``run_nccl``."""
-    nranks = job.size * len(peers) if job.size > 1 else len(peers)
+    nranks = nccl_ranks(job, peers)
     require(job, nranks >= 2, f"bench p2p needs at least 2 ranks, got {nranks}", "run under mpirun -n 2 or more")
     require(job, bool(sizes) and iters >= 1, "need sizes and iterations >= 1")
     max_count = max(1, max(sizes) // 4)
@@ -82,69 +121,51 @@ def run_p2p_nccl(
         if 2 * max_count * 4 > 0.95 * backend.free_bytes(p):
             problem = f"messages of {format_size(max(sizes))} do not fit on GPU {p.device}"
     agree(job, problem)
-    devices = job.comm.allgather(tuple(p.device for p in peers)) if job.size > 1 else [tuple(p.device for p in peers)]
+    devices = tuple(peer_devices(job, peers))
     local = {p.rank: p for p in peers}
     send = {r: backend.alloc(p, max_count) for r, p in local.items()}
     recv = {r: backend.alloc(p, max_count) for r, p in local.items()}
     xp = backend.xp
-    cells: list[PairCell] = []
 
-    def result_so_far() -> P2PMatrix:
-        return P2PMatrix(nranks, "nccl", tuple(cells), tuple(devices), bool(backend.simulated))
+    def measure(src: int, dst: int, size: int) -> PairCell:
+        count = max(1, size // 4)
 
-    try:
-        for src, dst, size in boundaries(job, _cells(nranks, sizes), stop):
-            count = max(1, size // 4)
+        def launch() -> None:
+            backend.group_start()
+            try:
+                if src in local:
+                    backend.send(local[src], send[src][:count], count, dst)
+                if dst in local:
+                    backend.recv(local[dst], recv[dst][:count], count, src)
+            finally:
+                backend.group_end()
 
-            def launch() -> None:
-                backend.group_start()
-                try:
-                    if src in local:
-                        backend.send(local[src], send[src][:count], count, dst)
-                    if dst in local:
-                        backend.recv(local[dst], recv[dst][:count], count, src)
-                finally:
-                    backend.group_end()
+        involved = [local[r] for r in (src, dst) if r in local]
+        if src in local:
+            with backend.on(local[src]):
+                send[src][:count] = _pattern(xp, src, count)
+        if dst in local:
+            with backend.on(local[dst]):
+                recv[dst][:count] = -1.0
+        job.comm.Barrier()
+        t = 0.0
+        if involved:
+            for _ in range(warmup):
+                launch()
+            t = time_op(backend, involved, launch, iters)
+        wrong = None
+        if verify and dst in local:
+            with backend.on(local[dst]):
+                wrong = int(xp.count_nonzero(recv[dst][:count] != _pattern(xp, src, count)))
+        if job.size > 1:
+            t = max(job.comm.allgather(t))
+            wrongs = [w for w in job.comm.allgather(wrong) if w is not None]
+            wrong = sum(wrongs) if wrongs else None
+        return PairCell(src, dst, count * 4, count * 4 / t / 1e9 if t > 0 else 0.0, t * 1e6, wrong)
 
-            involved = [local[r] for r in (src, dst) if r in local]
-            if src in local:
-                with backend.on(local[src]):
-                    send[src][:count] = (xp.arange(count, dtype=xp.int64) % 509 + src).astype(xp.float32)
-            if dst in local:
-                with backend.on(local[dst]):
-                    recv[dst][:count] = -1.0
-            job.comm.Barrier()
-            t = 0.0
-            if involved:
-                for _ in range(warmup):
-                    launch()
-                backend.sync(involved)
-                starts = [backend.record(p) for p in involved]
-                for _ in range(iters):
-                    launch()
-                stops = [backend.record(p) for p in involved]
-                backend.sync(involved)
-                t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
-            wrong = None
-            if verify and dst in local:
-                with backend.on(local[dst]):
-                    want = (xp.arange(count, dtype=xp.int64) % 509 + src).astype(xp.float32)
-                    wrong = int(xp.count_nonzero(recv[dst][:count] != want))
-            if job.size > 1:
-                t = max(job.comm.allgather(t))
-                wrongs = [w for w in job.comm.allgather(wrong) if w is not None]
-                wrong = sum(wrongs) if wrongs else None
-            cells.append(PairCell(src, dst, count * 4, count * 4 / t / 1e9 if t > 0 else 0.0, t * 1e6, wrong))
-            if job.rank == 0:
-                if checkpoint:
-                    checkpoint(result_so_far())
-                if progress and size == sizes[-1]:
-                    progress(f"p2p {src}->{dst} done")
-    except KeyboardInterrupt as exc:
-        raise interrupted(job, exc, result_so_far) from None
-    if job.rank != 0:
-        return None
-    return result_so_far()
+    return _sweep(job, nranks, sizes, measure,
+                  lambda cells: P2PMatrix(nranks, "nccl", cells, devices, bool(backend.simulated)),
+                  progress, checkpoint, stop)
 
 
 def run_p2p_mpi(
@@ -170,39 +191,28 @@ def run_p2p_mpi(
           else f"messages of {format_size(max_size)} need {format_size(2 * max_size)} of host memory")
     side = _Side(space, max_size, False, 1, need_send=True, need_recv=True)
     ack = np.zeros(1, dtype=np.uint8)
-    cells: list[PairCell] = []
 
-    def result_so_far() -> P2PMatrix:
-        return P2PMatrix(job.size, "mpi", tuple(cells), tuple(job.hosts))
+    def measure(src: int, dst: int, size: int) -> PairCell:
+        iters, skip, window = schedule.plan("bw", size)
+        seed = (size + src) % 251
+        if job.rank == src:
+            space.fill(side.send, size, seed)
+        if job.rank == dst:
+            space.poison(side.recv, size)
+        job.comm.Barrier()
+        elapsed = 0.0
+        if job.rank in (src, dst):
+            first = job.rank == src
+            elapsed = _bw_loop(job.comm, side, size, iters, skip, window, first, dst if first else src, ack,
+                               MPI.Wtime)
+        wrong = space.wrong_bytes(side.recv, size, seed) if (verify and job.rank == dst) else None
+        t_all = job.comm.allgather((elapsed if job.rank == src else 0.0, wrong))
+        t = t_all[src][0]
+        wrong = t_all[dst][1]
+        moved = size * iters * window
+        return PairCell(src, dst, size, moved / t / 1e9 if t > 0 else 0.0,
+                        t / (iters * window) * 1e6 if t > 0 else 0.0, wrong)
 
-    try:
-        for src, dst, size in boundaries(job, _cells(job.size, sizes), stop):
-            iters, skip, window = schedule.plan("bw", size)
-            seed = (size + src) % 251
-            if job.rank == src:
-                space.fill(side.send, size, seed)
-            if job.rank == dst:
-                space.poison(side.recv, size)
-            job.comm.Barrier()
-            elapsed = 0.0
-            if job.rank in (src, dst):
-                first = job.rank == src
-                elapsed = _bw_loop(job.comm, side, size, iters, skip, window, first, dst if first else src, ack,
-                                   MPI.Wtime)
-            wrong = space.wrong_bytes(side.recv, size, seed) if (verify and job.rank == dst) else None
-            t_all = job.comm.allgather((elapsed if job.rank == src else 0.0, wrong))
-            t = t_all[src][0]
-            wrong = t_all[dst][1]
-            moved = size * iters * window
-            cells.append(PairCell(src, dst, size, moved / t / 1e9 if t > 0 else 0.0,
-                                  t / (iters * window) * 1e6 if t > 0 else 0.0, wrong))
-            if job.rank == 0:
-                if checkpoint:
-                    checkpoint(result_so_far())
-                if progress and size == sizes[-1]:
-                    progress(f"p2p {src}->{dst} done")
-    except KeyboardInterrupt as exc:
-        raise interrupted(job, exc, result_so_far) from None
-    if job.rank != 0:
-        return None
-    return result_so_far()
+    return _sweep(job, job.size, sizes, measure,
+                  lambda cells: P2PMatrix(job.size, "mpi", cells, tuple(job.hosts)),
+                  progress, checkpoint, stop)

@@ -5,13 +5,13 @@ JSON fields scripts rely on (CLI.md): ``gpu_of_rank``, ``cost``, ``default_cost`
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json_atomic
 from ..errors import SchemaError, UserError
+from ..userfiles import loads_strict, read_text
 
 FORMAT = "linkscope.mapping"
 SCHEMA_VERSION = 1
@@ -196,8 +196,4 @@ def load_assignment(path: Path | str) -> Assignment:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"mapping file not found: {path}", hint="create one with linkscope map TRAFFIC -o mapping.json")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    return from_dict(data, origin=str(path))
+    return from_dict(loads_strict(read_text(path, "mapping file"), str(path)), origin=str(path))

@@ -428,10 +428,3 @@ def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0
             break
         last[more] = nxt[more]
     return SimResult(finish_s=done[last], first_rate_gb_per_s=first_rate[first], events=events)
-
-
-def bottleneck_summary(A: csc_matrix, capacity: np.ndarray, rates: np.ndarray) -> np.ndarray:
-    """Utilisation (0..1) of each resource at the given stage rates."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = (A @ np.where(np.isfinite(rates), rates, 0.0)) / capacity
-    return np.nan_to_num(util)

@@ -427,12 +427,5 @@ class _Hierarchy:
             check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
         nic_s = s if graph.node_kind[s] == _NIC else self._nic_of(s)
         nic_d = d if graph.node_kind[d] == _NIC else self._nic_of(d)
-        up = self._uplinks.get(s)
-        if up is None:
-            up = self._local_route(cs, s, nic_s) if nic_s != s else np.empty(0, dtype=np.int64)
-            self._uplinks[s] = up
-        down = self._downlinks.get(d)
-        if down is None:
-            down = self._local_route(cd, nic_d, d) if nic_d != d else np.empty(0, dtype=np.int64)
-            self._downlinks[d] = down
-        return np.concatenate([up, np.asarray(self._network_path(nic_s, nic_d), dtype=np.int64), down])
+        return np.concatenate([self._uplink(s, nic_s), np.asarray(self._network_path(nic_s, nic_d), dtype=np.int64),
+                               self._downlink(d, nic_d)])

@@ -8,14 +8,14 @@
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..atomic import write_json_atomic, write_text_atomic
+from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
+from ..userfiles import loads_strict, read_text
 from .matrix import TrafficError, TrafficMatrix
 
 FORMAT = "linkscope.traffic"
@@ -103,22 +103,19 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise UserError(f"unknown traffic file type {path.suffix!r} for {path}", hint="use .csv, .npy or .json")
-    if not path.is_file():
-        raise UserError(f"traffic file not found: {path}")
     origin = f"file:{path.name}"
-    if suffix == ".csv":
-        return loads_csv(path.read_text(), origin=origin)
     if suffix == ".npy":
+        if not path.is_file():
+            raise UserError(f"traffic file not found: {path}")
         try:
             array = np.load(path, allow_pickle=False)
         except ValueError as exc:
             raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
         return TrafficMatrix(bytes=array, origin=origin)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    return from_dict(data, origin=origin)
+    text = read_text(path, "traffic file")
+    if suffix == ".csv":
+        return loads_csv(text, origin=origin)
+    return from_dict(loads_strict(text, str(path)), origin=origin)
 
 
 def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
@@ -130,10 +127,7 @@ def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
     elif suffix == ".npy":
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(matrix.bytes))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(buffer.getvalue())
-        tmp.replace(path)
+        write_bytes_atomic(path, buffer.getvalue())
     elif suffix == ".json":
         write_json_atomic(path, to_dict(matrix))
     else:

@@ -178,11 +178,9 @@ def install(MPI: Any, environ: dict[str, str] | os._Environ, output: str | None)
     def finish() -> None:
         text = format_row(counter.row())
         if rows_dir:
-            path = os.path.join(rows_dir, f"rank-{rank}.txt")
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
+            from ...atomic import write_text_atomic
+
+            write_text_atomic(os.path.join(rows_dir, f"rank-{rank}.txt"), text)
             return
         if MPI.Is_finalized():
             return
