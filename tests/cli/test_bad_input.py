@@ -99,7 +99,7 @@ def test_unknown_preset_lists_the_valid_ones(capsys):
     (["--preset", "hgx-h200-4", "--synthetic", "nvswitch:2"], "choose one topology source"),
     (["--preset", "hgx-h200-4", "--gpus", "7"], "GPU 7 does not exist in 'hgx-h200-4' (valid GPU indices: 0..3)"),
     (["--preset", "hgx-h200-4", "--gpus", "0,0"], "GPU 0 is listed twice"),
-    (["--preset", "hgx-h200-4", "--gpus", "a"], "bad GPU list 'a'"),
+    (["--preset", "hgx-h200-4", "--gpus", "a"], "--gpus 'a': 'a' is not a GPU index"),
     (["--preset", "hgx-h200-4", "--sysfs-root", "/"], "--sysfs-root applies to live discovery only"),
 ])
 def test_topo_bad_selection(capsys, args, message):
@@ -384,11 +384,17 @@ def test_watch_unwritable_output_refused_before_the_command_runs(fake_nvml, tmp_
     (["--json", "-"], "stdout belongs to the command"),
     (["--gpus", ","], "empty GPU list"),
     (["--gpus", "0,5"], "GPU 5 does not exist"),
+    (["--gpus", "0,a"], "--gpus '0,a': 'a' is not a GPU index"),
     (["--interval", "fast"], "not a duration: 'fast'"),
     (["--expect", "pcie"], "unknown --expect value 'pcie' (valid: nvlink)"),
 ])
 def test_watch_bad_input(fake_nvml, capsys, args, message):
     assert message in one_line_error(capsys, main(["watch", *args, "--", sys.executable, "-c", "pass"]))
+
+
+def test_watch_gpus_all_is_the_default(fake_nvml, capsys):
+    assert main(["watch", "--gpus", "all", "--", sys.executable, "-c", "pass"]) == 0
+    assert "GPU 1:" in capsys.readouterr().err  # both fake GPUs are watched
 
 
 def test_watch_command_not_found_keeps_the_shell_code(fake_nvml, capsys):

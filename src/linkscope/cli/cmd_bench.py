@@ -4,22 +4,31 @@
 group's callback runs when no subcommand is given); other modules add subcommands to it
 (``bench_app.command("nccl")(...)``) at import, before the CLI is built.
 
-The helpers below (topology, engine, context, progress, output) are shared with ``cmd_survey``.
+The helpers it shares with ``cmd_survey`` (topology, engine, context, progress, outputs) live in
+``common``.
 """
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 import typer
 
-from ..errors import ConfigError, UserError
-from .common import check_output_file, stderr_console, stdout_console, write_error
-
-EXIT_WITH_ERRORS = 3
-EXIT_INTERRUPTED = 130
+from ..errors import UserError
+from .common import (
+    check_backend,
+    check_outputs,
+    finish,
+    interrupted,
+    make_engine,
+    measure_options,
+    parse_gpu_list,
+    partial_writer,
+    progress_bar,
+    resolve_topology_cli,
+    run_context,
+    stdout_console,
+)
 
 bench_app = typer.Typer(
     invoke_without_command=True,
@@ -31,7 +40,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 
 
-# ---- shared helpers (also used by cmd_survey) -------------------------------------------------
 def parse_list(text: str | None) -> list[str] | None:
     if text is None:
         return None
@@ -39,181 +47,6 @@ def parse_list(text: str | None) -> list[str] | None:
     if not items:
         raise UserError(f"empty list {text!r}")
     return items
-
-
-def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    items = parse_list(text)
-    if items is None:
-        return None
-    try:
-        return tuple(int(i) for i in items)
-    except ValueError:
-        raise UserError(f"bad GPU list {text!r}", hint="use comma-separated indices, e.g. 0,1,3") from None
-
-
-def resolve_topology_cli(preset: str | None, from_file: Path | None, synthetic: str | None, *, allow_fallback: bool):
-    """(Topology, note) through ``discovery.auto.resolve_topology``; the note goes to stderr."""
-    from ..discovery.auto import resolve_topology
-
-    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic, allow_fallback=allow_fallback)
-    if note:
-        stderr_console().print(f"note: {note}", style="yellow", markup=False)
-    return topology
-
-
-def check_backend(backend: str) -> str:
-    """An unknown ``--backend`` is refused before anything is discovered or measured."""
-    from ..engines.registry import BACKENDS
-
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}", hint=f"valid backends: {', '.join(BACKENDS)}")
-    return backend
-
-
-def check_outputs(*, json_path: str | None, csv_path: str | None, osu: bool = False) -> None:
-    """Output options that cannot work together, and files that cannot be written, are refused
-    before anything is measured (not after a long run)."""
-    to_stdout = [flag for flag, value in (("--json", json_path), ("--csv", csv_path)) if value == "-"]
-    if len(to_stdout) > 1:
-        raise ConfigError("--json - and --csv - would both write to stdout", hint="send one of them to a file")
-    if to_stdout and osu:
-        raise ConfigError(f"{to_stdout[0]} - and --osu would both write to stdout", hint=f"send {to_stdout[0]} to a file")
-    check_output_file(json_path, "--json")
-    check_output_file(csv_path, "--csv")
-
-
-def make_engine(backend: str, topology):
-    from ..engines import registry
-
-    err = stderr_console()
-    return registry.create_engine(backend, topology,
-                                  on_note=lambda text: err.print(f"note: {text}", style="bold yellow", markup=False))
-
-
-def run_context(topology, engine) -> dict[str, Any]:
-    from ..results.context import collect_context
-
-    caps = engine.capabilities()
-    return collect_context(os.environ, gpu_names=[g.name for g in topology.gpus], engine=caps.name,
-                           topology_source=topology.source or topology.name,
-                           probe_vendor=caps.provenance != "simulated")
-
-
-@contextmanager
-def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None]]:
-    """A progress callback drawing a Rich bar on stderr; silent when stderr is not a terminal."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = stderr_console()
-    show = console.is_terminal if enabled is None else enabled
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True, disable=not show)
-    task = progress.add_task("measuring", total=None)
-
-    def update(done: int, total: int, label: str) -> None:
-        progress.update(task, completed=done, total=total, description=label[:60])
-
-    with progress:
-        yield update
-
-
-def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> None:
-    from ..atomic import write_text_atomic
-    from ..report.textformats import to_csv
-    from ..results.io import save, to_dict
-
-    if json_path == "-":
-        import json
-
-        typer.echo(json.dumps(to_dict(record), indent=2, allow_nan=False))
-    elif json_path:
-        try:
-            save(record, json_path)
-        except OSError as exc:
-            raise write_error(json_path, exc) from exc
-    if csv_path == "-":
-        typer.echo(to_csv(record), nl=False)
-    elif csv_path:
-        try:
-            write_text_atomic(csv_path, to_csv(record))
-        except OSError as exc:
-            raise write_error(csv_path, exc) from exc
-
-
-def partial_writer(json_path: str | None, csv_path: str | None) -> Callable[[Any], None]:
-    """``on_partial`` for the runner: write what was measured, atomically, to the files asked for."""
-    holder: dict[str, Any] = {}
-
-    def write(record) -> None:
-        holder["record"] = record
-        paths = {"json_path": json_path if json_path != "-" else None, "csv_path": csv_path if csv_path != "-" else None}
-        if any(paths.values()):
-            write_outputs(record, **paths)
-
-    write.holder = holder  # type: ignore[attr-defined]
-    return write
-
-
-def interrupted(json_path: str | None, csv_path: str | None) -> typer.Exit:
-    files = [p for p in (json_path, csv_path) if p and p != "-"]
-    where = f"; partial results written to {', '.join(files)}" if files else ""
-    stderr_console().print(f"linkscope: interrupted{where}", style="bold red")
-    return typer.Exit(EXIT_INTERRUPTED)
-
-
-def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,
-                    no_verify: bool, chunk: str | None, latency_reps: int | None = None, base=None):
-    from dataclasses import replace
-
-    from ..measure.options import MeasureOptions
-    from ..units import parse_duration_s, parse_size
-
-    opts = base or MeasureOptions()
-    changes: dict[str, Any] = {}
-    if reps is not None:
-        changes.update(min_reps=reps, max_reps=reps)
-    if warmup is not None:
-        changes["warmup"] = warmup
-    if time_budget is not None:
-        changes["time_budget_s"] = parse_duration_s(time_budget)
-    if target_ci is not None:
-        if not 0 < target_ci < 1:
-            raise UserError(f"--target-ci must be a fraction between 0 and 1, got {target_ci}", hint="e.g. 0.005 for 0.5%")
-        changes["target_ci_rel"] = target_ci
-    if no_verify:
-        changes["verify"] = False
-    if chunk is not None:
-        size = parse_size(chunk)
-        if size <= 0:
-            raise UserError(f"--chunk must be positive, got {chunk!r}")
-        changes["chunk_bytes"] = size
-    if latency_reps is not None:
-        changes["latency_reps"] = latency_reps
-    return replace(opts, **changes)
-
-
-def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None],
-           before_exit: Callable[[Any], None] | None = None) -> None:
-    """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors.
-    ``before_exit`` runs after the files are written (survey: its report), before the exit code."""
-    write_outputs(record, json_path=json_path, csv_path=csv_path)
-    if before_exit is not None:
-        before_exit(record)
-    if osu:
-        from ..report.textformats import to_osu
-
-        typer.echo(to_osu(record), nl=False)
-    elif json_path != "-" and csv_path != "-":
-        render(record)
-    if record.measurements and all(m.status.value == "waived" for m in record.measurements):
-        n = len(record.measurements)
-        which = "the only entry was" if n == 1 else f"all {n} entries were"
-        stderr_console().print(f"note: nothing was measured: {which} waived (reasons above, or in the JSON 'reason' fields)",
-                               style="yellow", markup=False)
-    if record.errors:
-        stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
-                               style="bold red")
-        raise typer.Exit(EXIT_WITH_ERRORS)
 
 
 def _render(record) -> None:
@@ -324,7 +157,8 @@ def bench(
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
     pat = resolve_pattern(pattern)
     size_list = parse_sizes(sizes)
-    gpu_sel = parse_gpus(gpus)
+    gpu_list = parse_gpu_list(gpus)
+    gpu_sel = tuple(gpu_list) if gpu_list is not None else None
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
@@ -386,7 +220,7 @@ def latency(
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
-    selected = select_gpus(topology, parse_gpus(gpus))
+    selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:
         if "copy" in kinds:

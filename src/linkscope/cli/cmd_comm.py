@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from ..errors import UserError
+from .common import parse_gpu_list
 
 _ENV_KEYS_PREFIXES = ("NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "MV2_", "MPICH_", "FI_")
 _ENV_LAUNCHER_INTERNAL = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
@@ -185,15 +186,6 @@ def _nccl_backend(name: str, gpus_hint: int = 4) -> Any:
                         hint="pip install cupy-cuda12x; or --backend sim for a simulated run") from exc
 
 
-def _parse_gpus(text: Optional[str]) -> Optional[list[int]]:
-    if not text:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--gpus {text!r} is not a list of GPU indices", hint="e.g. --gpus 0,1") from None
-
-
 def _bind_local_gpu(job: Any, backend: Any, environ: dict[str, str], gpu_of_rank: Any = None) -> int:
     from ..comm.launch import bind_gpu
 
@@ -325,7 +317,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             if op not in OPS:
                 raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}")
             size_list = _sizes(sizes)
-            devices = _parse_gpus(gpus)
+            devices = parse_gpu_list(gpus)
             be = _nccl_backend(backend, len(devices) if devices else 4)
             job = job_for(environ)
 
@@ -399,7 +391,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                 raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
             size_list = _sizes(sizes)
             slow = parse_slow_pairs(emulate_slow_pairs)
-            devices = _parse_gpus(gpus)
+            devices = parse_gpu_list(gpus)
             be = _nccl_backend(backend, len(devices) if devices else 4)
             topology = _load_topology(preset, from_file, synthetic)
             job = job_for(environ)

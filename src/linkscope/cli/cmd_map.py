@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError
-from .common import stderr_console, stdout_console
+from .common import check_output_file, resolve_topology_cli, stderr_console, stdout_console
 
 
 def _load_results(path: Path) -> dict:
@@ -52,8 +52,6 @@ def register(app: typer.Typer) -> None:
         --from calibrated.json from linkscope model calibrate) predicts the whole exchange,
         contention included: linkscope map traffic.json --from calibrated.json --metric model
         """
-        from .common import check_output_file
-
         check_output_file(output, "--output")
         from ..mapping import emit as emitters
         from ..mapping.api import map_cluster, map_traffic, network_costs
@@ -73,12 +71,7 @@ def register(app: typer.Typer) -> None:
         err = stderr_console()
         topology = None
         if results is None or preset or from_file or synthetic:
-            from ..discovery.auto import resolve_topology
-
-            topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
-                                              allow_fallback=False)
-            if note:
-                err.print(f"note: {note}", style="yellow")
+            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
         if results is not None:
             cost = results_cost(_load_results(results), metric,
                                 gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError, UserError
-from .common import check_output_file, stderr_console, stdout_console
+from .common import check_output_file, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
 
 model_app = typer.Typer(
     name="model",
@@ -109,13 +109,13 @@ def predict_cmd(
     """
     from ..model.predict import FabricModel
     from ..units import format_size, parse_sizes
-    from .cmd_bench import resolve_topology_cli
 
+    gpu_list = parse_gpu_list(gpus)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
     if flows:
         pairs = _parse_flows(flows)
     else:
-        chosen = list(range(topology.gpu_count)) if not gpus else [_int(x.strip(), gpus) for x in gpus.split(",") if x.strip()]
+        chosen = gpu_list if gpu_list is not None else list(range(topology.gpu_count))
         pairs = _pattern_flows(pattern, chosen)
         if not pairs:
             raise ConfigError(f"pattern {pattern!r} needs more GPUs than {chosen}")

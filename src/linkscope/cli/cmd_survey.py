@@ -7,8 +7,9 @@ from typing import Optional
 import typer
 
 from ..errors import UserError
-from .cmd_bench import (
+from .common import (
     check_backend,
+    check_output_file,
     check_outputs,
     finish,
     interrupted,
@@ -18,8 +19,10 @@ from .cmd_bench import (
     progress_bar,
     resolve_topology_cli,
     run_context,
+    stderr_console,
+    stdout_console,
+    write_error,
 )
-from .common import check_output_file, stderr_console, stdout_console, write_error
 
 
 def _render_survey(record, topology) -> None:

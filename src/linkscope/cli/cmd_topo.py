@@ -7,19 +7,15 @@ from typing import Optional
 import typer
 
 from ..errors import UserError
-from .common import check_output_dir, check_output_file, stderr_console, stdout_console, write_error
-
-
-def parse_gpu_list(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"bad GPU list {text!r}", hint="use comma-separated indices, e.g. 0,1,3") from None
-    if not values:
-        raise UserError("empty GPU list")
-    return values
+from .common import (
+    check_output_dir,
+    check_output_file,
+    parse_gpu_list,
+    resolve_topology_cli,
+    stderr_console,
+    stdout_console,
+    write_error,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -56,7 +52,7 @@ def register(app: typer.Typer) -> None:
             for name in preset_names():
                 typer.echo(f"{name}\t{load_preset(name).description}")
             return
-        from ..discovery.auto import discover_live, resolve_topology
+        from ..discovery.auto import discover_live
         from ..patterns.base import select_gpus
 
         check_output_file(output, "--output")
@@ -65,11 +61,8 @@ def register(app: typer.Typer) -> None:
         if sysfs_root is not None and not live:
             raise UserError("--sysfs-root applies to live discovery only",
                             hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
-        kwargs = {} if sysfs_root is None else {"discover": lambda: discover_live(sysfs_root, strict_sysfs=True)}
-        topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
-                                          allow_fallback=live, **kwargs)
-        if note:
-            stderr_console().print(f"note: {note}", style="yellow", markup=False)
+        discover = None if sysfs_root is None else (lambda: discover_live(sysfs_root, strict_sysfs=True))
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live, discover=discover)
         selected = list(select_gpus(topology, requested)) if requested is not None else None
         if output is not None:
             try:

@@ -3,21 +3,14 @@ from __future__ import annotations
 
 import typer
 
-from .common import check_output_file, stderr_console, write_error
+from .common import check_output_file, parse_gpu_list, stderr_console, write_error
 
 
 def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    from ..errors import UserError
-
-    if text is None or text.strip() in ("", "all"):
+    """``--gpus``: NVML indices, or ``all`` (the default)."""
+    if text is None or text.strip() == "all":
         return None
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UserError(f"not a GPU list: {text!r}", hint="e.g. --gpus 0,1 (NVML indices)") from None
-    if not values:
-        raise UserError(f"empty GPU list {text!r}", hint="e.g. --gpus 0,1 (NVML indices), or leave --gpus out for all")
-    return values
+    return tuple(parse_gpu_list(text, "--gpus") or ())
 
 
 def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Console
@@ -76,7 +69,7 @@ def register(app: typer.Typer) -> None:
     def watch(
         command: list[str] = typer.Argument(..., metavar="COMMAND", help="The command to run."),
         interval: str = typer.Option("100ms", "--interval", help="Sampling period (e.g. 100ms, 1s)."),
-        gpus: str = typer.Option(None, "--gpus", help="NVML GPU indices to watch, e.g. 0,1 (default: all)."),
+        gpus: str = typer.Option(None, "--gpus", help="NVML GPU indices to watch, e.g. 0,1, or all (the default)."),
         expect: str = typer.Option(None, "--expect", help="nvlink: exit 3 when the command succeeded but its traffic did not take NVLink."),
         json_path: str = typer.Option(None, "--json", help="Write totals, verdicts and the timeline as JSON to FILE."),
         csv_path: str = typer.Option(None, "--csv", help="Write the timeline as CSV to FILE."),

@@ -1,14 +1,25 @@
-"""Shared CLI helpers: consoles, output-path checks."""
+"""Shared CLI helpers: consoles, option parsing (GPU lists), output-path checks, the topology of a
+command (``--preset/--from/--synthetic``), and what the measuring commands (``bench``, ``bench
+latency``, ``survey``) share: engine, context, progress bar, partial and final outputs.
+
+Vendor and measuring modules are imported inside the functions, so importing this module stays cheap.
+"""
 from __future__ import annotations
 
 import os
+import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
+import typer
 from rich.console import Console
 
-from ..errors import UserError
+from ..errors import ConfigError, UserError
+from . import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 
 STDOUT = "-"
+_GPU_INDEX = re.compile(r"[0-9]+")
 
 
 def stdout_console() -> Console:
@@ -58,3 +69,195 @@ def check_output_dir(path: str | Path | None, option: str) -> None:
 def write_error(path: str | Path, exc: OSError) -> UserError:
     """An OSError while writing an output, as a one-line UserError."""
     return UserError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def parse_gpu_list(text: str | None, option: str = "--gpus") -> list[int] | None:
+    """A comma-separated list of GPU indices (non-negative integers), e.g. ``0,1,3``; ``None`` (option
+    not given) stays ``None``. An empty list, an item that is not an index, and an index listed twice
+    are UserErrors naming ``option`` and the bad value. Whether the GPUs exist is the caller's check
+    (against its topology or NVML); forms such as ``all`` are the caller's too."""
+    if text is None:
+        return None
+    hint = f"use comma-separated non-negative integers, e.g. {option} 0,1,3"
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if not items:
+        raise UserError(f"{option} {text!r}: empty GPU list", hint=hint)
+    values: list[int] = []
+    for item in items:
+        if not _GPU_INDEX.fullmatch(item):
+            raise UserError(f"{option} {text!r}: {item!r} is not a GPU index", hint=hint)
+        if int(item) in values:
+            raise UserError(f"{option} {text!r}: GPU {int(item)} is listed twice")
+        values.append(int(item))
+    return values
+
+
+# ---- topology and measuring commands (bench, bench latency, survey) ------------------------------
+def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synthetic: str | None, *, allow_fallback: bool,
+                         discover: Callable[[], Any] | None = None):
+    """The topology of ``--preset / --from / --synthetic`` (or this machine's) through
+    ``discovery.auto.resolve_topology``; its note (a simulated fallback) goes to stderr. ``discover``
+    replaces live discovery (``topo --sysfs-root``)."""
+    from ..discovery.auto import resolve_topology
+
+    kwargs = {} if discover is None else {"discover": discover}
+    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
+                                      allow_fallback=allow_fallback, **kwargs)
+    if note:
+        stderr_console().print(f"note: {note}", style="yellow", markup=False)
+    return topology
+
+
+def check_backend(backend: str) -> str:
+    """An unknown ``--backend`` is refused before anything is discovered or measured."""
+    from ..engines.registry import BACKENDS
+
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}", hint=f"valid backends: {', '.join(BACKENDS)}")
+    return backend
+
+
+def check_outputs(*, json_path: str | None, csv_path: str | None, osu: bool = False) -> None:
+    """Output options that cannot work together, and files that cannot be written, are refused
+    before anything is measured (not after a long run)."""
+    to_stdout = [flag for flag, value in (("--json", json_path), ("--csv", csv_path)) if value == "-"]
+    if len(to_stdout) > 1:
+        raise ConfigError("--json - and --csv - would both write to stdout", hint="send one of them to a file")
+    if to_stdout and osu:
+        raise ConfigError(f"{to_stdout[0]} - and --osu would both write to stdout", hint=f"send {to_stdout[0]} to a file")
+    check_output_file(json_path, "--json")
+    check_output_file(csv_path, "--csv")
+
+
+def make_engine(backend: str, topology):
+    from ..engines import registry
+
+    err = stderr_console()
+    return registry.create_engine(backend, topology,
+                                  on_note=lambda text: err.print(f"note: {text}", style="bold yellow", markup=False))
+
+
+def run_context(topology, engine) -> dict[str, Any]:
+    from ..results.context import collect_context
+
+    caps = engine.capabilities()
+    return collect_context(os.environ, gpu_names=[g.name for g in topology.gpus], engine=caps.name,
+                           topology_source=topology.source or topology.name,
+                           probe_vendor=caps.provenance != "simulated")
+
+
+@contextmanager
+def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress callback drawing a Rich bar on stderr; silent when stderr is not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = stderr_console()
+    show = console.is_terminal if enabled is None else enabled
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True, disable=not show)
+    task = progress.add_task("measuring", total=None)
+
+    def update(done: int, total: int, label: str) -> None:
+        progress.update(task, completed=done, total=total, description=label[:60])
+
+    with progress:
+        yield update
+
+
+def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> None:
+    from ..atomic import write_text_atomic
+    from ..report.textformats import to_csv
+    from ..results.io import save, to_dict
+
+    if json_path == "-":
+        import json
+
+        typer.echo(json.dumps(to_dict(record), indent=2, allow_nan=False))
+    elif json_path:
+        try:
+            save(record, json_path)
+        except OSError as exc:
+            raise write_error(json_path, exc) from exc
+    if csv_path == "-":
+        typer.echo(to_csv(record), nl=False)
+    elif csv_path:
+        try:
+            write_text_atomic(csv_path, to_csv(record))
+        except OSError as exc:
+            raise write_error(csv_path, exc) from exc
+
+
+def partial_writer(json_path: str | None, csv_path: str | None) -> Callable[[Any], None]:
+    """``on_partial`` for the runner: write what was measured, atomically, to the files asked for."""
+    holder: dict[str, Any] = {}
+
+    def write(record) -> None:
+        holder["record"] = record
+        paths = {"json_path": json_path if json_path != "-" else None, "csv_path": csv_path if csv_path != "-" else None}
+        if any(paths.values()):
+            write_outputs(record, **paths)
+
+    write.holder = holder  # type: ignore[attr-defined]
+    return write
+
+
+def interrupted(json_path: str | None, csv_path: str | None) -> typer.Exit:
+    files = [p for p in (json_path, csv_path) if p and p != "-"]
+    where = f"; partial results written to {', '.join(files)}" if files else ""
+    stderr_console().print(f"linkscope: interrupted{where}", style="bold red")
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
+def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,
+                    no_verify: bool, chunk: str | None, latency_reps: int | None = None, base=None):
+    from dataclasses import replace
+
+    from ..measure.options import MeasureOptions
+    from ..units import parse_duration_s, parse_size
+
+    opts = base or MeasureOptions()
+    changes: dict[str, Any] = {}
+    if reps is not None:
+        changes.update(min_reps=reps, max_reps=reps)
+    if warmup is not None:
+        changes["warmup"] = warmup
+    if time_budget is not None:
+        changes["time_budget_s"] = parse_duration_s(time_budget)
+    if target_ci is not None:
+        if not 0 < target_ci < 1:
+            raise UserError(f"--target-ci must be a fraction between 0 and 1, got {target_ci}", hint="e.g. 0.005 for 0.5%")
+        changes["target_ci_rel"] = target_ci
+    if no_verify:
+        changes["verify"] = False
+    if chunk is not None:
+        size = parse_size(chunk)
+        if size <= 0:
+            raise UserError(f"--chunk must be positive, got {chunk!r}")
+        changes["chunk_bytes"] = size
+    if latency_reps is not None:
+        changes["latency_reps"] = latency_reps
+    return replace(opts, **changes)
+
+
+def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None],
+           before_exit: Callable[[Any], None] | None = None) -> None:
+    """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors.
+    ``before_exit`` runs after the files are written (survey: its report), before the exit code."""
+    write_outputs(record, json_path=json_path, csv_path=csv_path)
+    if before_exit is not None:
+        before_exit(record)
+    if osu:
+        from ..report.textformats import to_osu
+
+        typer.echo(to_osu(record), nl=False)
+    elif json_path != "-" and csv_path != "-":
+        render(record)
+    if record.measurements and all(m.status.value == "waived" for m in record.measurements):
+        n = len(record.measurements)
+        which = "the only entry was" if n == 1 else f"all {n} entries were"
+        stderr_console().print(f"note: nothing was measured: {which} waived (reasons above, or in the JSON 'reason' fields)",
+                               style="yellow", markup=False)
+    if record.errors:
+        stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
+                               style="bold red")
+        raise typer.Exit(EXIT_WITH_ERRORS)

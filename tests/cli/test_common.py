@@ -1,0 +1,109 @@
+"""cli/common.py: the one GPU-list parser, and every command that takes --gpus refusing the same bad
+values with the same one line (existence is checked against the topology afterwards)."""
+from __future__ import annotations
+
+import pytest
+
+from linkscope.cli import main
+from linkscope.cli.common import parse_gpu_list, resolve_topology_cli
+from linkscope.errors import UserError
+
+HINT = "use comma-separated non-negative integers, e.g. --gpus 0,1,3"
+
+
+def test_parse_gpu_list_accepts_indices_in_the_given_order():
+    assert parse_gpu_list(None) is None
+    assert parse_gpu_list("3") == [3]
+    assert parse_gpu_list(" 2, 0 ,1,") == [2, 0, 1]
+    assert parse_gpu_list("10,007") == [10, 7]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "--gpus '': empty GPU list"),
+    (" , ", "--gpus ' , ': empty GPU list"),
+    ("a", "--gpus 'a': 'a' is not a GPU index"),
+    ("0,x", "--gpus '0,x': 'x' is not a GPU index"),
+    ("-1", "--gpus '-1': '-1' is not a GPU index"),
+    ("+1", "--gpus '+1': '+1' is not a GPU index"),
+    ("1.0", "--gpus '1.0': '1.0' is not a GPU index"),
+    ("0 1", "--gpus '0 1': '0 1' is not a GPU index"),
+    ("\u0661", "is not a GPU index"),  # a non-ASCII digit that int() would take
+    ("all", "--gpus 'all': 'all' is not a GPU index"),  # 'all' is the caller's (watch) form
+    ("0,1,0", "--gpus '0,1,0': GPU 0 is listed twice"),
+])
+def test_parse_gpu_list_refuses_with_one_line_naming_the_value(text, message):
+    with pytest.raises(UserError) as info:
+        parse_gpu_list(text)
+    line = info.value.one_line()
+    assert message in line
+    assert "\n" not in line
+    if "listed twice" not in message:
+        assert info.value.hint == HINT
+
+
+def test_parse_gpu_list_names_the_option_it_parses():
+    with pytest.raises(UserError, match=r"^--devices '0,z': 'z' is not a GPU index$") as info:
+        parse_gpu_list("0,z", option="--devices")
+    assert "--devices 0,1,3" in info.value.hint
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--synthetic", "nvswitch:4"],
+    ["bench", "latency", "--synthetic", "nvswitch:4"],
+    ["topo", "--synthetic", "nvswitch:4"],
+    ["model", "predict", "--synthetic", "nvswitch:4"],
+    ["bench", "nccl", "--backend", "sim"],
+    ["bench", "stencil", "--backend", "sim"],
+])
+@pytest.mark.parametrize("gpus, message", [
+    ("0,x", "--gpus '0,x': 'x' is not a GPU index"),
+    ("1,1", "--gpus '1,1': GPU 1 is listed twice"),
+    (",", "--gpus ',': empty GPU list"),
+])
+def test_every_command_refuses_a_bad_gpu_list_alike(capsys, command, gpus, message):
+    code = main([*command, "--gpus", gpus])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith("linkscope: error: ") and err.count("\n") == 1, err
+    assert message in err
+    assert "bad endpoint" not in err  # model predict used to blame a flow
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--synthetic", "nvswitch:4", "--sizes", "1MiB", "--reps", "3"],
+    ["topo", "--synthetic", "nvswitch:4"],
+    ["model", "predict", "--synthetic", "nvswitch:4"],
+])
+def test_a_gpu_that_does_not_exist_is_still_checked_against_the_topology(capsys, command):
+    assert main([*command, "--gpus", "0,9"]) == 1
+    assert "GPU 9 does not exist in 'nvswitch:4' (valid GPU indices: 0..3)" in capsys.readouterr().err
+
+
+def test_model_predict_uses_the_gpus_given(capsys):
+    assert main(["model", "predict", "--synthetic", "nvswitch:4", "--gpus", "2,3", "--pattern", "ring", "--json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    assert sorted((r["src"], r["dst"]) for r in rows) == [(2, 3), (3, 2)]
+
+
+def test_resolve_topology_cli_prints_the_fallback_note_on_stderr(capsys):
+    from linkscope.errors import BackendUnavailable
+
+    def no_gpu():
+        raise BackendUnavailable("no GPU discovered here (NVML: absent; ROCm: absent)")
+
+    topology = resolve_topology_cli(None, None, None, allow_fallback=True, discover=no_gpu)
+    captured = capsys.readouterr()
+    assert topology.name == "hgx-h200-4"
+    assert captured.out == ""
+    assert "note: no GPU discovered here (NVML: absent; ROCm: absent): using the simulated default preset hgx-h200-4" in captured.err
+    with pytest.raises(BackendUnavailable):
+        resolve_topology_cli(None, None, None, allow_fallback=False, discover=no_gpu)
+
+
+def test_map_refuses_two_topology_sources_through_the_shared_resolver(tmp_path, capsys):
+    traffic = tmp_path / "t.csv"
+    traffic.write_text("0,1\n1,0\n")
+    assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--synthetic", "nvswitch:2"]) == 1
+    assert "choose one topology source" in capsys.readouterr().err
