@@ -1,8 +1,8 @@
 """Matplotlib plumbing for the report: figures without pyplot (no global backend state), PNG bytes,
 a log2 size axis, colours per link kind, and a heatmap helper.
 
-Matplotlib is an optional dependency (``linkscope[plot]``); ``new_figure`` raises
-``BackendUnavailable`` with the install hint when it is missing.
+Matplotlib is a dependency of linkscope; should it be missing anyway, ``new_figure`` raises
+``BackendUnavailable`` with the install hint.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def new_figure(width_in: float = 7.0, height_in: float = 4.2) -> Any:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise BackendUnavailable(f"the HTML report needs matplotlib ({exc})", hint="pip install 'linkscope[plot]'") from None
+        raise BackendUnavailable(f"the HTML report needs matplotlib ({exc})", hint="pip install matplotlib") from None
     fig = Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
