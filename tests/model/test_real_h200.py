@@ -35,3 +35,11 @@ def test_calibration_fits_the_measured_latencies():
     for kind in ("remote-read", "flag-pingpong"):
         assert abs(model.latency_us(kind, 0, 1) / measured[kind] - 1) < 0.05
     assert check(record, result.topology).worst_abs_rel_error < 0.10
+
+
+def test_model_check_max_error_says_why_it_fails(capsys):
+    from linkscope.cli import main
+
+    code = main(["model", "check", str(SURVEY), "--max-error", "0.001"])
+    err = capsys.readouterr().err
+    assert code == 3 and "exceeds --max-error 0.001" in err

@@ -227,4 +227,7 @@ def check_cmd(
         else:
             console.print("summary: no entry could be compared", markup=False)
     if max_error is not None and (report.worst_abs_rel_error is None or report.worst_abs_rel_error > max_error):
+        worst = "no entry could be compared" if report.worst_abs_rel_error is None else \
+            f"worst |error| {report.worst_abs_rel_error:.1%} (entry {report.worst_index})"
+        stderr_console().print(f"model check: {worst} exceeds --max-error {max_error:g}", markup=False)
         raise typer.Exit(3)
