@@ -18,6 +18,9 @@ from .common import (
 )
 
 
+EXPORT_FORMATS = ("nccl-xml",)
+
+
 def register(app: typer.Typer) -> None:
     topo_app = typer.Typer(
         invoke_without_command=True,
@@ -28,10 +31,11 @@ def register(app: typer.Typer) -> None:
     def topo(
         ctx: typer.Context,
         preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file, or a folder recorded by 'topo export --raw'."),
+        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file, hwloc XML (lstopo --of xml), NCCL topology XML (NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'."),
         synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
         as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON model to this file."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON model (or, with --export, that format) to this file."),
+        export_format: Optional[str] = typer.Option(None, "--export", help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
         gpus: Optional[str] = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
         sysfs_root: Optional[Path] = typer.Option(None, "--sysfs-root", help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
@@ -41,7 +45,8 @@ def register(app: typer.Typer) -> None:
         Of this machine (live discovery), a preset, a file, a recorded folder or a synthetic spec.
 
         Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json > t.json;
-        linkscope topo --from tests/fixtures/machines/hgx-h200-2
+        linkscope topo --from tests/fixtures/machines/hgx-h200-2;  linkscope topo --from node.xml (hwloc or NCCL XML);
+        linkscope topo --export nccl-xml -o nccl-topo.xml
         """
         if ctx.invoked_subcommand is not None:
             return
@@ -56,6 +61,11 @@ def register(app: typer.Typer) -> None:
         from ..patterns.base import select_gpus
 
         check_output_file(output, "--output")
+        if export_format is not None:
+            if export_format not in EXPORT_FORMATS:
+                raise UserError(f"unknown --export format {export_format!r}", hint=f"valid: {', '.join(EXPORT_FORMATS)}")
+            if output is None:
+                raise UserError("--export needs -o FILE", hint="e.g. linkscope topo --export nccl-xml -o nccl-topo.xml")
         requested = parse_gpu_list(gpus)
         live = preset is None and from_file is None and synthetic is None
         if sysfs_root is not None and not live:
@@ -64,7 +74,20 @@ def register(app: typer.Typer) -> None:
         discover = None if sysfs_root is None else (lambda: discover_live(sysfs_root, strict_sysfs=True))
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live, discover=discover)
         selected = list(select_gpus(topology, requested)) if requested is not None else None
-        if output is not None:
+        if export_format == "nccl-xml":
+            from ..atomic import write_text_atomic
+            from ..discovery.nccl_xml import export_xml
+
+            text, notes = export_xml(topology)
+            try:
+                write_text_atomic(output, text)
+            except OSError as exc:
+                raise write_error(output, exc) from exc
+            for note in notes:
+                stderr_console().print(f"note: {note}", style="yellow", markup=False)
+            stderr_console().print(f"wrote NCCL topology XML to {output} (use: NCCL_TOPO_FILE={output})", markup=False)
+            return
+        elif output is not None:
             try:
                 io.save(topology, output)
             except OSError as exc:

@@ -86,6 +86,10 @@ def resolve_topology(
             from .raw import load_recording
 
             return load_recording(Path(from_file)), None
+        from . import xmlfile
+
+        if xmlfile.looks_like_xml(Path(from_file)):  # hwloc (lstopo --of xml) or NCCL topology XML
+            return xmlfile.load(from_file), None
         return load_file(from_file), None
     if synthetic is not None:
         return synthetic_topology(synthetic), None

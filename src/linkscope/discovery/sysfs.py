@@ -325,6 +325,9 @@ def _pcie_link(a: str, b: str, info: Mapping[str, Any] | None, fallback: Mapping
             speed, width = source["speed_gt_per_s"], source["width"]
             return Link(a, b, LinkKind.PCIE, 1, pcie_gb_per_s(speed, width), provenance=Provenance.OS,
                         source="sysfs current_link_speed/current_link_width", generation=pcie_generation(speed, width))
+        if source and source.get("gb_per_s"):  # a recorded rate without gen/width (hwloc pci_link_speed)
+            return Link(a, b, LinkKind.PCIE, 1, float(source["gb_per_s"]), provenance=Provenance.OS,
+                        source=str(source.get("source") or "recorded PCIe link rate"))
     return Link(a, b, LinkKind.PCIE, 1, PCIE_GEN4_X16_GB_PER_S, provenance=Provenance.DATASHEET,
                 source="link speed not in sysfs: assumed PCIe Gen4 x16", generation="PCIe Gen4 x16 (assumed)")
 

@@ -1,0 +1,97 @@
+"""Users' XML files (hwloc ``lstopo --of xml``, NCCL ``NCCL_TOPO_DUMP_FILE``), parsed safely.
+
+Parsing goes through defusedxml: entity declarations (the "billion laughs" expansion) and external
+entities or DTDs are refused, never expanded or fetched. The DOCTYPE line hwloc writes
+(``<!DOCTYPE topology SYSTEM "hwloc2.dtd">``) names a DTD that is not read. Every failure is one
+``UserError`` line naming the file and what is wrong.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from xml.etree.ElementTree import Element, ParseError
+
+from ..errors import UserError
+from ..userfiles import read_text
+
+HWLOC = "hwloc"
+NCCL = "nccl"
+
+
+def parse(text: str, origin: str) -> Element:
+    """The root element of ``text``; UserError for XML that is malformed or declares entities."""
+    import defusedxml.ElementTree as safe_et  # noqa: PLC0415 - only XML imports need it
+    from defusedxml import DefusedXmlException
+
+    try:
+        return safe_et.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException as exc:
+        raise UserError(f"{origin}: XML entity or external reference refused ({type(exc).__name__}); "
+                        "topology files must not declare entities") from None
+    except ParseError as exc:
+        line, column = getattr(exc, "position", (0, 0))
+        reason = str(exc).split(":")[0]
+        raise UserError(f"{origin} is not well-formed XML: {reason} (line {line}, column {column})") from None
+    except (ValueError, RecursionError) as exc:  # expat refuses some byte/str mixes; absurd nesting
+        raise UserError(f"{origin} is not readable XML: {type(exc).__name__}") from None
+
+
+def kind_of(root: Element) -> str:
+    """``hwloc`` for ``<topology>``, ``nccl`` for ``<system>``; UserError naming the root otherwise."""
+    if root.tag == "topology":
+        return HWLOC
+    if root.tag == "system":
+        return NCCL
+    raise UserError(f"XML root element <{root.tag[:40]}> is neither hwloc's <topology> nor NCCL's <system>",
+                    hint="expected the output of 'lstopo --of xml' or a file NCCL wrote through NCCL_TOPO_DUMP_FILE")
+
+
+def looks_like_xml(path: Path) -> bool:
+    """True for a ``.xml`` name or a file whose first non-blank character is ``<``."""
+    if path.suffix.lower() == ".xml":
+        return True
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False
+    return head.startswith(b"<")
+
+
+def load(path: str | Path) -> Any:
+    """The Topology an hwloc or NCCL XML file describes (``is_this_system`` False)."""
+    path = Path(path)
+    text = read_text(path, "topology file")
+    root = parse(text, str(path))
+    kind = kind_of(root)
+    if kind == HWLOC:
+        from .hwloc_xml import topology_from_xml
+
+        return topology_from_xml(root, origin=str(path))
+    from .nccl_xml import topology_from_xml as from_nccl
+
+    return from_nccl(root, origin=str(path))
+
+
+def attr_int(element: Element, key: str, origin: str, *, default: int | None = None, base: int = 10) -> int | None:
+    """An integer attribute (``0x`` prefix allowed); UserError naming element and attribute when bad."""
+    text = element.get(key)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        return int(text.strip(), 0 if text.strip().lower().startswith("0x") else base)
+    except ValueError:
+        raise UserError(f"{origin}: <{element.tag}> attribute {key}={text[:40]!r} is not an integer") from None
+
+
+def attr_float(element: Element, key: str, origin: str) -> float | None:
+    text = element.get(key)
+    if text is None or text.strip() == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{origin}: <{element.tag}> attribute {key}={text[:40]!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UserError(f"{origin}: <{element.tag}> attribute {key}={text[:40]!r} is not a finite number")
+    return value
