@@ -187,3 +187,15 @@ def test_fuzzed_xml_never_crashes(tmp_path_factory, text: str) -> None:
         assert "\n" not in exc.one_line()
     else:
         nccl_xml.export_xml(topo) if topo.of_kind(DeviceKind.CPU) else None
+
+
+def test_without_defusedxml_the_same_refusals(monkeypatch, tmp_path: Path) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "defusedxml", None)
+    monkeypatch.setitem(sys.modules, "defusedxml.ElementTree", None)
+    assert xmlfile.load(NCCL_H100).gpu_count == 8
+    path = tmp_path / "bomb.xml"
+    path.write_text('<!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><system version="1">&b;</system>')
+    with pytest.raises(UserError, match="entity"):
+        xmlfile.load(path)

@@ -18,14 +18,48 @@ HWLOC = "hwloc"
 NCCL = "nccl"
 
 
+class _EntityRefused(ValueError):
+    pass
+
+
+def _stdlib_fromstring(text: str) -> Element:
+    """The same refusals as defusedxml, on the standard library's expat parser: used only where
+    defusedxml is not installed (a GPU machine without internet)."""
+    from xml.etree.ElementTree import TreeBuilder
+    from xml.parsers import expat
+
+    def refuse(*_args: object) -> None:
+        raise _EntityRefused("entity declaration or external reference")
+
+    builder = TreeBuilder()
+    parser = expat.ParserCreate()
+    parser.StartElementHandler = builder.start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as exc:
+        error = ParseError(expat.ErrorString(exc.code))
+        error.position = (exc.lineno, exc.offset)  # type: ignore[attr-defined]
+        raise error from None
+    return builder.close()
+
+
 def parse(text: str, origin: str) -> Element:
     """The root element of ``text``; UserError for XML that is malformed or declares entities."""
-    import defusedxml.ElementTree as safe_et  # noqa: PLC0415 - only XML imports need it
-    from defusedxml import DefusedXmlException
-
     try:
+        import defusedxml.ElementTree as safe_et  # noqa: PLC0415 - only XML imports need it
+        from defusedxml import DefusedXmlException
+    except ImportError:  # pragma: no cover - exercised by a test that hides defusedxml
+        safe_et, DefusedXmlException = None, _EntityRefused  # type: ignore[assignment,misc]
+    try:
+        if safe_et is None:
+            return _stdlib_fromstring(text)
         return safe_et.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
-    except DefusedXmlException as exc:
+    except (DefusedXmlException, _EntityRefused) as exc:
         raise UserError(f"{origin}: XML entity or external reference refused ({type(exc).__name__}); "
                         "topology files must not declare entities") from None
     except ParseError as exc:
