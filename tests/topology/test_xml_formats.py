@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from xml.etree.ElementTree import tostring
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +201,21 @@ def test_without_defusedxml_the_same_refusals(monkeypatch, tmp_path: Path) -> No
     path.write_text('<!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><system version="1">&b;</system>')
     with pytest.raises(UserError, match="entity"):
         xmlfile.load(path)
+
+
+def test_docs_before_after_flattened_vm_view() -> None:
+    """docs/topology-files.md's simulated before/after: a VM-flattened tree vs the host's file."""
+    root = xmlfile.parse(NCCL_H100.read_text(), "h100")
+    flat = ['<system version="1"><cpu numaid="0" affinity="ffffffff">']
+    for pci in root.iter("pci"):
+        if pci.find("gpu") is not None or pci.find("nic") is not None:
+            inner = "".join(tostring(c, encoding="unicode") for c in pci)
+            flat.append(f'<pci busid="{pci.get("busid")}" class="{pci.get("class")}" link_speed="32.0 GT/s PCIe" '
+                        f'link_width="16">{inner}</pci>')
+    flat.append("</cpu></system>")
+    vm = nccl_xml.topology_from_xml(xmlfile.parse("".join(flat), "vm"), origin="vm")
+    host = xmlfile.load(NCCL_H100)
+    assert len(query.nearest_nics(vm, 0)) == 8
+    assert {str(query.pair_level(vm, "gpu0", f"mlx5_{i}")) for i in range(8)} == {"PHB"}
+    assert [d.id for d in query.nearest_nics(host, 0)] == ["mlx5_0"]
+    assert str(query.pair_level(host, "gpu0", "mlx5_0")) == "PIX" and str(query.pair_level(host, "gpu0", "mlx5_4")) == "SYS"
