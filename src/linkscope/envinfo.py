@@ -85,11 +85,11 @@ def collect() -> dict[str, Any]:
     }
     backends: list[dict[str, Any]] = []
     try:
-        from .discovery.registry import probes
+        from .discovery.registry import TESTED_ON, probes
 
         for availability in probes():
             backends.append({"name": availability.name, "ok": availability.ok, "reason": availability.reason,
-                             "version": availability.version})
+                             "version": availability.version, "tested_on": TESTED_ON.get(availability.name)})
     except ImportError as exc:
         backends.append({"name": "discovery", "ok": False, "reason": f"discovery backends not importable: {exc}"})
     names = {b["name"] for b in backends}

@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
         backends.add_column("backend")
         backends.add_column("available")
         backends.add_column("version / why not")
+        backends.add_column("tested on")
         for item in report["backends"]:
             backends.add_row(item["name"], "yes" if item["ok"] else "no",
-                             item.get("version") or "" if item["ok"] else item["reason"])
+                             item.get("version") or "" if item["ok"] else item["reason"], item.get("tested_on") or "")
         console.print(backends)

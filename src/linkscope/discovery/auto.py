@@ -15,7 +15,7 @@ from ..topology.io import load as load_file
 from ..topology.model import Topology
 from ..topology.presets import load_preset
 from ..topology.synthetic import synthetic_topology
-from . import nvml, rocm, sysfs
+from . import amdsmi, nvml, rocm, sysfs
 
 DEFAULT_FALLBACK_PRESET = "hgx-h200-4"
 
@@ -48,10 +48,32 @@ def discover_live(sysfs_root: Path | None = None, *, strict_sysfs: bool = False)
         topology = nvml.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes))
         source = "nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml"
     else:
-        rc = rocm.probe()
-        if not rc.ok:
-            raise BackendUnavailable(f"no GPU discovered here (NVML: {nv.reason}; ROCm: {rc.reason})")
-        facts = rocm.parse_outputs(rocm.read_outputs())
+        facts = None
+        try:  # AMD: the amdsmi package first, the rocm-smi / amd-smi text parsers as the fallback
+            module = amdsmi.import_amdsmi()
+        except BackendUnavailable as exc:
+            amd_reason = str(exc)
+        else:
+            try:
+                if module.amdsmi_get_processor_handles():
+                    facts = amdsmi.read_facts(module)
+                    amd_reason = ""
+                else:
+                    amd_reason = "amdsmi sees no AMD GPU"
+            except Exception as exc:  # noqa: BLE001 - a failing vendor call falls back to the text tools
+                amd_reason = f"amdsmi failed: {type(exc).__name__}: {exc}"
+            finally:
+                try:
+                    module.amdsmi_shut_down()
+                except Exception:  # noqa: BLE001
+                    pass
+        if facts is None:
+            rc = rocm.probe()
+            if not rc.ok:
+                raise BackendUnavailable(f"no GPU discovered here (NVML: {nv.reason}; amdsmi: {amd_reason}; "
+                                         f"ROCm: {rc.reason})")
+            facts = rocm.parse_outputs(rocm.read_outputs())
+            notes.append(f"amdsmi not used ({amd_reason}): ROCm SMI text output parsed instead")
         topology = rocm.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes),
                                           name=socket.gethostname())
         source = topology.source

@@ -7,6 +7,7 @@ A recording folder holds, where available:
 * ``sysfs.json`` — ``sysfs.read_facts`` output, and ``sysfs.tar.gz`` — every sysfs file, symlink
   and listed folder discovery touched (symlinks kept as symlinks, file sizes as read, not the
   4096 bytes sysfs claims), to be read again with ``sysfs.read_facts(root=<extracted folder>)``;
+* ``amdsmi.json`` — ``amdsmi.read_facts`` output where the amdsmi package works;
 * the ROCm SMI outputs named in ``rocm.COMMANDS`` (``rocm-smi-showtopo.txt``, ``amd-smi-topology.json``, ...);
 * ``manifest.json`` — what was recorded and why anything is missing.
 
@@ -25,7 +26,8 @@ from typing import Any, Callable
 from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import UserError
 from ..topology.model import Topology
-from . import nvml, rocm, sysfs
+from ..errors import BackendUnavailable
+from . import amdsmi, nvml, rocm, sysfs
 
 MANIFEST_FORMAT = "linkscope.raw-recording"
 
@@ -82,7 +84,8 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
                require_sysfs: bool = False,
                nvml_module: Any | None = None,
                rocm_run: Callable[[list[str]], str | None] | None = None,
-               which: Callable[[str], str | None] | None = None) -> list[Path]:
+               which: Callable[[str], str | None] | None = None,
+               amdsmi_module: Any | None = None) -> list[Path]:
     """Record discovery inputs into ``directory``; returns the files written (manifest last).
 
     ``require_sysfs`` (a sysfs root the user named): a missing or incomplete tree is a UserError,
@@ -123,6 +126,26 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
         write_json_atomic(directory / "sysfs.json", sysfs_facts)
         archive_sysfs(reader, directory / "sysfs.tar.gz")
         written += [directory / "sysfs.json", directory / "sysfs.tar.gz"]
+    amd_module = amdsmi_module
+    try:
+        if amd_module is None:
+            amd_module = amdsmi.import_amdsmi()
+        else:
+            amd_module.amdsmi_init()
+    except (BackendUnavailable, Exception) as exc:  # noqa: BLE001 - recording never fails for a backend
+        notes.append(f"amdsmi: {exc}")
+        amd_module = None
+    if amd_module is not None:
+        try:
+            write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts(amd_module))
+            written.append(directory / "amdsmi.json")
+        except Exception as exc:  # noqa: BLE001
+            notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
+        finally:
+            try:
+                amd_module.amdsmi_shut_down()
+            except Exception:  # noqa: BLE001
+                pass
     kwargs: dict[str, Any] = {}
     if rocm_run is not None:
         kwargs["run"] = rocm_run
@@ -169,8 +192,10 @@ def load_recording(directory: Path) -> Topology:
     sysfs_facts = load_sysfs_facts(directory)
     if (directory / "nvml.json").exists():
         return nvml.facts_to_topology(_load_json(directory / "nvml.json"), sysfs_facts)
+    if (directory / "amdsmi.json").exists():
+        return rocm.facts_to_topology(_load_json(directory / "amdsmi.json"), sysfs_facts, name=directory.name)
     outputs = {name: (directory / name).read_text() for name in rocm.COMMANDS if (directory / name).exists()}
     if outputs:
         return rocm.facts_to_topology(rocm.parse_outputs(outputs), sysfs_facts, name=directory.name)
     raise UserError(f"{directory} holds no recorded GPU discovery",
-                    hint="expected nvml.json, rocm-smi-showtopo.txt or amd-smi-topology.json")
+                    hint="expected nvml.json, amdsmi.json, rocm-smi-showtopo.txt or amd-smi-topology.json")

@@ -6,7 +6,7 @@ from typing import Callable
 
 from .base import Availability
 
-NAMES = ("nvml", "sysfs", "rocm")
+NAMES = ("nvml", "sysfs", "amdsmi", "rocm")
 
 
 def _probe_nvml() -> Availability:
@@ -21,17 +21,34 @@ def _probe_sysfs() -> Availability:
     return sysfs.probe(Path("/"))
 
 
+def _probe_amdsmi() -> Availability:
+    from . import amdsmi
+
+    return amdsmi.probe()
+
+
 def _probe_rocm() -> Availability:
     from . import rocm
 
     return rocm.probe()
 
 
-PROBES: dict[str, Callable[[], Availability]] = {"nvml": _probe_nvml, "sysfs": _probe_sysfs, "rocm": _probe_rocm}
+PROBES: dict[str, Callable[[], Availability]] = {"nvml": _probe_nvml, "sysfs": _probe_sysfs, "amdsmi": _probe_amdsmi,
+                                                 "rocm": _probe_rocm}
+
+# Where each path has run. No AMD GPU was available: the AMD paths are tested against recordings
+# and a fake amdsmi module that follow the documented formats, never on real hardware.
+TESTED_ON: dict[str, str] = {
+    "nvml": "real hardware (NVIDIA H100/H200)",
+    "sysfs": "real hardware (GPU machine, CPU machine)",
+    "amdsmi": "fake amdsmi module only (documented API; no AMD GPU)",
+    "rocm": "recorded rocm-smi/amd-smi output only (documented formats; no AMD GPU)",
+    "amdsmi counters (watch)": "fake amdsmi module only (documented API; no AMD GPU)",
+}
 
 
 def probes() -> list[Availability]:
-    """One Availability per discovery backend (nvml, sysfs, rocm); never raises."""
+    """One Availability per discovery backend (nvml, sysfs, amdsmi, rocm); never raises."""
     out = []
     for name in NAMES:
         try:

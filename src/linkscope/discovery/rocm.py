@@ -35,12 +35,15 @@ from ..errors import BackendUnavailable, UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from .base import Availability
 from .merge import GpuPart, assemble
-from .sysfs import normalise_bdf
+from .sysfs import normalise_bdf, pcie_gb_per_s, pcie_generation
 
 XGMI_MI200_GB_PER_S = 50.0
 MI250X_CPU_GCD_GB_PER_S = 36.0
 XGMI_SOURCE = ("ROCm MI250 microarchitecture: 25 GT/s x16 = 50 GB/s per link per direction (datasheet; "
                "amdkfd assumes the same: x16 x 25 Gbps / 8)")
+
+XGMI_OS_SOURCE = ("amdsmi_get_minmax_bandwidth_between_processors: min = one xGMI link (MB/s, amdkfd io_link), "
+                  "link count from amdsmi_get_link_metrics")
 
 # what raw recording runs, and the file each output is stored in
 COMMANDS: dict[str, list[str]] = {
@@ -273,12 +276,17 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
     direct_weight = min(weights) if weights else None
     links: list[Link] = []
     unknown_count = False
+    rate_from_os = bool(facts.get("xgmi_rate_from_min_bandwidth"))
     for p in xgmi:
         a, b = pos_of.get(p["a"]), pos_of.get(p["b"])
         if a is None or b is None:
             continue
         bw = p.get("bandwidth_mbps")
-        if have_bw:
+        if isinstance(p.get("link_count"), int):  # amdsmi link metrics: links to this peer, counted
+            if p["link_count"] < 1:
+                continue
+            count = p["link_count"]
+        elif have_bw:
             if not bw or bw[1] <= 0:
                 continue  # indirect peer: max bandwidth 0
             lo, hi = bw
@@ -289,19 +297,35 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
             count, unknown_count = 1, True
         else:
             count, unknown_count = 1, True
+        if rate_from_os and bw and bw[0] > 0:
+            links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, bw[0] / 1000, provenance=Provenance.OS,
+                              source=XGMI_OS_SOURCE, generation="xGMI (Infinity Fabric)"))
+            continue
         links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, XGMI_MI200_GB_PER_S,
                           provenance=Provenance.DATASHEET, source=XGMI_SOURCE, generation="xGMI (Infinity Fabric)"))
     if unknown_count:
         notes.append("xGMI link counts are not in rocm-smi output: direct pairs (smallest xGMI weight) "
                      "assumed to have 1 link; record amd-smi topology --json for counts")
-    notes.append(f"xGMI rate {XGMI_MI200_GB_PER_S:g} GB/s per link per direction is a datasheet value, not measured")
-    notes.append("rocm-smi/amd-smi hops is 1 for every xGMI pair; routes here follow the direct links only")
+    if any(l.provenance is Provenance.DATASHEET for l in links):
+        notes.append(f"xGMI rate {XGMI_MI200_GB_PER_S:g} GB/s per link per direction is a datasheet value, not measured")
+    if "amdsmi" not in facts.get("from", []):
+        notes.append("rocm-smi/amd-smi hops is 1 for every xGMI pair; routes here follow the direct links only")
+    notes.extend(str(n) for n in facts.get("notes", []))
+    for g in records:  # a host link the backend measured (amdsmi PCIe info) wins over the datasheet guess
+        pcie = g.get("pcie") or {}
+        pos = pos_of[g["index"]]
+        if pcie.get("speed_gt_per_s") and pcie.get("width") and f"gpu{pos}" not in host_links:
+            host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1,
+                                           pcie_gb_per_s(pcie["speed_gt_per_s"], pcie["width"]),
+                                           provenance=Provenance.OS, source="amdsmi_get_pcie_info pcie_metric",
+                                           generation=pcie_generation(pcie["speed_gt_per_s"], pcie["width"]))
     part = GpuPart(gpus=tuple(gpus), links=tuple(links), host_links=host_links, notes=tuple(notes),
                    sources=(f"{' + '.join(facts.get('from', []))}: GCDs, link type, weight, NUMA node",
                             XGMI_SOURCE))
     product = gpus[0].name if gpus else "AMD GPU"
-    return assemble(name, part, sysfs_facts, source="rocm+sysfs" if sysfs_facts is not None else "rocm",
-                    description=f"{len(gpus)} × {product} (xGMI), from ROCm SMI output")
+    backend = "amdsmi" if "amdsmi" in facts.get("from", []) else "rocm"
+    return assemble(name, part, sysfs_facts, source=f"{backend}+sysfs" if sysfs_facts is not None else backend,
+                    description=f"{len(gpus)} × {product} (xGMI), from {'amdsmi' if backend == 'amdsmi' else 'ROCm SMI output'}")
 
 
 def discover(sysfs_facts: Mapping[str, Any] | None = None) -> Topology:

@@ -1,0 +1,161 @@
+"""AMD GPUs (GCDs), xGMI links, NUMA nodes and PCIe links through the ``amdsmi`` Python package.
+
+Used before the ``rocm-smi`` / ``amd-smi`` text parsers (``rocm.py``), which stay the fallback when
+the package is missing or its library does not initialise. Only this module (and
+``counters/amdsmi.py`` for the xGMI counters) imports ``amdsmi``, lazily.
+
+Calls (amdsmi Python API, ROCm/amdsmi ``py-interface/amdsmi_interface.py`` and the amdsmi
+"Hardware Topology Functions" reference):
+
+* ``amdsmi_init()``, ``amdsmi_get_processor_handles()``, ``amdsmi_shut_down()``;
+* per GPU: ``amdsmi_get_gpu_device_bdf`` (``"0000:c1:00.0"``), ``amdsmi_get_gpu_device_uuid``,
+  ``amdsmi_get_gpu_asic_info`` (``market_name``), ``amdsmi_topo_get_numa_node_number``,
+  ``amdsmi_get_pcie_info`` (``pcie_metric``: ``pcie_width``, ``pcie_speed`` in MT/s);
+* per pair: ``amdsmi_topo_get_link_type`` → ``{"hops", "type"}`` (``AmdSmiIoLinkType.XGMI``),
+  ``amdsmi_topo_get_link_weight``, ``amdsmi_get_minmax_bandwidth_between_processors`` →
+  ``{"min_bandwidth", "max_bandwidth"}`` in MB/s (amdkfd io_link: min = one xGMI link, max = links ×
+  min, 0 for a routed peer);
+* ``amdsmi_get_link_metrics`` (newer releases) → ``{"num_links", "links": [{"bdf", "bit_rate",
+  "max_bandwidth", "link_type", "read", "write"}]}``: the destination ``bdf`` of every physical link,
+  which counts the xGMI links per peer directly.
+
+NICs are not amdsmi's business: they come from sysfs, as on the rocm-smi path.
+
+No AMD GPU was available while this was written: it is tested against a fake module that follows
+that documented API (tests/discovery/fake_amdsmi.py), never on real hardware.
+"""
+from __future__ import annotations
+
+import socket
+from typing import Any, Mapping
+
+from ..errors import BackendUnavailable
+from ..topology.model import Topology
+from .base import Availability
+from .rocm import facts_to_topology
+from .sysfs import normalise_bdf
+
+IOLINK_TYPE_XGMI = 2  # AMDSMI_IOLINK_TYPE_XGMI in amdsmi.h (UNDEFINED 0, PCIEXPRESS 1, XGMI 2)
+LINK_TYPE_XGMI = 1  # AMDSMI_LINK_TYPE_XGMI in amdsmi_link_type_t (INTERNAL 0, XGMI 1, PCIE 2)
+FACTS_FORMAT = "linkscope.rocm-facts"
+
+
+def import_amdsmi() -> Any:
+    """The amdsmi module, initialised; BackendUnavailable with the reason otherwise."""
+    try:
+        import amdsmi  # noqa: PLC0415 - vendor library imported lazily
+    except ImportError as exc:
+        raise BackendUnavailable(f"amdsmi Python package not installed ({exc})",
+                                 hint="it ships with ROCm (/opt/rocm/share/amd_smi) or pip install amdsmi") from None
+    try:
+        amdsmi.amdsmi_init()
+    except Exception as exc:  # noqa: BLE001 - AmdSmiLibraryException: no driver, no library
+        raise BackendUnavailable(f"amdsmi did not initialise: {exc}") from None
+    return amdsmi
+
+
+def probe(module: Any | None = None) -> Availability:
+    try:
+        mod = module if module is not None else import_amdsmi()
+        if module is not None:
+            mod.amdsmi_init()
+        count = len(mod.amdsmi_get_processor_handles())
+    except BackendUnavailable as exc:
+        return Availability("amdsmi", False, str(exc))
+    except Exception as exc:  # noqa: BLE001
+        return Availability("amdsmi", False, f"amdsmi failed: {type(exc).__name__}: {exc}")
+    if count == 0:
+        return Availability("amdsmi", False, "amdsmi sees no AMD GPU")
+    return Availability("amdsmi", True, f"{count} AMD GPU(s) through amdsmi", version=_version(mod))
+
+
+def _version(mod: Any) -> str | None:
+    try:
+        info = mod.amdsmi_get_lib_version()
+        return ".".join(str(info.get(k)) for k in ("major", "minor", "release") if info.get(k) is not None) or None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _enum(mod: Any, enum: str, member: str, default: int) -> int:
+    holder = getattr(mod, enum, None)
+    value = getattr(holder, member, None) if holder is not None else None
+    return int(value) if value is not None else default
+
+
+def _try(call: Any, *args: Any) -> Any:
+    try:
+        return call(*args)
+    except Exception:  # noqa: BLE001 - any amdsmi call may be unsupported on a given GPU/driver
+        return None
+
+
+def read_facts(mod: Any) -> dict[str, Any]:
+    """What amdsmi says, as JSON-able facts (the same shape ``rocm.parse_outputs`` returns, so
+    ``rocm.facts_to_topology`` builds the Topology)."""
+    handles = list(mod.amdsmi_get_processor_handles())
+    xgmi_io = _enum(mod, "AmdSmiIoLinkType", "XGMI", IOLINK_TYPE_XGMI)
+    xgmi_link = _enum(mod, "AmdSmiLinkType", "AMDSMI_LINK_TYPE_XGMI", LINK_TYPE_XGMI)
+    notes: list[str] = []
+    gpus = []
+    bdfs = []
+    for i, h in enumerate(handles):
+        bdf = _try(mod.amdsmi_get_gpu_device_bdf, h)
+        bdfs.append(normalise_bdf(str(bdf)) if bdf else None)
+        asic = _try(mod.amdsmi_get_gpu_asic_info, h) or {}
+        name = asic.get("market_name") if isinstance(asic, dict) else None
+        numa = _try(mod.amdsmi_topo_get_numa_node_number, h)
+        pcie = _try(mod.amdsmi_get_pcie_info, h) or {}
+        metric = pcie.get("pcie_metric", {}) if isinstance(pcie, dict) else {}
+        speed_mt, width = metric.get("pcie_speed"), metric.get("pcie_width")
+        gpus.append({"index": i, "pci_bus_id": bdfs[-1], "name": name if name and name != "N/A" else None,
+                     "uuid": _try(mod.amdsmi_get_gpu_device_uuid, h),
+                     "numa_node": numa if isinstance(numa, int) and numa >= 0 else None,
+                     "pcie": {"speed_gt_per_s": speed_mt / 1000, "width": width}
+                     if isinstance(speed_mt, (int, float)) and speed_mt > 0 and isinstance(width, int) and width > 0
+                     else None})
+    # xGMI links per peer from link metrics, where this amdsmi has them
+    link_counts: dict[tuple[int, int], int] | None = {}
+    index_of = {b: i for i, b in enumerate(bdfs) if b}
+    metrics_fn = getattr(mod, "amdsmi_get_link_metrics", None)
+    for i, h in enumerate(handles):
+        metrics = _try(metrics_fn, h) if metrics_fn else None
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("links"), list):
+            link_counts = None
+            break
+        for link in metrics["links"][: metrics.get("num_links", len(metrics["links"]))]:
+            if int(link.get("link_type", -1)) != xgmi_link or not link.get("bdf"):
+                continue
+            j = index_of.get(normalise_bdf(str(link["bdf"])))
+            if j is not None and i < j:  # each physical link once, from its lower-numbered end
+                link_counts[(i, j)] = link_counts.get((i, j), 0) + 1
+    if link_counts is None:
+        notes.append("amdsmi_get_link_metrics not available: xGMI link counts from max/min bandwidth")
+    pairs = []
+    for a in range(len(handles)):
+        for b in range(a + 1, len(handles)):
+            kind = _try(mod.amdsmi_topo_get_link_type, handles[a], handles[b]) or {}
+            bw = _try(mod.amdsmi_get_minmax_bandwidth_between_processors, handles[a], handles[b]) or {}
+            is_xgmi = int(kind.get("type", -1)) == xgmi_io
+            pair: dict[str, Any] = {
+                "a": a, "b": b, "link_type": "XGMI" if is_xgmi else ("PCIE" if kind else None),
+                "weight": _try(mod.amdsmi_topo_get_link_weight, handles[a], handles[b]),
+                "hops": kind.get("hops"),
+                "bandwidth_mbps": [int(bw["min_bandwidth"]), int(bw["max_bandwidth"])]
+                if isinstance(bw, dict) and "min_bandwidth" in bw else None,
+            }
+            if is_xgmi and link_counts is not None:
+                pair["link_count"] = link_counts.get((a, b), 0)
+            pairs.append(pair)
+    return {"format": FACTS_FORMAT, "version": 1, "from": ["amdsmi"], "gpus": gpus, "pairs": pairs,
+            "xgmi_rate_from_min_bandwidth": True, "notes": notes}
+
+
+def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = None) -> Topology:
+    """Live: ask amdsmi now (``module`` replaces the real package in tests)."""
+    mod = module if module is not None else import_amdsmi()
+    try:
+        facts = read_facts(mod)
+    finally:
+        _try(mod.amdsmi_shut_down)
+    return facts_to_topology(facts, sysfs_facts, name=socket.gethostname())

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from tests.discovery.discovery_fakes import MI250X_LINKS
+from tests.discovery.fake_amdsmi import FakeAmdSmi
+from linkscope.discovery import amdsmi, auto, rocm
+from linkscope.errors import BackendUnavailable
+from linkscope.topology import query
+from linkscope.topology.model import LinkKind, Provenance
+
+
+def _xgmi(topo):
+    return {(int(l.a[3:]), int(l.b[3:])): l for l in topo.links if l.kind is LinkKind.XGMI}
+
+
+def test_amdsmi_link_metrics_give_counts_and_os_rate() -> None:
+    topo = amdsmi.discover(module=FakeAmdSmi())
+    links = _xgmi(topo)
+    assert {tuple(sorted(k)): l.count for k, l in links.items()} == MI250X_LINKS
+    assert all(l.provenance is Provenance.OS and l.link_gb_per_s == 50.0 for l in links.values())
+    assert topo.gpu(0).name == "AMD Instinct MI250X" and topo.gpu(4).numa_node == 0
+    assert topo.gpu(2).pci_bus_id == "0000:c9:00.0" and topo.gpu(0).hip_ordinal == 0
+    assert str(query.pair_level(topo, 0, 1)) == "XGMI4" and str(query.pair_level(topo, 0, 7)).startswith("XGMI-")
+    assert not any("hops is 1" in n for n in topo.notes)
+
+
+def test_older_amdsmi_without_link_metrics_uses_max_over_min() -> None:
+    topo = amdsmi.discover(module=FakeAmdSmi(with_link_metrics=False))
+    assert {tuple(sorted(k)): l.count for k, l in _xgmi(topo).items()} == MI250X_LINKS
+    assert any("link_metrics not available" in n for n in topo.notes)
+
+
+def test_same_topology_as_the_text_parsers() -> None:
+    from pathlib import Path
+
+    machine = Path(__file__).resolve().parents[1] / "fixtures" / "machines" / "mi250x-8gcd"
+    outputs = {n: (machine / n).read_text() for n in rocm.COMMANDS if (machine / n).exists()}
+    text = rocm.facts_to_topology(rocm.parse_outputs(outputs))
+    live = amdsmi.discover(module=FakeAmdSmi())
+    assert [str(query.pair_level(live, 0, j)) for j in range(1, 8)] == \
+        [str(query.pair_level(text, 0, j)) for j in range(1, 8)]
+
+
+def test_probe_reasons() -> None:
+    assert amdsmi.probe(FakeAmdSmi()).ok
+    bad = amdsmi.probe(FakeAmdSmi(fail_init=True))
+    assert not bad.ok and "amdsmi" in bad.reason
+    real = amdsmi.probe()  # no amdsmi package on the CPU machine
+    assert not real.ok and real.reason
+
+
+def test_live_discovery_prefers_amdsmi_then_falls_back(monkeypatch) -> None:
+    monkeypatch.setattr(auto.nvml, "probe", lambda *a, **k: amdsmi.Availability("nvml", False, "no NVIDIA driver"))
+    fake = FakeAmdSmi()
+    monkeypatch.setattr(amdsmi, "import_amdsmi", lambda: (fake.amdsmi_init(), fake)[1])
+    topo = auto.discover_live(sysfs_root=None)
+    assert topo.is_this_system and topo.gpu_count == 8 and topo.source.startswith("amdsmi")
+    monkeypatch.setattr(amdsmi, "import_amdsmi", lambda: (_ for _ in ()).throw(BackendUnavailable("no amdsmi")))
+    monkeypatch.setattr(auto.rocm, "probe", lambda *a, **k: amdsmi.Availability("rocm", False, "no rocm-smi"))
+    try:
+        auto.discover_live(sysfs_root=None)
+    except BackendUnavailable as exc:
+        assert "amdsmi" in str(exc) and "rocm-smi" in str(exc)
+    else:
+        raise AssertionError("expected BackendUnavailable")
+
+
+def test_raw_recording_keeps_amdsmi_facts(tmp_path) -> None:
+    from linkscope.discovery import raw
+
+    written = raw.export_raw(tmp_path / "rec", amdsmi_module=FakeAmdSmi(), which=lambda _: None)
+    assert (tmp_path / "rec" / "amdsmi.json") in written
+    topo = raw.load_recording(tmp_path / "rec")
+    assert topo.gpu_count == 8 and {tuple(sorted(k)): l.count for k, l in _xgmi(topo).items()} == MI250X_LINKS
