@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..atomic import write_json_atomic, write_text_atomic
         from ..errors import UserError
-        from ..counters.nvml import open_nvml
+        from ..counters.amdsmi import open_counter_source
         from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
         from ..units import parse_duration_s
 
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         settle_s = parse_duration_s(settle) if settle not in ("0", "0s", "0ms") else 0.0
         options = WatchOptions(command=tuple(resolve_command(command)), interval_s=interval_s,
                                gpus=_parse_gpus(gpus), expect=expect, settle_s=settle_s)
-        source = open_nvml()
+        source = open_counter_source()
         try:
             result = run_watch(options, source)
         finally:

@@ -82,6 +82,8 @@ class GpuPlan:
         pcie_source: PCIE_FROM_COUNTERS, PCIE_FROM_THROUGHPUT or "" (unsupported).
         pcie_unsupported: why PCIe counters cannot be read ("" when they can).
         unsupported: per-counter reasons for counters that a driver refused (link-level detail).
+        fabric: which GPU fabric the link counters are: ``nvlink`` (NVML) or ``xgmi`` (amdsmi);
+            both sit in the ``nvlink`` bus slot of the counters, the GPU-to-GPU fabric.
     """
 
     info: GpuInfo
@@ -91,6 +93,7 @@ class GpuPlan:
     pcie_source: str = ""
     pcie_unsupported: str = ""
     unsupported: tuple[tuple[CounterKey, str], ...] = ()
+    fabric: str = NVLINK
 
     @property
     def gpu(self) -> int:
@@ -118,6 +121,9 @@ class CounterSeries:
 def plan_gpu(source: CounterSource, gpu: int) -> GpuPlan:
     """Probe which counters this GPU answers. Unsupported counters are recorded with NVML's reason."""
     info = source.gpu_info(gpu)
+    fabric = getattr(source, "fabric", NVLINK)
+    fabric_name, fabric_source = (("NVLink", "nvml-field-nvlink-throughput-data-kib") if fabric == NVLINK
+                                  else ("xGMI", getattr(source, "counter_source", fabric)))
     unsupported: list[tuple[CounterKey, str]] = []
     specs: list[CounterSpec] = []
     nvlink_reason = ""
@@ -134,14 +140,14 @@ def plan_gpu(source: CounterSource, gpu: int) -> GpuPlan:
                 keys.append(CounterKey(gpu, NVLINK, link, direction))
         for key, req, reading in zip(keys, requests, source.read_fields(gpu, requests)):
             if reading.ok:
-                specs.append(CounterSpec(key, CUMULATIVE, req, 1024, "nvml-field-nvlink-throughput-data-kib"))
+                specs.append(CounterSpec(key, CUMULATIVE, req, 1024, fabric_source))
             else:
                 unsupported.append((key, reading.error or "not supported"))
         if not any(s.key.bus == NVLINK for s in specs):
             reasons = sorted({r for _, r in unsupported})
-            nvlink_reason = f"NVLink data counters not supported ({', '.join(reasons)})"
+            nvlink_reason = f"{fabric_name} data counters not supported ({', '.join(reasons)})"
     elif not nvlink_reason:
-        nvlink_reason = "no active NVLink"
+        nvlink_reason = f"no active {fabric_name}" if fabric == NVLINK else "no active xGMI link"
 
     pcie_source, pcie_reason = "", ""
     requests = [FieldRequest(FI_PCIE_TX_BYTES, 0), FieldRequest(FI_PCIE_RX_BYTES, 0)]
@@ -163,7 +169,8 @@ def plan_gpu(source: CounterSource, gpu: int) -> GpuPlan:
             for direction in (TX, RX):
                 specs.append(CounterSpec(CounterKey(gpu, PCIE, -1, direction), RATE, None, 1024, pcie_source))
     return GpuPlan(info=info, counters=tuple(specs), links=tuple(links), nvlink_unsupported=nvlink_reason,
-                   pcie_source=pcie_source, pcie_unsupported=pcie_reason, unsupported=tuple(unsupported))
+                   pcie_source=pcie_source, pcie_unsupported=pcie_reason, unsupported=tuple(unsupported),
+                   fabric=fabric)
 
 
 class Sampler:

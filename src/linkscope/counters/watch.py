@@ -189,8 +189,15 @@ def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport],
         pc_reason = plan.pcie_unsupported or ("" if pc_bytes is not None else "no complete PCIe reading")
         verdict = decide(gpu, nv_bytes, pc_bytes, nvlink_complete=nv_complete, pcie_complete=pc_complete,
                          nvlink_reason=nv_reason, pcie_reason=pc_reason)
+        if plan.fabric != NVLINK:  # the GPU fabric is xGMI: say so in the sentence
+            from dataclasses import replace
+
+            verdict = replace(verdict, message=verdict.message.replace("NVLink", "xGMI"))
         reports.append(GpuReport(plan.info, plan, tuple(link_rows), agg[(NVLINK, TX)], agg[(NVLINK, RX)],
                                  agg[(PCIE, TX)], agg[(PCIE, RX)], verdict))
+    fabric_of = {plan.gpu: plan.fabric for plan in sampler.plans}
+    rows = [{**r, "bus": fabric_of[r["gpu"]]} if r["bus"] == NVLINK and fabric_of.get(r["gpu"], NVLINK) != NVLINK
+            else r for r in rows]
     return reports, rows
 
 
@@ -274,6 +281,7 @@ def to_dict(result: WatchResult) -> dict[str, Any]:
             "pci_bus_id": r.info.pci_bus_id,
             "uuid": r.info.uuid,
             "nvlink": {
+                "fabric": r.plan.fabric,
                 "supported": not r.plan.nvlink_unsupported,
                 "reason": r.plan.nvlink_unsupported,
                 "active_links": list(r.plan.links),

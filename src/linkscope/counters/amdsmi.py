@@ -1,0 +1,153 @@
+"""xGMI link counters of AMD GPUs through the ``amdsmi`` Python package, behind the same
+``CounterSource`` protocol as NVML, so ``linkscope watch`` samples them the way it samples NVLink.
+
+Counters (amdsmi reference, ``amdsmi_link_metrics_t``: per physical link ``read`` = "total data
+received for each link in KB", ``write`` = "total data transferred for each link in KB"; both
+cumulative uint64): TX = ``write``, RX = ``read``, diffed between samples like NVML's NVLink KiB
+counters (KB taken as 1024 bytes, as NVML's KiB). Where ``amdsmi_get_link_metrics`` is missing
+(older amdsmi), ``amdsmi_get_gpu_metrics_info``'s ``xgmi_write_data_acc`` / ``xgmi_read_data_acc``
+per-link accumulators (KB) are read instead; "N/A" entries are links without a counter. PCIe byte
+counters are not read on AMD (reported as unsupported, never as zero).
+
+The link index is the position in amdsmi's link list; a link counts as active when its type is
+xGMI (link metrics) or its accumulator is reported (gpu metrics). Only this module and
+``discovery/amdsmi.py`` import ``amdsmi``. No AMD GPU was available: tested with a fake module that
+follows the documented API, never on hardware.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..discovery.amdsmi import LINK_TYPE_XGMI, import_amdsmi
+from ..errors import BackendUnavailable
+from .nvml import (
+    FI_NVLINK_DATA_RX_KIB,
+    FI_NVLINK_DATA_TX_KIB,
+    CounterUnsupported,
+    FieldReading,
+    FieldRequest,
+    GpuInfo,
+)
+
+FABRIC = "xgmi"
+SOURCE_LINK_METRICS = "amdsmi-link-metrics-xgmi-kb"
+SOURCE_GPU_METRICS = "amdsmi-gpu-metrics-xgmi-data-acc-kb"
+
+
+class AmdsmiSource:
+    """``CounterSource`` over amdsmi; GPU indices are amdsmi's processor order."""
+
+    fabric = FABRIC
+
+    def __init__(self, amdsmi: Any) -> None:
+        self._amd = amdsmi
+        self._handles = list(amdsmi.amdsmi_get_processor_handles())
+        holder = getattr(amdsmi, "AmdSmiLinkType", None)
+        member = getattr(holder, "AMDSMI_LINK_TYPE_XGMI", None) if holder is not None else None
+        self._xgmi = int(member) if member is not None else LINK_TYPE_XGMI
+        self.counter_source = SOURCE_LINK_METRICS if getattr(amdsmi, "amdsmi_get_link_metrics", None) \
+            else SOURCE_GPU_METRICS
+
+    def device_count(self) -> int:
+        return len(self._handles)
+
+    def gpu_info(self, index: int) -> GpuInfo:
+        h, amd = self._handles[index], self._amd
+        name = bdf = uuid = ""
+        try:
+            name = str(amd.amdsmi_get_gpu_asic_info(h).get("market_name") or "")
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            bdf = str(amd.amdsmi_get_gpu_device_bdf(h)).lower()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            uuid = str(amd.amdsmi_get_gpu_device_uuid(h))
+        except Exception:  # noqa: BLE001
+            pass
+        return GpuInfo(nvml_index=index, name=name, pci_bus_id=bdf, uuid=uuid)
+
+    def _per_link(self, index: int) -> list[tuple[int | None, int | None]]:
+        """(write KB, read KB) per link index; None for a link without a counter."""
+        amd, h = self._amd, self._handles[index]
+        if self.counter_source == SOURCE_LINK_METRICS:
+            try:
+                metrics = amd.amdsmi_get_link_metrics(h)
+            except Exception as exc:  # noqa: BLE001
+                raise CounterUnsupported(f"amdsmi_get_link_metrics: {exc}") from None
+            links = metrics.get("links", [])[: metrics.get("num_links", len(metrics.get("links", [])))]
+            return [(_kb(l.get("write")), _kb(l.get("read"))) if int(l.get("link_type", -1)) == self._xgmi
+                    else (None, None) for l in links]
+        try:
+            info = amd.amdsmi_get_gpu_metrics_info(h)
+        except Exception as exc:  # noqa: BLE001
+            raise CounterUnsupported(f"amdsmi_get_gpu_metrics_info: {exc}") from None
+        writes, reads = info.get("xgmi_write_data_acc"), info.get("xgmi_read_data_acc")
+        if not isinstance(writes, list) or not isinstance(reads, list):
+            raise CounterUnsupported("amdsmi gpu metrics have no xgmi_*_data_acc counters on this GPU")
+        return [(_kb(w), _kb(r)) for w, r in zip(writes, reads)]
+
+    def active_nvlinks(self, index: int) -> tuple[int, ...]:
+        """Active xGMI links (the protocol's name is NVML's); CounterUnsupported without counters."""
+        return tuple(i for i, (w, r) in enumerate(self._per_link(index)) if w is not None and r is not None)
+
+    def read_fields(self, index: int, requests: Sequence[FieldRequest]) -> list[FieldReading]:
+        wanted = [r for r in requests if r.field_id in (FI_NVLINK_DATA_TX_KIB, FI_NVLINK_DATA_RX_KIB)]
+        per_link: list[tuple[int | None, int | None]] = []
+        error = ""
+        if wanted:
+            try:
+                per_link = self._per_link(index)
+            except CounterUnsupported as exc:
+                error = str(exc)
+        out = []
+        for req in requests:
+            if req.field_id not in (FI_NVLINK_DATA_TX_KIB, FI_NVLINK_DATA_RX_KIB):
+                out.append(FieldReading(req.field_id, req.scope_id, None, False, "NOT_SUPPORTED on AMD (amdsmi)", None))
+                continue
+            if error or req.scope_id >= len(per_link):
+                out.append(FieldReading(req.field_id, req.scope_id, None, False, error or "no such xGMI link", None))
+                continue
+            value = per_link[req.scope_id][0 if req.field_id == FI_NVLINK_DATA_TX_KIB else 1]
+            out.append(FieldReading(req.field_id, req.scope_id, value, value is not None,
+                                    "" if value is not None else "N/A", 2**64))
+        return out
+
+    def pcie_throughput_kb_per_s(self, index: int, tx: bool) -> int:
+        raise CounterUnsupported("PCIe byte counters are not read on AMD GPUs")
+
+    def close(self) -> None:
+        try:
+            self._amd.amdsmi_shut_down()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _kb(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def open_amdsmi() -> AmdsmiSource:
+    """``AmdsmiSource`` over the real package; BackendUnavailable with the reason otherwise."""
+    amd = import_amdsmi()
+    source = AmdsmiSource(amd)
+    if source.device_count() == 0:
+        source.close()
+        raise BackendUnavailable("amdsmi sees no AMD GPU")
+    return source
+
+
+def open_counter_source() -> Any:
+    """NVML where an NVIDIA driver answers, else amdsmi; one BackendUnavailable naming both reasons."""
+    from .nvml import open_nvml
+
+    try:
+        return open_nvml()
+    except BackendUnavailable as nv_exc:
+        try:
+            return open_amdsmi()
+        except BackendUnavailable as amd_exc:
+            raise BackendUnavailable(f"no link counters here: {nv_exc}; AMD: {amd_exc}",
+                                     hint="watch needs an NVIDIA driver (NVML) or the amdsmi package on an AMD node"
+                                     ) from None
