@@ -11,6 +11,7 @@ work=$(mktemp -d /tmp/ncclxml.XXXXXX)
 gpus=${LINKSCOPE_NCCLXML_GPUS:-0}
 bench=(python3 -m linkscope bench nccl --op allreduce --gpus "$gpus" --sizes 1MiB -n 5 -w 2 --runs 1)
 
+command -v lstopo >/dev/null && timeout 20 lstopo --of xml "$work/lstopo.xml" 2>/dev/null  # hwloc fixture, if installed
 echo "== 1. bench nccl with NCCL_TOPO_DUMP_FILE (GPUs $gpus)"
 NCCL_TOPO_DUMP_FILE="$work/dump.xml" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV \
   timeout 60 "${bench[@]}" >"$work/run1.log" 2>&1; echo "rc=$?" >>"$work/run1.log"
@@ -55,6 +56,7 @@ result = {
     "import": {"rc": rc(text("import.log")), "log": text("import.log")},
     "export": {"rc": rc(text("export.log")), "log": text("export.log")},
     "exported_xml": text("exported.xml"),
+    "lstopo_xml": text("lstopo.xml"),
     "run2_topo_file": {"rc": rc(run2), "nccl_lines": nccl_lines(run2), "tail": (run2 or "").splitlines()[-15:]},
 }
 loaded = [l for l in result["run2_topo_file"]["nccl_lines"] if re.search(r"Loading topology|TOPO_FILE", l)]
