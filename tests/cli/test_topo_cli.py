@@ -51,3 +51,11 @@ def test_env_json_never_crashes(capsys):
     data = json.loads(out)
     assert data["versions"]["linkscope"]
     assert all("ok" in b for b in data["backends"])
+
+
+def test_bus_ids_are_printed_verbatim(capsys):
+    """Rich turns ':ab:' into an emoji unless told not to; bus ids must print as they are."""
+    code, out, _ = run(capsys, "topo", "--from", "tests/fixtures/nccl/h100-8gpu-nvswitch.xml")
+    assert code == 0
+    assert "0000:ab:00.0" in out or "ab:00.0" in out
+    assert "\U0001f18e" not in out

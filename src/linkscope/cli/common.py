@@ -24,14 +24,14 @@ _GPU_INDEX = re.compile(r"[0-9]+")
 
 def stdout_console() -> Console:
     """Data goes to stdout; colour follows NO_COLOR / FORCE_COLOR / the terminal."""
-    return Console(highlight=False, soft_wrap=False, width=None if os.isatty(1) else 200)
+    return Console(highlight=False, emoji=False, soft_wrap=False, width=None if os.isatty(1) else 200)
 
 
 def stderr_console() -> Console:
     """Progress, warnings and notes go to stderr; a note stays one line when stderr is not a terminal
     (log files, ``2> err.txt``), so it can be grepped."""
     tty = os.isatty(2)
-    return Console(stderr=True, highlight=False, soft_wrap=not tty, width=None if tty else 200)
+    return Console(stderr=True, highlight=False, emoji=False, soft_wrap=not tty, width=None if tty else 200)
 
 
 def check_output_file(path: str | Path | None, option: str) -> None:
