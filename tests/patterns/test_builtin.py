@@ -1,6 +1,6 @@
 import pytest
 
-from linkscope.engines.registry import catalogue_method
+from linkscope.patterns.methods import find_method as catalogue_method
 from linkscope.errors import TopologyError, UserError
 from linkscope.patterns.base import peer_waiver, select_gpus
 from linkscope.patterns.builtin import (ALL_TO_ALL, ALL_TO_HOST, ALL_TO_ONE, HOST_REFERENCE as HOST, HOST_TO_ALL, LOCAL, MATRIX,
@@ -73,8 +73,12 @@ def test_waivers_say_why():
     w = ALL_TO_HOST.applies_to(TOPO, (0, 1), H2D)
     assert w is not None and "use d2h" in w.reason
     assert ALL_TO_HOST.applies_to(TOPO, (0, 1), D2H) is None
-    w = HOST.applies_to(TOPO, (0,), CE)
+    w = HOST.applies_to(TOPO, (0,), catalogue_method("staged"))
     assert w is not None and "no host end" in w.reason
+    # the method table lets ce, sm-push ... have a host end (as every engine accepts): not waived
+    assert HOST.applies_to(TOPO, (0,), CE) is None and ALL_TO_HOST.applies_to(TOPO, (0, 1), CE) is None
+    w = LOCAL.applies_to(TOPO, (0,), CE)
+    assert w is not None and "'local'" in w.reason
 
 
 def test_no_peer_access_hint_waives_only_that_pair():

@@ -56,11 +56,16 @@ def _render(record) -> None:
 
 
 # ---- bench -----------------------------------------------------------------------------------
-_DEFAULT_METHOD = {"host": "h2d,d2h", "all-to-host": "d2h", "host-to-all": "h2d", "local": "local"}
+def _default_methods(pattern_key: str) -> str:
+    """The methods of a plain ``bench --pattern KEY`` (from the method table)."""
+    from ..patterns.methods import D2H, DEFAULT_METHOD, H2D, LOCAL
+
+    return {"host": f"{H2D.key},{D2H.key}", "all-to-host": D2H.key, "host-to-all": H2D.key,
+            "local": LOCAL.key}.get(pattern_key, DEFAULT_METHOD.key)
 
 
 def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
-    from ..engines.registry import method_keys
+    from ..patterns.methods import method_keys
 
     valid = list(method_keys()) + [m.key for m in engine.capabilities().methods if m.key not in method_keys()]
     for m in methods:
@@ -72,41 +77,73 @@ def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
 
 
 def print_list(backend: str, preset, from_file, synthetic) -> None:
+    """Methods (generated from the method table, with this backend's vendor meaning) and patterns."""
     from rich.table import Table
 
-    from ..engines.registry import METHOD_CATALOGUE
+    from ..patterns.methods import LATENCY_KINDS_TABLE, METHODS, UNIT_TEXT
     from ..patterns.registry import patterns
 
     offered: dict[str, bool] | None = None
     why = ""
     engine_name = backend
+    vendor = None
     try:
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
         engine = make_engine(backend, topology)
         caps = engine.capabilities()
         engine_name = caps.name
+        vendor = caps.vendor or next(iter({(g.vendor or "").lower() for g in topology.gpus}), None)
         offered = {m.key: True for m in caps.methods}
-        extra = [m for m in caps.methods if m.key not in {c.key for c in METHOD_CATALOGUE}]
         engine.close()
     except UserError as exc:
         why = exc.one_line()
-        extra = []
     console = stdout_console()
     table = Table(title=f"methods (--method) on the {engine_name} backend", title_justify="left")
-    for col in ("method", "available", "description"):
+    for col in ("method", "available", "moved by", "description", f"on {vendor or 'each vendor'}"):
         table.add_column(col)
-    for m in list(METHOD_CATALOGUE) + extra:
+    for m in METHODS:
         available = "unknown" if offered is None else ("yes" if offered.get(m.key) else "no")
-        table.add_row(m.key, available, m.description)
+        if vendor in m.meaning:
+            meaning = m.meaning[vendor]
+        elif vendor:
+            meaning = f"not offered on {vendor}"
+        else:
+            meaning = "; ".join(f"{v}: {t}" for v, t in m.meaning.items())
+        table.add_row(m.key, available, UNIT_TEXT[m.unit], m.description, meaning)
     console.print(table)
     if why:
         console.print(f"backend {backend!r} not usable here: {why}", markup=False)
+    table = Table(title="latency kinds (bench latency --kind)", title_justify="left")
+    table.add_column("kind")
+    table.add_column("description")
+    for k in LATENCY_KINDS_TABLE:
+        table.add_row(k.key, k.description)
+    console.print(table)
     table = Table(title="patterns (--pattern), or a pattern FILE (JSON/CSV groups of src,dst[,size])", title_justify="left")
     table.add_column("pattern")
     table.add_column("description")
     for p in patterns():
         table.add_row(p.key, p.description)
     console.print(table)
+
+
+def method_lines(record, topology) -> list[str]:
+    """One line per method of the record: what moved the bytes on this vendor (the method table)."""
+    from ..patterns.methods import UNIT_TEXT, find_method
+
+    vendors = {(g.vendor or "").lower() for g in topology.gpus}
+    vendor = next(iter(vendors)) if len(vendors) == 1 else None
+    lines, seen = [], []
+    for m in record.measurements:
+        if m.method not in seen:
+            seen.append(m.method)
+    for key in seen:
+        info = find_method(key)
+        if info is None:
+            continue
+        meaning = info.meaning.get(vendor, info.description) if vendor else info.description
+        lines.append(f"{key}: {meaning}; moved by the {UNIT_TEXT[info.unit]}")
+    return lines
 
 
 _BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm or sim."
@@ -165,7 +202,7 @@ def bench(
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
     try:
-        methods = check_methods(parse_list(method or _DEFAULT_METHOD.get(pat.key, "ce")) or ["ce"], engine)
+        methods = check_methods(parse_list(method or _default_methods(pat.key)) or [_default_methods("")], engine)
         spec = BenchSpec(pat, methods, direction, gpu_sel)
         on_partial = partial_writer(json_path, csv_path)
         try:
@@ -178,6 +215,10 @@ def bench(
     finally:
         engine.close()
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
+    if not osu and json_path != "-" and csv_path != "-" and len(methods) > 1:
+        console = stdout_console()
+        for line in method_lines(record, topology):
+            console.print(line, markup=False)
 
 
 @bench_app.command("latency")
@@ -186,8 +227,8 @@ def latency(
     preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    kind: str = typer.Option("remote-read,flag-pingpong", "--kind", help="remote-read, flag-pingpong, copy (comma-separated)."),
-    method: str = typer.Option("ce", "--method", help="Copy method of --kind copy."),
+    kind: str = typer.Option("remote-read,flag-pingpong", "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated)."),
+    method: Optional[str] = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
     size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
     json_path: Optional[str] = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
@@ -201,11 +242,13 @@ def latency(
 
     Example: linkscope bench latency --kind remote-read --gpus 0,1,2,3 --json lat.json
     """
-    from ..engines.base import LATENCY_KINDS
     from ..measure.runner import all_ordered_pairs, run_latency
     from ..patterns.base import select_gpus
+    from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY, LATENCY_HOST_READ, LATENCY_KINDS
+    from ..patterns.plan import HOST
     from ..units import parse_size
 
+    method = method or DEFAULT_METHOD.key
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
     kinds = parse_list(kind) or []
@@ -223,14 +266,20 @@ def latency(
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:
-        if "copy" in kinds:
+        if LATENCY_COPY.key in kinds:
             check_methods([method], engine)
+        # host-read chases through host memory from each GPU; the other kinds run on GPU pairs
+        runs = [(k, [(HOST, g) for g in selected] if k == LATENCY_HOST_READ.key else all_ordered_pairs(selected)) for k in kinds]
         try:
+            record = None
             with progress_bar() as progress:
-                record = run_latency(engine, kinds, all_ordered_pairs(selected), options, topology=topology,
-                                     method=method, size_bytes=size_bytes, progress=progress,
-                                     on_partial=partial_writer(json_path, csv_path),
-                                     context=run_context(topology, engine), run_options={"command": "bench latency"})
+                for k, pairs in runs:
+                    part = run_latency(engine, k, pairs, options, topology=topology,
+                                       method=method, size_bytes=size_bytes, progress=progress,
+                                       on_partial=partial_writer(json_path, csv_path),
+                                       context=run_context(topology, engine), run_options={"command": "bench latency", "latency_kinds": kinds},
+                                       group_offset=len(record.measurements) if record is not None else 0)
+                    record = part if record is None else record.with_(measurements=record.measurements + part.measurements)
         except KeyboardInterrupt:
             raise interrupted(json_path, csv_path) from None
     finally:

@@ -4,11 +4,12 @@
   measures *this* machine, so it refuses a topology with ``is_this_system`` False;
 * ``sim``: ``linkscope.engines.sim.SimEngine(topology)`` — hardware-free twin; numbers are
   labelled ``simulated``;
-* ``rocm``: not implemented yet;
+* ``rocm``: ``linkscope.engines.rocm.RocmEngine(topology)`` — AMD GPUs through CuPy's ROCm build;
+  on a machine without them it says in one line why it cannot run;
 * ``auto``: ``cuda`` when it is usable and the topology is this system, else ``sim`` with a note.
 
-The method catalogue below describes every method key linkscope knows (for ``bench --list`` and
-for messages naming valid keys); each engine says in its capabilities which ones it offers.
+Every method key linkscope knows is in the one method table (``patterns.methods``); each engine
+says in its capabilities which ones it offers.
 """
 from __future__ import annotations
 
@@ -17,36 +18,18 @@ from typing import Callable
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
-from .base import MethodInfo, TransferEngine
+from ..patterns.methods import METHODS, Method, find_method
+from ..patterns.methods import method_keys as _method_keys
+from .base import TransferEngine
 
 NoteFn = Callable[[str], None]
 
 BACKENDS = ("auto", "cuda", "rocm", "sim")
 
-#: Every transfer method key, with its meaning (engines offer a subset).
-METHOD_CATALOGUE: tuple[MethodInfo, ...] = (
-    MethodInfo("ce", "copy engine peer copy (cudaMemcpyPeerAsync) with peer access enabled", needs_peer_access=True),
-    MethodInfo("ce-read", "copy engine peer copy issued by the destination GPU (it reads)", needs_peer_access=True),
-    MethodInfo("ce-write", "copy engine peer copy issued by the source GPU (it writes)", needs_peer_access=True),
-    MethodInfo("ce-nopeer", "the same copy with peer access disabled (the driver stages through the host)"),
-    MethodInfo("sm-push", "SM kernel writing into peer memory", needs_peer_access=True),
-    MethodInfo("sm-pull", "SM kernel reading from peer memory", needs_peer_access=True),
-    MethodInfo("staged", "naive path through pageable host memory (D2H then H2D)"),
-    MethodInfo("staged-pinned", "double-buffered pinned host chunks, D2H of chunk k+1 overlapped with H2D of chunk k"),
-    MethodInfo("h2d", "host (pinned) to device copy engine copy", peer=False, host_endpoint=True),
-    MethodInfo("d2h", "device to host (pinned) copy engine copy", peer=False, host_endpoint=True),
-    MethodInfo("h2d-pageable", "host (pageable) to device copy", peer=False, host_endpoint=True),
-    MethodInfo("d2h-pageable", "device to host (pageable) copy", peer=False, host_endpoint=True),
-    MethodInfo("local", "device-local copy within one GPU's memory", peer=False),
-)
-
-
-def method_keys() -> tuple[str, ...]:
-    return tuple(m.key for m in METHOD_CATALOGUE)
-
-
-def catalogue_method(key: str) -> MethodInfo | None:
-    return next((m for m in METHOD_CATALOGUE if m.key == key), None)
+#: The method table, for callers that list methods next to engines.
+METHOD_CATALOGUE: tuple[Method, ...] = METHODS
+method_keys = _method_keys
+catalogue_method = find_method
 
 
 def engine_names() -> tuple[str, ...]:
@@ -69,7 +52,7 @@ def _cuda(topology: Topology) -> TransferEngine:
     except ImportError as exc:
         raise BackendUnavailable(f"the cuda engine cannot be loaded: {exc}", hint="install cupy-cuda12x, or use --backend sim") from exc
     try:  # the engine's own cheap check (CuPy importable, a device visible), where it has one
-        probe = getattr(importlib.import_module("linkscope.engines.cuda.probe"), "probe", None)
+        probe = getattr(importlib.import_module("linkscope.engines.gpu.probe"), "probe", None)
     except ImportError:
         probe = None
     if callable(probe):
@@ -100,7 +83,17 @@ def _sim(topology: Topology) -> TransferEngine:
 
 
 def _rocm(topology: Topology) -> TransferEngine:
-    raise BackendUnavailable("the rocm engine is not implemented yet; use --backend sim")
+    module = importlib.import_module("linkscope.engines.rocm")
+    why = module.probe()
+    if why:
+        raise BackendUnavailable(f"the rocm engine cannot run here: {why}", hint="use --backend sim")
+    _refuse_foreign("rocm", topology)
+    try:
+        return module.RocmEngine(topology)
+    except UserError:
+        raise
+    except Exception as exc:  # HIP runtime errors while starting up: not usable here
+        raise BackendUnavailable(f"the rocm engine could not start: {type(exc).__name__}: {exc}", hint="use --backend sim") from exc
 
 
 _FACTORIES: dict[str, Callable[[Topology], TransferEngine]] = {"cuda": _cuda, "sim": _sim, "rocm": _rocm}

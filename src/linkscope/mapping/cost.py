@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import UserError
+from ..patterns.methods import DEFAULT_METHOD
 from ..topology import query
 from ..topology.model import LinkKind, Topology
 
@@ -144,7 +145,7 @@ def _from_matrices(metric: str, distance: np.ndarray | None, bandwidth: np.ndarr
     raise _model_needs_topology()
 
 
-def topology_cost(topology: Topology, metric: str, method: str = "ce") -> CostModel:
+def topology_cost(topology: Topology, metric: str, method: str = DEFAULT_METHOD.key) -> CostModel:
     """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency;
     for ``model``, from its fabric model (``model_params`` included) with transfer ``method``."""
     _check_metric(metric)

@@ -26,11 +26,13 @@ import numpy as np
 
 from ..errors import ConfigError, UserError
 from ..model.predict import FabricModel
+from ..patterns.methods import DEFAULT_METHOD as METHOD_TABLE_DEFAULT
+from ..patterns.methods import keys_where
 from ..topology.model import Topology
 from .cost import CostModel
 
-DEFAULT_METHOD = "ce"
-GPU_METHODS = ("ce", "ce-read", "ce-write", "sm-push", "sm-pull", "ce-nopeer", "staged", "staged-pinned")
+DEFAULT_METHOD = METHOD_TABLE_DEFAULT.key
+GPU_METHODS = keys_where(peer=True)  # from the one method table (patterns/methods.py)
 """GPU-to-GPU transfer methods the exchange can use (see linkscope.model.predict)."""
 SLOPE_PROBE_BYTES = 64 * 1024 * 1024
 """Size of the alone-transfer probe whose time per byte gives the pairwise bandwidth term."""

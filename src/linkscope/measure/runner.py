@@ -14,7 +14,12 @@ Methodology (the engine does the device side: start gate, device events, its own
   time (first start to last end) in the same repetition;
 * an exception from the engine for one plan becomes ``error`` entries with its message (the run goes
   on); ``BackendUnavailable`` becomes ``waived``; a failed data check is an ``error``;
-* on KeyboardInterrupt the runner calls ``on_partial(record)`` with ``complete=False`` and re-raises.
+* on KeyboardInterrupt the runner calls ``on_partial(record)`` with ``complete=False`` and re-raises;
+* waivers are the same for every engine: the pattern's, the topology's peer access, then the
+  engine's ``waiver`` (a UserError from it is a waiver too, never an abort);
+* a method whose runtime needs an environment this engine's runtime did not start with (the method
+  table's ``env``, e.g. ``ce-blit`` on AMD: ``HSA_ENABLE_SDMA=0``) runs in a child process with it
+  (``measure.child``); its entries are merged in run order.
 
 Nothing here reads the environment or prints: progress goes to the injected ``progress`` callback.
 """
@@ -27,8 +32,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
-from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError
+from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError, UserError
 from ..patterns.base import Pattern, peer_waiver, select_gpus
+from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY
 from ..patterns.plan import ALL, HOST, Endpoint, Transfer, TransferPlan
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..topology import query
@@ -54,7 +60,7 @@ class BenchSpec:
     """
 
     pattern: Pattern
-    methods: tuple[str, ...] = ("ce",)
+    methods: tuple[str, ...] = (DEFAULT_METHOD.key,)
     direction: str = "uni"
     gpus: tuple[int, ...] | None = None
 
@@ -64,6 +70,7 @@ class _Job:
     plan: TransferPlan
     size_bytes: int
     waiver: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # run in a child process with this environment
 
 
 @dataclass
@@ -89,10 +96,23 @@ def _resize(plan: TransferPlan, size_bytes: int) -> TransferPlan:
     return replace(plan, transfers=tuple(replace(t, size_bytes=size_bytes) for t in plan.transfers))
 
 
-def _plan_waiver(engine: TransferEngine, topology: Topology, plan: TransferPlan, info: MethodInfo) -> str | None:
-    """Why one plan of an offered method cannot run here (peer access, engine), or None."""
+def _plan_waiver(engine: TransferEngine, topology: Topology, plan: TransferPlan, info: MethodInfo,
+                 *, in_child: bool = False) -> str | None:
+    """Why one plan of an offered method cannot run here (peer access, engine), or None. A plan
+    that runs in a child process is asked of the child's engine there (``in_child``)."""
     w = peer_waiver(topology, plan, info)
-    return w.reason if w else engine.waiver(plan)
+    if w:
+        return w.reason
+    if in_child:
+        return None
+    try:
+        return engine.waiver(plan)
+    except UserError as exc:  # every engine's bad plan is a waived row, never an abort
+        return exc.one_line()
+
+
+def _env_of(caps: EngineCapabilities, method: str, allow_child: bool) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(caps.env_missing(method).items())) if allow_child else ()
 
 
 def expand(
@@ -100,8 +120,11 @@ def expand(
     topology: Topology,
     plans_or_spec: BenchSpec | Pattern | Sequence[TransferPlan],
     sizes: Sequence[int] | None,
+    *,
+    allow_child: bool = True,
 ) -> list[_Job]:
-    """Every (plan, size) in run order, with its waiver (pattern, peer access, engine) or None."""
+    """Every (plan, size) in run order, with its waiver (pattern, peer access, engine) or None, and
+    the environment of a child process where the method needs one."""
     caps = engine.capabilities()
     jobs: list[_Job] = []
     if isinstance(plans_or_spec, (list, tuple)):
@@ -110,8 +133,10 @@ def expand(
                 sized = _resize(plan, size) if size is not None else plan
                 size_bytes = size if size is not None else max((t.size_bytes for t in plan.transfers), default=0)
                 info = caps.method(sized.method)
-                waiver = _method_missing(caps, sized.method) if info is None else _plan_waiver(engine, topology, sized, info)
-                jobs.append(_Job(sized, size_bytes, waiver))
+                env = _env_of(caps, sized.method, allow_child) if info is not None else ()
+                waiver = (_method_missing(caps, sized.method) if info is None
+                          else _plan_waiver(engine, topology, sized, info, in_child=bool(env)))
+                jobs.append(_Job(sized, size_bytes, waiver, env if waiver is None else ()))
         return jobs
     spec = plans_or_spec if isinstance(plans_or_spec, BenchSpec) else BenchSpec(plans_or_spec)
     gpus = select_gpus(topology, spec.gpus)
@@ -129,8 +154,10 @@ def expand(
                 plan = TransferPlan(spec.pattern.key, spec.direction, method, (Transfer(ALL, ALL, size),), "none", spec.pattern.key)
                 jobs.append(_Job(plan, size, pattern_waiver))
                 continue
+            env = _env_of(caps, method, allow_child)
             for plan in spec.pattern.plan(topology, gpus, size, method, spec.direction):
-                jobs.append(_Job(plan, size, _plan_waiver(engine, topology, plan, info)))
+                waiver = _plan_waiver(engine, topology, plan, info, in_child=bool(env))
+                jobs.append(_Job(plan, size, waiver, env if waiver is None else ()))
     return jobs
 
 
@@ -431,14 +458,16 @@ def run_bench(
     context: Mapping[str, Any] | None = None,
     run_options: Mapping[str, Any] | None = None,
     group_offset: int = 0,
+    allow_child: bool = True,
 ) -> RunRecord:
     """Run every plan at every size; one Measurement per measured transfer plus the plan's totals.
 
     Raises ConfigError (a UserError) before anything runs when a size does not fit in free memory.
+    ``allow_child`` False: never start a child process (the child itself runs with it off).
     """
     caps = engine.capabilities()
     provenance = _provenance(caps)
-    jobs = expand(engine, topology, plans_or_pattern, sizes)
+    jobs = expand(engine, topology, plans_or_pattern, sizes, allow_child=allow_child)
     check_memory(engine, jobs)
     opts: dict[str, Any] = options.as_dict()
     opts.update({"engine": caps.name, "sizes_bytes": list(sizes or [])})
@@ -450,10 +479,17 @@ def run_bench(
     record = RunRecord(kind=kind, provenance=provenance, created_utc=now_utc(), context=dict(context or {}),
                        options=opts, topology=_topology_dict(topology))
 
+    from_child = _run_children(engine, topology, jobs, options)
+
     def entries(i: int, job: _Job) -> list[Measurement]:
         group = group_offset + i
         if job.waiver is not None:
             return plan_measurements(topology, job, group, provenance, status=Status.WAIVED, reason=job.waiver)
+        if job.env:
+            got = from_child[i]
+            if isinstance(got, str):
+                return plan_measurements(topology, job, group, provenance, status=Status.ERROR, reason=got)
+            return [replace(m, group=group) for m in got]
         try:
             samples = measure_plan(engine, job.plan, options, clock)
         except Exception as exc:  # one failing plan must not lose the run (STYLE.md C5)
@@ -462,6 +498,35 @@ def run_bench(
         return plan_measurements(topology, job, group, provenance, samples=samples)
 
     return _run_jobs(record, jobs, _job_label, entries, progress, on_partial)
+
+
+def _run_children(engine: TransferEngine, topology: Topology, jobs: Sequence[_Job],
+                  options: MeasureOptions) -> dict[int, list[Measurement] | str]:
+    """Entries of the jobs that need a child process (one child per distinct environment), by job
+    index; a string is the reason the child could not give them."""
+    by_env: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for i, job in enumerate(jobs):
+        if job.env and job.waiver is None:
+            by_env.setdefault(job.env, []).append(i)
+    out: dict[int, list[Measurement] | str] = {}
+    if not by_env:
+        return out
+    from .child import child_job, run_child
+
+    factory = getattr(engine, "child_factory", None)
+    for env, idx in by_env.items():
+        if factory is None:
+            why = f"the {engine.name} engine cannot start a child process for {', '.join(f'{k}={v}' for k, v in env)}"
+            out.update({i: why for i in idx})
+            continue
+        try:
+            groups = run_child(child_job(factory, topology, [jobs[i].plan for i in idx], options), dict(env))
+        except (MeasurementError, UserError) as exc:
+            out.update({i: _error_reason(exc) for i in idx})
+            continue
+        for i, entries in zip(idx, groups):
+            out[i] = entries
+    return out
 
 
 # ---- latency ----------------------------------------------------------------------------------
@@ -487,8 +552,9 @@ def run_latency(
 ) -> RunRecord:
     """Latency in microseconds per (kind, pair): ``remote-read`` (device pointer chase over peer memory),
     ``flag-pingpong`` (one-way flag latency between two GPUs), ``copy`` (host-issued copy of
-    ``size_bytes`` with ``method``). Entries have pattern ``latency`` and method = the kind (or the
-    copy method for ``copy``)."""
+    ``size_bytes`` with ``method``), ``host-read`` (pointer chase from GPU ``dst`` through pinned host
+    memory, src ``host``). Entries have pattern ``latency`` and method = the kind (or the copy method
+    for ``copy``)."""
     caps = engine.capabilities()
     provenance = _provenance(caps)
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
@@ -509,17 +575,17 @@ def run_latency(
 
     def entries(i: int, job: tuple[str, Endpoint, Endpoint]) -> list[Measurement]:
         k, a, b = job
-        entry_method = (method or "ce") if k == "copy" else k
+        entry_method = (method or DEFAULT_METHOD.key) if k == LATENCY_COPY.key else k
         common = dict(src=a, dst=b, method=entry_method, pattern="latency", direction="uni",
-                      size_bytes=size_bytes if k == "copy" else 0, provenance=provenance,
+                      size_bytes=size_bytes if k == LATENCY_COPY.key else 0, provenance=provenance,
                       group=group_offset + i, scope="transfer", extra={"latency_kind": k})
         if k not in caps.latency_kinds:
             offered = ", ".join(caps.latency_kinds) or "none"
             return [Measurement(status=Status.WAIVED, reason=f"latency kind {k!r} is not offered by the {caps.name} engine (it offers: {offered})", **common)]
-        if k == "copy" and caps.method(entry_method) is None:
+        if k == LATENCY_COPY.key and caps.method(entry_method) is None:
             return [Measurement(status=Status.WAIVED, reason=_method_missing(caps, entry_method), **common)]
         try:
-            values = engine.latency_us(k, a, b, method=entry_method if k == "copy" else method, size_bytes=size_bytes,
+            values = engine.latency_us(k, a, b, method=entry_method if k == LATENCY_COPY.key else method, size_bytes=size_bytes,
                                        reps=options.latency_reps, warmup=options.warmup)
             stats = Stats.from_samples(values)
             if stats.min <= 0:
@@ -527,6 +593,6 @@ def run_latency(
         except Exception as exc:
             status, reason = _failure(exc)
             return [Measurement(status=status, reason=reason, **common)]
-        return [Measurement(latency=stats, moved_bytes=size_bytes if k == "copy" else 0, **common)]
+        return [Measurement(latency=stats, moved_bytes=size_bytes if k == LATENCY_COPY.key else 0, **common)]
 
     return _run_jobs(record, jobs, lambda job: f"latency {job[0]} {job[1]}->{job[2]}", entries, progress, on_partial)

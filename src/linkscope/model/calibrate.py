@@ -31,7 +31,8 @@ from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
-from .predict import COPY_ENGINE_METHODS, FabricModel
+from ..patterns.methods import D2H, H2D, LOCAL, STAGED, keys_where
+from .predict import COPY_ENGINE_METHODS, PEER_METHODS, FabricModel
 
 _GB = 1e9
 _KIND_OF_CODE = {v: k for k, v in KIND_CODE.items()}
@@ -113,7 +114,7 @@ def _route_info(model: FabricModel, src: Any, dst: Any, method: str) -> tuple[st
         bottleneck = int(edges[np.argmin(eff_cap)])
         kind = _KIND_OF_CODE[int(model.graph.edge_kind[bottleneck])]
         hops_us = float(model.edge_latency_s[edges].sum() * 1e6)
-        transit = model._transit(edges) if method in ("ce", "ce-read", "ce-write", "sm-push", "sm-pull") else 1.0
+        transit = model._transit(edges) if method in PEER_METHODS else 1.0
     else:
         kind, hops_us, transit = "memory", 0.0, 1.0
     gpu_end = dst if src == "host" else src
@@ -195,7 +196,8 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     for method, values in overheads.items():
         fitted[f"overhead_us.{method}"] = statistics.median(values)
     # link efficiencies and engine caps from copy-engine methods
-    link_sources = [m for m in ("ce", "ce-write", "ce-read") if m in rates][:1] + [m for m in ("h2d", "d2h") if m in rates]
+    link_sources = ([m for m in keys_where(needs_peer_access=True, unit=("copy-engine",)) if m in rates][:1]
+                    + [m for m in (H2D.key, D2H.key) if m in rates])
     eff_by_kind: dict[str, list[float]] = {}
     for method in link_sources:
         per_kind: dict[str, list[tuple[_Class, float]]] = {}
@@ -219,19 +221,19 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
         if effs:
             fitted[f"link_efficiency.{kind}"] = min(statistics.median(effs), 1.0)
     # method caps relative to the raw bottleneck
-    for method in ("sm-push", "sm-pull", "ce-nopeer", "staged-pinned", "ce-write", "ce-read"):
+    for method in keys_where(peer=True, pageable=False):
         if method not in rates or method in link_sources:
             continue
         effs = [r / (c.raw_gb_per_s * c.transit) for c, r in rates[method]]
         fitted[f"method_efficiency.{method}"] = statistics.median(effs)
-    memcpy = [r for m in ("h2d-pageable", "d2h-pageable") for _, r in rates.get(m, [])]
+    memcpy = [r for m in keys_where(peer=False, pageable=True) for _, r in rates.get(m, [])]
     if memcpy:
         fitted["host_memcpy_gb_per_s"] = statistics.median(memcpy)
-    elif "staged" in rates:
-        fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates["staged"])
+    elif STAGED.key in rates:
+        fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates[STAGED.key])
         notes.append("host_memcpy_gb_per_s from 'staged' assuming its two hops are memcpy-bound")
-    if "local" in rates:
-        fitted["device_memory_bw_gb_per_s"] = 2 * statistics.median(r for _, r in rates["local"])
+    if LOCAL.key in rates:
+        fitted["device_memory_bw_gb_per_s"] = 2 * statistics.median(r for _, r in rates[LOCAL.key])
     label = f"fitted by linkscope model calibrate{' from ' + source if source else ''}"
     params = base.with_values(fitted, provenance="calibrated", sources={k: label for k in fitted})
     # second pass: the overheads were fitted with the old efficiencies' routes; re-check

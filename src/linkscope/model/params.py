@@ -33,11 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
+from ..patterns.methods import method_keys
 
-METHODS = (
-    "ce", "ce-read", "ce-write", "ce-nopeer", "sm-push", "sm-pull", "staged", "staged-pinned",
-    "h2d", "d2h", "h2d-pageable", "d2h-pageable", "local",
-)
+METHODS = method_keys()  # the one method table (patterns/methods.py)
 LINK_KINDS = ("nvlink", "xgmi", "pcie", "upi", "network")
 TRANSIT_KINDS = ("pcie_switch", "host_bridge", "cpu", "upi")
 
@@ -63,6 +61,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "overhead_us.ce-read": (6.0, "default", _ASSUME),
     "overhead_us.ce-write": (6.0, "default", _ASSUME),
     "overhead_us.ce-nopeer": (10.0, "default", _ASSUME),
+    "overhead_us.ce-blit": (6.0, "default", _ASSUME),
     "overhead_us.sm-push": (5.0, "default", _ASSUME),
     "overhead_us.sm-pull": (5.0, "default", _ASSUME),
     "overhead_us.staged": (12.0, "default", _ASSUME),

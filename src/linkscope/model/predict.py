@@ -40,15 +40,15 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
+from ..patterns.methods import DEFAULT_METHOD, D2H, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from .params import METHODS, ModelParams
 from .routing import Router
 
-PEER_METHODS = ("ce", "ce-read", "ce-write", "sm-push", "sm-pull")
+# method vocabulary from the one method table (patterns/methods.py)
+PEER_METHODS = keys_where(needs_peer_access=True)
 NEEDS_PEER_ACCESS = frozenset(PEER_METHODS)
-COPY_ENGINE_METHODS = frozenset(
-    {"ce", "ce-read", "ce-write", "ce-nopeer", "h2d", "d2h", "h2d-pageable", "d2h-pageable", "staged", "staged-pinned"}
-)
-HOST_METHODS = ("h2d", "d2h", "h2d-pageable", "d2h-pageable")
+COPY_ENGINE_METHODS = frozenset(set(keys_where(unit=("copy-engine", "host-staging"))) - {LOCAL.key})
+HOST_METHODS = keys_where(endpoints=("host-to-gpu", "gpu-to-host"))
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 AUTO_RTOL_FLOWS = 5000
 _GB = 1e9
@@ -200,10 +200,10 @@ class FabricModel:
             if method in HOST_METHODS:
                 raise ConfigError(f"method {method!r} needs 'host' at one end, got {src!r} -> {dst!r}")
             return method, method
-        if method in ("ce", "ce-read", "ce-write", "sm-push", "sm-pull") or method in HOST_METHODS:
-            base = "h2d" if src_host else "d2h"
+        if method in PEER_METHODS or method in HOST_METHODS:
+            base = H2D.key if src_host else D2H.key
             if method in HOST_METHODS:
-                if (method.startswith("h2d")) != src_host:
+                if (get_method(method).host_ends == "src") != src_host:
                     raise ConfigError(f"method {method!r} does not match {src!r} -> {dst!r}")
                 return method, method
             return base, method
@@ -217,36 +217,36 @@ class FabricModel:
         eff_method, cap_method = self._normalise(src, dst, method)
         p = self.params
         overhead_s = p.overhead_us(cap_method) * 1e-6
-        if eff_method in ("h2d", "d2h", "h2d-pageable", "d2h-pageable"):
+        if eff_method in HOST_METHODS:
             gpu = self.gpu(dst if src == HOST else src)
             cpu = self.router.local_cpu(gpu)
             edges = self._path(cpu, gpu) if src == HOST else self._path(gpu, cpu)
             raw = self._raw(edges)
             cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
             weight = 1.0
-            if eff_method.endswith("pageable"):
+            if get_method(eff_method).pageable:
                 cap = min(cap, p["host_memcpy_gb_per_s"])
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
             wts = np.append(np.ones(edges.size), weight)
             return [_Stage(res, wts, cap, overhead_s + self._lat(edges), size_bytes, raw)]
         a, b = self.gpu(src), self.gpu(dst)
-        if eff_method == "local":
+        if eff_method == LOCAL.key:
             if a.id != b.id:
-                raise ConfigError(f"method 'local' copies inside one GPU; got {a.label} -> {b.label}")
+                raise ConfigError(f"method {LOCAL.key!r} copies inside one GPU; got {a.label} -> {b.label}")
             res = np.array([self.graph.device_memory_resource(a.index)], dtype=np.int64)
             return [_Stage(res, np.array([2.0]), float("inf"), overhead_s, size_bytes,
                            float(self.capacity[res[0]]))]
         if a.id == b.id:
             raise ConfigError(f"transfer from {a.label} to itself with method {method!r}",
-                              hint="use method 'local' for a copy inside one GPU")
+                              hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
             reason = self.peer_access(a.index, b.index)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
             edges = self._path(a, b)
             raw = self._raw(edges)
-            initiator = b if method in ("ce-read", "sm-pull") else a
+            initiator = b if get_method(method).issuer == "dst" else a
             alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
             cap = min(alone, self._engine_cap(method, initiator))
             return [_Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)]
@@ -255,7 +255,7 @@ class FabricModel:
         leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
         mem = self.graph.host_memory_resource(cpu.id)
         engine = min(self._engine_cap(method, a), self._engine_cap(method, b))
-        if eff_method == "staged":
+        if eff_method == STAGED.key:
             memcpy = p["host_memcpy_gb_per_s"]
             out = []
             for k, leg in enumerate((leg1, leg2)):
@@ -268,7 +268,7 @@ class FabricModel:
         raw = self._raw(edges)
         cap = min(p.method_efficiency(method) * raw, engine)
         latency = overhead_s + self._lat(edges)
-        if eff_method == "staged-pinned":
+        if eff_method == STAGED_PINNED.key:
             chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
             latency += min(size_bytes, chunk) / (min(cap, self._eff_min(leg1)) * _GB)
         return [_Stage(np.append(edges, mem), np.append(np.ones(edges.size), 2.0), cap, latency, size_bytes, raw)]
@@ -330,7 +330,7 @@ class FabricModel:
         return out
 
     # ---- the fast path for very many GPU-to-GPU flows -----------------------------------------------------
-    def peer_problem(self, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, method: str = "ce") -> FlowProblem:
+    def peer_problem(self, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, method: str = DEFAULT_METHOD.key) -> FlowProblem:
         """Single-stage GPU-to-GPU flows (a peer method), built with array operations; for planning
         at cluster scale. P2P access is assumed (no waiver checks)."""
         if method not in PEER_METHODS:
@@ -361,7 +361,7 @@ class FabricModel:
         transit_log += np.add.reduceat(head_log, starts) - head_log[last]
         vendors = np.array([self.params.engine_cap_gb_per_s(g.vendor) if method in COPY_ENGINE_METHODS else np.inf
                             for g in self.topology.gpus])
-        initiator = dst if method in ("ce-read", "sm-pull") else src
+        initiator = dst if get_method(method).issuer == "dst" else src
         eff_min = np.minimum.reduceat(self.capacity[indices], starts)
         alone = np.minimum(self.params.method_efficiency(method) * raw, eff_min) * np.exp(transit_log)
         cap = np.minimum(alone, vendors[initiator])
@@ -375,7 +375,7 @@ class FabricModel:
             flow_first=np.arange(n_flows, dtype=np.int64),
         )
 
-    def predict_peer_arrays(self, src, dst, size_bytes, method: str = "ce", *, rtol: float | None = None) -> SimResult:
+    def predict_peer_arrays(self, src, dst, size_bytes, method: str = DEFAULT_METHOD.key, *, rtol: float | None = None) -> SimResult:
         """Finish times of many concurrent GPU-to-GPU flows (arrays of GPU indices and sizes)."""
         return simulate(self.peer_problem(src, dst, size_bytes, method), rtol=auto_rtol(len(src), rtol))
 
@@ -384,7 +384,7 @@ class FabricModel:
         """Predicted latency in µs: ``copy`` (a small copy with ``method``), ``remote-read``
         (pointer chase: base + round trip over the route), ``flag-pingpong`` (one way: base + route)."""
         if kind == "copy":
-            chosen = method or ("ce" if HOST not in (src, dst) else ("h2d" if src == HOST else "d2h"))
+            chosen = method or (DEFAULT_METHOD.key if HOST not in (src, dst) else (H2D.key if src == HOST else D2H.key))
             return self.predict([(src, dst, size_bytes)], chosen)[0].elapsed_s * 1e6
         if kind not in ("remote-read", "flag-pingpong"):
             raise ConfigError(f"unknown latency kind {kind!r}", hint="valid: remote-read, flag-pingpong, copy")

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
+from .methods import D2H, H2D, endpoint_reason, find_method, host_direction, keys_where
 from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
 
-if TYPE_CHECKING:  # patterns never import engines at run time (ARCHITECTURE.md: imports point one way)
-    from ..engines.base import MethodInfo
+if TYPE_CHECKING:
+    from .methods import Method as MethodInfo
 
 DIRECTIONS = ("uni", "bi")
 
@@ -98,8 +99,9 @@ def peer_waiver(topology: Topology, plan: TransferPlan, method_info: "MethodInfo
     for t in plan.transfers:
         if isinstance(t.src, int) and isinstance(t.dst, int) and frozenset((t.src, t.dst)) in missing:
             a, b = sorted((t.src, t.dst))
+            others = ", ".join(keys_where(peer=True, needs_peer_access=False))
             return Waiver(f"no peer access between GPU {a} and GPU {b}; method {plan.method!r} needs it "
-                          f"(try ce-nopeer or staged-pinned)")
+                          f"(try {others})")
     return None
 
 
@@ -110,35 +112,33 @@ def too_few_gpus(key: str, gpus: Sequence[int], need: int) -> Waiver | None:
 
 
 def peer_method_waiver(key: str, method_info: "MethodInfo | None") -> Waiver | None:
-    """GPU-to-GPU patterns need a GPU-to-GPU method."""
-    if method_info is not None and not method_info.peer:
+    """GPU-to-GPU patterns need a method whose endpoint rule accepts two GPUs."""
+    if method_info is not None and endpoint_reason(method_info, 0, 1):
         return Waiver(f"pattern {key!r} moves data between GPUs; method {method_info.key!r} is a "
                       f"host/device-local reference method")
     return None
 
 
 def host_method_waiver(key: str, method_info: "MethodInfo | None", *, to_host: bool | None) -> Waiver | None:
-    """Host patterns need a method that accepts a host end, in the right direction."""
+    """Host patterns need a method whose endpoint rule (the method table) accepts a host end in the
+    pattern's direction (``to_host`` None: either direction)."""
     if method_info is None:
         return None
     if not method_info.host_endpoint:
+        hosts = ", ".join(keys_where(host=True))
         return Waiver(f"pattern {key!r} moves data between GPUs and host memory; method {method_info.key!r} "
-                      f"has no host end (use h2d, d2h, h2d-pageable or d2h-pageable)")
-    kind = host_kind(method_info.key)
-    if to_host is True and kind == "h2d":
-        return Waiver(f"pattern {key!r} moves GPU -> host; method {method_info.key!r} moves host -> GPU (use d2h)")
-    if to_host is False and kind == "d2h":
-        return Waiver(f"pattern {key!r} moves host -> GPU; method {method_info.key!r} moves GPU -> host (use h2d)")
+                      f"has no host end (methods with one: {hosts})")
+    if to_host is True and endpoint_reason(method_info, 0, HOST):
+        return Waiver(f"pattern {key!r} moves GPU -> host; method {method_info.key!r} moves host -> GPU (use {D2H.key})")
+    if to_host is False and endpoint_reason(method_info, HOST, 0):
+        return Waiver(f"pattern {key!r} moves host -> GPU; method {method_info.key!r} moves GPU -> host (use {H2D.key})")
     return None
 
 
 def host_kind(method: str) -> str | None:
-    """``h2d`` / ``d2h`` for host methods named that way, else None."""
-    if method.startswith("h2d"):
-        return "h2d"
-    if method.startswith("d2h"):
-        return "d2h"
-    return None
+    """``h2d`` / ``d2h`` for a method whose host end is fixed (the method table), else None."""
+    info = find_method(method)
+    return host_direction(info) if info is not None else None
 
 
 def both_ways(pairs: Sequence[tuple[Endpoint, Endpoint]], size_bytes: int) -> tuple[Transfer, ...]:

@@ -24,10 +24,12 @@ from .base import (
     peer_method_waiver,
     too_few_gpus,
 )
+from .methods import LOCAL as LOCAL_METHOD
+from .methods import endpoint_reason
 from .plan import HOST, Transfer, TransferPlan, Waiver
 
 if TYPE_CHECKING:
-    from ..engines.base import MethodInfo
+    from .methods import Method as MethodInfo
 
 
 @dataclass(frozen=True)
@@ -132,13 +134,7 @@ class HostGroupPattern:
     def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
         if not gpus:
             return Waiver(f"pattern {self.key!r} needs at least 1 GPU; none selected")
-        if method_info is not None and method_info.host_endpoint and self._bidirectional_ok(method_info):
-            return None
         return host_method_waiver(self.key, method_info, to_host=self.to_host)
-
-    @staticmethod
-    def _bidirectional_ok(method_info: "MethodInfo") -> bool:
-        return host_kind(method_info.key) is None  # a method without a fixed direction fits both patterns
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:
         check_direction(direction)
@@ -185,8 +181,9 @@ class LocalPattern:
     def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
         if not gpus:
             return Waiver("pattern 'local' needs at least 1 GPU; none selected")
-        if method_info is not None and method_info.host_endpoint and not method_info.peer:
-            return Waiver(f"pattern 'local' copies within one GPU; method {method_info.key!r} is a host<->device method")
+        if method_info is not None and endpoint_reason(method_info, 0, 0):
+            return Waiver(f"pattern 'local' copies within one GPU; method {method_info.key!r} does not "
+                          f"(use {LOCAL_METHOD.key!r})")
         return None
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:

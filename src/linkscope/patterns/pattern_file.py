@@ -38,10 +38,11 @@ from ..topology.model import Topology
 from ..units import parse_size
 from ..userfiles import read_text
 from .base import check_direction
+from .methods import endpoint_reason
 from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
 
 if TYPE_CHECKING:
-    from ..engines.base import MethodInfo
+    from .methods import Method as MethodInfo
 
 
 @dataclass(frozen=True)
@@ -72,13 +73,12 @@ class FilePattern:
                             f"pattern file {self.source or ''} group {i + 1} names GPU {end}, which does not exist in {topology.name!r}".replace("  ", " "),
                             hint=f"valid GPU indices: 0..{topology.gpu_count - 1}" if topology.gpu_count else "this topology has no GPU",
                         )
-        if method_info is not None:
-            host_ends = any(HOST in (t.src, t.dst) for g in self.groups for t in g)
-            peer_ends = any(isinstance(t.src, int) and isinstance(t.dst, int) and t.src != t.dst for g in self.groups for t in g)
-            if host_ends and not method_info.host_endpoint:
-                return Waiver(f"the pattern file has host ends; method {method_info.key!r} has none")
-            if peer_ends and not method_info.peer:
-                return Waiver(f"the pattern file has GPU-to-GPU transfers; method {method_info.key!r} is not a GPU-to-GPU method")
+        if method_info is not None:  # the method table's endpoint rule, once per transfer
+            for i, group in enumerate(self.groups):
+                for t in group:
+                    reason = endpoint_reason(method_info, t.src, t.dst)
+                    if reason:
+                        return Waiver(f"pattern file group {i + 1}: {reason}")
         return None
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:

@@ -1,26 +1,31 @@
-"""The CUDA engine: every transfer method on real NVIDIA GPUs, one process driving all local GPUs.
+"""The CUDA engine: the one GPU engine (engines/gpu) over CuPy on CUDA.
 
-The only package of linkscope that imports CuPy, and only inside functions: importing this
-package costs nothing on a machine without CuPy; building ``CudaEngine`` raises
-``BackendUnavailable`` there.
+Importing this package costs nothing on a machine without CuPy; building ``CudaEngine`` raises
+``BackendUnavailable`` there (CuPy is imported only by ``engines.gpu.runtime``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
+from typing import Any
 
-__all__ = ["CudaEngine", "METHOD_KEYS", "SmLaunch"]
+from ..gpu.engine import GpuEngine
+from ..gpu.ops import SmLaunch
 
-if TYPE_CHECKING:
-    from .engine import CudaEngine as CudaEngine
+__all__ = ["CudaEngine", "SmLaunch"]
+
+#: Environment variables that change how the CUDA runtime copies (recorded with the engine).
+ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS")
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("CudaEngine", "METHOD_KEYS", "METHODS"):
-        from . import engine
+class CudaEngine(GpuEngine):
+    """GpuEngine over ``CupyRuntime("cuda")``; ``runtime`` may be given (tests pass a fake)."""
 
-        return getattr(engine, name)
-    if name == "SmLaunch":
-        from .ops import SmLaunch
+    def __init__(self, topology: object | None = None, *, runtime: Any = None, **kwargs: Any) -> None:
+        if runtime is None:
+            from ..gpu.runtime import CupyRuntime
 
-        return SmLaunch
-    raise AttributeError(name)
+            runtime = CupyRuntime("cuda")
+        # what this process's runtime started with (a fact of the process, read once here)
+        env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+        super().__init__(runtime, topology, name="cuda", process_env=env,
+                         child_factory=("linkscope.engines.cuda:CudaEngine", {}), **kwargs)

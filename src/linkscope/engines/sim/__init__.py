@@ -10,39 +10,33 @@ from typing import Sequence
 
 import numpy as np
 
-from ...errors import ConfigError, TopologyError
-from ...model.params import METHODS, ModelParams
-from ...model.predict import NEEDS_PEER_ACCESS, FabricModel
+from ...errors import ConfigError, TopologyError, UserError
+from ...model.params import ModelParams
+from ...model.predict import FabricModel
+from ...patterns.methods import (
+    LATENCY_FLAG,
+    LATENCY_HOST_READ,
+    LATENCY_KINDS,
+    LATENCY_REMOTE_READ,
+    METHODS,
+    VENDORS,
+    Method,
+    methods_for,
+)
 from ...patterns.plan import HOST, TransferPlan
 from ...topology.model import Topology
-from ..base import LATENCY_KINDS, EngineCapabilities, GroupResult, MethodInfo, TransferTiming
+from ..base import NOT_CHECKED, EngineCapabilities, GroupResult, TransferTiming, plan_waiver
 
-_DESCRIPTIONS = {
-    "ce": "copy engine peer copy (cudaMemcpyPeerAsync-like), simulated",
-    "ce-read": "copy engine, destination pulls, simulated",
-    "ce-write": "copy engine, source pushes, simulated",
-    "ce-nopeer": "copy without peer access: staged through host memory by the driver, simulated",
-    "sm-push": "kernel copy writing to the peer, simulated",
-    "sm-pull": "kernel copy reading from the peer, simulated",
-    "staged": "D2H then H2D through pageable host memory, simulated",
-    "staged-pinned": "double-buffered staging through pinned host memory, simulated",
-    "h2d": "pinned host to device, simulated",
-    "d2h": "device to pinned host, simulated",
-    "h2d-pageable": "pageable host to device, simulated",
-    "d2h-pageable": "device to pageable host, simulated",
-    "local": "copy inside one GPU's memory, simulated",
-}
+DEFAULT_MEMORY_BYTES = 80 * 1024**3  # a GPU whose topology entry has no memory size
 
 
-def _method_info(key: str) -> MethodInfo:
-    host = key in ("h2d", "d2h", "h2d-pageable", "d2h-pageable")
-    return MethodInfo(
-        key=key,
-        description=_DESCRIPTIONS[key],
-        peer=not host and key != "local",
-        needs_peer_access=key in NEEDS_PEER_ACCESS,
-        host_endpoint=host,
-    )
+def simulated_methods(topology: Topology) -> tuple[Method, ...]:
+    """The methods the real engine of this topology's vendor offers (all of them for a machine of
+    several or unknown vendors): the sim engine offers the same, so its waivers match."""
+    vendors = {(g.vendor or "").lower() for g in topology.gpus}
+    if len(vendors) == 1 and next(iter(vendors)) in VENDORS:
+        return methods_for(next(iter(vendors)))
+    return METHODS
 
 
 class SimEngine:
@@ -65,13 +59,15 @@ class SimEngine:
         self.model = FabricModel(topology, params)
         self.noise_rel = float(noise_rel)
         self._rng = np.random.default_rng(seed)
+        self._methods = simulated_methods(topology)
 
     # ---- protocol -----------------------------------------------------------------------------------
     def capabilities(self) -> EngineCapabilities:
+        # vendor None: a simulated runtime needs no environment of its own (no child processes)
         return EngineCapabilities(
             name="sim",
             provenance="simulated",
-            methods=tuple(_method_info(k) for k in METHODS),
+            methods=self._methods,
             latency_kinds=LATENCY_KINDS,
             concurrent=True,
         )
@@ -80,32 +76,30 @@ class SimEngine:
         return self.topology.gpu_count
 
     def free_memory_bytes(self, gpu: int) -> int:
+        """The GPU's memory size from the topology (an idle simulated GPU has it all free)."""
         device = self.model.gpu(gpu)
-        return int(device.memory_bytes) if device.memory_bytes else 80 * 1024**3
+        return int(device.memory_bytes) if device.memory_bytes else DEFAULT_MEMORY_BYTES
 
     def waiver(self, plan: TransferPlan) -> str | None:
-        """Why this plan cannot run here (no peer access, no route), or None. Bad input (a GPU
-        that does not exist, a transfer to itself, an unknown method) raises a UserError instead."""
-        if plan.method not in METHODS:
-            raise ConfigError(f"unknown transfer method {plan.method!r}", hint=f"valid methods: {', '.join(METHODS)}")
+        """The shared waiver (engines.base.plan_waiver, as the GPU engine gives it) with the
+        topology's GPUs, peer access and memory; then a route the model cannot find."""
+        reason = plan_waiver(plan, gpu_count=self.topology.gpu_count, offered=[m.key for m in self._methods],
+                             peer_ok=lambda a, b: self.model.peer_access(a, b) is None,
+                             free_bytes=self.free_memory_bytes)
+        if reason:
+            return reason
         for t in plan.transfers:
-            for end in (t.src, t.dst):
-                if end != HOST:
-                    self.model.gpu(end)
-            if plan.method in NEEDS_PEER_ACCESS and HOST not in (t.src, t.dst) and t.src != t.dst:
-                reason = self.model.peer_access(t.src, t.dst)
-                if reason:
-                    return reason
             try:
                 self.model.stages(t.src, t.dst, t.size_bytes, plan.method)
             except TopologyError as exc:
-                if "disconnected" in str(exc) or "no route" in str(exc):
-                    return f"no route from {t.src} to {t.dst}: {exc}"
-                raise
+                return f"no route from {t.src} to {t.dst}: {exc.one_line()}"
         return None
 
     def run(self, plan: TransferPlan, reps: int, *, warmup: int, verify: bool,
             chunk_bytes: int | None = None) -> GroupResult:
+        reason = self.waiver(plan)
+        if reason:
+            raise ConfigError(reason)
         if reps < 1:
             raise ConfigError(f"reps must be >= 1, got {reps}")
         predictions = self.model.predict(plan, chunk_bytes=chunk_bytes)
@@ -118,13 +112,26 @@ class SimEngine:
             for k, t in enumerate(plan.transfers)
         )
         group = tuple(float(row.max()) if row.size else 0.0 for row in samples)
-        note = f"simulated by the linkscope fabric model ({self.topology.name})"
-        return GroupResult(timings=timings, group_elapsed_s=group, notes=(note,))
+        notes = [f"simulated by the linkscope fabric model ({self.topology.name})"]
+        if verify:
+            notes.append(f"{NOT_CHECKED} simulated transfers move no bytes")
+        return GroupResult(timings=timings, group_elapsed_s=group, notes=tuple(notes))
 
     def latency_us(self, kind: str, src: int | str, dst: int | str, *, method: str | None = None,
                    size_bytes: int = 8, reps: int = 1, warmup: int = 0) -> Sequence[float]:
         if kind not in LATENCY_KINDS:
-            raise ConfigError(f"unknown latency kind {kind!r}", hint=f"valid: {', '.join(LATENCY_KINDS)}")
+            raise ConfigError(f"unknown latency kind {kind!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
+        for end in (src, dst):
+            if end != HOST and not (isinstance(end, int) and not isinstance(end, bool) and 0 <= end < self.topology.gpu_count):
+                raise UserError(f"GPU {end!r} does not exist", hint=f"valid GPU indices: 0..{self.topology.gpu_count - 1}")
+        if kind == LATENCY_FLAG.key and not (isinstance(src, int) and isinstance(dst, int) and src != dst):
+            raise ConfigError(f"{kind} latency needs two different GPUs; got {src}->{dst}")
+        if kind == LATENCY_REMOTE_READ.key and not isinstance(dst, int):
+            raise ConfigError(f"{kind} latency needs a GPU as the reader (dst); got {src}->{dst}")
+        if kind == LATENCY_HOST_READ.key:  # the pointer chase through pinned host memory, over the PCIe path
+            if src != HOST or not isinstance(dst, int):
+                raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
+            kind = LATENCY_REMOTE_READ.key
         value = self.model.latency_us(kind, src, dst, method=method, size_bytes=size_bytes)
         values = np.full(max(int(reps), 1), value)
         if self.noise_rel > 0:

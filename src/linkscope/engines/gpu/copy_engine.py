@@ -1,10 +1,11 @@
-"""Copy-engine transfers: ``cudaMemcpyPeerAsync`` / ``cudaMemcpyAsync`` issued on one stream.
+"""Runtime copies: ``cudaMemcpyPeerAsync`` / ``cudaMemcpyAsync`` (or the HIP twins) issued on one stream.
 
 Which stream issues the copy matters on NVLink systems (nvbandwidth's read/write CE variants):
 
 * ``ce``: ``cudaMemcpyPeerAsync`` on the source GPU's stream, peer access enabled;
 * ``ce-write``: ``cudaMemcpyAsync`` (UVA, cudaMemcpyDefault) on the source GPU's stream;
 * ``ce-read``: the same on the destination GPU's stream;
+* ``ce-blit`` (AMD): the ``ce`` call in a runtime started with ``HSA_ENABLE_SDMA=0`` (blit kernels);
 * ``ce-nopeer``: ``cudaMemcpyPeerAsync`` on the source's stream with peer access disabled for the
   pair by the engine, so the driver stages the copy through host memory;
 * ``h2d`` / ``d2h`` / ``local``: pinned host <-> device and device-local reference copies;
@@ -13,45 +14,44 @@ Which stream issues the copy matters on NVLink systems (nvbandwidth's read/write
 """
 from __future__ import annotations
 
-from .ops import HOST, OpContext, Place, TransferOp, memcpy_async
-
-CE_METHODS = ("ce", "ce-read", "ce-write", "ce-nopeer", "h2d", "d2h", "local")
-PAGEABLE_METHODS = ("h2d-pageable", "d2h-pageable")
+from ...patterns.methods import CE_NOPEER, CE_WRITE, get_method
+from .ops import HOST, OpContext, Place, TransferOp
 
 
 class CopyEngineOp(TransferOp):
     def __init__(self, ctx: OpContext, method: str, src: Place, dst: Place, size_bytes: int) -> None:
         super().__init__(ctx, src, dst, size_bytes)
         self.method = method
-        if method == "ce-read" and isinstance(dst, int):
+        info = get_method(method)
+        if info.issuer == "dst" and isinstance(dst, int):
             issuer = dst
         elif isinstance(src, int):
             issuer = src
         else:
             issuer = self.gpu_end
         self.issuer = issuer
-        self.peer_call = method in ("ce", "ce-nopeer") and isinstance(src, int) and isinstance(dst, int) and src != dst
+        # the peer call for the source-issued methods whose copy is the runtime's peer copy (ce, ce-blit,
+        # ce-nopeer); ce-write / ce-read issue a plain UVA copy on their stream
+        self.peer_call = (info.issuer == "src" and info.endpoints in ("peer", "gpu-pair") and method != CE_WRITE.key
+                          and isinstance(src, int) and isinstance(dst, int) and src != dst)
         lane = ctx.new_lane(issuer)
         self.lanes = [lane]
         self.timing_lane = lane
         # Without peer access the driver stages the copy through the host and the call returns
         # only when it is done: behind a closed gate the host would wait on itself.
-        self.gateable = method != "ce-nopeer"
+        self.gateable = method != CE_NOPEER.key
 
     def enqueue(self, count: int) -> None:
-        import cupy
-        import cupy.cuda.runtime as runtime
-
+        rt = self.ctx.rt
         lane = self.lanes[0]
         n = self.size_bytes
-        with cupy.cuda.Device(lane.ordinal):
-            if self.peer_call:
-                assert isinstance(self.src_place, int) and isinstance(self.dst_place, int)
-                for _ in range(count):
-                    runtime.memcpyPeerAsync(self.dst.ptr, self.dst_place, self.src.ptr, self.src_place, n, lane.ptr)
-            else:
-                for _ in range(count):
-                    runtime.memcpyAsync(self.dst.ptr, self.src.ptr, n, 4, lane.ptr)
+        if self.peer_call:
+            assert isinstance(self.src_place, int) and isinstance(self.dst_place, int)
+            for _ in range(count):
+                rt.memcpy_peer_async(lane.ordinal, self.dst.ptr, self.dst_place, self.src.ptr, self.src_place, n, lane.stream)
+        else:
+            for _ in range(count):
+                rt.memcpy_async(lane.ordinal, self.dst.ptr, self.src.ptr, n, lane.stream)
 
 
 class PageableCopyOp(TransferOp):
@@ -69,13 +69,13 @@ class PageableCopyOp(TransferOp):
     def run_blocking(self, count: int) -> None:
         lane = self.lanes[0]
         for _ in range(count):
-            memcpy_async(self.dst.ptr, self.src.ptr, self.size_bytes, lane)
+            self.ctx.memcpy_async(self.dst.ptr, self.src.ptr, self.size_bytes, lane)
         lane.stream.synchronize()
 
     def enqueue(self, count: int) -> None:  # used only by copy_once-style callers
         lane = self.lanes[0]
         for _ in range(count):
-            memcpy_async(self.dst.ptr, self.src.ptr, self.size_bytes, lane)
+            self.ctx.memcpy_async(self.dst.ptr, self.src.ptr, self.size_bytes, lane)
 
 
 def is_host(place: Place) -> bool:

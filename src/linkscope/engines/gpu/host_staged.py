@@ -11,11 +11,10 @@
 from __future__ import annotations
 
 from ...errors import MeasurementError
-from .buffers import PageableHostBuffer, PinnedHostBuffer
+from ...patterns.methods import STAGED, STAGED_PINNED
+from .buffers import PageableHostBuffer
 from .gate import sync_event
-from .ops import OpContext, Place, TransferOp, memcpy_async
-
-STAGED_METHODS = ("staged", "staged-pinned")
+from .ops import OpContext, Place, TransferOp
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 DEFAULT_STAGING_BUFFERS = 2
 
@@ -26,53 +25,47 @@ class StagedPinnedOp(TransferOp):
         if not (isinstance(src, int) and isinstance(dst, int)):
             raise MeasurementError("staged-pinned needs two GPUs")
         super().__init__(ctx, src, dst, size_bytes)
-        self.method = "staged-pinned"
+        self.method = STAGED_PINNED.key
         self.chunk_bytes = max(4096, int(chunk_bytes or DEFAULT_CHUNK_BYTES))
         n_chunks = max(1, -(-size_bytes // self.chunk_bytes))
         self.n_buffers = max(1, min(n_buffers, n_chunks))
         staging = min(self.chunk_bytes, max(size_bytes, 1))
-        self.host = [PinnedHostBuffer.allocate(staging, ctx.numa_node.get(src)) for _ in range(self.n_buffers)]
+        self.host = [ctx.pinned_buffer(staging, ctx.numa_node.get(src)) for _ in range(self.n_buffers)]
         self.numa_placed = all(h.numa_placed for h in self.host)
         self.lane_src = ctx.new_lane(src)
         self.lane_dst = ctx.new_lane(dst)
         self.lanes = [self.lane_src, self.lane_dst]
         self.timing_lane = self.lane_src
-        self.d2h_done = [sync_event(src) for _ in range(self.n_buffers)]
-        self.h2d_done = [sync_event(dst) for _ in range(self.n_buffers)]
+        self.d2h_done = [sync_event(ctx.rt, src) for _ in range(self.n_buffers)]
+        self.h2d_done = [sync_event(ctx.rt, dst) for _ in range(self.n_buffers)]
         self.n_chunks = n_chunks
 
     def queued_entries(self, count: int) -> int:
         return count * self.n_chunks * 3 + 1
 
     def enqueue(self, count: int) -> None:
-        import cupy
-        import cupy.cuda.runtime as runtime
-
+        rt = self.ctx.rt
+        ls, ld = self.lane_src, self.lane_dst
         size, chunk = self.size_bytes, self.chunk_bytes
         k = 0
         for _ in range(count):
             for off in range(0, max(size, 1), chunk):
                 n = min(chunk, size - off)
                 b = k % self.n_buffers
-                with cupy.cuda.Device(self.lane_src.ordinal):
-                    runtime.streamWaitEvent(self.lane_src.ptr, self.h2d_done[b], 0)
-                    runtime.memcpyAsync(self.host[b].ptr, self.src.ptr + off, n, 4, self.lane_src.ptr)
-                    runtime.eventRecord(self.d2h_done[b], self.lane_src.ptr)
-                with cupy.cuda.Device(self.lane_dst.ordinal):
-                    runtime.streamWaitEvent(self.lane_dst.ptr, self.d2h_done[b], 0)
-                    runtime.memcpyAsync(self.dst.ptr + off, self.host[b].ptr, n, 4, self.lane_dst.ptr)
-                    runtime.eventRecord(self.h2d_done[b], self.lane_dst.ptr)
+                rt.stream_wait_event(ls.ordinal, ls.stream, self.h2d_done[b])
+                rt.memcpy_async(ls.ordinal, self.host[b].ptr, self.src.ptr + off, n, ls.stream)
+                rt.event_record(self.d2h_done[b], ls.stream)
+                rt.stream_wait_event(ld.ordinal, ld.stream, self.d2h_done[b])
+                rt.memcpy_async(ld.ordinal, self.dst.ptr + off, self.host[b].ptr, n, ld.stream)
+                rt.event_record(self.h2d_done[b], ld.stream)
                 k += 1
         last = (k - 1) % self.n_buffers
-        with cupy.cuda.Device(self.lane_src.ordinal):
-            runtime.streamWaitEvent(self.lane_src.ptr, self.h2d_done[last], 0)
+        rt.stream_wait_event(ls.ordinal, ls.stream, self.h2d_done[last])
 
     def free(self) -> None:
-        import cupy.cuda.runtime as runtime
-
         for ev in (*self.d2h_done, *self.h2d_done):
             try:
-                runtime.eventDestroy(ev)
+                self.ctx.rt.event_destroy(ev)
             except Exception:
                 pass
         for h in self.host:
@@ -87,7 +80,7 @@ class StagedPageableOp(TransferOp):
         if not (isinstance(src, int) and isinstance(dst, int)):
             raise MeasurementError("staged needs two GPUs")
         super().__init__(ctx, src, dst, size_bytes)
-        self.method = "staged"
+        self.method = STAGED.key
         self.host = PageableHostBuffer.allocate(size_bytes)
         self.lane_src = ctx.new_lane(src)
         self.lane_dst = ctx.new_lane(dst)
@@ -96,9 +89,9 @@ class StagedPageableOp(TransferOp):
 
     def run_blocking(self, count: int) -> None:
         for _ in range(count):
-            memcpy_async(self.host.ptr, self.src.ptr, self.size_bytes, self.lane_src)
+            self.ctx.memcpy_async(self.host.ptr, self.src.ptr, self.size_bytes, self.lane_src)
             self.lane_src.stream.synchronize()
-            memcpy_async(self.dst.ptr, self.host.ptr, self.size_bytes, self.lane_dst)
+            self.ctx.memcpy_async(self.dst.ptr, self.host.ptr, self.size_bytes, self.lane_dst)
             self.lane_dst.stream.synchronize()
 
     def enqueue(self, count: int) -> None:

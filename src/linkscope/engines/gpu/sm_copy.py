@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...patterns.methods import get_method
 from .kernels import BULK_SHAPES, COPY_UNROLLS
 from .ops import OpContext, Place, TransferOp, u64
-
-SM_METHODS = ("sm-push", "sm-pull")
 
 
 class SmCopyOp(TransferOp):
     def __init__(self, ctx: OpContext, method: str, src: Place, dst: Place, size_bytes: int) -> None:
         super().__init__(ctx, src, dst, size_bytes)
         self.method = method
-        if method == "sm-push":
+        if get_method(method).issuer == "src":
             runner = src if isinstance(src, int) else dst
         else:
             runner = dst if isinstance(dst, int) else src
@@ -44,7 +43,7 @@ class SmCopyOp(TransferOp):
         self.n_tail = size_bytes - n_vec * 16
         per_block = self.threads * unroll
         self.grid = max(1, min(ctx.sm_count.get(runner, 132) * launch.blocks_per_sm, -(-n_vec // per_block)))
-        if launch.bulk is not None and launch.bulk in BULK_SHAPES:
+        if launch.bulk is not None and launch.bulk in BULK_SHAPES and ctx.kernels.has(f"copy_bulk_{launch.bulk[0]}_{launch.bulk[1]}"):
             piece, stages = launch.bulk
             self.kernel = f"copy_bulk_{piece}_{stages}"
             self.threads = 64
@@ -60,10 +59,6 @@ class SmCopyOp(TransferOp):
                          u64(self.dst.ptr + tail_off), np.uint32(self.n_tail))
 
     def enqueue(self, count: int) -> None:
-        import cupy
-
-        fn = self.ctx.kernels.get(self.kernel)
         lane = self.lanes[0]
-        with cupy.cuda.Device(lane.ordinal), lane.stream:
-            for _ in range(count):
-                fn((self.grid,), (self.threads,), self.args)
+        for _ in range(count):
+            self.ctx.launch(lane, self.kernel, self.grid, self.threads, self.args)

@@ -1,5 +1,6 @@
-"""CudaEngine: the TransferEngine (engines/base.py) on real NVIDIA GPUs, one process driving every
-local GPU through CuPy.
+"""GpuEngine: the TransferEngine (engines/base.py) on real GPUs, written once over a DeviceRuntime
+(runtime.py: CuPy on CUDA, CuPy on ROCm, or the fake of fake.py), one process driving every local GPU.
+``CudaEngine`` (engines/cuda) and ``RocmEngine`` (engines/rocm) are this engine over their runtime.
 
 Life of ``run(plan, reps)``: check the plan (``waiver``: methods, GPU indices, endpoints, peer
 access, free memory) -> allocate buffers for this (plan, size) -> set peer access for the method
@@ -13,11 +14,26 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
-from ...errors import BackendUnavailable, ConfigError, UserError
-from ...patterns.plan import TransferPlan
-from ..base import EngineCapabilities, GroupResult, MethodInfo, TransferTiming
+from ...errors import ConfigError, UserError
+from ...patterns.methods import (
+    CE_NOPEER,
+    DEFAULT_METHOD,
+    LATENCY_COPY,
+    LATENCY_FLAG,
+    LATENCY_HOST_READ,
+    LATENCY_KINDS,
+    LATENCY_REMOTE_READ,
+    STAGED,
+    STAGED_PINNED,
+    Method,
+    get_method,
+    methods_for,
+)
+from ...patterns.plan import HOST as PLAN_HOST
+from ...patterns.plan import Transfer, TransferPlan
+from ..base import MEMORY_RESERVE_BYTES, EngineCapabilities, GroupResult, TransferTiming, plan_waiver
 from .buffers import PeerAccess, numa_node_count, numa_node_of_pci
 from .copy_engine import CopyEngineOp, PageableCopyOp
 from .gate import EventPair, Gate, StreamPool
@@ -31,26 +47,8 @@ MiB = 1024 * 1024
 REGION_TARGET_BYTES = 64 * MiB  # small sizes repeat back to back up to this many bytes per region
 MAX_INNER = 128  # at most this many copies per stream behind one gate
 GATE_MAX_QUEUED = 256  # above this many stream entries, run ungated (a full queue would block the host)
-MEMORY_RESERVE_BYTES = 512 * MiB  # left free on every GPU
 
-METHODS: tuple[MethodInfo, ...] = (
-    MethodInfo("ce", "copy engine, cudaMemcpyPeerAsync on the source's stream, peer access on", True, True, True),
-    MethodInfo("ce-read", "copy engine, issued on the destination GPU's stream (reads the peer)", True, True, True),
-    MethodInfo("ce-write", "copy engine, issued on the source GPU's stream (writes the peer)", True, True, True),
-    MethodInfo("ce-nopeer", "cudaMemcpyPeerAsync with peer access disabled (driver stages through host)", True, False, False),
-    MethodInfo("sm-push", "SM kernel on the source GPU storing into peer memory (uint4, unrolled)", True, True, True),
-    MethodInfo("sm-pull", "SM kernel on the destination GPU loading from peer memory (uint4, unrolled)", True, True, True),
-    MethodInfo("staged", "D2H into pageable host memory, then H2D (host-timed)", True, False, False),
-    MethodInfo("staged-pinned", "double-buffered pinned host chunks, D2H overlapped with H2D", True, False, False),
-    MethodInfo("h2d", "pinned host to device, copy engine", False, False, True),
-    MethodInfo("d2h", "device to pinned host, copy engine", False, False, True),
-    MethodInfo("h2d-pageable", "pageable host to device (host-timed)", False, False, True),
-    MethodInfo("d2h-pageable", "device to pageable host (host-timed)", False, False, True),
-    MethodInfo("local", "device-local copy, copy engine", False, False, False),
-)
-METHOD_KEYS = tuple(m.key for m in METHODS)
-_TWO_GPU_ONLY = ("ce-nopeer", "staged", "staged-pinned")
-_PEER_USERS = ("ce", "ce-read", "ce-write", "sm-push", "sm-pull")
+__all__ = ["GpuEngine", "inner_count", "MEMORY_RESERVE_BYTES"]
 
 
 def inner_count(size_bytes: int) -> int:
@@ -60,34 +58,34 @@ def inner_count(size_bytes: int) -> int:
     return max(1, min(MAX_INNER, math.ceil(REGION_TARGET_BYTES / size_bytes)))
 
 
-class CudaEngine:
-    """TransferEngine on the local NVIDIA GPUs (CuPy). ``topology`` maps linkscope GPU indices to
-    CUDA ordinals (``Device.cuda_ordinal``, else the index) and gives NUMA nodes; ``None`` means
-    every visible CUDA device, in CUDA order."""
+class GpuEngine:
+    """TransferEngine on the local GPUs of ``runtime``. ``topology`` maps linkscope GPU indices to
+    runtime ordinals (``Device.cuda_ordinal``, else the index) and gives NUMA nodes; ``None`` means
+    every visible device, in runtime order. ``name`` and the offered methods follow the runtime's
+    vendor (the method table's ``meaning``)."""
 
-    name = "cuda"
+    name = "gpu"
 
-    def __init__(self, topology: object | None = None, *, sm_launch: SmLaunch | None = None,
-                 gate_timeout_s: float = 5.0) -> None:
-        try:
-            import cupy
-            import cupy.cuda.runtime as runtime
-        except Exception as exc:  # ImportError, or CuPy failing to find its CUDA libraries
-            raise BackendUnavailable(f"CuPy is not usable here: {exc}", hint="pip install cupy-cuda12x (or cupy-cuda13x)") from exc
-        try:
-            visible = int(runtime.getDeviceCount())
-        except Exception as exc:
-            raise BackendUnavailable(f"no CUDA device usable: {exc}") from exc
-        if visible == 0:
-            raise BackendUnavailable("no CUDA device visible")
+    def __init__(self, runtime: Any, topology: object | None = None, *, sm_launch: SmLaunch | None = None,
+                 gate_timeout_s: float = 5.0, name: str | None = None,
+                 process_env: dict[str, str] | None = None,
+                 child_factory: tuple[str, dict[str, Any]] | None = None) -> None:
+        self.rt = runtime
+        #: how the runner builds this engine again in a child process (``"module:callable"``, kwargs)
+        self.child_factory = child_factory
+        self.process_env: dict[str, str] = dict(process_env or {})
+        self.name = name or {"cuda": "cuda", "rocm": "rocm"}.get(runtime.platform, runtime.platform)
+        self.vendor: str = runtime.vendor
+        self._methods: tuple[Method, ...] = methods_for(self.vendor)
+        visible = int(runtime.device_count())
         self._topology = topology
         gpus = list(getattr(topology, "gpus", ())) if topology is not None else []
         if gpus:
             ordinals = [g.cuda_ordinal if g.cuda_ordinal is not None else g.index for g in gpus]
             missing = [o for o in ordinals if o is None or o >= visible]
             if missing:
-                raise UserError(f"topology names CUDA devices {missing} but only {visible} are visible",
-                                hint="check CUDA_VISIBLE_DEVICES or use the live topology")
+                raise UserError(f"topology names devices {missing} but only {visible} are visible",
+                                hint="check CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES or use the live topology")
             numa = {o: g.numa_node for o, g in zip(ordinals, gpus)}
         else:
             ordinals = list(range(visible))
@@ -96,18 +94,16 @@ class CudaEngine:
         sm_count: dict[int, int] = {}
         self._names: dict[int, str] = {}
         for o in self._ordinals:
-            props = runtime.getDeviceProperties(o)
-            sm_count[o] = int(props["multiProcessorCount"])
-            name = props.get("name", b"")
-            self._names[o] = name.decode() if isinstance(name, bytes) else str(name)
+            props = runtime.properties(o)
+            sm_count[o] = int(props["sm_count"])
+            self._names[o] = str(props.get("name", ""))
             if numa.get(o) is None:
-                with cupy.cuda.Device(o):
-                    numa[o] = numa_node_of_pci(cupy.cuda.Device(o).pci_bus_id)
-        # Preload: compile with NVRTC and load every kernel on every GPU before anything is timed.
-        kernels = compile_and_preload(tuple(self._ordinals))
-        self._ctx = OpContext(kernels=kernels, pool=StreamPool(), peer=PeerAccess(), sm_count=sm_count,
-                              numa_node=numa, sm_launch=sm_launch or SmLaunch())
-        self._gate = Gate(kernels, int(gate_timeout_s * 1e9))
+                numa[o] = numa_node_of_pci(props.get("pci_bus_id"))
+        # Preload: compile (NVRTC / hipRTC) and load every kernel on every GPU before anything is timed.
+        kernels = compile_and_preload(runtime, tuple(self._ordinals))
+        self._ctx = OpContext(rt=runtime, kernels=kernels, pool=StreamPool(runtime), peer=PeerAccess(runtime),
+                              sm_count=sm_count, numa_node=numa, sm_launch=sm_launch or SmLaunch())
+        self._gate = Gate(runtime, kernels, int(gate_timeout_s * 1e9))
         self._closed = False
 
     # ---- facts --------------------------------------------------------------------------
@@ -120,7 +116,8 @@ class CudaEngine:
         self._ctx.sm_launch = value
 
     def capabilities(self) -> EngineCapabilities:
-        return EngineCapabilities(name=self.name, provenance="measured", methods=METHODS)
+        return EngineCapabilities(name=self.name, provenance="measured", methods=self._methods,
+                                  latency_kinds=LATENCY_KINDS, vendor=self.vendor, process_env=dict(self.process_env))
 
     def gpu_count(self) -> int:
         return len(self._ordinals)
@@ -141,11 +138,7 @@ class CudaEngine:
         raise UserError(f"bad transfer end {end!r}", hint="a GPU index or 'host'")
 
     def free_memory_bytes(self, gpu: int) -> int:
-        import cupy
-        import cupy.cuda.runtime as runtime
-
-        with cupy.cuda.Device(self._ordinal(gpu)):
-            free, _total = runtime.memGetInfo()
+        free, _total = self.rt.mem_get_info(self._ordinal(gpu))
         return int(free)
 
     def can_access_peer(self, a: int, b: int) -> bool:
@@ -153,49 +146,39 @@ class CudaEngine:
 
     # ---- plan checks --------------------------------------------------------------------
     def waiver(self, plan: TransferPlan) -> str | None:
-        method = plan.method
-        if method not in METHOD_KEYS:
-            return f"unknown method {method!r}; valid methods: {', '.join(METHOD_KEYS)}"
+        """The shared waiver (engines.base.plan_waiver) with this machine's GPUs, peer access and memory."""
         n = len(self._ordinals)
-        need_dev: dict[int, int] = {}
-        for t in plan.transfers:
-            for end in (t.src, t.dst):
-                if end != HOST and not (isinstance(end, int) and 0 <= end < n):
-                    return f"GPU {end} does not exist (this machine has {n} GPU{'s' if n != 1 else ''}: 0..{n - 1})"
-            src_gpu, dst_gpu = isinstance(t.src, int), isinstance(t.dst, int)
-            reason = _endpoint_reason(method, t.src, t.dst, src_gpu, dst_gpu)
-            if reason:
-                return reason
-            if method in _PEER_USERS and src_gpu and dst_gpu and t.src != t.dst:
-                a, b = self._ordinals[t.src], self._ordinals[t.dst]  # type: ignore[index]
-                if not (self._ctx.peer.can_access(a, b) and self._ctx.peer.can_access(b, a)):
-                    return f"no peer access between GPU {t.src} and GPU {t.dst}"
-            size = t.size_bytes
-            for end in (t.src, t.dst):
-                if isinstance(end, int):
-                    need_dev[end] = need_dev.get(end, 0) + size
-            if not (src_gpu and dst_gpu):  # the data check stages host ends through a device scratch
-                gpu = t.src if src_gpu else t.dst
-                need_dev[gpu] = need_dev.get(gpu, 0) + size  # type: ignore[index]
-        for gpu, need in sorted(need_dev.items()):
-            free = self.free_memory_bytes(gpu)
-            if need + MEMORY_RESERVE_BYTES > free:
-                return (f"size does not fit: GPU {gpu} needs {need / MiB:.0f} MiB for this group "
-                        f"but has {free / MiB:.0f} MiB free ({MEMORY_RESERVE_BYTES // MiB} MiB kept in reserve)")
-        return None
+        peer = self._ctx.peer
+        m = get_method(plan.method) if plan.method in {x.key for x in self._methods} else None
+        env = dict(m.env_for(self.vendor)) if m is not None else {}
+        wrong = {k: v for k, v in env.items() if self.process_env.get(k) != v}
+        if wrong:
+            need = ", ".join(f"{k}={v}" for k, v in wrong.items())
+            return (f"method {plan.method!r} needs {need} set before the {self.name} runtime starts "
+                    f"(the runner runs it in a child process with it)")
+        return plan_waiver(plan, gpu_count=n, offered=[m.key for m in self._methods],
+                           peer_ok=lambda a, b: peer.can_access(self._ordinals[a], self._ordinals[b]),
+                           free_bytes=self.free_memory_bytes)
 
     # ---- running ------------------------------------------------------------------------
     def _build(self, plan_method: str, src: Place, dst: Place, size: int, chunk_bytes: int | None) -> TransferOp:
         ctx = self._ctx
-        if plan_method in ("sm-push", "sm-pull"):
+        method = get_method(plan_method)
+        if method.unit == "kernel" and method.key not in self._runtime_copies:
             return SmCopyOp(ctx, plan_method, src, dst, size)
-        if plan_method == "staged-pinned":
+        if method.key == STAGED_PINNED.key:
             return StagedPinnedOp(ctx, src, dst, size, chunk_bytes)
-        if plan_method == "staged":
+        if method.key == STAGED.key:
             return StagedPageableOp(ctx, src, dst, size)
-        if plan_method in ("h2d-pageable", "d2h-pageable"):
+        if method.pageable:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
+
+    @property
+    def _runtime_copies(self) -> frozenset[str]:
+        """Kernel-unit methods that are a runtime copy call (the runtime's blit kernels: ce-blit),
+        as opposed to linkscope's own copy kernel."""
+        return frozenset(m.key for m in self._methods if m.unit == "kernel" and m.env_for(self.vendor))
 
     def _set_peer(self, method: str, pairs: set[tuple[int, int]]) -> list[tuple[int, int]]:
         """Enable (or, for ce-nopeer, disable) access for the pairs; returns pairs to re-enable."""
@@ -203,7 +186,7 @@ class CudaEngine:
         restore: list[tuple[int, int]] = []
         for a, b in sorted(pairs):
             for x, y in ((a, b), (b, a)):
-                if method == "ce-nopeer":
+                if method == CE_NOPEER.key:
                     if peer.disable(x, y) and peer.can_access(x, y):
                         restore.append((x, y))
                 elif peer.can_access(x, y):
@@ -230,7 +213,7 @@ class CudaEngine:
                 ops.append(self._build(plan.method, s, d, size, chunk_bytes or DEFAULT_CHUNK_BYTES))
             size_max = max((size for _, _, size in places), default=0)
             inner = inner_count(size_max)
-            if plan.method in ("staged", "h2d-pageable", "d2h-pageable"):
+            if get_method(plan.method).pageable:
                 inner = 1 if size_max >= MiB else min(inner, 16)
             if verify:
                 for i, op in enumerate(ops):
@@ -251,8 +234,6 @@ class CudaEngine:
 
     def _time_ops(self, ops: list[TransferOp], reps: int, warmup: int, inner: int, *,
                   poison_last: bool) -> tuple[list[list[float]], list[float], list[str]]:
-        import cupy.cuda.runtime as runtime
-
         notes: list[str] = []
         per_op: list[list[float]] = [[] for _ in ops]
         group: list[float] = []
@@ -285,8 +266,8 @@ class CudaEngine:
         first = ops[0].timing_lane
         assert first is not None
         primary = self._ctx.pool.lane(first.ordinal, 999)
-        group_ev = EventPair(primary.ordinal)
-        op_ev = [EventPair(op.timing_lane.ordinal) for op in ops]  # type: ignore[union-attr]
+        group_ev = EventPair(self.rt, primary.ordinal)
+        op_ev = [EventPair(self.rt, op.timing_lane.ordinal) for op in ops]  # type: ignore[union-attr]
         try:
             rep = 0
             while rep < total:
@@ -305,7 +286,7 @@ class CudaEngine:
                     op.enqueue(inner)
                     ev.record_end(op.timing_lane)  # type: ignore[arg-type]
                 for ev in op_ev:
-                    runtime.streamWaitEvent(primary.ptr, ev.end, 0)
+                    self.rt.stream_wait_event(primary.ordinal, primary.stream, ev.end)
                 group_ev.record_end(primary)
                 self._gate.release()
                 group_s = group_ev.elapsed_s()
@@ -336,10 +317,16 @@ class CudaEngine:
           memory); GPU ``dst`` runs the pointer chase. ``size_bytes`` is the chased buffer's size
           when at least 64 KiB, else 2 MiB.
         * ``flag-pingpong``: one-way flag latency between GPUs ``src`` and ``dst``.
+        * ``host-read``: the ``remote-read`` chase through pinned host memory (``src`` must be
+          ``"host"``; GPU ``dst`` reads), nvbandwidth's host_device_latency_sm.
         * ``copy``: device time of one ``size_bytes`` copy with ``method`` (default ``ce``), gated,
           queue drained between copies.
         """
-        if kind == "remote-read":
+        if kind == LATENCY_HOST_READ.key:
+            if src != PLAN_HOST or not isinstance(dst, int):
+                raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
+            return remote_read_us(self._ctx, self._gate, HOST, self._ordinal(dst), size_bytes, reps, warmup)
+        if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
             mem = self._place(src)
@@ -349,7 +336,7 @@ class CudaEngine:
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
             return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup)
-        if kind == "flag-pingpong":
+        if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")
             a, b = self._ordinal(src), self._ordinal(dst)
@@ -358,10 +345,8 @@ class CudaEngine:
             self._ctx.peer.enable(a, b)
             self._ctx.peer.enable(b, a)
             return flag_pingpong_us(self._ctx, a, b, reps, warmup)
-        if kind == "copy":
-            from ...patterns.plan import Transfer
-
-            plan = TransferPlan(pattern="latency", direction="uni", method=method or "ce",
+        if kind == LATENCY_COPY.key:
+            plan = TransferPlan(pattern="latency", direction="uni", method=method or DEFAULT_METHOD.key,
                                 transfers=(Transfer(src, dst, size_bytes),))
             reason = self.waiver(plan)
             if reason:
@@ -377,13 +362,11 @@ class CudaEngine:
             finally:
                 op.free()
                 self._restore_peer(restore)
-        raise ConfigError(f"unknown latency kind {kind!r}; valid kinds: remote-read, flag-pingpong, copy")
+        raise ConfigError(f"unknown latency kind {kind!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
 
     # ---- helpers for scripts ------------------------------------------------------------
-    def copy_once(self, src: int, dst: int, size_bytes: int, method: str = "ce") -> float:
+    def copy_once(self, src: int, dst: int, size_bytes: int, method: str = DEFAULT_METHOD.key) -> float:
         """Copy ``size_bytes`` from GPU ``src`` to ``dst`` once (no warm-up, no check); seconds."""
-        from ...patterns.plan import Transfer
-
         plan = TransferPlan(pattern="once", direction="uni", method=method, transfers=(Transfer(src, dst, size_bytes),))
         reason = self.waiver(plan)
         if reason:
@@ -405,38 +388,14 @@ class CudaEngine:
         self._closed = True
         try:
             for o in self._ordinals:
-                import cupy
-
-                with cupy.cuda.Device(o):
-                    cupy.cuda.Device(o).synchronize()
+                self.rt.synchronize(o)
         finally:
             self._gate.close()
             self._ctx.pool.close()
 
-    def __enter__(self) -> "CudaEngine":
+    def __enter__(self) -> "GpuEngine":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _endpoint_reason(method: str, src: object, dst: object, src_gpu: bool, dst_gpu: bool) -> str | None:
-    desc = f"{src}->{dst}"
-    if method in _TWO_GPU_ONLY:
-        if not (src_gpu and dst_gpu) or src == dst:
-            return f"method {method!r} needs two different GPUs; transfer {desc} has not"
-    elif method in _PEER_USERS:
-        if not (src_gpu or dst_gpu):
-            return f"method {method!r} needs a GPU end; transfer {desc} has none"
-        if src_gpu and dst_gpu and src == dst:
-            return f"method {method!r} copies between two GPUs; use 'local' for {desc}"
-    elif method in ("h2d", "h2d-pageable"):
-        if not (src == HOST and dst_gpu):
-            return f"method {method!r} copies host -> GPU; transfer {desc} is not"
-    elif method in ("d2h", "d2h-pageable"):
-        if not (src_gpu and dst == HOST):
-            return f"method {method!r} copies GPU -> host; transfer {desc} is not"
-    elif method == "local":
-        if not (src_gpu and src == dst):
-            return f"method 'local' copies within one GPU; transfer {desc} is not"
-    return None

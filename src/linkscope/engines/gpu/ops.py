@@ -1,12 +1,12 @@
 """One transfer of a plan, ready to run: its buffers, its stream(s) and how to enqueue it.
 
 A ``TransferOp`` is built by a method module (copy_engine, sm_copy, host_staged) from a resolved
-transfer (CUDA ordinals or ``"host"``). The engine's timing loop only sees this interface:
+transfer (runtime ordinals or ``"host"``). The engine's timing loop only sees this interface:
 
 * ``lanes``: every stream the op uses (each gets a start gate); ``timing_lane``: where its start
   and end events go (the op's last operation ends on that stream);
 * ``enqueue(count)``: enqueue ``count`` back-to-back copies (asynchronous, gate-safe);
-* ``host_timed``: True for pageable copies, which the CUDA runtime performs synchronously with the
+* ``host_timed``: True for pageable copies, which the runtime performs synchronously with the
   host; those cannot wait behind a gate, so the engine times them with the host clock around
   ``run_blocking(count)``;
 * ``queued_entries(count)``: stream entries ``enqueue`` adds, so the engine can skip the gate
@@ -26,9 +26,8 @@ from .gate import Lane, StreamPool
 from .kernels import KernelSet
 
 HOST = "host"
-Place = int | str  # CUDA ordinal or "host"
+Place = int | str  # runtime ordinal or "host"
 
-CUDA_MEMCPY_DEFAULT = 4
 POISON_BYTE = 0xA5
 
 
@@ -47,6 +46,7 @@ class SmLaunch:
 class OpContext:
     """What ops need from the engine (passed explicitly, no globals)."""
 
+    rt: Any  # the DeviceRuntime (runtime.py)
     kernels: KernelSet
     pool: StreamPool
     peer: PeerAccess
@@ -68,23 +68,20 @@ class OpContext:
         return max(1, min(self.sm_count.get(ordinal, 132) * per_sm, -(-work_items // threads)))
 
     def launch(self, lane: Lane, name: str, grid: int, threads: int, args: tuple[Any, ...]) -> None:
-        import cupy
+        self.kernels.launch(lane, name, grid, threads, args)
 
-        fn = self.kernels.get(name)
-        with cupy.cuda.Device(lane.ordinal), lane.stream:
-            fn((grid,), (threads,), args)
+    def memcpy_async(self, dst: int, src: int, n: int, lane: Lane) -> None:
+        self.rt.memcpy_async(lane.ordinal, dst, src, n, lane.stream)
+
+    def device_buffer(self, ordinal: int, size_bytes: int) -> DeviceBuffer:
+        return DeviceBuffer.allocate(self.rt, ordinal, size_bytes)
+
+    def pinned_buffer(self, size_bytes: int, numa_node: int | None = None) -> PinnedHostBuffer:
+        return PinnedHostBuffer.allocate(self.rt, size_bytes, numa_node)
 
 
 def u64(value: int) -> np.uint64:
     return np.uint64(value)
-
-
-def memcpy_async(dst: int, src: int, n: int, lane: Lane) -> None:
-    import cupy
-    import cupy.cuda.runtime as runtime
-
-    with cupy.cuda.Device(lane.ordinal):
-        runtime.memcpyAsync(dst, src, n, CUDA_MEMCPY_DEFAULT, lane.ptr)
 
 
 class DataCheck:
@@ -101,7 +98,7 @@ class DataCheck:
     def _device_view(self) -> tuple[int, DeviceBuffer | None]:
         if isinstance(self.buf, DeviceBuffer):
             return self.buf.ptr, None
-        scratch = DeviceBuffer.allocate(self.helper, self.buf.size_bytes)
+        scratch = self.ctx.device_buffer(self.helper, self.buf.size_bytes)
         return scratch.ptr, scratch
 
     def _sync(self) -> None:
@@ -114,7 +111,7 @@ class DataCheck:
         lane = self.lane if ordinal == self.helper else self.ctx.pool.lane(ordinal, 1000)
         self.ctx.launch(lane, "fill_pattern", self.ctx.grid(ordinal, max(n // 4, 1), 256), 256, (u64(ptr), u64(n), np.uint32(seed)))
         if scratch is not None:
-            memcpy_async(self.buf.ptr, scratch.ptr, n, lane)
+            self.ctx.memcpy_async(self.buf.ptr, scratch.ptr, n, lane)
         lane.stream.synchronize()
         if scratch is not None:
             scratch.free()
@@ -138,21 +135,17 @@ class DataCheck:
         ordinal = self.buf.ordinal if isinstance(self.buf, DeviceBuffer) else self.helper
         lane = self.ctx.pool.lane(ordinal, 1000)
         ptr, scratch = self._device_view()
-        counter = DeviceBuffer.allocate(ordinal, 8)
+        counter = self.ctx.device_buffer(ordinal, 8)
+        rt = self.ctx.rt
         try:
             if scratch is not None:
-                memcpy_async(scratch.ptr, self.buf.ptr, n, lane)
-            import cupy
-            import cupy.cuda.runtime as runtime
-
-            with cupy.cuda.Device(ordinal):
-                runtime.memsetAsync(counter.ptr, 0, 8, lane.ptr)
+                self.ctx.memcpy_async(scratch.ptr, self.buf.ptr, n, lane)
+            rt.memset_async(ordinal, counter.ptr, 0, 8, lane.stream)
             self.ctx.launch(lane, "check_pattern", self.ctx.grid(ordinal, max(n // 4, 1), 256), 256,
                             (u64(ptr), u64(n), np.uint32(seed), u64(counter.ptr)))
             out = np.zeros(1, dtype=np.uint64)
             lane.stream.synchronize()
-            with cupy.cuda.Device(ordinal):
-                runtime.memcpy(int(out.ctypes.data), counter.ptr, 8, CUDA_MEMCPY_DEFAULT)
+            rt.memcpy(ordinal, int(out.ctypes.data), counter.ptr, 8)
             return int(out[0])
         finally:
             counter.free()
@@ -160,11 +153,11 @@ class DataCheck:
                 scratch.free()
 
 
-def allocate_end(place: Place, size_bytes: int, *, pageable: bool, numa_node: int | None) -> Buffer:
+def allocate_end(ctx: OpContext, place: Place, size_bytes: int, *, pageable: bool, numa_node: int | None) -> Buffer:
     if place == HOST:
-        return PageableHostBuffer.allocate(size_bytes) if pageable else PinnedHostBuffer.allocate(size_bytes, numa_node)
+        return PageableHostBuffer.allocate(size_bytes) if pageable else ctx.pinned_buffer(size_bytes, numa_node)
     assert isinstance(place, int)
-    return DeviceBuffer.allocate(place, size_bytes)
+    return ctx.device_buffer(place, size_bytes)
 
 
 class TransferOp:
@@ -183,9 +176,9 @@ class TransferOp:
             raise MeasurementError("a transfer needs at least one GPU end")
         self.gpu_end: int = gpu_end
         numa = ctx.numa_node.get(gpu_end)
-        self.src = allocate_end(src, size_bytes, pageable=pageable, numa_node=numa)
+        self.src = allocate_end(ctx, src, size_bytes, pageable=pageable, numa_node=numa)
         try:
-            self.dst = allocate_end(dst, size_bytes, pageable=pageable, numa_node=numa)
+            self.dst = allocate_end(ctx, dst, size_bytes, pageable=pageable, numa_node=numa)
         except Exception:
             self.src.free()
             raise

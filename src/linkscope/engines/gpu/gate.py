@@ -20,10 +20,10 @@ from .kernels import GATE_TIMEOUT_NS, KernelSet
 
 @dataclass
 class Lane:
-    """One CUDA stream on one device (CUDA ordinal)."""
+    """One stream on one device (runtime ordinal)."""
 
     ordinal: int
-    stream: Any  # cupy.cuda.Stream
+    stream: Any  # the runtime's stream object (``ptr``, ``synchronize()``)
 
     @property
     def ptr(self) -> int:
@@ -34,16 +34,14 @@ class StreamPool:
     """Non-blocking streams per device, created on first use and kept for the engine's life.
     ``lane(ordinal, k)`` is the k-th stream of that device (one per concurrent transfer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
         self._streams: dict[tuple[int, int], Any] = {}
 
     def lane(self, ordinal: int, k: int = 0) -> Lane:
         key = (ordinal, k)
         if key not in self._streams:
-            import cupy
-
-            with cupy.cuda.Device(ordinal):
-                self._streams[key] = cupy.cuda.Stream(non_blocking=True)
+            self._streams[key] = self.rt.stream(ordinal)
         return Lane(ordinal, self._streams[key])
 
     def close(self) -> None:
@@ -53,10 +51,11 @@ class StreamPool:
 class Gate:
     """The host-released start flag shared by every stream of a run."""
 
-    def __init__(self, kernels: KernelSet, timeout_ns: int = GATE_TIMEOUT_NS) -> None:
+    def __init__(self, rt: Any, kernels: KernelSet, timeout_ns: int = GATE_TIMEOUT_NS) -> None:
+        self.rt = rt
         self._kernels = kernels
         self._timeout_ns = timeout_ns
-        self._buf = PinnedHostBuffer.allocate(64)  # flag at word 0, timed-out at word 16 (own line)
+        self._buf = PinnedHostBuffer.allocate(rt, 64)  # flag at word 0, timed-out at word 16 (own line)
         self._words = self._buf.view_u32(32)
         self._words[:] = 0
 
@@ -66,11 +65,8 @@ class Gate:
 
     def hold(self, lane: Lane) -> None:
         """Enqueue the spin kernel on ``lane``: the stream waits there until ``release()``."""
-        import cupy
-
-        fn = self._kernels.get("gate_spin")
-        with cupy.cuda.Device(lane.ordinal), lane.stream:
-            fn((1,), (1,), (np.uint64(self._buf.ptr), np.uint64(self._buf.ptr + 64), np.uint64(self._timeout_ns)))
+        self._kernels.launch(lane, "gate_spin", 1, 1,
+                             (np.uint64(self._buf.ptr), np.uint64(self._buf.ptr + 64), np.uint64(self._timeout_ns)))
 
     def release(self) -> None:
         self._words[0] = 1
@@ -85,46 +81,29 @@ class Gate:
 class EventPair:
     """Start/end timing events on one device; elapsed seconds between their last records."""
 
-    def __init__(self, ordinal: int) -> None:
-        import cupy.cuda.runtime as runtime
-
+    def __init__(self, rt: Any, ordinal: int) -> None:
+        self.rt = rt
         self.ordinal = ordinal
-        import cupy
-
-        with cupy.cuda.Device(ordinal):
-            self.start = runtime.eventCreateWithFlags(0)
-            self.end = runtime.eventCreateWithFlags(0)
+        self.start = rt.event_create(ordinal)
+        self.end = rt.event_create(ordinal)
 
     def record_start(self, lane: Lane) -> None:
-        import cupy.cuda.runtime as runtime
-
-        runtime.eventRecord(self.start, lane.ptr)
+        self.rt.event_record(self.start, lane.stream)
 
     def record_end(self, lane: Lane) -> None:
-        import cupy.cuda.runtime as runtime
-
-        runtime.eventRecord(self.end, lane.ptr)
+        self.rt.event_record(self.end, lane.stream)
 
     def elapsed_s(self) -> float:
-        import cupy.cuda.runtime as runtime
-
-        runtime.eventSynchronize(self.end)
-        return float(runtime.eventElapsedTime(self.start, self.end)) / 1e3
+        return self.rt.event_elapsed_s(self.start, self.end)
 
     def close(self) -> None:
-        import cupy.cuda.runtime as runtime
-
         for ev in (self.start, self.end):
             try:
-                runtime.eventDestroy(ev)
+                self.rt.event_destroy(ev)
             except Exception:
                 pass
 
 
-def sync_event(ordinal: int) -> int:
+def sync_event(rt: Any, ordinal: int) -> Any:
     """A timing-disabled event (cheap) for cross-stream ordering on device ``ordinal``."""
-    import cupy
-    import cupy.cuda.runtime as runtime
-
-    with cupy.cuda.Device(ordinal):
-        return int(runtime.eventCreateWithFlags(2))  # cudaEventDisableTiming
+    return rt.event_create(ordinal, timing=False)

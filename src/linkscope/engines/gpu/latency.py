@@ -18,7 +18,7 @@ from ...errors import MeasurementError
 from .buffers import DeviceBuffer, PinnedHostBuffer
 from .gate import EventPair, Gate
 from .kernels import GATE_TIMEOUT_NS
-from .ops import HOST, OpContext, Place, memcpy_async, u64
+from .ops import HOST, OpContext, Place, u64
 
 STRIDE_BYTES = 256  # beyond a 128-byte line and its 32-byte sectors
 DEFAULT_CHASE_BYTES = 2 * 1024 * 1024
@@ -47,16 +47,16 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     n_nodes = max(2, buffer_bytes // (stride_words * 8))
     nbytes = n_nodes * stride_words * 8
     if memory == HOST:
-        buf: DeviceBuffer | PinnedHostBuffer = PinnedHostBuffer.allocate(nbytes, ctx.numa_node.get(reader))
+        buf: DeviceBuffer | PinnedHostBuffer = ctx.pinned_buffer(nbytes, ctx.numa_node.get(reader))
     else:
         assert isinstance(memory, int)
-        buf = DeviceBuffer.allocate(memory, nbytes)
+        buf = ctx.device_buffer(memory, nbytes)
     nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr)
-    sink = DeviceBuffer.allocate(reader, 8)
+    sink = ctx.device_buffer(reader, 8)
     lane = ctx.pool.lane(reader, 998)
-    events = EventPair(reader)
+    events = EventPair(ctx.rt, reader)
     try:
-        memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
+        ctx.memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
         lane.stream.synchronize()
         samples: list[float] = []
         for rep in range(max(warmup, 1) + reps):
@@ -79,19 +79,16 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
 
 
 def flag_pingpong_us(ctx: OpContext, a: int, b: int, reps: int, warmup: int, rounds: int = PINGPONG_ROUNDS) -> list[float]:
-    import cupy
-    import cupy.cuda.runtime as runtime
-
-    flag_a, flag_b = DeviceBuffer.allocate(a, 256), DeviceBuffer.allocate(b, 256)
-    out_a, out_b = DeviceBuffer.allocate(a, 32), DeviceBuffer.allocate(b, 32)
+    rt = ctx.rt
+    flag_a, flag_b = ctx.device_buffer(a, 256), ctx.device_buffer(b, 256)
+    out_a, out_b = ctx.device_buffer(a, 32), ctx.device_buffer(b, 32)
     lane_a, lane_b = ctx.pool.lane(a, 997), ctx.pool.lane(b, 997)
     try:
         samples: list[float] = []
         host_out = np.zeros(3, dtype=np.uint64)
         for rep in range(max(warmup, 1) + reps):
             for buf, lane in ((flag_a, lane_a), (flag_b, lane_b)):
-                with cupy.cuda.Device(lane.ordinal):
-                    runtime.memsetAsync(buf.ptr, 0, 256, lane.ptr)
+                rt.memset_async(lane.ordinal, buf.ptr, 0, 256, lane.stream)
                 lane.stream.synchronize()
             ctx.launch(lane_b, "flag_pingpong", 1, 1, (u64(flag_b.ptr), u64(flag_a.ptr), np.uint32(rounds), np.uint32(0),
                                                      u64(GATE_TIMEOUT_NS), u64(out_b.ptr)))
@@ -99,11 +96,10 @@ def flag_pingpong_us(ctx: OpContext, a: int, b: int, reps: int, warmup: int, rou
                                                      u64(GATE_TIMEOUT_NS), u64(out_a.ptr)))
             lane_a.stream.synchronize()
             lane_b.stream.synchronize()
-            with cupy.cuda.Device(a):
-                runtime.memcpy(int(host_out.ctypes.data), out_a.ptr, 24, 4)
+            rt.memcpy(a, int(host_out.ctypes.data), out_a.ptr, 24)
             t_start, t_end, timed_out = (int(x) for x in host_out)
             if timed_out:
-                raise MeasurementError(f"flag ping-pong between CUDA devices {a} and {b} timed out (flags not seen across)")
+                raise MeasurementError(f"flag ping-pong between devices {a} and {b} timed out (flags not seen across)")
             if rep >= max(warmup, 1):
                 samples.append((t_end - t_start) / (2 * (rounds - 1)) / 1e3)
         return samples

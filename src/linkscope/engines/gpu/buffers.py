@@ -1,7 +1,8 @@
-"""Memory the CUDA engine moves: device buffers, pinned host buffers (NUMA-local where the machine
+"""Memory the GPU engine moves: device buffers, pinned host buffers (NUMA-local where the machine
 has several nodes), pageable host buffers, and peer-access state between GPUs.
 
-Every buffer is allocated with plain ``cudaMalloc`` / ``cudaHostAlloc`` / ``cudaHostRegister``
+Every buffer is allocated through the device runtime (``runtime.py``: plain ``cudaMalloc`` /
+``cudaHostAlloc`` / ``cudaHostRegister`` or their HIP twins)
 (never CuPy's pools, never managed memory) and freed explicitly by ``free()``, so ``run()`` can
 allocate once per (plan, size) and give the memory back when it returns.
 """
@@ -17,26 +18,8 @@ import numpy as np
 
 from ...errors import MeasurementError
 
-CUDA_HOST_ALLOC_PORTABLE = 1
-CUDA_HOST_ALLOC_MAPPED = 2
-CUDA_HOST_REGISTER_PORTABLE = 1
-CUDA_HOST_REGISTER_MAPPED = 2
-CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
-CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
 MPOL_PREFERRED = 1
 SYS_MBIND_X86_64 = 237
-
-
-def _runtime() -> Any:
-    import cupy.cuda.runtime as runtime
-
-    return runtime
-
-
-def _device(ordinal: int) -> Any:
-    import cupy
-
-    return cupy.cuda.Device(ordinal)
 
 
 @dataclass
@@ -46,16 +29,15 @@ class DeviceBuffer:
     ordinal: int
     size_bytes: int
     ptr: int = 0
+    rt: Any = field(default=None, repr=False)
 
     @classmethod
-    def allocate(cls, ordinal: int, size_bytes: int) -> "DeviceBuffer":
-        runtime = _runtime()
-        with _device(ordinal):
-            try:
-                ptr = runtime.malloc(max(size_bytes, 256))
-            except Exception as exc:
-                raise MeasurementError(f"cudaMalloc of {size_bytes} bytes on CUDA device {ordinal} failed: {exc}") from exc
-        return cls(ordinal, size_bytes, ptr)
+    def allocate(cls, rt: Any, ordinal: int, size_bytes: int) -> "DeviceBuffer":
+        try:
+            ptr = rt.malloc(ordinal, max(size_bytes, 256))
+        except Exception as exc:
+            raise MeasurementError(f"device allocation of {size_bytes} bytes on device {ordinal} failed: {exc}") from exc
+        return cls(ordinal, size_bytes, ptr, rt)
 
     @property
     def kind(self) -> str:
@@ -63,8 +45,7 @@ class DeviceBuffer:
 
     def free(self) -> None:
         if self.ptr:
-            with _device(self.ordinal):
-                _runtime().free(self.ptr)
+            self.rt.free(self.ordinal, self.ptr)
             self.ptr = 0
 
 
@@ -83,25 +64,25 @@ class PinnedHostBuffer:
     numa_node: int | None = None
     numa_placed: bool = False
     _mmap: Any = field(default=None, repr=False)
+    rt: Any = field(default=None, repr=False)
 
     @classmethod
-    def allocate(cls, size_bytes: int, numa_node: int | None = None) -> "PinnedHostBuffer":
-        runtime = _runtime()
+    def allocate(cls, rt: Any, size_bytes: int, numa_node: int | None = None) -> "PinnedHostBuffer":
         n = max(size_bytes, 4096)
         if numa_node is not None and numa_node >= 0 and numa_node_count() > 1:
             placed = _mmap_on_node(n, numa_node)
             if placed is not None:
                 mm, ptr = placed
                 try:
-                    runtime.hostRegister(ptr, n, CUDA_HOST_REGISTER_PORTABLE | CUDA_HOST_REGISTER_MAPPED)
-                    return cls(size_bytes, ptr, numa_node, True, mm)
+                    rt.host_register(ptr, n)
+                    return cls(size_bytes, ptr, numa_node, True, mm, rt)
                 except Exception:
                     mm.close()
         try:
-            ptr = runtime.hostAlloc(n, CUDA_HOST_ALLOC_PORTABLE | CUDA_HOST_ALLOC_MAPPED)
+            ptr = rt.host_alloc(n)
         except Exception as exc:
-            raise MeasurementError(f"cudaHostAlloc of {size_bytes} pinned bytes failed: {exc}") from exc
-        return cls(size_bytes, ptr, numa_node, False, None)
+            raise MeasurementError(f"pinned host allocation of {size_bytes} bytes failed: {exc}") from exc
+        return cls(size_bytes, ptr, numa_node, False, None, rt)
 
     @property
     def kind(self) -> str:
@@ -114,13 +95,12 @@ class PinnedHostBuffer:
     def free(self) -> None:
         if not self.ptr:
             return
-        runtime = _runtime()
         if self._mmap is not None:
-            runtime.hostUnregister(self.ptr)
+            self.rt.host_unregister(self.ptr)
             self._mmap.close()
             self._mmap = None
         else:
-            runtime.freeHost(self.ptr)
+            self.rt.free_host(self.ptr)
         self.ptr = 0
 
 
@@ -194,10 +174,11 @@ def _mmap_on_node(size_bytes: int, node: int) -> tuple[mmap.mmap, int] | None:
 
 
 class PeerAccess:
-    """Peer-access state between CUDA devices: queried once, enabled on demand, disabled and
-    restored around ``ce-nopeer`` runs. ``enabled`` holds (accessor, owner) ordinal pairs."""
+    """Peer-access state between devices: queried once, enabled on demand, disabled and restored
+    around ``ce-nopeer`` runs. ``enabled`` holds (accessor, owner) ordinal pairs."""
 
-    def __init__(self) -> None:
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
         self._can: dict[tuple[int, int], bool] = {}
         self.enabled: set[tuple[int, int]] = set()
 
@@ -206,35 +187,21 @@ class PeerAccess:
             return True
         key = (accessor, owner)
         if key not in self._can:
-            self._can[key] = bool(_runtime().deviceCanAccessPeer(accessor, owner))
+            self._can[key] = bool(self.rt.can_access_peer(accessor, owner))
         return self._can[key]
 
     def enable(self, accessor: int, owner: int) -> None:
         if accessor == owner or (accessor, owner) in self.enabled:
             return
         if not self.can_access(accessor, owner):
-            raise MeasurementError(f"no peer access from CUDA device {accessor} to {owner}")
-        runtime = _runtime()
-        with _device(accessor):
-            try:
-                runtime.deviceEnablePeerAccess(owner)
-            except runtime.CUDARuntimeError as exc:
-                if getattr(exc, "status", None) != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
-                    raise MeasurementError(f"cudaDeviceEnablePeerAccess({accessor} -> {owner}) failed: {exc}") from exc
+            raise MeasurementError(f"no peer access from device {accessor} to {owner}")
+        self.rt.enable_peer(accessor, owner)
         self.enabled.add((accessor, owner))
 
     def disable(self, accessor: int, owner: int) -> bool:
         """Disable access; True when it had been enabled (so the caller restores it)."""
         if accessor == owner:
             return False
-        runtime = _runtime()
-        with _device(accessor):
-            try:
-                runtime.deviceDisablePeerAccess(owner)
-                was = True
-            except runtime.CUDARuntimeError as exc:
-                if getattr(exc, "status", None) != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED:
-                    raise MeasurementError(f"cudaDeviceDisablePeerAccess({accessor} -> {owner}) failed: {exc}") from exc
-                was = False
+        was = self.rt.disable_peer(accessor, owner)
         self.enabled.discard((accessor, owner))
         return was
