@@ -167,7 +167,7 @@ def main() -> int:
 
     if n >= 2 and not args.quick:
         print("== remote-read latency sweep (stride, buffer)", flush=True)
-        from linkscope.engines.cuda.latency import remote_read_us
+        from linkscope.engines.gpu.latency import remote_read_us
 
         for stride, buf in ((64, 2 * MiB), (128, 2 * MiB), (256, 2 * MiB), (1024, 2 * MiB), (4096, 2 * MiB),
                             (256, 64 * 1024), (256, 256 * 1024), (256, 32 * MiB)):

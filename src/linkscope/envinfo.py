@@ -28,11 +28,13 @@ def _guard(name: str, probe: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def _cupy() -> dict[str, Any]:
+    from .engines.gpu.runtime import cupy_module  # the one CuPy import
+
     try:
-        import cupy  # noqa: F401
+        cupy = cupy_module()
+        runtime = cupy_module("cupy.cuda.runtime")
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "reason": f"CuPy not importable ({type(exc).__name__}: {exc})".splitlines()[0]}
-    from cupy.cuda import runtime
 
     count = runtime.getDeviceCount()
     if count == 0:
@@ -41,8 +43,10 @@ def _cupy() -> dict[str, Any]:
 
 
 def _nccl() -> dict[str, Any]:
+    from .engines.gpu.runtime import cupy_module
+
     try:
-        from cupy.cuda import nccl
+        nccl = cupy_module("cupy.cuda.nccl")
     except Exception as exc:  # noqa: BLE001
         return {"ok": False, "reason": f"cupy.cuda.nccl not importable ({type(exc).__name__})"}
     return {"ok": True, "version": f"NCCL {nccl.get_version()}"}
@@ -79,7 +83,7 @@ def collect() -> dict[str, Any]:
         "typer": _version_of("typer"),
         "rich": _version_of("rich"),
         "nvidia-ml-py": _version_of("nvidia-ml-py"),
-        "cupy": next((v for v in (_version_of(n) for n in ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-rocm-5-0")) if v != "not installed"), "not installed"),
+        "cupy": next((v for v in (_version_of(n) for n in ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-rocm-7-0", "cupy-rocm-5-0")) if v != "not installed"), "not installed"),
         "mpi4py": _version_of("mpi4py"),
         "matplotlib": _version_of("matplotlib"),
     }

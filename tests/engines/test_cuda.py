@@ -85,10 +85,10 @@ def test_small_sizes_repeat_inside_a_region(engine):
 
 
 def test_data_check_detects_a_wrong_destination(engine):
-    from linkscope.engines.cuda.ops import DataCheck
-    from linkscope.engines.cuda.buffers import DeviceBuffer
+    from linkscope.engines.gpu.ops import DataCheck
+    from linkscope.engines.gpu.buffers import DeviceBuffer
 
-    buf = DeviceBuffer.allocate(0, 1 * MiB + 3)
+    buf = DeviceBuffer.allocate(engine.rt, 0, 1 * MiB + 3)
     try:
         check = DataCheck(engine._ctx, buf, 0)
         check.fill(seed=7)

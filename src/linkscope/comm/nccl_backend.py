@@ -38,9 +38,10 @@ class CupyNccl:
     simulated = False
 
     def __init__(self) -> None:
-        import cupy  # noqa: PLC0415
-        from cupy.cuda import nccl  # noqa: PLC0415
+        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415  (the one CuPy import)
 
+        cupy = cupy_module()
+        nccl = cupy_module("cupy.cuda.nccl")
         self.cp = cupy
         self.nccl = nccl
         self.xp = cupy
@@ -117,9 +118,9 @@ class CupyNccl:
 
     # -- staged copies (emulated slow pairs) ------------------------------------------------
     def pinned(self, count: int) -> np.ndarray:
-        import cupyx  # noqa: PLC0415
+        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415
 
-        return cupyx.empty_pinned((max(count, 1),), dtype=np.float32)
+        return cupy_module("cupyx").empty_pinned((max(count, 1),), dtype=np.float32)
 
     def new_event(self, peer: Peer) -> Any:
         with self.on(peer):

@@ -75,26 +75,26 @@ def _driver_version() -> str:
         pynvml.nvmlShutdown()
 
 
-def _cupy_version() -> str:
-    import cupy
+def _cupy(name: str = "cupy"):
+    from ..engines.gpu.runtime import cupy_module  # the one CuPy import
 
-    return str(cupy.__version__)
+    return cupy_module(name)
+
+
+def _cupy_version() -> str:
+    return str(_cupy().__version__)
 
 
 def _cuda_runtime_version() -> str:
-    import cupy
-
-    return _cuda_version_text(int(cupy.cuda.runtime.runtimeGetVersion()))
+    return _cuda_version_text(int(_cupy("cupy.cuda.runtime").runtimeGetVersion()))
 
 
 def _cuda_driver_api_version() -> str:
-    import cupy
-
-    return _cuda_version_text(int(cupy.cuda.runtime.driverGetVersion()))
+    return _cuda_version_text(int(_cupy("cupy.cuda.runtime").driverGetVersion()))
 
 
 def _nccl_version() -> str:
-    from cupy.cuda import nccl
+    nccl = _cupy("cupy.cuda.nccl")
 
     value = int(nccl.get_version())  # e.g. 21803 -> 2.18.3
     return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}" if value >= 10000 else f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
