@@ -31,7 +31,7 @@ from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
-from ..patterns.methods import D2H, H2D, LOCAL, STAGED, keys_where
+from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, keys_where
 from .predict import COPY_ENGINE_METHODS, PEER_METHODS, FabricModel
 
 _GB = 1e9
@@ -196,7 +196,8 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     for method, values in overheads.items():
         fitted[f"overhead_us.{method}"] = statistics.median(values)
     # link efficiencies and engine caps from copy-engine methods
-    link_sources = ([m for m in keys_where(needs_peer_access=True, unit=("copy-engine",)) if m in rates][:1]
+    ce_peer = sorted(keys_where(needs_peer_access=True, unit=("copy-engine",)), key=lambda k: get_method(k).issuer == "dst")
+    link_sources = ([m for m in ce_peer if m in rates][:1]
                     + [m for m in (H2D.key, D2H.key) if m in rates])
     eff_by_kind: dict[str, list[float]] = {}
     for method in link_sources:

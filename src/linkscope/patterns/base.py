@@ -99,7 +99,7 @@ def peer_waiver(topology: Topology, plan: TransferPlan, method_info: "MethodInfo
     for t in plan.transfers:
         if isinstance(t.src, int) and isinstance(t.dst, int) and frozenset((t.src, t.dst)) in missing:
             a, b = sorted((t.src, t.dst))
-            others = ", ".join(keys_where(peer=True, needs_peer_access=False))
+            others = " or ".join(keys_where(peer=True, needs_peer_access=False, pageable=False))
             return Waiver(f"no peer access between GPU {a} and GPU {b}; method {plan.method!r} needs it "
                           f"(try {others})")
     return None

@@ -131,7 +131,7 @@ LOCAL = Method("local", "device-local copy within one GPU's memory (reference li
                meaning={"nvidia": "cudaMemcpyAsync D2D on one GPU", "amd": "hipMemcpyAsync D2D on one GCD"})
 
 #: Every transfer method, in ``bench --list`` order.
-METHODS: tuple[Method, ...] = (CE, CE_WRITE, CE_READ, CE_BLIT, CE_NOPEER, SM_PUSH, SM_PULL, STAGED, STAGED_PINNED,
+METHODS: tuple[Method, ...] = (CE, CE_READ, CE_WRITE, CE_BLIT, CE_NOPEER, SM_PUSH, SM_PULL, STAGED, STAGED_PINNED,
                                H2D, D2H, H2D_PAGEABLE, D2H_PAGEABLE, LOCAL)
 _BY_KEY = {m.key: m for m in METHODS}
 
