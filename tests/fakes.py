@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from linkscope.engines.base import LATENCY_KINDS, EngineCapabilities, GroupResult, MethodInfo, TransferTiming
-from linkscope.engines.registry import METHOD_CATALOGUE
+from linkscope.patterns.methods import METHODS as METHOD_CATALOGUE
 from linkscope.patterns.plan import HOST, TransferPlan
 from linkscope.topology import query
 from linkscope.topology.model import Topology

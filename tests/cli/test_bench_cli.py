@@ -1,12 +1,12 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
-
 from fakes import FakeEngine  # noqa: E402
+from typer.testing import CliRunner
 
 from linkscope.cli import app, main  # noqa: E402
 from linkscope.engines import registry  # noqa: E402
+from linkscope.patterns.methods import METHODS
 
 runner = CliRunner()
 SYN = ["--synthetic", "nvswitch:4"]
@@ -107,7 +107,7 @@ def test_ctrl_c_writes_partial_json_and_exits_130(fake, tmp_path):
 
 
 def test_list_shows_methods_with_availability_and_patterns(fake):
-    fake["kwargs"] = {"methods": [m for m in registry.METHOD_CATALOGUE if m.key in ("ce", "h2d")]}
+    fake["kwargs"] = {"methods": [m for m in METHODS if m.key in ("ce", "h2d")]}
     result = runner.invoke(app, ["bench", "--list", *SYN])
     assert result.exit_code == 0
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in result.stdout.splitlines() if line.count("│") >= 3}

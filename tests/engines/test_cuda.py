@@ -85,8 +85,8 @@ def test_small_sizes_repeat_inside_a_region(engine):
 
 
 def test_data_check_detects_a_wrong_destination(engine):
-    from linkscope.engines.gpu.ops import DataCheck
     from linkscope.engines.gpu.buffers import DeviceBuffer
+    from linkscope.engines.gpu.ops import DataCheck
 
     buf = DeviceBuffer.allocate(engine.rt, 0, 1 * MiB + 3)
     try:

@@ -4,6 +4,7 @@ import pytest
 
 from linkscope.engines import registry
 from linkscope.errors import BackendUnavailable, UserError
+from linkscope.patterns.methods import find_method, method_keys
 from linkscope.topology.synthetic import synthetic_topology
 
 TOPO = synthetic_topology("nvswitch:2")
@@ -11,11 +12,11 @@ TOPO = synthetic_topology("nvswitch:2")
 
 def test_names_and_catalogue():
     assert registry.engine_names() == ("auto", "cuda", "rocm", "sim")
-    keys = registry.method_keys()
+    keys = method_keys()
     for key in ("ce", "ce-read", "ce-write", "ce-nopeer", "sm-push", "sm-pull", "staged", "staged-pinned", "h2d", "d2h", "local"):
         assert key in keys
-    assert registry.catalogue_method("ce").needs_peer_access and not registry.catalogue_method("ce-nopeer").needs_peer_access
-    assert registry.catalogue_method("h2d").host_endpoint and not registry.catalogue_method("h2d").peer
+    assert find_method("ce").needs_peer_access and not find_method("ce-nopeer").needs_peer_access
+    assert find_method("h2d").host_endpoint and not find_method("h2d").peer
 
 
 def test_unknown_and_rocm():

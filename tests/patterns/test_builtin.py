@@ -1,10 +1,10 @@
 import pytest
 
-from linkscope.patterns.methods import find_method as catalogue_method
 from linkscope.errors import TopologyError, UserError
 from linkscope.patterns.base import peer_waiver, select_gpus
-from linkscope.patterns.builtin import (ALL_TO_ALL, ALL_TO_HOST, ALL_TO_ONE, HOST_REFERENCE as HOST, HOST_TO_ALL, LOCAL, MATRIX,
-                                        ONE_TO_ALL, PAIRS, RING)
+from linkscope.patterns.builtin import ALL_TO_ALL, ALL_TO_HOST, ALL_TO_ONE, HOST_TO_ALL, LOCAL, MATRIX, ONE_TO_ALL, PAIRS, RING
+from linkscope.patterns.builtin import HOST_REFERENCE as HOST
+from linkscope.patterns.methods import find_method as catalogue_method
 from linkscope.patterns.plan import HOST as HOST_END
 from linkscope.topology.synthetic import synthetic_topology
 

@@ -244,7 +244,12 @@ def latency(
     """
     from ..measure.runner import all_ordered_pairs, run_latency
     from ..patterns.base import select_gpus
-    from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY, LATENCY_HOST_READ, LATENCY_KINDS
+    from ..patterns.methods import (
+        DEFAULT_METHOD,
+        LATENCY_COPY,
+        LATENCY_HOST_READ,
+        LATENCY_KINDS,
+    )
     from ..patterns.plan import HOST
     from ..units import parse_size
 

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError
+from ..patterns.methods import DEFAULT_METHOD
 from .common import check_output_file, resolve_topology_cli, stderr_console, stdout_console
 
 
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
                                 gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")
         else:
             assert topology is not None
-            cost = topology_cost(topology, metric, method or "ce")
+            cost = topology_cost(topology, metric, method or DEFAULT_METHOD.key)
         host_list = [h.strip() for h in hosts.split(",")] if hosts else None
         if nodes > 1:
             assignment = map_cluster(matrix, cost, topology, nodes, network_costs(cost, topology), host_list)
@@ -100,7 +101,7 @@ def register(app: typer.Typer) -> None:
         if assignment.host_of_rank is not None:
             console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
         if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
-            console.print(f"predicted exchange time (fabric model, method {method or 'ce'}, contention included): "
+            console.print(f"predicted exchange time (fabric model, method {method or DEFAULT_METHOD.key}, contention included): "
                           f"{_format_cost(assignment.exchange_time_us, 'µs')}; "
                           f"default: {_format_cost(assignment.default_exchange_time_us, 'µs')}")
             console.print(f"pairwise model cost (sum of message times alone): "

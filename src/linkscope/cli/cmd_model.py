@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import ConfigError, UserError
+from ..patterns.methods import DEFAULT_METHOD
 from .common import check_output_file, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
 
 model_app = typer.Typer(
@@ -96,7 +97,7 @@ def predict_cmd(
     preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
-    method: str = typer.Option("ce", "--method", help="Transfer method (ce, sm-push, staged-pinned, h2d, ...)."),
+    method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern", help="pairs|ring|all-to-one|one-to-all|all-to-all|all-to-host|host-to-all."),
     flows: Optional[str] = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),

@@ -23,7 +23,6 @@ from typing import Callable, Protocol, Sequence
 from ..patterns.methods import LATENCY_KINDS, Method, endpoint_reason, find_method
 from ..patterns.plan import TransferPlan
 
-
 #: A transfer method an engine offers: a row of the one method table (patterns/methods.py).
 MethodInfo = Method
 

@@ -18,19 +18,11 @@ from typing import Callable
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
-from ..patterns.methods import METHODS, Method, find_method
-from ..patterns.methods import method_keys as _method_keys
 from .base import TransferEngine
 
 NoteFn = Callable[[str], None]
 
 BACKENDS = ("auto", "cuda", "rocm", "sim")
-
-#: The method table, for callers that list methods next to engines.
-METHOD_CATALOGUE: tuple[Method, ...] = METHODS
-method_keys = _method_keys
-catalogue_method = find_method
-
 
 def engine_names() -> tuple[str, ...]:
     return BACKENDS

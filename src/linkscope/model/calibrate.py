@@ -26,12 +26,12 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..errors import UserError
+from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, keys_where
 from ..results.schema import RunRecord
 from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
-from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, keys_where
 from .predict import COPY_ENGINE_METHODS, PEER_METHODS, FabricModel
 
 _GB = 1e9

@@ -34,13 +34,13 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from ..errors import ConfigError
+from ..patterns.methods import D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
-from ..patterns.methods import DEFAULT_METHOD, D2H, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from .params import METHODS, ModelParams
 from .routing import Router
 

@@ -15,15 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..topology.model import Topology
-from .base import (
-    both_ways,
-    check_direction,
-    host_kind,
-    host_method_waiver,
-    one_way,
-    peer_method_waiver,
-    too_few_gpus,
-)
+from .base import both_ways, check_direction, host_kind, host_method_waiver, one_way, peer_method_waiver, too_few_gpus
 from .methods import LOCAL as LOCAL_METHOD
 from .methods import endpoint_reason
 from .plan import HOST, Transfer, TransferPlan, Waiver

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Sequence
 
+from ..patterns.methods import DEFAULT_METHOD, keys_where
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 
@@ -45,7 +46,7 @@ def _methods_in_order(record: RunRecord) -> list[str]:
     for m in record.measurements:
         if m.pattern == "matrix" and m.method not in seen:
             seen.append(m.method)
-    return sorted(seen, key=lambda k: (k != "ce", seen.index(k)))
+    return sorted(seen, key=lambda k: (k != DEFAULT_METHOD.key, seen.index(k)))
 
 
 def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None) -> list[str]:
@@ -148,7 +149,7 @@ def _peer_findings(record: RunRecord) -> list[str]:
         return [f"Peer access (P2P) is missing for {len(missing)} GPU pair{'s' if len(missing) != 1 else ''} ({pairs}): "
                 f"{', '.join(sorted(methods))} could not run there; ce-nopeer or staged-pinned still move data through the host."]
     peer_ok = [m for m in _ok_bw(record.measurements)
-               if isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst and m.method in ("ce", "sm-push", "sm-pull", "ce-read", "ce-write")]
+               if isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst and m.method in keys_where(needs_peer_access=True)]
     if peer_ok:
         return ["Peer access works between every GPU pair measured."]
     return []

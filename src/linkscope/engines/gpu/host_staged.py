@@ -15,6 +15,7 @@ from ...patterns.methods import STAGED, STAGED_PINNED
 from .buffers import PageableHostBuffer
 from .gate import sync_event
 from .ops import OpContext, Place, TransferOp
+
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 DEFAULT_STAGING_BUFFERS = 2
 

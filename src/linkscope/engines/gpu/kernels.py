@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
 COPY_UNROLLS = (1, 2, 4, 8)
 #: (piece bytes, shared-memory stages) compiled for the bulk-copy (TMA) SM copy.
