@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 from ..engines.base import TransferEngine
 from ..errors import ConfigError
 from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, MATRIX, RING
+from ..patterns.methods import CE, D2H, H2D, LATENCY_FLAG, LATENCY_REMOTE_READ, SM_PUSH
 from ..patterns.plan import ALL, Transfer, TransferPlan
 from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status
@@ -59,9 +60,9 @@ class SurveyOptions:
 
     size_bytes: int = 512 * MiB  # nvbandwidth's buffer size, so numbers compare one to one
     sweep_sizes_bytes: tuple[int, ...] = (4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 512 * MiB)
-    peer_methods: tuple[str, ...] = ("ce", "sm-push")
-    host_methods: tuple[str, ...] = ("h2d", "d2h")
-    latency_kinds: tuple[str, ...] = ("remote-read", "flag-pingpong")
+    peer_methods: tuple[str, ...] = (CE.key, SM_PUSH.key)
+    host_methods: tuple[str, ...] = (H2D.key, D2H.key)
+    latency_kinds: tuple[str, ...] = (LATENCY_REMOTE_READ.key, LATENCY_FLAG.key)
     concurrent_patterns: tuple[str, ...] = ("ring", "all-to-one", "all-to-all")
     measure: MeasureOptions = field(default=SURVEY_MEASURE_OPTIONS)
 
@@ -111,10 +112,10 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
     for key in opts.concurrent_patterns:
         pattern = _CONCURRENT.get(key)
         if pattern is not None:
-            steps.append((f"ce {key}", ("ce", key, "uni"), bench(BenchSpec(pattern, ("ce",), "uni"), [size])))
+            steps.append((f"{CE.key} {key}", (CE.key, key, "uni"), bench(BenchSpec(pattern, (CE.key,), "uni"), [size])))
     if topology.gpu_count >= 2:
-        sweep = [TransferPlan("sweep", "uni", "ce", (Transfer(0, 1, size),), "none", "0->1")]
-        steps.append(("ce sweep 0->1", ("ce", "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
+        sweep = [TransferPlan("sweep", "uni", CE.key, (Transfer(0, 1, size),), "none", "0->1")]
+        steps.append((f"{CE.key} sweep 0->1", (CE.key, "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
     return steps
 
 

@@ -232,7 +232,7 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
         fitted["host_memcpy_gb_per_s"] = statistics.median(memcpy)
     elif STAGED.key in rates:
         fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates[STAGED.key])
-        notes.append("host_memcpy_gb_per_s from 'staged' assuming its two hops are memcpy-bound")
+        notes.append(f"host_memcpy_gb_per_s from {STAGED.key!r} assuming its two hops are memcpy-bound")
     if LOCAL.key in rates:
         fitted["device_memory_bw_gb_per_s"] = 2 * statistics.median(r for _, r in rates[LOCAL.key])
     label = f"fitted by linkscope model calibrate{' from ' + source if source else ''}"

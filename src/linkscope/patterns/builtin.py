@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..topology.model import Topology
 from .base import both_ways, check_direction, host_kind, host_method_waiver, one_way, peer_method_waiver, too_few_gpus
+from .methods import D2H as D2H_METHOD
 from .methods import LOCAL as LOCAL_METHOD
 from .methods import endpoint_reason
 from .plan import HOST, Transfer, TransferPlan, Waiver
@@ -151,7 +152,7 @@ class HostReferencePattern:
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]:
         check_direction(direction)
-        to_host = host_kind(method) == "d2h"
+        to_host = host_kind(method) == D2H_METHOD.key
         plans = []
         for g in gpus:
             a, b = (g, HOST) if to_host else (HOST, g)

@@ -15,6 +15,7 @@ other module spells a method key out. A method says:
   ``host-staging`` (copies through a host buffer);
 * ``issuer``: which GPU issues it when both ends are GPUs (``src`` or ``dst``);
 * ``pageable``: host memory is pageable (the runtime copies synchronously: host-timed);
+* ``answers``: the question the method answers (docs/guide.md);
 * ``meaning``: vendor -> what the method is on that vendor's runtime (a vendor missing from it
   does not offer the method); ``env``: vendor -> environment the runtime must start with (the
   runner runs such a method in a child process with it, ``measure.child``).
@@ -56,6 +57,7 @@ class Method:
     endpoints: EndpointRule
     unit: Unit
     meaning: Mapping[str, str] = field(default_factory=dict)
+    answers: str = ""
     env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     issuer: Literal["src", "dst"] = "src"
     pageable: bool = False
@@ -82,53 +84,67 @@ class Method:
 
 CE = Method("ce", "copy engine peer copy with peer access enabled (host end: a plain H2D/D2H copy)",
             peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine",
+            answers="The link's best case for bulk copies: what `cudaMemcpy`/`hipMemcpy`-based libraries get; the reference line.",
             meaning={"nvidia": "cudaMemcpyPeerAsync on the source's stream (copy engine)",
                      "amd": "hipMemcpyPeerAsync on the source's stream, done by an SDMA engine"})
 CE_BLIT = Method("ce-blit", "the same runtime copy done by the runtime's blit kernels (no DMA engine)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel",
-                 meaning={"amd": "hipMemcpyPeerAsync with HSA_ENABLE_SDMA=0: ROCr's blit kernels on CUs"},
+                 answers='On AMD: the same copy without the SDMA engines; SDMA against blit kernels per GCD pair (SDMA is capped per engine).',
+            meaning={"amd": "hipMemcpyPeerAsync with HSA_ENABLE_SDMA=0: ROCr's blit kernels on CUs"},
                  env={"amd": {"HSA_ENABLE_SDMA": "0"}})
 CE_READ = Method("ce-read", "copy engine peer copy issued by the destination GPU (it reads the peer)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine", issuer="dst",
-                 meaning={"nvidia": "cudaMemcpyAsync (UVA) on the destination's stream",
+                 answers='Whether reading a peer is slower than writing to it. Asymmetries show up here.',
+            meaning={"nvidia": "cudaMemcpyAsync (UVA) on the destination's stream",
                           "amd": "hipMemcpyAsync on the destination's stream (its SDMA engine)"})
 CE_WRITE = Method("ce-write", "copy engine peer copy issued by the source GPU (it writes the peer)",
                   peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine",
-                  meaning={"nvidia": "cudaMemcpyAsync (UVA) on the source's stream",
+                  answers='The write-side counterpart of `ce-read`.',
+            meaning={"nvidia": "cudaMemcpyAsync (UVA) on the source's stream",
                            "amd": "hipMemcpyAsync on the source's stream (its SDMA engine)"})
 CE_NOPEER = Method("ce-nopeer", "the peer copy with peer access disabled (the driver stages through host memory)",
                    peer=True, needs_peer_access=False, host_ends="none", endpoints="gpu-pair", unit="copy-engine",
-                   meaning={"nvidia": "cudaMemcpyPeerAsync, peer access disabled for the pair",
+                   answers='What an application gets without peer access (forgotten, or not allowed across sockets / in some VMs).',
+            meaning={"nvidia": "cudaMemcpyPeerAsync, peer access disabled for the pair",
                             "amd": "hipMemcpyPeerAsync, peer access disabled for the pair"})
 SM_PUSH = Method("sm-push", "kernel on the source GPU storing into peer memory (16-byte accesses, unrolled)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel",
-                 meaning={"nvidia": "SM kernel (NVRTC), uint4 loads/stores", "amd": "CU kernel (hipRTC), uint4 loads/stores"})
+                 answers='What a kernel writing to remote memory gets (NVSHMEM-style puts, custom all-reduce kernels).',
+            meaning={"nvidia": "SM kernel (NVRTC), uint4 loads/stores", "amd": "CU kernel (hipRTC), uint4 loads/stores"})
 SM_PULL = Method("sm-pull", "kernel on the destination GPU loading from peer memory (16-byte accesses, unrolled)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel", issuer="dst",
-                 meaning={"nvidia": "SM kernel (NVRTC), uint4 loads/stores", "amd": "CU kernel (hipRTC), uint4 loads/stores"})
+                 answers="Remote loads (gets, kernels that read a neighbour's halo).",
+            meaning={"nvidia": "SM kernel (NVRTC), uint4 loads/stores", "amd": "CU kernel (hipRTC), uint4 loads/stores"})
 STAGED = Method("staged", "naive path through pageable host memory: D2H, then H2D (host-timed)",
                 peer=True, needs_peer_access=False, host_ends="none", endpoints="gpu-pair", unit="host-staging", pageable=True,
-                meaning={"nvidia": "cudaMemcpy D2H into pageable memory, then H2D",
+                answers="The naive path through host memory, as code copying through a `malloc`'d buffer sees it.",
+            meaning={"nvidia": "cudaMemcpy D2H into pageable memory, then H2D",
                          "amd": "hipMemcpy D2H into pageable memory, then H2D"})
 STAGED_PINNED = Method("staged-pinned", "double-buffered pinned host chunks, D2H of chunk k+1 overlapped with H2D of chunk k",
                        peer=True, needs_peer_access=False, host_ends="none", endpoints="gpu-pair", unit="host-staging",
-                       meaning={"nvidia": "cudaMemcpyAsync chunks through NUMA-local pinned buffers",
+                       answers='The best achievable path without P2P; a hand-written fallback should reach this rate.',
+            meaning={"nvidia": "cudaMemcpyAsync chunks through NUMA-local pinned buffers",
                                 "amd": "hipMemcpyAsync chunks through NUMA-local pinned buffers"})
 H2D = Method("h2d", "pinned host memory to device", peer=False, needs_peer_access=False, host_ends="src",
              endpoints="host-to-gpu", unit="copy-engine",
-             meaning={"nvidia": "cudaMemcpyAsync H2D (copy engine)", "amd": "hipMemcpyAsync H2D (SDMA)"})
+             answers='The host link (PCIe or C2C) for pinned buffers: what data loaders and offloading can reach.',
+            meaning={"nvidia": "cudaMemcpyAsync H2D (copy engine)", "amd": "hipMemcpyAsync H2D (SDMA)"})
 D2H = Method("d2h", "device to pinned host memory", peer=False, needs_peer_access=False, host_ends="dst",
              endpoints="gpu-to-host", unit="copy-engine",
-             meaning={"nvidia": "cudaMemcpyAsync D2H (copy engine)", "amd": "hipMemcpyAsync D2H (SDMA)"})
+             answers='The host link, device to host, for pinned buffers.',
+            meaning={"nvidia": "cudaMemcpyAsync D2H (copy engine)", "amd": "hipMemcpyAsync D2H (SDMA)"})
 H2D_PAGEABLE = Method("h2d-pageable", "pageable host memory to device (host-timed)", peer=False, needs_peer_access=False,
                       host_ends="src", endpoints="host-to-gpu", unit="copy-engine", pageable=True,
-                      meaning={"nvidia": "cudaMemcpy from pageable memory", "amd": "hipMemcpy from pageable memory"})
+                      answers='What an unpinned `tensor.cuda()` or a copy from `malloc` memory gets.',
+            meaning={"nvidia": "cudaMemcpy from pageable memory", "amd": "hipMemcpy from pageable memory"})
 D2H_PAGEABLE = Method("d2h-pageable", "device to pageable host memory (host-timed)", peer=False, needs_peer_access=False,
                       host_ends="dst", endpoints="gpu-to-host", unit="copy-engine", pageable=True,
-                      meaning={"nvidia": "cudaMemcpy into pageable memory", "amd": "hipMemcpy into pageable memory"})
+                      answers='The pageable counterpart of `d2h`.',
+            meaning={"nvidia": "cudaMemcpy into pageable memory", "amd": "hipMemcpy into pageable memory"})
 LOCAL = Method("local", "device-local copy within one GPU's memory (reference line)", peer=False, needs_peer_access=False,
                host_ends="none", endpoints="same-gpu", unit="copy-engine",
-               meaning={"nvidia": "cudaMemcpyAsync D2D on one GPU", "amd": "hipMemcpyAsync D2D on one GCD"})
+               answers='The device-memory reference line.',
+            meaning={"nvidia": "cudaMemcpyAsync D2D on one GPU", "amd": "hipMemcpyAsync D2D on one GCD"})
 
 #: Every transfer method, in ``bench --list`` order.
 METHODS: tuple[Method, ...] = (CE, CE_READ, CE_WRITE, CE_BLIT, CE_NOPEER, SM_PUSH, SM_PULL, STAGED, STAGED_PINNED,
@@ -200,7 +216,7 @@ def keys_where(*, peer: bool | None = None, needs_peer_access: bool | None = Non
 def host_direction(method: Method | str) -> str | None:
     """``"h2d"`` / ``"d2h"`` for a method whose host end is fixed, else None."""
     m = get_method(method) if isinstance(method, str) else method
-    return {"src": "h2d", "dst": "d2h"}.get(m.host_ends)
+    return {"src": H2D.key, "dst": D2H.key}.get(m.host_ends)
 
 
 def endpoint_reason(method: Method | str, src: Endpoint, dst: Endpoint) -> str | None:
@@ -235,7 +251,8 @@ def endpoint_reason(method: Method | str, src: Endpoint, dst: Endpoint) -> str |
 def markdown_table() -> str:
     """docs/guide.md's method table (generated: ``python -c 'from linkscope.patterns.methods import
     markdown_table; print(markdown_table())'``)."""
-    rows = ["| method | what it measures | ends | moved by | NVIDIA | AMD |", "|---|---|---|---|---|---|"]
+    rows = ["| method | what it measures | ends | moved by | NVIDIA | AMD | what it tells you |",
+            "|---|---|---|---|---|---|---|"]
     for m in METHODS:
         ends = {"peer": "GPU->GPU or GPU<->host", "gpu-pair": "two GPUs", "host-to-gpu": "host->GPU",
                 "gpu-to-host": "GPU->host", "same-gpu": "one GPU"}[m.endpoints]
@@ -246,7 +263,7 @@ def markdown_table() -> str:
         if env:
             amd += " (runs in a child process with " + ", ".join(f"{k}={v}" for k, v in env.items()) + ")"
         rows.append(f"| `{m.key}` | {m.description} | {ends} | {UNIT_TEXT[m.unit]} | "
-                    f"{m.meaning.get('nvidia', 'not offered')} | {amd} |")
+                    f"{m.meaning.get('nvidia', 'not offered')} | {amd} | {m.answers} |")
     rows.append("")
     rows.append("| latency kind | what it measures |")
     rows.append("|---|---|")
