@@ -73,6 +73,14 @@ def _rocm() -> dict[str, Any]:
     return {"ok": False, "reason": "neither amd-smi nor rocm-smi is on PATH (no ROCm installation)"}
 
 
+def _rocm_engine() -> dict[str, Any]:
+    from .engines.rocm import probe
+
+    note = "not yet run on AMD hardware: tested on CPU with the fake runtime (docs/amd.md)"
+    why = probe()
+    return {"ok": why is None, "reason": f"{why}; {note}" if why else note, "version": "cupy-rocm (HIP)" if why is None else None}
+
+
 def collect() -> dict[str, Any]:
     versions = {
         "linkscope": __version__,
@@ -97,7 +105,7 @@ def collect() -> dict[str, Any]:
     except ImportError as exc:
         backends.append({"name": "discovery", "ok": False, "reason": f"discovery backends not importable: {exc}"})
     names = {b["name"] for b in backends}
-    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm)):
+    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm), ("rocm engine", _rocm_engine)):
         if name not in names:
             backends.append(_guard(name, probe))
     return {"versions": versions, "backends": backends}
