@@ -197,3 +197,22 @@ def test_the_data_check_catches_wrong_data_on_the_fake_runtime():
         assert check.mismatches(seed=7) > 0
     finally:
         buf.free()
+
+
+def test_rocm_and_cuda_engines_are_the_gpu_engine_over_their_runtime():
+    from linkscope.engines.cuda import CudaEngine
+    from linkscope.engines.gpu.fake import FakeRuntime
+    from linkscope.engines.gpu.kernels import source_for
+    from linkscope.engines.rocm import RocmEngine
+
+    rocm = RocmEngine(TOPO, runtime=FakeRuntime(gpus=2, vendor="amd"))
+    caps = rocm.capabilities()
+    assert (caps.name, caps.vendor) == ("rocm", "amd") and caps.method("ce-blit") is not None
+    assert rocm.child_factory[0] == "linkscope.engines.rocm:RocmEngine"
+    cuda = CudaEngine(TOPO, runtime=FakeRuntime(gpus=2))
+    assert cuda.capabilities().method("ce-blit") is None and cuda.capabilities().vendor == "nvidia"
+    hip, names = source_for("rocm")
+    assert "%%globaltimer;" not in hip and "__ldcs" not in hip and "cp.async.bulk" not in hip and "wall_clock64" in hip
+    assert not any(n.startswith("copy_bulk") for n in names)
+    rocm.close()
+    cuda.close()

@@ -6,7 +6,8 @@
   labelled ``simulated``;
 * ``rocm``: ``linkscope.engines.rocm.RocmEngine(topology)`` — AMD GPUs through CuPy's ROCm build;
   on a machine without them it says in one line why it cannot run;
-* ``auto``: ``cuda`` when it is usable and the topology is this system, else ``sim`` with a note.
+* ``auto``: ``cuda`` (else ``rocm``) when it is usable and the topology is this system, else ``sim``
+  with a note.
 
 Every method key linkscope knows is in the one method table (``patterns.methods``); each engine
 says in its capabilities which ones it offers.
@@ -75,13 +76,19 @@ def _sim(topology: Topology) -> TransferEngine:
 
 
 def _rocm(topology: Topology) -> TransferEngine:
-    module = importlib.import_module("linkscope.engines.rocm")
-    why = module.probe()
+    try:
+        module = importlib.import_module("linkscope.engines.rocm")
+    except ImportError as exc:
+        raise BackendUnavailable(f"the rocm engine cannot be loaded: {exc}", hint="use --backend sim") from exc
+    probe, factory = getattr(module, "probe", None), getattr(module, "RocmEngine", None)
+    if not callable(probe) or factory is None:
+        raise BackendUnavailable("the rocm engine is not available in this linkscope build", hint="use --backend sim")
+    why = probe()
     if why:
         raise BackendUnavailable(f"the rocm engine cannot run here: {why}", hint="use --backend sim")
     _refuse_foreign("rocm", topology)
     try:
-        return module.RocmEngine(topology)
+        return factory(topology)
     except UserError:
         raise
     except Exception as exc:  # HIP runtime errors while starting up: not usable here
@@ -94,18 +101,21 @@ _FACTORIES: dict[str, Callable[[Topology], TransferEngine]] = {"cuda": _cuda, "s
 def create_engine(backend: str, topology: Topology, *, on_note: NoteFn | None = None) -> TransferEngine:
     """The engine for ``backend`` (one of ``engine_names()``) over ``topology``.
 
-    ``auto`` picks ``cuda`` when the topology was discovered on this machine and the cuda engine
-    starts; otherwise ``sim``, telling ``on_note`` why (the CLI prints it on stderr).
+    ``auto`` picks ``cuda`` (else ``rocm``) when the topology was discovered on this machine and that
+    engine starts; otherwise ``sim``, telling ``on_note`` why (the CLI prints it on stderr).
     """
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}", hint=f"valid backends: {', '.join(BACKENDS)}")
     if backend != "auto":
         return _FACTORIES[backend](topology)
     if topology.is_this_system:
-        try:
-            return _cuda(topology)
-        except BackendUnavailable as exc:
-            reason = exc.one_line()
+        reasons = []
+        for factory in (_cuda, _rocm):
+            try:
+                return factory(topology)
+            except BackendUnavailable as exc:
+                reasons.append(exc.one_line())
+        reason = "; ".join(reasons)
     else:
         reason = f"topology {topology.name!r} is not this machine ({topology.source or 'not discovered'})"
     if on_note is not None:

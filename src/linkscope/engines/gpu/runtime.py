@@ -121,9 +121,10 @@ class CupyRuntime:
             bus = self._dev(ordinal).pci_bus_id
         except Exception:
             bus = None
+        arch = props.get("gcnArchName", b"")  # AMD only (e.g. gfx90a:sramecc+:xnack-)
         return {"name": name.decode() if isinstance(name, bytes) else str(name),
                 "sm_count": int(props["multiProcessorCount"]), "pci_bus_id": bus,
-                "gcn_arch": (props.get("gcnArchName", b"") or b"").decode() if isinstance(props.get("gcnArchName"), bytes) else ""}
+                "gcn_arch": arch.decode() if isinstance(arch, bytes) else str(arch or "")}
 
     def mem_get_info(self, ordinal: int) -> tuple[int, int]:
         with self._dev(ordinal):

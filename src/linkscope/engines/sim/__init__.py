@@ -80,12 +80,16 @@ class SimEngine:
         device = self.model.gpu(gpu)
         return int(device.memory_bytes) if device.memory_bytes else DEFAULT_MEMORY_BYTES
 
-    def waiver(self, plan: TransferPlan) -> str | None:
+    def _table_waiver(self, plan: TransferPlan) -> str | None:
         """The shared waiver (engines.base.plan_waiver, as the GPU engine gives it) with the
-        topology's GPUs, peer access and memory; then a route the model cannot find."""
-        reason = plan_waiver(plan, gpu_count=self.topology.gpu_count, offered=[m.key for m in self._methods],
-                             peer_ok=lambda a, b: self.model.peer_access(a, b) is None,
-                             free_bytes=self.free_memory_bytes)
+        topology's GPUs, peer access and memory."""
+        return plan_waiver(plan, gpu_count=self.topology.gpu_count, offered=[m.key for m in self._methods],
+                           peer_ok=lambda a, b: self.model.peer_access(a, b) is None,
+                           free_bytes=self.free_memory_bytes)
+
+    def waiver(self, plan: TransferPlan) -> str | None:
+        """The shared waiver, then a route the model cannot find."""
+        reason = self._table_waiver(plan)
         if reason:
             return reason
         for t in plan.transfers:
@@ -97,7 +101,7 @@ class SimEngine:
 
     def run(self, plan: TransferPlan, reps: int, *, warmup: int, verify: bool,
             chunk_bytes: int | None = None) -> GroupResult:
-        reason = self.waiver(plan)
+        reason = self._table_waiver(plan)  # (a missing route raises from the model itself)
         if reason:
             raise ConfigError(reason)
         if reps < 1:
