@@ -14,7 +14,17 @@ from typing import Any
 
 from linkscope.measure.options import MeasureOptions
 from linkscope.measure.runner import run_bench, run_latency
-from linkscope.patterns.methods import D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LATENCY_COPY, LATENCY_FLAG, LATENCY_HOST_READ, LATENCY_REMOTE_READ, LOCAL
+from linkscope.patterns.methods import (
+    D2H,
+    D2H_PAGEABLE,
+    H2D,
+    H2D_PAGEABLE,
+    LATENCY_COPY,
+    LATENCY_FLAG,
+    LATENCY_HOST_READ,
+    LATENCY_REMOTE_READ,
+    LOCAL,
+)
 from linkscope.patterns.plan import HOST, Transfer, TransferPlan
 from linkscope.units import MiB
 

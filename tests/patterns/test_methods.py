@@ -1,13 +1,21 @@
 """The one method table: its rules, and the docs generated from it."""
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from linkscope.errors import ConfigError
-from linkscope.patterns.methods import (LATENCY_KINDS, METHODS, endpoint_reason, get_method, host_direction, keys_where,
-                                        markdown_table, method_keys, methods_for)
+from linkscope.patterns.methods import (
+    LATENCY_KINDS,
+    METHODS,
+    endpoint_reason,
+    get_method,
+    host_direction,
+    keys_where,
+    markdown_table,
+    method_keys,
+    methods_for,
+)
 from linkscope.patterns.plan import HOST
 
 ROOT = Path(__file__).resolve().parents[2]

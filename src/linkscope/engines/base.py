@@ -122,8 +122,9 @@ def plan_waiver(plan: TransferPlan, *, gpu_count: int, offered: Sequence[str],
             if isinstance(end, int):
                 need[end] = need.get(end, 0) + t.size_bytes
         if not (src_gpu and dst_gpu):
-            gpu = t.src if src_gpu else t.dst
-            need[gpu] = need.get(gpu, 0) + t.size_bytes  # type: ignore[index]
+            gpu_end = t.src if src_gpu else t.dst
+            if isinstance(gpu_end, int):  # the data check stages a host end through a device scratch
+                need[gpu_end] = need.get(gpu_end, 0) + t.size_bytes
     for gpu, total in sorted(need.items()):
         free = free_bytes(gpu)
         if total + reserve_bytes > free:

@@ -43,7 +43,7 @@ def child_job(factory: tuple[str, Mapping[str, Any]], topology: Any, plans: Sequ
     from ..topology.io import to_dict
 
     path, kwargs = factory
-    return {"factory": path, "kwargs": dict(kwargs), "topology": to_dict(topology) if topology is not None else None,
+    return {"factory": path, "kwargs": dict(kwargs), "topology": to_dict(topology),
             "plans": [plan_to_dict(p) for p in plans], "options": asdict(options)}
 
 
@@ -79,7 +79,7 @@ def _main() -> int:
 
     job = json.load(sys.stdin)
     module, _, name = job["factory"].partition(":")
-    topology = from_dict(job["topology"]) if job.get("topology") else None
+    topology = from_dict(job["topology"])
     engine = getattr(importlib.import_module(module), name)(topology, **job.get("kwargs", {}))
     try:
         plans = [plan_from_dict(p) for p in job["plans"]]
@@ -88,7 +88,7 @@ def _main() -> int:
         engine.close()
     groups: list[list[dict[str, Any]]] = [[] for _ in plans]
     for m in record.measurements:
-        groups[m.group].append(measurement_to_dict(m))
+        groups[int(m.group or 0)].append(measurement_to_dict(m))
     json.dump(groups, sys.stdout)
     return 0
 

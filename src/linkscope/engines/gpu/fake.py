@@ -280,7 +280,7 @@ def FakeEngine(topology: object | None = None, *, gpus: int | None = None, vendo
     from .engine import GpuEngine
 
     count = gpus if gpus is not None else (getattr(topology, "gpu_count", 0) or 2)
-    rt = FakeRuntime(gpus=count, memory_bytes=memory_bytes, no_peer=tuple(tuple(p) for p in no_peer), vendor=vendor)
+    rt = FakeRuntime(gpus=count, memory_bytes=memory_bytes, no_peer=tuple((int(p[0]), int(p[1])) for p in no_peer), vendor=vendor)
     kwargs = {"gpus": count, "vendor": vendor, "memory_bytes": memory_bytes, "no_peer": [list(p) for p in no_peer],
               "env_keys": list(env_keys), "name": name}
     env = {k: os.environ[k] for k in env_keys if k in os.environ}
