@@ -155,3 +155,9 @@ def test_local_latency_and_copy_once(engine):
     assert engine.copy_once(0, 0, 1 * MiB, method="local") > 0
     with pytest.raises(ConfigError):
         engine.latency_us("bogus", 0, 0, method=None, size_bytes=8, reps=1, warmup=0)
+
+
+def test_host_read_latency(engine):
+    """GPU 0 pointer-chasing through pinned host memory (nvbandwidth's host_device_latency_sm)."""
+    hr = engine.latency_us("host-read", "host", 0, method=None, size_bytes=8, reps=3, warmup=1)
+    assert len(hr) == 3 and all(0.2 < x < 50 for x in hr)
