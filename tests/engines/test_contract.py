@@ -171,6 +171,7 @@ def test_amd_methods_and_the_child_process_for_ce_blit(monkeypatch):
     assert [(m.method, m.src, m.dst, m.status) for m in rec.measurements] == [
         ("ce", 0, 1, Status.OK), ("ce", 1, 0, Status.OK), ("ce-blit", 0, 1, Status.OK), ("ce-blit", 1, 0, Status.OK)]
     assert [m.group for m in rec.measurements] == [0, 1, 2, 3] and all(m.verified for m in rec.measurements)
+    assert [m.extra.get("process_env") for m in rec.measurements] == [None, None, {"HSA_ENABLE_SDMA": "0"}, {"HSA_ENABLE_SDMA": "0"}]
     assert {m.key for m in methods_for("nvidia")} == {m.key for m in METHODS} - {"ce-blit"}
 
 
@@ -216,3 +217,15 @@ def test_rocm_and_cuda_engines_are_the_gpu_engine_over_their_runtime():
     assert not any(n.startswith("copy_bulk") for n in names)
     rocm.close()
     cuda.close()
+
+
+def test_a_failing_child_process_gives_error_rows_not_an_abort(monkeypatch):
+    from linkscope.engines.gpu.fake import FakeEngine
+
+    monkeypatch.delenv("HSA_ENABLE_SDMA", raising=False)
+    eng = FakeEngine(TOPO, vendor="amd", env_keys=["HSA_ENABLE_SDMA"])
+    eng.child_factory = ("linkscope.engines.gpu.fake:NoSuchEngine", {})
+    opts = MeasureOptions(warmup=0, min_reps=1, max_reps=1)
+    rec = run_bench(eng, TOPO, BenchSpec(get_pattern("matrix"), ("ce-blit",)), [SIZE], opts)
+    assert {m.status for m in rec.measurements} == {Status.ERROR}
+    assert all("child process with HSA_ENABLE_SDMA=0 exited 1" in m.reason for m in rec.measurements)

@@ -489,7 +489,8 @@ def run_bench(
             got = from_child[i]
             if isinstance(got, str):
                 return plan_measurements(topology, job, group, provenance, status=Status.ERROR, reason=got)
-            return [replace(m, group=group) for m in got]
+            # the environment the child's runtime started with stays beside the numbers
+            return [replace(m, group=group, extra={**dict(m.extra or {}), "process_env": dict(job.env)}) for m in got]
         try:
             samples = measure_plan(engine, job.plan, options, clock)
         except Exception as exc:  # one failing plan must not lose the run (STYLE.md C5)
