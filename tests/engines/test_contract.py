@@ -40,7 +40,7 @@ ENGINES = [pytest.param(_sim, id="sim"), pytest.param(_fake, id="fake"),
            pytest.param(_cuda, id="cuda", marks=pytest.mark.gpu)]
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=ENGINES, scope="module")
 def engine(request):
     if request.param is _cuda:
         pytest.importorskip("cupy")
