@@ -56,12 +56,17 @@ def _cuda(topology: Topology) -> TransferEngine:
     factory = getattr(module, "CudaEngine", None)
     if factory is None:
         raise BackendUnavailable("the cuda engine is not available in this linkscope build (no CudaEngine)", hint="use --backend sim")
+    return _start("cuda", factory, topology)
+
+
+def _start(name: str, factory: Callable[[Topology], TransferEngine], topology: Topology) -> TransferEngine:
+    """Build a GPU engine; a runtime error while it starts means "not usable here"."""
     try:
         return factory(topology)
     except UserError:
         raise
-    except Exception as exc:  # CUDA runtime errors while starting up: not usable here
-        raise BackendUnavailable(f"the cuda engine could not start: {type(exc).__name__}: {exc}", hint="use --backend sim") from exc
+    except Exception as exc:  # CUDA / HIP runtime errors while starting up
+        raise BackendUnavailable(f"the {name} engine could not start: {type(exc).__name__}: {exc}", hint="use --backend sim") from exc
 
 
 def _sim(topology: Topology) -> TransferEngine:
@@ -87,12 +92,7 @@ def _rocm(topology: Topology) -> TransferEngine:
     if why:
         raise BackendUnavailable(f"the rocm engine cannot run here: {why}", hint="use --backend sim")
     _refuse_foreign("rocm", topology)
-    try:
-        return factory(topology)
-    except UserError:
-        raise
-    except Exception as exc:  # HIP runtime errors while starting up: not usable here
-        raise BackendUnavailable(f"the rocm engine could not start: {type(exc).__name__}: {exc}", hint="use --backend sim") from exc
+    return _start("rocm", factory, topology)
 
 
 _FACTORIES: dict[str, Callable[[Topology], TransferEngine]] = {"cuda": _cuda, "sim": _sim, "rocm": _rocm}
