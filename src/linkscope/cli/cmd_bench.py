@@ -27,6 +27,7 @@ from .common import (
     progress_bar,
     resolve_topology_cli,
     run_context,
+    stderr_console,
     stdout_console,
 )
 
@@ -180,13 +181,34 @@ def bench(
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
 
 
+PAIR_LATENCY_KINDS = ("remote-read", "flag-pingpong")
+HOST_LATENCY_KIND = "host-read"
+
+
+def _one_gpu_latency(kinds: list[str], explicit: bool, selected: list[int], engine) -> tuple[list[str], list]:
+    """On one GPU there is no pair: measure between the host and the GPU instead, and say so."""
+    from ..patterns.plan import HOST
+
+    pair_only = [k for k in kinds if k in PAIR_LATENCY_KINDS]
+    if explicit and pair_only:
+        raise UserError(f"latency kind {pair_only[0]!r} needs two GPUs; {len(selected)} GPU selected",
+                        hint="on one GPU use --kind host-read (GPU reading host memory) or --kind copy (small host<->GPU copies)")
+    if not explicit:
+        kinds = [HOST_LATENCY_KIND] if HOST_LATENCY_KIND in engine.capabilities().latency_kinds else ["copy"]
+        stderr_console().print(f"note: one GPU, no GPU pair: measuring host <-> GPU latency ({kinds[0]})", markup=False)
+    pairs: list = [(HOST, g) for g in selected]
+    if "copy" in kinds:
+        pairs += [(g, HOST) for g in selected]
+    return kinds, pairs
+
+
 @bench_app.command("latency")
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
     preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    kind: str = typer.Option("remote-read,flag-pingpong", "--kind", help="remote-read, flag-pingpong, copy (comma-separated)."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy (comma-separated); default remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else copy)."),
     method: str = typer.Option("ce", "--method", help="Copy method of --kind copy."),
     size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
@@ -208,7 +230,9 @@ def latency(
 
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
-    kinds = parse_list(kind) or []
+    kinds = parse_list(kind) if kind is not None else list(PAIR_LATENCY_KINDS)
+    if not kinds:
+        raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
     for k in kinds:
         if k not in LATENCY_KINDS:
             raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
@@ -223,11 +247,14 @@ def latency(
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:
+        pairs: list = all_ordered_pairs(selected)
+        if len(selected) < 2:
+            kinds, pairs = _one_gpu_latency(kinds, kind is not None, selected, engine)
         if "copy" in kinds:
             check_methods([method], engine)
         try:
             with progress_bar() as progress:
-                record = run_latency(engine, kinds, all_ordered_pairs(selected), options, topology=topology,
+                record = run_latency(engine, kinds, pairs, options, topology=topology,
                                      method=method, size_bytes=size_bytes, progress=progress,
                                      on_partial=partial_writer(json_path, csv_path),
                                      context=run_context(topology, engine), run_options={"command": "bench latency"})

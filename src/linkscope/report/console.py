@@ -187,8 +187,7 @@ def sweep_table(series: dict[str, list[Measurement]], title: str, width: int | N
 
 ENTRY_COLUMNS = (Column("size", key=True), Column("flow", key=True, justify="left"), Column("median GB/s", "med GB/s"),
                  Column("theor. GB/s", "theo GB/s"), Column("eff."), Column("status", justify="left"), Column("min"),
-                 Column("max"), Column("CV %", "CV%"), Column("n"), Column("scope", justify="left"),
-                 Column("group", justify="left", wrap=True))
+                 Column("max"), Column("CV %", "CV%"), Column("n"), Column("group", justify="left", wrap=True))
 
 
 def entries_table(ms: Sequence[Measurement], title: str, width: int | None = None) -> list[Group]:
@@ -199,7 +198,7 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
         theo = m.extra.get("theoretical_gb_per_s")
         rows.append([
             format_size(m.size_bytes),
-            f"{m.src} -> {m.dst}",
+            f"{m.src} -> {m.dst}" + (" total" if m.scope != "transfer" else ""),
             _bw_cell(m),
             format_rate(theo) if theo else "",
             Text(f"{eff * 100:.0f}%", style=efficiency_style(eff)) if eff is not None else "",
@@ -208,7 +207,6 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
             format_rate(bw.max) if bw else "",
             f"{bw.cv * 100:.2f}" if bw else "",
             str(bw.n) if bw else "",
-            m.scope,
             str(m.extra.get("label", "")),
         ])
     return fitted(title, ENTRY_COLUMNS, rows, width)
@@ -226,17 +224,22 @@ def _blocks(ms: Iterable[Measurement]) -> dict[tuple[str, str, str], list[Measur
     return blocks
 
 
-def _matrix_block(console: Console, method: str, direction: str, ms: list[Measurement], provenance: str) -> None:
+def _matrix_block(console: Console, method: str, direction: str, ms: list[Measurement], provenance: str,
+                  pattern: str = "matrix") -> None:
     scope = "total" if direction == "bi" else "transfer"
-    cells_ms = [m for m in ms if m.scope == scope and isinstance(m.src, int) and isinstance(m.dst, int)]
+    cells_ms = [m for m in ms if m.scope == scope and (pattern == "sweep" or (isinstance(m.src, int) and isinstance(m.dst, int)))]
     gpus = _ends(cells_ms)
     sizes = sorted({m.size_bytes for m in cells_ms})
     what = "total of both directions" if direction == "bi" else "one way"
-    pairs = sorted({(m.src, m.dst) for m in cells_ms})
-    if len(sizes) > 1 and len(pairs) <= _MAX_SWEEP_PAIRS:
-        series: dict[str, list[Measurement]] = {}
-        for m in cells_ms:
-            series.setdefault(f"{m.src}{'<->' if direction == 'bi' else '->'}{m.dst}", []).append(m)
+    methods = list(dict.fromkeys(m.method for m in cells_ms))
+    one_flow_each = all(len({(m.src, m.dst) for m in cells_ms if m.method == k}) == 1 for k in methods)
+    series: dict[str, list[Measurement]] = {}
+    for m in cells_ms:
+        name = f"{m.src}{'<->' if direction == 'bi' else '->'}{m.dst}"
+        if len(methods) > 1:  # several methods: the method names the column (with the flow where it varies)
+            name = m.method if one_flow_each else f"{m.method} {name}"
+        series.setdefault(name, []).append(m)
+    if len(sizes) > 1 and len(series) <= _MAX_SWEEP_PAIRS:
         _print_all(console, sweep_table(series, f"{method} {what}, GB/s by size ({provenance})", console.width))
         return
     for size in sizes:
@@ -285,7 +288,15 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         console.print(Text("INCOMPLETE: the run was interrupted; only what was measured is shown.", style="bold red"))
     bandwidth = [m for m in record.measurements if m.pattern != "latency"]
     latency = [m for m in record.measurements if m.pattern == "latency"]
-    for (method, pattern, direction), ms in _blocks(bandwidth).items():
+    blocks = _blocks(bandwidth)
+    sweeps = [key for key in blocks if key[1] == "sweep"]
+    for key in sweeps[1:]:  # every sweep of one direction in one table, one column per method and flow
+        first = next(k for k in sweeps if k[2] == key[2])
+        if first != key:
+            blocks[first].extend(blocks.pop(key))
+    for (method, pattern, direction), ms in blocks.items():
+        if pattern == "sweep":
+            method = "/".join(dict.fromkeys(m.method for m in ms))
         whole = [m for m in ms if _is_pattern_waiver(m)]
         rest = [m for m in ms if not _is_pattern_waiver(m)]
         for m in whole[:1]:
@@ -293,7 +304,7 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         if not rest:
             continue
         if pattern in ("matrix", "sweep"):
-            _matrix_block(console, method, direction, rest, provenance)
+            _matrix_block(console, method, direction, rest, provenance, pattern)
         else:
             _print_all(console, entries_table(rest, f"{method} {pattern} {direction} ({provenance})", console.width))
     lat_blocks: dict[str, list[Measurement]] = {}
