@@ -111,3 +111,16 @@ def test_fitted_uses_short_headers_before_splitting():
     console.print(group)
     text = console.export_text()
     assert "a very long" not in text and "1.0" in text and "2.0" in text
+
+
+def test_topo_view_at_80_columns_is_whole_and_explains_confidence_marks():
+    import io
+
+    from linkscope.report.topology_view import build_view, render_rich
+    from linkscope.topology.presets import load_preset
+
+    console = Console(record=True, width=80, file=io.StringIO())
+    render_rich(build_view(load_preset("dgx-h100")), console)  # 8 GPUs + 12 NICs: a 20-column level matrix
+    text = console.export_text()
+    assert "…" not in text and "[part 1 of" in text
+    assert "confidence marks: [H] = taken from a vendor" in text

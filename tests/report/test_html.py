@@ -145,3 +145,18 @@ def test_provenance_enum_roundtrip_keeps_simulated(tmp_path):
     p = tmp_path / "s.json"
     save(simulated_record(), p)
     assert load(p).provenance is RunProvenance.SIMULATED
+
+
+def test_results_vs_model_table_lists_only_predicted_entries_and_says_simulated():
+    from dataclasses import replace
+
+    from linkscope.results.schema import Measurement
+
+    sim = simulated_record()
+    text, _, _ = render_html([sim])
+    assert "simulated (GB/s)" in text and "measured (GB/s)" not in text  # never "measured" for model numbers
+    no_pred = sim.with_(measurements=tuple(
+        replace(m, extra={k: v for k, v in m.extra.items() if k != "predicted_gb_per_s"}) for m in sim.measurements
+        if isinstance(m, Measurement)))
+    text, _, _ = render_html([no_pred])
+    assert "No entry of these runs carries a model prediction" in text and "<td class=\"num\">N/A</td>" not in text

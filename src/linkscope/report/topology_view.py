@@ -30,6 +30,17 @@ def format_cpu_list(cores: tuple[int, ...] | list[int]) -> str:
     return ",".join(parts)
 
 
+#: What the confidence marks of preset notes and sources mean (docs/presets.md).
+CONFIDENCE_MARKS = ("[H] = taken from a vendor or site document or a published nvidia-smi/NCCL dump of that machine; "
+                    "[M] = derived from such sources with one inference; [L] = an assumption or a typical value, "
+                    "to be replaced by discovery on a real node")
+
+
+def confidence_legend(texts: tuple[str, ...] | list[str]) -> str | None:
+    """The legend of the [H]/[M]/[L] marks when any of ``texts`` uses them."""
+    return CONFIDENCE_MARKS if any(mark in t for t in texts for mark in ("[H]", "[M]", "[L]")) else None
+
+
 @dataclass(frozen=True)
 class TopologyView:
     """Everything ``linkscope topo`` shows, as plain data."""
@@ -98,4 +109,7 @@ def render_rich(view: TopologyView, console) -> None:
                  [list(row) for row in view.gpu_rows])
     console.print("Legend: " + "; ".join(f"{code} = {text}" for code, text in view.legend), style="dim")
     for note in view.notes:
-        console.print(f"note: {note}", style="yellow")
+        console.print(f"note: {note}", style="yellow", markup=False)
+    legend = confidence_legend(view.notes)
+    if legend:
+        console.print(f"confidence marks: {legend}", style="dim", markup=False)
