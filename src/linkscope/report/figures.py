@@ -557,8 +557,9 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
-    for yi, t in zip(y, shown):
-        ax.text(t.total_gb_per_s, yi, f" {t.total_gb_per_s:.1f}", ha="left", va="center", fontsize=8)
+    for yi, t in zip(y, shown):  # the value after the bar and after the theoretical mark
+        ax.text(max(t.total_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t.total_gb_per_s:.1f}", ha="left",
+                va="center", fontsize=8)
     multi_run = len({t.run for t in shown}) > 1
     ax.set_yticks(y)
     ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
