@@ -132,14 +132,21 @@ def read_facts(nvml: Any, *, cpu_count: int | None = None, hostname: str | None 
 
     Raises BackendUnavailable when NVML cannot be initialised.
     """
+    return _session(nvml, lambda error_type: _read(nvml, error_type, cpu_count or os.cpu_count() or 64,
+                                                    hostname or socket.gethostname()))
+
+
+def _session(nvml: Any, body: Callable[[type[BaseException]], Any]) -> Any:
+    """Initialise NVML, run ``body(error_type)``, shut NVML down; NVML failures become
+    BackendUnavailable (a call every GPU must answer, such as count, handle or PCI info, failed)."""
     error_type: type[BaseException] = getattr(nvml, "NVMLError", Exception)
     try:
         nvml.nvmlInit()
     except error_type as exc:
         raise BackendUnavailable(_reason(exc)) from exc  # type: ignore[arg-type]
     try:
-        return _read(nvml, error_type, cpu_count or os.cpu_count() or 64, hostname or socket.gethostname())
-    except error_type as exc:  # a call every GPU must answer (count, handle, PCI info, name) failed
+        return body(error_type)
+    except error_type as exc:
         raise BackendUnavailable(f"NVML query failed: {exc}") from exc  # type: ignore[arg-type]
     finally:
         try:
@@ -234,32 +241,22 @@ def pcie_link_states(nvml: Any | None = None) -> dict[int, dict[str, int]]:
     ``facts_to_topology``). For the survey, which reads it right after the host copies (idle GPUs
     lower the PCIe generation). Raises BackendUnavailable when NVML does not work."""
     nvml = nvml or _import_pynvml()
-    error_type: type[BaseException] = getattr(nvml, "NVMLError", Exception)
-    try:
-        nvml.nvmlInit()
-    except error_type as exc:
-        raise BackendUnavailable(_reason(exc)) from exc  # type: ignore[arg-type]
-    try:
-        rows = []
+
+    def rows(error_type: type[BaseException]) -> list[tuple[str, dict[str, int] | None]]:
+        def attempt(_key: str, fn: Callable[[], Any]) -> Any:
+            try:
+                return fn()
+            except error_type:
+                return None
+
+        out = []
         for i in range(nvml.nvmlDeviceGetCount()):
             h = nvml.nvmlDeviceGetHandleByIndex(i)
-            bus = normalise_bdf(_text(nvml.nvmlDeviceGetPciInfo(h).busId))
+            out.append((normalise_bdf(_text(nvml.nvmlDeviceGetPciInfo(h).busId)), _read_pcie(nvml, h, attempt)))
+        return out
 
-            def attempt(_key: str, fn: Callable[[], Any]) -> Any:
-                try:
-                    return fn()
-                except error_type:
-                    return None
-
-            rows.append((bus, _read_pcie(nvml, h, attempt)))
-    except error_type as exc:
-        raise BackendUnavailable(f"NVML query failed: {exc}") from exc  # type: ignore[arg-type]
-    finally:
-        try:
-            nvml.nvmlShutdown()
-        except error_type:
-            pass
-    return {pos: state for pos, (_bus, state) in enumerate(sorted(rows, key=lambda r: r[0])) if state}
+    ordered = sorted(_session(nvml, rows), key=lambda r: r[0])
+    return {pos: state for pos, (_bus, state) in enumerate(ordered) if state}
 
 
 def _read_links(nvml: Any, error_type: type[BaseException], h: Any, errors: dict[str, str]) -> list[dict[str, Any]]:
