@@ -209,7 +209,12 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
             str(bw.n) if bw else "",
             str(m.extra.get("label", "")),
         ])
-    return fitted(title, ENTRY_COLUMNS, rows, width)
+    # columns that say nothing here are left out, so the numbers fit: status when every entry is ok,
+    # group when each label only repeats its flow
+    keep = [i for i, c in enumerate(ENTRY_COLUMNS)
+            if not (c.header == "status" and all(m.status is Status.OK for m in ms))
+            and not (c.header == "group" and all(str(m.extra.get("label", "")) in ("", f"{m.src}->{m.dst}") for m in ms))]
+    return fitted(title, [ENTRY_COLUMNS[i] for i in keep], [[row[i] for i in keep] for row in rows], width)
 
 
 def _print_all(console: Console, groups: list[Group]) -> None:
