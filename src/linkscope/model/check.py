@@ -160,6 +160,7 @@ def _model_tokens(names: Any) -> set[str]:
     """GPU model tokens (``h200``, ``a100``, ``mi250x``) of a list of names; empty when none is recognisable."""
     out: set[str] = set()
     for name in names or ():
+        name = name.get("name", "") if isinstance(name, Mapping) else name  # some records keep {"name": ...}
         match = _MODEL_TOKEN.search(str(name).lower())
         if match:
             out.add(match.group(1))
