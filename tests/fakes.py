@@ -102,7 +102,7 @@ class FakeEngine:
 
     def latency_us(self, kind: str, src, dst, *, method: str | None, size_bytes: int, reps: int, warmup: int) -> Sequence[float]:
         self.latency_calls.append((kind, src, dst))
-        base = {"remote-read": 0.8, "flag-pingpong": 1.5, "copy": 2.5}[kind]
+        base = {"remote-read": 0.8, "flag-pingpong": 1.5, "copy": 2.5, "host-read": 1.2}[kind]
         if isinstance(src, int) and isinstance(dst, int) and query.pair_level(self.topology, src, dst).family != "NV":
             base *= 2
         return [base * (1 + 0.01 * (k % 3)) for k in range(reps)]

@@ -175,3 +175,17 @@ def test_bench_sim_preset_end_to_end(tmp_path):
     assert data["provenance"] == "simulated" and len(data["measurements"]) == 12
     assert all(m["status"] == "ok" and m["provenance"] == "simulated" and m["median_gb_per_s"] > 0 for m in data["measurements"])
     assert "SIMULATED" in result.stdout
+
+
+def test_latency_on_one_gpu_measures_host_to_gpu_and_says_so(fake, tmp_path, capsys):
+    out = tmp_path / "lat.json"
+    assert main(["bench", "latency", "--synthetic", "nvswitch:1", "--reps", "3", "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "one GPU, no GPU pair: measuring host <-> GPU latency" in captured.err
+    data = json.loads(out.read_text())
+    ends = {(m["src"], m["dst"]) for m in data["measurements"]}
+    assert ("host", 0) in ends and all(m["status"] == "ok" for m in data["measurements"])
+    assert "host -> 0" in captured.out  # a table, not an empty screen
+    assert main(["bench", "latency", *SYN, "--gpus", "2", "--kind", "flag-pingpong"]) == 1
+    err = capsys.readouterr().err
+    assert "needs two GPUs" in err and "--kind host-read" in err and err.count("\n") == 1

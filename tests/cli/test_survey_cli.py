@@ -31,9 +31,9 @@ def test_survey_writes_json_with_findings(fake, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["kind"] == "survey" and data["complete"] and data["topology"]["name"] == "nvswitch:4"
-    assert any(f.startswith("Slowest GPU pair") for f in data["findings"])
+    assert any(f.startswith("The fabric looks uniform") for f in data["findings"])  # equal pairs: no "slowest pair"
     patterns = {m["pattern"] for m in data["measurements"]}
-    assert patterns == {"matrix", "latency", "host", "ring", "all-to-one", "all-to-all", "sweep"}
+    assert patterns == {"matrix", "latency", "host", "local", "ring", "all-to-one", "all-to-all", "sweep"}
     assert "findings:" in result.stdout and "linkscope survey" in result.stdout
     assert "SIMULATED" not in result.stdout
     assert data["options"]["survey"]["sweep_sizes_bytes"][-1] == 16 * 1024**2

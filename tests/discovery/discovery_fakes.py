@@ -23,6 +23,8 @@ class FakeGpu:
     numa_node: int | None = 0
     cpus: tuple[int, ...] = ()
     pcie: tuple[int, int] | None = (4, 16)
+    pcie_max: tuple[int, int] | None = None  # (generation, width) device and system allow; None = same as pcie
+    gpu_max_gen: int | None = None           # the GPU's own maximum generation; None = not supported
     # per link: (remote bus id, remote type 0 GPU / 2 SWITCH, version, speed MB/s or None); None = no NVLink
     nvlinks: list[tuple[str, int, int, int | None]] | None = None
     inactive_links: int = 0
@@ -99,6 +101,23 @@ class FakeNVML:
         if self.gpus[h].pcie is None:
             raise self._err(NOT_SUPPORTED)
         return self.gpus[h].pcie[1]
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:
+        g = self.gpus[h]
+        if g.pcie is None:
+            raise self._err(NOT_SUPPORTED)
+        return (g.pcie_max or g.pcie)[0]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:
+        g = self.gpus[h]
+        if g.pcie is None:
+            raise self._err(NOT_SUPPORTED)
+        return (g.pcie_max or g.pcie)[1]
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, h: int) -> int:
+        if self.gpus[h].gpu_max_gen is None:
+            raise self._err(NOT_SUPPORTED)
+        return self.gpus[h].gpu_max_gen
 
     def _links(self, h: int) -> list[tuple[str, int, int, int | None]]:
         links = self.gpus[h].nvlinks

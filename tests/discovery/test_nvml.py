@@ -45,7 +45,7 @@ def test_read_facts_is_json_and_complete() -> None:
     g0 = facts["gpus"][0]
     assert g0["pci_bus_id"] == "0000:03:00.0"  # NVML's 8-digit domain normalised
     assert g0["cpu_affinity"][:3] == [0, 1, 2] and 64 in g0["cpu_affinity"] and 32 not in g0["cpu_affinity"]
-    assert g0["pcie"] == {"gen": 4, "width": 16}
+    assert g0["pcie"] == {"gen": 4, "width": 16, "max_gen": 4, "max_width": 16}  # GPU max gen: not supported by the fake
     assert g0["nvlinks"] == [] and "nvlink" in g0["errors"]  # no NVLink: NVML says Not Supported
     pair = next(p for p in facts["pairs"] if (p["a"], p["b"]) == (0, 4))
     assert pair["p2p"] == {"read": "CHIPSET_NOT_SUPPORTED", "write": "CHIPSET_NOT_SUPPORTED",
@@ -137,3 +137,18 @@ def test_a_failing_mandatory_query_is_one_clear_error() -> None:
 
     with pytest.raises(BackendUnavailable, match="NVML query failed: GPU is lost"):
         nvml.read_facts(Broken(gpus=[FakeGpu(bus_id="00000000:07:00.0")]), cpu_count=8, hostname="h")
+
+
+def test_pcie_link_state_current_and_maximum_reach_the_topology_and_the_probe() -> None:
+    from discovery.discovery_fakes import FakeGpu, FakeNVML
+
+    gpus = [FakeGpu(bus_id="00000000:41:00.0", pcie=(5, 16), gpu_max_gen=5),
+            FakeGpu(bus_id="00000000:03:00.0", pcie=(3, 8), pcie_max=(4, 16), gpu_max_gen=5)]
+    facts = nvml.read_facts(FakeNVML(gpus), cpu_count=8, hostname="h")
+    assert facts["gpus"][1]["pcie"] == {"gen": 3, "width": 8, "max_gen": 4, "max_width": 16, "gpu_max_gen": 5}
+    topo = nvml.facts_to_topology(facts)
+    # topology index = PCI bus id order: 03:00.0 is GPU0
+    assert topo.gpu(0).attributes["pcie_link"] == {"current_generation": 3, "current_width": 8, "max_generation": 4,
+                                                   "max_width": 16, "gpu_max_generation": 5}
+    states = nvml.pcie_link_states(FakeNVML(gpus))
+    assert states[0]["width"] == 8 and states[1] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "gpu_max_gen": 5}

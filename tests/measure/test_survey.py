@@ -22,26 +22,69 @@ def test_survey_runs_every_step_with_unique_groups_and_findings():
                 ("d2h", "host", "uni"), ("ce", "ring", "uni"), ("ce", "all-to-one", "uni"), ("ce", "all-to-all", "uni"),
                 ("ce", "sweep", "uni")]:
         assert key in keys
-    assert all(m.status is Status.OK for m in record.measurements)
+    for key in [("h2d-pageable", "host", "uni"), ("d2h-pageable", "host", "uni"), ("ce", "host", "bi"),
+                ("local", "local", "uni"), ("h2d", "sweep", "uni"), ("d2h-pageable", "sweep", "uni")]:
+        assert key in keys
+    not_ok = [m for m in record.measurements if m.status is not Status.OK]
+    # the fake engine offers every latency kind, host-read included: nothing is waived or fails
+    assert not not_ok
+    assert ("host-read", "latency", "uni") in keys
     # every concurrent group has its own index across steps
     groups = {}
     for m in record.measurements:
         groups.setdefault(m.group, set()).add((m.method, m.pattern, m.direction, m.size_bytes))
     assert all(len(v) == 1 for v in groups.values())
-    assert [m.size_bytes for m in record.measurements if m.pattern == "sweep"] == [4096, MiB, 16 * MiB]
+    assert [m.size_bytes for m in record.measurements if m.pattern == "sweep" and m.method == "ce"] == [4096, MiB, 16 * MiB]
     text = " ".join(record.findings)
-    assert "Slowest GPU pair" in text and "uniform" in text and "All-to-one (ce" in text
+    assert "Slowest GPU pair" not in text and "uniform" in text and "All-to-one (ce" in text  # equal pairs: no "slowest"
     assert "Device remote-read latency" in text and "Host <-> device" in text
     assert record.options["survey"]["size_bytes"] == 16 * MiB
 
 
-def test_survey_on_one_gpu_waives_peer_steps():
+def test_survey_on_one_gpu_checks_the_host_link_and_skips_pair_steps():
     topo = synthetic_topology("nvswitch:1")
     record = run_survey(FakeEngine(topo), topo, SMALL)
-    assert not [m for m in record.measurements if m.pattern in ("latency", "sweep")]
-    waived = [m for m in record.measurements if m.status is Status.WAIVED]
-    assert waived and all("at least 2 GPUs" in m.reason for m in waived)
-    assert [m.status for m in record.measurements if m.pattern == "host"] == [Status.OK, Status.OK]
+    assert not [m for m in record.measurements if m.pattern in ("matrix", "ring", "all-to-one", "all-to-all")]
+    assert not [m for m in record.measurements if m.pattern == "latency" and m.method != "host-read"]
+    ok = {(m.method, m.pattern, m.direction) for m in record.measurements if m.status is Status.OK}
+    assert {("h2d", "host", "uni"), ("d2h", "host", "uni"), ("h2d-pageable", "host", "uni"), ("d2h-pageable", "host", "uni"),
+            ("ce", "host", "bi"), ("local", "local", "uni"), ("h2d", "sweep", "uni")} <= ok
+    sweep = [m for m in record.measurements if m.pattern == "sweep"]
+    assert {m.method for m in sweep} == {"h2d", "d2h", "h2d-pageable", "d2h-pageable"} and len(sweep) == 12
+    text = " ".join(record.findings)
+    assert "One GPU (GPU0)" in text and "Host <-> device, GPU0: pinned h2d" in text and "both ways at once" in text
+    assert "device-local copy" in text and "Slowest GPU pair" not in text
+
+
+def test_simulated_one_gpu_survey_does_the_same_steps_labelled_simulated():
+    from linkscope.engines.sim import SimEngine
+
+    topo = synthetic_topology("nvswitch:1")
+    record = run_survey(SimEngine(topo), topo, SMALL)
+    assert record.provenance.value == "simulated" and all(m.provenance.value == "simulated" for m in record.measurements)
+    keys = {(m.method, m.pattern, m.direction) for m in record.measurements if m.status is Status.OK}
+    assert {("h2d", "host", "uni"), ("d2h-pageable", "host", "uni"), ("ce", "host", "bi"), ("local", "local", "uni")} <= keys
+    assert record.findings[0].startswith("SIMULATED")
+
+
+def test_the_pcie_probe_runs_after_the_host_copies_and_feeds_the_findings():
+    topo = synthetic_topology("nvswitch:1")
+    calls = []
+
+    def probe():
+        calls.append(True)
+        return {0: {"gen": 3, "width": 16, "max_gen": 5, "max_width": 16}}
+
+    record = run_survey(FakeEngine(topo), topo, SMALL, pcie_probe=probe)
+    assert calls == [True]
+    assert record.extra["pcie_after_host_copies"] == {"0": {"gen": 3, "width": 16, "max_gen": 5, "max_width": 16}}
+    assert any("GPU0 PCIe link: runs Gen3 of Gen5 possible (right after the host copies)" in f for f in record.findings)
+
+    def broken():
+        raise RuntimeError("NVML went away")
+
+    record = run_survey(FakeEngine(topo), topo, SMALL, pcie_probe=broken)
+    assert record.extra["pcie_after_host_copies_error"] == "NVML went away" and record.complete
 
 
 def test_survey_interrupt_writes_what_was_measured():
@@ -67,7 +110,7 @@ def test_a_step_that_does_not_fit_is_waived_and_the_rest_is_kept():
     GiB = 1024**3
     opts = replace(SMALL, size_bytes=GiB, sweep_sizes_bytes=(MiB, GiB))
     record = run_survey(FakeEngine(TOPO, free_bytes=2 * GiB), TOPO, opts)  # all-to-one needs 3 GiB on the receiver
-    waived = [m for m in record.measurements if m.status is Status.WAIVED]
+    waived = [m for m in record.measurements if m.status is Status.WAIVED and m.method != "host-read"]
     assert {m.pattern for m in waived} == {"all-to-one", "all-to-all"}
     assert all("does not fit in GPU" in m.reason and m.src == "*" for m in waived)
     assert any(m.pattern == "sweep" and m.status is Status.OK for m in record.measurements)

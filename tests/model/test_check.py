@@ -36,3 +36,20 @@ def test_check_needs_a_topology():
     with pytest.raises(UserError, match="no embedded topology"):
         check(rec)
     assert check(rec, load_preset("hgx-h200-4")).n_compared == 1
+
+
+def test_mismatches_name_gpu_count_models_and_links():
+    from linkscope.model.check import mismatches
+    from linkscope.topology.synthetic import synthetic_topology
+
+    rec = record_from(SimEngine(load_preset("hgx-h200-4")), [plan("ce", [(0, 1)])], [1 << 20])
+    assert mismatches(rec, load_preset("hgx-h200-4")) == ()
+    found = mismatches(rec, load_preset("dgx-a100"))
+    assert any("4 GPUs" in m and "has 8" in m for m in found)
+    assert any("GPU models differ" in m and "H200" in m and "A100" in m for m in found)
+    assert any("GPU0-GPU1 NV18 vs NV12" in m for m in found)
+    # same count, generic names: only the links can tell
+    pcie = synthetic_topology("pcie:1x4")
+    assert any("links differ" in m for m in mismatches(rec.with_(context={}), pcie))
+    report = check(rec, load_preset("dgx-a100"))
+    assert report.mismatches == found

@@ -50,3 +50,30 @@ def test_predict_and_bad_input(tmp_path, capsys):
     assert main(["model", "predict", "--preset", "hgx-h200-4", "--flows", "0->5"]) == 1
     assert main(["model", "check", str(tmp_path / "missing.json")]) == 1
     assert main(["model", "check", str(_record(tmp_path)), "--topology", "no-such-thing"]) == 1
+
+
+def test_check_refuses_a_topology_of_another_machine_and_allows_it_on_request(tmp_path, capsys):
+    path = _record(tmp_path)  # hgx-h200-4: 4 x H200, NV18
+    assert main(["model", "check", str(path), "--topology", "dgx-a100"]) == 1
+    err = capsys.readouterr().err
+    assert "the record has 4 GPUs, 'dgx-a100' has 8" in err and "the record ran on H200, 'dgx-a100' has A100" in err
+    assert err.count("\n") == 1  # one line, no traceback
+    assert main(["model", "check", str(path), "--topology", "dgx-a100", "--allow-mismatch", "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert any("GPU models differ" in m for m in data["mismatches"]) and "MISMATCH" in captured.err
+
+
+def test_check_says_a_simulated_record_compares_the_model_with_itself(tmp_path, capsys):
+    from dataclasses import replace
+
+    from linkscope.results.schema import RunProvenance
+
+    path = _record(tmp_path)
+    assert main(["model", "check", str(path)]) == 0
+    assert "compares the model with itself" not in capsys.readouterr().err
+    run_io.save(replace(run_io.load(path), provenance=RunProvenance.SIMULATED), path)
+    assert main(["model", "check", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "compares the model with itself" in captured.err and "predicted vs simulated" in captured.out
+    assert "measured (GB/s)" not in captured.out

@@ -1,3 +1,4 @@
+import pytest
 
 from rich.console import Console
 
@@ -56,3 +57,70 @@ def test_size_sweep_and_pattern_tables_and_latency():
     lat = run_latency(engine, "remote-read", None, MeasureOptions(latency_reps=3), topology=TOPO)
     plain, _ = render(lat)
     assert "remote-read latency: us, median (measured)" in plain and "0.81" in plain
+
+
+def _numbers(record) -> set[str]:
+    """Every number a table of ``record`` shows (medians, min/max, theoretical, latency)."""
+    from linkscope.units import format_rate
+
+    out = set()
+    for m in record.measurements:
+        if m.bandwidth is not None and m.status.value == "ok":
+            out |= {format_rate(m.bandwidth.median), format_rate(m.bandwidth.min), format_rate(m.bandwidth.max)}
+        if m.latency is not None and m.status.value == "ok":
+            out.add(f"{m.latency.median:.2f}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def wide_record():
+    from linkscope.engines.sim import SimEngine
+    from linkscope.measure.survey import SurveyOptions, run_survey
+
+    topo = synthetic_topology("nvswitch:12")
+    opts = SurveyOptions(size_bytes=1 << 20, sweep_sizes_bytes=(4096, 1 << 20), peer_methods=("ce",),
+                         concurrent_patterns=("ring",), latency_kinds=("remote-read",), host_methods=("h2d",), host_bi_method="",
+                         local_method="", host_latency_kind="", measure=MeasureOptions(min_reps=2, max_reps=2, latency_reps=2))
+    return run_survey(SimEngine(topo), topo, opts)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_no_table_cuts_a_number_at_80_or_100_columns(width, wide_record):
+    """Wide matrices (12 GPUs, 4-digit totals) and the 11-column entry tables split into blocks
+    instead of ending numbers in an ellipsis."""
+    import re
+
+    record = wide_record
+    console = Console(record=True, width=width, file=__import__("io").StringIO())
+    render_record(console, record)
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines() if "│" in line) <= width
+    cells = {c.strip() for line in text.splitlines() if "│" in line for c in line.split("│")}
+    missing = {n for n in _numbers(record) if n not in cells}
+    assert not missing, missing
+    assert re.search(r"\[part 1 of \d+: columns GPU0 to GPU\d+\]", text)  # the 16 x 16 matrix is split
+
+
+def test_fitted_uses_short_headers_before_splitting():
+    from linkscope.report.console import Column, fitted
+
+    columns = [Column("key", key=True), Column("a very long header indeed", "a"), Column("another long header", "b")]
+    (group,) = fitted("t", columns, [["k", "1.0", "2.0"]], 30)
+    console = Console(record=True, width=30, file=__import__("io").StringIO())
+    console.print(group)
+    text = console.export_text()
+    assert "a very long" not in text and "1.0" in text and "2.0" in text
+
+
+def test_topo_view_at_80_columns_is_whole_and_explains_confidence_marks():
+    import io
+
+    from linkscope.report.topology_view import build_view, render_rich
+    from linkscope.topology.presets import load_preset
+
+    console = Console(record=True, width=80, file=io.StringIO())
+    render_rich(build_view(load_preset("dgx-h100")), console)  # 8 GPUs + 12 NICs: a 20-column level matrix
+    text = console.export_text()
+    assert "…" not in text and "[part 1 of" in text
+    assert "confidence marks: [H] = taken from a vendor" in text

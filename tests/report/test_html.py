@@ -145,3 +145,28 @@ def test_provenance_enum_roundtrip_keeps_simulated(tmp_path):
     p = tmp_path / "s.json"
     save(simulated_record(), p)
     assert load(p).provenance is RunProvenance.SIMULATED
+
+
+def test_results_vs_model_table_lists_only_predicted_entries_and_says_simulated():
+    from dataclasses import replace
+
+    from linkscope.results.schema import Measurement
+
+    sim = simulated_record()
+    text, _, _ = render_html([sim])
+    assert "simulated (GB/s)" in text and "measured (GB/s)" not in text  # never "measured" for model numbers
+    no_pred = sim.with_(measurements=tuple(
+        replace(m, extra={k: v for k, v in m.extra.items() if k != "predicted_gb_per_s"}) for m in sim.measurements
+        if isinstance(m, Measurement)))
+    text, _, _ = render_html([no_pred])
+    assert "No entry of these runs carries a model prediction" in text and "<td class=\"num\">N/A</td>" not in text
+
+
+def test_topology_caption_explains_confidence_marks_and_no_preset_speaks_of_this_project():
+    from linkscope.report.figures import topology_figure
+    from linkscope.topology.presets import load_preset, preset_names
+
+    item = topology_figure(load_preset("mi250x-8gcd"), "t", simulated=True)
+    assert "[H] xGMI graph" in item.caption and "Confidence marks: [H] = taken from a vendor" in item.caption
+    for name in preset_names():
+        assert "this project" not in (load_preset(name).description or "").lower(), name

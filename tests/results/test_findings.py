@@ -61,3 +61,50 @@ def test_a_reason_that_only_mentions_ce_nopeer_is_not_missing_peer_access():
     text = findings(r)
     assert not any(t.startswith("Peer access (P2P) is missing") for t in text)
     assert "Peer access works between every GPU pair measured." in text
+
+
+def _pcie_record(links, *ms, extra=None):
+    devices = [{"id": f"gpu{g}", "kind": "gpu", "index": g, "attributes": {"pcie_link": link}} for g, link in links.items()]
+    return RunRecord(kind="survey", provenance=RunProvenance.MEASURED, created_utc="", measurements=tuple(ms),
+                     topology={"devices": devices}, extra=extra or {})
+
+
+def test_pcie_link_narrower_than_possible_or_in_a_slower_slot_is_a_finding():
+    link = {"current_generation": 4, "current_width": 8, "max_generation": 4, "max_width": 16, "gpu_max_generation": 5}
+    text = " ".join(findings(_pcie_record({0: link})))
+    assert "GPU0 PCIe link: runs x8 of x16 possible" in text
+    assert "the GPU supports Gen5 but the slot or platform allows only Gen4" in text
+    narrow_slot = {"current_generation": 4, "current_width": 8, "max_generation": 4, "max_width": 8}
+    assert "narrower slot or riser" in " ".join(findings(_pcie_record({0: narrow_slot})))
+
+
+def test_idle_lower_generation_is_not_called_downtrained_unless_bandwidth_or_the_loaded_state_says_so():
+    idle = {"current_generation": 1, "current_width": 16, "max_generation": 5, "max_width": 16}
+    fast = bw("host", 0, 55.0, pattern="host", method="h2d", theo=63.0)
+    text = " ".join(findings(_pcie_record({0: idle}, fast)))
+    assert "downtrained" not in text and "Gen1 x16 at discovery, Gen5 x16 possible: idle GPUs lower" in text
+    slow = bw("host", 0, 6.5, pattern="host", method="h2d", theo=63.0)
+    text = " ".join(findings(_pcie_record({0: idle}, slow)))
+    assert "runs Gen1 of Gen5 possible (at discovery); pinned copies reach 6.5 GB/s of the 63.0 GB/s" in text
+    loaded = {"0": {"gen": 5, "width": 16}}
+    text = " ".join(findings(_pcie_record({0: idle}, fast, extra={"pcie_after_host_copies": loaded})))
+    assert "GPU0's PCIe link: Gen5 x16, its maximum (read right after the host copies)." in text and "downtrained" not in text
+
+
+def test_host_line_summary_names_pinned_pageable_both_ways_local_and_latency():
+    lat = Measurement(src="host", dst=0, method="host-read", pattern="latency", direction="uni", size_bytes=0,
+                      latency=Stats(n=5, median=1.21, min=1.2, max=1.3, mean=1.22, stddev=0.01))
+    r = record(bw("host", 0, 55.5, pattern="host", method="h2d", theo=63.0), bw(0, "host", 55.3, pattern="host", method="d2h", theo=63.0),
+               bw("host", 0, 20.0, pattern="host", method="h2d-pageable"), bw(0, "host", 18.0, pattern="host", method="d2h-pageable"),
+               bw("host", 0, 110.0, pattern="host", method="ce", direction="bi", scope="total"),
+               bw(0, 0, 1500.0, pattern="local", method="local", theo=None), lat)
+    (line,) = [t for t in findings(r) if t.startswith("Host <-> device")]
+    assert line == ("Host <-> device, GPU0: pinned h2d 55.5 GB/s (88% of 63.0 GB/s), pinned d2h 55.3 GB/s (88% of 63.0 GB/s), "
+                    "pageable h2d 20.0 GB/s, pageable d2h 18.0 GB/s, both ways at once (total) 110.0 GB/s, "
+                    "device-local copy 1500.0 GB/s, host-read latency 1.21 us.")
+    assert not any("copy latency" in t for t in findings(r))
+
+
+def test_no_slowest_pair_among_equal_pairs():
+    text = findings(record(bw(0, 1, 393.1), bw(1, 0, 393.1)))
+    assert not any("Slowest" in t for t in text) and any("looks uniform" in t for t in text)

@@ -167,6 +167,26 @@ def test_mi250x_nics_and_cores():
             and "cpu" in (link.a[:3], link.b[:3])} == {36.0}
 
 
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_nearest_nic_is_the_nic_at_the_closest_level(name):
+    """``topo`` shows levels and the nearest NIC side by side: they must tell the same story."""
+    t = load_preset(name)
+    nics = t.of_kind(DeviceKind.NIC)
+    for g in t.gpus:
+        if not nics:
+            continue
+        distances = {nic.id: q.distance(t, g, nic) for nic in nics}
+        closest = {nic_id for nic_id, d in distances.items() if d == min(distances.values())}
+        assert {n.id for n in q.nearest_nics(t, g)} == closest, (g.label, distances)
+
+
+def test_mi250x_gcd_sees_its_package_nic_at_pix_and_the_others_at_pxb():
+    t = load_preset("mi250x-8gcd")
+    for g in range(8):
+        codes = [_level(t, g, nic) for nic in t.of_kind(DeviceKind.NIC)]
+        assert codes == ["PIX" if i == g // 2 else "PXB" for i in range(4)], (g, codes)
+
+
 # ---- k80-16 ----------------------------------------------------------------------------------------
 
 def test_k80_has_exactly_four_levels_with_non_increasing_bandwidth():

@@ -27,6 +27,7 @@ from .common import (
     progress_bar,
     resolve_topology_cli,
     run_context,
+    stderr_console,
     stdout_console,
 )
 
@@ -221,13 +222,28 @@ def bench(
             console.print(line, markup=False)
 
 
+def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: list[int], engine) -> list[str]:
+    """On one GPU there is no pair: measure between the host and the GPU instead, and say so."""
+    from ..patterns.methods import LATENCY_COPY, LATENCY_HOST_READ, PAIR_LATENCY_KINDS
+
+    pair_only = [k for k in kinds if k in PAIR_LATENCY_KINDS]
+    if explicit and pair_only:
+        raise UserError(f"latency kind {pair_only[0]!r} needs two GPUs; {len(selected)} GPU selected",
+                        hint="on one GPU use --kind host-read (GPU reading host memory) or --kind copy (small host<->GPU copies)")
+    if not explicit:
+        host_read = LATENCY_HOST_READ.key
+        kinds = [host_read] if host_read in engine.capabilities().latency_kinds else [LATENCY_COPY.key]
+        stderr_console().print(f"note: one GPU, no GPU pair: measuring host <-> GPU latency ({kinds[0]})", markup=False)
+    return kinds
+
+
 @bench_app.command("latency")
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
     preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    kind: str = typer.Option("remote-read,flag-pingpong", "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated)."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else copy)."),
     method: Optional[str] = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
     size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
@@ -249,6 +265,7 @@ def latency(
         LATENCY_COPY,
         LATENCY_HOST_READ,
         LATENCY_KINDS,
+        PAIR_LATENCY_KINDS,
     )
     from ..patterns.plan import HOST
     from ..units import parse_size
@@ -256,7 +273,9 @@ def latency(
     method = method or DEFAULT_METHOD.key
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
-    kinds = parse_list(kind) or []
+    kinds = parse_list(kind) if kind is not None else list(PAIR_LATENCY_KINDS)
+    if not kinds:
+        raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
     for k in kinds:
         if k not in LATENCY_KINDS:
             raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
@@ -271,10 +290,21 @@ def latency(
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:
+        one_gpu = len(selected) < 2
+        if one_gpu:
+            kinds = _one_gpu_latency_kinds(kinds, kind is not None, selected, engine)
         if LATENCY_COPY.key in kinds:
             check_methods([method], engine)
-        # host-read chases through host memory from each GPU; the other kinds run on GPU pairs
-        runs = [(k, [(HOST, g) for g in selected] if k == LATENCY_HOST_READ.key else all_ordered_pairs(selected)) for k in kinds]
+        # host-read chases through host memory from each GPU; on one GPU a copy runs both ways between
+        # the host and the GPU; the other kinds run on GPU pairs
+        def pairs_of(k: str) -> list:
+            if k == LATENCY_HOST_READ.key:
+                return [(HOST, g) for g in selected]
+            if one_gpu:
+                return [(HOST, g) for g in selected] + [(g, HOST) for g in selected]
+            return all_ordered_pairs(selected)
+
+        runs = [(k, pairs_of(k)) for k in kinds]
         try:
             record = None
             with progress_bar() as progress:

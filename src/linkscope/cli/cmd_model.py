@@ -132,15 +132,13 @@ def predict_cmd(
     if as_json:
         typer.echo(json.dumps({"topology": topology.name, "predictions": rows}, indent=2))
         return
-    from rich.table import Table
+    from ..report.console import Column, print_fitted
 
-    table = Table(title=f"predicted on {topology.name} (model, not measured)")
-    for col in ("src", "dst", "size", "GB/s", "time (us)", "theoretical (GB/s)"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
-                      _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"]))
-    stdout_console().print(table)
+    columns = [Column("src", key=True), Column("dst", key=True), Column("size", key=True), Column("GB/s"),
+               Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
+    table_rows = [[str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
+                   _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
+    print_fitted(stdout_console(), f"predicted on {topology.name} (model, not measured)", columns, table_rows)
 
 
 @model_app.command("calibrate")
@@ -194,8 +192,12 @@ def check_cmd(
     topology: Optional[str] = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     max_error: Optional[float] = typer.Option(None, "--max-error", min=0.0, help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
+    allow_mismatch: bool = typer.Option(False, "--allow-mismatch", help="Compare even when RESULTS comes from another machine than --topology (GPU count, models or links differ)."),
 ) -> None:
     """Predicted vs measured for every bandwidth entry, with the relative error and a summary.
+
+    Refuses a --topology that does not match the machine of RESULTS (GPU count, GPU models, links)
+    unless --allow-mismatch; says so when RESULTS is simulated (the model compared with itself).
 
     Example: linkscope model check run.json --topology calibrated.json
     """
@@ -205,20 +207,36 @@ def check_cmd(
     record = _load_record(results)
     topo = load_topology_arg(topology) if topology else None
     report = check(record, topo)
+    if report.mismatches and not allow_mismatch:
+        raise UserError(f"{results} does not come from a machine like {report.topology!r}: " + "; ".join(report.mismatches),
+                        hint="check the record against its own topology (no --topology) or a calibrated copy of it; "
+                             "--allow-mismatch compares anyway")
+    notes = [f"MISMATCH: {m}" for m in report.mismatches]
+    if report.compares_model_with_itself:
+        notes.append(f"{report.record_provenance.upper()} record: its numbers come from the model, so this compares the "
+                     "model with itself (errors near 0% say nothing about hardware)")
+    err_console = stderr_console()
+    for note in notes:
+        err_console.print(f"warning: {note}", style="bold yellow", markup=False)
     if as_json:
         typer.echo(json.dumps(report.as_dict(), indent=2, allow_nan=False))
     else:
-        from rich.table import Table
+        from ..report.console import Column, print_fitted
 
-        table = Table(title=f"model check on {report.topology}: predicted vs measured")
-        for col in ("#", "src", "dst", "method", "pattern", "dir", "size", "measured (GB/s)", "predicted (GB/s)", "error"):
-            table.add_column(col, justify="right")
+        what = "measured" if not report.compares_model_with_itself else report.record_provenance
+        columns = [Column("#", key=True), Column("src"), Column("dst"), Column("method", justify="left"),
+                   Column("pattern", justify="left"), Column("dir", justify="left"), Column("size"),
+                   Column(f"{what} (GB/s)", f"{what[:4]}. GB/s"), Column("predicted (GB/s)", "pred. GB/s"),
+                   Column("error", justify="left", wrap=True)]
+        rows = []
         for e in report.entries:
             err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
-            table.add_row(str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
-                          _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})")
+            rows.append([str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
+                         _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})"])
         console = stdout_console()
-        console.print(table)
+        print_fitted(console, f"model check on {report.topology}: predicted vs {what}", columns, rows)
+        for note in notes:
+            console.print(f"{note}", style="bold yellow", markup=False)
         if report.n_compared:
             console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
                           f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)

@@ -37,6 +37,18 @@ def _render_survey(record, topology) -> None:
     render_record(console, record)
 
 
+def _pcie_probe(engine, topology):
+    """NVML's PCIe link state per GPU, read by the survey right after the host copies (real NVIDIA
+    GPUs of this machine only; None elsewhere)."""
+    if engine.capabilities().provenance == "simulated" or not topology.is_this_system:
+        return None
+    if not any(g.vendor == "nvidia" for g in topology.gpus):
+        return None
+    from ..discovery.nvml import pcie_link_states
+
+    return pcie_link_states
+
+
 def _write_report(record, path: Path) -> None:
     err = stderr_console()
     try:
@@ -107,7 +119,8 @@ def register(app: typer.Typer) -> None:
             try:
                 with progress_bar() as progress:
                     record = run_survey(engine, topology, survey_options, progress=progress,
-                                        on_partial=partial_writer(json_path, None), context=run_context(topology, engine))
+                                        on_partial=partial_writer(json_path, None), context=run_context(topology, engine),
+                                        pcie_probe=_pcie_probe(engine, topology))
             except KeyboardInterrupt:
                 raise interrupted(json_path, None) from None
         finally:

@@ -14,8 +14,6 @@ def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Console
-    from rich.table import Table
-
     from ..counters.verdict import format_bytes_decimal as fb
 
     def b(total) -> str:  # noqa: ANN001
@@ -29,24 +27,23 @@ def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Consol
     def peak(total) -> str:  # noqa: ANN001
         return "N/A" if total is None or total.peak_gb_per_s is None else f"{total.peak_gb_per_s:.1f}"
 
-    table = Table(title=f"link counters ({result.samples} samples, {result.duration_s:.2f} s, every {result.interval_s * 1000:g} ms)")
-    for col in ("GPU", "name", "NVLink TX", "NVLink RX", "peak TX (GB/s)", "peak RX (GB/s)", "PCIe TX", "PCIe RX", "verdict"):
-        table.add_column(col)
-    for r in result.gpus:
-        table.add_row(str(r.info.nvml_index), r.info.name, b(r.nvlink_tx), b(r.nvlink_rx), peak(r.nvlink_tx),
-                      peak(r.nvlink_rx), b(r.pcie_tx), b(r.pcie_rx), r.verdict.kind)
-    console.print(table)
-    links = Table(title="NVLinks that moved data")
-    for col in ("GPU", "link", "TX", "RX", "peak TX (GB/s)", "peak RX (GB/s)"):
-        links.add_column(col)
-    shown = 0
+    from ..report.console import Column, print_fitted
+
+    print_fitted(console, f"link counters ({result.samples} samples, {result.duration_s:.2f} s, every {result.interval_s * 1000:g} ms)",
+                 [Column("GPU", key=True), Column("name", justify="left", wrap=True), Column("NVLink TX", "NVL TX"),
+                  Column("NVLink RX", "NVL RX"), Column("peak TX (GB/s)", "pk TX"), Column("peak RX (GB/s)", "pk RX"),
+                  Column("PCIe TX"), Column("PCIe RX"), Column("verdict", justify="left")],
+                 [[str(r.info.nvml_index), r.info.name, b(r.nvlink_tx), b(r.nvlink_rx), peak(r.nvlink_tx),
+                   peak(r.nvlink_rx), b(r.pcie_tx), b(r.pcie_rx), r.verdict.kind] for r in result.gpus])
+    link_rows = []
     for r in result.gpus:
         for link, tx, rx in r.nvlink_links:
             if any(t is not None and (t.bytes is None or t.bytes >= 1_000_000) for t in (tx, rx)):
-                links.add_row(str(r.info.nvml_index), str(link), b(tx), b(rx), peak(tx), peak(rx))
-                shown += 1
-    if shown:
-        console.print(links)
+                link_rows.append([str(r.info.nvml_index), str(link), b(tx), b(rx), peak(tx), peak(rx)])
+    if link_rows:
+        print_fitted(console, "NVLinks that moved data",
+                     [Column("GPU", key=True), Column("link", key=True), Column("TX"), Column("RX"),
+                      Column("peak TX (GB/s)", "pk TX"), Column("peak RX (GB/s)", "pk RX")], link_rows)
     for r in result.gpus:
         console.print(f"GPU {r.info.nvml_index}: {r.verdict.message}", markup=False)
     if any(r.pcie_tx is not None and r.pcie_tx.estimate for r in result.gpus):

@@ -33,7 +33,7 @@ from ..errors import BackendUnavailable
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from .base import Availability
 from .merge import GpuPart, assemble
-from .sysfs import normalise_bdf, pcie_gb_per_s, pcie_generation
+from .sysfs import GT_OF_GEN, normalise_bdf, pcie_gb_per_s, pcie_generation
 
 FACTS_FORMAT = "linkscope.nvml-facts"
 FACTS_VERSION = 1
@@ -132,14 +132,21 @@ def read_facts(nvml: Any, *, cpu_count: int | None = None, hostname: str | None 
 
     Raises BackendUnavailable when NVML cannot be initialised.
     """
+    return _session(nvml, lambda error_type: _read(nvml, error_type, cpu_count or os.cpu_count() or 64,
+                                                    hostname or socket.gethostname()))
+
+
+def _session(nvml: Any, body: Callable[[type[BaseException]], Any]) -> Any:
+    """Initialise NVML, run ``body(error_type)``, shut NVML down; NVML failures become
+    BackendUnavailable (a call every GPU must answer, such as count, handle or PCI info, failed)."""
     error_type: type[BaseException] = getattr(nvml, "NVMLError", Exception)
     try:
         nvml.nvmlInit()
     except error_type as exc:
         raise BackendUnavailable(_reason(exc)) from exc  # type: ignore[arg-type]
     try:
-        return _read(nvml, error_type, cpu_count or os.cpu_count() or 64, hostname or socket.gethostname())
-    except error_type as exc:  # a call every GPU must answer (count, handle, PCI info, name) failed
+        return body(error_type)
+    except error_type as exc:
         raise BackendUnavailable(f"NVML query failed: {exc}") from exc  # type: ignore[arg-type]
     finally:
         try:
@@ -191,10 +198,7 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
         mask = attempt(errors, "cpu_affinity", lambda: nvml.nvmlDeviceGetCpuAffinity(h, words))
         if mask is not None:
             gpu["cpu_affinity"] = _cpus_from_mask(mask)
-        gen = attempt(errors, "pcie_gen", lambda: nvml.nvmlDeviceGetCurrPcieLinkGeneration(h))
-        width = attempt(errors, "pcie_width", lambda: nvml.nvmlDeviceGetCurrPcieLinkWidth(h))
-        if gen and width:
-            gpu["pcie"] = {"gen": int(gen), "width": int(width)}
+        gpu["pcie"] = _read_pcie(nvml, h, lambda key, fn: attempt(errors, key, fn))
         gpu["nvlinks"] = _read_links(nvml, error_type, h, errors)
         facts["gpus"].append(gpu)
     for i in range(count):
@@ -209,6 +213,50 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
             pair["common_ancestor"] = TOPOLOGY_LEVEL.get(level, str(level)) if level is not None else None
             facts["pairs"].append(pair)
     return facts
+
+
+#: NVML calls of the PCIe link state: current and maximum (device and system) generation and width,
+#: and the GPU's own maximum generation (newer drivers; absent calls are skipped).
+PCIE_CALLS = (("gen", "nvmlDeviceGetCurrPcieLinkGeneration"), ("width", "nvmlDeviceGetCurrPcieLinkWidth"),
+              ("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"), ("max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
+              ("gpu_max_gen", "nvmlDeviceGetGpuMaxPcieLinkGeneration"))
+
+
+def _read_pcie(nvml: Any, h: Any, attempt: Callable[[str, Callable[[], Any]], Any]) -> dict[str, int] | None:
+    """The PCIe link state of one GPU (``gen``/``width`` current, ``max_*`` what device and system
+    allow, ``gpu_max_gen`` what the GPU allows), or None when NVML gives no current state."""
+    out: dict[str, int] = {}
+    for key, name in PCIE_CALLS:
+        fn = getattr(nvml, name, None)
+        if fn is None:
+            continue
+        value = attempt(f"pcie_{key}", lambda fn=fn: fn(h))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[key] = int(value)
+    return out if out.get("gen") and out.get("width") else None
+
+
+def pcie_link_states(nvml: Any | None = None) -> dict[int, dict[str, int]]:
+    """The PCIe link state of every GPU now, by topology index (GPUs sorted by PCI bus id, as in
+    ``facts_to_topology``). For the survey, which reads it right after the host copies (idle GPUs
+    lower the PCIe generation). Raises BackendUnavailable when NVML does not work."""
+    nvml = nvml or _import_pynvml()
+
+    def rows(error_type: type[BaseException]) -> list[tuple[str, dict[str, int] | None]]:
+        def attempt(_key: str, fn: Callable[[], Any]) -> Any:
+            try:
+                return fn()
+            except error_type:
+                return None
+
+        out = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            out.append((normalise_bdf(_text(nvml.nvmlDeviceGetPciInfo(h).busId)), _read_pcie(nvml, h, attempt)))
+        return out
+
+    ordered = sorted(_session(nvml, rows), key=lambda r: r[0])
+    return {pos: state for pos, (_bus, state) in enumerate(ordered) if state}
 
 
 def _read_links(nvml: Any, error_type: type[BaseException], h: Any, errors: dict[str, str]) -> list[dict[str, Any]]:
@@ -264,6 +312,11 @@ def _read_links(nvml: Any, error_type: type[BaseException], h: Any, errors: dict
     return links
 
 
+#: facts keys -> the GPU attribute ``pcie_link`` (read by the survey findings).
+PCIE_LINK_KEYS = {"gen": "current_generation", "width": "current_width", "max_gen": "max_generation",
+                  "max_width": "max_width", "gpu_max_gen": "gpu_max_generation"}
+
+
 # ---- facts → Topology ----------------------------------------------------------------------------
 
 def _rate(entries: list[dict[str, Any]]) -> tuple[float, Provenance, str, str | None]:
@@ -311,8 +364,10 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         if g.get("cpu_affinity"):
             cores.setdefault(numa if numa is not None else 0, set()).update(g["cpu_affinity"])
         pcie = g.get("pcie")
+        if pcie:
+            attrs["pcie_link"] = {PCIE_LINK_KEYS[k]: int(v) for k, v in pcie.items() if k in PCIE_LINK_KEYS and v}
         if pcie and pcie.get("gen") and pcie.get("width"):
-            gt = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}.get(int(pcie["gen"]))
+            gt = GT_OF_GEN.get(int(pcie["gen"]))
             if gt:
                 host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1, pcie_gb_per_s(gt, int(pcie["width"])),
                                                provenance=Provenance.OS, source="NVML current PCIe generation/width",

@@ -57,6 +57,7 @@ VENDORS = {
     "0x17cb": "hpe", "0x1d9b": "hpe",
 }
 _GEN_OF_GT = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+GT_OF_GEN = {gen: gt for gt, gen in _GEN_OF_GT.items()}  # PCIe generation -> GT/s per lane
 
 
 def normalise_bdf(text: str) -> str:
@@ -80,6 +81,12 @@ def pcie_gb_per_s(speed_gt_per_s: float, width: int) -> float:
     else:
         encoding = 128 / 130
     return round(speed_gt_per_s * width * encoding / 8, 3)
+
+
+def pcie_gen_gb_per_s(generation: int, width: int) -> float | None:
+    """Per-direction payload rate (as ``pcie_gb_per_s``) of a link given by generation and width."""
+    gt = GT_OF_GEN.get(int(generation))
+    return pcie_gb_per_s(gt, int(width)) if gt else None
 
 
 def pcie_generation(speed_gt_per_s: float, width: int) -> str:

@@ -4,9 +4,19 @@ Steps (each skipped or waived with its reason where the engine or the machine ca
 
 1. copy engine (``ce``) and SM (``sm-push``) matrices at ``size_bytes``, one way and bidirectional;
 2. the latency matrix: device remote-read and one-way flag ping-pong, every ordered pair;
-3. host <-> device per GPU (``h2d``, ``d2h``, pinned);
-4. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``;
-5. a coarse size sweep of ``ce`` between GPU 0 and GPU 1 (pattern key ``sweep``).
+3. host <-> device per GPU, one GPU at a time (pattern ``host``): pinned (``h2d``, ``d2h``) and
+   pageable (``h2d-pageable``, ``d2h-pageable``) one way, and both directions at once (``ce``,
+   ``bi``: the pair total); then the PCIe link state is read (``pcie_probe``, e.g. NVML) while the
+   link is still up to speed;
+4. a device-local copy on each GPU (pattern ``local``): the memory reference line;
+5. host <-> device latency per GPU: latency kind ``host-read`` (a GPU pointer chase through pinned
+   host memory, like nvbandwidth's host_device_latency_sm), waived where the engine lacks it;
+6. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``;
+7. coarse size sweeps (pattern key ``sweep``): ``ce`` between GPU 0 and GPU 1, and every host
+   method between the host and GPU 0.
+
+On one GPU the GPU-pair steps are left out and steps 3-5 and the host sweep answer "is this GPU's
+PCIe link healthy and what do I get"; the findings compare the link state with its maximum.
 
 The measurement options are chosen so the whole suite on 4 GPUs fits in about 20 s on real GPUs:
 small per-plan time budgets, few warm-up iterations, and early stop once the 95% confidence
@@ -20,9 +30,21 @@ from typing import Any, Callable, Mapping
 
 from ..engines.base import TransferEngine
 from ..errors import ConfigError
-from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, MATRIX, RING
-from ..patterns.methods import CE, D2H, H2D, LATENCY_FLAG, LATENCY_REMOTE_READ, SM_PUSH
-from ..patterns.plan import ALL, Transfer, TransferPlan
+from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, LOCAL, MATRIX, RING
+from ..patterns.methods import (
+    CE,
+    D2H,
+    D2H_PAGEABLE,
+    H2D,
+    H2D_PAGEABLE,
+    LATENCY_FLAG,
+    LATENCY_HOST_READ,
+    LATENCY_REMOTE_READ,
+    SM_PUSH,
+    host_direction,
+)
+from ..patterns.methods import LOCAL as LOCAL_COPY
+from ..patterns.plan import ALL, HOST, Transfer, TransferPlan
 from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status
 from ..topology.model import Topology
@@ -52,8 +74,11 @@ class SurveyOptions:
         size_bytes: transfer size of the matrices, host lines and concurrent patterns.
         sweep_sizes_bytes: sizes of the one-pair sweep.
         peer_methods: GPU-to-GPU methods of the matrices (those the engine offers).
-        host_methods: host<->device reference methods.
+        host_methods: host<->device reference methods (one way, one GPU at a time).
+        host_bi_method: method of the both-directions-at-once host line (a method with host ends).
+        local_method: method of the device-local reference line.
         latency_kinds: device latency kinds measured over every ordered pair.
+        host_latency_kind: latency kind measured between the host and each GPU.
         concurrent_patterns: pattern keys run with ``ce``.
         measure: repetition policy.
     """
@@ -61,8 +86,11 @@ class SurveyOptions:
     size_bytes: int = 512 * MiB  # nvbandwidth's buffer size, so numbers compare one to one
     sweep_sizes_bytes: tuple[int, ...] = (4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 256 * MiB, 512 * MiB)
     peer_methods: tuple[str, ...] = (CE.key, SM_PUSH.key)
-    host_methods: tuple[str, ...] = (H2D.key, D2H.key)
+    host_methods: tuple[str, ...] = (H2D.key, D2H.key, H2D_PAGEABLE.key, D2H_PAGEABLE.key)
+    host_bi_method: str = CE.key
+    local_method: str = LOCAL_COPY.key
     latency_kinds: tuple[str, ...] = (LATENCY_REMOTE_READ.key, LATENCY_FLAG.key)
+    host_latency_kind: str = LATENCY_HOST_READ.key
     concurrent_patterns: tuple[str, ...] = ("ring", "all-to-one", "all-to-all")
     measure: MeasureOptions = field(default=SURVEY_MEASURE_OPTIONS)
 
@@ -72,10 +100,16 @@ class SurveyOptions:
             "sweep_sizes_bytes": list(self.sweep_sizes_bytes),
             "peer_methods": list(self.peer_methods),
             "host_methods": list(self.host_methods),
+            "host_bi_method": self.host_bi_method,
+            "local_method": self.local_method,
             "latency_kinds": list(self.latency_kinds),
+            "host_latency_kind": self.host_latency_kind,
             "concurrent_patterns": list(self.concurrent_patterns),
         }
 
+
+#: steps that load the host links; the PCIe probe runs after the last of them.
+HOST_BANDWIDTH_STEPS = ("host", "host both ways")
 
 _CONCURRENT = {"ring": RING, "all-to-one": ALL_TO_ONE, "all-to-all": ALL_TO_ALL}
 
@@ -97,7 +131,7 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
                                                            clock=clock, on_partial=partial, group_offset=offset)
 
     peer = [m for m in opts.peer_methods if m in offered] or list(opts.peer_methods[:1])
-    for method in peer:
+    for method in peer if topology.gpu_count >= 2 else ():  # one GPU: no pair to measure
         for direction in ("uni", "bi"):
             steps.append((f"{method} matrix {direction}", (method, "matrix", direction),
                           bench(BenchSpec(MATRIX, (method,), direction), [size])))
@@ -106,16 +140,33 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
         steps.append(("latency", (kinds[0], "latency", "uni"), lambda offset, progress, partial: run_latency(
             engine, kinds, None, m_opts, topology=topology, progress=progress, clock=clock, on_partial=partial,
             group_offset=offset)))
+    gpus = list(range(topology.gpu_count))
     host = tuple(m for m in opts.host_methods if m in offered)
     if host:
         steps.append(("host", (host[0], "host", "uni"), bench(BenchSpec(HOST_REFERENCE, host, "uni"), [size])))
-    for key in opts.concurrent_patterns:
-        pattern = _CONCURRENT.get(key)
-        if pattern is not None:
-            steps.append((f"{CE.key} {key}", (CE.key, key, "uni"), bench(BenchSpec(pattern, (CE.key,), "uni"), [size])))
+    if opts.host_bi_method in offered and gpus:
+        both = [TransferPlan("host", "bi", opts.host_bi_method, (Transfer(HOST, g, size), Transfer(g, HOST, size)), "sum",
+                             f"{g}<->host") for g in gpus]
+        steps.append(("host both ways", (opts.host_bi_method, "host", "bi"), bench(both, [size])))
+    if opts.local_method in offered and gpus:
+        steps.append(("local", (opts.local_method, "local", "uni"), bench(BenchSpec(LOCAL, (opts.local_method,), "uni"), [size])))
+    if opts.host_latency_kind and gpus:
+        # run_latency waives the kind (with the reason) where this engine does not offer it
+        steps.append(("host latency", (opts.host_latency_kind, "latency", "uni"), lambda offset, progress, partial: run_latency(
+            engine, [opts.host_latency_kind], [(HOST, g) for g in gpus], m_opts, topology=topology, progress=progress,
+            clock=clock, on_partial=partial, group_offset=offset)))
     if topology.gpu_count >= 2:
+        for key in opts.concurrent_patterns:
+            pattern = _CONCURRENT.get(key)
+            if pattern is not None:
+                steps.append((f"{CE.key} {key}", (CE.key, key, "uni"), bench(BenchSpec(pattern, (CE.key,), "uni"), [size])))
         sweep = [TransferPlan("sweep", "uni", CE.key, (Transfer(0, 1, size),), "none", "0->1")]
         steps.append((f"{CE.key} sweep 0->1", (CE.key, "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
+    if host and gpus:
+        to_host = {m: host_direction(m) == D2H.key for m in host}
+        host_sweep = [TransferPlan("sweep", "uni", m, (Transfer(0, HOST, size) if to_host[m] else Transfer(HOST, 0, size),),
+                                   "none", "0->host" if to_host[m] else "host->0") for m in host]
+        steps.append(("host sweep GPU0", (host[0], "sweep", "uni"), bench(host_sweep, list(opts.sweep_sizes_bytes))))
     return steps
 
 
@@ -133,11 +184,20 @@ def run_survey(
     clock: Clock = time.perf_counter,
     on_partial: PartialFn | None = None,
     context: Mapping[str, Any] | None = None,
+    pcie_probe: Callable[[], Mapping[str, Any]] | None = None,
 ) -> RunRecord:
     """Run every step; one RunRecord of kind ``survey`` with findings. KeyboardInterrupt: ``on_partial``
-    gets what was measured (complete=False) and the interrupt propagates."""
+    gets what was measured (complete=False) and the interrupt propagates.
+
+    ``pcie_probe`` (e.g. NVML's current PCIe generation and width per GPU index, see
+    ``discovery.nvml.pcie_link_states``) is called right after the host copies, while the links are
+    still up to speed (GPUs lower the PCIe generation when idle); its answer is kept in
+    ``extra["pcie_after_host_copies"]`` for the findings."""
     caps = engine.capabilities()
     steps = _steps(engine, topology, opts, clock)
+    host_steps = [i for i, (name, _, _) in enumerate(steps) if name in HOST_BANDWIDTH_STEPS]
+    probe_after = host_steps[-1] if host_steps and pcie_probe is not None else None
+    extra: dict[str, Any] = {}
     run_options = {"survey": opts.as_dict(), "steps": [name for name, _, _ in steps], "engine": caps.name,
                    **opts.measure.as_dict()}
 
@@ -171,9 +231,16 @@ def run_survey(
                 on_partial(partial.with_(findings=findings_for(partial, topology), complete=False))
             raise
         parts.append(part)
+        if index == probe_after:
+            try:
+                extra["pcie_after_host_copies"] = {str(k): dict(v) for k, v in pcie_probe().items()}  # type: ignore[misc]
+            except Exception as exc:  # noqa: BLE001  (a probe that fails costs its finding, not the survey)
+                extra["pcie_after_host_copies_error"] = str(exc)
         groups = [m.group for m in part.measurements if m.group is not None]
         offset = max(groups) + 1 if groups else offset
     if progress is not None:
         progress(len(steps) * scale, len(steps) * scale, "done")
     record = _merge(parts, base, complete=True)
+    if extra:
+        record = record.with_(extra={**dict(record.extra), **extra})
     return record.with_(findings=findings_for(record, topology))

@@ -8,12 +8,13 @@ matching transfers (bytes / time of the slowest).
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import LinkscopeError, UserError
-from ..results.schema import ALL, HOST, Measurement, RunRecord
+from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord
 from ..topology import io as topo_io
 from ..topology.model import Topology
 from .params import METHODS, ModelParams
@@ -120,10 +121,18 @@ class CheckReport:
     worst_index: int | None
     by_method: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     topology: str = ""
+    mismatches: tuple[str, ...] = ()  # how the record's machine differs from the topology (see ``mismatches``)
+    record_provenance: str = "measured"  # "simulated": the model is compared with its own numbers
+
+    @property
+    def compares_model_with_itself(self) -> bool:
+        return self.record_provenance != RunProvenance.MEASURED.value
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "topology": self.topology,
+            "record_provenance": self.record_provenance,
+            "mismatches": list(self.mismatches),
             "summary": {
                 "n_compared": self.n_compared,
                 "median_abs_rel_error": self.median_abs_rel_error,
@@ -144,8 +153,69 @@ def topology_of(record: RunRecord, topology: Topology | None = None) -> Topology
     return topo_io.from_dict(dict(record.topology))
 
 
+_MODEL_TOKEN = re.compile(r"(?<![a-z0-9])([a-z]{1,3}\d{2,4}[a-z]?)(?![a-z0-9])")
+
+
+def _model_tokens(names: Any) -> set[str]:
+    """GPU model tokens (``h200``, ``a100``, ``mi250x``) of a list of names; empty when none is recognisable."""
+    out: set[str] = set()
+    for name in names or ():
+        name = name.get("name", "") if isinstance(name, Mapping) else name  # some records keep {"name": ...}
+        match = _MODEL_TOKEN.search(str(name).lower())
+        if match:
+            out.add(match.group(1))
+    return out
+
+
+def mismatches(record: RunRecord, topology: Topology) -> tuple[str, ...]:
+    """How the machine that produced ``record`` differs from ``topology``: GPU count, GPU models, and
+    the level (link kind and count) of each measured GPU pair in the record's own topology. Empty
+    when they agree or when the record says too little to tell."""
+    out: list[str] = []
+    embedded = None
+    if record.topology:
+        try:
+            embedded = topo_io.from_dict(dict(record.topology))
+        except LinkscopeError:
+            embedded = None
+    names = list(record.context.get("gpus") or ()) or ([g.name for g in embedded.gpus] if embedded else [])
+    count = len(names) if names else (embedded.gpu_count if embedded else None)
+    if count is not None and count != topology.gpu_count:
+        out.append(f"the record has {count} GPU{'s' if count != 1 else ''}, {topology.name!r} has {topology.gpu_count}")
+    used = {e for m in record.measurements for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)}
+    beyond = sorted(g for g in used if g >= topology.gpu_count)
+    if beyond and count is None:
+        out.append(f"the record measures GPU{beyond[0]}, {topology.name!r} has {topology.gpu_count} GPUs")
+    mine, theirs = _model_tokens(names), _model_tokens(g.name for g in topology.gpus)
+    if mine and theirs and mine != theirs:
+        out.append(f"GPU models differ: the record ran on {', '.join(sorted(mine)).upper()}, "
+                   f"{topology.name!r} has {', '.join(sorted(theirs)).upper()}")
+    if embedded is not None and not beyond:
+        from ..topology import query
+
+        pairs = sorted({(min(m.src, m.dst), max(m.src, m.dst)) for m in record.measurements
+                        if isinstance(m.src, int) and isinstance(m.dst, int)
+                        and not isinstance(m.src, bool) and m.src != m.dst and max(m.src, m.dst) < embedded.gpu_count})
+        differ = []
+        for a, b in pairs:
+            try:
+                was, now = query.pair_level(embedded, a, b).code, query.pair_level(topology, a, b).code
+            except LinkscopeError:
+                continue
+            if was != now:
+                differ.append(f"GPU{a}-GPU{b} {was} vs {now}")
+        if differ:
+            more = f" (and {len(differ) - 3} more)" if len(differ) > 3 else ""
+            out.append(f"links differ (record's topology vs {topology.name!r}): {'; '.join(differ[:3])}{more}")
+    return tuple(out)
+
+
 def check(record: RunRecord, topology: Topology | None = None, params: ModelParams | dict | None = None) -> CheckReport:
+    """Predicted vs measured for every bandwidth entry. A given ``topology`` is compared with the record
+    first (``CheckReport.mismatches``); a simulated record is marked (``record_provenance``)."""
     topo = topology_of(record, topology)
+    differences = mismatches(record, topo) if topology is not None else ()
+    provenance = record.provenance.value
     model = FabricModel(topo, params)
     groups, skipped = measured_groups(record)
     entries: list[CheckEntry] = []
@@ -174,8 +244,8 @@ def check(record: RunRecord, topology: Topology | None = None, params: ModelPara
     if errors:
         worst = max(errors)
         return CheckReport(tuple(entries), len(errors), statistics.median(e for e, _ in errors), worst[0], worst[1],
-                           by_method, topo.name)
-    return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name)
+                           by_method, topo.name, differences, provenance)
+    return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name, differences, provenance)
 
 
-__all__ = ["check", "CheckReport", "CheckEntry", "measured_groups", "entry_prediction", "topology_of", "HOST"]
+__all__ = ["check", "mismatches", "CheckReport", "CheckEntry", "measured_groups", "entry_prediction", "topology_of", "HOST"]

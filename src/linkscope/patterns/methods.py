@@ -169,6 +169,8 @@ LATENCY_HOST_READ = LatencyKind("host-read", "one GPU thread pointer-chasing thr
                                 host_end=True)
 LATENCY_KINDS_TABLE: tuple[LatencyKind, ...] = (LATENCY_REMOTE_READ, LATENCY_FLAG, LATENCY_COPY, LATENCY_HOST_READ)
 LATENCY_KINDS: tuple[str, ...] = tuple(k.key for k in LATENCY_KINDS_TABLE)
+#: The kinds that need two GPUs (the default of ``bench latency`` and the survey between GPUs).
+PAIR_LATENCY_KINDS: tuple[str, ...] = (LATENCY_REMOTE_READ.key, LATENCY_FLAG.key)
 
 
 def method_keys(vendor: str | None = None) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ reasons are listed under the tables) — never zero.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from rich.console import Console, Group
@@ -68,63 +69,157 @@ def _titled(title: str, table: Table) -> Group:
     return Group(Text(title, style="bold"), table)
 
 
+DEFAULT_WIDTH = 80
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a :func:`fitted` table: ``short`` is the header used when the full one does not
+    fit; ``key`` columns (row labels) are repeated in every column block; ``wrap`` columns hold free
+    text that may fold onto several lines (numbers never do)."""
+
+    header: str
+    short: str | None = None
+    justify: str = "right"
+    key: bool = False
+    wrap: bool = False
+    style: str | None = None
+
+
+def _cell_width(cell: Text | str) -> int:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _table_width(widths: Sequence[int]) -> int:
+    """Width of a Rich box table with edges and one space of padding each side."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+_WRAP_MIN = 12
+
+
+def fitted(title: str, columns: Sequence[Column], rows: Sequence[Sequence[Text | str]], width: int | None) -> list[Group]:
+    """Tables that show every cell whole within ``width`` columns.
+
+    First with the full headers; when those do not fit, with the short ones and free-text columns
+    folded; when that still does not fit, the non-key columns are split into blocks, each printed
+    with the key columns (``columns 1-6 of 16`` in the title). A number is never cut to ``1…``.
+    """
+    width = width or DEFAULT_WIDTH
+    body = [max((_cell_width(r[i]) for r in rows), default=0) for i in range(len(columns))]
+
+    def widths(short: bool) -> list[int]:
+        out = []
+        for i, c in enumerate(columns):
+            header = (c.short or c.header) if short else c.header
+            w = max(body[i], len(header))
+            if short and c.wrap:
+                w = min(w, max(_WRAP_MIN, max((len(word) for r in rows for word in str(r[i]).split()), default=0)))
+            out.append(w)
+        return out
+
+    short = _table_width(widths(False)) > width
+    ws = widths(short)
+    keys = [i for i, c in enumerate(columns) if c.key]
+    others = [i for i, c in enumerate(columns) if not c.key]
+    blocks: list[list[int]] = []
+    budget = width - _table_width([ws[i] for i in keys])
+    current: list[int] = []
+    used = 0
+    for i in others:
+        if current and used + ws[i] + 3 > budget:
+            blocks.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += ws[i] + 3
+    if current or not blocks:
+        blocks.append(current)
+    out = []
+    for n, block in enumerate(blocks):
+        table = Table()
+        chosen = keys + block
+        for i in chosen:
+            c = columns[i]
+            header = (c.short or c.header) if short else c.header
+            table.add_column(header, justify=c.justify, style=c.style, no_wrap=not c.wrap,  # type: ignore[arg-type]
+                             overflow="fold", min_width=ws[i] if not c.wrap else None, max_width=ws[i] if c.wrap else None)
+        for r in rows:
+            table.add_row(*[r[i] for i in chosen])
+        part = ""
+        if len(blocks) > 1 and block:
+            part = f" [part {n + 1} of {len(blocks)}: columns {columns[block[0]].header} to {columns[block[-1]].header}]"
+        out.append(_titled(title + part, table))
+    return out
+
+
+def print_fitted(console: Console, title: str, columns: Sequence[Column], rows: Sequence[Sequence[Text | str]]) -> None:
+    for group in fitted(title, columns, rows, console.width):
+        console.print(group)
+
+
 def matrix_table(cells: dict[tuple[int, int], Measurement], gpus: Sequence[int], title: str, *, latency: bool = False,
-                 symmetric: bool = False) -> Group:
-    """Rows = source GPU, columns = destination GPU; ``symmetric`` mirrors pair totals."""
-    table = Table()
-    table.add_column("src \\ dst", justify="right", style="bold")
-    for g in gpus:
-        table.add_column(f"GPU{g}", justify="right")
+                 symmetric: bool = False, width: int | None = None) -> list[Group]:
+    """Rows = source GPU, columns = destination GPU; ``symmetric`` mirrors pair totals. Wide matrices
+    are split into blocks of destination columns, each with the source column."""
+    columns = [Column("src \\ dst", "src\\dst", key=True, style="bold")] + [Column(f"GPU{g}", str(g)) for g in gpus]
+    rows = []
     for a in gpus:
-        row: list[Text | str] = []
+        row: list[Text | str] = [f"GPU{a}"]
         for b in gpus:
             if a == b:
                 row.append(Text("-", style="dim"))
                 continue
             m = cells.get((a, b)) or (cells.get((b, a)) if symmetric else None)
             row.append(_lat_cell(m) if latency else _bw_cell(m))
-        table.add_row(f"GPU{a}", *row)
-    return _titled(title, table)
+        rows.append(row)
+    return fitted(title, columns, rows, width)
 
 
-def sweep_table(series: dict[str, list[Measurement]], title: str) -> Group:
+def sweep_table(series: dict[str, list[Measurement]], title: str, width: int | None = None) -> list[Group]:
     """Rows = size, columns = series (e.g. pairs)."""
-    table = Table()
-    table.add_column("size", justify="right", style="bold")
-    for name in series:
-        table.add_column(name, justify="right")
+    columns = [Column("size", key=True, style="bold")] + [Column(name) for name in series]
     sizes = sorted({m.size_bytes for ms in series.values() for m in ms})
     by = {name: {m.size_bytes: m for m in ms} for name, ms in series.items()}
-    for size in sizes:
-        table.add_row(format_size(size), *[_bw_cell(by[name].get(size)) for name in series])
-    return _titled(title, table)
+    rows = [[format_size(size), *[_bw_cell(by[name].get(size)) for name in series]] for size in sizes]
+    return fitted(title, columns, rows, width)
 
 
-def entries_table(ms: Sequence[Measurement], title: str) -> Group:
-    table = Table()
-    for name, justify in (("size", "right"), ("group", "left"), ("flow", "left"), ("scope", "left"),
-                          ("median GB/s", "right"), ("min", "right"), ("max", "right"), ("CV %", "right"),
-                          ("n", "right"), ("theor. GB/s", "right"), ("eff.", "right"), ("status", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+ENTRY_COLUMNS = (Column("size", key=True), Column("flow", key=True, justify="left"), Column("median GB/s", "med GB/s"),
+                 Column("theor. GB/s", "theo GB/s"), Column("eff."), Column("status", justify="left"), Column("min"),
+                 Column("max"), Column("CV %", "CV%"), Column("n"), Column("group", justify="left", wrap=True))
+
+
+def entries_table(ms: Sequence[Measurement], title: str, width: int | None = None) -> list[Group]:
+    rows = []
     for m in ms:
         eff = efficiency(m)
         bw = m.bandwidth if m.status is Status.OK else None
         theo = m.extra.get("theoretical_gb_per_s")
-        table.add_row(
+        rows.append([
             format_size(m.size_bytes),
-            str(m.extra.get("label", "")),
-            f"{m.src} -> {m.dst}",
-            m.scope,
+            f"{m.src} -> {m.dst}" + (" total" if m.scope != "transfer" else ""),
             _bw_cell(m),
+            format_rate(theo) if theo else "",
+            Text(f"{eff * 100:.0f}%", style=efficiency_style(eff)) if eff is not None else "",
+            m.status.value,
             format_rate(bw.min) if bw else "",
             format_rate(bw.max) if bw else "",
             f"{bw.cv * 100:.2f}" if bw else "",
             str(bw.n) if bw else "",
-            format_rate(theo) if theo else "",
-            Text(f"{eff * 100:.0f}%", style=efficiency_style(eff)) if eff is not None else "",
-            m.status.value,
-        )
-    return _titled(title, table)
+            str(m.extra.get("label", "")),
+        ])
+    # columns that say nothing here are left out, so the numbers fit: status when every entry is ok,
+    # group when each label only repeats its flow
+    keep = [i for i, c in enumerate(ENTRY_COLUMNS)
+            if not (c.header == "status" and all(m.status is Status.OK for m in ms))
+            and not (c.header == "group" and all(str(m.extra.get("label", "")) in ("", f"{m.src}->{m.dst}") for m in ms))]
+    return fitted(title, [ENTRY_COLUMNS[i] for i in keep], [[row[i] for i in keep] for row in rows], width)
+
+
+def _print_all(console: Console, groups: list[Group]) -> None:
+    for group in groups:
+        console.print(group)
 
 
 def _blocks(ms: Iterable[Measurement]) -> dict[tuple[str, str, str], list[Measurement]]:
@@ -134,23 +229,28 @@ def _blocks(ms: Iterable[Measurement]) -> dict[tuple[str, str, str], list[Measur
     return blocks
 
 
-def _matrix_block(console: Console, method: str, direction: str, ms: list[Measurement], provenance: str) -> None:
+def _matrix_block(console: Console, method: str, direction: str, ms: list[Measurement], provenance: str,
+                  pattern: str = "matrix") -> None:
     scope = "total" if direction == "bi" else "transfer"
-    cells_ms = [m for m in ms if m.scope == scope and isinstance(m.src, int) and isinstance(m.dst, int)]
+    cells_ms = [m for m in ms if m.scope == scope and (pattern == "sweep" or (isinstance(m.src, int) and isinstance(m.dst, int)))]
     gpus = _ends(cells_ms)
     sizes = sorted({m.size_bytes for m in cells_ms})
     what = "total of both directions" if direction == "bi" else "one way"
-    pairs = sorted({(m.src, m.dst) for m in cells_ms})
-    if len(sizes) > 1 and len(pairs) <= _MAX_SWEEP_PAIRS:
-        series: dict[str, list[Measurement]] = {}
-        for m in cells_ms:
-            series.setdefault(f"{m.src}{'<->' if direction == 'bi' else '->'}{m.dst}", []).append(m)
-        console.print(sweep_table(series, f"{method} {what}, GB/s by size ({provenance})"))
+    methods = list(dict.fromkeys(m.method for m in cells_ms))
+    one_flow_each = all(len({(m.src, m.dst) for m in cells_ms if m.method == k}) == 1 for k in methods)
+    series: dict[str, list[Measurement]] = {}
+    for m in cells_ms:
+        name = f"{m.src}{'<->' if direction == 'bi' else '->'}{m.dst}"
+        if len(methods) > 1:  # several methods: the method names the column (with the flow where it varies)
+            name = m.method if one_flow_each else f"{m.method} {name}"
+        series.setdefault(name, []).append(m)
+    if len(sizes) > 1 and len(series) <= _MAX_SWEEP_PAIRS:
+        _print_all(console, sweep_table(series, f"{method} {what}, GB/s by size ({provenance})", console.width))
         return
     for size in sizes:
         cells = {(m.src, m.dst): m for m in cells_ms if m.size_bytes == size}
-        console.print(matrix_table(cells, gpus, f"{method} {what}, {format_size(size)}: GB/s ({provenance})",
-                                   symmetric=direction == "bi"))
+        _print_all(console, matrix_table(cells, gpus, f"{method} {what}, {format_size(size)}: GB/s ({provenance})",
+                                         symmetric=direction == "bi", width=console.width))
 
 
 def _latency_block(console: Console, method: str, ms: list[Measurement], provenance: str) -> None:
@@ -160,16 +260,17 @@ def _latency_block(console: Console, method: str, ms: list[Measurement], provena
         host = [m for m in ms if m.size_bytes == size and not (isinstance(m.src, int) and isinstance(m.dst, int))]
         size_text = f", {format_size(size)}" if size else ""
         if cells:
-            console.print(matrix_table(cells, gpus, f"{method} latency{size_text}: us, median ({provenance})", latency=True))
+            _print_all(console, matrix_table(cells, gpus, f"{method} latency{size_text}: us, median ({provenance})",
+                                             latency=True, width=console.width))
         if host:
-            table = Table()
-            for col in ("flow", "median us", "min", "max", "n", "status"):
-                table.add_column(col)
+            rows = []
             for m in host:
                 lat = m.latency if m.status is Status.OK else None
-                table.add_row(f"{m.src} -> {m.dst}", _lat_cell(m), f"{lat.min:.2f}" if lat else "",
-                              f"{lat.max:.2f}" if lat else "", str(lat.n) if lat else "", m.status.value)
-            console.print(_titled(f"{method} latency{size_text}: us ({provenance})", table))
+                rows.append([f"{m.src} -> {m.dst}", _lat_cell(m), f"{lat.min:.2f}" if lat else "",
+                             f"{lat.max:.2f}" if lat else "", str(lat.n) if lat else "", m.status.value])
+            columns = [Column("flow", key=True, justify="left"), Column("median us"), Column("min"), Column("max"), Column("n"),
+                       Column("status", justify="left")]
+            print_fitted(console, f"{method} latency{size_text}: us ({provenance})", columns, rows)
 
 
 def reasons(record: RunRecord) -> list[str]:
@@ -192,7 +293,15 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         console.print(Text("INCOMPLETE: the run was interrupted; only what was measured is shown.", style="bold red"))
     bandwidth = [m for m in record.measurements if m.pattern != "latency"]
     latency = [m for m in record.measurements if m.pattern == "latency"]
-    for (method, pattern, direction), ms in _blocks(bandwidth).items():
+    blocks = _blocks(bandwidth)
+    sweeps = [key for key in blocks if key[1] == "sweep"]
+    for key in sweeps[1:]:  # every sweep of one direction in one table, one column per method and flow
+        first = next(k for k in sweeps if k[2] == key[2])
+        if first != key:
+            blocks[first].extend(blocks.pop(key))
+    for (method, pattern, direction), ms in blocks.items():
+        if pattern == "sweep":
+            method = "/".join(dict.fromkeys(m.method for m in ms))
         whole = [m for m in ms if _is_pattern_waiver(m)]
         rest = [m for m in ms if not _is_pattern_waiver(m)]
         for m in whole[:1]:
@@ -200,9 +309,9 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         if not rest:
             continue
         if pattern in ("matrix", "sweep"):
-            _matrix_block(console, method, direction, rest, provenance)
+            _matrix_block(console, method, direction, rest, provenance, pattern)
         else:
-            console.print(entries_table(rest, f"{method} {pattern} {direction} ({provenance})"))
+            _print_all(console, entries_table(rest, f"{method} {pattern} {direction} ({provenance})", console.width))
     lat_blocks: dict[str, list[Measurement]] = {}
     for m in latency:
         lat_blocks.setdefault(m.method, []).append(m)

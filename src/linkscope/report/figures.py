@@ -166,15 +166,15 @@ def topology_figure(topology: Any, title: str, simulated: bool) -> FigureItem:
             # midpoint of the quadratic arc, offset perpendicular to the chord
             dx, dy = x1 - x0, y1 - y0
             mx, my = mx + rad * dy / 2, my - rad * dx / 2
-        ax.text(mx, my, _link_label(link), fontsize=6.5, ha="center", va="center", color=colour,
+        ax.text(mx, my, _link_label(link), fontsize=8, ha="center", va="center", color=colour,
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
     for dev_id, (x, y) in pos.items():
         d = by_id[dev_id]
         face, marker = plots.DEVICE_STYLE.get(d.kind.value, ("#dddddd", "o"))
         ax.scatter([x], [y], s=900 if d.is_gpu else 700, c=face, marker=marker, edgecolors="#333333", zorder=3)
-        ax.text(x, y, d.label, ha="center", va="center", fontsize=7.5, zorder=4, weight="bold")
+        ax.text(x, y, d.label, ha="center", va="center", fontsize=8.5, zorder=4, weight="bold")
         if d.kind.value in ("nic",) and d.line_rate_gbit_per_s:
-            ax.text(x, y - 0.33, f"{d.line_rate_gbit_per_s:g} Gb/s", ha="center", va="top", fontsize=6)
+            ax.text(x, y - 0.33, f"{d.line_rate_gbit_per_s:g} Gb/s", ha="center", va="top", fontsize=8)
     xs = [p[0] for p in pos.values()] or [0.0]
     ys = [p[1] for p in pos.values()] or [0.0]
     ax.set_xlim(min(xs) - 0.9, max(xs) + 0.9)
@@ -185,12 +185,18 @@ def topology_figure(topology: Any, title: str, simulated: bool) -> FigureItem:
 
     handles = [Line2D([0], [0], color=plots.LINK_COLOURS.get(k, "#444444"), lw=3, label=k) for k in kinds]
     if handles:
-        ax.legend(handles=handles, loc="upper right", fontsize=7, frameon=False, ncols=len(handles))
+        ax.legend(handles=handles, loc="upper right", fontsize=8, frameon=False, ncols=len(handles))
     ax.set_title(title, fontsize=10)
     if simulated:
         plots.stamp_simulated(fig)
-    caption = (f"{topology.description or topology.name}. Link labels: bonded count and per-direction capacity "
+    caption = (f"{(topology.description or topology.name).rstrip('.')}. Link labels: bonded count and per-direction capacity "
                f"(GB/s = 10^9 B/s); colours by link kind. Source: {topology.source or 'n/a'}.")
+    notes = tuple(getattr(topology, "notes", ()) or ())
+    if notes:
+        from .topology_view import confidence_legend
+
+        legend = confidence_legend(notes)
+        caption += " Notes: " + " ".join(n.rstrip(".") + "." for n in notes) + (f" Confidence marks: {legend}." if legend else "")
     return FigureItem(f"topology-{_slug(topology.name)}", "topology", title, caption, fig, simulated)
 
 
@@ -247,7 +253,15 @@ def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list
         for m in record.measurements:
             # GPU-to-GPU pairs only: host transfers are a column, not a matrix (curves and tables show them).
             # One matrix per pattern: a ring's flows must not overwrite the pair matrix's cells.
-            if _is_pair(m) and m.src != m.dst and HOST not in (m.src, m.dst) and m.scope != "total":
+            ends_ok = m.src != ALL and m.dst != ALL and isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst
+            if not ends_ok:
+                continue
+            # a bi matrix shows each pair's total of both directions (as the console does), mirrored;
+            # every other matrix shows its single flows
+            if m.pattern == "matrix" and m.direction == "bi":
+                if m.scope == "total":
+                    groups[(m.method, m.pattern, m.direction)] += [m, m.with_(src=m.dst, dst=m.src)]
+            elif m.scope != "total":
                 groups[(m.method, m.pattern, m.direction)].append(m)
         order = sorted(groups.items(), key=lambda kv: (kv[0][1] not in ("matrix", "latency"), kv[0]))
         for (method, pattern, direction), entries in order:
@@ -275,20 +289,28 @@ def _heatmap(record: RunRecord, label: str, method: str, direction: str, size: i
     simulated = is_simulated(record) or any(is_simulated(record, m) for m in entries)
     names, values, marks = _matrix(entries, (lambda m: m.median_gb_per_s) if what == "bandwidth" else (lambda m: m.latency_us))
     n = len(names)
-    fig = plots.new_figure(min(3.2 + 0.55 * n, 11), min(2.6 + 0.45 * n, 9))
+    fig = plots.new_figure(min(max(5.0, 3.2 + 0.55 * n), 11), min(2.6 + 0.45 * n, 9))
     ax = fig.add_subplot(1, 1, 1)
+    finite = [v for row in values for v in row if v is not None]
+    total = direction == "bi" and what == "bandwidth" and "total" in {m.scope for m in entries}
     if what == "bandwidth":
-        finite = [v for row in values for v in row if v is not None]
         fmt = "{:.0f}" if finite and max(finite) >= 100 else "{:.1f}"
         plots.heatmap(ax, values, marks, names, names, "viridis", "GB/s", fig, fmt, vmin=0.0)
-        title = f"{label}: {method} {direction} bandwidth, {format_size(size)}"
+        what_text = "both ways (pair total)" if total else ("one way" if direction == "uni" else direction)
+        title = f"{label}: {method} {what_text}, {format_size(size)}"
     else:
-        plots.heatmap(ax, values, marks, names, names, "magma_r", "µs", fig, "{:.2f}", vmin=0.0)
-        title = f"{label}: {method}{'' if 'latency' in method else ' latency'}, {format_size(size)}"
-    ax.set_title(title, fontsize=9)
+        # light = fast, dark = slow; the top of the scale above the largest value keeps every cell readable
+        top = max(finite) * 1.25 if finite else None
+        plots.heatmap(ax, values, marks, names, names, "YlOrRd", "µs", fig, "{:.2f}", vmin=0.0, vmax=top)
+        size_text = f", {format_size(size)}" if size else ""
+        title = f"{label}: {method}{'' if 'latency' in method else ' latency'}{size_text}"
+    ax.set_title(title, fontsize=10)
     if simulated:
         plots.stamp_simulated(fig)
-    caption = (f"Median over repetitions ({'GB/s, per direction' if what == 'bandwidth' else 'µs, one way'}); "
+    word = "simulated by the fabric model" if simulated else "median over repetitions"
+    unit = ("GB/s, total of both directions of the pair (the console's 'total of both directions')" if total
+            else "GB/s, per direction" if what == "bandwidth" else "µs, one way")
+    caption = (f"{word.capitalize()} ({unit}); "
                "grey cells are not measured: N/A, waived (the pattern does not apply) or error.")
     return FigureItem(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", "heatmaps", title, caption, fig, simulated)
 
@@ -356,7 +378,7 @@ def curve_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[F
                 ax.set_xlabel("message size")
                 ax.set_ylabel(ylabel if scope == "transfer" else ylabel.replace("per direction", "sum"))
                 ax.grid(True, which="major", alpha=0.3)
-                ax.legend(fontsize=7, loc="best")
+                ax.legend(fontsize=8, loc="best")
                 title = f"{what.capitalize()} vs message size{scope_title}" + (f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else "")
                 ax.set_title(title, fontsize=10)
                 simulated = any(s.simulated for s in chunk)
@@ -410,6 +432,8 @@ def comparisons(records: Sequence[RunRecord], labels: Sequence[str]) -> list[Com
                 continue
             if _num(m.extra, "theoretical_gb_per_s") is None and _num(m.extra, "predicted_gb_per_s") is None:
                 continue
+            if m.pattern == "sweep" and _num(m.extra, "predicted_gb_per_s") is None:
+                continue  # a sweep's largest size repeats the matrix or host line; the curves show the sweep
             key = (label, m.method, m.pattern, m.direction, m.scope, str(m.src), str(m.dst))
             if key not in best or m.size_bytes > best[key].size_bytes:
                 best[key] = m
@@ -446,28 +470,33 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         measured = [med([c.measured_gb_per_s for c in groups[g]]) for g in names]
         predicted = [med([c.predicted_gb_per_s for c in groups[g]]) for g in names]
         theoretical = [med([c.theoretical_gb_per_s for c in groups[g]]) for g in names]
-        fig = plots.new_figure(max(6.0, 1.2 * len(names) + 3), 4.4)
-        ax = fig.add_subplot(1, 1, 1)
-        x = np.arange(len(names))
-        w = 0.27
-        ax.bar(x - w, measured, w, label="measured", color="#1f77b4")
-        ax.bar(x, predicted, w, label="predicted (model)", color="#ff7f0e")
-        ax.bar(x + w, theoretical, w, label="theoretical (links)", color="#bbbbbb")
-        for xi, mv, tv in zip(x, measured, theoretical):
-            if not math.isnan(tv) and tv:
-                ax.text(xi - w, mv, f"{100 * mv / tv:.0f}%", ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(x)
-        ax.set_xticklabels([f"{g} ({len(groups[g])})" for g in names], rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("GB/s")
-        ax.legend(fontsize=7)
-        ax.grid(True, axis="y", alpha=0.3)
-        title = f"{run}: measured vs predicted vs theoretical"
-        ax.set_title(title, fontsize=10)
         simulated = all(c.simulated for g in names for c in groups[g])
+        word = "simulated" if simulated else "measured"
+        has_pred = any(not math.isnan(v) for v in predicted)
+        # horizontal bars: the labels stay readable (9 pt) however many groups there are
+        fig = plots.new_figure(10.0, 1.4 + 0.45 * len(names) * (3 if has_pred else 2) / 2)
+        ax = fig.add_subplot(1, 1, 1)
+        y = np.arange(len(names))[::-1]
+        h = 0.27 if has_pred else 0.38
+        ax.barh(y + h, measured, h, label=word, color="#1f77b4")
+        if has_pred:
+            ax.barh(y, predicted, h, label="predicted (model)", color="#ff7f0e")
+        ax.barh(y - h if has_pred else y, theoretical, h, label="theoretical (links)", color="#bbbbbb")
+        for yi, mv, tv in zip(y, measured, theoretical):
+            if not math.isnan(tv) and tv:
+                ax.text(mv, yi + h, f" {mv:.1f} GB/s = {100 * mv / tv:.0f}%", ha="left", va="center", fontsize=8)
+        ax.set_yticks(y)
+        ax.set_yticklabels([f"{g} ({len(groups[g])})" for g in names], fontsize=9)
+        ax.set_xlabel("GB/s")
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_xlim(0, max([v for v in measured + theoretical + predicted if not math.isnan(v)] or [1.0]) * 1.25)
+        title = f"{run}: {word} vs {'predicted vs ' if has_pred else ''}theoretical"
+        ax.set_title(title, fontsize=10)
         if simulated:
             plots.stamp_simulated(fig)
-        caption = ("Median over the entries of each method/pattern (their count in brackets), at the largest size; "
-                   "the percentage over a measured bar is its efficiency (measured / theoretical).")
+        caption = (f"Median over the entries of each method/pattern (their count in brackets), at the largest size; "
+                   f"the percentage after a {word} bar is its efficiency ({word} / theoretical).")
         out.append(FigureItem(f"measured-vs-predicted-{_slug(run)}", "model", title, caption, fig, simulated))
     return out
 
@@ -519,20 +548,27 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
         return None
     import numpy as np
 
-    fig = plots.new_figure(max(6.5, 0.5 * len(shown) + 3), 4.4)
+    fig = plots.new_figure(10.0, 1.4 + 0.4 * len(shown))
     ax = fig.add_subplot(1, 1, 1)
-    x = np.arange(len(shown))
-    ax.bar(x, [t.total_gb_per_s for t in shown], 0.6, color="#2ca02c", label="measured total")
+    y = np.arange(len(shown))[::-1]
+    all_sim = all(t.simulated for t in shown)
+    word = "simulated" if all_sim else "measured" if not any(t.simulated for t in shown) else "measured or simulated"
+    ax.barh(y, [t.total_gb_per_s for t in shown], 0.6, color="#2ca02c", label=f"{word} total")
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
-        ax.scatter(x, theo, marker="_", s=400, color="black", label="theoretical", zorder=3)
+        ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
+    for yi, t in zip(y, shown):  # the value after the bar and after the theoretical mark
+        ax.text(max(t.total_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t.total_gb_per_s:.1f}", ha="left",
+                va="center", fontsize=8)
     multi_run = len({t.run for t in shown}) > 1
-    ax.set_xticks(x)
-    ax.set_xticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
-                       rotation=35, ha="right", fontsize=7)
-    ax.set_ylabel("aggregate GB/s")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.set_yticks(y)
+    ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
+                       fontsize=9)
+    ax.set_xlabel("aggregate GB/s")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    finite = [v for v in [t.total_gb_per_s for t in shown] + theo if not np.isnan(v)]
+    ax.set_xlim(0, max(finite) * 1.2)
     title = "Concurrent patterns: aggregate bandwidth"
     ax.set_title(title, fontsize=10)
     simulated = any(t.simulated for t in shown)
@@ -582,12 +618,12 @@ def mapping_figure(items: list[tuple[str, dict]], simulated: bool) -> FigureItem
     for xi, (_, cost, default, _) in zip(x, rows):
         if default:
             ax.text(xi + 0.2, cost, f"{100 * (1 - cost / default):+.0f}%".replace("+", "−") if cost < default else "0%",
-                    ha="center", va="bottom", fontsize=7)
+                    ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x)
-    ax.set_xticklabels([r[0] for r in rows], rotation=25, ha="right", fontsize=7)
+    ax.set_xticklabels([r[0] for r in rows], rotation=25, ha="right", fontsize=8)
     units = {str(r[3].get("unit") or "") for r in rows} - {""}
     ax.set_ylabel("cost" + (f" ({units.pop()})" if len(units) == 1 else ""))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     title = "Rank mapping: cost vs the default mapping"
     ax.set_title(title, fontsize=10)

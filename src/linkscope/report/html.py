@@ -125,12 +125,21 @@ def _figure_html(item: F.FigureItem, png: bytes) -> str:
 
 
 def _comparison_table(items: list[F.Comparison]) -> str:
+    """Every entry that has a model prediction; without any, one line says so (the chart beside it
+    has the medians against theoretical), rather than a long column of N/A."""
+    items = [c for c in items if c.predicted_gb_per_s is not None]
+    if not items:
+        return ('<p class="muted">No entry of these runs carries a model prediction, so there is no per-entry '
+                "table; the chart compares each method and pattern with the theoretical bandwidth of its links. "
+                "<code>linkscope model check RUN.json</code> compares a run with the model.</p>")
+    word = "simulated" if all(c.simulated for c in items) else "measured" if not any(c.simulated for c in items) \
+        else "measured or simulated"
     rows = [[_e(c.run), _e(c.name) + (' <span class="tag sim">SIM</span>' if c.simulated else ""), _e(format_size(c.size_bytes)),
              _num(c.measured_gb_per_s), _num(c.predicted_gb_per_s), _num(c.theoretical_gb_per_s),
              "N/A" if c.efficiency is None else f"{100 * c.efficiency:.0f}%",
              "N/A" if c.vs_predicted is None else f"{100 * c.vs_predicted:.0f}%"] for c in items]
-    return _table(["run", "entry", "size", "measured (GB/s)", "predicted (GB/s)", "theoretical (GB/s)",
-                   "efficiency", "measured / predicted"], rows, numeric=(3, 4, 5, 6, 7))
+    return _table(["run", "entry", "size", f"{word} (GB/s)", "predicted (GB/s)", "theoretical (GB/s)",
+                   "efficiency", f"{word} / predicted"], rows, numeric=(3, 4, 5, 6, 7))
 
 
 def _totals_table(totals: list[F.PatternTotal]) -> str:
@@ -205,7 +214,7 @@ _SECTIONS = (
     ("topology", "Topology"),
     ("heatmaps", "Bandwidth and latency matrices"),
     ("curves", "Bandwidth vs message size"),
-    ("model", "Measured vs predicted vs theoretical"),
+    ("model", "Results vs predicted and theoretical bandwidth"),
     ("concurrency", "Concurrency and contention"),
     ("mapping", "Rank mapping"),
 )

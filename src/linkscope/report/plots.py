@@ -70,8 +70,10 @@ def log2_size_axis(ax: Any, sizes: Sequence[int]) -> None:
 
 def heatmap(ax: Any, values: list[list[float | None]], marks: list[list[str]], row_labels: Sequence[str],
             col_labels: Sequence[str], cmap: str, unit: str, fig: Any, fmt: str = "{:.0f}",
-            vmin: float | None = None) -> None:
-    """A matrix with annotated cells; None cells are grey and show their mark (``N/A``, ``waived``, ``err``)."""
+            vmin: float | None = None, vmax: float | None = None) -> None:
+    """A matrix with annotated cells; None cells are grey and show their mark (``N/A``, ``waived``, ``err``).
+    Cell text is black or white by the luminance of the cell's colour, so it stays readable on any
+    colour map."""
     import numpy as np
 
     data = np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=float)
@@ -79,24 +81,22 @@ def heatmap(ax: Any, values: list[list[float | None]], marks: list[list[str]], r
     import matplotlib
 
     colour_map = matplotlib.colormaps[cmap].with_extremes(bad="#e0e0e0")
-    image = ax.imshow(masked, cmap=colour_map, aspect="auto", vmin=vmin)
+    image = ax.imshow(masked, cmap=colour_map, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(col_labels)))
-    ax.set_xticklabels(col_labels, fontsize=8)
+    ax.set_xticklabels(col_labels, fontsize=9)
     ax.set_yticks(range(len(row_labels)))
-    ax.set_yticklabels(row_labels, fontsize=8)
+    ax.set_yticklabels(row_labels, fontsize=9)
     ax.set_xlabel("destination")
     ax.set_ylabel("source")
-    finite = data[np.isfinite(data)]
-    low = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
-    middle = (low + finite.max()) / 2 if finite.size else 0.0
     small = len(row_labels) <= 16
     for i, row in enumerate(values):
         for j, v in enumerate(row):
             if not small:
                 continue
             text = fmt.format(v) if v is not None else marks[i][j]
-            colour = "black" if v is None or v >= middle or cmap.endswith("_r") else "white"
-            if cmap.endswith("_r") and v is not None:
-                colour = "white" if v >= middle else "black"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7 if len(row_labels) > 8 else 8, color=colour)
+            colour = "black"
+            if v is not None:
+                r, g, b, _ = colour_map(image.norm(v))
+                colour = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8 if len(row_labels) > 8 else 9, color=colour)
     fig.colorbar(image, ax=ax, label=unit, shrink=0.85)

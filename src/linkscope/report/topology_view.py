@@ -30,6 +30,17 @@ def format_cpu_list(cores: tuple[int, ...] | list[int]) -> str:
     return ",".join(parts)
 
 
+#: What the confidence marks of preset notes and sources mean (docs/presets.md).
+CONFIDENCE_MARKS = ("[H] = taken from a vendor or site document or a published nvidia-smi/NCCL dump of that machine; "
+                    "[M] = derived from such sources with one inference; [L] = an assumption or a typical value, "
+                    "to be replaced by discovery on a real node")
+
+
+def confidence_legend(texts: tuple[str, ...] | list[str]) -> str | None:
+    """The legend of the [H]/[M]/[L] marks when any of ``texts`` uses them."""
+    return CONFIDENCE_MARKS if any(mark in t for t in texts for mark in ("[H]", "[M]", "[L]")) else None
+
+
 @dataclass(frozen=True)
 class TopologyView:
     """Everything ``linkscope topo`` shows, as plain data."""
@@ -81,32 +92,24 @@ def build_view(topology: Topology, gpus: list[int] | None = None) -> TopologyVie
 
 
 def render_rich(view: TopologyView, console) -> None:
-    from rich.table import Table
+    from .console import Column, print_fitted
 
     console.print(f"[bold]{view.title}[/bold]")
-    console.print("pair levels (nvidia-smi topo -m codes)", style="bold")
-    levels = Table()
-    levels.add_column("")
-    for label in view.labels:
-        levels.add_column(label, justify="center")
-    for label, row in zip(view.labels, view.levels):
-        levels.add_row(label, *row)
-    console.print(levels)
-    console.print("theoretical bandwidth per direction (GB/s, bottleneck of the route)", style="bold")
-    bw = Table()
-    bw.add_column("src \\ dst")
-    for label in view.gpu_labels:
-        bw.add_column(label, justify="right")
-    for label, row in zip(view.gpu_labels, view.bandwidth_gb_per_s):
-        bw.add_row(label, *["-" if v is None else f"{v:.1f}" for v in row])
-    console.print(bw)
-    console.print("GPU affinity", style="bold")
-    aff = Table()
-    for name in ("GPU", "name", "PCI bus id", "NUMA", "cores", "nearest NIC"):
-        aff.add_column(name)
-    for row in view.gpu_rows:
-        aff.add_row(*row)
-    console.print(aff)
+    print_fitted(console, "pair levels (nvidia-smi topo -m codes)",
+                 [Column("", key=True, justify="left")] + [Column(label, justify="center") for label in view.labels],
+                 [[label, *row] for label, row in zip(view.labels, view.levels)])
+    print_fitted(console, "theoretical bandwidth per direction (GB/s, bottleneck of the route)",
+                 [Column("src \\ dst", "src\\dst", key=True, justify="left")] + [Column(label) for label in view.gpu_labels],
+                 [[label, *["-" if v is None else f"{v:.1f}" for v in row]]
+                  for label, row in zip(view.gpu_labels, view.bandwidth_gb_per_s)])
+    print_fitted(console, "GPU affinity",
+                 [Column("GPU", key=True, justify="left"), Column("name", justify="left", wrap=True),
+                  Column("PCI bus id", "PCI", justify="left"), Column("NUMA", justify="left"),
+                  Column("cores", justify="left"), Column("nearest NIC", "NIC", justify="left", wrap=True)],
+                 [list(row) for row in view.gpu_rows])
     console.print("Legend: " + "; ".join(f"{code} = {text}" for code, text in view.legend), style="dim")
     for note in view.notes:
-        console.print(f"note: {note}", style="yellow")
+        console.print(f"note: {note}", style="yellow", markup=False)
+    legend = confidence_legend(view.notes)
+    if legend:
+        console.print(f"confidence marks: {legend}", style="dim", markup=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Sequence
 
-from ..patterns.methods import DEFAULT_METHOD, keys_where
+from ..patterns.methods import D2H, D2H_PAGEABLE, DEFAULT_METHOD, H2D, H2D_PAGEABLE, keys_where
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 
@@ -60,9 +60,10 @@ def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None
     fast = max(ms, key=lambda m: m.bandwidth.median)  # type: ignore[union-attr]
     s, f = slow.bandwidth.median, fast.bandwidth.median  # type: ignore[union-attr]
     median = statistics.median(values)
-    out.append(f"Slowest GPU pair ({method}, one way, {size}): GPU{slow.src} -> GPU{slow.dst} at {_gb(s)}, "
-               f"{_pct(1 - s / f)} below the fastest (GPU{fast.src} -> GPU{fast.dst}, {_gb(f)}).")
     spread = (f - s) / median if median else 0.0
+    if spread > UNIFORM_SPREAD:  # a "slowest pair" among equals would be noise
+        out.append(f"Slowest GPU pair ({method}, one way, {size}): GPU{slow.src} -> GPU{slow.dst} at {_gb(s)}, "
+                   f"{_pct(1 - s / f)} below the fastest (GPU{fast.src} -> GPU{fast.dst}, {_gb(f)}).")
     if spread <= UNIFORM_SPREAD:
         tail = "" if uniform_topology is not False else " although the topology has different link levels"
         out.append(f"The fabric looks uniform for {method}: all {len(ms)} pairs are within {_pct(spread)} of each other "
@@ -155,11 +156,14 @@ def _peer_findings(record: RunRecord) -> list[str]:
     return []
 
 
+HOST_LATENCY_KINDS = ("host-read",)  # reported with the host link (``_host_findings``)
+
+
 def _latency_findings(record: RunRecord) -> list[str]:
     out = []
     by_method: dict[str, list[float]] = {}
     for m in record.measurements:
-        if m.pattern == "latency" and m.status is Status.OK and m.latency is not None:
+        if m.pattern == "latency" and m.status is Status.OK and m.latency is not None and m.method not in HOST_LATENCY_KINDS:
             by_method.setdefault(m.method, []).append(m.latency.median)
     names = {"remote-read": "Device remote-read latency", "flag-pingpong": "One-way flag latency"}
     for method, values in by_method.items():
@@ -169,20 +173,150 @@ def _latency_findings(record: RunRecord) -> list[str]:
     return out
 
 
+def _gpu_end(m: Measurement) -> int | None:
+    for end in (m.src, m.dst):
+        if isinstance(end, int) and not isinstance(end, bool):
+            return end
+    return None
+
+
+def _per_gpu(ms: Iterable[Measurement], *, latency: bool = False) -> dict[int, Measurement]:
+    """The largest-size entry of each GPU (bandwidth entries, or latency entries)."""
+    out: dict[int, Measurement] = {}
+    for m in ms:
+        ok = m.status is Status.OK and (m.latency is not None if latency else m.bandwidth is not None)
+        g = _gpu_end(m)
+        if ok and g is not None and (g not in out or m.size_bytes > out[g].size_bytes):
+            out[g] = m
+    return out
+
+
+HOST_LINES = ((H2D.key, "pinned h2d"), (D2H.key, "pinned d2h"), (H2D_PAGEABLE.key, "pageable h2d"), (D2H_PAGEABLE.key, "pageable d2h"))
+
+
 def _host_findings(record: RunRecord) -> list[str]:
+    """What each GPU gets from the host: pinned and pageable one way, both ways at once, the
+    device-local copy and the host latency (medians over GPUs; the slowest GPU where they differ)."""
+    host = [m for m in record.measurements if m.pattern == "host"]
+    lines: list[tuple[str, dict[int, Measurement], bool]] = []
+    known = {k for k, _ in HOST_LINES}
+    for key, name in HOST_LINES + tuple((k, k) for k in sorted({m.method for m in host} - known)):
+        lines.append((name, _per_gpu(m for m in host if m.method == key and m.direction == "uni" and m.scope == "transfer"), False))
+    lines.append(("both ways at once (total)", _per_gpu(m for m in host if m.direction == "bi" and m.scope == "total"), False))
+    lines.append(("device-local copy", _per_gpu(m for m in record.measurements if m.pattern == "local"), False))
+    lines.append(("host-read latency", _per_gpu((m for m in record.measurements if m.pattern == "latency" and m.method == "host-read"),
+                                                latency=True), True))
     parts = []
-    by_method: dict[str, list[Measurement]] = {}
-    for m in _ok_bw(record.measurements):
-        if m.pattern == "host" and m.scope == "transfer" and m.direction == "uni":
-            by_method.setdefault(m.method, []).append(m)
-    for method, ms in by_method.items():
-        values = [m.bandwidth.median for m in ms]  # type: ignore[union-attr]
-        text = f"{method} {_gb(statistics.median(values))}"
-        if len(values) > 1 and (max(values) - min(values)) / statistics.median(values) > UNIFORM_SPREAD:
-            slow = min(ms, key=lambda m: m.bandwidth.median)  # type: ignore[union-attr]
-            text += f" (slowest GPU{slow.src if isinstance(slow.src, int) else slow.dst} at {_gb(slow.bandwidth.median)})"  # type: ignore[union-attr]
+    for name, by_gpu, is_latency in lines:
+        if not by_gpu:
+            continue
+        values = {g: (m.latency.median if is_latency else m.bandwidth.median) for g, m in by_gpu.items()}  # type: ignore[union-attr]
+        med = statistics.median(values.values())
+        text = f"{name} {med:.2f} us" if is_latency else f"{name} {_gb(med)}"
+        if not is_latency and name.startswith("pinned"):
+            theos = [float(m.extra["theoretical_gb_per_s"]) for m in by_gpu.values() if m.extra.get("theoretical_gb_per_s")]
+            if theos:
+                text += f" ({_pct(med / statistics.median(theos))} of {_gb(statistics.median(theos))})"
+        if len(values) > 1 and med and (max(values.values()) - min(values.values())) / med > UNIFORM_SPREAD:
+            worst = max(values, key=values.get) if is_latency else min(values, key=values.get)  # type: ignore[arg-type]
+            text += f" (slowest GPU{worst} at {values[worst]:.2f} us)" if is_latency else f" (slowest GPU{worst} at {_gb(values[worst])})"
         parts.append(text)
-    return [f"Host <-> device per GPU (median): {', '.join(parts)}."] if parts else []
+    if not parts:
+        return []
+    gpus = {g for _, by_gpu, _ in lines for g in by_gpu}
+    who = f"GPU{next(iter(gpus))}" if len(gpus) == 1 else f"per GPU (median over {len(gpus)})"
+    return [f"Host <-> device, {who}: {', '.join(parts)}."]
+
+
+def _gpu_pcie_states(record: RunRecord) -> dict[int, dict[str, int]]:
+    """``pcie_link`` of each GPU of the embedded topology, with the current state read right after
+    the host copies (``extra["pcie_after_host_copies"]``) where the survey has it."""
+    out: dict[int, dict[str, int]] = {}
+    for d in (record.topology or {}).get("devices", []):
+        attrs = d.get("attributes") or {}
+        if d.get("kind") == "gpu" and isinstance(d.get("index"), int) and isinstance(attrs.get("pcie_link"), dict):
+            out[d["index"]] = dict(attrs["pcie_link"])
+    loaded = (record.extra or {}).get("pcie_after_host_copies") or {}
+    for key, state in loaded.items():
+        try:
+            g = int(key)
+        except ValueError:
+            continue
+        entry = out.setdefault(g, {})
+        if state.get("gen"):
+            entry["loaded_generation"] = int(state["gen"])
+        if state.get("width"):
+            entry["loaded_width"] = int(state["width"])
+        for src, dst in (("max_gen", "max_generation"), ("max_width", "max_width"), ("gpu_max_gen", "gpu_max_generation")):
+            if state.get(src) and dst not in entry:
+                entry[dst] = int(state[src])
+    return out
+
+
+def _healthy_pcie_text(st: dict[str, int]) -> str:
+    loaded = "loaded_generation" in st
+    gen = st.get("loaded_generation") or st.get("current_generation")
+    width = st.get("loaded_width") or st.get("current_width")
+    max_gen, max_width = st.get("max_generation"), st.get("max_width") or width
+    if not max_gen:
+        return f"Gen{gen} x{width} (NVML gave no maximum to compare with)"
+    if (gen, width) == (max_gen, max_width):
+        return f"Gen{gen} x{width}, its maximum{' (read right after the host copies)' if loaded else ''}"
+    return (f"Gen{gen} x{width} at discovery, Gen{max_gen} x{max_width} possible: idle GPUs lower the PCIe generation, "
+            f"and the host copies show no loss")
+
+
+FULL_WIDTH = 16  # datacenter and workstation GPUs are x16 parts
+
+
+def _pcie_findings(record: RunRecord) -> list[str]:
+    """Is each GPU's PCIe link at the generation and width it could have? (NVML's current vs maximum,
+    read at discovery and, in a survey, again right after the host copies, when an idle GPU's
+    power-saving lower generation has gone back up.)"""
+    from ..discovery.sysfs import pcie_gen_gb_per_s
+
+    states = _gpu_pcie_states(record)
+    if not states:
+        return []
+    pinned = _per_gpu(m for m in record.measurements if m.pattern == "host" and m.method in (H2D.key, D2H.key)
+                      and m.direction == "uni" and m.scope == "transfer")
+    out: list[str] = []
+    healthy: list[int] = []
+    for g, st in sorted(states.items()):
+        gen = st.get("loaded_generation") or st.get("current_generation")
+        width = st.get("loaded_width") or st.get("current_width")
+        max_gen, max_width, gpu_gen = st.get("max_generation"), st.get("max_width"), st.get("gpu_max_generation")
+        if not gen or not width:
+            continue
+        problems = []
+        if max_width and width < max_width:
+            problems.append(f"runs x{width} of x{max_width} possible: the link trained narrower (reseat the card, check the riser or slot)")
+        elif (max_width or width) < FULL_WIDTH:
+            problems.append(f"can link at most x{max_width or width}: if this is an x{FULL_WIDTH} GPU it sits in a narrower slot or riser")
+        if max_gen and gen < max_gen:
+            under_load = "loaded_generation" in st
+            measured = pinned.get(g)
+            full = pcie_gen_gb_per_s(max_gen, max_width or width)
+            low = measured is not None and full and measured.bandwidth.median < 0.6 * full  # type: ignore[union-attr]
+            if under_load or low:
+                seen = "right after the host copies" if under_load else "at discovery"
+                got = f"; pinned copies reach {_gb(measured.bandwidth.median)} of the {_gb(full)} a Gen{max_gen} x{max_width or width} link gives" \
+                    if measured is not None and full else ""  # type: ignore[union-attr]
+                problems.append(f"runs Gen{gen} of Gen{max_gen} possible ({seen}){got}: the link is downtrained")
+        if gpu_gen and max_gen and max_gen < gpu_gen:
+            problems.append(f"the GPU supports Gen{gpu_gen} but the slot or platform allows only Gen{max_gen}")
+        if problems:
+            out.append(f"GPU{g} PCIe link: " + "; ".join(problems) + ".")
+        else:
+            healthy.append(g)
+    by_text: dict[str, list[int]] = {}
+    for g in healthy:
+        by_text.setdefault(_healthy_pcie_text(states[g]), []).append(g)
+    for text, gs in by_text.items():
+        who = f"GPU{gs[0]}'s PCIe link" if len(gs) == 1 else (
+            f"All {len(gs)} GPUs' PCIe links" if len(gs) == len(states) else f"PCIe links of {', '.join(f'GPU{g}' for g in gs)}")
+        out.append(f"{who}: {text}.")
+    return out
 
 
 def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tuple[str, ...]:
@@ -190,6 +324,9 @@ def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tupl
     out: list[str] = []
     if record.provenance is RunProvenance.SIMULATED:
         out.append("SIMULATED: these numbers come from the fabric model, not from hardware.")
+    gpus = {e for m in record.measurements for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)}
+    if len(gpus) == 1 and record.kind == "survey":
+        out.append(f"One GPU (GPU{next(iter(gpus))}): no GPU pair to measure; the survey checks its host link and memory.")
     methods = _methods_in_order(record)
     for i, method in enumerate(methods):
         if i == 0:
@@ -199,6 +336,7 @@ def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tupl
     out.extend(_peer_findings(record))
     out.extend(_latency_findings(record))
     out.extend(_host_findings(record))
+    out.extend(_pcie_findings(record))
     errors = [m for m in record.measurements if m.status is Status.ERROR]
     if errors:
         out.append(f"{len(errors)} entr{'y' if len(errors) == 1 else 'ies'} failed; the first: {errors[0].method} "

@@ -151,7 +151,12 @@ def pair_level(topology: Topology, a: str | int | Device, b: str | int | Device)
     if bridges == 1 or cpus == 1:
         return PairLevel("PHB")
     switches = sum(1 for d in inner if d.kind is DeviceKind.PCIE_SWITCH)
-    return PairLevel("PXB" if switches > 1 else "PIX")
+    # A PCIe endpoint (a NIC) attached to a GPU of another package is reached through that package's
+    # GPUs: more than one switch's worth of hops (PXB). The GCDs of one package (MI250X) share its NIC.
+    ends = [d for d in (src, dst) if d.is_gpu]
+    own_packages = {d.package for d in ends if d.package is not None}
+    foreign = sum(1 for d in inner if d.is_gpu and (d.package is None or d.package not in own_packages))
+    return PairLevel("PXB" if switches > 1 or foreign else "PIX")
 
 
 def distance(topology: Topology, a: str | int | Device, b: str | int | Device) -> int:
