@@ -74,7 +74,7 @@ build_ompi() {
       --without-ucx --without-verbs --without-ofi --without-psm --without-psm2 \
       --disable-mpi-fortran --disable-oshmem --disable-io-romio --disable-mpi-java \
       --with-hwloc=internal --with-libevent=internal --with-pmix=internal \
-      --disable-dependency-tracking --enable-mca-no-build=btl-openib,btl-uct,pml-ucx,osc-ucx \
+      --disable-dependency-tracking --enable-mca-no-build=btl-openib,btl-uct,btl-usnic,pml-ucx,osc-ucx,coll-hcoll,coll-fca,io-ompio,fs,fbtl,sharedfp,topo-treematch,vprotocol \
       > "$work/ompi-configure.log" 2>&1 || { tail -30 "$work/ompi-configure.log" >&2; return 1; }
   local t1; t1=$(now)
   log "Open MPI: make -j$jobs (configure took $((t1 - t0)) s)"
@@ -122,6 +122,6 @@ build_ompi || { log "Open MPI FAILED"; exit 1; }
 if [ "${BUILD_OSU:-1}" = 1 ]; then build_osu || { log "OSU FAILED (see $work/osu.log)"; exit 2; }; fi
 if [ -n "${CUDA_MPI_CACHE_OUT:-}" ] && [ "${BUILT_NOW:-0}" = 1 ]; then  # the prefix, OSU binaries included
   rm -rf "$prefix/share/doc" "$prefix/share/man"
-  tar -cJf "$CUDA_MPI_CACHE_OUT" -C "$prefix" . && log "cached $prefix as $CUDA_MPI_CACHE_OUT ($(du -h "$CUDA_MPI_CACHE_OUT" | cut -f1))"
+  tar -cf - -C "$prefix" . | xz -T0 -6 > "$CUDA_MPI_CACHE_OUT" && log "cached $prefix as $CUDA_MPI_CACHE_OUT ($(du -h "$CUDA_MPI_CACHE_OUT" | cut -f1))"
 fi
 log "done: source $prefix/env.sh"

@@ -26,7 +26,7 @@ export CUDA_MPI_PREFIX=${CUDA_MPI_PREFIX:-/opt/cuda-mpi}
   [ -d "$d/src/osu-micro-benchmarks" ] && export OSU_SRC=$d/src/osu-micro-benchmarks && break; done
 [ -z "${OMPI_TARBALL:-}" ] && export OMPI_TARBALL=$(ls "$PWD"/.h15/openmpi*4.1*.tar.* "$root"/openmpi*4.1*.tar.* 2>/dev/null | head -1)
 [ -z "${CUDA_MPI_CACHE:-}" ] && export CUDA_MPI_CACHE=$(ls "$PWD"/.h15/cuda-mpi-prefix.tar.xz "$root"/cuda-mpi-prefix.tar.xz 2>/dev/null | head -1)
-py=${PYTHON:-python3}
+py=${PYTHON:-python3}; export py
 elapsed() { echo $(( $(date +%s) - t_start )); }
 say() { echo "$*" | tee -a "$logf"; }
 
@@ -37,7 +37,7 @@ step() {
   if [ "$left" -lt 15 ]; then echo skipped > "$w/$name.rc"; say "== $name: SKIPPED (budget)"; return 0; fi
   [ "$limit" -gt "$left" ] && limit=$left
   local t0; t0=$(date +%s)
-  timeout -k 5 "$limit" "$@" > "$w/$name.txt" 2> "$w/$name.err"
+  timeout -k 5 "$limit" bash -c '"$@"' step "$@" > "$w/$name.txt" 2> "$w/$name.err"  # bash: run2/ls_mpi are functions
   local rc=$?
   echo "$rc" > "$w/$name.rc"
   { echo "== $name (rc=$rc, $(( $(date +%s) - t0 )) s): $*"; cat "$w/$name.txt"; sed -n '1,40p' "$w/$name.err"; } >> "$logf"
@@ -62,6 +62,7 @@ step which_libmpi 60 mpirun -n 1 "$py" -c "from mpi4py import MPI; print(MPI.Get
 osu=$CUDA_MPI_PREFIX/osu
 run2() { mpirun -n 2 --bind-to none "$@"; }  # both tools launched alike
 ls_mpi() { run2 "$py" -m linkscope bench mpi "$@"; }
+export -f run2 ls_mpi; export py
 ipc=(--mca btl_smcuda_cuda_ipc_verbose 10)
 
 # D D: the real GPU path first
