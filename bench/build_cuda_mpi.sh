@@ -96,8 +96,7 @@ build_osu() {
   # the snapshot ships a generated configure: keep make from regenerating it (no automake needed)
   touch aclocal.m4; sleep 1; touch configure; find . -name Makefile.in -exec touch {} +; touch config.h.in 2>/dev/null
   if grep -q "cuCtxCreate_v4" "$cuda/include/cuda.h"; then  # CUDA 13: cuCtxCreate(ctx, params, flags, dev)
-    sed -i 's/cuCtxCreate(&cuContext, 0, cuDevice)/cuCtxCreate(\&cuContext, NULL, 0, cuDevice)/' \
-      mpi/pt2pt/osu_pt2pt.c mpi/collective/osu_coll.c
+    grep -rl 'cuCtxCreate(&cuContext, 0, cuDevice)' mpi | xargs -r sed -i 's/cuCtxCreate(&cuContext, 0, cuDevice)/cuCtxCreate(\&cuContext, NULL, 0, cuDevice)/'
   fi
   sed -i 's/^#define MAX_MSG_SIZE (1<<22)$/#ifndef MAX_MSG_SIZE\n#define MAX_MSG_SIZE (1<<22)\n#endif/' mpi/pt2pt/osu_pt2pt.h
   local stubs=""; [ -d "$cuda/lib64/stubs" ] && stubs="-L$cuda/lib64/stubs"
@@ -108,20 +107,23 @@ build_osu() {
   mkdir -p "$prefix/osu"
   cp mpi/pt2pt/osu_latency mpi/pt2pt/osu_bw mpi/pt2pt/osu_bibw mpi/collective/osu_allreduce "$prefix/osu/" || return 1
   local max name
-  for max in 24:16m 28:256m; do
+  for max in 16777216:16m 268435456:256m; do
     name=${max#*:}
     make -C mpi/pt2pt clean $am >> "$work/osu.log" 2>&1
-    make -C mpi/pt2pt -j"$jobs" osu_bw osu_bibw CFLAGS="-O2 -DMAX_MSG_SIZE=(1<<${max%%:*})" $am >> "$work/osu.log" 2>&1 \
+    make -C mpi/pt2pt -j"$jobs" osu_bw osu_bibw CFLAGS="-O2 -DMAX_MSG_SIZE=${max%%:*}" $am >> "$work/osu.log" 2>&1 \
       || { tail -20 "$work/osu.log" >&2; return 1; }
     cp mpi/pt2pt/osu_bw "$prefix/osu/osu_bw_$name" && cp mpi/pt2pt/osu_bibw "$prefix/osu/osu_bibw_$name"
   done
   log "OSU 5.3 (CUDA) built in $(( $(now) - t0 )) s: $(ls "$prefix/osu" | tr '\n' ' ')"
 }
 
+if [ "${NO_BUILD:-0}" = 1 ] && ! { [ -x "$prefix/bin/mpicc" ] && cuda_aware; }; then log "NO_BUILD=1 and no MPI at $prefix"; exit 1; fi
 build_ompi || { log "Open MPI FAILED"; exit 1; }
-if [ "${BUILD_OSU:-1}" = 1 ]; then build_osu || { log "OSU FAILED (see $work/osu.log)"; exit 2; }; fi
-if [ -n "${CUDA_MPI_CACHE_OUT:-}" ] && [ "${BUILT_NOW:-0}" = 1 ]; then  # the prefix, OSU binaries included
+osu_rc=0
+if [ "${BUILD_OSU:-1}" = 1 ]; then build_osu || { log "OSU FAILED (see $work/osu.log)"; osu_rc=2; }; fi
+if [ -n "${CUDA_MPI_CACHE_OUT:-}" ] && { [ "${BUILT_NOW:-0}" = 1 ] || [ "${CACHE_ALWAYS:-0}" = 1 ]; }; then  # the prefix, OSU binaries included
   rm -rf "$prefix/share/doc" "$prefix/share/man"
   tar -cf - -C "$prefix" . | xz -T0 -6 > "$CUDA_MPI_CACHE_OUT" && log "cached $prefix as $CUDA_MPI_CACHE_OUT ($(du -h "$CUDA_MPI_CACHE_OUT" | cut -f1))"
 fi
-log "done: source $prefix/env.sh"
+[ "$osu_rc" = 0 ] && log "done: source $prefix/env.sh"
+exit "$osu_rc"
