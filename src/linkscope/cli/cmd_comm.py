@@ -25,7 +25,7 @@ import typer
 from ..errors import UserError
 from .common import parse_gpu_list
 
-_ENV_KEYS_PREFIXES = ("NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "MV2_", "MPICH_", "FI_")
+_ENV_KEYS_PREFIXES = ("NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "MV2_", "MPICH_", "FI_", "HSA_", "HIP_", "ROCR_")
 _ENV_LAUNCHER_INTERNAL = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
                           "OMPI_MCA_shmem_", "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_mpi_oversubscribe")
 
