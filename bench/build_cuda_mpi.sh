@@ -20,6 +20,8 @@
 #   CUDA_MPI_CACHE_OUT write the installed prefix here as a tarball after building (xz, ~10 MiB)
 #   OSU_SRC            OSU 5.3 source (default .anchors/src/osu-micro-benchmarks)
 #   JOBS               make -j (default nproc)
+#   NO_BUILD=1         never build Open MPI: use $PREFIX or CUDA_MPI_CACHE, else fail (for short device calls)
+#   CACHE_ALWAYS=1     write CUDA_MPI_CACHE_OUT even when nothing was built now
 #
 # Time (nvidia-h200, 16 cores): see docs/benchmarks.md "GPU-aware MPI"; configure is serial (~1 min),
 # make -j16 about 2 to 3 minutes, OSU about 20 s.
@@ -28,6 +30,7 @@
 # build copy's two calls get a NULL params argument (same context as before). OSU 5.3's pt2pt tests
 # sweep 1 B .. MAX_MSG_SIZE (4 MiB, compiled in, no -m option): the build copy makes that macro
 # overridable and builds osu_bw/osu_bibw twice more, up to 16 MiB (osu_bw_16m) and 256 MiB (osu_bw_256m).
+# (OSU 5.3 calls cuCtxCreate in osu_pt2pt.c, osu_coll.c and osu_1sc.c: every call is patched.)
 # Nothing else in OSU is changed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
