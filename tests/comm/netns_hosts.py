@@ -35,10 +35,10 @@ def unavailable() -> str:
     if not os.access(SSHD, os.X_OK):
         return f"{SSHD} is not installed (Debian: openssh-server)"
     probe = f"lsprobe{os.getpid()}"
-    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return f"ip netns add is not permitted here: {done.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
     return ""
 
 
@@ -119,7 +119,8 @@ class NetnsHosts:
         """Run ``cmd`` on host 0 (its network and UTS namespace); a hang raises TimeoutExpired."""
         wrapped = ["ip", "netns", "exec", self.namespaces[0], "unshare", "--uts", "sh", "-c",
                    f'hostname {self.names[0]} && exec "$@"', "sh", *cmd]
-        return subprocess.run(wrapped, capture_output=True, text=True, env=env, timeout=timeout_s, cwd=cwd)
+        return subprocess.run(wrapped, capture_output=True, text=True, env=env, timeout=timeout_s, cwd=cwd,
+                              check=False)
 
     def mpirun_args(self, slots: int, ranks: int, forward: tuple[str, ...] = ()) -> list[str]:
         """``mpirun`` across the hosts over ssh and TCP on eth0, ``slots`` ranks per host."""
@@ -133,7 +134,7 @@ class NetnsHosts:
     # ---- teardown ----------------------------------------------------------------------------
     def close(self) -> None:
         for ns in self._made:
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout.split()
             for pid in pids:
                 try:
                     os.kill(int(pid), signal.SIGKILL)
@@ -145,12 +146,12 @@ class NetnsHosts:
             except subprocess.TimeoutExpired:
                 proc.kill()
         for ns in reversed(self._made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
             shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)
         self._made.clear()
         self._sshd.clear()
 
-    def __enter__(self) -> "NetnsHosts":
+    def __enter__(self) -> NetnsHosts:
         return self
 
     def __exit__(self, *exc: object) -> None:

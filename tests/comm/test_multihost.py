@@ -94,7 +94,7 @@ def test_profile_map_launch_across_hosts(hosts, tmp_path):
     mapping, rankfile = tmp_path / "mapping.json", tmp_path / "rankfile"
     done = subprocess.run(_linkscope("map", str(traffic), "--synthetic", "nvswitch:2", "--nodes", "2",
                                      "-o", str(mapping), "--emit", "rankfile", "--emit-to", str(rankfile)),
-                          env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+                          env=env, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     assigned = json.loads(mapping.read_text())
     host_of_rank = assigned["host_of_rank"]

@@ -249,8 +249,8 @@ def map_cluster(
     else:
         host_names = tuple(f"node{k}" for k in range(nodes))
         if seen:
-            notes = (f"the traffic matrix saw {len(seen)} host(s) ({', '.join(seen)}) for {nodes} nodes: "
-                     "nodes named node0.. (--hosts names them)",)
+            notes = ((f"the traffic matrix saw {len(seen)} host(s) ({', '.join(seen)}) for {nodes} nodes: "
+                      "nodes named node0.. (--hosts names them)"),)
     if len(host_names) < nodes:
         raise UserError(f"{len(host_names)} host names for {nodes} nodes")
     nics, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank)
