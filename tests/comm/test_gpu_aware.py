@@ -32,6 +32,20 @@ def test_open_mpi_without_cuda_is_refused():
     assert a.cuda is False and not a.device_buffers_ok
 
 
+def test_verdict_names_the_kind_and_the_evidence():
+    debian = detect(OMPI, {}, mpix=lambda s: 0 if s == "MPIX_Query_cuda_support" else None, ompi_info=lambda: None)
+    assert debian.describe() == "not CUDA-aware (MPIX_Query_cuda_support() = 0)"
+    built = detect(OMPI, {}, mpix=lambda s: 1 if s == "MPIX_Query_cuda_support" else None, ompi_info=lambda: None)
+    assert built.describe() == "CUDA-aware (MPIX_Query_cuda_support() = 1)"
+    assert built.as_dict()["verdict"] == "CUDA-aware"
+    rocm = detect("Open MPI v5.0.5", {}, mpix=lambda s: int(s == "MPIX_Query_rocm_support"), ompi_info=lambda: None)
+    assert rocm.verdict == "ROCm-aware"
+    assert GpuAwareness(None, None, "?").verdict == "GPU-awareness unknown"
+    assert GpuAwareness(False, False, "?").verdict == "neither CUDA- nor ROCm-aware"
+    with pytest.raises(CollectiveError, match=r"this one is not CUDA-aware \(MPIX_Query_cuda_support\(\) = 0\)"):
+        check_device_buffers("DD", debian, stage_through_host=False)
+
+
 def test_ompi_info_fallback():
     text = ("mca:opal:base:param:opal_built_with_cuda_support:value:false\n"
             "mca:mpi:base:param:mpi_built_with_cuda_support:value:true\n")

@@ -19,6 +19,13 @@ def test_schedule_scales_with_size():
     assert Schedule(iterations=7, warmup=0).plan("bibw", 1 << 20) == (7, 0, 64)
 
 
+def test_allreduce_schedule_is_osu_collectives():
+    s = Schedule()
+    assert s.plan("allreduce", 8) == (1000, 200, 1)
+    assert s.plan("allreduce", 4 * LARGE_MESSAGE_BYTES) == (1000, 200, 1)  # large counts elements
+    assert s.plan("allreduce", 4 * LARGE_MESSAGE_BYTES + 4) == (100, 10, 1)
+
+
 def _osu_rows(stdout):
     return [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
 
@@ -93,6 +100,35 @@ def _one_clear_error(done, text):
     assert len(errors) == 1, done.stderr  # rank 0 only
     assert text in errors[0]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_allreduce_three_ranks_exact_sums(tmp_path):
+    out = tmp_path / "r.json"
+    done = mpirun(3, "bench", "mpi", "--test", "allreduce", "--sizes", "4,8,1KiB,64KiB", "--iterations", "5",
+                  "--warmup", "1", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "# Size       Avg Latency(us)" in done.stdout and "3 ranks" in done.stdout
+    assert [int(r[0]) for r in _osu_rows(done.stdout)] == [4, 8, 1024, 65536]
+    ms = json.loads(out.read_text())["measurements"]
+    assert all(m["method"] == "mpi.allreduce" and m["src"] == "*" and m["verified"] is True for m in ms)
+    assert all(m["latency_us"] > 0 and m["extra"]["ranks"] == 3 for m in ms)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_allreduce_staged_fake_device_and_bad_buffers(tmp_path):
+    out = tmp_path / "r.json"
+    done = mpirun(2, "bench", "mpi", "--test", "allreduce", "--buffers", "DD", "--fake-device",
+                  "--stage-through-host", "--sizes", "8,4KiB", "--iterations", "3", "--warmup", "1",
+                  "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "# MPI: " in done.stdout
+    assert {m["method"] for m in json.loads(out.read_text())["measurements"]} == {"mpi.allreduce+staged"}
+    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "allreduce", "--buffers", "DH", "--fake-device",
+                            "--stage-through-host", "--sizes", "8",
+                            timeout_s=60), "runs on one kind of buffer")
 
 
 @pytest.mark.mpi

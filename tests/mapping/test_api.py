@@ -75,3 +75,18 @@ def test_cluster_mapping_of_many_ranks():
     assert a.cost <= a.default_cost
     assert np.bincount(a.node_of_rank).tolist() == [8] * 8
     assert a.host_of_rank[0].startswith("node")
+
+
+def test_cluster_mapping_names_nodes_after_the_hosts_the_capture_saw():
+    import dataclasses
+
+    node = synthetic_topology("nvswitch:2")
+    cost = topology_cost(node, "bandwidth")
+    seen = dataclasses.replace(ring(4), hosts=("b", "b", "a", "a"))
+    a = map_cluster(seen, cost, node, 2, network_costs(cost, node))
+    assert sorted(a.host_of_rank) == ["a", "a", "b", "b"]
+    assert "hosts from the traffic matrix: b, a" in a.notes
+    other = map_cluster(dataclasses.replace(ring(4), hosts=("x",) * 4), cost, node, 2, network_costs(cost, node))
+    assert set(other.host_of_rank) == {"node0", "node1"} and any("saw 1 host(s) (x)" in n for n in other.notes)
+    named = map_cluster(seen, cost, node, 2, network_costs(cost, node), ["p", "q"])
+    assert set(named.host_of_rank) == {"p", "q"}

@@ -25,7 +25,7 @@ import typer
 from ..errors import UserError
 from .common import parse_gpu_list
 
-_ENV_KEYS_PREFIXES = ("NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "MV2_", "MPICH_", "FI_")
+_ENV_KEYS_PREFIXES = ("NCCL_", "CUDA_", "OMPI_MCA_", "UCX_", "MV2_", "MPICH_", "FI_", "HSA_", "HIP_", "ROCR_")
 _ENV_LAUNCHER_INTERNAL = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
                           "OMPI_MCA_shmem_", "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_mpi_oversubscribe")
 
@@ -199,7 +199,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
 
     @bench_app.command("mpi")
     def bench_mpi(
-        test: str = typer.Option("latency", "--test", help="latency | bw | bibw (osu_latency, osu_bw, osu_bibw)."),
+        test: str = typer.Option("latency", "--test", help="latency | bw | bibw | allreduce (osu_latency, osu_bw, osu_bibw, osu_allreduce)."),
         buffers: str = typer.Option("HH", "--buffers", help="HH | DD | DH | HD (H, D mean HH, DD); first letter: rank 0's side."),
         sizes: str = typer.Option("1:4MiB", "--sizes", help="Message sizes: list or power-of-two range, 1 B … 1 GiB."),
         iterations: Optional[int] = typer.Option(None, "--iterations", min=1, help="Timed iterations per size (default: OSU's, scaled by size)."),
@@ -212,7 +212,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the received-data check."),
     ) -> None:
-        """MPI point-to-point latency / bandwidth with OSU semantics (run under mpirun/srun).
+        """MPI point-to-point latency / bandwidth and allreduce latency with OSU semantics (run under mpirun/srun).
 
         Example: mpirun -n 2 linkscope bench mpi --test bw --buffers HH --sizes 1:4MiB --json bw.json
         """
@@ -265,6 +265,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                 def stream(partial: Any) -> None:  # OSU prints each size as it finishes
                     fresh = [(size, value) for size, value, _ in partial.per_size() if size not in printed]
                     out = "" if printed else osu_header(partial)
+                    if not printed and awareness is not None:
+                        out = f"# MPI: {awareness.describe()}\n" + out
                     out += "".join(osu_row(size, value) for size, value in fresh)
                     printed.extend(size for size, _ in fresh)
                     job.echo(out)

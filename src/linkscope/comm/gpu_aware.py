@@ -46,8 +46,24 @@ class GpuAwareness:
     def device_buffers_ok(self) -> bool:
         return bool(self.cuda or self.rocm)
 
+    @property
+    def verdict(self) -> str:
+        """``CUDA-aware``, ``ROCm-aware``, ``not CUDA-aware`` ... or ``GPU-awareness unknown``."""
+        if self.cuda or self.rocm:
+            return " and ".join(name for name, on in (("CUDA-aware", self.cuda), ("ROCm-aware", self.rocm)) if on)
+        if self.cuda is False:
+            return "not CUDA-aware" if self.rocm is None else "neither CUDA- nor ROCm-aware"
+        if self.rocm is False:
+            return "not ROCm-aware"
+        return "GPU-awareness unknown"
+
+    def describe(self) -> str:
+        """The verdict with its evidence, e.g. ``CUDA-aware (MPIX_Query_cuda_support() = 1)``."""
+        return f"{self.verdict} ({self.how})"
+
     def as_dict(self) -> dict[str, Any]:
-        return {"cuda": self.cuda, "rocm": self.rocm, "how": self.how, "forced": self.forced}
+        return {"cuda": self.cuda, "rocm": self.rocm, "how": self.how, "forced": self.forced,
+                "verdict": self.verdict}
 
 
 def forced(value: bool) -> GpuAwareness:
@@ -186,7 +202,7 @@ def check_device_buffers(buffers: str, awareness: GpuAwareness, stage_through_ho
     from .launch import CollectiveError  # noqa: PLC0415
 
     raise CollectiveError(
-        f"--buffers {buffers} needs a GPU-aware MPI, and this one is not ({awareness.how})",
+        f"--buffers {buffers} needs a GPU-aware MPI, and this one is {awareness.describe()}",
         hint="use --stage-through-host to copy through host memory explicitly, --buffers HH, "
         "or a CUDA-aware MPI (Open MPI + UCX built with CUDA, MVAPICH2 with MV2_USE_CUDA=1, "
         "Cray MPICH with MPICH_GPU_SUPPORT_ENABLED=1); --gpu-aware yes overrides detection",

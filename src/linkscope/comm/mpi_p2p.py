@@ -1,4 +1,4 @@
-"""MPI point-to-point benchmarks with OSU Micro-Benchmarks semantics (osu_latency, osu_bw, osu_bibw).
+"""MPI benchmarks with OSU Micro-Benchmarks semantics (osu_latency, osu_bw, osu_bibw, osu_allreduce).
 
 Ranks are paired ``r <-> r + n/2`` (n even; with n = 2 this is exactly the OSU pair 0 <-> 1; with
 more ranks all pairs run at once, as osu_mbw_mr / osu_multi_lat do). The first rank of each pair
@@ -11,6 +11,14 @@ owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device
   the sender receives before the next iteration. MB/s = size * window * iterations / elapsed / 1e6.
 * **bibw** (osu_bibw): both ranks post ``window`` ``Irecv`` s and ``window`` ``Isend`` s and wait;
   bytes count in both directions.
+
+* **allreduce** (osu_allreduce): every rank times each ``MPI_Allreduce`` (``MPI_FLOAT``, ``MPI_SUM``,
+  ``size / 4`` elements, separate send and receive buffers) alone, with a barrier after it; its
+  latency is the timed sum / iterations, and the value is the average over ranks (OSU's "Avg
+  Latency"). All ranks use the first letter's buffer space (``DD``: every rank on its device).
+  OSU's collective schedule: 1000 iterations and 200 warm-up, 100 and 10 above 8192 elements.
+  Each rank sends the float pattern ``(i mod 4099) * 7 + rank + seed (mod 251)`` and the result
+  must be the exact sum over ranks (small integers: float32 is exact).
 
 Warm-up (``skip``) and iteration counts shrink with the message size like OSU's defaults (more,
 cheaper iterations for small messages), and for very large messages the window and iterations are
@@ -35,7 +43,8 @@ from .buffers import BufferSpace, pinned_host
 from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 
-TESTS = ("latency", "bw", "bibw")
+TESTS = ("latency", "bw", "bibw", "allreduce")
+P2P_TESTS = ("latency", "bw", "bibw")
 BUFFER_CHOICES = ("HH", "DD", "DH", "HD")
 LARGE_MESSAGE_BYTES = 8192  # OSU's LARGE_MESSAGE_SIZE: above it, fewer iterations
 STAGING_SLOTS_BYTES = 256 * 1024 * 1024
@@ -48,11 +57,16 @@ class Schedule:
     Attributes:
         latency_iters, latency_skip: small messages (<= 8 KiB); ``*_large`` above it.
         bw_iters, bw_skip: osu_bw/osu_bibw small messages; ``*_large`` above 8 KiB.
+        allreduce_iters, allreduce_skip: osu_allreduce up to 8192 elements; ``*_large`` above.
         window: back-to-back messages per bw iteration (OSU: 64).
         max_bytes_per_size: cap on bytes one size moves (window and iterations shrink to fit).
         iterations, warmup: fixed overrides for every size (None: scaled by size).
     """
 
+    allreduce_iters: int = 1000
+    allreduce_skip: int = 200
+    allreduce_iters_large: int = 100
+    allreduce_skip_large: int = 10
     latency_iters: int = 10000
     latency_skip: int = 100
     latency_iters_large: int = 1000
@@ -69,7 +83,13 @@ class Schedule:
     def plan(self, test: str, size_bytes: int) -> tuple[int, int, int]:
         """(iterations, warm-up, window) for one size."""
         large = size_bytes > LARGE_MESSAGE_BYTES
-        if test == "latency":
+        if test == "allreduce":  # OSU's collectives: "large" counts elements, not bytes
+            large = size_bytes // 4 > LARGE_MESSAGE_BYTES
+            iters = self.allreduce_iters_large if large else self.allreduce_iters
+            skip = self.allreduce_skip_large if large else self.allreduce_skip
+            window = 1
+            per_iter = 2 * max(size_bytes, 1)
+        elif test == "latency":
             iters = self.latency_iters_large if large else self.latency_iters
             skip = self.latency_skip_large if large else self.latency_skip
             window = 1
@@ -130,13 +150,18 @@ class OsuResult:
     def method(self) -> str:
         return f"mpi.{self.test}" + ("+staged" if self.staged else "")
 
+    @property
+    def is_latency(self) -> bool:
+        """Values are microseconds (latency, allreduce), not MB/s."""
+        return self.test in ("latency", "allreduce")
+
     def per_size(self) -> list[tuple[int, float, bool]]:
         """OSU table rows: (size, aggregate value, all verified). bw sums pairs; latency averages."""
         out = []
         for size in sorted({r.size_bytes for r in self.rows}):
             rows = [r for r in self.rows if r.size_bytes == size]
             values = [r.value for r in rows]
-            agg = float(np.mean(values)) if self.test == "latency" else float(np.sum(values))
+            agg = float(np.mean(values)) if self.is_latency else float(np.sum(values))
             out.append((size, agg, all(r.wrong_bytes == 0 for r in rows if r.wrong_bytes is not None)))
         return out
 
@@ -179,7 +204,7 @@ class _Side:
 
 def required_bytes(test: str, max_size: int) -> int:
     """Bytes each rank allocates in its buffer space (send + receive)."""
-    return 2 * max_size if test in ("latency", "bibw") else max_size
+    return 2 * max_size if test in ("latency", "bibw", "allreduce") else max_size
 
 
 def run_osu(
@@ -213,16 +238,25 @@ def run_osu(
     require(job, test in TESTS, f"unknown test {test!r}", f"valid tests: {', '.join(TESTS)}")
     require(job, buffers in BUFFER_CHOICES, f"--buffers {buffers!r} is not valid",
             f"valid choices: {', '.join(BUFFER_CHOICES)} (first letter: the first rank of each pair)")
-    require(job, job.size >= 2 and job.size % 2 == 0,
-            f"bench mpi --test {test} pairs rank r with rank r + n/2 and needs an even number of ranks >= 2, "
-            f"got {job.size}", "run with mpirun -n 2 (or any even count)")
+    collective = test == "allreduce"
+    if collective:
+        require(job, job.size >= 2, f"bench mpi --test allreduce needs at least 2 ranks, got {job.size}",
+                "run with mpirun -n 2 (or more)")
+        require(job, buffers in ("HH", "DD"), f"--test allreduce runs on one kind of buffer, got --buffers {buffers}",
+                "use --buffers HH or DD")
+        require(job, all(s >= 4 for s in sizes), "--test allreduce sums float32 elements: sizes must be >= 4 B",
+                "start the sizes at 4 (OSU's smallest allreduce)")
+    else:
+        require(job, job.size >= 2 and job.size % 2 == 0,
+                f"bench mpi --test {test} pairs rank r with rank r + n/2 and needs an even number of ranks >= 2, "
+                f"got {job.size}", "run with mpirun -n 2 (or any even count)")
     require(job, bool(sizes), "no message sizes given")
     require(job, runs >= 1, f"--runs must be >= 1, got {runs}")
     clock = clock or MPI.Wtime
     comm = job.comm
     half = job.size // 2
-    first = job.rank < half
-    partner = job.rank + half if first else job.rank - half
+    first = job.rank < half or collective
+    partner = job.rank + half if job.rank < half else job.rank - half
     space = spaces[0] if first else spaces[1]
     max_size = max(sizes)
 
@@ -239,7 +273,7 @@ def run_osu(
                  need_send=True, need_recv=True)
     ack = np.zeros(1, dtype=np.uint8)
     rows: list[PairResult] = []
-    pairs = tuple((a, a + half) for a in range(half))
+    pairs = ((0, job.size - 1),) if collective else tuple((a, a + half) for a in range(half))
 
     def result_so_far() -> OsuResult:
         return OsuResult(test, buffers, staged and "D" in buffers, pairs, tuple(rows))
@@ -248,12 +282,19 @@ def run_osu(
         for size in boundaries(job, sizes, stop):
             iters, skip, window = schedule.plan(test, size)
             seed = size % 251
-            space.fill(side.send, size, seed)
+            if collective:
+                size = 4 * (size // 4)
+                expected = _fill_allreduce(space, side, size, seed, job.rank, job.size)
+            else:
+                space.fill(side.send, size, seed)
             space.poison(side.recv, size)
             values = []
             for _ in range(runs):
                 comm.Barrier()
-                if test == "latency":
+                if collective:
+                    elapsed = _allreduce_loop(comm, side, size, iters, skip, clock)
+                    value = elapsed * 1e6 / iters
+                elif test == "latency":
                     elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
                     value = elapsed * 1e6 / (2.0 * iters)
                 elif test == "bw":
@@ -264,10 +305,18 @@ def run_osu(
                     value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 values.append(value)
             receives = test != "bw" or not first
-            wrong = space.wrong_bytes(side.recv, size, seed) if (verify and receives) else (0 if verify else None)
+            if collective:
+                wrong = _allreduce_wrong_bytes(space, side, size, expected) if verify else None
+            else:
+                wrong = space.wrong_bytes(side.recv, size, seed) if (verify and receives) else (0 if verify else None)
             mine = (job.rank, values, wrong) if first else (job.rank, None, wrong)
             gathered = comm.gather(mine, root=0)
-            if job.rank == 0:
+            if job.rank == 0 and collective:  # OSU's Avg Latency: the mean over ranks, per run
+                per_run = [float(np.mean([v[i] for _, v, _ in gathered])) for i in range(runs)]
+                wrongs = [w for _, _, w in gathered]
+                rows.append(PairResult(0, job.size - 1, size, float(np.median(per_run)), tuple(per_run), iters, skip, 1,
+                                       None if None in wrongs else int(sum(wrongs))))
+            elif job.rank == 0:
                 by_rank = {r: (v, w) for r, v, w in gathered}
                 for a in range(half):
                     b = a + half
@@ -276,6 +325,7 @@ def run_osu(
                     wrong_total = None if (wa is None or wb is None) else wa + wb
                     rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window,
                                            wrong_total))
+            if job.rank == 0:
                 if checkpoint:
                     checkpoint(result_so_far())
                 if progress:
@@ -295,6 +345,22 @@ def _msg(buf: Any, size: int) -> list[Any]:
     return [buf, size, MPI.BYTE]
 
 
+def _fixed_msg(buf: Any, size: int) -> list[Any]:
+    """A message reused for every call of a timed loop, over the buffer's raw address.
+
+    A device array handed to mpi4py is read through ``__cuda_array_interface__`` on every call
+    (CuPy builds the dict, mpi4py parses it): microseconds per message, as long as a whole 1 MiB
+    message takes over CUDA IPC. OSU passes the raw pointer; so does this (``MPI.buffer.fromaddress``,
+    read once per size). Host arrays go as they are (the buffer protocol is cheap).
+    """
+    from mpi4py import MPI  # noqa: PLC0415
+
+    cai = getattr(buf, "__cuda_array_interface__", None)
+    if cai is not None:
+        buf = MPI.buffer.fromaddress(int(cai["data"][0]), size)
+    return [buf, size, MPI.BYTE]
+
+
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
                   clock: Callable[[], float]) -> float:
     send, recv = comm.Send, comm.Recv
@@ -304,7 +370,7 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
         # datatype from the buffer's format, as OSU passes MPI_CHAR), and warm-up and timed
         # iterations in separate loops with no per-iteration test, so the loop measures MPI
         # rather than Python attribute lookups, slicing and branches.
-        sbuf, rbuf = _msg(side.send_obj(size), size), _msg(side.recv_obj(size), size)
+        sbuf, rbuf = _fixed_msg(side.send_obj(size), size), _fixed_msg(side.recv_obj(size), size)
 
         def loop(n: int) -> None:
             if first:
@@ -340,6 +406,8 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
     from mpi4py import MPI  # noqa: PLC0415
 
     t0 = 0.0
+    fixed_send = None if side.staged else _fixed_msg(side.send_obj(size), size)
+    recv = _msg(side.recv_obj(size), size) if side.staged else _fixed_msg(side.recv_obj(size), size)
     for i in range(iters + skip):
         if i == skip:
             t0 = clock()
@@ -349,11 +417,11 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
             for j in range(window):
                 if side.staged and j >= nslots:
                     requests[j - nslots].Wait()  # the slot is reused: its send must be complete
-                requests.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=100))
+                message = fixed_send or _msg(side.send_obj(size, slot=j), size)
+                requests.append(comm.Isend(message, dest=partner, tag=100))
             MPI.Request.Waitall(requests)
             comm.Recv(ack, source=partner, tag=101)
         else:
-            recv = _msg(side.recv_obj(size), size)
             requests = [comm.Irecv(recv, source=partner, tag=100) for _ in range(window)]
             MPI.Request.Waitall(requests)
             for _ in range(window if side.staged else 1):
@@ -367,18 +435,68 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
     from mpi4py import MPI  # noqa: PLC0415
 
     t0 = 0.0
+    fixed_send = None if side.staged else _fixed_msg(side.send_obj(size), size)
+    recv = _msg(side.recv_obj(size), size) if side.staged else _fixed_msg(side.recv_obj(size), size)
     for i in range(iters + skip):
         if i == skip:
             t0 = clock()
-        recv = _msg(side.recv_obj(size), size)
         requests = [comm.Irecv(recv, source=partner, tag=10) for _ in range(window)]
         nslots = len(side.slots) if side.staged else window
         sends = []
         for j in range(window):
             if side.staged and j >= nslots:
                 sends[j - nslots].Wait()
-            sends.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=10))
+            sends.append(comm.Isend(fixed_send or _msg(side.send_obj(size, slot=j), size), dest=partner, tag=10))
         MPI.Request.Waitall(requests + sends)
         for _ in range(window if side.staged else 1):
             side.after_recv(size)
     return clock() - t0
+
+
+def _allreduce_pattern(count: int, seed: int, rank: int) -> np.ndarray:
+    """Rank ``rank``'s float32 send values: small integers, so any order of summation is exact."""
+    return ((np.arange(count, dtype=np.int64) % 4099 * 7 + rank + seed) % 251).astype(np.float32)
+
+
+def _fill_allreduce(space: BufferSpace, side: _Side, size: int, seed: int, rank: int, ranks: int) -> np.ndarray:
+    """Write this rank's float pattern into its send buffer; return the expected sum as bytes."""
+    count = size // 4
+    space.from_host(_allreduce_pattern(count, seed, rank).view(np.uint8), side.send, size)
+    expected = np.zeros(count, dtype=np.float32)
+    for other in range(ranks):
+        expected += _allreduce_pattern(count, seed, other)
+    return expected.view(np.uint8)
+
+
+def _allreduce_wrong_bytes(space: BufferSpace, side: _Side, size: int, expected: np.ndarray) -> int:
+    got = np.empty(size, dtype=np.uint8)
+    space.to_host(side.recv, got, size)
+    return int(np.count_nonzero(got != expected))
+
+
+def _allreduce_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, clock: Callable[[], float]) -> float:
+    """osu_allreduce's loop: each Allreduce timed alone, a barrier after it, warm-up not counted."""
+    from mpi4py import MPI  # noqa: PLC0415
+
+    count = size // 4
+    allreduce, barrier, total = comm.Allreduce, comm.Barrier, 0.0
+    if not side.staged:
+        sbuf = [_fixed_msg(side.send_obj(size), size)[0], count, MPI.FLOAT]
+        rbuf = [_fixed_msg(side.recv_obj(size), size)[0], count, MPI.FLOAT]
+        for i in range(iters + skip):
+            t0 = clock()
+            allreduce(sbuf, rbuf, MPI.SUM)
+            t1 = clock()
+            if i >= skip:
+                total += t1 - t0
+            barrier()
+        return total
+    for i in range(iters + skip):
+        t0 = clock()
+        allreduce([side.send_obj(size), count, MPI.FLOAT], [side.recv_obj(size), count, MPI.FLOAT], MPI.SUM)
+        side.after_recv(size)
+        t1 = clock()
+        if i >= skip:
+            total += t1 - t0
+        barrier()
+    return total

@@ -11,7 +11,8 @@ from .nccl import NcclResult
 from .p2p_matrix import P2PMatrix
 from .stencil import StencilResult, uniform_gain_note
 
-_OSU_TITLE = {"latency": "OSU MPI Latency Test", "bw": "OSU MPI Bandwidth Test", "bibw": "OSU MPI Bi-Directional Bandwidth Test"}
+_OSU_TITLE = {"latency": "OSU MPI Latency Test", "bw": "OSU MPI Bandwidth Test", "bibw": "OSU MPI Bi-Directional Bandwidth Test",
+              "allreduce": "OSU MPI Allreduce Latency Test"}
 
 
 def now_utc() -> str:
@@ -21,6 +22,11 @@ def now_utc() -> str:
 def osu_header(result: OsuResult) -> str:
     """The title and column header lines (OSU's layout), newline-terminated."""
     pairs = ", ".join(f"{a}<->{b}" for a, b in result.pairs)
+    if result.test == "allreduce":
+        ranks = result.pairs[0][1] + 1
+        return (f"# {_OSU_TITLE[result.test]} (linkscope, OSU semantics)\n"
+                f"# buffers {result.buffers}, method {result.method}, {ranks} ranks, MPI_FLOAT MPI_SUM, "
+                "latency averaged over ranks\n# Size       Avg Latency(us)\n")
     lines = [f"# {_OSU_TITLE[result.test]} (linkscope, OSU semantics)",
              f"# buffers {result.buffers}, method {result.method}, pairs {pairs}"
              + (" (bandwidth summed over pairs)" if len(result.pairs) > 1 and result.test != "latency" else "")
@@ -58,7 +64,13 @@ def osu_record(result: OsuResult, context: Mapping[str, Any], options: Mapping[s
         reason = "" if wrong_ok else f"{row.wrong_bytes} received bytes differ from what was sent"
         extra = {"iterations": row.iterations, "warmup": row.warmup, "window": row.window,
                  "buffers": result.buffers, "wrong_bytes": row.wrong_bytes}
-        if result.test == "latency":
+        if result.test == "allreduce":
+            ranks = row.second + 1
+            measurements.append(Measurement(ALL, ALL, result.method, "allreduce", "uni", row.size_bytes,
+                                            0, None, Stats.from_samples(row.runs),
+                                            status, reason, scope="total", verified=_verified(row.wrong_bytes),
+                                            extra={**extra, "ranks": ranks, "latency": "average over ranks"}))
+        elif result.test == "latency":
             lat = Stats.from_samples(row.runs)
             measurements.append(Measurement(row.first, row.second, result.method, "pingpong", "uni", row.size_bytes,
                                             2 * row.size_bytes, None, lat, status, reason, verified=_verified(row.wrong_bytes),
@@ -70,7 +82,7 @@ def osu_record(result: OsuResult, context: Mapping[str, Any], options: Mapping[s
             measurements.append(Measurement(row.first, row.second, result.method, "pairs",
                                             "bi" if result.test == "bibw" else "uni", row.size_bytes, moved, bw, None,
                                             status, reason, verified=_verified(row.wrong_bytes), extra=extra))
-    if len(result.pairs) > 1:
+    if len(result.pairs) > 1 and result.test != "allreduce":
         for size, value, ok in result.per_size():
             stats = Stats.single(value if result.test == "latency" else value / 1e3)
             measurements.append(Measurement(ALL, ALL, result.method, "pairs", "bi" if result.test == "bibw" else "uni",

@@ -239,7 +239,18 @@ def map_cluster(
     flows = [sp.csr_matrix(f) for f in node_cost.flow_matrices(bytes_, messages)]
     result = solve_cluster(flows, node_cost.costs, network_costs, nodes)
     model = node_cost.exchange_time is not None
-    host_names = tuple(hosts) if hosts else tuple(f"node{k}" for k in range(nodes))
+    seen = traffic.hosts_in_rank_order()
+    notes: tuple[str, ...] = ()
+    if hosts:
+        host_names = tuple(hosts)
+    elif len(seen) == nodes:
+        host_names = seen
+        notes = (f"hosts from the traffic matrix: {', '.join(seen)}",)
+    else:
+        host_names = tuple(f"node{k}" for k in range(nodes))
+        if seen:
+            notes = ((f"the traffic matrix saw {len(seen)} host(s) ({', '.join(seen)}) for {nodes} nodes: "
+                      "nodes named node0.. (--hosts names them)"),)
     if len(host_names) < nodes:
         raise UserError(f"{len(host_names)} host names for {nodes} nodes")
     nics, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank)
@@ -261,7 +272,7 @@ def map_cluster(
         visible_device_of_rank=visible,
         gpu_vendor=vendor,
         elapsed_s=time.perf_counter() - t0,
-        notes=tuple(node_cost.notes) + ((
+        notes=tuple(node_cost.notes) + notes + ((
             "multi-node: the cluster mapping minimises the pairwise model cost; the whole-exchange "
             "prediction (contention) covers one node and is not used here",) if model else ()),
         pairwise_cost=result.cost if model else None,

@@ -128,6 +128,10 @@ class TrafficMatrix:
         count = float(self.offdiagonal_messages().sum())
         return self.total_bytes / count if count else None
 
+    def hosts_in_rank_order(self) -> tuple[str, ...]:
+        """Distinct host names in the order ranks first appear on them (empty when unknown)."""
+        return tuple(dict.fromkeys(self.hosts)) if self.hosts else ()
+
     def hosts_list(self) -> list[str]:
         return sorted(set(self.hosts)) if self.hosts else []
 

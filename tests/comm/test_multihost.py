@@ -1,0 +1,119 @@
+"""Several hosts for real on one machine: network namespaces with sshd, and mpirun --host across them.
+
+Two hosts (``lsn0``, ``lsn1``: own addresses in 198.18.x.0/24, own host names, an sshd each), two
+ranks on each. Covered: ``bench p2p --mpi`` on host buffers, ``profile`` of a C MPI program, ``map
+--nodes`` from the captured matrix (the hosts it saw), ``launch`` with the mapping's rankfile; every
+record carries each rank's host. Skipped, with the reason, where namespaces or sshd are not
+available (not root, no openssh-server). The namespaces are removed even when a test fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, mpirun_available
+from .netns_hosts import NetnsHosts, unavailable
+
+WHY = unavailable() or ("" if mpirun_available() and shutil.which("mpicc") else "needs mpirun, mpicc and mpi4py")
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(bool(WHY), reason=WHY or "available")]
+
+FORWARD = ("PYTHONPATH", "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "XDG_CACHE_HOME")
+
+# rank r sends (r + 1) KiB round the ring, and 1 MiB between ranks 0 and 2 (on different hosts
+# when placed by slot), so a mapping onto two 2-GPU nodes puts 0 and 2 together.
+APP_C = r"""
+#include <mpi.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int r, n;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    char *buf = calloc(1 << 20, 1), *rbuf = calloc(1 << 20, 1);
+    MPI_Sendrecv(buf, 1024 * (r + 1), MPI_BYTE, (r + 1) % n, 0, rbuf, 1 << 20, MPI_BYTE, (r + n - 1) % n, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (r == 0 || r == 2)
+        MPI_Sendrecv(buf, 1 << 20, MPI_BYTE, 2 - r, 1, rbuf, 1 << 20, MPI_BYTE, 2 - r, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+    free(buf); free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory):
+    with NetnsHosts(2, tmp_path_factory.mktemp("netns")) as made:
+        yield made
+
+
+def _env(tmp) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", PYTHONPATH=str(ROOT / "src"),
+               XDG_CACHE_HOME=str(tmp / "cache"))
+    env.pop("OMPI_MCA_rmaps_base_oversubscribe", None)  # slots come from --host here
+    return env
+
+
+def _linkscope(*args: str) -> list[str]:
+    return [sys.executable, "-m", "linkscope", *args]
+
+
+def test_bench_p2p_mpi_across_hosts(hosts, tmp_path):
+    out = tmp_path / "p2p.json"
+    done = hosts.run(hosts.mpirun_args(2, 4, FORWARD) + _linkscope("bench", "p2p", "--mpi", "--buffers", "H",
+                                                                   "--sizes", "4KiB", "--json", str(out)),
+                     env=_env(tmp_path), timeout_s=60)
+    assert done.returncode == 0, done.stderr
+    rec = json.loads(out.read_text())
+    assert rec["context"]["hosts_per_rank"] == ["lsn0", "lsn0", "lsn1", "lsn1"]
+    assert rec["context"]["hosts"] == ["lsn0", "lsn1"]
+    pairs = {(m["src"], m["dst"]) for m in rec["measurements"]}
+    assert (0, 3) in pairs and (3, 0) in pairs  # host-to-host pairs measured
+    assert all(m["verified"] is True for m in rec["measurements"])
+
+
+def test_profile_map_launch_across_hosts(hosts, tmp_path):
+    env = _env(tmp_path)
+    (tmp_path / "app.c").write_text(APP_C)
+    subprocess.run(["mpicc", "-o", str(tmp_path / "app"), str(tmp_path / "app.c")], check=True, timeout=60)
+    traffic = tmp_path / "traffic.json"
+    done = hosts.run(_linkscope("profile", "-o", str(traffic), "--", *hosts.mpirun_args(2, 4, FORWARD),
+                                str(tmp_path / "app")), env=env, timeout_s=90)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(traffic.read_text())
+    assert data["hosts"] == ["lsn0", "lsn0", "lsn1", "lsn1"]
+    assert data["bytes"][0][2] == 1 << 20 and data["bytes"][2][0] == 1 << 20
+
+    mapping, rankfile = tmp_path / "mapping.json", tmp_path / "rankfile"
+    done = subprocess.run(_linkscope("map", str(traffic), "--synthetic", "nvswitch:2", "--nodes", "2",
+                                     "-o", str(mapping), "--emit", "rankfile", "--emit-to", str(rankfile)),
+                          env=env, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assigned = json.loads(mapping.read_text())
+    host_of_rank = assigned["host_of_rank"]
+    assert sorted(host_of_rank) == ["lsn0", "lsn0", "lsn1", "lsn1"]  # the hosts the capture saw
+    assert host_of_rank[0] == host_of_rank[2]  # the 1 MiB pair shares a node
+
+    lines = rankfile.read_text().splitlines()
+    assert [line.split("=")[1].split()[0] for line in lines if line.startswith("rank ")] == host_of_rank
+    # the synthetic node's cores (0-31) are not this machine's: keep the hosts, let Open MPI pick slots
+    rankfile.write_text("\n".join(line.split(" slot=")[0] + " slot=*" if line.startswith("rank ") else line
+                                  for line in lines) + "\n")
+    show = "import os, socket; print(os.environ['OMPI_COMM_WORLD_RANK'], socket.gethostname(), " \
+           "os.environ.get('CUDA_VISIBLE_DEVICES'))"
+    args = hosts.mpirun_args(2, 4, FORWARD)
+    host_at = args.index("--host")
+    args[host_at:host_at + 2] = ["--rankfile", str(rankfile), "--bind-to", "none"]
+    done = hosts.run(args + _linkscope("launch", "--mapping", str(mapping), "--no-bind", "--",
+                                       sys.executable, "-c", show), env=env, timeout_s=60)
+    assert done.returncode == 0, done.stderr
+    seen = {int(r): (h, d) for r, h, d in (line.split() for line in done.stdout.splitlines() if line.strip())}
+    assert {r: h for r, (h, _) in seen.items()} == dict(enumerate(host_of_rank))
+    assert {r: d for r, (_, d) in seen.items()} == {r: str(v) for r, v in enumerate(assigned["visible_device_of_rank"])}
