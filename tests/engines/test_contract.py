@@ -233,3 +233,25 @@ def test_a_failing_child_process_gives_error_rows_not_an_abort(monkeypatch):
     rec = run_bench(eng, TOPO, BenchSpec(get_pattern("matrix"), ("ce-blit",)), [SIZE], opts)
     assert {m.status for m in rec.measurements} == {Status.ERROR}
     assert all("child process with HSA_ENABLE_SDMA=0 exited 1" in m.reason for m in rec.measurements)
+
+
+def test_concurrent_sm_copies_on_one_gpu_share_its_sms():
+    """Both directions of a host<->GPU pair by SM kernels run on the same GPU: each kernel gets half
+    the blocks per SM, so neither waits for the other to retire (it did: H2D got 0.65x nvbandwidth)."""
+    from linkscope.patterns.methods import SM_PUSH
+    from linkscope.patterns.plan import HOST, Transfer, TransferPlan
+
+    eng = _fake()
+    sms = eng.rt.properties(0)["sm_count"]
+    per_sm = eng.sm_launch.blocks_per_sm
+    size = 64 * 1024**2
+
+    def grids(plan):
+        eng.rt.launch_grids.clear()
+        eng.run(plan, 1, warmup=0, verify=False)
+        return {g for name, _, g in eng.rt.launch_grids if name.startswith("copy_")}
+
+    one = TransferPlan("host", "uni", SM_PUSH.key, (Transfer(HOST, 0, size),), "none", "host->0")
+    both = TransferPlan("host", "bi", SM_PUSH.key, (Transfer(HOST, 0, size), Transfer(0, HOST, size)), "sum", "0<->host")
+    assert grids(one) == {sms * per_sm}
+    assert grids(both) == {sms * (per_sm // 2)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from typing import Any, Sequence
 
 from ...errors import ConfigError, UserError
@@ -211,6 +212,10 @@ class GpuEngine:
         try:
             for s, d, size in places:
                 ops.append(self._build(plan.method, s, d, size, chunk_bytes or DEFAULT_CHUNK_BYTES))
+            kernels_per_gpu = Counter(op.runner for op in ops if isinstance(op, SmCopyOp))
+            for op in ops:
+                if isinstance(op, SmCopyOp):
+                    op.share_sms(kernels_per_gpu[op.runner])
             size_max = max((size for _, _, size in places), default=0)
             inner = inner_count(size_max)
             if get_method(plan.method).pageable:

@@ -91,6 +91,7 @@ class FakeRuntime:
     _streams: int = 0
     _used: dict[int, int] = field(default_factory=dict)
     launches: list[str] = field(default_factory=list)
+    launch_grids: list[tuple[str, int, int]] = field(default_factory=list)  # (kernel, GPU ordinal, grid)
 
     # ---- facts ---------------------------------------------------------------------------------
     def device_count(self) -> int:
@@ -224,6 +225,7 @@ class FakeRuntime:
         if name not in module:
             raise MeasurementError(f"kernel {name!r} was not compiled")
         self.launches.append(name)
+        self.launch_grids.append((name, ordinal, grid))
         base = name.split("_u4_")[0].split("_bulk_")[0]
         seconds = getattr(self, "_k_" + base)(*[int(a) for a in args])
         self._advance(stream, seconds)

@@ -41,13 +41,14 @@ class SmCopyOp(TransferOp):
         n_vec = size_bytes // 16
         self.n_vec = n_vec
         self.n_tail = size_bytes - n_vec * 16
-        per_block = self.threads * unroll
-        self.grid = max(1, min(ctx.sm_count.get(runner, 132) * launch.blocks_per_sm, -(-n_vec // per_block)))
+        self.bulk_piece: int | None = None
         if launch.bulk is not None and launch.bulk in BULK_SHAPES and ctx.kernels.has(f"copy_bulk_{launch.bulk[0]}_{launch.bulk[1]}"):
             piece, stages = launch.bulk
             self.kernel = f"copy_bulk_{piece}_{stages}"
             self.threads = 64
-            self.grid = max(1, min(ctx.sm_count.get(runner, 132) * launch.blocks_per_sm, size_bytes // piece))
+            self.bulk_piece = piece
+        self._unroll = unroll
+        self.share_sms(1)
         lane = ctx.new_lane(runner)
         self.lanes = [lane]
         self.timing_lane = lane
@@ -57,6 +58,22 @@ class SmCopyOp(TransferOp):
         else:
             self.args = (u64(self.src.ptr), u64(self.dst.ptr), u64(n_vec), u64(self.src.ptr + tail_off),
                          u64(self.dst.ptr + tail_off), np.uint32(self.n_tail))
+
+    def share_sms(self, kernels_on_gpu: int) -> None:
+        """Size the grid for ``kernels_on_gpu`` copy kernels running at once on this op's GPU.
+
+        One kernel's grid (SMs × blocks per SM × threads) fills every SM; a second kernel started
+        beside it (both directions of a host<->GPU pair, several pulls into one GPU) would only get
+        SMs as the first one's blocks retire, which at the end of a grid-stride loop means after it
+        finished. Splitting the blocks per SM between the kernels lets them run side by side, as the
+        concurrent copies of a pattern are meant to (nvbandwidth's bidirectional SM tests do too)."""
+        launch = self.ctx.sm_launch
+        per_sm = max(1, launch.blocks_per_sm // max(1, kernels_on_gpu))
+        sms = self.ctx.sm_count.get(self.runner, 132)
+        if self.bulk_piece is not None:
+            self.grid = max(1, min(sms * per_sm, self.size_bytes // self.bulk_piece))
+        else:
+            self.grid = max(1, min(sms * per_sm, -(-self.n_vec // (self.threads * self._unroll))))
 
     def enqueue(self, count: int) -> None:
         lane = self.lanes[0]
