@@ -219,3 +219,21 @@ def test_docs_before_after_flattened_vm_view() -> None:
     assert {str(query.pair_level(vm, "gpu0", f"mlx5_{i}")) for i in range(8)} == {"PHB"}
     assert [d.id for d in query.nearest_nics(host, 0)] == ["mlx5_0"]
     assert str(query.pair_level(host, "gpu0", "mlx5_0")) == "PIX" and str(query.pair_level(host, "gpu0", "mlx5_4")) == "SYS"
+
+
+def test_real_nccl_dump_from_the_h200_vm_imports_and_reexports(tmp_path):
+    """NCCL's own dump (one H200 in a VM: flattened PCIe, link_width 0) reads, and the export is
+    what NCCL then loaded on that machine (bench/device_ncclxml.sh, 2026-11-23)."""
+    from xml.etree import ElementTree
+
+    dump = FIXTURES / "nccl" / "h200-1gpu-dump.xml"
+    topo = resolve_topology(from_file=str(dump), allow_fallback=False)[0]
+    assert topo.gpu_count == 1
+    assert [(d.device_name, d.line_rate_gbit_per_s) for d in topo.devices if d.kind is DeviceKind.NIC] == [("eth0", 10.0)]
+    assert topo.gpu(0).pci_bus_id == "0000:00:06.0"
+    out = tmp_path / "exported.xml"
+    assert main(["topo", "--from", str(dump), "--export", "nccl-xml", "-o", str(out)]) == 0
+    root = ElementTree.fromstring(out.read_text())
+    gpus = root.findall(".//pci/gpu")
+    assert len(gpus) == 1 and gpus[0].get("dev") == "0"
+    assert [n.get("name") for n in root.iter("net")] == ["eth0"]
