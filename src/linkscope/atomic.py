@@ -1,38 +1,218 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""The one output writer: every file linkscope writes for a user goes through here.
+
+* Atomic: the content goes to a temporary file in the target's folder, is flushed to disk, then
+  renamed over the target; a reader sees the old file or the new one, never half of one.
+* Permissions as any other program would leave them: a new file gets ``0666 & ~umask``; an
+  existing file keeps its mode (overwriting a shared 0664 report keeps it readable for the team).
+* No silent replacement of what is not a plain file: a symbolic link, FIFO, device or folder at
+  the target is refused (``check_replaceable``) rather than replaced by a file.
+* Several files at once (``write_files_atomic``: one env file per rank) are all-or-nothing: every
+  file is staged before any is renamed into place, and a failure rolls the renamed ones back.
+* An ``OSError`` (full disk, read-only file system, a name too long) is a ``UserError`` naming
+  the file: one line, no traceback.
+"""
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+from .errors import UserError
+
+__all__ = ["write_text_atomic", "write_bytes_atomic", "write_json_atomic", "write_files_atomic",
+           "check_replaceable", "new_file_mode", "current_umask"]
+
+_TMP_PREFIX = ".linkscope-"  # short: a 250-byte file name still leaves room for the temp name
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux reports it (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(path: Path | str) -> int:
+    """The mode ``path`` should have after a write: its own when it is an existing file, else
+    ``0666 & ~umask`` (what ``open(path, "w")`` would give)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~current_umask()
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def check_replaceable(path: Path | str, option: str | None = None) -> None:
+    """Refuse a target that is not a plain file (or absent): a write would replace a symbolic
+    link, FIFO, device or folder by a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    kind = _kind(mode)
+    if kind is None:
+        return
+    where = f"{option} {path}" if option else str(path)
+    if stat.S_ISLNK(mode):
+        raise UserError(f"{where}: is {kind} (to {os.readlink(path)}); linkscope does not replace links",
+                        hint="give the real file name, or remove the link first")
+    if stat.S_ISDIR(mode):
+        raise UserError(f"{where}: is a folder, expected a file name")
+    raise UserError(f"{where}: is {kind}, not a regular file; linkscope writes regular files only",
+                    hint="use '-' for stdout where the option allows it")
+
+
+def _os_error(path: Path, exc: OSError) -> UserError:
+    return UserError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _stage(path: Path, content: str | bytes) -> str:
+    """Write ``content`` to a temp file beside ``path`` with the mode ``path`` should get; returns
+    the temp file's name (the caller renames or removes it)."""
+    mode = new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(name: str | Path) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+
+
+def _write_atomic(path: Path, content: str | bytes) -> None:
+    check_replaceable(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _stage(path, content)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink(tmp)
+            raise
+    except OSError as exc:
+        raise _os_error(path, exc) from None
+    _fsync_dir(path.parent)
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:
-    _write_atomic(Path(path), text, "w")
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    _write_atomic(Path(path), text)
 
 
 def write_bytes_atomic(path: Path | str, data: bytes) -> None:
-    _write_atomic(Path(path), data, "wb")
-
-
-def _write_atomic(path: Path, content: str | bytes, mode: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``data`` to ``path`` atomically."""
+    _write_atomic(Path(path), data)
 
 
 def write_json_atomic(path: Path | str, data: Any) -> None:
     """JSON with ``allow_nan=False``: a NaN is a bug (missing values are null)."""
     write_text_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+
+
+def write_files_atomic(folder: Path | str, files: Mapping[str, str | bytes]) -> list[Path]:
+    """Write several files into ``folder`` all-or-nothing: each is staged (written and flushed) before
+    any is renamed into place; when staging or a rename fails, the files already renamed are put
+    back as they were (restored from a hard-link backup, or removed when new), a folder this call
+    created is removed, and the error is raised. Returns the paths written."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder}: exists and is not a folder")
+    targets = [folder / name for name in files]
+    for target in targets:
+        if target.parent != folder:
+            raise ValueError(f"{target.name!r} is not a plain file name")
+        check_replaceable(target)
+    created: list[Path] = []
+    staged: list[tuple[str, Path]] = []
+    done: list[tuple[Path, str | None]] = []  # (target, backup of the old file or None)
+    try:
+        missing = folder
+        while not missing.exists():
+            created.append(missing)
+            missing = missing.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        for target, content in zip(targets, files.values()):
+            staged.append((_stage(target, content), target))
+        for tmp, target in staged:
+            backup = None
+            if target.exists():
+                backup = str(folder / f"{_TMP_PREFIX}{secrets.token_hex(6)}.bak")
+                try:
+                    os.link(target, backup)
+                except OSError:
+                    backup = None
+            os.replace(tmp, target)
+            done.append((target, backup))
+    except BaseException as exc:
+        for tmp, _ in staged:
+            _unlink(tmp)
+        for target, backup in reversed(done):
+            if backup is not None:
+                try:
+                    os.replace(backup, target)
+                except OSError:
+                    pass
+            else:
+                _unlink(target)
+        for path in created:
+            try:
+                path.rmdir()
+            except OSError:
+                break
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot write the files in {folder}: {exc.strerror or exc} "
+                            f"(nothing was written)") from None
+        raise
+    for _, backup in done:
+        if backup is not None:
+            _unlink(backup)
+    _fsync_dir(folder)
+    return targets

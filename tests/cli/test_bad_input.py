@@ -351,7 +351,7 @@ def test_report_unwritable_outputs(tmp_path, capsys):
     blocker.write_text("")
     err = one_line_error(capsys, main(["report", str(path), "-o", str(tmp_path / "r.html"), "--png", str(blocker / "figs")]))
     assert "--png" in err and "is not a folder" in err
-    assert "is one of the input files" in one_line_error(capsys, main(["report", str(path), "-o", str(path)]))
+    assert "names the same file as input RUN.json" in one_line_error(capsys, main(["report", str(path), "-o", str(path)]))
     assert json.loads(path.read_text())["measurements"] == [M]
 
 

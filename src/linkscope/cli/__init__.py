@@ -9,6 +9,7 @@ found and registered at start-up, in name order. This package is the only place 
 """
 from __future__ import annotations
 
+import codecs
 import importlib
 import pkgutil
 import sys
@@ -62,8 +63,35 @@ def _err(message: str) -> None:
     sys.stderr.flush()
 
 
+_PLAIN = {"µ": "u", "–": "-", "—": "-", "→": "->", "←": "<-", "↔": "<->", "×": "x", "≥": ">=", "≤": "<=",
+          "…": "...", "±": "+/-", "·": ".", "°": " deg", "‘": "'", "’": "'", "“": '"', "”": '"', "✓": "ok", "✗": "x"}
+
+
+def _plain(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: characters the terminal cannot show become plain ASCII (µs -> us)."""
+    if isinstance(exc, UnicodeEncodeError):
+        return "".join(_PLAIN.get(c, "?") for c in exc.object[exc.start:exc.end]), exc.end
+    raise exc
+
+
+codecs.register_error("linkscope-plain", _plain)
+
+
+def _plain_streams() -> None:
+    """With an output encoding that cannot hold µ (PYTHONIOENCODING=ascii, LANG=C on old Pythons),
+    write ASCII stand-ins instead of failing with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "µ→×".encode(getattr(stream, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="linkscope-plain")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and exits with) the exit code."""
+    _plain_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     cut = args.index("--") if "--" in args else len(args)
     debug = "--debug" in args[:cut]

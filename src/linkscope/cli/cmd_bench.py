@@ -192,7 +192,8 @@ def bench(
 
     check_backend(backend)
     check_direction(direction)
-    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
+    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu,
+                  inputs={"--from": from_file, "--pattern": pattern if Path(pattern).is_file() else None})
     pat = resolve_pattern(pattern)
     size_list = parse_sizes(sizes)
     gpu_list = parse_gpu_list(gpus)
@@ -272,7 +273,7 @@ def latency(
 
     method = method or DEFAULT_METHOD.key
     check_backend(backend)
-    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu)
+    check_outputs(json_path=json_path, csv_path=csv_path, osu=osu, inputs={"--from": from_file})
     kinds = parse_list(kind) if kind is not None else list(PAIR_LATENCY_KINDS)
     if not kinds:
         raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")

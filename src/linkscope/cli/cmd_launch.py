@@ -29,11 +29,18 @@ def register(app: typer.Typer) -> None:
 
         Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app
         """
+        import shutil
+
         from ..mapping.assignment import load_assignment
         from ..mapping.emit import launch_plan
 
-        if not command:
+        if not command or not command[0]:
             raise UserError("no program to launch", hint="linkscope launch --mapping mapping.json -- ./app")
+        if shutil.which(command[0], path=os.environ.get("PATH")) is None:  # refused before the mapping is read
+            if "/" in command[0] and Path(command[0]).is_file():
+                raise UserError(f"cannot run {command[0]}: not executable",
+                                hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}")
+            raise UserError(f"command not found: {command[0]}")
         assignment = load_assignment(mapping)
         plan = launch_plan(assignment, os.environ)
         env = dict(os.environ)
@@ -55,3 +62,8 @@ def register(app: typer.Typer) -> None:
             os.execvpe(command[0], list(command), env)
         except FileNotFoundError:
             raise UserError(f"command not found: {command[0]}") from None
+        except PermissionError:
+            raise UserError(f"cannot run {command[0]}: permission denied (not executable?)",
+                            hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}") from None
+        except OSError as exc:
+            raise UserError(f"cannot run {command[0]}: {exc.strerror or exc}") from None

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import check_output_file, resolve_topology_cli, stderr_console, stdout_console
+from .common import check_paths, resolve_topology_cli, stderr_console, stdout_console
 
 
 def _load_results(path: Path) -> dict:
@@ -53,7 +53,8 @@ def register(app: typer.Typer) -> None:
         --from calibrated.json from linkscope model calibrate) predicts the whole exchange,
         contention included: linkscope map traffic.json --from calibrated.json --metric model
         """
-        check_output_file(output, "--output")
+        import math
+
         from ..mapping import emit as emitters
         from ..mapping.api import map_cluster, map_traffic, network_costs
         from ..mapping.assignment import save_assignment, to_dict
@@ -68,7 +69,29 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"unknown --emit {emit!r}", hint=f"valid: {', '.join(emitters.EMITTERS)}")
         if nodes < 1:
             raise ConfigError(f"--nodes must be at least 1, got {nodes}")
+        if not math.isfinite(time_limit) or time_limit <= 0:
+            raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit:g}", hint="e.g. --time-limit 30")
+        from ..patterns.methods import method_keys
+
+        if method is not None and method not in method_keys():
+            raise ConfigError(f"unknown --method {method!r}", hint=f"valid methods: {', '.join(method_keys())}")
+        if emit_to is not None and emit is None:
+            raise ConfigError("--emit-to needs --emit (env, rankfile or slurm)")
+        host_list = [h.strip() for h in hosts.split(",")] if hosts is not None else None
+        if host_list is not None and (not all(host_list) or len(set(host_list)) != len(host_list)):
+            raise ConfigError(f"--hosts {hosts!r}: host names must be non-empty and distinct")
+        if host_list is not None and len(host_list) < nodes:
+            raise ConfigError(f"--hosts names {len(host_list)} host(s) for --nodes {nodes}")
+        emit_target = emit_to if emit_to is not None or emit != "rankfile" else Path("rankfile")
+        if emit == "env" and emit_target is None:
+            emit_target = Path("linkscope-env")
+        check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
+                    outputs={"--output": output, "--emit-to": emit_target if emit != "env" else None},
+                    output_dirs={"--emit-to": emit_target if emit == "env" else None})
         matrix = load_traffic(traffic)
+        if nodes > matrix.ranks:
+            raise ConfigError(f"--nodes {nodes} is more nodes than the traffic has ranks ({matrix.ranks})",
+                              hint="a node would hold no rank")
         err = stderr_console()
         topology = None
         if results is None or preset or from_file or synthetic:
@@ -78,8 +101,7 @@ def register(app: typer.Typer) -> None:
                                 gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")
         else:
             assert topology is not None
-            cost = topology_cost(topology, metric, method or DEFAULT_METHOD.key)
-        host_list = [h.strip() for h in hosts.split(",")] if hosts else None
+            cost = topology_cost(topology, metric, DEFAULT_METHOD.key if method is None else method)
         if nodes > 1:
             assignment = map_cluster(matrix, cost, topology, nodes, network_costs(cost, topology), host_list)
         else:
@@ -89,7 +111,7 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             save_assignment(assignment, output)
         if emit is not None:
-            _emit(emitters, emit, emit_to, assignment, host_list, err)
+            _emit(emitters, emit, emit_target, assignment, host_list, err)
         if as_json:
             typer.echo(json.dumps(to_dict(assignment), indent=2))
             return
@@ -114,12 +136,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> None:
-    from ..atomic import write_text_atomic
+    from ..atomic import write_files_atomic, write_text_atomic
 
     if kind == "env":
         folder = target or Path("linkscope-env")
-        for name, text in emitters.env_files(assignment).items():
-            write_text_atomic(folder / name, text)
+        write_files_atomic(folder, emitters.env_files(assignment))
         err.print(f"wrote {assignment.ranks} env files to {folder}/ (source rank<N>.env in each rank)")
     elif kind == "rankfile":
         path = target or Path("rankfile")

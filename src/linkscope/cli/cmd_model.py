@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import check_output_file, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
+from .common import check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
 
 model_app = typer.Typer(
     name="model",
@@ -156,7 +156,8 @@ def calibrate_cmd(
     from ..model.calibrate import calibrate
     from ..topology import io as topo_io
 
-    check_output_file(output, "-o")
+    check_paths(inputs={"RESULTS": results, "--topology": topology if topology and Path(topology).is_file() else None},
+                outputs={"--output": output})
     if as_json and output is None:
         raise ConfigError("--json prints the fit report on stdout; give -o FILE for the calibrated topology")
     record = _load_record(results)

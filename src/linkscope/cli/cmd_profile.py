@@ -33,9 +33,9 @@ def register(app: typer.Typer) -> None:
         from ..traffic.io import save_traffic
         from ..units import format_size
 
-        from .common import check_output_file
+        from .common import check_paths
 
-        check_output_file(output, "--output")
+        check_paths(outputs={"--output": output}, output_dirs={"--rows-dir": rows_dir})
         err = stderr_console()
         result = profile(command, dict(os.environ), inject=inject, rows_dir=rows_dir, keep_rows=keep_rows, mpicc=mpicc)
         if result.matrix is None:

@@ -6,8 +6,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import UserError
-from .common import check_output_dir, check_output_file, stderr_console, write_error
+from .common import check_paths, stderr_console, write_error
 
 
 def register(app: typer.Typer) -> None:
@@ -27,10 +26,7 @@ def register(app: typer.Typer) -> None:
         from ..report.html import write_report
         from ..results.io import load
 
-        check_output_file(output, "--output")
-        check_output_dir(png, "--png")
-        if any(output.resolve() == r.resolve() for r in runs):
-            raise UserError(f"--output {output} is one of the input files", hint="write the report to e.g. report.html")
+        check_paths(inputs={"RUN.json": list(runs)}, outputs={"--output": output}, output_dirs={"--png": png})
         records = [load(path) for path in runs]
         err = stderr_console()
         for path, record in zip(runs, records):

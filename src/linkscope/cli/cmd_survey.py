@@ -9,8 +9,7 @@ import typer
 from ..errors import UserError
 from .common import (
     check_backend,
-    check_output_file,
-    check_outputs,
+    check_paths,
     finish,
     interrupted,
     make_engine,
@@ -96,12 +95,11 @@ def register(app: typer.Typer) -> None:
         from ..units import parse_size
 
         check_backend(backend)
-        check_outputs(json_path=str(output), csv_path=None)
         if report is None and not no_report:
             report = output.with_suffix(".html")
         if no_report:
             report = None
-        check_output_file(report, "--report")
+        check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--report": report})
         size_bytes = parse_size(size)
         if size_bytes <= 0:
             raise UserError(f"--size must be positive, got {size!r}", hint="e.g. --size 256MiB")

@@ -9,7 +9,7 @@ import typer
 from ..errors import UserError
 from .common import (
     check_output_dir,
-    check_output_file,
+    check_paths,
     parse_gpu_list,
     resolve_topology_cli,
     stderr_console,
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         from ..discovery.auto import discover_live
         from ..patterns.base import select_gpus
 
-        check_output_file(output, "--output")
+        check_paths(inputs={"--from": from_file}, outputs={"--output": output})
         if export_format is not None:
             if export_format not in EXPORT_FORMATS:
                 raise UserError(f"unknown --export format {export_format!r}", hint=f"valid: {', '.join(EXPORT_FORMATS)}")

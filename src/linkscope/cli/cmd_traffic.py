@@ -59,9 +59,9 @@ def register(app: typer.Typer) -> None:
 
         Example: linkscope traffic gen stencil2d --grid 4x4 --periodic --bytes 1MiB -o traffic.json
         """
-        from .common import check_output_file
+        from .common import check_paths
 
-        check_output_file(output, "--output")
+        check_paths(inputs={"--edges": edges}, outputs={"--output": output})
         from ..traffic.io import save_traffic
         from ..traffic.synthetic import generate, parse_grid
         from ..units import format_size, parse_size

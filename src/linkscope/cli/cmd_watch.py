@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import check_output_file, parse_gpu_list, stderr_console, write_error
+from .common import check_paths, parse_gpu_list, stderr_console, write_error
 
 
 def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
@@ -89,8 +89,7 @@ def register(app: typer.Typer) -> None:
         if json_path == "-" or csv_path == "-":
             raise UserError("watch cannot write --json/--csv to stdout: stdout belongs to the command",
                             hint="give a file name, e.g. --json watch.json")
-        check_output_file(json_path, "--json")
-        check_output_file(csv_path, "--csv")
+        check_paths(outputs={"--json": json_path, "--csv": csv_path})
         interval_s = parse_duration_s(interval)
         settle_s = parse_duration_s(settle) if settle not in ("0", "0s", "0ms") else 0.0
         options = WatchOptions(command=tuple(resolve_command(command)), interval_s=interval_s,

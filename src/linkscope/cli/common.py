@@ -36,34 +36,106 @@ def stderr_console() -> Console:
 
 def check_output_file(path: str | Path | None, option: str) -> None:
     """Refuse, before any work is done, an output file that cannot be written: its folder does not
-    exist (a typo is not silently turned into new folders), is not a folder or is not writable, or
-    the path is a folder. ``None`` and ``"-"`` (stdout) pass."""
+    exist (a typo is not silently turned into new folders), is not a folder or is not writable (a
+    file is created there and removed, which also catches /proc and read-only file systems), the
+    name is longer than the file system allows, or the path is a folder, a symbolic link, a FIFO or
+    a device (``atomic.check_replaceable``). ``None`` and ``"-"`` (stdout) pass."""
+    import tempfile
+
+    from ..atomic import check_replaceable
+
     if path is None or str(path) == STDOUT:
         return
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise UserError(f"{option} {target}: is a folder, expected a file name")
+    if not str(path).strip() or not target.name:
+        raise UserError(f"{option} {str(path)!r}: not a file name")
+    check_replaceable(target, option)
+    name_max = _path_limit(parent, "PC_NAME_MAX", 255)
+    if len(os.fsencode(target.name)) > name_max:
+        raise UserError(f"{option}: the file name is {len(os.fsencode(target.name))} bytes long; "
+                        f"the file system allows {name_max}", hint="choose a shorter name")
+    if len(os.fsencode(os.path.abspath(target))) >= _path_limit(parent, "PC_PATH_MAX", 4096):
+        raise UserError(f"{option}: the path is longer than the file system allows", hint="choose a shorter path")
     if not parent.exists():
         raise UserError(f"{option} {target}: folder {parent} does not exist", hint=f"create it first: mkdir -p {parent}")
     if not parent.is_dir():
         raise UserError(f"{option} {target}: {parent} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise UserError(f"{option} {target}: not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".linkscope-probe-", dir=parent)
+    except OSError as exc:
+        raise UserError(f"{option} {target}: cannot create a file in {parent}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _path_limit(folder: Path, name: str, default: int) -> int:
+    """``pathconf`` of the nearest existing folder (NAME_MAX, PATH_MAX), or ``default``."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return int(os.pathconf(probe if probe.exists() else ".", name))
+    except (OSError, ValueError):
+        return default
 
 
 def check_output_dir(path: str | Path | None, option: str) -> None:
-    """Refuse an output folder that cannot be created or written (its parent must exist)."""
+    """Refuse an output folder that cannot be created or written (its parent must exist), and an
+    existing file or link given where a folder is expected."""
     if path is None:
         return
     target = Path(path)
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise UserError(f"{option} {target}: exists and is not a folder", hint="give a folder name")
     if target.exists():
-        if not target.is_dir():
-            raise UserError(f"{option} {target}: exists and is not a folder")
         if not os.access(target, os.W_OK | os.X_OK):
             raise UserError(f"{option} {target}: not writable")
         return
     check_output_file(target, option)
+
+
+def _identity(path: str | Path) -> tuple:
+    """What makes two path names the same file: (device, inode) when it exists, else the real path."""
+    try:
+        st = os.stat(path)
+        return ("inode", st.st_dev, st.st_ino)
+    except OSError:
+        return ("path", os.path.realpath(os.path.abspath(path)))
+
+
+def check_paths(*, inputs: dict[str, Any] | None = None, outputs: dict[str, Any] | None = None,
+                output_dirs: dict[str, Any] | None = None) -> None:
+    """The one guard every command runs before any work: each output file and folder can be
+    written (``check_output_file`` / ``check_output_dir``), and no output is an input or another
+    output of the same invocation (same name, or the same file through a link, ``..`` or a hard
+    link). ``inputs``/``outputs``/``output_dirs`` map an option name to a path, ``None`` (not
+    given) or a list of paths (``report RUN.json...``); ``"-"`` (stdout) is never a clash."""
+    named: list[tuple[str, str, str | Path]] = []  # (role, option, path)
+    for role, group in (("input", inputs), ("output", outputs), ("output folder", output_dirs)):
+        for option, value in (group or {}).items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if item is not None and str(item) != STDOUT:
+                    named.append((role, option, item))
+    for role, option, path in named:
+        if role == "output":
+            check_output_file(path, option)
+        elif role == "output folder":
+            check_output_dir(path, option)
+    seen: dict[tuple, tuple[str, str, str | Path]] = {}
+    for role, option, path in named:
+        key = _identity(path)
+        if key in seen:
+            first_role, first_option, first_path = seen[key]
+            if role == "input" and first_role == "input":
+                continue  # reading one file twice destroys nothing
+            same = "" if str(first_path) == str(path) else f" ({first_path} and {path} are the same file)"
+            raise UserError(f"{option} {path} names the same file as {first_role} {first_option}{same}; "
+                            "it would be overwritten", hint=f"give {option} another file name")
+        seen[key] = (role, option, path)
 
 
 def write_error(path: str | Path, exc: OSError) -> UserError:
@@ -117,16 +189,16 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def check_outputs(*, json_path: str | None, csv_path: str | None, osu: bool = False) -> None:
-    """Output options that cannot work together, and files that cannot be written, are refused
-    before anything is measured (not after a long run)."""
+def check_outputs(*, json_path: str | None, csv_path: str | None, osu: bool = False,
+                  inputs: dict[str, Any] | None = None) -> None:
+    """Output options that cannot work together, files that cannot be written, and outputs that
+    would overwrite an input or each other are refused before anything is measured."""
     to_stdout = [flag for flag, value in (("--json", json_path), ("--csv", csv_path)) if value == "-"]
     if len(to_stdout) > 1:
         raise ConfigError("--json - and --csv - would both write to stdout", hint="send one of them to a file")
     if to_stdout and osu:
         raise ConfigError(f"{to_stdout[0]} - and --osu would both write to stdout", hint=f"send {to_stdout[0]} to a file")
-    check_output_file(json_path, "--json")
-    check_output_file(csv_path, "--csv")
+    check_paths(inputs=inputs, outputs={"--json": json_path, "--csv": csv_path})
 
 
 def make_engine(backend: str, topology):

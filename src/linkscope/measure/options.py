@@ -4,6 +4,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..errors import ConfigError
+
+MAX_REPS = 100_000
+"""Repetitions (and warm-up iterations) per plan and size at most: every sample is kept in memory
+and in the RunRecord, and 100,000 of the fastest copies still finish in seconds."""
+
 
 @dataclass(frozen=True)
 class MeasureOptions:
@@ -30,6 +36,15 @@ class MeasureOptions:
     statistic: str = "median"
     chunk_bytes: int = 8 * 1024 * 1024
     latency_reps: int = 20
+
+    def __post_init__(self) -> None:
+        for name in ("warmup", "min_reps", "max_reps", "latency_reps"):
+            value = getattr(self, name)
+            low = 0 if name == "warmup" else 1
+            if not low <= value <= MAX_REPS:
+                raise ConfigError(f"{name.replace('_', ' ')} must be between {low} and {MAX_REPS:,}, got {value:,}")
+        if self.min_reps > self.max_reps:
+            raise ConfigError(f"min reps {self.min_reps} is above max reps {self.max_reps}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

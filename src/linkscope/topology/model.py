@@ -27,6 +27,14 @@ from ..errors import TopologyError
 
 SCHEMA_VERSION = 1
 
+# Physical bounds (far above any hardware, low enough to catch a typo or an overflow): a link of
+# 1e308 GB/s, or a 10 s hop, would turn every prediction and mapping cost into nonsense.
+MAX_LINK_GB_PER_S = 100_000.0   # one link, per direction (NVLink 5: 50 GB/s per link, 900 per GPU)
+MAX_LINK_COUNT = 1024           # bonded links between two devices
+MAX_LATENCY_US = 1_000_000.0    # one hop
+MAX_NIC_GBIT_PER_S = 1_000_000.0
+MAX_MEMORY_BYTES = 2**60
+
 
 class DeviceKind(str, Enum):
     GPU = "gpu"
@@ -259,6 +267,19 @@ def validate(topology: Topology) -> None:
             raise TopologyError(f"link {link.a}–{link.b} has count {link.count}; need >= 1")
         if not link.link_gb_per_s > 0:
             raise TopologyError(f"link {link.a}–{link.b} has no positive bandwidth ({link.link_gb_per_s})")
+        if not link.link_gb_per_s <= MAX_LINK_GB_PER_S:
+            raise TopologyError(f"link {link.a}–{link.b} claims {link.link_gb_per_s:g} GB/s per link; "
+                                f"more than {MAX_LINK_GB_PER_S:g} GB/s is not a physical link")
+        if link.count > MAX_LINK_COUNT:
+            raise TopologyError(f"link {link.a}–{link.b} has count {link.count}; at most {MAX_LINK_COUNT} bonded links")
+        if link.latency_us is not None and not 0 <= link.latency_us <= MAX_LATENCY_US:
+            raise TopologyError(f"link {link.a}–{link.b} has latency {link.latency_us:g} us; expected 0 .. {MAX_LATENCY_US:g}")
+    for d in topology.devices:
+        if d.memory_bytes is not None and not 0 <= d.memory_bytes <= MAX_MEMORY_BYTES:
+            raise TopologyError(f"device {d.id!r} has memory_bytes {d.memory_bytes}; expected 0 .. 2**60")
+        if d.line_rate_gbit_per_s is not None and not 0 < d.line_rate_gbit_per_s <= MAX_NIC_GBIT_PER_S:
+            raise TopologyError(f"device {d.id!r} has line rate {d.line_rate_gbit_per_s:g} Gbit/s; "
+                                f"expected above 0, at most {MAX_NIC_GBIT_PER_S:g}")
 
 
 def make_topology(

@@ -16,7 +16,7 @@ import numpy as np
 from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
 from ..userfiles import loads_strict, read_text
-from .matrix import TrafficError, TrafficMatrix
+from .matrix import TrafficError, TrafficMatrix, check_rank_count
 
 FORMAT = "linkscope.traffic"
 SCHEMA_VERSION = 1
@@ -108,10 +108,14 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
         if not path.is_file():
             raise UserError(f"traffic file not found: {path}")
         try:
-            array = np.load(path, allow_pickle=False)
-        except ValueError as exc:
+            array = np.load(path, allow_pickle=False, mmap_mode="r")  # the header first: shape and type
+        except (ValueError, EOFError, OSError) as exc:
             raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
-        return TrafficMatrix(bytes=array, origin=origin)
+        if not isinstance(array, np.ndarray):
+            raise TrafficError(f"{path}: not a plain NumPy array file (an archive of arrays)")
+        if array.ndim == 2 and array.shape[0] == array.shape[1]:
+            check_rank_count(array.shape[0], str(path))
+        return TrafficMatrix(bytes=np.array(array), origin=origin)
     text = read_text(path, "traffic file")
     if suffix == ".csv":
         return loads_csv(text, origin=origin)

@@ -16,6 +16,10 @@ import numpy as np
 
 from ..errors import UserError
 
+MAX_RANKS = 8192
+"""The largest job a traffic matrix may describe: two dense N x N float64 matrices take 1 GiB at
+8192 ranks (and mapping works on N x N cost terms); checked before anything is allocated."""
+
 HISTOGRAM_BINS = 64
 """Message-size histogram: bin 0 counts empty messages, bin k (k >= 1) sizes in [2**(k-1), 2**k)."""
 
@@ -33,15 +37,28 @@ class TrafficError(UserError):
     """A traffic matrix that is not square, negative, not finite or inconsistent."""
 
 
+def check_rank_count(ranks: int, what: str = "traffic matrix") -> None:
+    """Refuse a job larger than ``MAX_RANKS`` before its matrices are allocated."""
+    if ranks > MAX_RANKS:
+        raise TrafficError(f"{what} has {ranks} ranks; linkscope handles up to {MAX_RANKS} "
+                           f"(dense {ranks} x {ranks} matrices would need {2 * 8 * ranks * ranks / 2**30:.1f} GiB)")
+
+
 def _as_matrix(values: Any, what: str) -> np.ndarray:
     try:
-        array = np.array(values, dtype=np.float64)
+        raw = np.asarray(values)
     except (TypeError, ValueError) as exc:
         raise TrafficError(f"{what} is not numeric: {exc}") from None
-    if array.ndim != 2 or array.shape[0] != array.shape[1]:
-        raise TrafficError(f"{what} must be a square N x N matrix, got shape {tuple(array.shape)}")
-    if array.shape[0] == 0:
+    if raw.dtype.kind not in "iuf":
+        kind = {"c": "complex numbers", "b": "true/false values", "O": "missing or mixed values",
+                "U": "text", "S": "text"}.get(raw.dtype.kind, f"{raw.dtype} values")
+        raise TrafficError(f"{what} is not numeric: it holds {kind}", hint="byte counts are real numbers")
+    if raw.ndim != 2 or raw.shape[0] != raw.shape[1]:
+        raise TrafficError(f"{what} must be a square N x N matrix, got shape {tuple(raw.shape)}")
+    if raw.shape[0] == 0:
         raise TrafficError(f"{what} is empty (0 ranks)")
+    check_rank_count(raw.shape[0], what)
+    array = np.array(raw, dtype=np.float64)
     if not np.all(np.isfinite(array)):
         r, s = np.argwhere(~np.isfinite(array))[0]
         raise TrafficError(f"{what} has a non-finite value {array[r, s]} at row {r}, column {s}")

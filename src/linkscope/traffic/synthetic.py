@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import UserError
-from .matrix import HISTOGRAM_BINS, TrafficMatrix, histogram_bin
+from .matrix import HISTOGRAM_BINS, TrafficMatrix, check_rank_count, histogram_bin
 
 PATTERNS = ("stencil2d", "stencil3d", "ring", "all-to-all", "tree", "random", "graph")
 
@@ -58,9 +58,10 @@ def stencil(
     if len(wrap) != len(dims):
         raise UserError(f"{len(wrap)} periodic flags for a {len(dims)}-D grid")
     axis_weights = tuple(float(w) for w in weights) if weights is not None else (1.0,) * len(dims)
-    if len(axis_weights) != len(dims) or any(w < 0 for w in axis_weights):
-        raise UserError(f"stencil weights {weights!r} must be {len(dims)} non-negative numbers (one per axis)")
-    n = int(np.prod(dims))
+    if len(axis_weights) != len(dims) or not all(np.isfinite(w) and w >= 0 for w in axis_weights):
+        raise UserError(f"stencil weights {weights!r} must be {len(dims)} finite non-negative numbers (one per axis)")
+    _check_size(size_bytes, max(axis_weights))
+    n = _grid_ranks(dims)
     strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
     bytes_ = np.zeros((n, n))
     messages = np.zeros((n, n))
@@ -138,10 +139,8 @@ def neighbour_graph(
     messages = np.zeros((ranks, ranks))
     sizes: dict[int, int] = {}
     for edge in edges:
-        if len(edge) not in (2, 3):
-            raise UserError(f"graph edge {tuple(edge)!r} must be (a, b) or (a, b, weight)")
-        a, b = int(edge[0]), int(edge[1])
-        weight = float(edge[2]) if len(edge) == 3 else 1.0
+        a, b, weight = _edge(edge)
+        _check_size(size_bytes, weight)
         for x in (a, b):
             if not 0 <= x < ranks:
                 raise UserError(f"graph edge {a}-{b} names rank {x}, outside 0..{ranks - 1}")
@@ -182,6 +181,39 @@ def random_sparse(
 def _check_ranks(ranks: int, minimum: int) -> None:
     if int(ranks) < minimum:
         raise UserError(f"need at least {minimum} ranks, got {ranks}")
+    check_rank_count(int(ranks), "the traffic pattern")
+
+
+def _grid_ranks(dims: Sequence[int]) -> int:
+    """Ranks of a process grid, refused above MAX_RANKS (before a product can overflow)."""
+    n = 1
+    for d in dims:
+        n *= int(d)
+        check_rank_count(n, f"grid {'x'.join(map(str, dims))}")
+    return n
+
+
+def _check_size(size_bytes: float, weight: float = 1.0) -> None:
+    """Bytes per message: a finite, non-negative number below 2**63 once weighted."""
+    amount = float(size_bytes) * float(weight)
+    if not np.isfinite(amount) or amount < 0 or amount >= 2.0**63:
+        raise UserError(f"message size {size_bytes} x weight {weight:g} is not a byte count (0 .. 2**63)")
+
+
+def _edge(edge: Sequence[float]) -> tuple[int, int, float]:
+    """(a, b, weight) of a graph edge: whole, non-negative rank numbers and a finite weight >= 0."""
+    if len(edge) not in (2, 3):
+        raise UserError(f"graph edge {tuple(edge)!r} must be (a, b) or (a, b, weight)")
+    ends = []
+    for x in edge[:2]:
+        value = float(x)
+        if not (np.isfinite(value) and value.is_integer() and value >= 0):
+            raise UserError(f"graph edge {tuple(edge)!r}: rank {x!r} is not a rank number (0, 1, 2, ...)")
+        ends.append(int(value))
+    weight = float(edge[2]) if len(edge) == 3 else 1.0
+    if not (np.isfinite(weight) and weight >= 0):
+        raise UserError(f"graph edge {tuple(edge)!r}: weight {weight:g} must be a finite number >= 0")
+    return ends[0], ends[1], weight
 
 
 def generate(
@@ -201,6 +233,9 @@ def generate(
     """One entry point for the CLI: the pattern by name with its options."""
     if pattern not in PATTERNS:
         raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid: {', '.join(PATTERNS)}")
+    _check_size(size_bytes)
+    if ranks is not None:
+        _check_ranks(ranks, 1)
     if pattern in ("stencil2d", "stencil3d"):
         want = 2 if pattern == "stencil2d" else 3
         if grid is None:
@@ -209,10 +244,10 @@ def generate(
             grid = balanced_grid(int(ranks), want)
         if len(grid) != want:
             raise UserError(f"{pattern} needs a {want}-D grid, got {'x'.join(map(str, grid))}")
-        if ranks is not None and int(np.prod(grid)) != ranks:
-            raise UserError(f"grid {'x'.join(map(str, grid))} has {int(np.prod(grid))} ranks, not --ranks {ranks}")
+        if ranks is not None and _grid_ranks(grid) != ranks:
+            raise UserError(f"grid {'x'.join(map(str, grid))} has {_grid_ranks(grid)} ranks, not --ranks {ranks}")
         return stencil(grid, periodic, size_bytes, weights)
-    count = ranks if ranks is not None else (int(np.prod(grid)) if grid else None)
+    count = ranks if ranks is not None else (_grid_ranks(grid) if grid else None)
     if count is None and pattern != "graph":
         raise UserError(f"{pattern} needs --ranks N")
     if pattern == "ring":
@@ -226,10 +261,19 @@ def generate(
     if pattern == "graph":
         if edges is None:
             raise UserError("graph pattern needs edges")
-        edges = [tuple(e) for e in edges]
+        checked = [_edge(e) for e in edges]
+        if not checked:
+            raise UserError("graph pattern needs at least one edge")
         if count is None:
-            count = 1 + max(max(int(e[0]), int(e[1])) for e in edges)
-        return neighbour_graph(count, edges, size_bytes)
+            used = {x for a, b, _ in checked for x in (a, b)}
+            count = 1 + max(used)
+            check_rank_count(count, "the edge list")
+            if len(used) < count:
+                unused = sorted(set(range(count)) - used)
+                raise UserError(f"the edges name ranks up to {count - 1}, but {len(unused)} rank(s) in between "
+                                f"(first: {unused[0]}) appear in no edge",
+                                hint=f"give --ranks {count} if the job really has {count} ranks")
+        return neighbour_graph(count, checked, size_bytes)
     raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid patterns: {', '.join(PATTERNS)}")
 
 
