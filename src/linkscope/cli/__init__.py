@@ -18,8 +18,10 @@ from typing import Sequence
 import typer
 
 try:  # typer >= 0.20 vendors its own copy of click
+    from typer._click import core as _click_core
     from typer._click import exceptions as _click_exc
 except ImportError:  # older typer uses click itself
+    from click import core as _click_core
     from click import exceptions as _click_exc
 
 from ..errors import UserError
@@ -89,6 +91,49 @@ def _plain_streams() -> None:
                 reconfigure(errors="linkscope-plain")
 
 
+_METAVARS = (("path", "PATH"), ("int", "INTEGER"), ("float", "NUMBER"))
+
+
+def _tidy_help(command) -> None:  # noqa: ANN001 - a click Command / Group
+    """Help as a user should read it, for every command of the tree: option values shown as FILE-like
+    words (TEXT, PATH, INTEGER; flags show none) instead of typer's ``<str>``/``<bool>``/``<list[str]>``,
+    arguments by their upper-case name, and docstring paragraphs reflowed to the terminal (a line
+    break in the source is not a line break on screen)."""
+    import re
+
+    if command.help:
+        paragraphs = re.split(r"\n\s*\n", command.help.strip())
+        command.help = "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    for param in command.params:
+        if param.param_type_name == "argument":
+            param.display_type_rich = _no_type  # the name says it: no "<path>" / "<list[str]>" column
+        if param.metavar is not None:
+            continue
+        if getattr(param, "is_flag", False) or getattr(param, "is_bool_flag", False):
+            param.metavar = ""
+        elif param.param_type_name == "argument":
+            param.metavar = (param.name or "value").upper()
+        else:
+            try:
+                bare = param.bare_type()  # typer >= 0.2x: "str", "Path", "int", "list[str]"
+            except AttributeError:
+                bare = getattr(getattr(param, "type", None), "name", "text")
+            bare = str(bare).lower()
+            param.metavar = next((word for key, word in _METAVARS if key in bare), "TEXT")
+    try:  # the -h/--help option is made on first use: make it now and give it no "<bool>"
+        help_option = command.get_help_option(_click_core.Context(command, help_option_names=["-h", "--help"]))
+    except (AttributeError, TypeError):
+        help_option = None
+    if help_option is not None:
+        help_option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
+def _no_type(ctx=None) -> None:  # noqa: ANN001
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and exits with) the exit code."""
     _plain_streams()
@@ -98,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if debug:  # accepted anywhere before "--", like a global flag
         args = ["--debug"] + [a for a in args[:cut] if a != "--debug"] + args[cut:]
     command = typer.main.get_command(app)
+    _tidy_help(command)
     try:
         result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
@@ -106,9 +152,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         _err("interrupted")
         code = EXIT_INTERRUPTED
+    except _click_exc.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as asked
+            exc.show()
+        else:  # one line, like every other error, pointing at the command's help
+            where = f" (see: {exc.ctx.command_path} -h)" if exc.ctx is not None else ""
+            _err(f"{exc.format_message().rstrip('.')}{where}")
+        code = EXIT_USAGE
     except _click_exc.ClickException as exc:
         exc.show()
-        code = EXIT_USAGE if isinstance(exc, _click_exc.UsageError) else exc.exit_code
+        code = exc.exit_code
     except UserError as exc:
         if debug:
             raise
