@@ -40,6 +40,9 @@ _SUFFIX = {
     "g": GiB, "gb": GiB, "gib": GiB,
     "t": TiB, "tb": TiB, "tib": TiB,
 }
+MAX_SIZE_BYTES = 1024**5
+"""One transfer or message of at most 1 PiB: larger is a typo (and would overflow the byte counters)."""
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -48,6 +51,8 @@ def parse_size(text: str | int) -> int:
     if isinstance(text, int):
         if text < 0:
             raise UserError(f"size must not be negative: {text}")
+        if text > MAX_SIZE_BYTES:
+            raise UserError(f"size {text} is above the 1 PiB limit")
         return text
     match = _SIZE_RE.match(str(text))
     if not match:
@@ -57,6 +62,8 @@ def parse_size(text: str | int) -> int:
     if factor is None:
         raise UserError(f"unknown size suffix {suffix!r} in {text!r}", hint="use KiB, MiB, GiB (K/M/G mean the same)")
     value = float(number) * factor
+    if value > MAX_SIZE_BYTES:
+        raise UserError(f"size {text!r} is above the 1 PiB limit")
     if value != int(value):
         raise UserError(f"size is not a whole number of bytes: {text!r}")
     return int(value)
@@ -108,6 +115,7 @@ def format_rate(value_gb_per_s: float | None, digits: int = 1) -> str:
     return f"{value_gb_per_s:.{digits}f}"
 
 
+MAX_DURATION_S = 7 * 24 * 3600.0
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|min)?\s*$")
 _DURATION_FACTOR = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0}
 
@@ -120,4 +128,6 @@ def parse_duration_s(text: str) -> float:
     value = float(match.group(1)) * _DURATION_FACTOR[match.group(2)]
     if value <= 0:
         raise UserError(f"duration must be positive: {text!r}")
+    if value > MAX_DURATION_S:
+        raise UserError(f"duration {text!r} is longer than a week", hint="e.g. 100ms, 2s, 5min")
     return value

@@ -41,12 +41,12 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 
 
-def parse_list(text: str | None) -> list[str] | None:
+def parse_list(text: str | None, option: str = "list") -> list[str] | None:
     if text is None:
         return None
     items = [part.strip() for part in text.split(",") if part.strip()]
     if not items:
-        raise UserError(f"empty list {text!r}")
+        raise UserError(f"{option} {text!r}: empty list", hint="give comma-separated names")
     return items
 
 
@@ -204,7 +204,8 @@ def bench(
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
     try:
-        methods = check_methods(parse_list(method or _default_methods(pat.key)) or [_default_methods("")], engine)
+        methods = check_methods(parse_list(method if method is not None else _default_methods(pat.key), "--method")
+                                or [_default_methods("")], engine)
         spec = BenchSpec(pat, methods, direction, gpu_sel)
         on_partial = partial_writer(json_path, csv_path)
         try:
@@ -271,10 +272,10 @@ def latency(
     from ..patterns.plan import HOST
     from ..units import parse_size
 
-    method = method or DEFAULT_METHOD.key
+    method = DEFAULT_METHOD.key if method is None else method
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu, inputs={"--from": from_file})
-    kinds = parse_list(kind) if kind is not None else list(PAIR_LATENCY_KINDS)
+    kinds = parse_list(kind, "--kind") if kind is not None else list(PAIR_LATENCY_KINDS)
     if not kinds:
         raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
     for k in kinds:

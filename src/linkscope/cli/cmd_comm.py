@@ -382,9 +382,10 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         """
 
         def body(environ: dict[str, str]) -> int:
-            from .common import check_output_file
+            from .common import check_paths
 
-            check_output_file(json_path, "--json")
+            check_paths(inputs={"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None},
+                        outputs={"--json": json_path})
             from ..comm.launch import job_for, run_collectively
             from ..comm.render import stencil_record, stencil_text
             from ..comm.stencil import choose_mapping, parse_slow_pairs, process_grid, run_stencil

@@ -56,13 +56,17 @@ def register(app: typer.Typer) -> None:
         import math
 
         from ..mapping import emit as emitters
-        from ..mapping.api import map_cluster, map_traffic, network_costs
+        from ..mapping.api import MODES, SOLVERS, map_cluster, map_traffic, network_costs
         from ..mapping.assignment import save_assignment, to_dict
         from ..mapping.cost import METRICS, results_cost, topology_cost
         from ..traffic.io import load_traffic
 
         if metric not in METRICS:
             raise ConfigError(f"unknown metric {metric!r}", hint=f"valid metrics: {', '.join(METRICS)}")
+        if solver not in SOLVERS:
+            raise ConfigError(f"unknown solver {solver!r}", hint=f"valid solvers: {', '.join(SOLVERS)}")
+        if mode not in MODES:
+            raise ConfigError(f"unknown mapping mode {mode!r}", hint=f"valid modes: {', '.join(MODES)}")
         if method is not None and metric != "model":
             raise ConfigError(f"--method {method} applies to --metric model only (got --metric {metric})")
         if emit is not None and emit not in emitters.EMITTERS:

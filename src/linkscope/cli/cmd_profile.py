@@ -35,6 +35,9 @@ def register(app: typer.Typer) -> None:
 
         from .common import check_paths
 
+        from ..traffic.io import check_suffix
+
+        check_suffix(output, "--output")
         check_paths(outputs={"--output": output}, output_dirs={"--rows-dir": rows_dir})
         err = stderr_console()
         result = profile(command, dict(os.environ), inject=inject, rows_dir=rows_dir, keep_rows=keep_rows, mpicc=mpicc)

@@ -97,6 +97,9 @@ def register(app: typer.Typer) -> None:
         check_backend(backend)
         if report is None and not no_report:
             report = output.with_suffix(".html")
+            if report == output:
+                raise UserError(f"--output {output}: the HTML report's default name (the JSON path with .html) is the same file",
+                                hint="name the JSON file .json, or give --report FILE or --no-report")
         if no_report:
             report = None
         check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--report": report})

@@ -61,8 +61,10 @@ def register(app: typer.Typer) -> None:
         """
         from .common import check_paths
 
+        from ..traffic.io import check_suffix, save_traffic
+
+        check_suffix(output, "--output")
         check_paths(inputs={"--edges": edges}, outputs={"--output": output})
-        from ..traffic.io import save_traffic
         from ..traffic.synthetic import generate, parse_grid
         from ..units import format_size, parse_size
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..atomic import write_text_atomic
+from ..atomic import write_files_atomic, write_text_atomic
 from ..results.schema import RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import figures as F
@@ -272,13 +272,8 @@ def write_report(records: list[RunRecord], path: str | Path, png_dir: str | Path
     pngs: dict[str, bytes] = {}
     text, items, notes = render_html(records, pngs)
     path = Path(path)
+    files: list[Path] = []
+    if png_dir is not None:  # the figures first, all or none; then the report that describes them
+        files = write_files_atomic(png_dir, {f"{item.name}.png": pngs[item.name] for item in items})
     write_text_atomic(path, text)
-    files = []
-    if png_dir is not None:
-        folder = Path(png_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        for item in items:
-            target = folder / f"{item.name}.png"
-            target.write_bytes(pngs[item.name])
-            files.append(target)
     return ReportResult(path, tuple(i.name for i in items), tuple(files), tuple(notes))

@@ -75,6 +75,8 @@ def _pcie(args: list[str]) -> Topology:
                     description=f"{sockets} socket(s), {per} GPUs behind one PCIe Gen4 switch each (synthetic)")
 
 
+MAX_SYNTHETIC_GPUS = 1024
+
 _BUILDERS: dict[str, Callable[[list[str]], Topology]] = {"nvswitch": _nvswitch, "pcie": _pcie}
 
 
@@ -90,5 +92,11 @@ def synthetic_topology(spec: str) -> Topology:
     builder = _BUILDERS.get(kind)
     if builder is None:
         raise UserError(f"unknown synthetic topology {spec!r}", hint=f"valid kinds: {', '.join(sorted(set(_BUILDERS) | {'fattree'}))}")
+    gpus = 1
+    for number in re.findall(r"\d+", rest):  # nvswitch:N, pcie:SxG, fattree:NxG: the GPUs are the product
+        gpus *= int(number)
+        if gpus > MAX_SYNTHETIC_GPUS:
+            raise UserError(f"synthetic topology {spec!r} has more than {MAX_SYNTHETIC_GPUS} GPUs",
+                            hint="pair and route tables grow with the square of the GPU count")
     args = rest.split(":") if rest else []
     return builder(args)

@@ -97,16 +97,33 @@ def dumps_csv(matrix: TrafficMatrix) -> str:
     return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.bytes)
 
 
-def load_traffic(path: Path | str) -> TrafficMatrix:
-    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json)."""
+def check_suffix(path: Path | str, option: str | None = None) -> str:
+    """The traffic format of ``path`` from its suffix (``.csv``, ``.npy``, ``.json``); any other is
+    refused (commands check their output name before running anything)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise UserError(f"unknown traffic file type {path.suffix!r} for {path}", hint="use .csv, .npy or .json")
+        where = f"{option} {path}" if option else str(path)
+        raise UserError(f"unknown traffic file type {path.suffix!r} for {where}", hint="use .csv, .npy or .json")
+    return suffix
+
+
+def load_traffic(path: Path | str) -> TrafficMatrix:
+    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json)."""
+    path = Path(path)
+    suffix = check_suffix(path)
     origin = f"file:{path.name}"
     if suffix == ".npy":
         if not path.is_file():
-            raise UserError(f"traffic file not found: {path}")
+            raise UserError(f"traffic file not found: {path}" if not path.exists() else
+                            f"traffic file {path} is a folder, expected a file")
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(6)
+        except OSError as exc:
+            raise UserError(f"cannot read traffic file {path}: {exc.strerror}") from None
+        if magic != b"\x93NUMPY":
+            raise TrafficError(f"{path}: not a NumPy .npy file (it does not start with the .npy header)")
         try:
             array = np.load(path, allow_pickle=False, mmap_mode="r")  # the header first: shape and type
         except (ValueError, EOFError, OSError) as exc:
@@ -125,18 +142,16 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
 def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
     """Write atomically; the format follows the suffix. CSV and .npy keep only the byte matrix."""
     path = Path(path)
-    suffix = path.suffix.lower()
+    suffix = check_suffix(path)
     if suffix == ".csv":
         write_text_atomic(path, dumps_csv(matrix))
     elif suffix == ".npy":
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(matrix.bytes))
         write_bytes_atomic(path, buffer.getvalue())
-    elif suffix == ".json":
-        write_json_atomic(path, to_dict(matrix))
     else:
-        raise UserError(f"unknown traffic file type {path.suffix!r} for {path}", hint="use .csv, .npy or .json")
+        write_json_atomic(path, to_dict(matrix))
 
 
-__all__ = ["FORMAT", "SCHEMA_VERSION", "to_dict", "from_dict", "loads_csv", "dumps_csv", "load_traffic",
+__all__ = ["FORMAT", "SCHEMA_VERSION", "check_suffix", "to_dict", "from_dict", "loads_csv", "dumps_csv", "load_traffic",
            "save_traffic"]

@@ -41,7 +41,7 @@ def check_rank_count(ranks: int, what: str = "traffic matrix") -> None:
     """Refuse a job larger than ``MAX_RANKS`` before its matrices are allocated."""
     if ranks > MAX_RANKS:
         raise TrafficError(f"{what} has {ranks} ranks; linkscope handles up to {MAX_RANKS} "
-                           f"(dense {ranks} x {ranks} matrices would need {2 * 8 * ranks * ranks / 2**30:.1f} GiB)")
+                           f"(two dense N x N matrices would need {2 * 8 * float(ranks) ** 2 / 2**30:,.3g} GiB)")
 
 
 def _as_matrix(values: Any, what: str) -> np.ndarray:

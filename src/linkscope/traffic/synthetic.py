@@ -162,6 +162,8 @@ def random_sparse(
     _check_ranks(ranks, 2)
     if not 0 < density <= 1:
         raise UserError(f"random density must be in (0, 1], got {density}")
+    if seed < 0:
+        raise UserError(f"random seed must be a non-negative integer, got {seed}")
     rng = np.random.default_rng(seed)
     talk = rng.random((ranks, ranks)) < density
     volume = rng.integers(1, 17, size=(ranks, ranks)) * max(size_bytes // 16, 1)

@@ -1,0 +1,574 @@
+"""The bad-input table: every command, fed what users (and typos) feed it.
+
+Each row is run in-process through ``linkscope.cli.main`` (fast: no interpreter start-up) and must
+end with a non-zero exit code, exactly one ``linkscope: error:`` line on stderr (other stderr lines
+may only be ``note:`` lines), no traceback, no temporary file left behind, and every input file
+byte-for-byte as it was (no command destroys an input or another output of the same invocation).
+
+``{fx}`` in a row is a fresh copy of the fixture folder (traffic, topology, run, mapping files and
+broken variants of each, built once per session); ``{tmp}`` is the test's empty output folder.
+
+docs/bad-inputs.md is generated from this table (exit code and the error line of every row):
+    PYTHONPATH=src python tests/cli/test_bad_input_table.py > docs/bad-inputs.md
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from linkscope.cli import main
+from linkscope.topology import io as topo_io
+from linkscope.topology.presets import load_preset
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: str                      # shell words; {fx} fixture copy, {tmp} empty output folder
+    needle: str = ""               # a piece of the error line
+    code: int | None = None        # expected exit code (None: any non-zero)
+    env: dict[str, str] = field(default_factory=dict)
+    setup: Callable[[Path], None] | None = None  # makes special files (FIFO, link, huge .npy) in {tmp}
+
+
+def _fifo(name: str) -> Callable[[Path], None]:
+    return lambda tmp: os.mkfifo(tmp / name)
+
+
+def _link(name: str, target: str) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / target).write_text("keep me\n")
+        (tmp / name).symlink_to(tmp / target)
+    return make
+
+
+def _file(name: str, text: str = "keep me\n") -> Callable[[Path], None]:
+    return lambda tmp: (tmp / name).write_text(text)
+
+
+def _huge_npy(tmp: Path) -> None:
+    """A 60,000-rank .npy (sparse on disk): refused from its header, before 27 GiB are read."""
+    array = np.lib.format.open_memmap(tmp / "huge.npy", mode="w+", dtype=np.uint8, shape=(60000, 60000))
+    del array
+
+
+def _hard_link(tmp: Path) -> None:
+    (tmp / "a.json").write_text("{}\n")
+    os.link(tmp / "a.json", tmp / "b.json")
+
+
+LONG = "x" * 300
+SIM = "--backend sim --preset hgx-h200-4"
+
+CASES: list[Case] = [
+    # ---- top level and usage -------------------------------------------------------------------
+    Case("unknown-command", "frobnicate", "No such command", 2),
+    Case("unknown-option", "topo --bogus", "No such option: --bogus", 2),
+    Case("missing-argument", "map", "Missing argument", 2),
+    Case("int-option-text", "map {fx}/t.json --preset hgx-h200-4 --nodes many", "--nodes", 2),
+    Case("float-option-text", "map {fx}/t.json --preset hgx-h200-4 --time-limit soon", "--time-limit", 2),
+    # ---- env -----------------------------------------------------------------------------------
+    Case("env-extra-argument", "env extra", "unexpected extra argument", 2),
+    Case("env-json-value", "env --json=yes", "does not take a value", 2),
+    # ---- topo ----------------------------------------------------------------------------------
+    Case("topo-unknown-preset", "topo --preset nope", "unknown preset 'nope'"),
+    Case("topo-empty-preset", "topo --preset ''", "preset"),
+    Case("topo-two-sources", "topo --preset hgx-h200-4 --synthetic nvswitch:4", ""),
+    Case("topo-missing-file", "topo --from {fx}/missing.json", "not found"),
+    Case("topo-folder-as-file", "topo --from {fx}/folder", ""),
+    Case("topo-empty-file", "topo --from {fx}/empty.json", "not valid JSON"),
+    Case("topo-bad-json", "topo --from {fx}/bad.json", "not valid JSON"),
+    Case("topo-binary-file", "topo --from {fx}/binary.json", ""),
+    Case("topo-json-list", "topo --from {fx}/list.json", "JSON object"),
+    Case("topo-traffic-file", "topo --from {fx}/t.json", "not a linkscope topology"),
+    Case("topo-link-1e308", "topo --from {fx}/topo-1e308.json", "not a physical link"),
+    Case("topo-link-zero", "topo --from {fx}/topo-zero.json", "no positive bandwidth"),
+    Case("topo-link-count", "topo --from {fx}/topo-count.json", "bonded links"),
+    Case("topo-link-latency", "topo --from {fx}/topo-latency.json", "latency"),
+    Case("topo-link-nan", "topo --from {fx}/topo-nan.json", "NaN"),
+    Case("topo-link-negative-latency", "topo --from {fx}/topo-neglat.json", "must not be negative"),
+    Case("topo-memory-negative", "topo --from {fx}/topo-mem.json", "memory_bytes"),
+    Case("topo-dangling-link", "topo --from {fx}/topo-dangling.json", "does not exist"),
+    Case("topo-duplicate-device", "topo --from {fx}/topo-dup.json", "appears twice"),
+    Case("topo-schema-99", "topo --from {fx}/topo-v99.json", "newer"),
+    Case("topo-missing-links", "topo --from {fx}/topo-nolinks.json", "missing field 'links'"),
+    Case("topo-synthetic-bad", "topo --synthetic banana", ""),
+    Case("topo-synthetic-zero", "topo --synthetic nvswitch:0", ""),
+    Case("topo-synthetic-huge", "topo --synthetic nvswitch:100000", ""),
+    Case("topo-gpus-out-of-range", "topo --preset hgx-h200-4 --gpus 9", "9"),
+    Case("topo-gpus-negative", "topo --preset hgx-h200-4 --gpus -1", ""),
+    Case("topo-gpus-text", "topo --preset hgx-h200-4 --gpus a,b", "not a GPU index"),
+    Case("topo-gpus-twice", "topo --preset hgx-h200-4 --gpus 0,0", "listed twice"),
+    Case("topo-gpus-empty", "topo --preset hgx-h200-4 --gpus ,", "empty GPU list"),
+    Case("topo-output-proc", "topo --preset hgx-h200-4 -o /proc/x.json", "/proc"),
+    Case("topo-output-long-name", f"topo --preset hgx-h200-4 -o {{tmp}}/{LONG}.json", "file name is"),
+    Case("topo-output-no-folder", "topo --preset hgx-h200-4 -o {tmp}/no/such/t.json", "does not exist"),
+    Case("topo-output-folder", "topo --preset hgx-h200-4 -o {tmp}", "is a folder"),
+    Case("topo-output-fifo", "topo --preset hgx-h200-4 -o {tmp}/fifo", "FIFO", setup=_fifo("fifo")),
+    Case("topo-output-symlink", "topo --preset hgx-h200-4 -o {tmp}/link.json", "symbolic link",
+         setup=_link("link.json", "real.json")),
+    Case("topo-output-dev-null", "topo --preset hgx-h200-4 -o /dev/null", "device"),
+    Case("topo-output-is-input", "topo --from {fx}/topo.json -o {fx}/topo.json", "same file as input --from"),
+    Case("topo-output-is-input-dotdot", "topo --from {fx}/topo.json -o {fx}/folder/../topo.json", "same file"),
+    Case("topo-output-empty-name", "topo --preset hgx-h200-4 -o ''", ""),
+    Case("topo-sysfs-root-with-preset", "topo --preset hgx-h200-4 --sysfs-root /", "--sysfs-root"),
+    Case("topo-export-raw-is-file", "topo export --raw {fx}/t.json", "not a folder"),
+    Case("topo-export-raw-no-parent", "topo export --raw {tmp}/no/such/dir", "does not exist"),
+    Case("topo-export-missing-raw", "topo export", "Missing option", 2),
+    # ---- bench (bandwidth) -----------------------------------------------------------------------
+    Case("bench-unknown-backend", "bench --backend warp", "unknown backend"),
+    Case("bench-cuda-here", "bench --backend cuda --preset hgx-h200-4 --sizes 1MiB", ""),
+    Case("bench-empty-method", f"bench {SIM} --method ''", "method"),
+    Case("bench-comma-method", f"bench {SIM} --method ,", "empty list"),
+    Case("bench-unknown-method", f"bench {SIM} --method warp", "unknown method"),
+    Case("bench-method-twice", f"bench {SIM} --method ce,ce", "listed twice"),
+    Case("bench-unknown-pattern", f"bench {SIM} --pattern spiral", ""),
+    Case("bench-bad-direction", f"bench {SIM} --direction sideways", ""),
+    Case("bench-sizes-empty", f"bench {SIM} --sizes ''", "size"),
+    Case("bench-sizes-zero", f"bench {SIM} --sizes 0", "positive"),
+    Case("bench-sizes-negative", f"bench {SIM} --sizes -1", ""),
+    Case("bench-sizes-junk", f"bench {SIM} --sizes lots", "not a size"),
+    Case("bench-sizes-suffix", f"bench {SIM} --sizes 4XB", "suffix"),
+    Case("bench-sizes-fraction", f"bench {SIM} --sizes 1.5", "whole number"),
+    Case("bench-sizes-huge", f"bench {SIM} --sizes 99999999TiB", "1 PiB"),
+    Case("bench-sizes-range-reversed", f"bench {SIM} --sizes 1GiB:8", "bad size range"),
+    Case("bench-sizes-nan", f"bench {SIM} --sizes nan", "not a size"),
+    Case("bench-reps-zero", f"bench {SIM} --reps 0", "--reps", 2),
+    Case("bench-reps-huge", f"bench {SIM} --reps 100000000 --sizes 1MiB", "100,000"),
+    Case("bench-warmup-negative", f"bench {SIM} --warmup -1", "--warmup", 2),
+    Case("bench-warmup-huge", f"bench {SIM} --warmup 100000000", "warmup"),
+    Case("bench-time-budget-junk", f"bench {SIM} --time-budget soon", "not a duration"),
+    Case("bench-time-budget-zero", f"bench {SIM} --time-budget 0", "positive"),
+    Case("bench-time-budget-negative", f"bench {SIM} --time-budget -1s", "not a duration"),
+    Case("bench-time-budget-year", f"bench {SIM} --time-budget 600000min", "week"),
+    Case("bench-target-ci-zero", f"bench {SIM} --target-ci 0", "--target-ci"),
+    Case("bench-target-ci-nan", f"bench {SIM} --target-ci nan", "--target-ci"),
+    Case("bench-chunk-zero", f"bench {SIM} --chunk 0", "--chunk"),
+    Case("bench-gpus-out-of-range", f"bench {SIM} --gpus 0,7", "7"),
+    Case("bench-gpus-text", f"bench {SIM} --gpus all", "not a GPU index"),
+    Case("bench-json-and-csv-same", f"bench {SIM} --sizes 1MiB --json {{tmp}}/x.json --csv {{tmp}}/x.json",
+         "same file as output --json"),
+    Case("bench-json-csv-hard-link", f"bench {SIM} --sizes 1MiB --json {{tmp}}/a.json --csv {{tmp}}/b.json",
+         "same file", setup=_hard_link),
+    Case("bench-both-stdout", f"bench {SIM} --json - --csv -", "stdout"),
+    Case("bench-stdout-and-osu", f"bench {SIM} --json - --osu", "stdout"),
+    Case("bench-json-is-topology", f"bench --backend sim --from {{fx}}/topo.json --json {{fx}}/topo.json", "same file"),
+    Case("bench-json-is-pattern", f"bench {SIM} --pattern {{fx}}/pattern.json --json {{fx}}/pattern.json", "same file"),
+    Case("bench-json-proc", f"bench {SIM} --json /proc/x.json", "/proc"),
+    Case("bench-csv-long-name", f"bench {SIM} --csv {{tmp}}/{LONG}.csv", "file name is"),
+    Case("bench-json-fifo", f"bench {SIM} --json {{tmp}}/fifo", "FIFO", setup=_fifo("fifo")),
+    Case("bench-csv-symlink", f"bench {SIM} --csv {{tmp}}/l.csv", "symbolic link", setup=_link("l.csv", "r.csv")),
+    Case("bench-pattern-file-bad-json", f"bench {SIM} --pattern {{fx}}/bad.json", "not valid JSON"),
+    Case("bench-pattern-file-empty", f"bench {SIM} --pattern {{fx}}/list.json", "non-empty list"),
+    Case("bench-pattern-file-gpu-99", f"bench {SIM} --pattern {{fx}}/pattern-99.json", "99"),
+    Case("bench-pattern-file-bad-end", f"bench {SIM} --pattern {{fx}}/pattern-end.json", "bad transfer end"),
+    Case("bench-pattern-file-bad-size", f"bench {SIM} --pattern {{fx}}/pattern-size.json", ""),
+    Case("bench-pattern-csv-junk", f"bench {SIM} --pattern {{fx}}/pattern.csv", "expected src,dst"),
+    Case("bench-from-traffic", "bench --backend sim --from {fx}/t.json", "not a linkscope topology"),
+    Case("bench-list-unknown-backend", "bench --list --backend warp", "unknown backend"),
+    # ---- bench latency ---------------------------------------------------------------------------
+    Case("latency-unknown-kind", f"bench latency {SIM} --kind warp", "unknown latency kind"),
+    Case("latency-kind-twice", f"bench latency {SIM} --kind copy,copy", "listed twice"),
+    Case("latency-kind-empty", f"bench latency {SIM} --kind ''", ""),
+    Case("latency-size-zero", f"bench latency {SIM} --kind copy --size 0", "--size"),
+    Case("latency-size-junk", f"bench latency {SIM} --kind copy --size big", "not a size"),
+    Case("latency-copy-bad-method", f"bench latency {SIM} --kind copy --method warp", "unknown method"),
+    Case("latency-reps-zero", f"bench latency {SIM} --reps 0", "--reps", 2),
+    Case("latency-reps-huge", f"bench latency {SIM} --reps 100000000", "100,000"),
+    Case("latency-gpus-one", f"bench latency {SIM} --gpus 9", "9"),
+    Case("latency-json-csv-same", f"bench latency {SIM} --json {{tmp}}/l.json --csv {{tmp}}/l.json", "same file"),
+    Case("latency-json-is-topology", "bench latency --backend sim --from {fx}/topo.json --json {fx}/topo.json", "same file"),
+    # ---- bench mpi / nccl / stencil / p2p: the CLI surface ---------------------------------------
+    Case("mpi-bad-test", "bench mpi --test warp", ""),
+    Case("mpi-bad-buffers", "bench mpi --buffers XY", ""),
+    Case("mpi-bad-sizes", "bench mpi --sizes lots", "not a size"),
+    Case("mpi-iterations-zero", "bench mpi --iterations 0", "--iterations", 2),
+    Case("mpi-window-zero", "bench mpi --window 0", "--window", 2),
+    Case("mpi-bad-gpu-aware", "bench mpi --gpu-aware maybe", ""),
+    Case("mpi-json-proc", "bench mpi --json /proc/x.json", "/proc"),
+    Case("mpi-json-folder", "bench mpi --json {tmp}", "is a folder"),
+    Case("nccl-bad-op", "bench nccl --backend sim --op scatterall", ""),
+    Case("nccl-bad-backend", "bench nccl --backend warp", ""),
+    Case("nccl-iters-zero", "bench nccl --iters 0", "--iters", 2),
+    Case("nccl-bad-sizes", "bench nccl --backend sim --sizes 0", ""),
+    Case("nccl-gpus-text", "bench nccl --backend sim --gpus x", "not a GPU index"),
+    Case("nccl-json-long-name", f"bench nccl --backend sim --json {{tmp}}/{LONG}.json", "file name is"),
+    Case("stencil-bad-dims", "bench stencil --backend sim --dims 4", "--dims"),
+    Case("stencil-bad-grid", "bench stencil --backend sim --grid 2y2", ""),
+    Case("stencil-bad-slow-pairs", "bench stencil --backend sim --emulate-slow-pairs 0+1", ""),
+    Case("stencil-mapping-missing", "bench stencil --backend sim --mapping {fx}/missing.json", ""),
+    Case("stencil-json-is-mapping", "bench stencil --backend sim --mapping {fx}/m.json --json {fx}/m.json", "same file"),
+    Case("stencil-json-is-topology", "bench stencil --backend sim --from {fx}/topo.json --json {fx}/topo.json", "same file"),
+    Case("stencil-runs-zero", "bench stencil --runs 0", "--runs", 2),
+    Case("p2p-without-mpi", "bench p2p --backend sim", ""),
+    Case("p2p-bad-buffers", "bench p2p --mpi --buffers Q", ""),
+    Case("p2p-json-fifo", "bench p2p --mpi --json {tmp}/fifo", "FIFO", setup=_fifo("fifo")),
+    # ---- survey ----------------------------------------------------------------------------------
+    Case("survey-same-json-and-report", "survey --preset hgx-h200-4 -o {tmp}/same.json --report {tmp}/same.json",
+         "same file as output --output"),
+    Case("survey-html-output-default-report", "survey --preset hgx-h200-4 -o {tmp}/s.html", "default name"),
+    Case("survey-output-is-topology", "survey --from {fx}/topo.json -o {fx}/topo.json", "same file as input --from"),
+    Case("survey-output-proc", "survey --preset hgx-h200-4 -o /proc/s.json", "/proc"),
+    Case("survey-report-long-name", f"survey --preset hgx-h200-4 -o {{tmp}}/s.json --report {{tmp}}/{LONG}.html", "file name is"),
+    Case("survey-report-symlink", "survey --preset hgx-h200-4 -o {tmp}/s.json --report {tmp}/r.html",
+         "symbolic link", setup=_link("r.html", "shared.html")),
+    Case("survey-size-zero", "survey --preset hgx-h200-4 -o {tmp}/s.json --size 0", "positive"),
+    Case("survey-size-junk", "survey --preset hgx-h200-4 -o {tmp}/s.json --size big", "not a size"),
+    Case("survey-unknown-backend", "survey --backend warp", "unknown backend"),
+    Case("survey-cuda-here", "survey --backend cuda --preset hgx-h200-4 -o {tmp}/s.json", ""),
+    Case("survey-time-budget-junk", "survey --preset hgx-h200-4 -o {tmp}/s.json --time-budget x", "not a duration"),
+    # ---- model -----------------------------------------------------------------------------------
+    Case("predict-bad-method", "model predict --preset hgx-h200-4 --method warp", "unknown transfer method"),
+    Case("predict-empty-method", "model predict --preset hgx-h200-4 --method ''", "method"),
+    Case("predict-bad-flow", "model predict --preset hgx-h200-4 --flows 0-1", "bad flow"),
+    Case("predict-flow-endpoint", "model predict --preset hgx-h200-4 --flows a->1", "bad endpoint"),
+    Case("predict-flow-gpu-99", "model predict --preset hgx-h200-4 --flows 0->99", "99"),
+    Case("predict-empty-flows", "model predict --preset hgx-h200-4 --flows ,", "empty"),
+    Case("predict-pattern-one-gpu", "model predict --preset hgx-h200-4 --pattern pairs --gpus 0", "needs more GPUs"),
+    Case("predict-unknown-pattern", "model predict --preset hgx-h200-4 --pattern spiral", ""),
+    Case("predict-sizes-zero", "model predict --preset hgx-h200-4 --sizes 0", "positive"),
+    Case("predict-host-method-mismatch", "model predict --preset hgx-h200-4 --method h2d --flows 0->1", "host"),
+    Case("calibrate-missing", "model calibrate {fx}/missing.json", "not found"),
+    Case("calibrate-bad-json", "model calibrate {fx}/bad.json", "not valid JSON"),
+    Case("calibrate-topology-file", "model calibrate {fx}/topo.json", ""),
+    Case("calibrate-output-is-input", "model calibrate {fx}/run.json -o {fx}/run.json", "same file as input RESULTS"),
+    Case("calibrate-output-is-topology", "model calibrate {fx}/run.json --topology {fx}/topo.json -o {fx}/topo.json",
+         "same file as input --topology"),
+    Case("calibrate-json-needs-output", "model calibrate {fx}/run.json --json", "-o FILE"),
+    Case("calibrate-bad-topology", "model calibrate {fx}/run.json --topology nope", "not a file, a preset"),
+    Case("calibrate-output-proc", "model calibrate {fx}/run.json -o /proc/c.json", "/proc"),
+    Case("check-missing", "model check {fx}/missing.json", "not found"),
+    Case("check-traffic-file", "model check {fx}/t.json", ""),
+    Case("check-record-v99", "model check {fx}/run-v99.json", ""),
+    Case("check-record-truncated", "model check {fx}/run-truncated.json", "not valid JSON"),
+    Case("check-max-error-negative", "model check {fx}/run.json --max-error -1", "--max-error", 2),
+    Case("check-bad-topology", "model check {fx}/run.json --topology banana:7", ""),
+    # ---- traffic ---------------------------------------------------------------------------------
+    Case("gen-unknown-pattern", "traffic gen spiral --ranks 4 -o {tmp}/t.json", "unknown traffic pattern"),
+    Case("gen-ring-no-ranks", "traffic gen ring -o {tmp}/t.json", "needs --ranks"),
+    Case("gen-ring-one-rank", "traffic gen ring --ranks 1 -o {tmp}/t.json", "at least 2"),
+    Case("gen-ranks-negative", "traffic gen ring --ranks -4 -o {tmp}/t.json", ""),
+    Case("gen-all-to-all-60000", "traffic gen all-to-all --ranks 60000 -o {tmp}/t.npy", "8192"),
+    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "8192"),
+    Case("gen-grid-overflow", "traffic gen stencil2d --grid 99999999999999999999x2 -o {tmp}/t.npy", ""),
+    Case("gen-grid-junk", "traffic gen stencil2d --grid 4by4 -o {tmp}/t.json", "not a process grid"),
+    Case("gen-grid-zero", "traffic gen stencil2d --grid 0x4 -o {tmp}/t.json", "below 1"),
+    Case("gen-grid-wrong-dims", "traffic gen stencil2d --grid 2x2x2 -o {tmp}/t.json", "2-D grid"),
+    Case("gen-grid-ranks-mismatch", "traffic gen stencil2d --grid 4x4 --ranks 8 -o {tmp}/t.json", "not --ranks 8"),
+    Case("gen-weights-nan", "traffic gen stencil2d --grid 2x2 --weights nan,1 -o {tmp}/t.json", "finite"),
+    Case("gen-weights-inf", "traffic gen stencil2d --grid 2x2 --weights 1,inf -o {tmp}/t.json", "finite"),
+    Case("gen-weights-negative", "traffic gen stencil2d --grid 2x2 --weights 1,-1 -o {tmp}/t.json", "non-negative"),
+    Case("gen-weights-count", "traffic gen stencil2d --grid 2x2 --weights 1,1,1 -o {tmp}/t.json", "2 finite"),
+    Case("gen-weights-junk", "traffic gen stencil2d --grid 2x2 --weights a,b -o {tmp}/t.json", "bad axis weights"),
+    Case("gen-weights-huge", "traffic gen stencil2d --grid 2x2 --weights 1e300,1 -o {tmp}/t.json", "byte count"),
+    Case("gen-bytes-junk", "traffic gen ring --ranks 4 --bytes lots -o {tmp}/t.json", "not a size"),
+    Case("gen-bytes-huge", "traffic gen ring --ranks 4 --bytes 99999999TiB -o {tmp}/t.json", "1 PiB"),
+    Case("gen-density-nan", "traffic gen random --ranks 4 --density nan -o {tmp}/t.json", "density"),
+    Case("gen-density-zero", "traffic gen random --ranks 4 --density 0 -o {tmp}/t.json", "density"),
+    Case("gen-seed-negative", "traffic gen random --ranks 4 --seed -1 -o {tmp}/t.json", ""),
+    Case("gen-tree-bad-op", "traffic gen tree --ranks 4 --op scatter -o {tmp}/t.json", "unknown tree operation"),
+    Case("gen-graph-no-edges", "traffic gen graph -o {tmp}/t.json", "needs edges"),
+    Case("gen-graph-edges-missing", "traffic gen graph --edges {fx}/missing.txt -o {tmp}/t.json", "not found"),
+    Case("gen-graph-edges-empty", "traffic gen graph --edges {fx}/empty.json -o {tmp}/t.json", "at least one edge"),
+    Case("gen-graph-edge-nan", "traffic gen graph --edges {fx}/e-nan.txt -o {tmp}/t.json", "not a rank number"),
+    Case("gen-graph-weight-nan", "traffic gen graph --edges {fx}/e-wnan.txt -o {tmp}/t.json", "finite"),
+    Case("gen-graph-weight-negative", "traffic gen graph --edges {fx}/e-wneg.txt -o {tmp}/t.json", "finite"),
+    Case("gen-graph-edge-fraction", "traffic gen graph --edges {fx}/e-frac.txt -o {tmp}/t.json", "not a rank number"),
+    Case("gen-graph-edge-negative", "traffic gen graph --edges {fx}/e-neg.txt -o {tmp}/t.json", "not a rank number"),
+    Case("gen-graph-edge-junk", "traffic gen graph --edges {fx}/e-junk.txt -o {tmp}/t.json", "expected 'a b [weight]'"),
+    Case("gen-graph-edge-four-fields", "traffic gen graph --edges {fx}/e-four.txt -o {tmp}/t.json", "(a, b)"),
+    Case("gen-graph-edge-rank-99-gap", "traffic gen graph --edges {fx}/e-99.txt -o {tmp}/t.json", "--ranks 100"),
+    Case("gen-graph-edge-outside-ranks", "traffic gen graph --ranks 4 --edges {fx}/e-99.txt -o {tmp}/t.json", "outside 0..3"),
+    Case("gen-graph-edge-huge-rank", "traffic gen graph --edges {fx}/e-huge.txt -o {tmp}/t.json", "8192"),
+    Case("gen-output-suffix", "traffic gen ring --ranks 4 -o {tmp}/t.txt", "unknown traffic file type"),
+    Case("gen-output-proc", "traffic gen ring --ranks 4 -o /proc/t.json", "/proc"),
+    Case("gen-output-long-name", f"traffic gen ring --ranks 4 -o {{tmp}}/{LONG}.json", "file name is"),
+    Case("gen-output-is-edges", "traffic gen graph --edges {fx}/e-ok.csv -o {fx}/e-ok.csv", "same file as input --edges"),
+    Case("gen-output-symlink", "traffic gen ring --ranks 4 -o {tmp}/l.json", "symbolic link", setup=_link("l.json", "r.json")),
+    Case("gen-missing-output", "traffic gen ring --ranks 4", "Missing option", 2),
+    Case("show-missing", "traffic show {fx}/missing.json", "not found"),
+    Case("show-suffix", "traffic show {fx}/file.txt", "unknown traffic file type"),
+    Case("show-bad-json", "traffic show {fx}/bad.json", "not valid JSON"),
+    Case("show-topology-json", "traffic show {fx}/topo.json", "not a linkscope traffic file"),
+    Case("show-nan-json", "traffic show {fx}/t-nan.json", "NaN"),
+    Case("show-string-cells", "traffic show {fx}/t-strings.json", "not numeric"),
+    Case("show-ranks-mismatch", "traffic show {fx}/t-ranks.json", "'ranks' says"),
+    Case("show-csv-not-square", "traffic show {fx}/nonsquare.csv", "N lines of N"),
+    Case("show-csv-negative", "traffic show {fx}/negative.csv", "negative"),
+    Case("show-csv-text", "traffic show {fx}/text.csv", "not a list of numbers"),
+    Case("show-csv-inf", "traffic show {fx}/inf.csv", "non-finite"),
+    Case("show-csv-empty", "traffic show {fx}/empty.csv", "no rows"),
+    Case("show-npy-complex", "traffic show {fx}/complex.npy", "complex"),
+    Case("show-npy-strings", "traffic show {fx}/strings.npy", "text"),
+    Case("show-npy-bool", "traffic show {fx}/bool.npy", "true/false"),
+    Case("show-npy-3d", "traffic show {fx}/cube.npy", "square"),
+    Case("show-npy-object", "traffic show {fx}/object.npy", "not a plain NumPy array"),
+    Case("show-npy-not-numpy", "traffic show {fx}/fake.npy", "not a NumPy .npy file"),
+    Case("show-npy-archive", "traffic show {fx}/archive.npy", "not a plain NumPy array"),
+    Case("show-npy-60000-ranks", "traffic show {tmp}/huge.npy", "8192", setup=_huge_npy),
+    Case("show-folder", "traffic show {fx}/folder.json", ""),
+    # ---- map -------------------------------------------------------------------------------------
+    Case("map-missing-traffic", "map {fx}/missing.json --preset hgx-h200-4", "not found"),
+    Case("map-no-topology", "map {fx}/t.json", ""),
+    Case("map-unknown-metric", "map {fx}/t.json --preset hgx-h200-4 --metric speed", "unknown metric"),
+    Case("map-unknown-solver", "map {fx}/t.json --preset hgx-h200-4 --solver magic", ""),
+    Case("map-unknown-mode", "map {fx}/t.json --preset hgx-h200-4 --mode shuffle", ""),
+    Case("map-method-without-model", "map {fx}/t.json --preset hgx-h200-4 --method ce", "--metric model only"),
+    Case("map-empty-method", "map {fx}/t.json --preset hgx-h200-4 --metric model --method ''", "unknown --method"),
+    Case("map-unknown-method", "map {fx}/t.json --preset hgx-h200-4 --metric model --method warp", "unknown --method"),
+    Case("map-time-limit-negative", "map {fx}/t.json --preset hgx-h200-4 --time-limit -1", "--time-limit"),
+    Case("map-time-limit-nan", "map {fx}/t.json --preset hgx-h200-4 --time-limit nan", "--time-limit"),
+    Case("map-time-limit-inf", "map {fx}/t.json --preset hgx-h200-4 --time-limit inf", "--time-limit"),
+    Case("map-nodes-zero", "map {fx}/t.json --preset hgx-h200-4 --nodes 0", "--nodes"),
+    Case("map-nodes-100000", "map {fx}/t.json --preset hgx-h200-4 --nodes 100000", "more nodes than"),
+    Case("map-hosts-too-few", "map {fx}/t.json --preset hgx-h200-4 --nodes 2 --hosts a", "--hosts"),
+    Case("map-hosts-empty-name", "map {fx}/t.json --preset hgx-h200-4 --nodes 2 --hosts a,,b", "--hosts"),
+    Case("map-hosts-duplicate", "map {fx}/t.json --preset hgx-h200-4 --nodes 2 --hosts a,a", "distinct"),
+    Case("map-too-many-ranks", "map {fx}/t16.json --preset hgx-h200-4", ""),
+    Case("map-unknown-emit", "map {fx}/t.json --preset hgx-h200-4 --emit yaml", "unknown --emit"),
+    Case("map-emit-to-without-emit", "map {fx}/t.json --preset hgx-h200-4 --emit-to {tmp}/x", "--emit-to needs --emit"),
+    Case("map-emit-env-to-file", "map {fx}/t.json --preset hgx-h200-4 --emit env --emit-to {fx}/file.txt", "not a folder"),
+    Case("map-emit-rankfile-is-output", "map {fx}/t.json --preset hgx-h200-4 -o {tmp}/me.json --emit rankfile --emit-to {tmp}/me.json",
+         "same file as output --output"),
+    Case("map-output-is-traffic", "map {fx}/t.json --preset hgx-h200-4 -o {fx}/t.json", "same file as input TRAFFIC"),
+    Case("map-output-is-traffic-symlink", "map {tmp}/tl.json --preset hgx-h200-4 -o {fx}/t.json", "same file",
+         setup=lambda tmp: (tmp / "tl.json").symlink_to(tmp.parent / "fx" / "t.json")),
+    Case("map-output-is-topology", "map {fx}/t.json --from {fx}/topo.json -o {fx}/topo.json", "same file as input --from"),
+    Case("map-output-is-results", "map {fx}/t.json --results {fx}/run.json -o {fx}/run.json", "same file as input --results"),
+    Case("map-output-proc", "map {fx}/t.json --preset hgx-h200-4 -o /proc/x.json", "/proc"),
+    Case("map-output-long-name", f"map {{fx}}/t.json --preset hgx-h200-4 -o {{tmp}}/{LONG}.json", "file name is"),
+    Case("map-output-fifo", "map {fx}/t.json --preset hgx-h200-4 -o {tmp}/fifo", "FIFO", setup=_fifo("fifo")),
+    Case("map-emit-slurm-symlink", "map {fx}/t.json --preset hgx-h200-4 --emit slurm --emit-to {tmp}/s.txt", "symbolic link",
+         setup=_link("s.txt", "real.txt")),
+    Case("map-traffic-complex", "map {fx}/complex.npy --preset hgx-h200-4", "complex"),
+    Case("map-traffic-nan", "map {fx}/t-nan.json --preset hgx-h200-4", "NaN"),
+    Case("map-results-not-record", "map {fx}/t.json --results {fx}/topo.json", ""),
+    Case("map-topology-1e308", "map {fx}/t.json --from {fx}/topo-1e308.json", "not a physical link"),
+    # ---- launch ----------------------------------------------------------------------------------
+    Case("launch-no-command", "launch --mapping {fx}/m.json", "Missing argument", 2),
+    Case("launch-not-executable", "launch --mapping {fx}/m.json -- {fx}/script.sh", "not executable",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-command-missing", "launch --mapping {fx}/m.json -- no-such-program-linkscope", "command not found",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-folder-as-command", "launch --mapping {fx}/m.json -- {fx}/folder", "",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-no-local-rank", "launch --mapping {fx}/m.json -- true", "local rank",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "", "MPI_LOCALRANKID": "", "PMI_LOCAL_RANK": "", "SLURM_LOCALID": "",
+              "LOCAL_RANK": ""}),
+    Case("launch-local-rank-junk", "launch --mapping {fx}/m.json -- true", "", env={"OMPI_COMM_WORLD_LOCAL_RANK": "x"}),
+    Case("launch-local-rank-too-big", "launch --mapping {fx}/m.json -- true", "", env={"OMPI_COMM_WORLD_LOCAL_RANK": "99"}),
+    Case("launch-mapping-missing", "launch --mapping {fx}/missing.json -- true", "not found",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-mapping-bad-json", "launch --mapping {fx}/bad.json -- true", "not valid JSON",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-mapping-is-traffic", "launch --mapping {fx}/t.json -- true", "", env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    # ---- profile ---------------------------------------------------------------------------------
+    Case("profile-no-command", "profile -o {tmp}/t.json", "Missing argument", 2),
+    Case("profile-bad-inject", "profile --inject magic -o {tmp}/t.json -- true", ""),
+    Case("profile-output-suffix", "profile -o {tmp}/t.txt -- true", "unknown traffic file type"),
+    Case("profile-output-proc", "profile -o /proc/t.json -- true", "/proc"),
+    Case("profile-rows-dir-is-file", "profile -o {tmp}/t.json --rows-dir {fx}/file.txt -- true", "not a folder"),
+    Case("profile-bad-mpicc", "profile -o {tmp}/t.json --mpicc no-such-mpicc-linkscope -- true", ""),
+    # ---- watch -----------------------------------------------------------------------------------
+    Case("watch-no-command", "watch", "Missing argument", 2),
+    Case("watch-json-stdout", "watch --json - -- true", "stdout belongs to the command"),
+    Case("watch-json-csv-same", "watch --json {tmp}/w.json --csv {tmp}/w.json -- true", "same file"),
+    Case("watch-json-proc", "watch --json /proc/w.json -- true", "/proc"),
+    Case("watch-bad-interval", "watch --interval soon -- true", "not a duration"),
+    Case("watch-interval-zero", "watch --interval 0 -- true", "positive"),
+    Case("watch-interval-year", "watch --interval 9999999min -- true", "week"),
+    Case("watch-bad-gpus", "watch --gpus x -- true", "not a GPU index"),
+    Case("watch-no-driver", "watch -- true", ""),
+    # ---- report ----------------------------------------------------------------------------------
+    Case("report-no-runs", "report", "Missing argument", 2),
+    Case("report-missing-run", "report {fx}/missing.json -o {tmp}/r.html", "not found"),
+    Case("report-traffic-file", "report {fx}/t.json -o {tmp}/r.html", ""),
+    Case("report-bad-json", "report {fx}/bad.json -o {tmp}/r.html", "not valid JSON"),
+    Case("report-output-is-run", "report {fx}/run.json -o {fx}/run.json", "same file as input RUN.json"),
+    Case("report-output-is-second-run", "report {fx}/run.json {fx}/run2.json -o {fx}/run2.json", "same file"),
+    Case("report-output-proc", "report {fx}/run.json -o /proc/r.html", "/proc"),
+    Case("report-output-long-name", f"report {{fx}}/run.json -o {{tmp}}/{LONG}.html", "file name is"),
+    Case("report-png-is-file", "report {fx}/run.json -o {tmp}/r.html --png {fx}/file.txt", "not a folder"),
+    Case("report-png-no-parent", "report {fx}/run.json -o {tmp}/r.html --png {tmp}/no/such", "does not exist"),
+    Case("report-output-symlink", "report {fx}/run.json -o {tmp}/r.html", "symbolic link", setup=_link("r.html", "team.html")),
+]
+
+
+# ---- fixtures -------------------------------------------------------------------------------------
+
+def _topology_variant(folder: Path, name: str, change: Callable[[dict], None]) -> None:
+    data = topo_io.to_dict(load_preset("hgx-h200-4"))
+    change(data)
+    (folder / name).write_text(json.dumps(data))
+
+
+def build_fixtures(folder: Path) -> None:
+    """Every input file the table names (good ones to misuse, broken ones to refuse)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    quiet = contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO())
+    with quiet[0], quiet[1]:
+        assert main(["traffic", "gen", "ring", "--ranks", "4", "-o", str(folder / "t.json")]) == 0
+        assert main(["traffic", "gen", "ring", "--ranks", "16", "-o", str(folder / "t16.json")]) == 0
+        assert main(["topo", "--preset", "hgx-h200-4", "-o", str(folder / "topo.json")]) == 0
+        assert main(["map", str(folder / "t.json"), "--preset", "hgx-h200-4", "-o", str(folder / "m.json")]) == 0
+        for run in ("run.json", "run2.json"):
+            assert main(["bench", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "1MiB", "--reps", "3",
+                         "--json", str(folder / run)]) == 0
+    (folder / "folder").mkdir()
+    (folder / "folder.json").mkdir()
+    (folder / "file.txt").write_text("hello\n")
+    (folder / "empty.json").write_text("")
+    (folder / "empty.csv").write_text("# nothing\n")
+    (folder / "bad.json").write_text("{bad")
+    (folder / "list.json").write_text("[]")
+    (folder / "binary.json").write_bytes(bytes(range(256)))
+    (folder / "script.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(folder / "script.sh", 0o644)
+    run = json.loads((folder / "run.json").read_text())
+    (folder / "run-v99.json").write_text(json.dumps({**run, "schema_version": 99}))
+    (folder / "run-truncated.json").write_text((folder / "run.json").read_text()[:200])
+    for name, change in {
+        "topo-1e308.json": lambda d: d["links"][0].update(link_gb_per_s=1e308),
+        "topo-zero.json": lambda d: d["links"][0].update(link_gb_per_s=0),
+        "topo-count.json": lambda d: d["links"][0].update(count=100000),
+        "topo-latency.json": lambda d: d["links"][0].update(latency_us=1e12),
+        "topo-nan.json": lambda d: d["links"][0].update(link_gb_per_s=math.nan),
+        "topo-neglat.json": lambda d: d["links"][0].update(latency_us=-1),
+        "topo-mem.json": lambda d: next(x for x in d["devices"] if x["kind"] == "gpu").update(memory_bytes=-1),
+        "topo-dangling.json": lambda d: d["links"][0].update(b="gpu99"),
+        "topo-dup.json": lambda d: d["devices"].append(dict(d["devices"][0])),
+        "topo-v99.json": lambda d: d.update(schema_version=99),
+        "topo-nolinks.json": lambda d: d.pop("links"),
+    }.items():
+        _topology_variant(folder, name, change)
+    traffic = json.loads((folder / "t.json").read_text())
+    (folder / "t-nan.json").write_text(json.dumps({**traffic, "bytes": [[0, math.nan], [1, 0]], "ranks": 2,
+                                                   "messages": None}))
+    (folder / "t-strings.json").write_text(json.dumps({**traffic, "bytes": [["0", "1"], ["1", "0"]], "ranks": 2,
+                                                       "messages": None}))
+    (folder / "t-ranks.json").write_text(json.dumps({**traffic, "ranks": 5}))
+    (folder / "nonsquare.csv").write_text("0,1\n1,0,2\n")
+    (folder / "negative.csv").write_text("0,-1\n1,0\n")
+    (folder / "text.csv").write_text("a,b\nc,d\n")
+    (folder / "inf.csv").write_text("0,inf\n1,0\n")
+    np.save(folder / "complex.npy", np.ones((4, 4)) * (1 + 1j))
+    np.save(folder / "strings.npy", np.array([["1", "2"], ["3", "4"]]))
+    np.save(folder / "bool.npy", np.ones((2, 2), dtype=bool))
+    np.save(folder / "cube.npy", np.ones((2, 2, 2)))
+    np.save(folder / "object.npy", np.array([[None, 1], [1, None]], dtype=object), allow_pickle=True)
+    (folder / "fake.npy").write_text("not numpy\n")
+    np.savez(folder / "archive.npz", a=np.ones((2, 2)))
+    (folder / "archive.npz").rename(folder / "archive.npy")
+    (folder / "pattern.json").write_text(json.dumps({"groups": [[[0, 1]]]}))
+    (folder / "pattern-99.json").write_text(json.dumps({"groups": [[[0, 99]]]}))
+    (folder / "pattern-end.json").write_text(json.dumps({"groups": [[["gpu0", 1]]]}))
+    (folder / "pattern-size.json").write_text(json.dumps({"groups": [[[0, 1, "-5"]]]}))
+    (folder / "pattern.csv").write_text("0;1\n")
+    for name, text in {"e-nan.txt": "0 nan\n", "e-wnan.txt": "0 1 nan\n", "e-wneg.txt": "0 1 -2\n",
+                       "e-frac.txt": "0.5 1\n", "e-neg.txt": "-1 2\n", "e-junk.txt": "a b\n",
+                       "e-four.txt": "0 1 2 3\n", "e-99.txt": "0 1\n1 99\n", "e-huge.txt": "0 1\n1 60000\n",
+                       "e-ok.csv": "0,1\n1,2\n"}.items():
+        (folder / name).write_text(text)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="session")
+def master_fixtures(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bad-input-fixtures") / "fx"
+    build_fixtures(folder)
+    return folder
+
+
+def run_case(case: Case, fx_master: Path, work: Path) -> tuple[int, str, str]:
+    """Run one row in ``work`` (``work/fx`` a copy of the fixtures, ``work/tmp`` empty); returns
+    (exit code, stdout, stderr)."""
+    fx, tmp = work / "fx", work / "tmp"
+    shutil.copytree(fx_master, fx, symlinks=True)
+    tmp.mkdir()
+    if case.setup is not None:
+        case.setup(tmp)
+    argv = [word.format(fx=fx, tmp=tmp) for word in shlex.split(case.argv)]
+    saved = {k: os.environ.get(k) for k in case.env}
+    os.environ.update(case.env)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, master_fixtures: Path, tmp_path: Path) -> None:
+    before = _digest(master_fixtures)
+    code, _, err = run_case(case, master_fixtures, tmp_path)
+    assert "Traceback" not in err, err
+    assert code != 0, err
+    if case.code is not None:
+        assert code == case.code, err
+    lines = err.splitlines()
+    errors = [line for line in lines if line.startswith("linkscope: error: ")]
+    assert len(errors) == 1, err
+    assert all(line.startswith(("linkscope: error: ", "note: ")) for line in lines), err
+    assert case.needle in errors[0], err
+    assert _digest(tmp_path / "fx") == before, "an input file was changed"
+    leftovers = [p for p in tmp_path.rglob(".linkscope-*")]
+    assert not leftovers, leftovers
+
+
+def test_the_table_is_large_and_unique() -> None:
+    assert len(CASES) >= 150
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+def markdown() -> str:
+    """docs/bad-inputs.md: every row with its exit code and error line (run from the repo root)."""
+    lines = ["# Bad inputs and what linkscope answers", "",
+             "Generated from tests/cli/test_bad_input_table.py "
+             "(`PYTHONPATH=src python tests/cli/test_bad_input_table.py > docs/bad-inputs.md`).",
+             "`{fx}` is a folder of fixture files (good ones misused, broken variants), `{tmp}` an empty folder.",
+             "Every row exits non-zero with one `linkscope: error:` line and no traceback.", "",
+             "| # | case | command | exit | error line |", "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as base:
+        master = Path(base) / "fx"
+        build_fixtures(master)
+        for number, case in enumerate(CASES, start=1):
+            work = Path(base) / f"case{number}"
+            work.mkdir()
+            code, _, err = run_case(case, master, work)
+            line = next((x for x in err.splitlines() if x.startswith("linkscope: error: ")), err.strip())
+            line = line.replace(str(work), "").replace("linkscope: error: ", "").replace("|", "\\|")
+            env = " ".join(f"{k}={v}" for k, v in case.env.items())
+            command = (f"{env} " if env else "") + "linkscope " + case.argv.replace(LONG, "x" * 8 + "…(300)")
+            lines.append(f"| {number} | {case.id} | `{command.replace('|', '¦')}` | {code} | {line} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
