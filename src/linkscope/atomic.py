@@ -173,6 +173,7 @@ def write_files_atomic(folder: Path | str, files: Mapping[str, str | bytes]) -> 
     created: list[Path] = []
     staged: list[tuple[str, Path]] = []
     done: list[tuple[Path, str | None]] = []  # (target, backup of the old file or None)
+    backup: str | None = None
     try:
         missing = folder
         while not missing.exists():
@@ -191,9 +192,12 @@ def write_files_atomic(folder: Path | str, files: Mapping[str, str | bytes]) -> 
                     backup = None
             os.replace(tmp, target)
             done.append((target, backup))
+            backup = None
     except BaseException as exc:
         for tmp, _ in staged:
             _unlink(tmp)
+        if backup is not None:  # made for a file whose rename then failed: the old file is still there
+            _unlink(backup)
         for target, backup in reversed(done):
             if backup is not None:
                 try:
