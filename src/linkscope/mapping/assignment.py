@@ -11,7 +11,7 @@ from typing import Any
 
 from ..atomic import write_json_atomic
 from ..errors import SchemaError, UserError
-from ..userfiles import loads_strict, read_text
+from ..userfiles import loads_strict, read_text, refuse_malformed
 
 FORMAT = "linkscope.mapping"
 SCHEMA_VERSION = 1
@@ -142,6 +142,7 @@ def _opt_float(data: dict, key: str) -> float | None:
     return float(value)
 
 
+@refuse_malformed("mapping file")
 def from_dict(data: Any, origin: str = "mapping") -> Assignment:
     if not isinstance(data, dict):
         raise SchemaError(f"{origin}: expected a JSON object", path="$")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
 from ..units import parse_size
-from ..userfiles import read_text
+from ..userfiles import read_text, refuse_malformed
 from .base import check_direction
 from .methods import endpoint_reason
 from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
@@ -126,6 +126,7 @@ def _transfer(item: Any, where: str) -> FileTransfer:
     raise UserError(f"{where}: a transfer is [src, dst], [src, dst, size] or {{\"src\", \"dst\", \"size\"}}, got {item!r}")
 
 
+@refuse_malformed("pattern file")
 def parse_json_pattern(text: str, source: str = "") -> FilePattern:
     try:
         data = json.loads(text)
@@ -142,6 +143,7 @@ def parse_json_pattern(text: str, source: str = "") -> FilePattern:
     return FilePattern(tuple(groups), source)
 
 
+@refuse_malformed("pattern file")
 def parse_csv_pattern(text: str, source: str = "") -> FilePattern:
     groups: list[tuple[FileTransfer, ...]] = []
     current: list[FileTransfer] = []

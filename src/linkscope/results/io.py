@@ -7,7 +7,7 @@ from typing import Any
 
 from ..atomic import write_json_atomic
 from ..errors import SchemaError
-from ..userfiles import loads_strict, read_text
+from ..userfiles import loads_strict, read_text, refuse_malformed
 from ..measure.stats import Stats
 from .schema import RUN_FORMAT, RUN_SCHEMA_VERSION, Measurement, RunProvenance, RunRecord, Status
 
@@ -131,6 +131,7 @@ def to_dict(record: RunRecord) -> dict[str, Any]:
     }
 
 
+@refuse_malformed("run record")
 def from_dict(data: Any) -> RunRecord:
     if not isinstance(data, dict):
         raise SchemaError("a run record must be a JSON object", path="$")

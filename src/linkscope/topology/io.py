@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError, TopologyError
-from ..userfiles import loads_strict, read_text
+from ..userfiles import loads_strict, read_text, refuse_malformed
 from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, Provenance, Topology
 
 FORMAT = "linkscope.topology"
@@ -97,6 +97,7 @@ def _finite(value: Any, key: str, path: str) -> Any:
     return value
 
 
+@refuse_malformed("topology")
 def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
     """Validate and build. Raises SchemaError with the JSON path of the first bad value."""
     if not isinstance(data, dict):

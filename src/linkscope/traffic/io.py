@@ -15,7 +15,7 @@ import numpy as np
 
 from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
-from ..userfiles import loads_strict, read_text
+from ..userfiles import loads_strict, read_text, refuse_malformed
 from .matrix import TrafficError, TrafficMatrix, check_rank_count
 
 FORMAT = "linkscope.traffic"
@@ -47,6 +47,7 @@ def to_dict(matrix: TrafficMatrix) -> dict[str, Any]:
     }
 
 
+@refuse_malformed("traffic file")
 def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
     if not isinstance(data, dict):
         raise SchemaError(f"{origin or 'traffic JSON'}: expected an object", path="$")
