@@ -318,7 +318,7 @@ CASES: list[Case] = [
     Case("show-npy-3d", "traffic show {fx}/cube.npy", "square"),
     Case("show-npy-object", "traffic show {fx}/object.npy", "not a plain NumPy array"),
     Case("show-npy-not-numpy", "traffic show {fx}/fake.npy", "not a NumPy .npy file"),
-    Case("show-npy-archive", "traffic show {fx}/archive.npy", "not a plain NumPy array"),
+    Case("show-npy-archive", "traffic show {fx}/archive.npy", "not a NumPy .npy file"),
     Case("show-npy-60000-ranks", "traffic show {tmp}/huge.npy", "8192", setup=_huge_npy),
     Case("show-folder", "traffic show {fx}/folder.json", ""),
     # ---- map -------------------------------------------------------------------------------------

@@ -129,8 +129,6 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
             array = np.load(path, allow_pickle=False, mmap_mode="r")  # the header first: shape and type
         except (ValueError, EOFError, OSError) as exc:
             raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
-        if not isinstance(array, np.ndarray):
-            raise TrafficError(f"{path}: not a plain NumPy array file (an archive of arrays)")
         if array.ndim == 2 and array.shape[0] == array.shape[1]:
             check_rank_count(array.shape[0], str(path))
         return TrafficMatrix(bytes=np.array(array), origin=origin)
