@@ -166,7 +166,7 @@ CASES: list[Case] = [
          "same file", setup=_hard_link),
     Case("bench-both-stdout", f"bench {SIM} --json - --csv -", "stdout"),
     Case("bench-stdout-and-osu", f"bench {SIM} --json - --osu", "stdout"),
-    Case("bench-json-is-topology", f"bench --backend sim --from {{fx}}/topo.json --json {{fx}}/topo.json", "same file"),
+    Case("bench-json-is-topology", "bench --backend sim --from {fx}/topo.json --json {fx}/topo.json", "same file"),
     Case("bench-json-is-pattern", f"bench {SIM} --pattern {{fx}}/pattern.json --json {{fx}}/pattern.json", "same file"),
     Case("bench-json-proc", f"bench {SIM} --json /proc/x.json", "/proc"),
     Case("bench-csv-long-name", f"bench {SIM} --csv {{tmp}}/{LONG}.csv", "file name is"),
