@@ -93,7 +93,7 @@ def synthetic_topology(spec: str) -> Topology:
     if builder is None:
         raise UserError(f"unknown synthetic topology {spec!r}", hint=f"valid kinds: {', '.join(sorted(set(_BUILDERS) | {'fattree'}))}")
     gpus = 1
-    for number in re.findall(r"\d+", rest):  # nvswitch:N, pcie:SxG, fattree:NxG: the GPUs are the product
+    for number in re.findall(r"\d+", rest.split(":")[0]):  # nvswitch:N[:..], pcie:SxG, fattree:NxG: the GPUs
         gpus *= int(number)
         if gpus > MAX_SYNTHETIC_GPUS:
             raise UserError(f"synthetic topology {spec!r} has more than {MAX_SYNTHETIC_GPUS} GPUs",
