@@ -324,14 +324,48 @@ def _remember(before: dict[int, float], cols: np.ndarray, old: np.ndarray) -> No
         before.setdefault(j, o)
 
 
-def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0, full_every: int = 0) -> SimResult:
+ENGINES = ("auto", "compiled", "numpy")
+
+
+def batched_error_bound(rtol: float) -> float:
+    """Documented bound on the relative error of batched finish times against exact mode.
+
+    A stage completed early by batching finishes within ``rtol`` of the event's time, and the stages
+    it shared resources with speed up at most that much earlier; the errors do not compound beyond a
+    small factor in practice (measured on the stored reference problems and the scale benchmark:
+    docs/benchmarks.md). The bound stated and tested is ``2 * rtol``."""
+    return 2.0 * rtol
+
+
+def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0, full_every: int = 0,
+             engine: str = "auto") -> SimResult:
     """Event-driven simulation of the stages of ``problem``; returns per-flow finish times.
 
-    At every event (stages start, or complete) the max-min rates are brought up to date by
+    ``rtol`` is the speed/accuracy knob: 0 = exact (one event per distinct completion time);
+    ``rtol`` > 0 completes, in one event, every stage that would finish within ``rtol`` of the
+    next completion (each keeps its own finish time), so finish times stay within
+    ``batched_error_bound(rtol)`` of exact while events drop to about log(time range) / rtol.
+
+    ``engine``: ``compiled`` (Numba: a full water-filling re-solve at every event, see
+    ``model.kernel``), ``numpy`` (vectorised, local updates: ``_Sharing.update``), ``auto`` =
+    compiled where Numba is installed. Both give the same answers to rounding.
+
+    NumPy path: at every event (stages start, or complete) the max-min rates are brought up to date by
     ``_Sharing.update`` (exact, local). Each active stage keeps its own predicted finish time, and
     only stages whose rate changes are re-timed. ``full_every`` > 0 re-solves every active stage
-    from scratch at every ``full_every``-th event instead (a reference for tests; 1 = always).
+    from scratch at every ``full_every``-th event instead (a reference for tests; 1 = always);
+    ``level_rtol`` relaxes each solve (NumPy path only).
     """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown simulation engine {engine!r}; valid: {', '.join(ENGINES)}")
+    from . import kernel
+
+    if engine == "compiled" or (engine == "auto" and kernel.available() and not full_every and not level_rtol):
+        done, first_rate, events = kernel.simulate_compiled(
+            problem.A, problem.capacity_gb_per_s, problem.stage_cap_gb_per_s, problem.stage_bytes,
+            problem.stage_latency_s, problem.stage_next, problem.flow_first, rtol)
+        return SimResult(finish_s=done[_last_stages(problem)], first_rate_gb_per_s=first_rate[problem.flow_first],
+                         events=events)
     n_stages = problem.stage_bytes.size
     A = csc_matrix(problem.A)
     capacity = np.asarray(problem.capacity_gb_per_s, dtype=float)
@@ -419,12 +453,15 @@ def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0
             pending[nxt[has]] = True
             next_ready = min(next_ready, float(ready[nxt[has]].min()))
         t = t_c
-    # last stage of each flow
-    last = first.copy()
+    return SimResult(finish_s=done[_last_stages(problem)], first_rate_gb_per_s=first_rate[first], events=events)
+
+
+def _last_stages(problem: FlowProblem) -> np.ndarray:
+    last = np.asarray(problem.flow_first, dtype=np.int64).copy()
     while True:
         nxt = problem.stage_next[last]
         more = nxt >= 0
         if not more.any():
             break
         last[more] = nxt[more]
-    return SimResult(finish_s=done[last], first_rate_gb_per_s=first_rate[first], events=events)
+    return last

@@ -1,0 +1,286 @@
+"""The compiled event loop of the flow simulation (Numba), same answers as ``contention.simulate``'s NumPy path.
+
+At every event (stages start, or complete) it re-solves the max-min rates of all active stages
+with sequential water-filling: all unfrozen stages rise together; the next thing to happen is
+either the lowest stage cap or the resource whose remaining capacity over its unfrozen weight is
+lowest (a heap keyed by that level, stale entries skipped); freezing a stage lowers its resources'
+remaining capacity and weight. Every stage freezes once, so a solve costs O(nnz log resources)
+whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A`` with the
+same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in milliseconds.
+
+Event semantics (start times, completion batching by ``rtol``, per-stage finish times, which stages
+are re-timed) follow ``contention.simulate`` line by line, so exact mode agrees with the NumPy path
+to rounding (tests/model/test_exact_reference.py checks both against answers recorded before this
+kernel existed).
+
+Numba compiles on first use (a few seconds; cached on disk afterwards). ``available()`` says
+whether it can be used; ``contention.simulate(engine="numpy")`` forces the NumPy path.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csc_matrix
+
+try:  # numba is a dependency; the NumPy path keeps working without it
+    import numba
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    numba = None
+
+
+def available() -> bool:
+    return numba is not None
+
+
+def dedup_rows(A: csc_matrix, capacity: np.ndarray) -> tuple[csc_matrix, np.ndarray]:
+    """Drop resources that cannot bind: of rows of ``A`` with the same stages and weights, keep the
+    one of lowest capacity (any rates that fit it fit the others), and drop empty rows.
+    Returns the reduced matrix (stages unchanged) and its capacities."""
+    R = A.tocsr()
+    R.sort_indices()
+    lens = np.diff(R.indptr)
+    best: dict[bytes, int] = {}
+    for i in np.nonzero(lens)[0].tolist():
+        lo, hi = R.indptr[i], R.indptr[i + 1]
+        key = R.indices[lo:hi].tobytes() + R.data[lo:hi].tobytes()
+        k = best.get(key)
+        if k is None or capacity[i] < capacity[k]:
+            best[key] = i
+    keep = np.sort(np.fromiter(best.values(), dtype=np.int64, count=len(best)))
+    return csc_matrix(R[keep]), np.asarray(capacity, dtype=float)[keep]
+
+
+if numba is not None:
+    _GB = 1e9
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _sift(heap, pos, key, size, i):
+        """Move the row at position i down until the heap property holds (keys only rise)."""
+        row = heap[i]
+        k = key[row]
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and key[heap[c + 1]] < key[heap[c]]:
+                c += 1
+            if k <= key[heap[c]]:
+                break
+            heap[i] = heap[c]
+            pos[heap[i]] = i
+            i = c
+        heap[i] = row
+        pos[row] = i
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
+               frozen, rem, wsum, level, heap, pos):
+        """Max-min rates of the active stages into ``new_rates`` (inactive stages: 0)."""
+        n_rows = capacity.size
+        for i in range(n_rows):
+            rem[i] = capacity[i]
+            wsum[i] = 0.0
+            pos[i] = -1
+        n_left = 0
+        for j in range(active.size):
+            new_rates[j] = 0.0
+            if active[j]:
+                frozen[j] = False
+                n_left += 1
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    wsum[col_row[e]] += col_w[e]
+            else:
+                frozen[j] = True
+        size = 0
+        for i in range(n_rows):
+            if wsum[i] > 1e-12:
+                level[i] = max(rem[i], 0.0) / wsum[i]
+                heap[size] = i
+                pos[i] = size
+                size += 1
+            else:
+                level[i] = np.inf
+        for i in range(size // 2 - 1, -1, -1):
+            _sift(heap, pos, level, size, i)
+        ptr = 0
+        n = cap_order.size
+        while n_left > 0:
+            while ptr < n and frozen[cap_order[ptr]]:
+                ptr += 1
+            capv = caps[cap_order[ptr]] if ptr < n else np.inf
+            # keys are lower bounds (levels only rise as stages freeze): bring the top up to date
+            # until it holds; a row is re-sifted only when it reaches the top, not at every touch
+            while size > 0:
+                top = heap[0]
+                real = max(rem[top], 0.0) / wsum[top] if wsum[top] > 1e-12 else np.inf
+                if real == level[top]:
+                    break
+                level[top] = real
+                if not np.isfinite(real):
+                    size -= 1
+                    heap[0] = heap[size]
+                    pos[heap[0]] = 0
+                    pos[top] = -1
+                if size > 0:
+                    _sift(heap, pos, level, size, 0)
+            rowv = level[heap[0]] if size > 0 else np.inf
+            if capv <= rowv:
+                if not np.isfinite(capv):  # nothing binds the rest
+                    for j in range(active.size):
+                        if not frozen[j]:
+                            frozen[j] = True
+                            new_rates[j] = np.inf
+                    break
+                cols_from, cols_to, the_row, r = ptr, ptr + 1, -1, capv
+            else:
+                the_row = heap[0]
+                size -= 1
+                heap[0] = heap[size]
+                pos[heap[0]] = 0
+                pos[the_row] = -1
+                level[the_row] = np.inf
+                if size > 0:
+                    _sift(heap, pos, level, size, 0)
+                cols_from, cols_to, r = row_ptr[the_row], row_ptr[the_row + 1], rowv
+            for q in range(cols_from, cols_to):
+                j = cap_order[q] if the_row < 0 else row_col[q]
+                if frozen[j]:
+                    continue
+                frozen[j] = True
+                n_left -= 1
+                new_rates[j] = r
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    i = col_row[e]
+                    rem[i] -= col_w[e] * r
+                    wsum[i] -= col_w[e]
+        return new_rates
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
+                  stage_next, flow_first, rtol):
+        n = caps.size
+        n_rows = capacity.size
+        cap_order = np.argsort(caps, kind="mergesort")
+        active = np.zeros(n, dtype=np.bool_)
+        pending = np.zeros(n, dtype=np.bool_)
+        ready = np.full(n, np.inf)
+        rates = np.zeros(n)
+        new_rates = np.zeros(n)
+        frozen = np.zeros(n, dtype=np.bool_)
+        remaining = stage_bytes.copy()
+        since = np.zeros(n)
+        finish_at = np.full(n, np.inf)
+        done = np.full(n, np.nan)
+        first_rate = np.full(n, np.nan)
+        rem = np.empty(n_rows)
+        wsum = np.empty(n_rows)
+        level = np.empty(n_rows)
+        heap = np.empty(n_rows, dtype=np.int64)
+        pos = np.empty(n_rows, dtype=np.int64)
+        started = np.empty(n, dtype=np.int64)
+        for f in range(flow_first.size):
+            j = flow_first[f]
+            ready[j] = stage_latency[j]
+            pending[j] = True
+        next_ready = np.inf
+        for j in range(n):
+            if pending[j] and ready[j] < next_ready:
+                next_ready = ready[j]
+        t = 0.0
+        events = 0
+        n_active = 0
+        while True:
+            n_started = 0
+            if next_ready <= t * (1 + 1e-12) + 1e-15:
+                bound = t * (1 + 1e-12) + 1e-15
+                next_ready = np.inf
+                for j in range(n):
+                    if pending[j]:
+                        if ready[j] <= bound:
+                            pending[j] = False
+                            active[j] = True
+                            rates[j] = 0.0
+                            since[j] = t
+                            started[n_started] = j
+                            n_started += 1
+                            n_active += 1
+                        elif ready[j] < next_ready:
+                            next_ready = ready[j]
+            if n_active == 0:
+                if not np.isfinite(next_ready):
+                    break
+                t = next_ready
+                continue
+            _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
+                   frozen, rem, wsum, level, heap, pos)
+            for j in range(n):
+                if not active[j]:
+                    continue
+                new = new_rates[j]
+                old = rates[j]
+                if new == old:
+                    continue
+                # bytes moved at the old rate since the last update, then the finish at the new rate
+                if np.isfinite(old):
+                    left = max(remaining[j] - old * _GB * (t - since[j]), 0.0)
+                else:
+                    left = 0.0
+                remaining[j] = left
+                since[j] = t
+                rates[j] = new
+                if left <= 0:
+                    finish_at[j] = t
+                else:
+                    dt = left / (new * _GB)
+                    finish_at[j] = t + dt if not np.isnan(dt) else np.inf
+            for k in range(n_started):
+                first_rate[started[k]] = rates[started[k]]
+            events += 1
+            t_c = np.inf
+            for j in range(n):
+                if active[j] and finish_at[j] < t_c:
+                    t_c = finish_at[j]
+            if next_ready < t_c:
+                t = next_ready
+                continue
+            if not np.isfinite(t_c):
+                return done, first_rate, events, False
+            limit = t_c * (1 + rtol) + (t_c - t) * 1e-9 + 1e-15
+            if np.isfinite(next_ready):
+                limit = min(limit, next_ready)
+            limit = max(limit, t_c)
+            for j in range(n):
+                if active[j] and finish_at[j] <= limit:
+                    done[j] = finish_at[j]
+                    finish_at[j] = np.inf
+                    remaining[j] = 0.0
+                    active[j] = False
+                    rates[j] = 0.0
+                    n_active -= 1
+                    nx = stage_next[j]
+                    if nx >= 0:
+                        ready[nx] = done[j] + stage_latency[nx]
+                        pending[nx] = True
+                        if ready[nx] < next_ready:
+                            next_ready = ready[nx]
+            t = t_c
+        return done, first_rate, events, True
+
+
+def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
+                      stage_latency_s: np.ndarray, stage_next: np.ndarray, flow_first: np.ndarray,
+                      rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-stage finish times, first rates and the event count (see ``contention.simulate``)."""
+    if numba is None:  # pragma: no cover
+        raise RuntimeError("numba is not installed")
+    A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
+    A.sort_indices()
+    R = A.tocsr()
+    done, first_rate, events, ok = _simulate(
+        A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
+        R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, np.asarray(caps, dtype=float),
+        np.asarray(stage_bytes, dtype=float), np.asarray(stage_latency_s, dtype=float),
+        np.asarray(stage_next, dtype=np.int64), np.asarray(flow_first, dtype=np.int64), float(rtol))
+    if not ok:
+        raise RuntimeError("flow simulation stalled: a stage has zero rate")
+    return done, first_rate, int(events)
