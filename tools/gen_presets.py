@@ -83,7 +83,6 @@ def hgx_h200_4():
             "nvidia-smi topo -m and nvidia-smi nvlink -s on this project's 4 x H200 machine (NV18, 26.562 GB/s/link)",
             "NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, NVLink 900 GB/s bidirectional, PCIe Gen5 x16)",
             "PCI Express Base Specification 5.0 (32 GT/s, 128b/130b)",
-            "/work/shared/PRESETS.md section 4.e (DGX/HGX H100/H200: 4 NVSwitch, 18 NVLink4 per GPU)",
         ),
         notes=(
             "[H] GPU count, NV18 all pairs, 26.562 GB/s per link (as NVML reports), GPU memory",
@@ -192,7 +191,6 @@ def dgx_h100():
             "Intel ARK Xeon Platinum 8480+ (56 cores, 8 x DDR5-4800, 4 UPI at 16 GT/s)",
             "Wikipedia 'Intel Ultra Path Interconnect' (24 GT/s = 48 GB/s per direction per link)",
             "PCI Express Base Specification 5.0",
-            "/work/shared/PRESETS.md section 4.e",
         ),
         notes=(
             "[H] GPUs, NV18, NVSwitch count, CPU affinity, GPU<->compute NIC pairing",
@@ -317,10 +315,9 @@ def dgx_a100():
             "NVIDIA A100 datasheet (NVLink 600 GB/s bidirectional, 12 links)",
             "AMD EPYC 7742 product page (64 cores, 8 x DDR4-3200, 204.8 GB/s per socket)",
             "public DGX A100 binding script: CPUS=(3 3 1 1 7 7 5 5) NICS=(mlx5_0 mlx5_1 mlx5_2 mlx5_3 mlx5_6 mlx5_7 "
-            "mlx5_8 mlx5_9) (cited in /work/shared/PRESETS.md 4.e)",
+            "mlx5_8 mlx5_9)",
             "NVIDIA/nccl src/graph/topo.h (AMD_BW 16.0)",
             "openucx/ucx#8401 (two NICs tied for one GPU)",
-            "/work/shared/PRESETS.md section 4.e",
         ),
         notes=(
             "[H] GPUs, NV12, NVSwitch count, NUMA mapping, compute NIC placement",
@@ -400,7 +397,6 @@ def mi250x():
             "docs/hardware/lumig.md, docs/assets/images/lumig-node-overview.svg)",
             "ROCm documentation, AMD Instinct MI250 microarchitecture (25 GT/s, 50 GB/s per 16-wide link)",
             "AMD EPYC 7003 series memory (8 x DDR4-3200)",
-            "/work/shared/PRESETS.md section 4.a",
         ),
         notes=(
             "[H] xGMI graph and link counts, CPU-GCD 36 GB/s, NUMA/core mapping, NIC attachment",
@@ -413,6 +409,22 @@ def mi250x():
 
 
 # --------------------------------------------------------------------------------------------- k80-16
+K80_SPEC = ("NVIDIA Tesla K80 board specification BD-07317-001 (Overview and Table 1: PCIe Gen3 x16 board, two GK210 "
+            "behind an on-board PCIe switch, 24 GB GDDR5)")
+PEX8747 = ("PLX/Broadcom PEX 8747 product brief (48-lane, 5-port PCIe Gen3 switch: cut-through, about 100 ns port-to-port "
+           "latency), https://docs.broadcom.com/doc/12351854")
+NCCL_TOPO = "NVIDIA NCCL src/graph/topo.h (PCI_BW 12.0 for Gen3 x16, QPI_BW 6.0), https://github.com/NVIDIA/nccl/blob/master/src/graph/topo.h"
+CIRRASCALE = ("Cirrascale, 'Exploring the PCIe Bus Routes' (Xeon E5-2600 8-GPU servers: GPUs on one switch get full x16 "
+              "P2P with minimal latency; non-adjacent GPUs on one CPU cross two switches and the root complex: extra "
+              "latency, lower P2P rate; GPUs on different CPUs cannot peer across QPI), "
+              "http://www.cirrascale.com/blog/index.php/exploring-the-pcie-bus-routes/")
+CAFFE = ("BVLC/caffe#3319 (P2P across QPI/IOH unsupported, or 100s of MB/s where the chipset allows it), "
+         "https://github.com/BVLC/caffe/pull/3319")
+LAT_K80_LINK = 0.05
+LAT_K80_LINK_SRC = ("0.05 us per PCIe Gen3 link traversal (PHY + data-link layer, tens of ns) [L]; the switches' own "
+                    "latency is a per-device transit term (transit_latency_us)")
+
+
 def k80_16():
     devices = []
     links = []
@@ -423,72 +435,104 @@ def k80_16():
             socket=s, cores=cores((12 * s, 12 * s + 11), (24 + 12 * s, 24 + 12 * s + 11)), memory_bw_gb_per_s=68.3,
             attributes={"physical_cores": 12,
                         "source": e5 + "; 4 channels DDR4-2133 = 68.3 GB/s per socket (Intel ARK E5-2600 v3)"}))
-        devices.append(Device(id=f"hb{s}", kind=K.HOST_BRIDGE, name=f"PCIe root complex (socket {s})", numa_node=s))
+        devices.append(Device(
+            id=f"hb{s}", kind=K.HOST_BRIDGE, name=f"PCIe root complex (socket {s})", numa_node=s,
+            attributes={"p2p_transit_efficiency": 0.75, "transit_latency_us": 0.25,
+                        "source": "peer traffic between two root ports of a Haswell-EP root complex: P2P is "
+                                  "supported within the socket but forwarded slower and later than inside a switch ("
+                                  + CIRRASCALE + "); factor 0.75 and 0.25 us are estimates [L]; P2P stops here: "
+                                  "model_params.p2p_max_level = PHB"}))
         links.append(L(f"hb{s}", f"cpu{s}", LK.PCIE, 1, 39.4, 0.0,
                        "root complex inside the CPU: 40 PCIe Gen3 lanes x 0.985 GB/s = 39.4 GB/s (Intel ARK "
                        "E5-2600 v3); no extra latency", "PCIe Gen3 (40 lanes)"))
         for p in range(2):
             plx = f"plx{2 * s + p}"
-            devices.append(Device(id=plx, kind=K.PCIE_SWITCH, name="PLX PCIe Gen3 switch (host side)", numa_node=s,
-                                  attributes={"source": "typical 8 x K80 chassis (Cray CS-Storm, HP SL270): two "
-                                                        "K80 boards per PLX switch, two switches per socket [L]"}))
-            links.append(L(plx, f"hb{s}", LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + " (x16 uplink). "
-                           + LAT_PCIE_SRC, "PCIe Gen3 x16"))
+            devices.append(Device(
+                id=plx, kind=K.PCIE_SWITCH, name="PLX PCIe Gen3 switch (chassis, host side)", numa_node=s,
+                attributes={"p2p_transit_efficiency": 0.95, "transit_latency_us": 0.15,
+                            "source": "chassis PLX switch of an 8 x K80 server (Cray CS-Storm, HP SL270 class: two "
+                                      "K80 boards per switch, two switches per socket [L]); a PXB path crosses it "
+                                      "and both boards' switches: cut-through, about 0.1-0.15 us per switch ("
+                                      + PEX8747 + "); bandwidth factor 0.95 per chassis switch is an estimate [L]"}))
+            links.append(L(plx, f"hb{s}", LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + " (x16 uplink). "
+                           + LAT_K80_LINK_SRC, "PCIe Gen3 x16"))
             for q in range(2):
                 b = 4 * s + 2 * p + q
                 bsw = f"k80sw{b}"
-                devices.append(Device(id=bsw, kind=K.PCIE_SWITCH, name="PLX PEX8747 (on K80 board)", numa_node=s,
-                                      attributes={"board": b,
-                                                  "source": "K80 board spec BD-07317-001: PCIe Gen3 x16 board, "
-                                                            "two GK210 behind an on-board PCIe switch"}))
-                links.append(L(bsw, plx, LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + " (K80 board edge x16). "
-                               + LAT_PCIE_SRC, "PCIe Gen3 x16"))
+                devices.append(Device(
+                    id=bsw, kind=K.PCIE_SWITCH, name="PLX PEX8747 (on K80 board)", numa_node=s,
+                    attributes={"board": b, "p2p_transit_efficiency": 0.97, "transit_latency_us": 0.1,
+                                "source": K80_SPEC + "; switch: " + PEX8747 + "; NCCL rates a Gen3 x16 P2P path "
+                                          "through one switch at 12 GB/s (" + NCCL_TOPO + "), the pcie3 link "
+                                          "efficiency; 0.97 per switch traversal as for any PCIe switch [L]"}))
+                links.append(L(bsw, plx, LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + " (K80 board edge x16). "
+                               + LAT_K80_LINK_SRC, "PCIe Gen3 x16"))
                 for h in range(2):
                     g = 2 * b + h
                     devices.append(Device(
                         id=f"gpu{g}", kind=K.GPU, name="Tesla K80 (GK210)", index=g, vendor="nvidia",
                         memory_bytes=12 * GiB, numa_node=s, cuda_ordinal=g, nvml_index=g, package=b,
-                        attributes={"source": "K80: 2 x GK210, 24 GB GDDR5 per board = 12 GB per GPU (K80 board "
-                                              "spec); PCI bus order assumed = board order"}))
-                    links.append(L(f"gpu{g}", bsw, LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + "; GK210 x16 to the "
-                                   "on-board switch (K80 board spec). " + LAT_PCIE_SRC, "PCIe Gen3 x16"))
-    links.append(L("cpu0", "cpu1", LK.UPI, 1, 6.0, LAT_UPI,
-                   "QPI: GPUDirect P2P is not supported across QPI, copies are staged through host memory or run at "
-                   "100s of MB/s (BVLC/caffe#3319); 6 GB/s = NCCL's effective model of GPU traffic across QPI "
-                   "(QPI_BW 6.0 in NVIDIA/nccl src/graph/topo.h). Physical link: 2 x QPI 9.6 GT/s = 19.2 GB/s per "
-                   "link per direction (Intel ARK E5-2600 v3). " + LAT_UPI_SRC, "QPI 9.6 GT/s (effective P2P)",
-                   P.USER))
+                        attributes={"source": K80_SPEC + ": 24 GB per board = 12 GB per GPU; PCI bus order "
+                                              "assumed = board order"}))
+                    links.append(L(f"gpu{g}", bsw, LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + "; GK210 x16 "
+                                   "to the on-board switch (" + K80_SPEC + "). " + LAT_K80_LINK_SRC, "PCIe Gen3 x16"))
+    links.append(L("cpu0", "cpu1", LK.UPI, 2, 19.2, LAT_UPI,
+                   "2 QPI links at 9.6 GT/s (Intel ARK Xeon E5-2600 v3) x 2 B = 19.2 GB/s per link per direction: the "
+                   "physical figure. GPU peer copies never cross it (P2P stops at the socket: " + CAFFE + "; "
+                   + CIRRASCALE + "); host-staged copies do, at the qpi/upi link efficiency. NCCL's 6 GB/s "
+                   "(QPI_BW, " + NCCL_TOPO + ") is an effective P2P figure and is not used as the capacity. "
+                   + LAT_UPI_SRC, "QPI 9.6 GT/s"))
     devices.append(Device(id="mlx5_0", kind=K.NIC, name="InfiniBand HCA (FDR, typical)", vendor="mellanox",
                           device_name="mlx5_0", numa_node=0, line_rate_gbit_per_s=56.0,
-                          attributes={"source": "one FDR/EDR HCA on socket 0 is typical of 8 x K80 nodes (PRESETS.md "
-                                                "4.b, lattice/quda#669 8-GPU analogue); FDR 56 Gb/s assumed [L]"}))
-    links.append(L("mlx5_0", "hb0", LK.PCIE, 1, 7.88, LAT_PCIE,
-                   "PCIe Gen3 x8 (typical for an FDR HCA): 8 GT/s x 8 x 128/130 / 8 = 7.88 GB/s. " + LAT_PCIE_SRC,
+                          attributes={"source": "one FDR/EDR HCA on socket 0 is typical of 8 x K80 nodes "
+                                                "(lattice/quda#669 8-GPU analogue, "
+                                                "https://github.com/lattice/quda/issues/669); FDR 56 Gb/s assumed [L]"}))
+    links.append(L("mlx5_0", "hb0", LK.PCIE, 1, 7.88, LAT_K80_LINK,
+                   "PCIe Gen3 x8 (typical for an FDR HCA): 8 GT/s x 8 x 128/130 / 8 = 7.88 GB/s. " + LAT_K80_LINK_SRC,
                    "PCIe Gen3 x8"))
     return Topology(
         name="k80-16", devices=tuple(devices), links=tuple(links), source="preset:k80-16",
         description="16-GPU Tesla K80 node (8 boards x 2 GK210), 2 sockets: each board has an on-board PEX8747 "
-                    "switch, two boards per PLX switch, two PLX switches per socket under one host bridge, sockets "
-                    "joined by QPI. Four levels: same board PIX, across boards under one PLX PXB, across PLX on a "
-                    "socket PHB, across QPI SYS (the platform of Faraji et al.).",
+                    "switch, two boards per chassis PLX switch, two PLX switches per socket under the root complex, "
+                    "sockets joined by QPI. Four levels, each slower: same board PIX (one switch), across boards "
+                    "under one PLX PXB (three switches), across PLX switches PHB (through the root complex), across "
+                    "QPI SYS (no P2P: host-staged) - the platform of Faraji et al.",
         sources=(
-            "NVIDIA Tesla K80 board specification BD-07317-001 (PCIe Gen3 x16, two GK210 behind an on-board switch, "
-            "24 GB)",
+            K80_SPEC,
+            PEX8747,
+            CIRRASCALE,
+            CAFFE,
+            NCCL_TOPO,
             "NVML nvmlGpuTopologyLevel_t NVML_TOPOLOGY_INTERNAL ('e.g. Tesla K80'); nvidia-smi topo -n level 0",
             "Faraji, Mirsadeghi, Afsahi: Exploiting heterogeneity of communication channels for efficient GPU "
             "selection on multi-GPU nodes, Parallel Computing 2017 (16-GPU node, 4 levels)",
-            "BVLC/caffe#3319 (P2P across QPI/IOH unsupported or 100s of MB/s) https://github.com/BVLC/caffe/pull/3319",
-            "NVIDIA/nccl src/graph/topo.h (QPI_BW 6.0, PCI_BW 12.0 for Gen3 x16)",
             "Intel ARK Xeon E5-2600 v3 (40 PCIe Gen3 lanes, 2 QPI at 9.6 GT/s, 4 x DDR4-2133)",
-            "/work/shared/PRESETS.md section 4.b",
         ),
+        model_params={
+            "p2p_max_level": "PHB",
+            "p2p_max_level_source": "GPUDirect P2P stops at the socket: no peer access across QPI (" + CAFFE + "; "
+                                    + CIRRASCALE + ")",
+            "overhead_us.ce-nopeer@SYS": {
+                "value": 2.0, "provenance": "default",
+                "source": "host-staged copy across sockets: the driver's staging protocol adds a host-memory "
+                          "round trip across QPI on top of the same-socket staging cost (estimate [L])"},
+        },
         notes=(
             "[M] the four levels and the on-board K80 switch",
-            "[L] switch fan-out (vendor-specific), CPU model and cores, HCA type, GPU ordering",
-            "theoretical GB/s are link rates; measured K80 P2P is lower (NCCL models Gen3 x16 at 12 GB/s)",
-            "the QPI link carries NCCL's effective 6 GB/s for GPU traffic, not the physical 2 x 19.2 GB/s",
+            "[L] switch fan-out (vendor-specific), CPU model and cores, HCA type, GPU ordering, per-switch and "
+            "root-complex transit factors and latencies",
+            "levels come from per-element facts: one switch (PIX), three switches (PXB), three switches and the "
+            "root complex twice over PLX (PHB); the pcie3 efficiency (NCCL's 12 of 15.75 GB/s) is the base",
+            "the QPI link is the physical 2 x 19.2 GB/s; peer copies across it are refused (p2p_max_level PHB)",
         ),
     )
+
+
+P2P_SOCKET = ("GPUDirect P2P stops at the socket on Intel Xeon platforms: peer access between GPUs under different "
+              "sockets is reported as not supported ('CNS', chipset not supported, in nvidia-smi topo -p2p r; "
+              "cudaDeviceCanAccessPeer returns 0), so copies across UPI/QPI are staged through host memory "
+              "(BVLC/caffe#3319, https://github.com/BVLC/caffe/pull/3319; Cirrascale 'Exploring the PCIe Bus "
+              "Routes', http://www.cirrascale.com/blog/index.php/exploring-the-pcie-bus-routes/)")
 
 
 # --------------------------------------------------------------------------------------------- pcie-8gpu-2socket
@@ -543,13 +587,13 @@ def pcie_8gpu():
             "Intel ARK 3rd gen Xeon Scalable (3 UPI at 11.2 GT/s, 8 x DDR4-3200)",
             "Wikipedia 'Intel Ultra Path Interconnect' (24 GT/s = 48 GB/s per direction per link)",
             "NVIDIA/nccl src/graph/topo.h (SKL_QPI_BW 10.0)",
-            "/work/shared/PRESETS.md section 4.c",
         ),
         notes=(
             "[M] 4 GPUs + 1 NIC behind one Gen4 switch per socket",
             "[L] CPU model, cores, UPI figures; GPU model (A100 80GB PCIe chosen)",
             "contention: 4 GPUs share one 31.5 GB/s uplink for host, NIC and cross-socket traffic (4:1)",
         ),
+        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
     )
 
 
@@ -567,13 +611,15 @@ def v100_4():
                                   "socket (Intel ARK Gold 6140) [M]"}))
         sw, nic = f"sw{s}", f"mlx5_{s}"
         devices.append(Device(id=sw, kind=K.PCIE_SWITCH, name="PCIe Gen3 switch", numa_node=s,
-                              attributes={"source": "two PCIe Gen3 switches, each with 2 GPUs + 1 EDR HCA (PRESETS.md "
-                                                    "4.d, from the issue text) [L]"}))
+                              attributes={"source": "two PCIe Gen3 switches, each with 2 GPUs + 1 EDR HCA: the layout of "
+                                                    "a 4 x V100 + 2 EDR HCA node as linkscope issue 14 describes it "
+                                                    "(GPU<->own HCA PIX, other HCA SYS) [L]"}))
         devices.append(Device(id=nic, kind=K.NIC, name="ConnectX-5 EDR InfiniBand", vendor="mellanox",
                               device_name=nic, numa_node=s, line_rate_gbit_per_s=100.0,
                               attributes={"source": f"EDR 100 Gb/s = 12.5 GB/s per direction; {nic} with GPU"
                                                     f"{2 * s}/{2 * s + 1} on socket {s}; binding rule "
-                                                    "UCX_NET_DEVICES=mlx5_<socket>:1 (PRESETS.md 4.d) [M]"}))
+                                                    "UCX_NET_DEVICES=mlx5_<socket>:1 (UCX FAQ: 'UCX_NET_DEVICES' selects the "
+                                                    "device, openucx.readthedocs.io/en/master/faq.html) [M]"}))
         links.append(L(sw, f"cpu{s}", LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + " (switch uplink). "
                        + LAT_PCIE_SRC, "PCIe Gen3 x16"))
         links.append(L(nic, sw, LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + "; ConnectX-5 Gen3 x16. " + LAT_PCIE_SRC,
@@ -587,8 +633,8 @@ def v100_4():
                                                         "assumed [L]"}))
             links.append(L(f"gpu{g}", sw, LK.PCIE, 1, PCIE3_X16, LAT_PCIE, PCIE_SRC3 + "; V100 SXM2 Gen3 x16. "
                            + LAT_PCIE_SRC, "PCIe Gen3 x16"))
-    nv_src = ("2 NVLink2 between the GPUs of a pair (issue text; PRESETS.md 4.d reading 'GPU pairs joined by 2 "
-              "NVLinks') [L]; 25 GB/s per link per direction (hwloc NVLink table; nvidia-smi nvlink -s 25.781); "
+    nv_src = ("2 NVLink2 between the GPUs of a pair ('GPU pairs joined by 2 NVLinks', the node as linkscope "
+              "issue 14 describes it) [L]; 25 GB/s per link per direction (hwloc NVLink table; nvidia-smi nvlink -s 25.781); "
               "latency 0.6 us typical for a direct NVLink hop")
     links.append(L("gpu0", "gpu1", LK.NVLINK, 2, 25.0, 0.6, nv_src, "NVLink2"))
     links.append(L("gpu2", "gpu3", LK.NVLINK, 2, 25.0, 0.6, nv_src, "NVLink2"))
@@ -610,7 +656,6 @@ def v100_4():
             "Intel ARK Xeon Gold 6140 (18 cores, 3 UPI at 10.4 GT/s, 6 x DDR4-2666)",
             "QPI/UPI bandwidth table https://xryan.net/p/295 (UPI 10.4 GT/s = 20.8 GB/s unidirectional)",
             "NVIDIA/nccl src/graph/topo.h (SKL_QPI_BW)",
-            "/work/shared/PRESETS.md section 4.d",
         ),
         notes=(
             "[M] CPU/GPU counts and core numbering",

@@ -119,8 +119,20 @@ class FabricGraph:
 
     # ---- capacities -------------------------------------------------------------------------------
     def edge_efficiency(self, params: ModelParams) -> np.ndarray:
-        table = np.array([params.link_efficiency(k) for k in LINK_KINDS])
-        return table[self.edge_kind]
+        """Efficiency of each directed edge: per link, per generation, per kind (``ModelParams.link_efficiency``)."""
+        memo: dict[tuple[str, str | None], float] = {}
+        out = np.empty(self.n_edges)
+        per_link = any(k.startswith("link_efficiency.link.") for k in params.values)
+        for i, link in enumerate(self.topology.links):
+            if per_link:
+                eff = params.link_efficiency(link.kind.value, link.generation, f"{link.a}|{link.b}")
+            else:
+                key = (link.kind.value, link.generation)
+                eff = memo.get(key)
+                if eff is None:
+                    eff = memo[key] = params.link_efficiency(*key)
+            out[2 * i] = out[2 * i + 1] = eff
+        return out
 
     def edge_latency(self, params: ModelParams) -> np.ndarray:
         """Latency per directed edge in µs (the hop default where the link does not say)."""

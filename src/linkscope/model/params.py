@@ -10,7 +10,21 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 
 * ``link_efficiency.<kind>`` (nvlink, xgmi, pcie, upi, network): payload fraction of a link's
   per-direction capacity that bulk copies reach. Directed link capacity in the model is
-  ``count * link_gb_per_s * link_efficiency.<kind>`` (a shared resource).
+  ``count * link_gb_per_s * efficiency`` (a shared resource), where the efficiency is looked up
+  per element first: ``link_efficiency.link.<a>|<b>`` (one link, e.g. calibrated), then the link's
+  generation ``link_efficiency.<generation>`` (nvlink2, nvlink3, nvlink4, pcie3, pcie4, pcie5, qpi,
+  upi, xgmi: ``generation_key``), then its kind. A kind key set by the topology or a calibration
+  wins over a generation *default*, so calibrated topologies keep their fitted values. The link's
+  ``link_gb_per_s`` stays the physical figure; efficiencies are never folded into it.
+* ``p2p_transit_efficiency.<kind>`` also for ``gpu``: an AMD GCD forwarding xGMI traffic to another
+  GCD. Per element: the device attribute ``p2p_transit_efficiency`` (a preset fact with its source),
+  overridden by ``p2p_transit_efficiency.device.<id>`` (calibrated).
+* ``transit_latency_us.<kind>`` (pcie_switch, host_bridge, cpu, gpu, nvswitch): latency a device
+  adds when a transfer passes through it (0 unless stated); per element the device attribute
+  ``transit_latency_us``, overridden by ``transit_latency_us.device.<id>``.
+* ``overhead_us.<method>@<LEVEL>``: extra per-transfer software cost of ``method`` when the pair's
+  level is LEVEL (PIX, PXB, PHB, NODE, SYS, NV, XGMI, NET): a per-protocol term, e.g. the host
+  staging protocol across sockets (``overhead_us.ce-nopeer@SYS``).
 * ``method_efficiency.<method>``: per-transfer cap as a fraction of the raw (theoretical) bottleneck
   of the transfer's route: a kernel copy (``sm-push``/``sm-pull``) reaches a fraction of link peak,
   the driver's host-staged peer copy (``ce-nopeer``) a fraction of the PCIe rate. 1.0 = no extra cap.
@@ -37,7 +51,27 @@ from ..patterns.methods import method_keys
 
 METHODS = method_keys()  # the one method table (patterns/methods.py)
 LINK_KINDS = ("nvlink", "xgmi", "pcie", "upi", "network")
-TRANSIT_KINDS = ("pcie_switch", "host_bridge", "cpu", "upi")
+TRANSIT_KINDS = ("pcie_switch", "host_bridge", "cpu", "upi", "gpu")
+LINK_GENERATIONS = ("nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "pcie3", "pcie4", "pcie5", "pcie6",
+                    "qpi", "upi", "xgmi")
+
+
+def generation_key(kind: str, generation: str | None) -> str | None:
+    """The efficiency key of a link generation: ``NVLink2`` -> nvlink2, ``PCIe Gen3 x16`` -> pcie3,
+    ``QPI 9.6 GT/s`` -> qpi, ``UPI 2.0 16 GT/s`` -> upi, ``xGMI ...`` -> xgmi; None when unknown."""
+    if not generation:
+        return None
+    g = generation.lower().replace(" ", "")
+    if g.startswith("nvlink") and len(g) > 6 and g[6].isdigit():
+        return f"nvlink{g[6]}"
+    if g.startswith("pcie"):
+        rest = g[4:].removeprefix("gen")
+        return f"pcie{rest[0]}" if rest[:1].isdigit() else None
+    for prefix in ("qpi", "upi", "xgmi"):
+        if g.startswith(prefix):
+            return prefix
+    return None
+
 
 _H200 = "nvbandwidth on 4 x H200 (NV18, 478 GB/s theoretical per direction), 2026-11-22, issue 4"
 _ASSUME = "assumption, typical order of magnitude; calibrate with linkscope model calibrate"
@@ -46,13 +80,29 @@ _SDMA = ("AMD SDMA copy engine per-transfer limit of about 50 GB/s as documented
          "variables, rocm.docs.amd.com); 50 GB/s = one 16-wide 25 GT/s Infinity Fabric link "
          "(ROCm MI250 microarchitecture)")
 
+_NVLINK2 = ("Dell EMC 'Deep Learning Performance with P100/V100 on PowerEdge C4130' (HPC blog / owner's manual "
+            "resources, Table 3 'Unidirectional peer-to-peer bandwidth', configuration K): p2pBandwidthLatencyTest "
+            "47.88-47.93 GB/s per V100-SXM2 pair of 2 NVLink2 = 95.8% of 50 GB/s")
+_PCIE3 = ("NVIDIA NCCL src/graph/topo.h: PCI_BW 12.0 GB/s for a PCIe Gen3 x16 path (12.0 of 15.75 GB/s), "
+          "https://github.com/NVIDIA/nccl/blob/master/src/graph/topo.h")
+_XGMI = ("C. Pearson, 'Interconnect Bandwidth Heterogeneity on AMD MI250x and Infinity Fabric', arXiv:2302.14827 "
+         "(2023), Sec. IV: explicit GCD-GCD copies reach up to ~81% of the xGMI link's theoretical bandwidth")
+_GCD_HOP = ("arXiv:2302.14827 (Pearson 2023), Sec. IV: GCD pairs without a direct link are routed through another GCD "
+            "and measure below directly linked single-link pairs; about 5% per forwarding GCD (issue 14's comparison "
+            "against those published figures)")
+
 # key -> (value, provenance, source)
 _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "link_efficiency.nvlink": (0.826, "measured", f"CE one-way 395 of 478 GB/s: {_H200}"),
-    "link_efficiency.xgmi": (0.80, "default", _ASSUME),
     "link_efficiency.pcie": (0.881, "measured", f"H2D/D2H 55.5 of 63.0 GB/s (PCIe Gen5 x16): {_H200}"),
     "link_efficiency.upi": (0.70, "default", _ASSUME),
     "link_efficiency.network": (0.93, "default", _ASSUME),
+    # per generation (physical link figures stay in the topology; these are what copies reach on them)
+    "link_efficiency.nvlink2": (0.958, "measured", _NVLINK2),
+    "link_efficiency.nvlink4": (0.826, "measured", f"CE one-way 395 of 478 GB/s: {_H200}"),
+    "link_efficiency.pcie3": (0.762, "datasheet", _PCIE3),
+    "link_efficiency.pcie5": (0.881, "measured", f"H2D/D2H 55.5 of 63.0 GB/s (PCIe Gen5 x16): {_H200}"),
+    "link_efficiency.xgmi": (0.81, "measured", _XGMI),
     "method_efficiency.sm-push": (0.774, "measured", f"SM copy 370 of 478 GB/s: {_H200}"),
     "method_efficiency.sm-pull": (0.787, "measured", f"SM copy 376 of 478 GB/s: {_H200}"),
     "method_efficiency.ce-nopeer": (0.611, "measured", f"P2P disabled one-way ~38.5 of 63 GB/s PCIe: {_H200}"),
@@ -79,6 +129,11 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "p2p_transit_efficiency.host_bridge": (0.80, "default", _ASSUME),
     "p2p_transit_efficiency.cpu": (0.80, "default", _ASSUME),
     "p2p_transit_efficiency.upi": (0.50, "default", _ASSUME),
+    "p2p_transit_efficiency.gpu": (0.95, "measured", _GCD_HOP),
+    "transit_latency_us.pcie_switch": (0.0, "default", "0 unless the topology states a switch's latency"),
+    "transit_latency_us.host_bridge": (0.0, "default", "0 unless the topology states it"),
+    "transit_latency_us.cpu": (0.0, "default", "0 unless the topology states it"),
+    "transit_latency_us.gpu": (0.0, "default", "0 unless the topology states it"),
     "remote_read_base_us": (0.0, "measured", "2 x H200 NV18, 2026-11-22: the 0.85 us remote-read round trip is all link "
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
@@ -86,9 +141,10 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
 }
 
 # keys that may appear without a default (vendors other than amd have no engine cap by default)
-_OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.")
+_OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.",
+                  "p2p_transit_efficiency.device.", "transit_latency_us.", "p2p_transit_efficiency.")
 # non-numeric keys of Topology.model_params that belong to the model but are not parameters
-STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level")
+STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level", "p2p_max_level_source")
 
 
 def default_keys() -> tuple[str, ...]:
@@ -162,7 +218,7 @@ class ModelParams:
             if isinstance(raw, bool) or not isinstance(raw, (int, float)):
                 raise ConfigError(f"model parameter {key!r} must be a number, got {raw!r}")
             value = float(raw)
-            nonneg = key.startswith("overhead_us.") or key.endswith("_us")
+            nonneg = key.startswith(("overhead_us.", "transit_latency_us.")) or key.endswith("_us")
             if value < 0 or (value == 0 and not nonneg) or value != value:
                 raise ConfigError(f"model parameter {key!r} must be {'>= 0' if nonneg else '> 0'}, got {raw!r}")
             values[key] = value
@@ -197,8 +253,45 @@ class ModelParams:
     def get(self, key: str, default: float | None = None) -> float | None:
         return self.values.get(key, default)
 
-    def link_efficiency(self, kind: str) -> float:
-        return float(self.values.get(f"link_efficiency.{kind}", 1.0))
+    def link_efficiency(self, kind: str, generation: str | None = None, link_id: str | None = None) -> float:
+        """Efficiency of a link: per element, then an explicitly set generation or kind key, then the
+        generation default, then the kind default (see the module docstring)."""
+        if link_id is not None:
+            for key in (f"link_efficiency.link.{link_id}", f"link_efficiency.link.{'|'.join(reversed(link_id.split('|')))}"):
+                if key in self.values:
+                    return float(self.values[key])
+        gen = generation_key(kind, generation)
+        gen_key = f"link_efficiency.{gen}" if gen else None
+        kind_key = f"link_efficiency.{kind}"
+        for key in (gen_key, kind_key):
+            if key and key in self.values and not self.is_default(key):
+                return float(self.values[key])
+        if gen_key and gen_key in self.values:
+            return float(self.values[gen_key])
+        return float(self.values.get(kind_key, 1.0))
+
+    def is_default(self, key: str) -> bool:
+        """True when ``key`` holds the built-in default (not set by a topology, calibration or user)."""
+        d = _DEFAULTS.get(key)
+        return d is not None and self.values.get(key) == d[0] and self.provenance.get(key) == d[1]
+
+    def element_transit(self, device: Any) -> tuple[float, float]:
+        """(bandwidth factor, latency µs) a device adds to a transfer passing through it: per-element
+        key, else the device's own attributes (a preset fact), else its kind's default."""
+        kind = device.kind.value
+        attrs = device.attributes or {}
+        eff = self.values.get(f"p2p_transit_efficiency.device.{device.id}")
+        if eff is None:
+            raw = attrs.get("p2p_transit_efficiency")
+            eff = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else self.transit_efficiency(kind)
+        lat = self.values.get(f"transit_latency_us.device.{device.id}")
+        if lat is None:
+            raw = attrs.get("transit_latency_us")
+            lat = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else float(self.values.get(f"transit_latency_us.{kind}", 0.0))
+        return float(eff), float(lat)
+
+    def level_overhead_us(self, method: str, level_family: str) -> float:
+        return float(self.values.get(f"overhead_us.{method}@{level_family}", 0.0))
 
     def method_efficiency(self, method: str) -> float:
         return float(self.values.get(f"method_efficiency.{method}", 1.0))

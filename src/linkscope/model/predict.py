@@ -21,8 +21,10 @@ local               a copy inside one GPU's memory (read + write: device memory 
 =================  =========================================================================
 
 A peer copy's rate alone (the smaller of its method cap and its route's effective bottleneck) is
-further multiplied by ``p2p_transit_efficiency`` for each PCIe switch, host bridge and CPU it passes
-and each socket link it crosses (a per-transfer cap; NVSwitch and GPUs cost nothing). Time of a transfer = its latency (per-method overhead
+further multiplied by ``p2p_transit_efficiency`` for each PCIe switch, host bridge, CPU and forwarding
+GPU (an AMD GCD relaying xGMI traffic) it passes and each socket link it crosses (a per-transfer cap;
+NVSwitch planes cost nothing); per element where the device states it (``ModelParams.element_transit``).
+Each device passed also adds its ``transit_latency_us``. Time of a transfer = its latency (per-method overhead
 + per-hop latencies) + the bytes at the max-min fair rate, recomputed at every start and completion.
 """
 from __future__ import annotations
@@ -46,6 +48,8 @@ from .routing import Router
 
 # method vocabulary from the one method table (patterns/methods.py)
 PEER_METHODS = keys_where(needs_peer_access=True)
+# devices whose forwarding costs a peer copy bandwidth (factor) and latency; NVSwitch planes cost nothing
+_TRANSIT_DEVICE_KINDS = frozenset({"pcie_switch", "host_bridge", "cpu", "gpu"})
 NEEDS_PEER_ACCESS = frozenset(PEER_METHODS)
 COPY_ENGINE_METHODS = frozenset(set(keys_where(unit=("copy-engine", "host-staging"))) - {LOCAL.key})
 HOST_METHODS = keys_where(endpoints=("host-to-gpu", "gpu-to-host"))
@@ -115,16 +119,30 @@ class FabricModel:
         self.params = ModelParams.for_topology(topology, params)
         self.graph = FabricGraph.from_topology(topology)
         self.router = Router(self.graph)
+        self._element_keys = any(".device." in k for k in self.params.values)
         self.capacity = self.graph.capacities(self.params)
         self.edge_latency_s = self.graph.edge_latency(self.params) * 1e-6
         p = self.params
         node_log = np.zeros(len(self.graph.node_ids))
-        for kind in ("pcie_switch", "host_bridge", "cpu"):
-            node_log[self.graph.node_kind == NODE_KIND_CODE[kind]] = np.log(p.transit_efficiency(kind))
+        node_lat = np.zeros(len(self.graph.node_ids))
+        memo: dict[tuple[str, str], tuple[float, float]] = {}
+        for k, dev in enumerate(topology.devices):
+            if dev.kind.value not in _TRANSIT_DEVICE_KINDS:
+                continue
+            specific = bool(dev.attributes) and ("p2p_transit_efficiency" in dev.attributes or "transit_latency_us" in dev.attributes)
+            key = (dev.kind.value, dev.id if specific or self._element_keys else "")
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = p.element_transit(dev)
+            node_log[k] = np.log(found[0])
+            node_lat[k] = found[1] * 1e-6
         self._node_transit_log = node_log
+        self._node_transit_s = node_lat
         self._edge_transit_log = np.where(self.graph.edge_kind == KIND_CODE[LinkKind.UPI.value],
                                           np.log(p.transit_efficiency("upi")), 0.0)
         self._gpu_by_index = {g.index: g for g in topology.gpus}
+        self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
+        self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
 
     # ---- endpoints and access ---------------------------------------------------------------------
@@ -184,7 +202,21 @@ class FabricModel:
         return float(np.exp(self._node_transit_log[heads].sum() + self._edge_transit_log[edges].sum()))
 
     def _lat(self, edges: np.ndarray) -> float:
-        return float(self.edge_latency_s[edges].sum())
+        """Latency of a route: every hop's latency plus what each device it passes through adds."""
+        if edges.size == 0:
+            return 0.0
+        return float(self.edge_latency_s[edges].sum() + self._node_transit_s[self.graph.edge_dst[edges[:-1]]].sum())
+
+    def _level_overhead_s(self, method: str, a: Device, b: Device) -> float:
+        """Per-protocol cost of ``method`` at the pair's level (``overhead_us.<method>@<LEVEL>``)."""
+        if not self._level_keys:
+            return 0.0
+        key = (a.id, b.id)
+        family = self._family.get(key)
+        if family is None:
+            code = query.pair_level(self.topology, a, b).code
+            family = self._family[key] = "".join(ch for ch in code if not ch.isdigit()) or code
+        return self.params.level_overhead_us(method, family) * 1e-6
 
     def _engine_cap(self, method: str, gpu: Device) -> float:
         return self.params.engine_cap_gb_per_s(gpu.vendor) if method in COPY_ENGINE_METHODS else float("inf")
@@ -231,6 +263,8 @@ class FabricModel:
             wts = np.append(np.ones(edges.size), weight)
             return [_Stage(res, wts, cap, overhead_s + self._lat(edges), size_bytes, raw)]
         a, b = self.gpu(src), self.gpu(dst)
+        if eff_method != LOCAL.key and a.id != b.id:
+            overhead_s += self._level_overhead_s(cap_method, a, b)
         if eff_method == LOCAL.key:
             if a.id != b.id:
                 raise ConfigError(f"method {LOCAL.key!r} copies inside one GPU; got {a.label} -> {b.label}")
@@ -355,6 +389,8 @@ class FabricModel:
         starts = indptr[:-1]
         raw = np.minimum.reduceat(self.graph.edge_raw_gb_per_s[indices], starts)
         lat = np.add.reduceat(self.edge_latency_s[indices], starts)
+        head_s = self._node_transit_s[self.graph.edge_dst[indices]]
+        lat += np.add.reduceat(head_s, starts) - head_s[indptr[1:] - 1]
         transit_log = np.add.reduceat(self._edge_transit_log[indices], starts)
         head_log = self._node_transit_log[self.graph.edge_dst[indices]]
         last = indptr[1:] - 1
