@@ -9,6 +9,8 @@ The helpers it shares with ``cmd_survey`` (topology, engine, context, progress, 
 """
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -172,6 +174,7 @@ def bench(
     time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop adding repetitions after this long per plan and size (default 1s)."),
     target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
     chunk: Optional[str] = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
+    nic: Optional[str] = typer.Option(None, "--nic", help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest."),
 ) -> None:
     """Measure link bandwidth between GPUs (and host), per pair or in concurrent patterns;
     `linkscope bench latency` measures latency.
@@ -186,6 +189,7 @@ def bench(
         print_list(backend, preset, from_file, synthetic)
         return
     from ..measure.runner import BenchSpec, run_bench
+    from ..model.nics import with_nic_choice
     from ..patterns.base import check_direction, select_gpus
     from ..patterns.registry import resolve_pattern
     from ..units import parse_sizes
@@ -201,6 +205,8 @@ def bench(
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+    nic_choice = nic or os.environ.get("UCX_NET_DEVICES") or os.environ.get("NCCL_IB_HCA") or None
+    topology = with_nic_choice(topology, nic_choice)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
     try:
@@ -212,7 +218,8 @@ def bench(
             with progress_bar() as progress:
                 record = run_bench(engine, topology, spec, size_list, options, progress=progress, on_partial=on_partial,
                                    context=run_context(topology, engine),
-                                   run_options={"pattern": pattern, "command": "bench"})
+                                   run_options={"pattern": pattern, "command": "bench",
+                                                **({"nic": nic_choice} if nic_choice else {})})
         except KeyboardInterrupt:
             raise interrupted(json_path, csv_path) from None
     finally:

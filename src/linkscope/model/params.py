@@ -144,7 +144,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
 _OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.",
                   "p2p_transit_efficiency.device.", "transit_latency_us.", "p2p_transit_efficiency.")
 # non-numeric keys of Topology.model_params that belong to the model but are not parameters
-STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level", "p2p_max_level_source")
+STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level", "p2p_max_level_source", "nic_devices")
 
 
 def default_keys() -> tuple[str, ...]:

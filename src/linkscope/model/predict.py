@@ -44,6 +44,7 @@ from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .params import METHODS, ModelParams
+from .nics import NicSpec, parse_nic_spec
 from .routing import Router
 
 # method vocabulary from the one method table (patterns/methods.py)
@@ -114,11 +115,18 @@ def _flow_tuple(item: Transfer | Sequence) -> tuple[int | str, int | str, int, s
 class FabricModel:
     """The fabric model of one topology: graph, routes, parameters, resource capacities."""
 
-    def __init__(self, topology: Topology, params: ModelParams | dict | None = None) -> None:
+    def __init__(self, topology: Topology, params: ModelParams | dict | None = None, *,
+                 nics: str | NicSpec | None = None) -> None:
+        """``nics``: the NIC choice for inter-node transfers (``model.nics``: a UCX_NET_DEVICES /
+        NCCL_IB_HCA style value, ``nearest`` or ``any``); default the topology's
+        ``model_params["nic_devices"]``, else nearest."""
         self.topology = topology
         self.params = ModelParams.for_topology(topology, params)
         self.graph = FabricGraph.from_topology(topology)
-        self.router = Router(self.graph)
+        if nics is None:
+            nics = (topology.model_params or {}).get("nic_devices")
+        self.nic_spec = nics if isinstance(nics, NicSpec) else parse_nic_spec(nics)
+        self.router = Router(self.graph, self.nic_spec)
         self._element_keys = any(".device." in k for k in self.params.values)
         self.capacity = self.graph.capacities(self.params)
         self.edge_latency_s = self.graph.edge_latency(self.params) * 1e-6
@@ -278,9 +286,19 @@ class FabricModel:
             reason = self.peer_access(a.index, b.index)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
-            edges = self._path(a, b)
-            raw = self._raw(edges)
             initiator = b if get_method(method).issuer == "dst" else a
+            lanes = self.router.lanes(a.id, b.id)
+            if len(lanes) > 1:  # spread over several NICs: bytes split evenly, each lane carries rate / n
+                n = len(lanes)
+                alone = min(min(p.method_efficiency(method) * self._raw(e), self._eff_min(e)) * self._transit(e)
+                            for e in lanes) * n
+                raw = min(self._raw(e) for e in lanes) * n
+                cap = min(alone, self._engine_cap(method, initiator))
+                edges = np.concatenate(lanes)
+                return [_Stage(edges, np.full(edges.size, 1.0 / n), cap,
+                               overhead_s + max(self._lat(e) for e in lanes), size_bytes, raw)]
+            edges = lanes[0]
+            raw = self._raw(edges)
             alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
             cap = min(alone, self._engine_cap(method, initiator))
             return [_Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)]

@@ -23,10 +23,11 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from ..errors import TopologyError
+from ..errors import ConfigError, TopologyError
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
+from .nics import NicSpec, choose_from
 
 _NET = KIND_CODE[LinkKind.NETWORK.value]
 _SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
@@ -53,11 +54,26 @@ class _Structure:
 class Router:
     """Routes between device ids of one FabricGraph, cached."""
 
-    def __init__(self, graph: FabricGraph) -> None:
+    def __init__(self, graph: FabricGraph, nic_spec: NicSpec | None = None) -> None:
         self.graph = graph
         self.topology = graph.topology
+        self.nic_spec = nic_spec or NicSpec()
         self._cache: dict[tuple[str, str], np.ndarray] = {}
-        self._hier = _Hierarchy(graph) if graph.has_network() else None
+        self._hier = _Hierarchy(graph, self.nic_spec) if graph.has_network() else None
+
+    def lanes(self, src_id: str, dst_id: str) -> list[np.ndarray]:
+        """Routes of one transfer, one per NIC lane (several when the NIC choice spreads a transfer
+        over several NICs: its bytes split evenly over them); one route within a node."""
+        if self._hier is None:
+            return [self.path(src_id, dst_id)]
+        return self._hier.lanes(src_id, dst_id)
+
+    def nics_of(self, gpu: Device) -> tuple[Device, ...]:
+        """The NIC(s) the GPU's inter-node traffic uses under this router's NIC choice."""
+        if self._hier is None:
+            return ()
+        node = self.graph.node_index[gpu.id]
+        return tuple(self.topology.devices[i] for i in self._hier._nics_of(node).tolist())
 
     def path(self, src_id: str, dst_id: str) -> np.ndarray:
         """Directed edge ids from ``src_id`` to ``dst_id`` (empty for a device with itself)."""
@@ -101,8 +117,10 @@ class Router:
 
 
 class _Hierarchy:
-    def __init__(self, graph: FabricGraph) -> None:
+    def __init__(self, graph: FabricGraph, nic_spec: NicSpec) -> None:
         self.graph = graph
+        self.nic_spec = nic_spec
+        self._nics: dict[int, np.ndarray] = {}
         topo = graph.topology
         n = len(graph.node_ids)
         local = graph.edge_kind[0::2] != _NET
@@ -123,8 +141,8 @@ class _Hierarchy:
             self.local_index[members] = np.arange(members.size)
         self._structures: dict[tuple, _Structure] = {}
         self._structure_of: dict[int, _Structure] = {}
-        self._uplinks: dict[int, np.ndarray] = {}
-        self._downlinks: dict[int, np.ndarray] = {}
+        self._uplinks: dict[tuple[int, int], np.ndarray] = {}
+        self._downlinks: dict[tuple[int, int], np.ndarray] = {}
         self._nic: dict[int, int] = {}
         # network switch graph
         net = ~local
@@ -206,6 +224,54 @@ class _Hierarchy:
             nic = int(self.members[comp][local_nic])
             self._nic[gpu_node] = nic
         return nic
+
+    def _nics_of(self, node: int) -> np.ndarray:
+        """NIC node ids a GPU's (or NIC's) inter-node traffic uses under the NIC choice."""
+        found = self._nics.get(node)
+        if found is None:
+            if self.graph.node_kind[node] == _NIC:
+                found = np.array([node], dtype=np.int64)
+            elif self.nic_spec.rule == "nearest":
+                found = np.array([self._nic_of(node)], dtype=np.int64)
+            else:
+                comp = int(self.comp_of[node])
+                devs = self.topology.devices
+                members = self.members[comp].tolist()
+                node_nics = tuple(devs[i] for i in members if devs[i].kind is DeviceKind.NIC)
+                nearest: tuple[Device, ...] = ()
+                if self.nic_spec.rule == "any":
+                    st = self._structure(comp)
+                    rep_gpu = st.topology.device(f"d{int(self.local_index[node])}")
+                    nearest = tuple(devs[members[int(n.id[1:])]] for n in query.nearest_nics(st.topology, rep_gpu))
+                chosen = choose_from(self.nic_spec, devs[node], node_nics, nearest)
+                if not chosen:
+                    raise TopologyError(f"no route from {devs[node].label} to another node: its node has no NIC in {self.topology.name!r}")
+                index = self.graph.node_index
+                found = np.array([index[n.id] for n in chosen], dtype=np.int64)
+            self._nics[node] = found
+        return found
+
+    def lanes(self, src_id: str, dst_id: str) -> list[np.ndarray]:
+        graph = self.graph
+        s, d = graph.node_index[src_id], graph.node_index[dst_id]
+        if self.comp_of[s] == self.comp_of[d] or self.nic_spec.rule == "nearest":
+            return [self.path(src_id, dst_id)]
+        self._check_ends(s, d)
+        ns, nd = self._nics_of(s), self._nics_of(d)
+        n = max(ns.size, nd.size)
+        out = []
+        for k in range(n):
+            a, b = int(ns[k % ns.size]), int(nd[k % nd.size])
+            out.append(np.concatenate([self._uplink(s, a), np.asarray(self._network_path(a, b), dtype=np.int64),
+                                       self._downlink(d, b)]))
+        return out
+
+    def _check_ends(self, s: int, d: int) -> None:
+        devs = self.topology.devices
+        for end in (s, d):
+            if not devs[end].is_gpu and self.graph.node_kind[end] != _NIC:
+                raise TopologyError(f"transfers between nodes are modelled between GPUs (or NICs), not from {devs[end].label}")
+            check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
 
     def local_cpu(self, gpu: Device) -> Device | None:
         comp = int(self.comp_of[self.graph.node_index[gpu.id]])
@@ -343,22 +409,26 @@ class _Hierarchy:
     def _nic_array(self, nodes: np.ndarray) -> np.ndarray:
         out = np.empty(nodes.size, dtype=np.int64)
         uniq, inv = np.unique(nodes, return_inverse=True)
-        vals = np.array([u if self.graph.node_kind[u] == _NIC else self._nic_of(int(u)) for u in uniq.tolist()], dtype=np.int64)
+        picked = [self._nics_of(int(u)) for u in uniq.tolist()]
+        if any(p.size > 1 for p in picked):
+            raise ConfigError(f"NIC choice {self.nic_spec.text!r} spreads transfers over several NICs; the array path "
+                              "takes one NIC per GPU", hint="use FabricModel.predict for spread transfers")
+        vals = np.array([int(p[0]) for p in picked], dtype=np.int64)
         out[:] = vals[inv]
         return out
 
     def _uplink(self, s: int, nic: int) -> np.ndarray:
-        up = self._uplinks.get(s)
+        up = self._uplinks.get((s, nic))
         if up is None:
             up = self._local_route(int(self.comp_of[s]), s, nic) if nic != s else np.empty(0, dtype=np.int64)
-            self._uplinks[s] = up
+            self._uplinks[(s, nic)] = up
         return up
 
     def _downlink(self, d: int, nic: int) -> np.ndarray:
-        down = self._downlinks.get(d)
+        down = self._downlinks.get((d, nic))
         if down is None:
             down = self._local_route(int(self.comp_of[d]), nic, d) if nic != d else np.empty(0, dtype=np.int64)
-            self._downlinks[d] = down
+            self._downlinks[(d, nic)] = down
         return down
 
     def _switch_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -420,12 +490,8 @@ class _Hierarchy:
         cs, cd = int(self.comp_of[s]), int(self.comp_of[d])
         if cs == cd:
             return self._local_route(cs, s, d)
-        devs = self.topology.devices
-        for end in (s, d):
-            if not devs[end].is_gpu and graph.node_kind[end] != _NIC:
-                raise TopologyError(f"transfers between nodes are modelled between GPUs (or NICs), not from {devs[end].label}")
-            check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
-        nic_s = s if graph.node_kind[s] == _NIC else self._nic_of(s)
-        nic_d = d if graph.node_kind[d] == _NIC else self._nic_of(d)
+        self._check_ends(s, d)
+        nic_s = int(self._nics_of(s)[0])
+        nic_d = int(self._nics_of(d)[0])
         return np.concatenate([self._uplink(s, nic_s), np.asarray(self._network_path(nic_s, nic_d), dtype=np.int64),
                                self._downlink(d, nic_d)])

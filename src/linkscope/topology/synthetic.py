@@ -8,6 +8,9 @@ Specs:
   (200 Gb/s) on each switch.
 * ``fattree:NODESxGPUS[:RADIX]`` — a multi-node cluster for model planning (see ``model``):
   NODES nodes of GPUS GPUs on an NVSwitch, one 400 Gb/s NIC per GPU, leaf/spine switches.
+* ``cluster:PRESET:NODES[:rails|single]`` — NODES copies of a preset node (its NICs in their PCIe
+  places: two HCAs on different switches on a 4 x V100 node, 8 rails on a DGX) joined by InfiniBand
+  switches, one per rail (default) or one for all.
 
 >>> synthetic_topology("pcie:2x4").gpu_count
 8
@@ -75,9 +78,64 @@ def _pcie(args: list[str]) -> Topology:
                     description=f"{sockets} socket(s), {per} GPUs behind one PCIe Gen4 switch each (synthetic)")
 
 
-MAX_SYNTHETIC_GPUS = 1024
+NET_LINK_LATENCY_US = 0.6  # NIC <-> switch port, typical InfiniBand switch hop (order of magnitude) [L]
 
-_BUILDERS: dict[str, Callable[[list[str]], Topology]] = {"nvswitch": _nvswitch, "pcie": _pcie}
+
+def _cluster(args: list[str]) -> Topology:
+    """``cluster:PRESET:NODES[:rails|single]``: NODES copies of a preset node joined by InfiniBand switches.
+
+    Every NIC of a node keeps its PCIe place and name (``mlx5_1`` stays the far HCA of a GPU), so the
+    NIC a transfer uses matters between nodes. ``rails`` (default): NIC k of every node on switch
+    ``rail<k>`` (the rail-optimised wiring of DGX clusters); ``single``: all NICs on one switch.
+    Storage NICs (attribute role=storage) are left out of the network. Link rate = the NIC's line rate.
+    """
+    from .presets import load_preset, preset_names
+
+    if len(args) < 2 or not args[1].isdigit() or int(args[1]) < 1:
+        raise UserError("cluster spec is cluster:PRESET:NODES[:rails|single], e.g. cluster:v100-4-nvlink-ib:2",
+                        hint=f"presets: {', '.join(preset_names())}")
+    base = load_preset(args[0])
+    nodes = int(args[1])
+    if nodes * base.gpu_count > MAX_CLUSTER_GPUS:
+        raise UserError(f"cluster {':'.join(args)!r} has more than {MAX_CLUSTER_GPUS} GPUs")
+    wiring = args[2] if len(args) > 2 else "rails"
+    if wiring not in ("rails", "single"):
+        raise UserError(f"cluster wiring must be rails or single, got {wiring!r}")
+    nics = [d for d in base.devices if d.kind is DeviceKind.NIC and (d.attributes or {}).get("role") != "storage"]
+    if not nics:
+        raise UserError(f"preset {args[0]!r} has no NIC to join nodes with")
+    from dataclasses import replace as dc_replace
+
+    per = base.gpu_count
+    devices: list[Device] = []
+    links: list[Link] = []
+    for n in range(nodes):
+        for d in base.devices:
+            devices.append(dc_replace(d, id=f"n{n}.{d.id}", index=None if d.index is None else n * per + d.index,
+                                      cuda_ordinal=d.cuda_ordinal, nvml_index=d.nvml_index))
+        for link in base.links:
+            links.append(dc_replace(link, a=f"n{n}.{link.a}", b=f"n{n}.{link.b}"))
+    switches = [f"rail{k}" for k in range(len(nics))] if wiring == "rails" else ["ibswitch"]
+    for sw in switches:
+        devices.append(Device(id=sw, kind=DeviceKind.NETWORK_SWITCH, name="InfiniBand switch"))
+    for n in range(nodes):
+        for k, nic in enumerate(nics):
+            rate = (nic.line_rate_gbit_per_s or 100.0) / 8.0
+            links.append(Link(f"n{n}.{nic.id}", switches[k if wiring == "rails" else 0], LinkKind.NETWORK, 1, rate,
+                              latency_us=NET_LINK_LATENCY_US, provenance=_SYN,
+                              source=f"NIC line rate {nic.line_rate_gbit_per_s or 100.0:g} Gb/s / 8 per direction",
+                              generation="InfiniBand"))
+    spec = ":".join(args)
+    return Topology(name=f"cluster:{spec}", devices=tuple(devices), links=tuple(links), source=f"synthetic:cluster:{spec}",
+                    description=f"{nodes} x {base.name} ({base.gpu_count} GPUs and {len(nics)} NIC(s) each, PCIe places "
+                                f"kept), {'one switch per NIC rail' if wiring == 'rails' else 'one switch'} (synthetic)",
+                    sources=base.sources, model_params=dict(base.model_params or {}))
+
+
+MAX_SYNTHETIC_GPUS = 1024  # one flat node (nvswitch, pcie): pair and route tables grow with the square
+MAX_CLUSTER_GPUS = 32768  # fattree and cluster: routed hierarchically per node (model.routing), built in seconds
+
+_BUILDERS: dict[str, Callable[[list[str]], Topology]] = {"nvswitch": _nvswitch, "pcie": _pcie, "cluster": _cluster}
 
 
 def register_builder(kind: str, builder: Callable[[list[str]], Topology]) -> None:
@@ -93,10 +151,13 @@ def synthetic_topology(spec: str) -> Topology:
     if builder is None:
         raise UserError(f"unknown synthetic topology {spec!r}", hint=f"valid kinds: {', '.join(sorted(set(_BUILDERS) | {'fattree'}))}")
     gpus = 1
-    for number in re.findall(r"\d+", rest.split(":")[0]):  # nvswitch:N[:..], pcie:SxG, fattree:NxG: the GPUs
+    limit = MAX_CLUSTER_GPUS if kind == "fattree" else MAX_SYNTHETIC_GPUS
+    field = rest.split(":")[0] if kind != "cluster" else ""  # cluster: the builder checks nodes x preset GPUs
+    for number in re.findall(r"\d+", field):  # nvswitch:N[:..], pcie:SxG, fattree:NxG: the GPUs
         gpus *= int(number)
-        if gpus > MAX_SYNTHETIC_GPUS:
-            raise UserError(f"synthetic topology {spec!r} has more than {MAX_SYNTHETIC_GPUS} GPUs",
-                            hint="pair and route tables grow with the square of the GPU count")
+        if gpus > limit:
+            raise UserError(f"synthetic topology {spec!r} has more than {limit} GPUs",
+                            hint="pair and route tables grow with the square of the GPU count" if limit == MAX_SYNTHETIC_GPUS
+                            else "a larger cluster takes minutes to build")
     args = rest.split(":") if rest else []
     return builder(args)
