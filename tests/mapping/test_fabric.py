@@ -48,7 +48,7 @@ def test_pairwise_terms_reproduce_the_models_alone_time():
     cost = fabric_cost(topo)
     latency_us, us_per_byte = cost.costs
     assert cost.flows == ("messages", "bytes") and cost.unit == "µs" and cost.metric == "model"
-    model = FabricModel(topo)
+    model = FabricModel(topo, peer_fallback=True)  # across QPI cudaMemcpyPeer stages through the host
     for i, j, size in ((0, 1, 1 << 20), (0, 9, 3 << 20), (5, 12, 12345)):
         alone_us = model.predict([(i, j, size)], "ce")[0].elapsed_s * 1e6
         assert latency_us[i, j] + us_per_byte[i, j] * size == pytest.approx(alone_us, rel=1e-6)
@@ -105,7 +105,7 @@ def _exchange_us(topo: Topology, traffic: TrafficMatrix, gpu_of_rank) -> float:
     b = traffic.offdiagonal_bytes()
     n = traffic.ranks
     transfers = [(gpu_of_rank[r], gpu_of_rank[s], int(b[r, s])) for r in range(n) for s in range(n) if b[r, s] > 0]
-    return max(p.elapsed_s for p in FabricModel(topo).predict(transfers, "ce")) * 1e6
+    return max(p.elapsed_s for p in FabricModel(topo, peer_fallback=True).predict(transfers, "ce")) * 1e6
 
 
 @pytest.mark.parametrize("name,grid,periodic,strict", [
@@ -141,10 +141,14 @@ def test_model_metric_on_a_uniform_fabric_says_mapping_cannot_help():
     assert a.exchange_time_us == a.default_exchange_time_us > 0
 
 
-def test_a_pair_without_peer_access_is_named_with_a_method_that_works():
+def test_a_pair_without_peer_access_is_costed_as_the_driver_runs_it():
+    # cudaMemcpyPeer between GPUs without peer access stages through host memory: ce costs ce-nopeer there
     topo = load_preset("pcie-8gpu-2socket").replace(model_params={"p2p_max_level": "PIX"})
-    with pytest.raises(ConfigError, match="method 'ce' from GPU 0 to GPU 4: no peer access") as info:
-        topology_cost(topo, "model")
-    assert "ce-nopeer" in info.value.hint
+    ce = topology_cost(topo, "model")
     staged = topology_cost(topo, "model", "ce-nopeer")
     assert staged.source == "model:pcie-8gpu-2socket (ce-nopeer)" and staged.costs[1][0, 4] > 0
+    assert ce.costs[1][0, 4] == pytest.approx(staged.costs[1][0, 4])
+    assert ce.costs[1][0, 1] < staged.costs[1][0, 1]  # peers under one switch copy directly
+    with pytest.raises(ConfigError, match="method 'sm-push' from GPU 0 to GPU 4: no peer access") as info:
+        topology_cost(topo, "model", "sm-push")  # a kernel copy needs peer mappings: no fallback
+    assert "ce-nopeer" in info.value.hint

@@ -203,7 +203,8 @@ def test_k80_has_exactly_four_levels_with_non_increasing_bandwidth():
     assert set(by_level) == set(order)
     for closer, farther in zip(order, order[1:]):
         assert max(by_level[farther]) <= min(by_level[closer])
-    assert max(by_level["SYS"]) < min(by_level["PIX"])  # no P2P across QPI
+    # no P2P across QPI: stated as the preset's p2p_max_level (the QPI link keeps its physical capacity)
+    assert t.model_params["p2p_max_level"] == "PHB"
     assert len(by_level["PIX"]) == 8  # one pair per board
 
 

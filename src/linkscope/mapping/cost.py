@@ -103,12 +103,19 @@ def topology_matrices(topology: Topology) -> dict[str, np.ndarray]:
     bandwidth = np.full((n, n), np.inf)
     latency = np.zeros((n, n))
     defaulted = False
+    # bandwidth from the fabric model where the topology is node-sized: it knows per-element transit
+    # costs and where P2P stops (a K80 node's levels); raw link rates alone cannot tell them apart
+    modelled = None
+    if n <= 64 and not any(link.kind.value == "network" for link in topology.links):
+        from ..model.pairs import pair_matrices
+
+        modelled = pair_matrices(topology)["bandwidth_gb_per_s"]
     for i, g in enumerate(gpus):
         for j, h in enumerate(gpus):
             if i == j:
                 continue
             distance[i, j] = query.distance(topology, g, h)
-            bandwidth[i, j] = query.theoretical_gb_per_s(topology, g, h)
+            bandwidth[i, j] = query.theoretical_gb_per_s(topology, g, h) if modelled is None else modelled[i, j]
             total = 0.0
             for link in query.route(topology, g, h):
                 if link.latency_us is None:

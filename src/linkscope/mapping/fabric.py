@@ -106,7 +106,7 @@ def fabric_cost(topology: Topology, method: str = DEFAULT_METHOD,
     gpus = topology.gpu_count
     if gpus == 0:
         raise UserError(f"topology {topology.name!r} has no GPU to map onto")
-    model = FabricModel(topology, params)
+    model = FabricModel(topology, params, peer_fallback=True)  # cudaMemcpyPeer stages where P2P stops
     latency_us, us_per_byte = _pair_terms(model, method, gpus)
     notes = (_params_note(model),)
     if model.params.ignored:

@@ -116,11 +116,14 @@ class FabricModel:
     """The fabric model of one topology: graph, routes, parameters, resource capacities."""
 
     def __init__(self, topology: Topology, params: ModelParams | dict | None = None, *,
-                 nics: str | NicSpec | None = None) -> None:
+                 nics: str | NicSpec | None = None, peer_fallback: bool = False) -> None:
         """``nics``: the NIC choice for inter-node transfers (``model.nics``: a UCX_NET_DEVICES /
         NCCL_IB_HCA style value, ``nearest`` or ``any``); default the topology's
-        ``model_params["nic_devices"]``, else nearest."""
+        ``model_params["nic_devices"]``, else nearest. ``peer_fallback``: a copy-engine peer copy
+        between GPUs without peer access is modelled as the driver runs cudaMemcpyPeer there (staged
+        through host memory, ``ce-nopeer``) instead of being refused."""
         self.topology = topology
+        self.peer_fallback = peer_fallback
         self.params = ModelParams.for_topology(topology, params)
         self.graph = FabricGraph.from_topology(topology)
         if nics is None:
@@ -284,6 +287,8 @@ class FabricModel:
                               hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
             reason = self.peer_access(a.index, b.index)
+            if reason and self.peer_fallback and eff_method in ("ce", "ce-read", "ce-write"):
+                return self.stages(src, dst, size_bytes, "ce-nopeer", chunk_bytes)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
             initiator = b if get_method(method).issuer == "dst" else a
