@@ -74,8 +74,12 @@ if numba is not None:
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
-               frozen, rem, wsum, level, heap, pos):
-        """Max-min rates of the active stages into ``new_rates`` (inactive stages: 0)."""
+               frozen, rem, wsum, level, heap, pos, rates, floor):
+        """Max-min rates of the active stages into ``new_rates`` (inactive stages: 0).
+
+        ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
+        ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
+        levels below the slowest removed stage saturate exactly as before) - and only the rest is solved."""
         n_rows = capacity.size
         for i in range(n_rows):
             rem[i] = capacity[i]
@@ -85,6 +89,14 @@ if numba is not None:
         for j in range(active.size):
             new_rates[j] = 0.0
             if active[j]:
+                if floor > 0 and rates[j] < floor:
+                    frozen[j] = True
+                    r = rates[j]
+                    new_rates[j] = r
+                    if np.isfinite(r):
+                        for e in range(col_ptr[j], col_ptr[j + 1]):
+                            rem[col_row[e]] -= col_w[e] * r
+                    continue
                 frozen[j] = False
                 n_left += 1
                 for e in range(col_ptr[j], col_ptr[j + 1]):
@@ -189,6 +201,7 @@ if numba is not None:
         t = 0.0
         events = 0
         n_active = 0
+        floor = -1.0  # slowest rate of the stages completed at the last event (-1: a start, solve all)
         while True:
             n_started = 0
             if next_ready <= t * (1 + 1e-12) + 1e-15:
@@ -212,7 +225,7 @@ if numba is not None:
                 t = next_ready
                 continue
             _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
-                   frozen, rem, wsum, level, heap, pos)
+                   frozen, rem, wsum, level, heap, pos, rates, floor if n_started == 0 else -1.0)
             for j in range(n):
                 if not active[j]:
                     continue
@@ -249,8 +262,11 @@ if numba is not None:
             if np.isfinite(next_ready):
                 limit = min(limit, next_ready)
             limit = max(limit, t_c)
+            floor = np.inf
             for j in range(n):
                 if active[j] and finish_at[j] <= limit:
+                    if rates[j] < floor:
+                        floor = rates[j]
                     done[j] = finish_at[j]
                     finish_at[j] = np.inf
                     remaining[j] = 0.0
