@@ -662,6 +662,7 @@ def v100_4():
             "[L] NVLink wiring (issue text reading; NV2 all-to-all is the likelier board wiring), PCIe switch "
             "layout, GPU memory size",
         ),
+        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
     )
 
 

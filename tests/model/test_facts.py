@@ -83,3 +83,14 @@ def test_presets_cite_public_sources_only():
         assert "/work/" not in text and "PRESETS.md" not in text, name
         data = json.loads(text)
         assert data.get("sources"), name
+
+
+def test_no_p2p_across_intel_sockets_but_nodes_still_reach_each_other():
+    from linkscope.topology.synthetic import synthetic_topology
+
+    model = FabricModel(load_preset("v100-4-nvlink-ib"))
+    with pytest.raises(ConfigError, match="beyond NODE"):
+        model.predict([(0, 2, GiB)], "ce")
+    assert _gbps(model, 0, 2, "ce-nopeer") > 0
+    cluster = FabricModel(synthetic_topology("cluster:v100-4-nvlink-ib:2"))
+    assert _gbps(cluster, 0, 4) > 10.0  # GPU0 of node 0 to GPU0 of node 1 over their near HCAs (RDMA, not P2P)

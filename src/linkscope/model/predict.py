@@ -192,7 +192,8 @@ class FabricModel:
             if family not in DISTANCE_OF_CODE:
                 raise ConfigError(f"model_params.p2p_max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
             level = query.pair_level(self.topology, ga, gb)
-            if level.distance > DISTANCE_OF_CODE[family]:
+            # within a node only: GPUs of two nodes meet through their NICs (GPUDirect RDMA), not P2P
+            if not level.code.startswith("NET") and level.distance > DISTANCE_OF_CODE[family]:
                 return f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} (topology model_params.p2p_max_level)"
         return None
 
