@@ -348,7 +348,9 @@ def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0
 
     ``engine``: ``compiled`` (Numba: a full water-filling re-solve at every event, see
     ``model.kernel``), ``numpy`` (vectorised, local updates: ``_Sharing.update``), ``auto`` =
-    compiled where Numba is installed. Both give the same answers to rounding.
+    compiled for batched runs (``rtol`` > 0) where Numba is installed, NumPy for exact runs (one
+    event per completion, where local updates beat full re-solves). Both give the same answers to
+    rounding.
 
     NumPy path: at every event (stages start, or complete) the max-min rates are brought up to date by
     ``_Sharing.update`` (exact, local). Each active stage keeps its own predicted finish time, and
@@ -360,7 +362,10 @@ def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0
         raise ValueError(f"unknown simulation engine {engine!r}; valid: {', '.join(ENGINES)}")
     from . import kernel
 
-    if engine == "compiled" or (engine == "auto" and kernel.available() and not full_every and not level_rtol):
+    # auto: the compiled full re-solve wins when events are batched (rtol > 0: few events, each changing
+    # most rates); exact mode has one event per completion, where the NumPy path's local updates win
+    auto_compiled = rtol > 0 and kernel.available() and not full_every and not level_rtol
+    if engine == "compiled" or (engine == "auto" and auto_compiled):
         done, first_rate, events = kernel.simulate_compiled(
             problem.A, problem.capacity_gb_per_s, problem.stage_cap_gb_per_s, problem.stage_bytes,
             problem.stage_latency_s, problem.stage_next, problem.flow_first, rtol)
