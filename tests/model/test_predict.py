@@ -23,8 +23,11 @@ def pcie():
 def test_pcie_same_switch_faster_than_cross_socket(pcie):
     topo = pcie.topology
     assert query.pair_level(topo, 0, 1).code == "PIX" and query.pair_level(topo, 0, 4).code == "SYS"
-    same, cross = gbps(pcie, [(0, 1)], "ce")[0], gbps(pcie, [(0, 4)], "ce")[0]
-    assert same > 1.5 * cross
+    # P2P stops at the socket (the preset's p2p_max_level NODE): across it the driver stages through the host
+    with pytest.raises(ConfigError, match="no peer access"):
+        pcie.predict([(0, 4, 1 << 20)], "ce")
+    same, cross = gbps(pcie, [(0, 1)], "ce")[0], gbps(pcie, [(0, 4)], "ce-nopeer")[0]
+    assert same > 1.3 * cross
 
 
 @pytest.mark.parametrize("method", ["staged-pinned", "staged"])
