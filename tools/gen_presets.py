@@ -76,9 +76,9 @@ def hgx_h200_4():
                        "switches between GPU and CPU are unknown and not modelled. " + LAT_PCIE_SRC, "PCIe Gen5 x16"))
     return Topology(
         name="hgx-h200-4", devices=tuple(devices), links=tuple(links), source="preset:hgx-h200-4",
-        description="This project's GPU machine: 4 x H200 SXM (141 GB HBM3e, 143771 MiB seen by nvidia-smi), NV18 "
-                    "between every pair through the NVSwitch plane (478.1 GB/s per direction per GPU), PCIe Gen5 x16 "
-                    "to a host whose CPU/NUMA layout is unknown and kept generic (one CPU node).",
+        description="HGX H200 with 4 GPUs: 4 x H200 SXM (141 GB HBM3e), NV18 between every pair through the NVSwitch "
+                    "plane (478.1 GB/s per direction per GPU), PCIe Gen5 x16 to a generic host (one CPU node; the "
+                    "CPU/NUMA layout is not modelled).",
         sources=(
             "nvidia-smi topo -m and nvidia-smi nvlink -s on this project's 4 x H200 machine (NV18, 26.562 GB/s/link)",
             "NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, NVLink 900 GB/s bidirectional, PCIe Gen5 x16)",

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from ..patterns.methods import CE_NOPEER, DEFAULT_METHOD
 from ..topology.model import Topology
 from .predict import FabricModel
 
 
-def pair_matrices(topology: Topology | FabricModel, method: str = "ce", *,
-                  fallback_method: str = "ce-nopeer") -> dict[str, np.ndarray]:
+def pair_matrices(topology: Topology | FabricModel, method: str = DEFAULT_METHOD.key, *,
+                  fallback_method: str = CE_NOPEER.key) -> dict[str, np.ndarray]:
     """``bandwidth_gb_per_s`` (rate of one large transfer alone, GB/s) and ``latency_us`` (fixed part:
     overhead + route latency + per-device transit latency, µs) over the topology's GPUs, GPU index order."""
     model = topology if isinstance(topology, FabricModel) else FabricModel(topology, peer_fallback=True)

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from ..errors import ConfigError
-from ..patterns.methods import D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
+from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
@@ -291,8 +291,8 @@ class FabricModel:
                               hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
             reason = self.peer_access(a.index, b.index)
-            if reason and self.peer_fallback and eff_method in ("ce", "ce-read", "ce-write"):
-                return self.stages(src, dst, size_bytes, "ce-nopeer", chunk_bytes)
+            if reason and self.peer_fallback and get_method(eff_method).unit == "copy-engine":
+                return self.stages(src, dst, size_bytes, CE_NOPEER.key, chunk_bytes)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
             initiator = b if get_method(method).issuer == "dst" else a
