@@ -61,3 +61,13 @@ def test_dgx_rails_pick_each_gpus_own_compute_nic():
     assert names == ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
     model = FabricModel(topo)
     assert model.router.nics_of(topo.gpu(11))[0].id == "n1.mlx5_5"
+
+
+def test_cluster_scale_synthetics_are_accepted_flat_nodes_stay_bounded():
+    from linkscope.errors import UserError
+
+    assert synthetic_topology("fattree:512x8").gpu_count == 4096  # the scale benchmark's cluster
+    with pytest.raises(UserError, match="more than 1024 GPUs"):
+        synthetic_topology("nvswitch:2048")
+    with pytest.raises(UserError, match="more than 32768 GPUs"):
+        synthetic_topology("cluster:dgx-h100:5000")
