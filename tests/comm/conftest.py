@@ -62,3 +62,11 @@ def child_pids(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 out.append(int(entry.name))
     return sorted(out)
+
+
+def sim_backend(gpus: int = 4, spec: str | None = None, **kw):
+    """The simulated collective backend on ``nvswitch:<gpus>`` (or the synthetic ``spec``)."""
+    from linkscope.comm.nccl_backend import SimNccl
+    from linkscope.topology.synthetic import synthetic_topology
+
+    return SimNccl(synthetic_topology(spec or f"nvswitch:{gpus}"), **kw)

@@ -1,7 +1,7 @@
 """Real NCCL and device buffers (skipped without CuPy and GPUs)."""
 import pytest
 
-from linkscope.comm.collectives import OPS
+from linkscope.model.collectives import OPS
 from linkscope.comm.launch import serial_job
 
 

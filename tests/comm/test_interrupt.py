@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from .conftest import sim_backend
+
 from linkscope.cli import cmd_comm, main
 from linkscope.comm.interrupt import (
     RunInterrupted, StopRequested, StopSignal, boundaries, interrupted, stop_on_signal,
 )
 from linkscope.comm.launch import Job, SerialComm, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
-from linkscope.comm.nccl_backend import FakeNccl
 
 from .conftest import child_pids, mpirun_popen, needs_mpi
 
@@ -86,7 +87,7 @@ def test_signal_handlers_request_then_hard_stop_and_are_restored():
 
 
 def test_runner_stops_at_a_boundary_with_every_finished_size():
-    be = FakeNccl(gpus=2)
+    be = sim_backend(2)
     job = serial_job()
     stop = StopSignal()
     seen = []

@@ -1,18 +1,22 @@
-"""The NCCL runner against its NumPy twin (FakeNccl): data checks, tables, errors."""
+"""The NCCL runner against its simulated backend (SimNccl): data checks, tables, errors."""
 import numpy as np
 import pytest
 
-from linkscope.comm.collectives import OPS
+from linkscope.topology.synthetic import synthetic_topology
+
+from .conftest import sim_backend
+
+from linkscope.model.collectives import OPS
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
-from linkscope.comm.nccl_backend import FakeNccl
+from linkscope.comm.nccl_backend import SimNccl
 from linkscope.comm.render import nccl_record, nccl_text
 
 
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("gpus", [2, 3])
 def test_every_op_checks_clean(op, gpus):
-    be = FakeNccl(gpus=gpus)
+    be = sim_backend(gpus)
     job = serial_job()
     peers = make_peers(job, be, None)
     result = run_nccl(job, be, peers, op, [8, 4096, 1 << 16], iters=3, warmup=1)
@@ -21,7 +25,7 @@ def test_every_op_checks_clean(op, gpus):
     assert all(r.time_us > 0 for r in result.rows)
 
 
-class Corrupting(FakeNccl):
+class Corrupting(SimNccl):
     def group_end(self):
         pending = list(self._pending or [])
         super().group_end()
@@ -31,7 +35,7 @@ class Corrupting(FakeNccl):
 
 
 def test_wrong_elements_are_counted_and_fail_the_record():
-    be = Corrupting(gpus=2)
+    be = Corrupting(synthetic_topology("nvswitch:2"))
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1024], iters=2, warmup=0)
     assert result.rows[0].wrong == 2
@@ -42,7 +46,7 @@ def test_wrong_elements_are_counted_and_fail_the_record():
 
 
 def test_table_and_record_fields():
-    be = FakeNccl(gpus=4)
+    be = sim_backend(4)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1 << 20], iters=2, warmup=1, runs=3)
     row = result.rows[0]
@@ -55,7 +59,7 @@ def test_table_and_record_fields():
 
 
 def test_sizes_beyond_free_memory_are_refused():
-    be = FakeNccl(gpus=2, free=1 << 20)
+    be = sim_backend(2, free=1 << 20)
     job = serial_job()
     with pytest.raises(CollectiveError, match="needs 8 MiB on GPU 0, only 1 MiB is free"):
         run_nccl(job, be, make_peers(job, be, None), "allreduce", [4 << 20])
@@ -63,11 +67,11 @@ def test_sizes_beyond_free_memory_are_refused():
 
 def test_duplicate_gpus_refused():
     with pytest.raises(CollectiveError, match="twice"):
-        make_peers(serial_job(), FakeNccl(gpus=2), [0, 0])
+        make_peers(serial_job(), sim_backend(2), [0, 0])
 
 
 def test_alltoall_moves_chunks_to_the_right_ranks():
-    be = FakeNccl(gpus=3)
+    be = sim_backend(3)
     peers = be.init_all([0, 1, 2])
     send = [np.arange(6, dtype=np.float32) + 10 * r for r in range(3)]
     recv = [np.zeros(6, dtype=np.float32) for _ in range(3)]
@@ -82,7 +86,7 @@ def test_alltoall_moves_chunks_to_the_right_ranks():
 
 @pytest.mark.parametrize("op", OPS)
 def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
-    be = FakeNccl(gpus=3)
+    be = sim_backend(3)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), op, [4096, 1 << 16], iters=2, warmup=1, inplace=True)
     chunked = op in ("allgather", "reduce_scatter", "alltoall")  # rounded down to whole chunks of 3 ranks
@@ -96,10 +100,10 @@ def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
 
 
 def test_in_place_buffers_alias_as_in_nccl_tests():
-    from linkscope.comm.collectives import layout
+    from linkscope.model.collectives import layout
     from linkscope.comm.nccl import _Buffers
 
-    be = FakeNccl(gpus=4)
+    be = sim_backend(4)
     peers = be.init_all([0, 1, 2, 3])
     for op in ("allreduce", "allgather", "reduce_scatter", "broadcast"):
         lay = layout(op, 4096, 4)
@@ -114,21 +118,21 @@ def test_in_place_buffers_alias_as_in_nccl_tests():
     assert inp.send[2].ctypes.data == inp.recv[2].ctypes.data + 2 * lay.chunk_count * 4
 
 
-class NoOp(FakeNccl):
+class NoOp(SimNccl):
     def group_end(self):
         self._pending = None  # the operation silently does nothing
-        self.clock.now_s += self.latency_s
+        self.clock.now_s += 5e-6
 
 
 def test_in_place_check_catches_an_operation_that_does_nothing():
-    be = NoOp(gpus=2)
+    be = NoOp(synthetic_topology("nvswitch:2"))
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1024], iters=1, warmup=0, inplace=True)
     assert all(r.wrong == 256 * 2 for r in result.rows)  # in place the buffer still holds the input
 
 
 def test_in_place_table_has_both_column_groups_and_record_fields():
-    be = FakeNccl(gpus=2)
+    be = sim_backend(2)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "sendrecv", [8, 4096], iters=2, warmup=0, inplace=True)
     text = nccl_text(result)
@@ -143,7 +147,7 @@ def test_in_place_table_has_both_column_groups_and_record_fields():
 
 
 def test_default_table_is_out_of_place_only():
-    be = FakeNccl(gpus=2)
+    be = sim_backend(2)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [8, 4096], iters=2, warmup=0)
     rows = [line.split() for line in nccl_text(result).splitlines() if line and not line.startswith("#")]

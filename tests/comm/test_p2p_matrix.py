@@ -1,13 +1,14 @@
 import pytest
 
+from .conftest import sim_backend
+
 from linkscope.comm.launch import CollectiveError, serial_job
-from linkscope.comm.nccl_backend import FakeNccl
 from linkscope.comm.p2p_matrix import run_p2p_nccl
 from linkscope.comm.render import p2p_record, p2p_text
 
 
 def test_every_ordered_pair_once_and_slow_pair_visible():
-    be = FakeNccl(gpus=3, pair_gb_per_s=lambda a, b: 20.0 if {a, b} == {0, 2} else 100.0)
+    be = sim_backend(spec="pcie:2x2")
     job = serial_job()
     result = run_p2p_nccl(job, be, be.init_all([0, 1, 2]), [1 << 20], iters=2, warmup=1)
     assert len(result.cells) == 6 and all(c.wrong == 0 for c in result.cells)
@@ -19,6 +20,6 @@ def test_every_ordered_pair_once_and_slow_pair_visible():
 
 
 def test_one_rank_is_refused():
-    be = FakeNccl(gpus=1)
+    be = sim_backend(1)
     with pytest.raises(CollectiveError, match="at least 2 ranks"):
         run_p2p_nccl(serial_job(), be, be.init_all([0]), [8])

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+from .conftest import sim_backend
+
 from linkscope.comm.launch import CollectiveError, serial_job
-from linkscope.comm.nccl_backend import FakeNccl
 from linkscope.comm.render import stencil_record, stencil_text
 from linkscope.comm.stencil import (
     balanced_grid, choose_mapping, halo_messages, parse_slow_pairs, process_grid, run_stencil, traffic_matrix,
@@ -49,7 +50,7 @@ def test_auto_mapping_beats_default_on_emulated_slow_pairs():
     grid = (2, 2)
     auto, info = choose_mapping("auto", grid, False, True, 4, slow_pairs=slow)
     assert info["cost_us"] < info["default_cost_us"]
-    be = FakeNccl(gpus=4)
+    be = sim_backend(4)
     result = _run(be, grid, {"default": (0, 1, 2, 3), "auto": auto}, slow=slow, weighted=True)
     assert all(r.wrong == 0 for r in result.rows)
     gains = dict(result.gains("auto"))
@@ -64,13 +65,13 @@ def test_auto_mapping_beats_default_on_emulated_slow_pairs():
 def test_uniform_fabric_gives_zero_gain():
     auto, info = choose_mapping("auto", (2, 2), True, False, 4)
     assert info["cost_us"] == pytest.approx(info["default_cost_us"])
-    be = FakeNccl(gpus=4)
+    be = sim_backend(4)
     result = _run(be, (2, 2), {"default": (0, 1, 2, 3), "auto": (3, 2, 1, 0)}, periodic=True)
     assert all(abs(g) < 1e-9 for _, g in result.gains("auto"))
     assert "gain ≈ 0" in stencil_text(result)
 
 
 def test_grid_that_does_not_match_the_gpus_is_refused():
-    be = FakeNccl(gpus=4)
+    be = sim_backend(4)
     with pytest.raises(CollectiveError, match="grid 3x2 has 6 ranks but the job has 4"):
         run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (3, 2), {"default": (0, 1, 2, 3)})

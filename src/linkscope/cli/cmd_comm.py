@@ -311,7 +311,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             from .common import check_output_file
 
             check_output_file(json_path, "--json")
-            from ..comm.collectives import OPS
+            from ..model.collectives import OPS
             from ..comm.launch import job_for, run_collectively
             from ..comm.nccl import make_peers, run_nccl
             from ..comm.render import nccl_footer, nccl_header, nccl_record, nccl_row, nccl_text

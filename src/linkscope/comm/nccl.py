@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..units import format_size
-from .collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
+from ..model.collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
 from .interrupt import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .nccl_backend import Peer

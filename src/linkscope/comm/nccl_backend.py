@@ -1,25 +1,32 @@
-"""NCCL communicators for the runners: CuPy's ``cupy.cuda.nccl`` or a NumPy twin for tests.
+"""The collective backend seam: ``CollectiveBackend`` (Protocol), NCCL/RCCL through CuPy, and a
+simulated backend timed by the fabric model.
 
 A *peer* is one NCCL rank this process drives (its device, communicator and stream). One process
 drives all local GPUs (``initAll``, like nccl-tests ``-g``), or each MPI rank drives one GPU and
 rank 0's unique id is broadcast over MPI (``ncclCommInitRank``).
 
-Both backends offer the same calls on arrays of float32 elements (``send``/``recv`` take views):
+Every backend offers the same calls on arrays of float32 elements (``send``/``recv`` take views):
 ``allreduce, allgather, reduce_scatter, broadcast, reduce, send, recv``, inside
 ``group_start()`` / ``group_end()`` (NCCL's group semantics: calls of all local peers are issued
 together; send/recv pairs never deadlock). Timing goes through per-peer events.
 
-``FakeNccl`` executes every grouped call with NumPy at ``group_end`` and advances a simulated
-clock by ``bytes / pair_gb_per_s`` per transfer (the busiest GPU decides), so runner logic, data
-checks, tables and mapping comparisons are tested without GPUs; its times are simulated.
+* ``CupyNccl``: ``cupy.cuda.nccl``. On a ROCm build of CuPy the same module is backed by RCCL, so
+  ``--backend rocm`` uses this class too (the version string says which library answered).
+* ``SimNccl``: executes every grouped call with NumPy at ``group_end`` (data checks stay real) and
+  advances a simulated clock by what ``model.collectives.CollectiveModel`` predicts for the group on
+  the chosen topology: ring/tree steps as concurrent flows with max-min contention on the
+  topology's links, a reduce-step factor and a launch floor (docs/comm.md). Its numbers are labelled
+  simulated.
 """
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
+
+from ..errors import UserError
 
 
 @dataclass
@@ -32,8 +39,44 @@ class Peer:
     stream: Any
 
 
+class CollectiveBackend(Protocol):
+    """What the NCCL runners (nccl, stencil, p2p) need from a collective library."""
+
+    simulated: bool
+    xp: Any
+
+    def version(self) -> str: ...
+    def device_count(self) -> int: ...
+    def init_all(self, devices: Sequence[int]) -> list[Peer]: ...
+    def unique_id(self) -> Any: ...
+    def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer: ...
+    def on(self, peer: Peer) -> contextlib.AbstractContextManager[None]: ...
+    def free_bytes(self, peer: Peer) -> int: ...
+    def alloc(self, peer: Peer, count: int) -> Any: ...
+    def group_start(self) -> None: ...
+    def group_end(self) -> None: ...
+    def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
+    def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
+    def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None: ...
+    def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
+    def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
+    def send(self, p: Peer, buf: Any, count: int, to: int) -> None: ...
+    def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None: ...
+    def pinned(self, count: int) -> np.ndarray: ...
+    def new_event(self, peer: Peer) -> Any: ...
+    def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
+                    event: Any) -> None: ...
+    def record(self, p: Peer) -> Any: ...
+    def elapsed_s(self, start: Any, stop: Any) -> float: ...
+    def sync(self, peers: Sequence[Peer]) -> None: ...
+    def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]: ...
+    def launch(self, peers: Sequence[Peer], graphs: Sequence[Any]) -> None: ...
+    def destroy(self, peers: Sequence[Peer]) -> None: ...
+    def to_numpy(self, buf: Any) -> np.ndarray: ...
+
+
 class CupyNccl:
-    """The real thing: CuPy arrays, NCCL communicators, CUDA events."""
+    """The real thing: CuPy arrays, NCCL (or RCCL on ROCm) communicators, device events."""
 
     simulated = False
 
@@ -49,7 +92,8 @@ class CupyNccl:
     # -- set-up ---------------------------------------------------------------------------
     def version(self) -> str:
         v = int(self.nccl.get_version())
-        return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
+        text = f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
+        return f"RCCL {text}" if getattr(self.cp.cuda.runtime, "is_hip", False) else text
 
     def device_count(self) -> int:
         return int(self.cp.cuda.runtime.getDeviceCount())
@@ -89,9 +133,6 @@ class CupyNccl:
 
     def group_end(self) -> None:
         self.nccl.groupEnd()
-
-    def _a(self, peer: Peer, buf: Any) -> int:
-        return int(buf.data.ptr)
 
     def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
         p.comm.allReduce(send.data.ptr, recv.data.ptr, count, self.nccl.NCCL_FLOAT32, self.nccl.NCCL_SUM, p.stream.ptr)
@@ -185,56 +226,70 @@ class CupyNccl:
 
 
 @dataclass
-class _FakeClock:
+class _SimClock:
     now_s: float = 0.0
 
 
-@dataclass
-class FakeNccl:
-    """NumPy twin of CupyNccl for one process driving several fake GPUs.
+_Call = tuple[str, Peer, Any, Any, int, Any]
+
+
+class SimNccl:
+    """Simulated collective backend for one process driving the GPUs of a topology.
+
+    Data: every grouped call runs with NumPy at ``group_end`` (so ``#wrong`` checks are real).
+    Time: the group's collectives are predicted by ``CollectiveModel.predict`` (ring/tree on the
+    fabric model), its send/recv pairs as concurrent flows of the fabric model, plus the launch
+    floor; staged copies (emulated slow pairs) as a pinned host-staged transfer.
 
     Attributes:
-        gpus: number of fake devices.
-        pair_gb_per_s: GB/s of a transfer between two devices (default: 100 for every pair).
-        host_gb_per_s: GB/s of a staged copy through host memory (each of D2H and H2D).
-        latency_s: fixed cost of one grouped launch.
-        free: bytes each fake device reports free.
+        topology: the topology whose GPUs are the devices (device i = GPU index i).
+        params: model parameter overrides (ModelParams or a mapping), or None.
+        free: bytes each simulated device reports free (default: the GPU's memory, else 16 GiB).
     """
 
-    gpus: int = 4
-    pair_gb_per_s: Callable[[int, int], float] = lambda a, b: 100.0
-    host_gb_per_s: float = 10.0
-    latency_s: float = 5e-6
-    free: int = 1 << 34
-    simulated: bool = True
-    clock: _FakeClock = field(default_factory=_FakeClock)
-    _pending: list[tuple] | None = None
-
+    simulated = True
     xp = np
 
+    def __init__(self, topology: Any, params: Any = None, *, free: int | None = None) -> None:
+        from ..model.collectives import CollectiveModel  # noqa: PLC0415
+
+        self.topology = topology
+        self.model = CollectiveModel.of(topology, params)
+        self.free = free
+        self.clock = _SimClock()
+        self._pending: list[_Call] | None = None
+
     def version(self) -> str:
-        return "fake"
+        return f"simulated (fabric model of {self.topology.name})"
 
     def device_count(self) -> int:
-        return self.gpus
+        return int(self.topology.gpu_count)
 
     def init_all(self, devices: Sequence[int]) -> list[Peer]:
         if len(set(devices)) != len(devices):
             raise RuntimeError("NCCL error: invalid usage (duplicate GPU)")
+        for d in devices:
+            if not 0 <= d < self.device_count():
+                raise UserError(f"GPU {d} is not in topology {self.topology.name} "
+                                f"(GPUs 0..{self.device_count() - 1})")
         return [Peer(r, d, None, None) for r, d in enumerate(devices)]
 
     def unique_id(self) -> Any:
         return (0,) * 128
 
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer:
-        raise RuntimeError("FakeNccl drives fake GPUs of one process only")
+        raise UserError("the simulated collective backend drives the GPUs of one process only",
+                        hint="run without mpirun (it simulates every GPU of --gpus in one process)")
 
     @contextlib.contextmanager
     def on(self, peer: Peer) -> Iterator[None]:
         yield
 
     def free_bytes(self, peer: Peer) -> int:
-        return self.free
+        if self.free is not None:
+            return self.free
+        mem = self.topology.gpu(peer.device).memory_bytes
+        return int(mem) if mem else 1 << 34
 
     def alloc(self, peer: Peer, count: int) -> np.ndarray:
         return np.empty(max(count, 1), dtype=np.float32)
@@ -244,85 +299,43 @@ class FakeNccl:
 
     def _add(self, *call: Any) -> None:
         if self._pending is None:
-            raise RuntimeError("fake NCCL call outside a group")
-        self._pending.append(call)
+            raise RuntimeError("simulated NCCL call outside a group")
+        self._pending.append(call)  # type: ignore[arg-type]
 
-    def allreduce(self, p, send, recv, count):  # noqa: ANN001
+    def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
         self._add("allreduce", p, send, recv, count, None)
 
-    def allgather(self, p, send, recv, count):  # noqa: ANN001
+    def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None:
         self._add("allgather", p, send, recv, count, None)
 
-    def reduce_scatter(self, p, send, recv, recv_count):  # noqa: ANN001
+    def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None:
         self._add("reduce_scatter", p, send, recv, recv_count, None)
 
-    def broadcast(self, p, send, recv, count, root):  # noqa: ANN001
+    def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
         self._add("broadcast", p, send, recv, count, root)
 
-    def reduce(self, p, send, recv, count, root):  # noqa: ANN001
+    def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
         self._add("reduce", p, send, recv, count, root)
 
-    def send(self, p, buf, count, to):  # noqa: ANN001
+    def send(self, p: Peer, buf: Any, count: int, to: int) -> None:
         self._add("send", p, buf, None, count, to)
 
-    def recv(self, p, buf, count, frm):  # noqa: ANN001
+    def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None:
         self._add("recv", p, None, buf, count, frm)
 
     def group_end(self) -> None:
         calls, self._pending = self._pending or [], None
-        busy: dict[int, float] = {}
-
-        def charge(a: Peer, b: Peer, nbytes: float) -> None:
-            if a.device == b.device:
-                return
-            t = nbytes / (self.pair_gb_per_s(a.device, b.device) * 1e9)
-            busy[a.device] = busy.get(a.device, 0.0) + t
-
-        kinds = {c[0] for c in calls}
-        for kind in kinds - {"send", "recv"}:
+        elapsed_s = 0.0
+        for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
             mine = sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank)
-            n = len(mine)
-            sends = [np.asarray(c[2]) for c in mine]
-            count = mine[0][4]
-            if kind == "allreduce":
-                total = np.sum([s[:count] for s in sends], axis=0)
-                for c in mine:
-                    c[3][:count] = total
-            elif kind == "allgather":
-                for c in mine:
-                    for k, s in enumerate(sends):
-                        c[3][k * count:(k + 1) * count] = s[:count]
-            elif kind == "reduce_scatter":
-                total = np.sum([s[:count * n] for s in sends], axis=0)
-                for c in mine:
-                    r = c[1].rank
-                    c[3][:count] = total[r * count:(r + 1) * count]
-            elif kind == "broadcast":
-                root = mine[0][5]
-                for c in mine:
-                    c[3][:count] = sends[root][:count]
-            elif kind == "reduce":
-                root = mine[0][5]
-                mine[root][3][:count] = np.sum([s[:count] for s in sends], axis=0)
-            ring = [c[1] for c in mine]
-            factor = {"allreduce": 2.0 * (n - 1) / n, "broadcast": 1.0, "reduce": 1.0}.get(kind, (n - 1) / n)
-            for i, p in enumerate(ring):
-                charge(p, ring[(i + 1) % n], factor * count * 4 * (n if kind in ("allgather", "reduce_scatter") else 1))
-        sends = [c for c in calls if c[0] == "send"]
-        recvs = [c for c in calls if c[0] == "recv"]
-        peers = {c[1].rank: c[1] for c in calls}
-        payload = [np.array(s[2][:s[4]]) for s in sends]  # all sends read before any receive lands
-        for s, data in zip(sends, payload):
-            src, dst = s[1], s[5]
-            match = next((r for r in recvs if r[1].rank == dst and r[5] == src.rank), None)
-            if match is None:
-                raise RuntimeError(f"fake NCCL: send {src.rank}->{dst} has no matching recv (would hang)")
-            recvs.remove(match)
-            match[3][:s[4]] = data
-            charge(src, peers[dst], s[4] * 4)
-        if recvs:
-            raise RuntimeError("fake NCCL: recv without a matching send (would hang)")
-        self.clock.now_s += self.latency_s + (max(busy.values()) if busy else 0.0)
+            _execute(kind, mine)
+            n, count = len(mine), mine[0][4]
+            size = count * 4 * (n if kind in ("allgather", "reduce_scatter") else 1)
+            elapsed_s += self.model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
+        flows = _match_sends(calls)
+        if flows:
+            elapsed_s += self.model.launch_us * 1e-6 + self.model.flows_time_s(flows)
+        self.clock.now_s += elapsed_s
 
     def pinned(self, count: int) -> np.ndarray:
         return np.empty(max(count, 1), dtype=np.float32)
@@ -330,10 +343,11 @@ class FakeNccl:
     def new_event(self, peer: Peer) -> Any:
         return None
 
-    def staged_copy(self, src, src_buf, host, dst, dst_buf, count, event) -> None:  # noqa: ANN001
+    def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
+                    event: Any) -> None:
         host[:count] = src_buf[:count]
         dst_buf[:count] = host[:count]
-        self.clock.now_s += 2 * count * 4 / (self.host_gb_per_s * 1e9)
+        self.clock.now_s += self.model.flows_time_s([(src.device, dst.device, count * 4)], method="staged-pinned")
 
     def record(self, p: Peer) -> float:
         return self.clock.now_s
@@ -344,14 +358,92 @@ class FakeNccl:
     def sync(self, peers: Sequence[Peer]) -> None:
         return None
 
-    def capture(self, peers, body):  # noqa: ANN001
-        raise RuntimeError("fake NCCL has no CUDA graphs")
+    def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
+        raise RuntimeError("the simulated backend has no CUDA graphs")
 
-    def launch(self, peers, graphs):  # noqa: ANN001
-        raise RuntimeError("fake NCCL has no CUDA graphs")
+    def launch(self, peers: Sequence[Peer], graphs: Sequence[Any]) -> None:
+        raise RuntimeError("the simulated backend has no CUDA graphs")
 
     def destroy(self, peers: Sequence[Peer]) -> None:
         return None
 
     def to_numpy(self, buf: Any) -> np.ndarray:
         return np.asarray(buf)
+
+
+def _execute(kind: str, mine: Sequence[_Call]) -> None:
+    """What NCCL computes for one collective over the ranks' (send, recv) buffers, with NumPy."""
+    n = len(mine)
+    sends = [np.asarray(c[2]) for c in mine]
+    count = mine[0][4]
+    if kind == "allreduce":
+        total = np.sum([s[:count] for s in sends], axis=0)
+        for c in mine:
+            c[3][:count] = total
+    elif kind == "allgather":
+        for c in mine:
+            for k, s in enumerate(sends):
+                c[3][k * count:(k + 1) * count] = s[:count]
+    elif kind == "reduce_scatter":
+        total = np.sum([s[:count * n] for s in sends], axis=0)
+        for c in mine:
+            r = c[1].rank
+            c[3][:count] = total[r * count:(r + 1) * count]
+    elif kind == "broadcast":
+        root = mine[0][5]
+        for c in mine:
+            c[3][:count] = sends[root][:count]
+    elif kind == "reduce":
+        root = mine[0][5]
+        mine[root][3][:count] = np.sum([s[:count] for s in sends], axis=0)
+
+
+def _match_sends(calls: Sequence[_Call]) -> list[tuple[int, int, float]]:
+    """Deliver every grouped send to its matching recv (all sends read before any lands); returns
+    the flows (src GPU, dst GPU, bytes). An unmatched send or recv would hang NCCL: an error here."""
+    sends = [c for c in calls if c[0] == "send"]
+    recvs = [c for c in calls if c[0] == "recv"]
+    device_of = {c[1].rank: c[1].device for c in calls}
+    payload = [np.array(s[2][:s[4]]) for s in sends]
+    flows = []
+    for s, data in zip(sends, payload):
+        src, dst = s[1], s[5]
+        match = next((r for r in recvs if r[1].rank == dst and r[5] == src.rank), None)
+        if match is None:
+            raise RuntimeError(f"simulated NCCL: send {src.rank}->{dst} has no matching recv (would hang)")
+        recvs.remove(match)
+        match[3][:s[4]] = data
+        flows.append((src.device, device_of[dst], float(s[4] * 4)))
+    if recvs:
+        raise RuntimeError("simulated NCCL: recv without a matching send (would hang)")
+    return flows
+
+
+BACKEND_CHOICES = ("auto", "cuda", "rocm", "sim")
+
+
+def collective_backend(name: str, topology: Callable[[], Any]) -> tuple[CollectiveBackend, str | None]:
+    """The backend for ``--backend name`` and a note when ``auto`` fell back to the simulated one.
+
+    ``topology()`` resolves the topology the simulated backend runs on (called only when needed).
+    ``cuda`` and ``rocm`` use CuPy's NCCL module (RCCL on a ROCm build of CuPy).
+    """
+    if name not in BACKEND_CHOICES:
+        raise UserError(f"--backend {name!r} is not valid", hint=f"valid choices: {', '.join(BACKEND_CHOICES)}")
+    if name == "sim":
+        return SimNccl(topology()), None
+    try:
+        real = CupyNccl()
+        count = real.device_count()
+    except Exception as exc:  # noqa: BLE001 - ImportError, or CUDA/HIP runtime errors without a GPU
+        if name != "auto":
+            raise UserError(f"--backend {name} needs CuPy with NCCL/RCCL support and a GPU ({type(exc).__name__}: {exc})",
+                            hint="pip install cupy-cuda12x; or --backend sim for a simulated run") from exc
+        sim = SimNccl(topology())
+        return sim, f"no usable GPU/NCCL here ({type(exc).__name__}): simulated on {sim.topology.name}"
+    if count < 1:
+        if name != "auto":
+            raise UserError(f"--backend {name}: no GPU visible", hint="or --backend sim for a simulated run")
+        sim = SimNccl(topology())
+        return sim, f"no GPU visible: simulated on {sim.topology.name}"
+    return real, None

@@ -40,6 +40,10 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   crosses): peer traffic through a root complex or across sockets is forwarded worse than through a
   switch.
 * ``remote_read_base_us``, ``flag_base_us``: fixed parts of the pointer-chase and flag ping-pong latencies.
+* ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
+  of a simulated collective (``model.collectives``).
+* ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
+  reads its own chunk, the arriving one, and writes the sum).
 """
 from __future__ import annotations
 
@@ -136,6 +140,11 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "transit_latency_us.gpu": (0.0, "default", "0 unless the topology states it"),
     "remote_read_base_us": (0.0, "measured", "2 x H200 NV18, 2026-11-22: the 0.85 us remote-read round trip is all link "
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
+    "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
+                       "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
+    "nccl_reduce_efficiency": (0.79, "measured", "fitted: 2 x H200 NV18 ring allreduce 326.8 GB/s busbw at 1 GiB with "
+                               "copy steps at the SM-copy cap (370 GB/s): 1/326.8 = 0.5/(e x 370) + 0.5/370 "
+                               "(docs/benchmarks.md, docs/comm.md)"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }

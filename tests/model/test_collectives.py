@@ -1,6 +1,6 @@
 import pytest
 
-from linkscope.comm.collectives import OPS, algbw_gb_per_s, busbw_factor, busbw_gb_per_s, layout
+from linkscope.model.collectives import OPS, algbw_gb_per_s, busbw_factor, busbw_gb_per_s, layout
 from linkscope.errors import UserError
 
 
