@@ -11,7 +11,7 @@ import pytest
 from .conftest import sim_backend
 
 from linkscope.cli import cmd_comm, main
-from linkscope.comm.interrupt import (
+from linkscope.measure.sweep import (
     RunInterrupted, StopRequested, StopSignal, boundaries, interrupted, stop_on_signal,
 )
 from linkscope.comm.launch import Job, SerialComm, serial_job
@@ -156,9 +156,9 @@ def test_finished_run_is_complete(tmp_path):
 
 # -- under mpirun -----------------------------------------------------------------------------------
 
-SIZES = 40
+SIZES = 200
 LONG_LATENCY = ("bench", "mpi", "--test", "latency", "--sizes", ",".join(str(s) for s in range(1, SIZES + 1)),
-                "--iterations", "20000", "--runs", "5")  # ~0.1 s per size here, 40 sizes: many boundaries
+                "--iterations", "5000", "--runs", "1")  # many short sizes: a boundary comes soon even under load
 
 
 def _first_data_row(proc, timeout_s=60):
@@ -189,7 +189,7 @@ def _first_data_row(proc, timeout_s=60):
     pytest.fail("no OSU row streamed:\n" + "".join(seen) + proc.stderr.read())
 
 
-def _finish(proc, timeout_s=60):
+def _finish(proc, timeout_s=180):
     try:
         return proc.communicate(timeout=timeout_s)
     except Exception:  # noqa: BLE001 - a hang fails the test, not the suite
@@ -211,15 +211,37 @@ def _check_partial(path, err):
 @pytest.mark.mpi
 @needs_mpi
 def test_ctrl_c_to_mpirun_keeps_finished_sizes(tmp_path):
-    """Open MPI 4.1's mpirun turns SIGINT into SIGTERM for every rank (and SIGKILL
-    odls_base_sigkill_timeout = 1 s later), and itself exits 1 whatever the ranks return; the
-    ranks stop at the next size boundary, rank 0 writes, each rank exits 130."""
+    """Ctrl-C to Open MPI 4.1's mpirun: it sends SIGTERM to every rank and SIGKILL
+    odls_base_sigkill_timeout (1 s) later, and exits 1 whatever the ranks return. Whether a rank
+    reaches the next size boundary before the SIGKILL depends on the machine's load, so this test
+    asserts only what holds either way: the checkpoint written after every finished size is on
+    disk, marked incomplete, with contiguous verified sizes, and a stop message (when there is
+    one) names only that file. The agreed stop itself is tested without the kill race below."""
     out = tmp_path / "lat.json"
     proc = mpirun_popen(2, *LONG_LATENCY, "--json", str(out))
     _first_data_row(proc)
     proc.send_signal(signal.SIGINT)
     _, err = _finish(proc)
-    assert proc.returncode in (130, 1), err  # 1: Open MPI 4.1 mpirun after a signal
+    assert proc.returncode in (130, 1, -signal.SIGINT), err  # 1: Open MPI 4.1 mpirun after a signal
+    _check_partial(out, err)
+    if "linkscope: interrupted after" in err:
+        assert f"partial results written to {out}" in err
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_sigterm_to_every_rank_stops_them_together(tmp_path):
+    """What mpirun does on Ctrl-C, without its SIGKILL: SIGTERM to every rank. The ranks agree on a
+    boundary, rank 0 writes the partial record and says so, every rank exits 130."""
+    out = tmp_path / "lat.json"
+    proc = mpirun_popen(2, *LONG_LATENCY, "--json", str(out))
+    _first_data_row(proc)
+    ranks = child_pids(proc.pid)
+    assert len(ranks) == 2
+    for pid in ranks:
+        os.kill(pid, signal.SIGTERM)
+    _, err = _finish(proc)
+    assert proc.returncode == 130, err
     assert "linkscope: interrupted after" in err and f"partial results written to {out}" in err
     rec = _check_partial(out, err)
     assert any(f.startswith("interrupted:") for f in rec["findings"])

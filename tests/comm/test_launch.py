@@ -3,10 +3,11 @@ import io
 import pytest
 
 from linkscope.comm.launch import (
-    CollectiveError, Job, SerialComm, abort_on_exception, agree, bind_gpu, launched_by_mpi, local_rank_from_env,
+    CollectiveError, Job, SerialComm, abort_on_exception, agree, bind_gpu,
     run_collectively, serial_job,
 )
 from linkscope.errors import UserError
+from linkscope.rankenv import launched_by_mpi, local_rank_from_env
 
 
 def test_launcher_detection_and_local_rank():

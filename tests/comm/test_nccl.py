@@ -10,7 +10,8 @@ from linkscope.model.collectives import OPS
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
 from linkscope.comm.nccl_backend import SimNccl
-from linkscope.comm.render import nccl_record, nccl_text
+from linkscope.comm.records import nccl_record
+from linkscope.report import textformats
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -39,7 +40,7 @@ def test_wrong_elements_are_counted_and_fail_the_record():
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1024], iters=2, warmup=0)
     assert result.rows[0].wrong == 2
-    text = nccl_text(result)
+    text = textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert "FAILED" in text
     record = nccl_record(result, {}, {})
     assert record.errors and record.errors[0].reason == "2 wrong elements"
@@ -51,7 +52,7 @@ def test_table_and_record_fields():
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [1 << 20], iters=2, warmup=1, runs=3)
     row = result.rows[0]
     assert row.busbw_gb_per_s == pytest.approx(row.algbw_gb_per_s * 1.5)
-    text = nccl_text(result)
+    text = textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert "#wrong" in text and "(GB/s)" in text and "SIMULATED" in text
     m = nccl_record(result, {"ranks": 1}, {"op": "allreduce"}).measurements[0]
     assert m.method == "nccl.allreduce" and m.extra["busbw_gb_per_s"] == pytest.approx(row.busbw_gb_per_s)
@@ -135,7 +136,7 @@ def test_in_place_table_has_both_column_groups_and_record_fields():
     be = sim_backend(2)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "sendrecv", [8, 4096], iters=2, warmup=0, inplace=True)
-    text = nccl_text(result)
+    text = textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert "out-of-place" in text and "in-place" in text
     rows = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
     assert [len(r) for r in rows] == [13, 13] and rows[1][-1] == "N/A" and rows[1][8] == "0"
@@ -150,6 +151,6 @@ def test_default_table_is_out_of_place_only():
     be = sim_backend(2)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [8, 4096], iters=2, warmup=0)
-    rows = [line.split() for line in nccl_text(result).splitlines() if line and not line.startswith("#")]
-    assert [len(r) for r in rows] == [9, 9] and "in-place" not in nccl_text(result)
+    rows = [line.split() for line in textformats.nccl_tests_text(nccl_record(result, {}, {})).splitlines() if line and not line.startswith("#")]
+    assert [len(r) for r in rows] == [9, 9] and "in-place" not in textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert all(m.extra["inplace"] is False for m in nccl_record(result, {}, {}).measurements)

@@ -4,7 +4,8 @@ from .conftest import sim_backend
 
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.p2p_matrix import run_p2p_nccl
-from linkscope.comm.render import p2p_record, p2p_text
+from linkscope.comm.records import p2p_record
+from linkscope.report import textformats
 
 
 def test_every_ordered_pair_once_and_slow_pair_visible():
@@ -16,7 +17,7 @@ def test_every_ordered_pair_once_and_slow_pair_visible():
     assert m[0][0] is None and m[0][2] < m[0][1]
     record = p2p_record(result, {}, {})
     assert {(x.src, x.dst) for x in record.measurements} == {(i, j) for i in range(3) for j in range(3) if i != j}
-    assert "row = sending rank" in p2p_text(result)
+    assert "row = sending rank" in textformats.p2p_text(p2p_record(result, {}, {}))
 
 
 def test_one_rank_is_refused():

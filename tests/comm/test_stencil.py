@@ -4,7 +4,8 @@ import pytest
 from .conftest import sim_backend
 
 from linkscope.comm.launch import CollectiveError, serial_job
-from linkscope.comm.render import stencil_record, stencil_text
+from linkscope.comm.records import stencil_record
+from linkscope.report import textformats
 from linkscope.comm.stencil import (
     balanced_grid, choose_mapping, halo_messages, parse_slow_pairs, process_grid, run_stencil, traffic_matrix,
 )
@@ -55,7 +56,7 @@ def test_auto_mapping_beats_default_on_emulated_slow_pairs():
     assert all(r.wrong == 0 for r in result.rows)
     gains = dict(result.gains("auto"))
     assert gains[1 << 20] > 0.5  # the heavy axis leaves the host-staged pairs
-    text = stencil_text(result)
+    text = textformats.stencil_text(stencil_record(result, {}, {}))
     assert "EMULATED" in text and "gain of auto" in text
     rec = stencil_record(result, {}, {})
     assert rec.measurements[0].method == "nccl.sendrecv+emulated"
@@ -68,7 +69,7 @@ def test_uniform_fabric_gives_zero_gain():
     be = sim_backend(4)
     result = _run(be, (2, 2), {"default": (0, 1, 2, 3), "auto": (3, 2, 1, 0)}, periodic=True)
     assert all(abs(g) < 1e-9 for _, g in result.gains("auto"))
-    assert "gain ≈ 0" in stencil_text(result)
+    assert "gain ≈ 0" in textformats.stencil_text(stencil_record(result, {}, {}))
 
 
 def test_grid_that_does_not_match_the_gpus_is_refused():

@@ -39,3 +39,78 @@ def test_unknown_op_names_choices():
     with pytest.raises(UserError) as exc:
         busbw_factor("allreduc", 2)
     assert exc.value.one_line() == "unknown collective 'allreduc' (valid operations: " + ", ".join(OPS) + ")"
+
+
+# ---- the simulated collective: CollectiveModel on the fabric model -----------------------------------
+from linkscope.errors import ConfigError  # noqa: E402
+from linkscope.model.collectives import CollectiveModel  # noqa: E402
+from linkscope.topology.presets import load_preset  # noqa: E402
+from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
+
+GIB = 1 << 30
+# docs/benchmarks.md, 2 x H200 NV18, NCCL 2.28.9, 2026-11-22 (nvidia-h200-x2): allreduce out-of-place
+# busbw at 1 GiB 326.8 GB/s (pinned rerun, one process); sendrecv at 1 GiB 360.1-361.1 GB/s.
+MEASURED_ALLREDUCE_BUSBW = 326.8
+MEASURED_SENDRECV_BUSBW = (360.1, 361.1)
+
+
+def test_two_h200_prediction_is_within_10_percent_of_the_measurement():
+    model = CollectiveModel.of(load_preset("hgx-h200-4"))
+    allreduce = model.predict("allreduce", [0, 1], GIB).chosen
+    sendrecv = model.predict("sendrecv", [0, 1], GIB).chosen
+    assert allreduce.algorithm == "ring"
+    assert abs(allreduce.busbw_gb_per_s / MEASURED_ALLREDUCE_BUSBW - 1) <= 0.10
+    for measured in MEASURED_SENDRECV_BUSBW:
+        assert abs(sendrecv.busbw_gb_per_s / measured - 1) <= 0.10
+
+
+def test_numbers_come_from_the_links():
+    """Half the NVLinks per GPU: half the busbw at large sizes; the latency floor stays."""
+    full = CollectiveModel.of(synthetic_topology("nvswitch:4:18"))
+    half = CollectiveModel.of(synthetic_topology("nvswitch:4:9"))
+    big_full, big_half = (m.predict("allreduce", [0, 1, 2, 3], GIB).chosen for m in (full, half))
+    assert big_half.busbw_gb_per_s == pytest.approx(big_full.busbw_gb_per_s / 2, rel=0.02)
+    small_full, small_half = (m.predict("allreduce", [0, 1, 2, 3], 8).time_us for m in (full, half))
+    assert small_full == pytest.approx(small_half, rel=0.01) and small_full >= full.launch_us
+
+
+def test_ring_latency_grows_with_ranks_and_busbw_does_not():
+    model = CollectiveModel.of(load_preset("dgx-h100"))
+    two, eight = (model.predict("allreduce", list(range(n)), 8).time_us for n in (2, 8))
+    assert eight > two  # 2(n-1) ring steps, each paying the route latency
+    bw2, bw8 = (model.predict("allreduce", list(range(n)), GIB).chosen.busbw_gb_per_s for n in (2, 8))
+    assert bw8 == pytest.approx(bw2, rel=0.02)  # busbw is normalised for n
+
+
+def test_pcie_ring_crossing_sockets_is_slower_than_within_a_switch():
+    model = CollectiveModel.of(synthetic_topology("pcie:2x2"))
+    near = model.predict("sendrecv", [0, 1], GIB).chosen.busbw_gb_per_s
+    far = model.predict("sendrecv", [0, 2], GIB).chosen.busbw_gb_per_s
+    assert far < near
+
+
+def test_alltoall_shares_each_gpus_links():
+    model = CollectiveModel.of(load_preset("hgx-h200-4"))
+    pred = model.predict("alltoall", [0, 1, 2, 3], GIB).chosen
+    one_link = model.predict("sendrecv", [0, 1], GIB).chosen
+    # each GPU sends 3 chunks at once through its one NVSwitch uplink: the uplink, not the per-flow cap, limits
+    assert pred.algorithm == "pairwise" and pred.busbw_gb_per_s > one_link.busbw_gb_per_s
+
+
+def test_tree_is_considered_only_across_nodes():
+    single = CollectiveModel.of(load_preset("dgx-h100")).predict("allreduce", list(range(8)), GIB)
+    assert [a.algorithm for a in single.algorithms] == ["ring"]
+    cluster = CollectiveModel.of(synthetic_topology("fattree:2x4"))
+    multi = cluster.predict("allreduce", list(range(8)), GIB)
+    assert {a.algorithm for a in multi.algorithms} == {"ring", "tree"}
+    assert multi.chosen.time_us == min(a.time_us for a in multi.algorithms)
+    assert set(multi.as_dict()["algorithms"]) == {"ring", "tree"}
+
+
+def test_bad_ranks_are_clear_errors():
+    model = CollectiveModel.of(load_preset("hgx-h200-4"))
+    with pytest.raises(ConfigError, match="appears twice"):
+        model.predict("allreduce", [0, 0], 8)
+    with pytest.raises(Exception, match="GPU 9"):
+        model.predict("allreduce", [0, 9], 8)
+    assert model.predict("allreduce", [2], 1 << 20).chosen.algorithm == "local"

@@ -2,7 +2,7 @@ import csv
 import io
 import re
 
-from linkscope.measure.stats import Stats
+from linkscope.results.stats import Stats
 from linkscope.report.textformats import to_csv, to_osu
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
 

@@ -1,4 +1,4 @@
-from linkscope.measure.stats import Stats
+from linkscope.results.stats import Stats
 from linkscope.results.findings import findings
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from linkscope.errors import SchemaError
-from linkscope.measure.stats import Stats
+from linkscope.results.stats import Stats
 from linkscope.results import io
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
 

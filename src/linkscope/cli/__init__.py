@@ -1,7 +1,9 @@
 """The linkscope command line: a thin shell over the library (STYLE.md C9).
 
 Each command lives in ``cmd_<name>.py`` beside this file and exposes ``register(app)``; they are
-found and registered at start-up, in name order. This package is the only place that reads
+found and registered at start-up. A module that adds subcommands to another module's group (``bench
+mpi`` ... in cmd_comm.py) does it in ``extend(app)``, called after every ``register``, so the result
+does not depend on the order the modules are found in. This package is the only place that reads
 ``os.environ`` and maps errors to exit codes:
 
 * 0 ok; 1 user error (one line, no traceback; ``--debug`` shows it); 2 usage;
@@ -25,12 +27,12 @@ except ImportError:  # older typer uses click itself
     from click import exceptions as _click_exc
 
 from ..errors import UserError
+from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
-EXIT_WITH_ERRORS = 3
-EXIT_INTERRUPTED = 130
+__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER_ERROR", "EXIT_WITH_ERRORS", "app", "main"]
 
 app = typer.Typer(
     name="linkscope",
@@ -50,11 +52,17 @@ def _root(
     """linkscope: topology, link bandwidth and latency, traffic mapping, counters."""
 
 
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            module.register(app)
+def _register_commands(names: Sequence[str] | None = None) -> None:
+    """Register every ``cmd_*`` module (``names``: in this order, for tests), then their extensions."""
+    if names is None:
+        names = [info.name for info in pkgutil.iter_modules(__path__) if info.name.startswith("cmd_")]
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    for module in modules:
+        module.register(app)
+    for module in modules:
+        extend = getattr(module, "extend", None)
+        if extend is not None:
+            extend(app)
 
 
 _register_commands()

@@ -221,7 +221,7 @@ def bench(
                                    run_options={"pattern": pattern, "command": "bench",
                                                 **({"nic": nic_choice} if nic_choice else {})})
         except KeyboardInterrupt:
-            raise interrupted(json_path, csv_path) from None
+            raise interrupted(on_partial) from None
     finally:
         engine.close()
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
@@ -314,18 +314,24 @@ def latency(
             return all_ordered_pairs(selected)
 
         runs = [(k, pairs_of(k)) for k in kinds]
+        on_partial = partial_writer(json_path, csv_path)
         try:
             record = None
             with progress_bar() as progress:
                 for k, pairs in runs:
+                    done = record  # each kind's checkpoints carry the kinds before it
+
+                    def checkpoint(part, _done=done) -> None:
+                        on_partial(part if _done is None else _done.with_(measurements=_done.measurements + part.measurements))
+
                     part = run_latency(engine, k, pairs, options, topology=topology,
                                        method=method, size_bytes=size_bytes, progress=progress,
-                                       on_partial=partial_writer(json_path, csv_path),
+                                       on_partial=checkpoint,
                                        context=run_context(topology, engine), run_options={"command": "bench latency", "latency_kinds": kinds},
                                        group_offset=len(record.measurements) if record is not None else 0)
                     record = part if record is None else record.with_(measurements=record.measurements + part.measurements)
         except KeyboardInterrupt:
-            raise interrupted(json_path, csv_path) from None
+            raise interrupted(on_partial) from None
     finally:
         engine.close()
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)

@@ -117,13 +117,14 @@ def register(app: typer.Typer) -> None:
             if engine.capabilities().provenance == "simulated":
                 stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
                                        style="bold yellow")
+            on_partial = partial_writer(json_path)
             try:
                 with progress_bar() as progress:
                     record = run_survey(engine, topology, survey_options, progress=progress,
-                                        on_partial=partial_writer(json_path, None), context=run_context(topology, engine),
+                                        on_partial=on_partial, context=run_context(topology, engine),
                                         pcie_probe=_pcie_probe(engine, topology))
             except KeyboardInterrupt:
-                raise interrupted(json_path, None) from None
+                raise interrupted(on_partial) from None
         finally:
             engine.close()
         finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology),

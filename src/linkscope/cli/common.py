@@ -236,11 +236,13 @@ def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, st
         yield update
 
 
-def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> None:
+def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> list[str]:
+    """The record as JSON and/or CSV (``-``: stdout), each file written atomically; returns the files written."""
     from ..atomic import write_text_atomic
     from ..report.textformats import to_csv
     from ..results.io import save, to_dict
 
+    written: list[str] = []
     if json_path == "-":
         import json
 
@@ -250,6 +252,7 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> Non
             save(record, json_path)
         except OSError as exc:
             raise write_error(json_path, exc) from exc
+        written.append(str(json_path))
     if csv_path == "-":
         typer.echo(to_csv(record), nl=False)
     elif csv_path:
@@ -257,26 +260,23 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> Non
             write_text_atomic(csv_path, to_csv(record))
         except OSError as exc:
             raise write_error(csv_path, exc) from exc
+        written.append(str(csv_path))
+    return written
 
 
-def partial_writer(json_path: str | None, csv_path: str | None) -> Callable[[Any], None]:
-    """``on_partial`` for the runner: write what was measured, atomically, to the files asked for."""
-    holder: dict[str, Any] = {}
+def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None):
+    """The sweep's Checkpoint for ``--json`` / ``--csv`` files (stdout gets only the final record):
+    each partial record is written atomically after every finished step."""
+    from ..measure.sweep import Checkpoint
 
-    def write(record) -> None:
-        holder["record"] = record
-        paths = {"json_path": json_path if json_path != "-" else None, "csv_path": csv_path if csv_path != "-" else None}
-        if any(paths.values()):
-            write_outputs(record, **paths)
-
-    write.holder = holder  # type: ignore[attr-defined]
-    return write
+    paths = {"json_path": str(json_path) if json_path and str(json_path) != STDOUT else None,
+             "csv_path": str(csv_path) if csv_path and str(csv_path) != STDOUT else None}
+    return Checkpoint(lambda record: write_outputs(record, **paths) if any(paths.values()) else [])
 
 
-def interrupted(json_path: str | None, csv_path: str | None) -> typer.Exit:
-    files = [p for p in (json_path, csv_path) if p and p != "-"]
-    where = f"; partial results written to {', '.join(files)}" if files else ""
-    stderr_console().print(f"linkscope: interrupted{where}", style="bold red")
+def interrupted(checkpoint) -> typer.Exit:
+    """Ctrl-C of a single-process sweep: one line naming only the partial files that exist; exit 130."""
+    stderr_console().print(f"linkscope: interrupted{checkpoint.where()}", style="bold red", markup=False)
     return typer.Exit(EXIT_INTERRUPTED)
 
 

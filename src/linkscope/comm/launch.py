@@ -22,36 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
-
-LAUNCHER_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS", "PALS_SIZE")
-"""Set by Open MPI, MPICH/Hydra/Slurm PMI, PMIx, Intel MPI, Cray PALS: we were started by a launcher."""
-LAUNCHER_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "PALS_RANKID")
-LOCAL_RANK_VARS = (
-    "OMPI_COMM_WORLD_LOCAL_RANK",  # Open MPI
-    "MPI_LOCALRANKID",  # MPICH Hydra, Intel MPI
-    "MV2_COMM_WORLD_LOCAL_RANK",  # MVAPICH2
-    "PALS_LOCAL_RANKID",  # Cray PALS
-    "SLURM_LOCALID",  # srun
-    "LOCAL_RANK",  # torchrun and friends
-)
-
+from ..rankenv import launched_by_mpi, local_rank_from_env
 
 class CollectiveError(UserError):
     """A user error raised on every rank at the same point: rank 0 reports it, all exit 1."""
-
-
-def launched_by_mpi(environ: Mapping[str, str]) -> bool:
-    """True when a launcher (mpirun, mpiexec, srun with PMI) started this process."""
-    return any(environ.get(name) for name in LAUNCHER_SIZE_VARS + LAUNCHER_RANK_VARS)
-
-
-def local_rank_from_env(environ: Mapping[str, str]) -> int | None:
-    """This process's rank on its host, from the launcher's variables (first one set wins)."""
-    for name in LOCAL_RANK_VARS:
-        value = environ.get(name)
-        if value is not None and value.strip().isdigit():
-            return int(value)
-    return None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..units import format_size
 from .buffers import BufferSpace, pinned_host
-from .interrupt import StopSignal, boundaries, interrupted
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 
 TESTS = ("latency", "bw", "bibw", "allreduce")

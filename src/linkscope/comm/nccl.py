@@ -36,7 +36,7 @@ import numpy as np
 
 from ..units import format_size
 from ..model.collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
-from .interrupt import StopSignal, boundaries, interrupted
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .nccl_backend import Peer
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..units import format_size
 from .buffers import BufferSpace
-from .interrupt import StopSignal, boundaries, interrupted
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .mpi_p2p import Schedule, _bw_loop, _Side
 from .nccl import nccl_ranks, peer_devices, time_op

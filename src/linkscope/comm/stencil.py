@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..units import format_size
-from .interrupt import StopSignal, boundaries, interrupted
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .nccl_backend import Peer
 from ..traffic.synthetic import balanced_grid
@@ -257,6 +257,21 @@ class _Exchange:
                 got = self.recv[m.dst][m.recv_offset:m.recv_offset + m.count]
                 wrong += int(xp.count_nonzero(got != want))
         return wrong
+
+
+def stencil_peers(job: Job, backend: Any, devices: Sequence[int]) -> Callable[[Sequence[int]], list[Peer]]:
+    """``make_peers(device_of_rank)`` for ``run_stencil``: one process drives every rank's GPU
+    (``devices[device_of_rank[r]]``), or each MPI rank its own, with rank 0's unique id broadcast."""
+    devs = list(devices)
+
+    def make(device_of_rank: Sequence[int]) -> list[Peer]:
+        if job.size == 1:
+            return backend.init_all([devs[i] for i in device_of_rank])
+        uid = backend.unique_id() if job.rank == 0 else None
+        uid = job.comm.bcast(uid, root=0)
+        return [backend.init_rank(job.size, uid, job.rank, devs[device_of_rank[job.rank]] % len(devs))]
+
+    return make
 
 
 def run_stencil(

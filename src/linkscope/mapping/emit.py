@@ -10,19 +10,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import UserError
+from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
 from .assignment import Assignment
 
 EMITTERS = ("env", "rankfile", "slurm")
-
-LOCAL_RANK_VARS = (
-    "OMPI_COMM_WORLD_LOCAL_RANK",  # Open MPI
-    "MPI_LOCALRANKID",             # MPICH / Hydra, Intel MPI
-    "PMI_LOCAL_RANK",              # some PMI launchers
-    "SLURM_LOCALID",               # srun
-    "LOCAL_RANK",                  # torchrun
-)
-GLOBAL_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "RANK")
-
 
 def _cpu_list(cores: tuple[int, ...]) -> str:
     """Compact CPU list: (0,1,2,3,8) -> '0-3,8'.
@@ -79,16 +70,13 @@ class LaunchPlan:
 def launch_plan(assignment: Assignment, environ: Mapping[str, str]) -> LaunchPlan:
     """Pick this process's entry: the global rank for a multi-node mapping, else the local rank
     (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order)."""
-    names = GLOBAL_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
-    for name in names:
-        value = environ.get(name)
-        if value is not None and value.strip().isdigit():
-            rank = int(value)
-            break
-    else:
+    names = WORLD_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
+    found = first_index(environ, names)
+    if found is None:
         raise UserError(f"cannot tell this process's {'global' if assignment.node_of_rank is not None else 'local'} rank: "
                         f"none of {', '.join(names)} is set",
                         hint="run linkscope launch under mpirun, srun or torchrun")
+    rank, name = found
     cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank and rank < assignment.ranks else ()
     return LaunchPlan(rank, name, rank_environment(assignment, rank), tuple(cores))
 

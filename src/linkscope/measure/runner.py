@@ -14,7 +14,9 @@ Methodology (the engine does the device side: start gate, device events, its own
   time (first start to last end) in the same repetition;
 * an exception from the engine for one plan becomes ``error`` entries with its message (the run goes
   on); ``BackendUnavailable`` becomes ``waived``; a failed data check is an ``error``;
-* on KeyboardInterrupt the runner calls ``on_partial(record)`` with ``complete=False`` and re-raises;
+* after every job (one size of one group) the runner calls ``on_partial(record)`` with what was
+  measured so far and ``complete=False`` (the sweep's checkpoint, ``measure.sweep.Checkpoint``); on
+  KeyboardInterrupt it calls it once more and re-raises;
 * waivers are the same for every engine: the pattern's, the topology's peer access, then the
   engine's ``waiver`` (a UserError from it is a waiver too, never an abort);
 * a method whose runtime needs an environment this engine's runtime did not start with (the method
@@ -28,7 +30,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
@@ -36,12 +37,12 @@ from ..errors import BackendUnavailable, ConfigError, MeasurementError, Topology
 from ..patterns.base import Pattern, peer_waiver, select_gpus
 from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY
 from ..patterns.plan import ALL, HOST, Endpoint, Transfer, TransferPlan
-from ..results.schema import Measurement, RunProvenance, RunRecord, Status
+from ..results.schema import Measurement, RunProvenance, RunRecord, Status, now_utc
 from ..topology import query
 from ..topology.model import LinkKind, Topology
 from ..units import GB, format_size
 from .options import MeasureOptions
-from .stats import Stats
+from ..results.stats import Stats
 
 ProgressFn = Callable[[int, int, str], None]
 PartialFn = Callable[[RunRecord], None]
@@ -80,10 +81,6 @@ class _Samples:
     moved_bytes: list[int] = field(default_factory=list)
     verified: list[bool | None] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def now_utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # ---- expansion --------------------------------------------------------------------------------
@@ -423,14 +420,17 @@ def _run_jobs(
     progress: ProgressFn | None,
     on_partial: PartialFn | None,
 ) -> RunRecord:
-    """``record`` with the entries of every job, in order, reporting progress; on KeyboardInterrupt
-    ``on_partial`` gets what was measured so far (``complete=False``) and the interrupt goes on."""
+    """``record`` with the entries of every job, in order, reporting progress; after every job and on
+    KeyboardInterrupt ``on_partial`` gets what was measured so far (``complete=False``); the
+    interrupt goes on."""
     measurements: list[Measurement] = []
     try:
         for i, job in enumerate(jobs):
             if progress is not None:
                 progress(i, len(jobs), label(job))
             measurements.extend(entries(i, job))
+            if on_partial is not None and i + 1 < len(jobs):
+                on_partial(record.with_(measurements=tuple(measurements), complete=False))
         if progress is not None:
             progress(len(jobs), len(jobs), "done")
     except KeyboardInterrupt:

@@ -46,7 +46,7 @@ from ..patterns.methods import (
 from ..patterns.methods import LOCAL as LOCAL_COPY
 from ..patterns.plan import ALL, HOST, Transfer, TransferPlan
 from ..results.findings import findings_for
-from ..results.schema import Measurement, RunRecord, Status
+from ..results.schema import Measurement, RunRecord, Status, now_utc
 from ..topology.model import Topology
 from ..units import KiB, MiB
 from .options import MeasureOptions
@@ -57,7 +57,6 @@ from .runner import (
     ProgressFn,
     _provenance,
     _topology_dict,
-    now_utc,
     run_bench,
     run_latency,
 )
@@ -186,8 +185,9 @@ def run_survey(
     context: Mapping[str, Any] | None = None,
     pcie_probe: Callable[[], Mapping[str, Any]] | None = None,
 ) -> RunRecord:
-    """Run every step; one RunRecord of kind ``survey`` with findings. KeyboardInterrupt: ``on_partial``
-    gets what was measured (complete=False) and the interrupt propagates.
+    """Run every step; one RunRecord of kind ``survey`` with findings. ``on_partial`` gets what was
+    measured so far (complete=False) after every job of every step, and on KeyboardInterrupt (with
+    findings) before the interrupt propagates.
 
     ``pcie_probe`` (e.g. NVML's current PCIe generation and width per GPU index, see
     ``discovery.nvml.pcie_link_states``) is called right after the host copies, while the links are
@@ -214,8 +214,13 @@ def run_survey(
                 frac = done / total if total else 1.0
                 progress(_i * scale + int(frac * scale), len(steps) * scale, f"{_name}: {label}")
 
+        def step_checkpoint(record: RunRecord, _captured: list[RunRecord] = captured) -> None:
+            _captured.append(record)
+            if on_partial is not None:
+                on_partial(_merge(parts + [record], base, complete=False))
+
         try:
-            part = step(offset, step_progress, captured.append)
+            part = step(offset, step_progress, step_checkpoint)
         except ConfigError as exc:  # e.g. this step's buffers do not fit: waive the step, keep what was measured
             if not parts:
                 raise  # nothing measured yet: say so at once (exit 1), as bench does
@@ -236,6 +241,8 @@ def run_survey(
                 extra["pcie_after_host_copies"] = {str(k): dict(v) for k, v in pcie_probe().items()}  # type: ignore[misc]
             except Exception as exc:  # noqa: BLE001  (a probe that fails costs its finding, not the survey)
                 extra["pcie_after_host_copies_error"] = str(exc)
+        if on_partial is not None and index + 1 < len(steps):
+            on_partial(_merge(parts, base, complete=False))
         groups = [m.group for m in part.measurements if m.group is not None]
         offset = max(groups) + 1 if groups else offset
     if progress is not None:

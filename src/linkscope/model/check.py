@@ -5,6 +5,10 @@ rebuilt as one concurrent plan (a ``bi`` pair entry that moved twice its size st
 directions) and predicted at once, so contention is part of the check. Aggregate entries
 (``scope`` total, ``src`` or ``dst`` ``"*"``) are compared with the predicted total of the
 matching transfers (bytes / time of the slowest).
+
+Collective entries (``nccl.<op>``, pattern ``collective``, from ``bench nccl``) are compared with
+``CollectiveModel.predict`` of the op over the record's GPUs (``options["gpus"]``, else the devices
+each process drove): the predicted algbw ``S / t`` against the measured one.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from ..errors import LinkscopeError, UserError
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord
 from ..topology import io as topo_io
 from ..topology.model import Topology
+from .collectives import CollectiveModel
 from .params import METHODS, ModelParams
 from .predict import FabricModel, TransferPrediction
 
@@ -53,6 +58,8 @@ def measured_groups(record: RunRecord) -> tuple[list[MeasuredGroup], list[tuple[
         if m.bandwidth is None:
             skipped.append((i, "no bandwidth (latency entry)"))
             continue
+        if _is_collective(m):
+            continue  # compared by collective_entries
         if m.method not in METHODS:
             skipped.append((i, f"method {m.method!r} is not modelled"))
             continue
@@ -75,6 +82,41 @@ def measured_groups(record: RunRecord) -> tuple[list[MeasuredGroup], list[tuple[
         first = entries[0][1]
         out.append(MeasuredGroup(key, first.method, first.size_bytes, tuple(entries), tuple(transfers)))
     return out, skipped
+
+
+def _is_collective(m: Measurement) -> bool:
+    return m.pattern == "collective" and m.method.startswith("nccl.")
+
+
+def record_gpus(record: RunRecord) -> list[int]:
+    """The GPUs (rank order) a collective record ran on."""
+    gpus = (record.options or {}).get("gpus")
+    if not gpus:
+        gpus = [g for devices in (record.context or {}).get("devices_per_process", []) for g in devices]
+    return [int(g) for g in gpus]
+
+
+def collective_entries(record: RunRecord, model: FabricModel) -> list["CheckEntry"]:
+    """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
+    collectives = CollectiveModel(model)
+    gpus = record_gpus(record)
+    out = []
+    for i, m in enumerate(record.measurements):
+        if not _is_collective(m) or not m.ok or m.bandwidth is None:
+            continue
+        op = m.method.split(".", 1)[1]
+        note, predicted = "", None
+        try:
+            pred = collectives.predict(op, gpus, m.size_bytes)
+            predicted = pred.chosen.algbw_gb_per_s
+            note = f"{pred.chosen.algorithm} on GPUs {','.join(map(str, gpus))}"
+        except LinkscopeError as exc:
+            note = str(exc)
+        measured = m.median_gb_per_s
+        rel = predicted / measured - 1 if predicted is not None and measured else None
+        out.append(CheckEntry(i, m.src, m.dst, m.method, m.pattern, m.direction, m.size_bytes, m.scope,
+                              measured, predicted, rel, note))
+    return out
 
 
 def entry_prediction(m: Measurement, group: MeasuredGroup, preds: list[TransferPrediction]) -> float:
@@ -231,6 +273,7 @@ def check(record: RunRecord, topology: Topology | None = None, params: ModelPara
             rel = predicted / measured - 1 if predicted is not None and measured else None
             entries.append(CheckEntry(i, m.src, m.dst, m.method, m.pattern, m.direction, m.size_bytes, m.scope,
                                       measured, predicted, rel, error))
+    entries.extend(collective_entries(record, model))
     for i, reason in skipped:
         m = record.measurements[i]
         entries.append(CheckEntry(i, m.src, m.dst, m.method, m.pattern, m.direction, m.size_bytes, m.scope,

@@ -1,4 +1,6 @@
-"""Plain-text outputs: CSV (one row per measurement, every JSON field) and OSU-style text.
+"""Plain-text outputs of a RunRecord: CSV (one row per measurement, every JSON field), OSU-style
+text (any record; ``bench mpi`` records in OSU's own layout), nccl-tests' table (``bench nccl``),
+the stencil and p2p-matrix tables. The comm commands stream the same lines as sizes finish.
 
 OSU conventions (OSU Micro-Benchmarks ``osu_bw`` / ``osu_latency``): a ``#`` header line with the
 column names, then one line per message size: the size in bytes left-aligned in 10 columns and the
@@ -103,7 +105,184 @@ def to_osu(record: RunRecord) -> str:
             for m in sorted(series, key=lambda x: x.size_bytes):
                 value = _osu_value(m)
                 if value is not None:
-                    lines.append(f"{m.size_bytes:<{_SIZE_WIDTH}d}{value:>{_FIELD_WIDTH}.2f}")
+                    lines.append(osu_row(m.size_bytes, value).rstrip("\n"))
                 else:
                     lines.append(f"# {m.size_bytes} {m.status.value}: {m.reason or 'no value'}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def osu_row(size_bytes: int, value: float) -> str:
+    """One OSU data line, ``%-10d%20.2f``, newline-terminated."""
+    return f"{size_bytes:<{_SIZE_WIDTH}d}{value:>{_FIELD_WIDTH}.2f}\n"
+
+
+# ---- bench mpi: OSU's own layout -----------------------------------------------------------------------
+_OSU_TITLE = {"latency": "OSU MPI Latency Test", "bw": "OSU MPI Bandwidth Test",
+              "bibw": "OSU MPI Bi-Directional Bandwidth Test", "allreduce": "OSU MPI Allreduce Latency Test"}
+
+
+def _mpi(record: RunRecord) -> dict[str, Any]:
+    return dict(record.extra.get("mpi") or {})
+
+
+def mpi_osu_lines(record: RunRecord) -> list[Measurement]:
+    """The measurements behind OSU's lines, by size: the pair (one pair) or the aggregate (several)."""
+    info = _mpi(record)
+    pairs = info.get("pairs") or []
+    aggregate = len(pairs) > 1 or info.get("test") == "allreduce"
+    chosen = [m for m in record.measurements if "osu_value" in m.extra and (m.scope == "total") == aggregate]
+    return sorted(chosen, key=lambda m: m.size_bytes)
+
+
+def mpi_osu_header(record: RunRecord) -> str:
+    """The title and column header lines of a ``bench mpi`` record, newline-terminated."""
+    info = _mpi(record)
+    test, pairs = info.get("test", "latency"), info.get("pairs") or []
+    if test == "allreduce":
+        ranks = pairs[0][1] + 1 if pairs else "?"
+        return (f"# {_OSU_TITLE[test]} (linkscope, OSU semantics)\n"
+                f"# buffers {info.get('buffers', '?')}, method {info.get('method', '?')}, {ranks} ranks, "
+                "MPI_FLOAT MPI_SUM, latency averaged over ranks\n# Size       Avg Latency(us)\n")
+    lines = [f"# {_OSU_TITLE.get(test, test)} (linkscope, OSU semantics)",
+             f"# buffers {info.get('buffers', '?')}, method {info.get('method', '?')}, pairs "
+             + ", ".join(f"{a}<->{b}" for a, b in pairs)
+             + (" (bandwidth summed over pairs)" if len(pairs) > 1 and test != "latency" else "")
+             + (" (latency averaged over pairs)" if len(pairs) > 1 and test == "latency" else "")]
+    lines.append("# Size          Latency (us)" if test == "latency" else "# Size      Bandwidth (MB/s)")
+    return "\n".join(lines) + "\n"
+
+
+def mpi_osu_footer(record: RunRecord) -> str:
+    """What follows the rows: the sizes whose data check failed (empty when all passed)."""
+    bad = [m.size_bytes for m in mpi_osu_lines(record) if m.verified is False or m.status is Status.ERROR]
+    return f"# DATA CHECK FAILED at sizes {', '.join(map(str, bad))}\n" if bad else ""
+
+
+def mpi_osu_text(record: RunRecord) -> str:
+    """OSU's layout: header, ``%-10d%20.2f`` per size, footer (``bench mpi`` streams the same lines)."""
+    return mpi_osu_header(record) + "".join(osu_row(m.size_bytes, float(m.extra["osu_value"]))
+                                            for m in mpi_osu_lines(record)) + mpi_osu_footer(record)
+
+
+# ---- bench nccl: nccl-tests' table ---------------------------------------------------------------------
+_NCCL_GROUP_HEAD = f" {'time':>9} {'algbw':>8} {'busbw':>8} {'#wrong':>7}"
+_NCCL_GROUP_UNIT = f" {'(us)':>9} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}"
+
+
+def _nccl(record: RunRecord) -> dict[str, Any]:
+    return dict(record.extra.get("nccl") or {})
+
+
+def _nccl_has_inplace(record: RunRecord) -> bool:
+    return any(m.extra.get("inplace") for m in record.measurements)
+
+
+def nccl_sizes(record: RunRecord) -> list[int]:
+    """Sizes of an NCCL record in run order (each once)."""
+    return list(dict.fromkeys(m.size_bytes for m in record.measurements))
+
+
+def nccl_tests_header(record: RunRecord) -> str:
+    """Title and column headers (nccl-tests' columns; a second group when in place was run)."""
+    info = _nccl(record)
+    both = _nccl_has_inplace(record)
+    place = "out-of-place and in-place" if both else "out-of-place"
+    lines = [f"# linkscope nccl: op {info.get('op')}, {info.get('ranks')} ranks, NCCL {info.get('version')}, "
+             f"iters {info.get('iters')}, warm-up {info.get('warmup')}, float32, {place}"
+             + (" (SIMULATED)" if record.provenance.value == "simulated" else ""),
+             f"# devices per process: {info.get('devices_per_process')}"]
+    if both:
+        lines.append(f"#{'':>11} {'':>12} {'':>6} {'':>6} {'':>5} {'out-of-place':^35} {'in-place':^35}")
+    groups = 2 if both else 1
+    lines.append(f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>5}" + _NCCL_GROUP_HEAD * groups)
+    lines.append(f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>5}" + _NCCL_GROUP_UNIT * groups)
+    return "\n".join(lines) + "\n"
+
+
+def _nccl_group(m: Measurement | None) -> str:
+    if m is None:
+        return f" {'N/A':>9} {'N/A':>8} {'N/A':>8} {'N/A':>7}"
+    wrong = m.extra.get("wrong")
+    return (f" {m.extra['time_us']:>9.2f} {m.extra['algbw_gb_per_s']:>8.2f} {m.extra['busbw_gb_per_s']:>8.2f} "
+            f"{'N/A' if wrong is None else str(wrong):>7}")
+
+
+def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
+    """The data line of one size: out-of-place group, then the in-place group when it was run."""
+    op = _nccl(record).get("op")
+    at = [m for m in record.measurements if m.size_bytes == size_bytes]
+    out = next((m for m in at if not m.extra.get("inplace")), None)
+    inp = next((m for m in at if m.extra.get("inplace")), None)
+    first = out or inp
+    count = first.extra.get("count", 0) if first is not None else 0
+    redop = "sum" if op in ("allreduce", "reduce", "reduce_scatter") else "none"
+    root = "0" if op in ("broadcast", "reduce") else "-1"
+    line = f" {size_bytes:>11d} {count:>12d} {'float':>6} {redop:>6} {root:>5}" + _nccl_group(out)
+    if _nccl_has_inplace(record):
+        line += _nccl_group(inp)
+    return line + "\n"
+
+
+def nccl_tests_footer(record: RunRecord) -> str:
+    wrong = sum(int(m.extra.get("wrong") or 0) for m in record.measurements)
+    lines = [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}"]
+    lines += [f"# note: {note}" for note in _nccl(record).get("notes", [])]
+    for m in record.measurements:
+        pred = m.extra.get("prediction")
+        if pred and not m.extra.get("inplace"):
+            algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f} GB/s" for name, v in pred["algorithms"].items())
+            lines.append(f"# simulated {m.size_bytes} B: {pred['algorithm']} chosen (busbw per algorithm: {algos})")
+    return "\n".join(lines) + "\n"
+
+
+def nccl_tests_text(record: RunRecord) -> str:
+    """nccl-tests' table of an NCCL record: header, one line per size, the out-of-bounds summary."""
+    return nccl_tests_header(record) + "".join(nccl_tests_row(record, s) for s in nccl_sizes(record)) \
+        + nccl_tests_footer(record)
+
+
+# ---- bench stencil and bench p2p -----------------------------------------------------------------------
+def stencil_text(record: RunRecord) -> str:
+    """Time per halo exchange by (size, mapping), the gains over default and their verdicts."""
+    info = dict(record.extra.get("stencil") or {})
+    slow = info.get("emulated_slow_pairs") or []
+    label = " (EMULATED slow pairs: " + ",".join(f"{a}-{b}" for a, b in slow) + ")" if slow else ""
+    lines = [f"# linkscope stencil: grid {'x'.join(map(str, info.get('grid', [])))}"
+             f"{' periodic' if info.get('periodic') else ''}{' weighted' if info.get('weighted') else ''}{label}"
+             + (" (SIMULATED)" if record.provenance.value == "simulated" else "")]
+    for name, g in (info.get("gpu_of_rank") or {}).items():
+        lines.append(f"# mapping {name}: gpu_of_rank {list(g)}")
+    lines.append(f"#{'halo (B)':>11} {'mapping':>10} {'time (us)':>11} {'stddev':>8} {'runs':>5} {'#wrong':>7}")
+    for m in record.measurements:
+        lat = m.latency
+        wrong = m.extra.get("wrong")
+        lines.append(f" {m.size_bytes:>11d} {m.extra.get('mapping', '?'):>10} {lat.mean if lat else 0.0:>11.2f} "
+                     f"{lat.stddev if lat else 0.0:>8.2f} {m.extra.get('runs', lat.n if lat else 0):>5d} "
+                     f"{'N/A' if wrong is None else wrong:>7}")
+    for name, gains in (info.get("gains") or {}).items():
+        for size, gain in gains:
+            lines.append(f"# gain of {name} over default at {size} B: {gain:+.1%}")
+        verdict = (info.get("verdicts") or {}).get(name)
+        if verdict:
+            lines.append(f"# {name}: {verdict}")
+    lines += [f"# note: {note}" for note in info.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
+def p2p_text(record: RunRecord) -> str:
+    """One ranks x ranks bandwidth matrix per size (row = sending rank; N/A on the diagonal)."""
+    info = dict(record.extra.get("p2p") or {})
+    ranks = int(info.get("ranks", 0))
+    lines = []
+    for size in sorted({m.size_bytes for m in record.measurements}):
+        lines.append(f"# p2p {info.get('transport')} bandwidth (GB/s), size {size} B, row = sending rank"
+                     + (" (SIMULATED)" if record.provenance.value == "simulated" else ""))
+        lines.append("    " + "".join(f"{j:>9d}" for j in range(ranks)))
+        cells = {(m.src, m.dst): m.median_gb_per_s for m in record.measurements if m.size_bytes == size}
+        for i in range(ranks):
+            row = [cells.get((i, j)) for j in range(ranks)]
+            lines.append(f"{i:>4d}" + "".join(f"{'N/A' if v is None else f'{v:.2f}':>9}" for v in row))
+    bad = [m for m in record.measurements if m.extra.get("wrong")]
+    if bad:
+        lines.append(f"# DATA CHECK FAILED for {len(bad)} pair/size cells")
+    return "\n".join(lines) + "\n"

@@ -30,7 +30,8 @@ ENV_NAMES = (
     "SLURM_LOCALID",
 )
 #: Prefixes kept from the environment (NCCL, UCX, MPI implementations, libfabric, Cray MPICH).
-ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_")
+ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_",
+                "HSA_", "HIP_", "ROCR_", "RCCL_")
 _SECRET = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)", re.IGNORECASE)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..atomic import write_json_atomic
 from ..errors import SchemaError
 from ..userfiles import loads_strict, read_text, refuse_malformed
-from ..measure.stats import Stats
+from .stats import Stats
 from .schema import RUN_FORMAT, RUN_SCHEMA_VERSION, Measurement, RunProvenance, RunRecord, Status
 
 _BW_KEYS = ("median", "min", "max", "mean", "stddev")

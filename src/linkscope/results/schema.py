@@ -10,10 +10,11 @@ with ``latency_min/max/mean/stddev_us`` where latency was measured, ``status`` (
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Mapping
 
-from ..measure.stats import Stats
+from .stats import Stats
 
 RUN_SCHEMA_VERSION = 1
 RUN_FORMAT = "linkscope.run"
@@ -21,6 +22,11 @@ RUN_FORMAT = "linkscope.run"
 HOST = "host"
 ALL = "*"
 Endpoint = int | str
+
+
+def now_utc() -> str:
+    """The current time as RunRecord.created_utc writes it (ISO 8601, seconds, UTC)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class Status(str, Enum):

@@ -1,6 +1,6 @@
 import pytest
 
-from linkscope.measure.stats import Stats
+from linkscope.results.stats import Stats
 
 
 def test_stats_values():

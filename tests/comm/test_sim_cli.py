@@ -1,0 +1,77 @@
+"""``bench nccl --backend sim``: numbers from the preset's links, labelled SIMULATED, one schema."""
+import json
+
+import pytest
+
+from linkscope.cli import main
+from linkscope.comm.nccl_backend import CollectiveBackend, CupyNccl, SimNccl, collective_backend
+from linkscope.model.check import check
+from linkscope.report import textformats
+from linkscope.results.io import load
+from linkscope.topology.presets import load_preset
+
+
+def _rows(text):
+    return [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_sim_nccl_on_a_preset_is_labelled_and_follows_its_links(tmp_path, capsys):
+    out = tmp_path / "ar.json"
+    assert main(["bench", "nccl", "--backend", "sim", "--preset", "dgx-h100", "--op", "allreduce",
+                 "--sizes", "8,1MiB", "--iters", "2", "--warmup", "0", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "SIMULATED" in text and "simulated (fabric model of dgx-h100)" in text
+    assert "ring chosen" in text
+    rows = _rows(text)
+    assert [int(r[0]) for r in rows] == [8, 1 << 20] and all(r[8] == "0" for r in rows)
+    record = load(out)
+    assert record.provenance.value == "simulated" and record.topology["name"] == "dgx-h100"
+    m = record.measurements[-1]
+    assert m.extra["prediction"]["algorithm"] == "ring"
+    assert m.extra["busbw_gb_per_s"] == pytest.approx(m.extra["prediction"]["algorithms"]["ring"]["busbw_gb_per_s"],
+                                                      rel=1e-6)
+    assert textformats.nccl_tests_text(record).splitlines()[0].endswith("(SIMULATED)")
+    report = check(record)  # model check reads NCCL records: a simulated one agrees with its model
+    assert report.n_compared == 2 and report.worst_abs_rel_error < 1e-6
+
+
+def test_sim_two_h200_gpus_small_sizes_and_csv(tmp_path, capsys):
+    assert main(["bench", "nccl", "--backend", "sim", "--preset", "hgx-h200-4", "--gpus", "0,1", "--op", "sendrecv",
+                 "--sizes", "8,4KiB", "--iters", "2", "--warmup", "0"]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert 5.0 < float(rows[0][5]) < 8.0  # the 8 B time is the launch floor plus one route latency, in us
+
+
+def test_unknown_gpu_of_the_preset_is_one_line(capsys):
+    assert main(["bench", "nccl", "--backend", "sim", "--preset", "hgx-h200-4", "--gpus", "0,7", "--sizes", "8"]) == 1
+    err = capsys.readouterr().err
+    assert "GPU 7 is not in topology hgx-h200-4" in err and "Traceback" not in err
+
+
+def test_model_check_on_a_real_nccl_record(tmp_path):
+    """A measured-looking record (2 x H200 numbers) checked against the preset: within 10%."""
+    from linkscope.comm.launch import serial_job
+    from linkscope.comm.nccl import NcclResult, NcclRow
+    from linkscope.comm.records import nccl_record
+
+    t_us = (1 << 30) / 326.8e9 * 1e6
+    row = NcclRow("allreduce", 1 << 30, (1 << 30) // 4, t_us, 326.8, 326.8, 0, (t_us,))
+    result = NcclResult("allreduce", 2, ((0, 1),), "2.28.9", (row,), 20, 5)
+    record = nccl_record(result, serial_job().context(), {"gpus": [0, 1]})
+    report = check(record, load_preset("hgx-h200-4"))
+    assert report.n_compared == 1 and report.worst_abs_rel_error < 0.10
+    assert "ring on GPUs 0,1" in report.entries[0].note
+
+
+def test_backends_follow_the_protocol():
+    members = [name for name in dir(CollectiveBackend) if not name.startswith("_")]
+    for cls in (CupyNccl, SimNccl):
+        assert [name for name in members if not hasattr(cls, name)] == []
+
+
+def test_auto_without_a_gpu_falls_back_to_sim_with_a_note():
+    backend, note = collective_backend("auto", lambda: load_preset("hgx-h200-4"))
+    if isinstance(backend, SimNccl):
+        assert note and "simulated on hgx-h200-4" in note
+    with pytest.raises(Exception, match="not valid"):
+        collective_backend("gloo", lambda: None)

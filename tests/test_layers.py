@@ -1,0 +1,122 @@
+"""Imports point down (ARCHITECTURE.md, COMMON.md): every linkscope package imports only packages of
+its own layer or below, and no two packages import each other, through any chain (no cycles).
+
+Imports under ``if TYPE_CHECKING:`` are annotations only and do not count; imports inside
+functions (lazy imports) do count: they are dependencies all the same.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "linkscope"
+
+#: Layer of every top-level package or module, bottom first (cli → comm/measure → engines/mapping →
+#: model → patterns/report → results/discovery/counters → topology/traffic → units/errors).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "units", "atomic", "userfiles", "rankenv", "__init__"),
+    ("topology", "traffic"),
+    ("results", "discovery", "counters"),
+    ("patterns", "report"),
+    ("model",),
+    ("engines", "mapping"),
+    ("comm", "measure", "envinfo"),
+    ("cli", "__main__"),
+)
+LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _top(path: Path) -> str:
+    parts = path.relative_to(SRC).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level linkscope packages ``path`` imports (module level or lazily), TYPE_CHECKING aside."""
+    module = list(path.relative_to(SRC).with_suffix("").parts)
+    package = module[:-1]  # a module's package; for __init__.py the package itself
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = base + (node.module.split(".") if node.module else [])
+                found.add(target[0] if target else "__init__")
+            elif node.module and node.module.split(".")[0] == "linkscope":
+                rest = node.module.split(".")[1:]
+                found.add(rest[0] if rest else "__init__")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "linkscope" and len(parts) > 1:
+                    found.add(parts[1])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        src = _top(path)
+        graph.setdefault(src, set()).update(t for t in _imports(path) if t != src)
+    return graph
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{a} (layer {LEVEL[a]}) imports {b} (layer {LEVEL[b]})"
+            for a, targets in sorted(graph.items()) for b in sorted(targets) if LEVEL[b] > LEVEL[a]]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs (a, b) where a reaches b and b reaches a."""
+    reach = {a: set() for a in graph}
+    for a in graph:
+        stack = list(graph[a])
+        while stack:
+            b = stack.pop()
+            if b not in reach[a]:
+                reach[a].add(b)
+                stack.extend(graph.get(b, ()))
+    return sorted((a, b) for a in graph for b in reach[a] if a < b and a in reach.get(b, set()))
+
+
+def test_every_package_has_a_layer():
+    assert sorted(set(package_graph()) - set(LEVEL)) == []
+
+
+def test_imports_point_down():
+    assert upward_imports(package_graph()) == []
+
+
+def test_no_package_cycle():
+    assert cycles(package_graph()) == []
+
+
+@pytest.mark.parametrize("code,found", [
+    ("from ..measure.stats import Stats\n", {"measure"}),
+    ("def f():\n    from linkscope.cli import main\n", {"cli"}),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..engines.base import MethodInfo\n", set()),
+    ("from . import io\n", {"results"}),
+])
+def test_the_check_sees_upward_imports(tmp_path, monkeypatch, code, found):
+    fake = SRC / "results" / "_layer_probe.py"  # parsed in place of a real module, never written
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: code)
+    assert _imports(fake) == found
+    graph = {"results": found - {"results"}}
+    assert bool(upward_imports(graph)) == bool(found - {"results"})
