@@ -19,19 +19,18 @@ model_app = typer.Typer(
 
 
 def load_topology_arg(value: str):
-    """A topology from ``--topology``: a JSON file, a preset name (or ``preset:NAME``), or a
-    synthetic spec (``nvswitch:8``, ``pcie:2x4``, ``fattree:4x8``)."""
-    from ..topology import io as topo_io
-    from ..topology.presets import load_preset, preset_names
-    from ..topology.synthetic import synthetic_topology
+    """A topology from ``--topology``: a JSON file or recorded folder, a preset name (or
+    ``preset:NAME``), or a synthetic spec (``nvswitch:8``, ``pcie:2x4``, ``fattree:4x8``); loaded by
+    the one topology resolver (``discovery.auto.resolve_topology``)."""
+    from ..topology.presets import preset_names
 
-    if Path(value).is_file():
-        return topo_io.load(value)
     name = value[len("preset:"):] if value.startswith("preset:") else value
+    if Path(value).exists():
+        return resolve_topology_cli(None, value, None, allow_fallback=False)
     if name in preset_names():
-        return load_preset(name)
+        return resolve_topology_cli(name, None, None, allow_fallback=False)
     if ":" in value and not value.startswith("preset:"):
-        return synthetic_topology(value)
+        return resolve_topology_cli(None, None, value, allow_fallback=False)
     raise UserError(f"--topology {value!r} is not a file, a preset or a synthetic spec",
                     hint=f"presets: {', '.join(preset_names())}; specs: nvswitch:N, pcie:SxG, fattree:NxG")
 
@@ -68,24 +67,18 @@ def _int(text: str, part: str) -> int:
         raise ConfigError(f"bad endpoint {text!r} in flow {part!r}", hint="use a GPU index or 'host'") from None
 
 
-def _pattern_flows(pattern: str, gpus: list[int]) -> list[tuple]:
-    n = len(gpus)
-    if pattern == "pairs":
-        return [(gpus[i], gpus[i + 1]) for i in range(0, n - 1, 2)]
-    if pattern == "ring":
-        return [(gpus[i], gpus[(i + 1) % n]) for i in range(n)] if n > 1 else []
-    if pattern == "all-to-one":
-        return [(g, gpus[0]) for g in gpus[1:]]
-    if pattern == "one-to-all":
-        return [(gpus[0], g) for g in gpus[1:]]
-    if pattern == "all-to-all":
-        return [(a, b) for a in gpus for b in gpus if a != b]
-    if pattern == "all-to-host":
-        return [(g, "host") for g in gpus]
-    if pattern == "host-to-all":
-        return [("host", g) for g in gpus]
-    raise ConfigError(f"unknown pattern {pattern!r}",
-                      hint="valid: pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all (or --flows)")
+def _pattern_plans(topology, pattern: str, gpus: Optional[list[int]], size_bytes: int, method: str):
+    """The concurrent groups of a built-in pattern (``patterns``), as ``bench --pattern`` runs them."""
+    from ..patterns.methods import find_method
+    from ..patterns.base import select_gpus
+    from ..patterns.registry import get_pattern
+
+    chosen = select_gpus(topology, gpus)
+    pat = get_pattern(pattern)
+    waiver = pat.applies_to(topology, chosen, find_method(method))
+    if waiver is not None:
+        raise ConfigError(f"pattern {pattern!r}: {waiver.reason}")
+    return pat.plan(topology, chosen, size_bytes, method, "uni")
 
 
 def register(app: typer.Typer) -> None:
@@ -98,7 +91,7 @@ def predict_cmd(
     from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
-    pattern: str = typer.Option("pairs", "--pattern", help="pairs|ring|all-to-one|one-to-all|all-to-all|all-to-host|host-to-all."),
+    pattern: str = typer.Option("pairs", "--pattern", help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all ..."),
     flows: Optional[str] = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
     gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),
     sizes: str = typer.Option("64MiB", "--sizes", help="Sizes per transfer: 8,4KiB,64MiB or 8:1GiB."),
@@ -113,19 +106,19 @@ def predict_cmd(
 
     gpu_list = parse_gpu_list(gpus)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
-    if flows:
-        pairs = _parse_flows(flows)
-    else:
-        chosen = gpu_list if gpu_list is not None else list(range(topology.gpu_count))
-        pairs = _pattern_flows(pattern, chosen)
-        if not pairs:
-            raise ConfigError(f"pattern {pattern!r} needs more GPUs than {chosen}")
     size_list = parse_sizes(sizes)
     model = FabricModel(topology)
-    rows = []
+    groups: list[tuple[str, list[tuple]]] = []  # (label, flows) per size, each predicted as one concurrent group
     for size in size_list:
-        for p in model.predict([(a, b, size) for a, b in pairs], method):
-            rows.append({"src": p.src, "dst": p.dst, "method": method, "size_bytes": size,
+        if flows:
+            groups.append(("flows", [(a, b, size) for a, b in _parse_flows(flows)]))
+        else:
+            groups.extend((plan.label, [(t.src, t.dst, t.size_bytes) for t in plan.transfers])
+                          for plan in _pattern_plans(topology, pattern, gpu_list, size, method))
+    rows = []
+    for label, group in groups:
+        for p in model.predict(group, method):
+            rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
                          "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
                          "provenance": "predicted"})
@@ -134,9 +127,9 @@ def predict_cmd(
         return
     from ..report.console import Column, print_fitted
 
-    columns = [Column("src", key=True), Column("dst", key=True), Column("size", key=True), Column("GB/s"),
-               Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
-    table_rows = [[str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
+    columns = [Column("group", key=True), Column("src", key=True), Column("dst", key=True), Column("size", key=True),
+               Column("GB/s"), Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
+    table_rows = [[str(r["group"]), str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
     print_fitted(stdout_console(), f"predicted on {topology.name} (model, not measured)", columns, table_rows)
 
