@@ -1,16 +1,17 @@
 """Halo-exchange microbenchmark: what a rank → GPU mapping buys in a real neighbour exchange.
 
 One NCCL rank per GPU on a process grid (ranks row-major, last dimension fastest, as
-``MPI_Cart_create`` numbers them and ``linkscope.traffic.synthetic.stencil`` models them). Each
-exchange every rank sends one halo message to each neighbour along each axis and receives one
-from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
+``MPI_Cart_create`` numbers them). The halos are ``linkscope.traffic.synthetic.stencil``'s traffic
+matrix: each exchange every rank sends one message to each neighbour carrying its halos to that
+neighbour, and receives one from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
 Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
 between CUDA events, ``runs`` times (4), and the mean and standard deviation of the time per
 exchange are reported. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
 
 Mappings: ``default`` puts rank r on the r-th GPU; ``auto`` asks ``linkscope.mapping`` for the
-mapping minimising the stencil's traffic cost on the fabric; ``FILE`` reads ``gpu_of_rank`` from a
+mapping minimising the stencil's traffic cost on the fabric (``mapping.api.map_traffic`` with the
+topology's bandwidth costs, or, with emulated slow pairs, costs predicted by the collective model); ``FILE`` reads ``gpu_of_rank`` from a
 ``linkscope map`` output. With a mapping other than default, both are measured in one run and the
 gain ``(t_default - t_mapping) / t_default`` is reported per size. On a uniform NVSwitch node all
 mappings are equivalent: the gain is ≈ 0 and said so.
@@ -29,15 +30,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import UserError
-from ..units import format_size
 from ..measure.sweep import StopSignal, boundaries, interrupted
+from ..traffic.synthetic import balanced_grid, stencil
+from ..units import format_size
 from .launch import Job, agree, require
+from .nccl import time_op
 from .nccl_backend import Peer
-from ..traffic.synthetic import balanced_grid
 
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
-HOST_STAGED_GB_PER_S = 25.0
-"""What the auto mapping assumes for an emulated slow pair (one D2H plus one H2D copy over PCIe)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,6 @@ class Message:
 
     src: int
     dst: int
-    axis: int
-    side: int
     count: int
     send_offset: int = 0
     recv_offset: int = 0
@@ -60,43 +58,26 @@ def axis_weights(dims: int, weighted: bool) -> tuple[float, ...]:
     return tuple(1.0 / 2**k for k in range(dims)) if weighted else (1.0,) * dims
 
 
+def traffic_matrix(grid: Sequence[int], periodic: bool, size_bytes: int, weighted: bool) -> Any:
+    """The stencil's TrafficMatrix (``traffic.synthetic.stencil``): what is exchanged and what the
+    mapper optimises are the same numbers."""
+    return stencil(tuple(grid), periodic, size_bytes, axis_weights(len(grid), weighted) if weighted else None)
+
+
 def halo_messages(grid: Sequence[int], periodic: bool, size_bytes: int, weighted: bool = False) -> list[Message]:
-    """Every message of one exchange (same neighbours and sizes as traffic.synthetic.stencil)."""
-    dims = tuple(grid)
-    weights = axis_weights(len(dims), weighted)
-    strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
-    n = int(np.prod(dims))
-    msgs: list[Message] = []
-    for rank in range(n):
-        coords = [(rank // strides[a]) % dims[a] for a in range(len(dims))]
-        for axis, d in enumerate(dims):
-            for side in (-1, 1):
-                c = coords[axis] + side
-                if not 0 <= c < d:
-                    if not periodic:
-                        continue
-                    c %= d
-                peer = rank + (c - coords[axis]) * strides[axis]
-                if peer == rank:
-                    continue
-                count = max(1, int(round(size_bytes * weights[axis])) // 4)
-                msgs.append(Message(rank, peer, axis, side, count))
-    # offsets: sender packs its messages in order; receiver slots in the order they arrive here
+    """Every message of one exchange: one per (rank, neighbour) of the stencil's traffic matrix,
+    carrying what that rank sends to it (its halos along every axis that reaches that neighbour)."""
+    sent = traffic_matrix(grid, periodic, size_bytes, weighted).offdiagonal_bytes()
     send_pos: dict[int, int] = {}
     recv_pos: dict[int, int] = {}
-    placed = []
-    for m in msgs:
-        so, ro = send_pos.get(m.src, 0), recv_pos.get(m.dst, 0)
-        send_pos[m.src], recv_pos[m.dst] = so + m.count, ro + m.count
-        placed.append(Message(m.src, m.dst, m.axis, m.side, m.count, so, ro))
-    return placed
-
-
-def traffic_matrix(grid: Sequence[int], periodic: bool, size_bytes: int, weighted: bool) -> Any:
-    """The stencil's TrafficMatrix from linkscope.traffic (what the mapper optimises)."""
-    from ..traffic.synthetic import stencil  # noqa: PLC0415
-
-    return stencil(tuple(grid), periodic, size_bytes, axis_weights(len(grid), weighted) if weighted else None)
+    msgs: list[Message] = []
+    for src, dst in zip(*np.nonzero(sent)):
+        src, dst = int(src), int(dst)
+        count = max(1, int(sent[src, dst]) // 4)
+        so, ro = send_pos.get(src, 0), recv_pos.get(dst, 0)
+        send_pos[src], recv_pos[dst] = so + count, ro + count
+        msgs.append(Message(src, dst, count, so, ro))
+    return msgs
 
 
 def parse_slow_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
@@ -131,24 +112,21 @@ def choose_mapping(
         return tuple(range(ranks)), {"mapping": "default"}
     if mapping == "auto":
         from ..mapping.api import map_traffic  # noqa: PLC0415
-        from ..mapping.cost import CostModel, topology_cost  # noqa: PLC0415
+        from ..mapping.cost import predictor_cost, topology_cost  # noqa: PLC0415
 
         traffic = traffic_matrix(grid, periodic, size_bytes, weighted)
-        if topology is not None:
-            if topology.gpu_count != gpus:
-                raise UserError(f"the topology has {topology.gpu_count} GPUs but the benchmark uses {gpus}")
-            base = topology_cost(topology, "bandwidth")
-            us_per_byte = np.array(base.costs[0], dtype=float)
-            source = base.source
-        else:
-            us_per_byte = np.full((gpus, gpus), 1e6 / 400e9)  # uniform fabric assumed
-            source = "uniform (no topology given)"
-        for a, b in slow_pairs:
-            us_per_byte[a, b] = us_per_byte[b, a] = 1e6 / (HOST_STAGED_GB_PER_S * 1e9)
-        np.fill_diagonal(us_per_byte, 0.0)
+        if topology is not None and topology.gpu_count != gpus:
+            raise UserError(f"the topology has {topology.gpu_count} GPUs but the benchmark uses {gpus}")
         if slow_pairs:
-            source += " + emulated slow pairs " + ",".join(f"{a}-{b}" for a, b in slow_pairs)
-        cost = CostModel("bandwidth", ("bytes",), (us_per_byte,), "µs", source)
+            cost = predictor_cost(gpus, "bandwidth", _pair_time(topology, gpus, slow_pairs))
+            source = (f"fabric model of {topology.name if topology is not None else 'a uniform NVSwitch node'}"
+                      " + emulated slow pairs " + ",".join(f"{a}-{b}" for a, b in slow_pairs))
+        elif topology is not None:
+            cost = topology_cost(topology, "bandwidth")
+            source = cost.source
+        else:
+            cost = predictor_cost(gpus, "bandwidth", _pair_time(None, gpus, ()))
+            source = "uniform (no topology given)"
         assignment = map_traffic(traffic, cost, topology if not slow_pairs else None)
         info = {"mapping": "auto", "cost_us": assignment.cost, "default_cost_us": assignment.default_cost,
                 "solver": assignment.solver, "optimal": assignment.optimal, "cost_source": source,
@@ -163,6 +141,23 @@ def choose_mapping(
     if sorted(gpu_of_rank) != sorted(set(gpu_of_rank)) or max(gpu_of_rank) >= gpus:
         raise UserError(f"mapping {mapping} must put each rank on a distinct GPU in 0..{gpus - 1}, got {gpu_of_rank}")
     return gpu_of_rank, {"mapping": str(mapping), "solver": assignment.solver}
+
+
+def _pair_time(topology: Any, gpus: int, slow_pairs: Sequence[tuple[int, int]]) -> Callable[[int, int, int], float]:
+    """Seconds for one message between two of the benchmark's GPUs, from the collective model of
+    ``topology`` (None: a uniform NVSwitch node of ``gpus`` GPUs); an emulated slow pair goes through
+    pinned host memory, as the benchmark stages it."""
+    from ..model.collectives import NO_PEER_METHOD, CollectiveModel  # noqa: PLC0415
+    from ..topology.synthetic import synthetic_topology  # noqa: PLC0415
+
+    model = CollectiveModel.of(topology if topology is not None else synthetic_topology(f"nvswitch:{gpus}"))
+    slow = {frozenset(p) for p in slow_pairs}
+
+    def seconds(a: int, b: int, size_bytes: int) -> float:
+        method = NO_PEER_METHOD if frozenset((a, b)) in slow else None
+        return model.launch_us * 1e-6 + model.flows_time_s([(a, b, size_bytes)], method=method)
+
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -339,13 +334,7 @@ def run_stencil(
                     samples = []
                     for _ in range(runs):
                         job.comm.Barrier()
-                        backend.sync(peers)
-                        starts = [backend.record(p) for p in peers]
-                        for _ in range(iters):
-                            ex.launch()
-                        stops = [backend.record(p) for p in peers]
-                        backend.sync(peers)
-                        t = max(backend.elapsed_s(a, b) for a, b in zip(starts, stops)) / iters
+                        t = time_op(backend, peers, ex.launch, iters)
                         if job.size > 1:
                             t = max(job.comm.allgather(t))
                         samples.append(t * 1e6)
