@@ -75,3 +75,16 @@ def test_auto_without_a_gpu_falls_back_to_sim_with_a_note():
         assert note and "simulated on hgx-h200-4" in note
     with pytest.raises(Exception, match="not valid"):
         collective_backend("gloo", lambda: None)
+
+
+def test_report_draws_nccl_and_stencil_records(tmp_path, capsys):
+    nccl, stencil, html = tmp_path / "nccl.json", tmp_path / "stencil.json", tmp_path / "r.html"
+    assert main(["bench", "nccl", "--backend", "sim", "--synthetic", "nvswitch:4", "--sizes", "8,4KiB,1MiB",
+                 "--iters", "2", "--warmup", "0", "--inplace", "--json", str(nccl)]) == 0
+    assert main(["bench", "stencil", "--backend", "sim", "--synthetic", "nvswitch:4", "--mapping", "auto",
+                 "--emulate-slow-pairs", "0-1,2-3", "--weighted", "--sizes", "1KiB,64KiB", "--runs", "2",
+                 "--iters", "2", "--json", str(stencil)]) == 0
+    assert main(["report", str(nccl), str(stencil), "-o", str(html), "--png", str(tmp_path / "png")]) == 0
+    names = {p.stem for p in (tmp_path / "png").iterdir()}
+    assert {"nccl-busbw-vs-size", "nccl-time-vs-size", "stencil-time-vs-size"} <= names
+    assert "MPI / NCCL collectives and halo exchange" in html.read_text()

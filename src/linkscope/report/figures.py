@@ -337,7 +337,7 @@ def size_series(records: Sequence[RunRecord], labels: Sequence[str], what: str =
         sim: dict[tuple, bool] = defaultdict(bool)
         for m in record.measurements:
             v = m.median_gb_per_s if what == "bandwidth" else m.latency_us
-            if m.status is not Status.OK or v is None:
+            if m.status is not Status.OK or v is None or m.pattern in _COMM_PATTERNS:
                 continue
             key = (m.method, m.pattern, m.direction, m.scope)
             groups[key][m.size_bytes].append(v)
@@ -353,6 +353,78 @@ def size_series(records: Sequence[RunRecord], labels: Sequence[str], what: str =
             out.append(Series(name, sizes, tuple(statistics.median(by_size[s]) for s in sizes), sim[key], len(npairs[key]),
                               scope == "total" or ALL in {e for pair in npairs[key] for e in pair}))
     return out
+
+
+_COMM_PATTERNS = ("collective", "stencil")
+"""Drawn by comm_figures (busbw per placement, time per mapping), not by the generic curves."""
+
+
+def _line_figure(name: str, title: str, ylabel: str, caption: str,
+                 lines: list[tuple[str, list[tuple[int, float]], bool]], log_y: bool = False) -> FigureItem:
+    """One figure of value-vs-size lines (label, points, simulated); dashed lines are simulated."""
+    fig = plots.new_figure(8.0, 4.8)
+    ax = fig.add_subplot(1, 1, 1)
+    sizes: set[int] = set()
+    for label, points, simulated in lines:
+        xs, ys = zip(*sorted(points))
+        ax.plot(xs, ys, marker="o", ms=3, lw=1.4, label=label + (" [simulated]" if simulated else ""),
+                ls="--" if simulated else "-")
+        sizes.update(xs)
+    plots.log2_size_axis(ax, sorted(sizes))
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("message size")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title, fontsize=10)
+    simulated = bool(lines) and all(sim for _, _, sim in lines)
+    if simulated:
+        plots.stamp_simulated(fig)
+    return FigureItem(name, "comm", title, caption, fig, simulated)
+
+
+def comm_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
+    """``bench nccl``: busbw and time vs size (one line per run, operation and placement);
+    ``bench stencil``: time per halo exchange vs halo size, default mapping against the chosen one.
+    (``bench mpi`` and ``bench p2p`` records are drawn by the generic curves and heatmaps.)"""
+    busbw: list[tuple[str, list[tuple[int, float]], bool]] = []
+    times: list[tuple[str, list[tuple[int, float]], bool]] = []
+    stencil: list[tuple[str, list[tuple[int, float]], bool]] = []
+    for record, label in zip(records, labels):
+        groups: dict[tuple, list[Measurement]] = defaultdict(list)
+        for m in record.measurements:
+            if m.status is Status.OK and m.pattern in _COMM_PATTERNS:
+                place = ("in place" if m.extra.get("inplace") else "out of place") if m.pattern == "collective" \
+                    else str(m.extra.get("mapping", "?"))
+                groups[(m.pattern, m.method, place)].append(m)
+        sim = is_simulated(record)
+        for (pattern, method, place), ms in sorted(groups.items()):
+            if pattern == "collective":
+                bus = [(m.size_bytes, float(m.extra["busbw_gb_per_s"])) for m in ms if _num(m.extra, "busbw_gb_per_s")]
+                if bus:
+                    busbw.append((f"{label}: {method} ({place})", bus, sim))
+                lat = [(m.size_bytes, m.latency_us) for m in ms if m.latency_us]
+                if lat:
+                    times.append((f"{label}: {method} ({place})", lat, sim))  # type: ignore[arg-type]
+            else:
+                lat = [(m.size_bytes, m.latency.mean) for m in ms if m.latency is not None]
+                if lat:
+                    stencil.append((f"{label}: mapping {place}", lat, sim))
+    items = []
+    if busbw:
+        items.append(_line_figure("nccl-busbw-vs-size", "NCCL bus bandwidth vs size", "busbw (GB/s)",
+                                  "nccl-tests' bus bandwidth: algbw x the operation's factor (2(n-1)/n for allreduce), "
+                                  "comparable with one GPU's link speed whatever the rank count.", busbw))
+    if times:
+        items.append(_line_figure("nccl-time-vs-size", "NCCL time per operation vs size", "time (µs)",
+                                  "Median time of one operation; the small-size plateau is the latency floor.",
+                                  times, log_y=True))
+    if stencil:
+        items.append(_line_figure("stencil-time-vs-size", "Halo exchange: default vs mapped", "time per exchange (µs)",
+                                  "Mean time of one halo exchange per mapping; a mapping below the default line "
+                                  "saves that much per exchange.", stencil, log_y=True))
+    return items
 
 
 def curve_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:

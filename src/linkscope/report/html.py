@@ -189,6 +189,7 @@ def build_figures(records: Sequence[RunRecord]) -> tuple[list[F.FigureItem], dic
     items, notes = F.topology_figures(records, labels)
     items += F.heatmap_figures(records, labels)
     items += F.curve_figures(records, labels)
+    items += F.comm_figures(records, labels)
     comps = F.comparisons(records, labels)
     items += F.comparison_figures(comps)
     totals = F.pattern_totals(records, labels)
@@ -214,6 +215,7 @@ _SECTIONS = (
     ("topology", "Topology"),
     ("heatmaps", "Bandwidth and latency matrices"),
     ("curves", "Bandwidth vs message size"),
+    ("comm", "MPI / NCCL collectives and halo exchange"),
     ("model", "Results vs predicted and theoretical bandwidth"),
     ("concurrency", "Concurrency and contention"),
     ("mapping", "Rank mapping"),
