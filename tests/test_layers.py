@@ -85,9 +85,9 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def cycles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Pairs (a, b) where a reaches b and b reaches a."""
-    reach = {a: set() for a in graph}
-    for a in graph:
-        stack = list(graph[a])
+    reach: dict[str, set[str]] = {a: set() for a in graph}
+    for a, targets in graph.items():
+        stack = list(targets)
         while stack:
             b = stack.pop()
             if b not in reach[a]:

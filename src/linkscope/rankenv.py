@@ -14,7 +14,7 @@ runners, ``launch``, the CLI's rank-0-only error printing) reads them here, in t
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 LAUNCHER_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS", "PALS_SIZE")
 """Set by Open MPI, MPICH/Hydra/Slurm PMI, PMIx, Intel MPI, Cray PALS: an MPI launcher started us."""

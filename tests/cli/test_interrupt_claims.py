@@ -17,7 +17,9 @@ def _interrupt(after_checkpoints):
 
 @pytest.mark.parametrize("checkpoints", [0, 1])
 def test_interrupt_claims_only_files_that_exist(tmp_path, monkeypatch, capsys, checkpoints):
-    import linkscope.measure.runner as runner  # cmd_bench imports run_bench from here when it runs
+    from linkscope.measure import (
+        runner,  # cmd_bench imports run_bench from here when it runs
+    )
 
     monkeypatch.setattr(runner, "run_bench", _interrupt(checkpoints))
     part_json, part_csv = tmp_path / "part.json", tmp_path / "part.csv"

@@ -1,10 +1,14 @@
 """``bench nccl --backend sim``: numbers from the preset's links, labelled SIMULATED, one schema."""
-import json
 
 import pytest
 
 from linkscope.cli import main
-from linkscope.comm.nccl_backend import CollectiveBackend, CupyNccl, SimNccl, collective_backend
+from linkscope.comm.nccl_backend import (
+    CollectiveBackend,
+    CupyNccl,
+    SimNccl,
+    collective_backend,
+)
 from linkscope.model.check import check
 from linkscope.report import textformats
 from linkscope.results.io import load

@@ -16,8 +16,9 @@ every rank exits 130. ``bench mpi`` and ``bench nccl`` stream their table rows a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 

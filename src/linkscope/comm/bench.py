@@ -10,8 +10,9 @@ function returns the exit code, the same on every rank (0, 3 data-check failure,
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import UserError
 from ..measure.sweep import Checkpoint, SweepOutput, run_sweep

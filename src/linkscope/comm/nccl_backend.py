@@ -21,8 +21,9 @@ together; send/recv pairs never deadlock). Timing goes through per-peer events.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,8 +43,10 @@ class Peer:
 class CollectiveBackend(Protocol):
     """What the NCCL runners (nccl, stencil, p2p) need from a collective library."""
 
-    simulated: bool
-    xp: Any
+    @property
+    def simulated(self) -> bool: ...
+    @property
+    def xp(self) -> Any: ...
 
     def version(self) -> str: ...
     def device_count(self) -> int: ...

@@ -8,10 +8,11 @@ measurement its table value (``extra["osu_value"]``: OSU's MB/s or µs).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ..results.stats import Stats
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, Status, now_utc
+from ..results.stats import Stats
 from .mpi_p2p import OsuResult
 from .nccl import NcclResult
 from .p2p_matrix import P2PMatrix

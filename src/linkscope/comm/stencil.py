@@ -24,8 +24,9 @@ streams, so they are not overlapped with the NVLink traffic (that only makes slo
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -36,8 +36,8 @@ whole (nccl-tests does the same), and the size actually used is reported.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 
@@ -183,7 +183,7 @@ class CollectiveModel:
         self._multi_node = fabric.graph.has_network()
 
     @classmethod
-    def of(cls, topology: object, params: object = None) -> "CollectiveModel":
+    def of(cls, topology: object, params: object = None) -> CollectiveModel:
         return cls(FabricModel(topology, params))  # type: ignore[arg-type]
 
     def method(self, src: int, dst: int) -> str:
@@ -202,7 +202,7 @@ class CollectiveModel:
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) / (self.reduce_efficiency if reduce else 1.0)
-            stages.append(self.fabric.stages(src, dst, int(round(size)), how))
+            stages.append(self.fabric.stages(src, dst, round(size), how))
             overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
         problem = self.fabric._problem(stages)
         first = problem.flow_first

@@ -13,7 +13,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..results.io import measurement_to_dict
 from ..results.schema import Measurement, RunRecord, Status

@@ -32,6 +32,9 @@ ENV_NAMES = (
 #: Prefixes kept from the environment (NCCL, UCX, MPI implementations, libfabric, Cray MPICH).
 ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_",
                 "HSA_", "HIP_", "ROCR_", "RCCL_")
+#: Launcher-internal variables under those prefixes: Open MPI's plumbing, not behaviour.
+ENV_EXCLUDED_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_",
+                         "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_mpi_oversubscribe")
 _SECRET = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)", re.IGNORECASE)
 
 
@@ -43,7 +46,7 @@ def selected_env(env: Mapping[str, str]) -> dict[str, str]:
     """
     out = {}
     for name in sorted(env):
-        if _SECRET.search(name):
+        if _SECRET.search(name) or name.startswith(ENV_EXCLUDED_PREFIXES):
             continue
         if name in ENV_NAMES or name.startswith(ENV_PREFIXES):
             out[name] = str(env[name])
