@@ -90,7 +90,11 @@ class CupyNccl:
         nccl = cupy_module("cupy.cuda.nccl")
         self.cp = cupy
         self.nccl = nccl
-        self.xp = cupy
+
+    @property
+    def xp(self) -> Any:
+        """The array module of this backend's buffers (CuPy)."""
+        return self.cp
 
     # -- set-up ---------------------------------------------------------------------------
     def version(self) -> str:
