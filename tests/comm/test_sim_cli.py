@@ -92,3 +92,10 @@ def test_report_draws_nccl_and_stencil_records(tmp_path, capsys):
     names = {p.stem for p in (tmp_path / "png").iterdir()}
     assert {"nccl-busbw-vs-size", "nccl-time-vs-size", "stencil-time-vs-size"} <= names
     assert "MPI / NCCL collectives and halo exchange" in html.read_text()
+
+
+def test_auto_with_a_named_topology_simulates_it(capsys):
+    assert main(["bench", "nccl", "--preset", "hgx-h200-4", "--gpus", "0,1", "--sizes", "8", "--iters", "1",
+                 "--warmup", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "SIMULATED" in captured.out and "simulated on hgx-h200-4" in captured.err

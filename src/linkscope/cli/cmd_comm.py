@@ -25,7 +25,8 @@ import typer
 from ..errors import UserError
 from .common import check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
 
-_BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable, else simulated; "
+_BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
+                 "topology is named, else simulated; "
                  "rocm: RCCL through CuPy's ROCm build; sim: NumPy data, times predicted by the fabric model "
                  "of --preset/--from/--synthetic (labelled SIMULATED).")
 
@@ -156,7 +157,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
         topology = _topology(preset, from_file, synthetic)
-        _run(lambda session: bench.bench_nccl(session, opts, topology), json_path)
+        named = any(v is not None for v in (preset, from_file, synthetic))
+        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path)
 
     @bench_app.command("stencil")
     def bench_stencil(

@@ -63,8 +63,8 @@ def _bcast_code(job: Job, body: Callable[[], int]) -> int:
     return int(job.comm.bcast(run_collectively(job, body), root=0))
 
 
-def _backend(name: str, topology: Callable[[], Any]) -> CollectiveBackend:
-    backend, note = collective_backend(name, topology)
+def _backend(name: str, topology: Callable[[], Any], named_topology: bool = False) -> CollectiveBackend:
+    backend, note = collective_backend(name, topology, named_topology=named_topology)
     if note:
         progress_line(f"note: {note}")
     return backend
@@ -170,14 +170,15 @@ class NcclOptions:
     inplace: bool
 
 
-def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any]) -> int:
-    """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank."""
+def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
+    """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
+    ``named_topology``: the user named one (``auto`` then simulates it)."""
     from ..model.collectives import layout  # noqa: PLC0415
     from .nccl import make_peers, run_nccl  # noqa: PLC0415
     from .records import nccl_record  # noqa: PLC0415
 
     environ = session.environ
-    backend = _backend(opts.backend, topology)
+    backend = _backend(opts.backend, topology, named_topology)
     job = job_for(environ)
 
     def inner() -> int:

@@ -429,16 +429,23 @@ def _match_sends(calls: Sequence[_Call]) -> list[tuple[int, int, float]]:
 BACKEND_CHOICES = ("auto", "cuda", "rocm", "sim")
 
 
-def collective_backend(name: str, topology: Callable[[], Any]) -> tuple[CollectiveBackend, str | None]:
-    """The backend for ``--backend name`` and a note when ``auto`` fell back to the simulated one.
+def collective_backend(name: str, topology: Callable[[], Any], *,
+                       named_topology: bool = False) -> tuple[CollectiveBackend, str | None]:
+    """The backend for ``--backend name`` and a note when ``auto`` chose the simulated one.
 
     ``topology()`` resolves the topology the simulated backend runs on (called only when needed).
-    ``cuda`` and ``rocm`` use CuPy's NCCL module (RCCL on a ROCm build of CuPy).
+    ``cuda`` and ``rocm`` use CuPy's NCCL module (RCCL on a ROCm build of CuPy). ``auto`` is the
+    real backend when it is usable, except when the user named a topology (``named_topology``:
+    ``--preset/--from/--synthetic``), which describes another machine: then it simulates that one,
+    as ``bench --backend auto`` does.
     """
     if name not in BACKEND_CHOICES:
         raise UserError(f"--backend {name!r} is not valid", hint=f"valid choices: {', '.join(BACKEND_CHOICES)}")
     if name == "sim":
         return SimNccl(topology()), None
+    if name == "auto" and named_topology:
+        sim = SimNccl(topology())
+        return sim, f"a topology was named: simulated on {sim.topology.name} (--backend cuda measures this machine)"
     try:
         real = CupyNccl()
         count = real.device_count()
