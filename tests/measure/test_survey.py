@@ -92,8 +92,8 @@ def test_survey_interrupt_writes_what_was_measured():
     seen = []
     with pytest.raises(KeyboardInterrupt):
         run_survey(engine, TOPO, SMALL, on_partial=seen.append)
-    partial = seen[-1]  # earlier ones: the checkpoint after every job
-    assert not any(p.complete for p in seen) and len(seen) > 2
+    partial = seen[-1]  # earlier ones: the checkpoint after every finished step
+    assert not any(p.complete for p in seen) and len(seen) >= 2
     assert [len(p.measurements) for p in seen] == sorted(len(p.measurements) for p in seen)
     assert len([m for m in partial.measurements if m.direction == "uni"]) == 12
     assert len([m for m in partial.measurements if m.direction == "bi"]) == 6  # two bi pairs: 2 flows + 1 total each

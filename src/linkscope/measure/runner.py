@@ -14,9 +14,10 @@ Methodology (the engine does the device side: start gate, device events, its own
   time (first start to last end) in the same repetition;
 * an exception from the engine for one plan becomes ``error`` entries with its message (the run goes
   on); ``BackendUnavailable`` becomes ``waived``; a failed data check is an ``error``;
-* after every job (one size of one group) the runner calls ``on_partial(record)`` with what was
-  measured so far and ``complete=False`` (the sweep's checkpoint, ``measure.sweep.Checkpoint``); on
-  KeyboardInterrupt it calls it once more and re-raises;
+* after every job (one size of one group; every ``jobs // MAX_CHECKPOINTS`` jobs in long runs) the
+  runner calls ``on_partial(record)`` with what was measured so far and ``complete=False`` (the
+  sweep's checkpoint, ``measure.sweep.Checkpoint``); on KeyboardInterrupt it calls it once more and
+  re-raises;
 * waivers are the same for every engine: the pattern's, the topology's peer access, then the
   engine's ``waiver`` (a UserError from it is a waiver too, never an abort);
 * a method whose runtime needs an environment this engine's runtime did not start with (the method
@@ -412,6 +413,11 @@ def _failure(exc: Exception) -> tuple[Status, str]:
 _J = TypeVar("_J")
 
 
+MAX_CHECKPOINTS = 64
+"""At most this many checkpoints per run (one every ``jobs // 64`` jobs, at least every job), so a
+run of thousands of jobs does not rewrite a growing file thousands of times."""
+
+
 def _run_jobs(
     record: RunRecord,
     jobs: Sequence[_J],
@@ -424,12 +430,13 @@ def _run_jobs(
     KeyboardInterrupt ``on_partial`` gets what was measured so far (``complete=False``); the
     interrupt goes on."""
     measurements: list[Measurement] = []
+    every = max(1, len(jobs) // MAX_CHECKPOINTS)
     try:
         for i, job in enumerate(jobs):
             if progress is not None:
                 progress(i, len(jobs), label(job))
             measurements.extend(entries(i, job))
-            if on_partial is not None and i + 1 < len(jobs):
+            if on_partial is not None and i + 1 < len(jobs) and (i + 1) % every == 0:
                 on_partial(record.with_(measurements=tuple(measurements), complete=False))
         if progress is not None:
             progress(len(jobs), len(jobs), "done")

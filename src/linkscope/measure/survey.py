@@ -186,8 +186,9 @@ def run_survey(
     pcie_probe: Callable[[], Mapping[str, Any]] | None = None,
 ) -> RunRecord:
     """Run every step; one RunRecord of kind ``survey`` with findings. ``on_partial`` gets what was
-    measured so far (complete=False) after every job of every step, and on KeyboardInterrupt (with
-    findings) before the interrupt propagates.
+    measured so far (complete=False) after every step (a checkpoint per job would rewrite the whole
+    survey file hundreds of times), and on KeyboardInterrupt, with the interrupted step's finished
+    jobs and the findings, before the interrupt propagates.
 
     ``pcie_probe`` (e.g. NVML's current PCIe generation and width per GPU index, see
     ``discovery.nvml.pcie_link_states``) is called right after the host copies, while the links are
@@ -214,13 +215,8 @@ def run_survey(
                 frac = done / total if total else 1.0
                 progress(_i * scale + int(frac * scale), len(steps) * scale, f"{_name}: {label}")
 
-        def step_checkpoint(record: RunRecord, _captured: list[RunRecord] = captured) -> None:
-            _captured.append(record)
-            if on_partial is not None:
-                on_partial(_merge(parts + [record], base, complete=False))
-
         try:
-            part = step(offset, step_progress, step_checkpoint)
+            part = step(offset, step_progress, captured.append)
         except ConfigError as exc:  # e.g. this step's buffers do not fit: waive the step, keep what was measured
             if not parts:
                 raise  # nothing measured yet: say so at once (exit 1), as bench does
