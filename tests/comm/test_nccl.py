@@ -27,12 +27,13 @@ def test_every_op_checks_clean(op, gpus):
 
 
 class Corrupting(SimNccl):
-    def group_end(self):
-        pending = list(self._pending or [])
-        super().group_end()
-        for call in pending:
-            if call[3] is not None:
-                call[3][:1] += 1.0  # every receive buffer gets one wrong element
+    def _move_data(self):
+        groups = list(self._unsynced)
+        super()._move_data()
+        for _, calls in groups:
+            for call in calls:
+                if call[3] is not None:
+                    call[3][:1] += 1.0  # every receive buffer gets one wrong element
 
 
 def test_wrong_elements_are_counted_and_fail_the_record():
@@ -82,6 +83,7 @@ def test_alltoall_moves_chunks_to_the_right_ranks():
             be.send(p, send[p.rank][2 * k:2 * k + 2], 2, k)
             be.recv(p, recv[p.rank][2 * k:2 * k + 2], 2, k)
     be.group_end()
+    be.sync(peers)  # as on a GPU: the data is there once the streams are synchronised
     assert recv[1].tolist() == [2, 3, 12, 13, 22, 23]
 
 
@@ -154,3 +156,21 @@ def test_default_table_is_out_of_place_only():
     rows = [line.split() for line in textformats.nccl_tests_text(nccl_record(result, {}, {})).splitlines() if line and not line.startswith("#")]
     assert [len(r) for r in rows] == [9, 9] and "in-place" not in textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert all(m.extra["inplace"] is False for m in nccl_record(result, {}, {}).measurements)
+
+
+def test_simulated_repeats_advance_the_clock_each_time_but_move_data_once():
+    be = sim_backend(2)
+    peers = be.init_all([0, 1])
+    send = [np.full(4, 1.0 + r, dtype=np.float32) for r in range(2)]
+    recv = [np.zeros(4, dtype=np.float32) for _ in range(2)]
+    t0 = be.record(peers[0])
+    for _ in range(3):
+        be.group_start()
+        for p in peers:
+            be.allreduce(p, send[p.rank], recv[p.rank], 4)
+        be.group_end()
+    one = be.model.predict("allreduce", [0, 1], 16).time_us * 1e-6
+    assert be.elapsed_s(t0, be.record(peers[0])) == pytest.approx(3 * one)
+    assert len(be._unsynced) == 1 and recv[0].tolist() == [0.0] * 4
+    be.sync(peers)
+    assert recv[0].tolist() == recv[1].tolist() == [3.0] * 4 and not be._unsynced

@@ -12,7 +12,7 @@ together; send/recv pairs never deadlock). Timing goes through per-peer events.
 
 * ``CupyNccl``: ``cupy.cuda.nccl``. On a ROCm build of CuPy the same module is backed by RCCL, so
   ``--backend rocm`` uses this class too (the version string says which library answered).
-* ``SimNccl``: executes every grouped call with NumPy at ``group_end`` (data checks stay real) and
+* ``SimNccl``: executes every grouped call with NumPy at the next ``sync`` (data checks stay real) and
   advances a simulated clock by what ``model.collectives.CollectiveModel`` predicts for the group on
   the chosen topology: ring/tree steps as concurrent flows with max-min contention on the
   topology's links, a reduce-step factor and a launch floor (docs/comm.md). Its numbers are labelled
@@ -243,7 +243,7 @@ _Call = tuple[str, Peer, Any, Any, int, Any]
 class SimNccl:
     """Simulated collective backend for one process driving the GPUs of a topology.
 
-    Data: every grouped call runs with NumPy at ``group_end`` (so ``#wrong`` checks are real).
+    Data: every grouped call runs with NumPy at the next ``sync`` (so ``#wrong`` checks are real).
     Time: the group's collectives are predicted by ``CollectiveModel.predict`` (ring/tree on the
     fabric model), its send/recv pairs as concurrent flows of the fabric model, plus the launch
     floor; staged copies (emulated slow pairs) as a pinned host-staged transfer.
@@ -265,6 +265,8 @@ class SimNccl:
         self.free = free
         self.clock = _SimClock()
         self._pending: list[_Call] | None = None
+        self._unsynced: list[tuple[tuple, list[_Call]]] = []
+        self._times: dict[tuple, float] = {}
 
     def version(self) -> str:
         return f"simulated (fabric model of {self.topology.name})"
@@ -331,18 +333,35 @@ class SimNccl:
         self._add("recv", p, None, buf, count, frm)
 
     def group_end(self) -> None:
+        """Advance the clock by the group's predicted time; its data moves at the next ``sync``
+        (consecutive identical groups move it once: the result of a repeated out-of-place operation
+        is the same, and the runners refill buffers before every data check)."""
         calls, self._pending = self._pending or [], None
+        key = tuple((c[0], c[1].rank, _address(c[2]), _address(c[3]), c[4], c[5]) for c in calls)
+        if key not in self._times:
+            self._times[key] = self._group_time_s(calls)
+        self.clock.now_s += self._times[key]
+        if not self._unsynced or self._unsynced[-1][0] != key:
+            self._unsynced.append((key, calls))
+
+    def _group_time_s(self, calls: Sequence[_Call]) -> float:
         elapsed_s = 0.0
         for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
             mine = sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank)
-            _execute(kind, mine)
             n, count = len(mine), mine[0][4]
             size = count * 4 * (n if kind in ("allgather", "reduce_scatter") else 1)
             elapsed_s += self.model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
-        flows = _match_sends(calls)
+        flows = _match_sends(calls, deliver=False)
         if flows:
             elapsed_s += self.model.launch_us * 1e-6 + self.model.flows_time_s(flows)
-        self.clock.now_s += elapsed_s
+        return elapsed_s
+
+    def _move_data(self) -> None:
+        groups, self._unsynced = self._unsynced, []
+        for _, calls in groups:
+            for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
+                _execute(kind, sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank))
+            _match_sends(calls, deliver=True)
 
     def pinned(self, count: int) -> np.ndarray:
         return np.empty(max(count, 1), dtype=np.float32)
@@ -352,6 +371,7 @@ class SimNccl:
 
     def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
                     event: Any) -> None:
+        self._move_data()  # stream order: the groups before it land first
         host[:count] = src_buf[:count]
         dst_buf[:count] = host[:count]
         self.clock.now_s += self.model.flows_time_s([(src.device, dst.device, count * 4)], method="staged-pinned")
@@ -363,7 +383,7 @@ class SimNccl:
         return stop - start
 
     def sync(self, peers: Sequence[Peer]) -> None:
-        return None
+        self._move_data()
 
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
         raise RuntimeError("the simulated backend has no CUDA graphs")
@@ -375,7 +395,12 @@ class SimNccl:
         return None
 
     def to_numpy(self, buf: Any) -> np.ndarray:
+        self._move_data()
         return np.asarray(buf)
+
+
+def _address(buf: Any) -> int | None:
+    return None if buf is None else int(buf.__array_interface__["data"][0])
 
 
 def _execute(kind: str, mine: Sequence[_Call]) -> None:
@@ -405,13 +430,14 @@ def _execute(kind: str, mine: Sequence[_Call]) -> None:
         mine[root][3][:count] = np.sum([s[:count] for s in sends], axis=0)
 
 
-def _match_sends(calls: Sequence[_Call]) -> list[tuple[int, int, float]]:
-    """Deliver every grouped send to its matching recv (all sends read before any lands); returns
-    the flows (src GPU, dst GPU, bytes). An unmatched send or recv would hang NCCL: an error here."""
+def _match_sends(calls: Sequence[_Call], *, deliver: bool) -> list[tuple[int, int, float]]:
+    """Match every grouped send with its recv; returns the flows (src GPU, dst GPU, bytes). With
+    ``deliver`` the data moves too (all sends read before any lands). An unmatched send or recv
+    would hang NCCL: an error here."""
     sends = [c for c in calls if c[0] == "send"]
     recvs = [c for c in calls if c[0] == "recv"]
     device_of = {c[1].rank: c[1].device for c in calls}
-    payload = [np.array(s[2][:s[4]]) for s in sends]
+    payload = [np.array(s[2][:s[4]]) if deliver else None for s in sends]
     flows = []
     for s, data in zip(sends, payload):
         src, dst = s[1], s[5]
@@ -419,7 +445,8 @@ def _match_sends(calls: Sequence[_Call]) -> list[tuple[int, int, float]]:
         if match is None:
             raise RuntimeError(f"simulated NCCL: send {src.rank}->{dst} has no matching recv (would hang)")
         recvs.remove(match)
-        match[3][:s[4]] = data
+        if deliver:
+            match[3][:s[4]] = data
         flows.append((src.device, device_of[dst], float(s[4] * 4)))
     if recvs:
         raise RuntimeError("simulated NCCL: recv without a matching send (would hang)")
