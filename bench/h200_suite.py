@@ -25,7 +25,7 @@ from datetime import date
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 from linkscope.engines.cuda import CudaEngine, SmLaunch  # noqa: E402
-from linkscope.measure.stats import Stats  # noqa: E402
+from linkscope.results.stats import Stats  # noqa: E402
 from linkscope.patterns.plan import Transfer, TransferPlan  # noqa: E402
 
 MiB = 1024 * 1024

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..results.schema import ALL, HOST, Endpoint
+from ..endpoints import ALL, HOST, Endpoint
 
 Role = Literal["measured", "interference"]
 Aggregate = Literal["none", "per_dst", "per_src", "sum"]

@@ -14,14 +14,14 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Mapping
 
+from ..endpoints import ALL, HOST, Endpoint
 from .stats import Stats
 
 RUN_SCHEMA_VERSION = 1
 RUN_FORMAT = "linkscope.run"
+__all__ = ["ALL", "HOST", "Endpoint", "Measurement", "RunProvenance", "RunRecord", "Status", "Stats", "now_utc",
+           "RUN_FORMAT", "RUN_SCHEMA_VERSION"]
 
-HOST = "host"
-ALL = "*"
-Endpoint = int | str
 
 
 def now_utc() -> str:
