@@ -371,10 +371,12 @@ class SimNccl:
 
     def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
                     event: Any) -> None:
+        from ..model.collectives import NO_PEER_METHOD  # noqa: PLC0415
+
         self._move_data()  # stream order: the groups before it land first
         host[:count] = src_buf[:count]
         dst_buf[:count] = host[:count]
-        self.clock.now_s += self.model.flows_time_s([(src.device, dst.device, count * 4)], method="staged-pinned")
+        self.clock.now_s += self.model.flows_time_s([(src.device, dst.device, count * 4)], method=NO_PEER_METHOD)
 
     def record(self, p: Peer) -> float:
         return self.clock.now_s

@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ConfigError, UserError
+from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from .contention import simulate
 from .predict import FabricModel
 
@@ -116,10 +117,10 @@ def _check_op(op: str) -> None:
 
 
 # ---- predicted time: ring / tree / pairwise on the fabric model ---------------------------------------
-TRANSPORT_METHOD = "sm-push"
+TRANSPORT_METHOD = SM_PUSH.key
 """How NCCL moves bytes between GPUs with peer access: its kernels load and store peer memory (P2P
 transport, Simple protocol), so a transfer's cap is the model's SM-copy cap."""
-NO_PEER_METHOD = "staged-pinned"
+NO_PEER_METHOD = STAGED_PINNED.key
 """Between GPUs without peer access NCCL goes through pinned host memory (SHM transport)."""
 ALGORITHMS = ("ring", "tree", "pairwise", "local")
 
