@@ -238,7 +238,7 @@ CASES: list[Case] = [
     Case("predict-flow-endpoint", "model predict --preset hgx-h200-4 --flows a->1", "bad endpoint"),
     Case("predict-flow-gpu-99", "model predict --preset hgx-h200-4 --flows 0->99", "99"),
     Case("predict-empty-flows", "model predict --preset hgx-h200-4 --flows ,", "empty"),
-    Case("predict-pattern-one-gpu", "model predict --preset hgx-h200-4 --pattern pairs --gpus 0", "needs more GPUs"),
+    Case("predict-pattern-one-gpu", "model predict --preset hgx-h200-4 --pattern pairs --gpus 0", "needs at least 2 GPUs"),
     Case("predict-unknown-pattern", "model predict --preset hgx-h200-4 --pattern spiral", ""),
     Case("predict-sizes-zero", "model predict --preset hgx-h200-4 --sizes 0", "positive"),
     Case("predict-host-method-mismatch", "model predict --preset hgx-h200-4 --method h2d --flows 0->1", "host"),

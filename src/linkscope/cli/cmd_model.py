@@ -77,7 +77,7 @@ def _pattern_plans(topology, pattern: str, gpus: Optional[list[int]], size_bytes
     pat = get_pattern(pattern)
     waiver = pat.applies_to(topology, chosen, find_method(method))
     if waiver is not None:
-        raise ConfigError(f"pattern {pattern!r}: {waiver.reason}")
+        raise ConfigError(waiver.reason)
     return pat.plan(topology, chosen, size_bytes, method, "uni")
 
 
