@@ -9,8 +9,10 @@ owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device
 * **bw** (osu_bw): per iteration the first rank posts ``window`` back-to-back ``Isend`` s and waits
   for them all; the partner posts ``window`` ``Irecv`` s, waits, and replies with a 1-byte ack that
   the sender receives before the next iteration. MB/s = size * window * iterations / elapsed / 1e6.
-* **bibw** (osu_bibw): both ranks post ``window`` ``Irecv`` s and ``window`` ``Isend`` s and wait;
-  bytes count in both directions.
+  The ack lives in host memory; osu_bw sends it through the benchmark's own buffers, so with D buffers
+  OSU adds one small device-to-device message (its latency) per window.
+* **bibw** (osu_bibw): both ranks post ``window`` ``Irecv`` s and ``window`` ``Isend`` s, wait for the
+  sends, then for the receives; bytes count in both directions.
 
 * **allreduce** (osu_allreduce): every rank times each ``MPI_Allreduce`` (``MPI_FLOAT``, ``MPI_SUM``,
   ``size / 4`` elements, separate send and receive buffers) alone, with a barrier after it; its
@@ -447,7 +449,9 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
             if side.staged and j >= nslots:
                 sends[j - nslots].Wait()
             sends.append(comm.Isend(fixed_send or _msg(side.send_obj(size, slot=j), size), dest=partner, tag=10))
-        MPI.Request.Waitall(requests + sends)
+        # osu_bibw's order: wait for all sends, then for all receives (osu_bibw.c)
+        MPI.Request.Waitall(sends)
+        MPI.Request.Waitall(requests)
         for _ in range(window if side.staged else 1):
             side.after_recv(size)
     return clock() - t0
