@@ -12,8 +12,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from linkscope.errors import UserError  # noqa: E402
-from linkscope.units import parse_size  # noqa: E402
+from linkscope.errors import UserError
+from linkscope.units import parse_size
 
 
 def main(argv: list[str] | None = None) -> int:

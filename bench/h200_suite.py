@@ -24,9 +24,9 @@ from datetime import date
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from linkscope.engines.cuda import CudaEngine, SmLaunch  # noqa: E402
-from linkscope.results.stats import Stats  # noqa: E402
-from linkscope.patterns.plan import Transfer, TransferPlan  # noqa: E402
+from linkscope.engines.cuda import CudaEngine, SmLaunch
+from linkscope.patterns.plan import Transfer, TransferPlan
+from linkscope.results.stats import Stats
 
 MiB = 1024 * 1024
 SIZE = 512 * MiB  # nvbandwidth's anchor buffer size

@@ -36,7 +36,7 @@ def main() -> int:
         link.seal()
         links.append(link)
     ends = []
-    for k, (size, latency, cap, route) in enumerate(problem["flows"]):
+    for k, (size, _latency, cap, route) in enumerate(problem["flows"]):
         a = zone.create_host(f"s{k}", 1.0)
         b = zone.create_host(f"d{k}", 1.0)
         own = zone.create_link(f"cap{k}", float(cap) if cap and cap != float("inf") else 1e30)
@@ -44,7 +44,7 @@ def main() -> int:
         own.seal()
         hops = [LinkInRoute(own)] + [LinkInRoute(links[i]) for i in route]
         zone.add_route(a.netpoint, b.netpoint, None, None, hops, False)
-        ends.append((a, b, max(int(round(size)), 1)))
+        ends.append((a, b, max(round(size), 1)))
     zone.seal()
     finish = [0.0] * len(ends)
 

@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
-from linkscope.engines.cuda import CudaEngine  # noqa: E402
+from linkscope.engines.cuda import CudaEngine
 
 SIZE = 512 * 1024 * 1024
 

@@ -10,7 +10,7 @@ raises KeyboardInterrupt on the run call after that many, ``waive(plan)`` return
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from linkscope.engines.base import LATENCY_KINDS, EngineCapabilities, GroupResult, MethodInfo, TransferTiming
 from linkscope.patterns.methods import METHODS as METHOD_CATALOGUE

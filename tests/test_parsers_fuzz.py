@@ -11,8 +11,9 @@ import io
 import json
 import math
 import string
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from linkscope.topology import io
-from linkscope.topology.model import Device, DeviceKind as K, Link, LinkKind as LK, Provenance as P, Topology
+from linkscope.topology.model import Device, Link, Topology
+from linkscope.topology.model import DeviceKind as K
+from linkscope.topology.model import LinkKind as LK
+from linkscope.topology.model import Provenance as P
 
 OUT = Path("src/linkscope/topology/presets")
 MiB = 1 << 20

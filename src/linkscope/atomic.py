@@ -18,13 +18,21 @@ import os
 import secrets
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import UserError
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "write_json_atomic", "write_files_atomic",
-           "check_replaceable", "new_file_mode", "current_umask"]
+__all__ = [
+    "check_replaceable",
+    "current_umask",
+    "new_file_mode",
+    "write_bytes_atomic",
+    "write_files_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 _TMP_PREFIX = ".linkscope-"  # short: a 250-byte file name still leaves room for the temp name
 

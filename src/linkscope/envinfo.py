@@ -5,7 +5,8 @@ from __future__ import annotations
 import platform
 import shutil
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import __version__
 
@@ -15,14 +16,14 @@ def _version_of(module: str) -> str:
         from importlib.metadata import version
 
         return version(module)
-    except Exception:  # noqa: BLE001 - absence is the answer
+    except Exception:
         return "not installed"
 
 
 def _guard(name: str, probe: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         result = probe()
-    except Exception as exc:  # noqa: BLE001 - a probe must never crash the report
+    except Exception as exc:
         return {"name": name, "ok": False, "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     return {"name": name, **result}
 
@@ -33,7 +34,7 @@ def _cupy() -> dict[str, Any]:
     try:
         cupy = cupy_module()
         runtime = cupy_module("cupy.cuda.runtime")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"CuPy not importable ({type(exc).__name__}: {exc})".splitlines()[0]}
 
     count = runtime.getDeviceCount()
@@ -47,7 +48,7 @@ def _nccl() -> dict[str, Any]:
 
     try:
         nccl = cupy_module("cupy.cuda.nccl")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"cupy.cuda.nccl not importable ({type(exc).__name__})"}
     return {"ok": True, "version": f"NCCL {nccl.get_version()}"}
 
@@ -59,7 +60,7 @@ def _mpi() -> dict[str, Any]:
         mpi4py.rc.initialize = False
         mpi4py.rc.finalize = False
         from mpi4py import MPI
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"ok": False, "reason": f"mpi4py/MPI not usable ({type(exc).__name__}: {exc})".splitlines()[0]}
     library = MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip()
     return {"ok": True, "version": f"mpi4py {mpi4py.__version__}; {library}"}

@@ -7,14 +7,14 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 __all__ = [
-    "LinkscopeError",
-    "UserError",
-    "ConfigError",
-    "TopologyError",
-    "SchemaError",
     "BackendUnavailable",
-    "MeasurementError",
+    "ConfigError",
     "KernelCompileError",
+    "LinkscopeError",
+    "MeasurementError",
+    "SchemaError",
+    "TopologyError",
+    "UserError",
 ]
 
 

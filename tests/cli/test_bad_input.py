@@ -10,14 +10,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from fakes import FakeEngine
 
-from fakes import FakeEngine  # noqa: E402
-
-from linkscope.cli import main  # noqa: E402
-from linkscope.engines import registry  # noqa: E402
-from linkscope.errors import UserError  # noqa: E402
-from linkscope.topology import io as topo_io  # noqa: E402
-from linkscope.topology.presets import load_preset, preset_names  # noqa: E402
+from linkscope.cli import main
+from linkscope.engines import registry
+from linkscope.errors import UserError
+from linkscope.topology import io as topo_io
+from linkscope.topology.presets import load_preset, preset_names
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "machines"
 SYN = ["--synthetic", "nvswitch:4"]

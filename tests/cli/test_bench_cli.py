@@ -1,11 +1,11 @@
 import json
 
 import pytest
-from fakes import FakeEngine  # noqa: E402
+from fakes import FakeEngine
 from typer.testing import CliRunner
 
-from linkscope.cli import app, main  # noqa: E402
-from linkscope.engines import registry  # noqa: E402
+from linkscope.cli import app, main
+from linkscope.engines import registry
 from linkscope.patterns.methods import METHODS
 
 runner = CliRunner()

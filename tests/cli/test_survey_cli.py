@@ -2,12 +2,11 @@ import json
 import sys
 
 import pytest
+from fakes import FakeEngine
 from typer.testing import CliRunner
 
-from fakes import FakeEngine  # noqa: E402
-
-from linkscope.cli import app  # noqa: E402
-from linkscope.engines import registry  # noqa: E402
+from linkscope.cli import app
+from linkscope.engines import registry
 
 runner = CliRunner()
 ARGS = ["--synthetic", "nvswitch:4", "--size", "16MiB"]

@@ -3,7 +3,13 @@ import pytest
 
 from linkscope.comm.buffers import FakeDeviceArray
 from linkscope.comm.gpu_aware import (
-    GpuAwareness, check_device_buffers, detect, forced, is_device_buffer, parse_gpu_aware_choice, parse_ompi_info,
+    GpuAwareness,
+    check_device_buffers,
+    detect,
+    forced,
+    is_device_buffer,
+    parse_gpu_aware_choice,
+    parse_ompi_info,
 )
 from linkscope.comm.launch import CollectiveError
 

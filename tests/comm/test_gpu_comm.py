@@ -1,8 +1,8 @@
 """Real NCCL and device buffers (skipped without CuPy and GPUs)."""
 import pytest
 
-from linkscope.model.collectives import OPS
 from linkscope.comm.launch import serial_job
+from linkscope.model.collectives import OPS
 
 
 def _gpus() -> int:
@@ -10,7 +10,7 @@ def _gpus() -> int:
         import cupy
 
         return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 0
 
 

@@ -27,7 +27,7 @@ def _gpus() -> int:
         import cupy
 
         return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 0
 
 

@@ -8,16 +8,19 @@ import time
 
 import pytest
 
-from .conftest import sim_backend
-
 from linkscope.cli import cmd_comm, main
-from linkscope.measure.sweep import (
-    RunInterrupted, StopRequested, StopSignal, boundaries, interrupted, stop_on_signal,
-)
 from linkscope.comm.launch import Job, SerialComm, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
+from linkscope.measure.sweep import (
+    RunInterrupted,
+    StopRequested,
+    StopSignal,
+    boundaries,
+    interrupted,
+    stop_on_signal,
+)
 
-from .conftest import child_pids, mpirun_popen, needs_mpi
+from .conftest import child_pids, mpirun_popen, needs_mpi, sim_backend
 
 
 class PartnerComm(SerialComm):
@@ -192,7 +195,7 @@ def _first_data_row(proc, timeout_s=60):
 def _finish(proc, timeout_s=180):
     try:
         return proc.communicate(timeout=timeout_s)
-    except Exception:  # noqa: BLE001 - a hang fails the test, not the suite
+    except Exception:
         proc.kill()
         out, err = proc.communicate()
         pytest.fail(f"hang after the interrupt:\n{out}\n{err}")

@@ -3,8 +3,14 @@ import io
 import pytest
 
 from linkscope.comm.launch import (
-    CollectiveError, Job, SerialComm, abort_on_exception, agree, bind_gpu,
-    run_collectively, serial_job,
+    CollectiveError,
+    Job,
+    SerialComm,
+    abort_on_exception,
+    agree,
+    bind_gpu,
+    run_collectively,
+    serial_job,
 )
 from linkscope.errors import UserError
 from linkscope.rankenv import launched_by_mpi, local_rank_from_env
@@ -59,9 +65,8 @@ def test_unexpected_error_aborts_the_world():
     comm = TwoRankComm()
     job = Job(comm, 1, 2, ("a", "b"), 1)
     err = io.StringIO()
-    with pytest.raises(RuntimeError):
-        with abort_on_exception(job, stderr=err):
-            raise RuntimeError("cuda failure")
+    with pytest.raises(RuntimeError), abort_on_exception(job, stderr=err):
+        raise RuntimeError("cuda failure")
     assert comm.aborted == 1
     assert "rank 1 (b), aborting all ranks" in err.getvalue()
 

@@ -2,16 +2,15 @@
 import numpy as np
 import pytest
 
-from linkscope.topology.synthetic import synthetic_topology
-
-from .conftest import sim_backend
-
-from linkscope.model.collectives import OPS
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
 from linkscope.comm.nccl_backend import SimNccl
 from linkscope.comm.records import nccl_record
+from linkscope.model.collectives import OPS
 from linkscope.report import textformats
+from linkscope.topology.synthetic import synthetic_topology
+
+from .conftest import sim_backend
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -103,8 +102,8 @@ def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
 
 
 def test_in_place_buffers_alias_as_in_nccl_tests():
-    from linkscope.model.collectives import layout
     from linkscope.comm.nccl import _Buffers
+    from linkscope.model.collectives import layout
 
     be = sim_backend(4)
     peers = be.init_all([0, 1, 2, 3])

@@ -1,11 +1,11 @@
 import pytest
 
-from .conftest import sim_backend
-
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.p2p_matrix import run_p2p_nccl
 from linkscope.comm.records import p2p_record
 from linkscope.report import textformats
+
+from .conftest import sim_backend
 
 
 def test_every_ordered_pair_once_and_slow_pair_visible():

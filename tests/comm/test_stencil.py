@@ -1,15 +1,23 @@
+import itertools
+
 import numpy as np
 import pytest
 
-from .conftest import sim_backend
-
 from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.records import stencil_record
-from linkscope.report import textformats
 from linkscope.comm.stencil import (
-    balanced_grid, choose_mapping, halo_messages, parse_slow_pairs, process_grid, run_stencil, traffic_matrix,
+    balanced_grid,
+    choose_mapping,
+    halo_messages,
+    parse_slow_pairs,
+    process_grid,
+    run_stencil,
+    traffic_matrix,
 )
 from linkscope.errors import UserError
+from linkscope.report import textformats
+
+from .conftest import sim_backend
 
 
 @pytest.mark.parametrize("grid,periodic,weighted", [((2, 2), False, False), ((4, 2), True, True),
@@ -27,7 +35,7 @@ def test_offsets_do_not_overlap():
     msgs = halo_messages((2, 2), True, 1024)
     for r in range(4):
         spans = sorted((m.recv_offset, m.recv_offset + m.count) for m in msgs if m.dst == r)
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_grids_and_pairs():

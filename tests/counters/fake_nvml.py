@@ -1,8 +1,8 @@
 """A hardware-free ``CounterSource`` for tests: GPUs with NVLink and PCIe counters you move by hand."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from linkscope.counters.nvml import (
     FI_NVLINK_DATA_RX_KIB,

@@ -7,7 +7,6 @@ from linkscope.counters.amdsmi import AmdsmiSource, open_counter_source
 from linkscope.counters.nvml import FI_NVLINK_DATA_TX_KIB, FieldRequest
 from linkscope.counters.watch import WatchOptions, run_watch, to_dict
 from linkscope.errors import BackendUnavailable
-
 from tests.counters.fake_nvml import FakeClock
 from tests.counters.test_watch import FakeProc
 from tests.discovery.fake_amdsmi import FakeAmdSmi

@@ -8,7 +8,6 @@ import pytest
 from linkscope.counters import nvml as cnvml
 from linkscope.counters.nvml import FieldRequest, PynvmlSource, check_gpu_indices, open_nvml
 from linkscope.errors import BackendUnavailable, UserError
-
 from tests.counters.fake_nvml import FakeGpu, FakeNVML
 
 

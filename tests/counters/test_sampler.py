@@ -14,7 +14,6 @@ from linkscope.counters.sampler import (
     Sampler,
     plan_gpu,
 )
-
 from tests.counters.fake_nvml import FakeClock, FakeGpu, FakeNVML
 
 

@@ -17,7 +17,6 @@ from linkscope.counters.watch import (
     to_dict,
 )
 from linkscope.errors import UserError
-
 from tests.counters.fake_nvml import FakeClock, FakeGpu, FakeNVML
 
 GiB = 1024**3

@@ -110,5 +110,5 @@ class FakeAmdSmi:
     def move(self, a: int, k: int, kib: int) -> None:
         self.write_kb[(a, k)] += kib
         peer = self._links[a][k]
-        back = [i for i, p in enumerate(self._links[peer]) if p == a][0]
+        back = next(i for i, p in enumerate(self._links[peer]) if p == a)
         self.read_kb[(peer, back)] += kib

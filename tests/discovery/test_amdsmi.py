@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from tests.discovery.discovery_fakes import MI250X_LINKS
-from tests.discovery.fake_amdsmi import FakeAmdSmi
 from linkscope.discovery import amdsmi, auto, rocm
 from linkscope.errors import BackendUnavailable
 from linkscope.topology import query
 from linkscope.topology.model import LinkKind, Provenance
+from tests.discovery.discovery_fakes import MI250X_LINKS
+from tests.discovery.fake_amdsmi import FakeAmdSmi
 
 
 def _xgmi(topo):

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.discovery.discovery_fakes import build_pcie_2s_sysfs, pcie_2s_nvml
 from linkscope.discovery import auto, nvml, rocm
 from linkscope.discovery.base import Availability
 from linkscope.errors import BackendUnavailable, ConfigError, UserError
 from linkscope.topology import io, presets
 from linkscope.topology.model import DeviceKind
 from linkscope.topology.synthetic import synthetic_topology
+from tests.discovery.discovery_fakes import build_pcie_2s_sysfs, pcie_2s_nvml
 
 
 def _no_gpu() -> None:

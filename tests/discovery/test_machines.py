@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.discovery import discovery_fakes as fakes
 from linkscope.discovery import nvml, raw, rocm, sysfs
 from linkscope.topology import io
+from tests.discovery import discovery_fakes as fakes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "machines"
 UPDATE = os.environ.get("LINKSCOPE_UPDATE_GOLDEN") == "1"

@@ -5,11 +5,11 @@ import json
 import pynvml
 import pytest
 
-from tests.discovery.discovery_fakes import FakeGpu, FakeNVML, dgx_h100_nvml, hgx_h200_4_nvml, pcie_2s_nvml
 from linkscope.discovery import nvml
 from linkscope.errors import BackendUnavailable
 from linkscope.topology import query
 from linkscope.topology.model import DeviceKind, LinkKind, Provenance
+from tests.discovery.discovery_fakes import FakeGpu, FakeNVML, dgx_h100_nvml, hgx_h200_4_nvml, pcie_2s_nvml
 
 
 def test_probe_without_library_says_why() -> None:

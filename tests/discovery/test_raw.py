@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.discovery.discovery_fakes import FakeNVML, build_pcie_2s_sysfs, pcie_2s_nvml
 from linkscope.discovery import nvml, raw, sysfs
 from linkscope.errors import UserError
 from linkscope.topology import io
+from tests.discovery.discovery_fakes import FakeNVML, build_pcie_2s_sysfs, pcie_2s_nvml
 
 
 def test_export_raw_records_what_discovery_reads(tmp_path: Path) -> None:

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.discovery.discovery_fakes import MI250X_LINKS, mi250x_showtopo
 from linkscope.discovery import rocm
 from linkscope.errors import BackendUnavailable, UserError
 from linkscope.topology import query
 from linkscope.topology.model import LinkKind, Provenance
+from tests.discovery.discovery_fakes import MI250X_LINKS, mi250x_showtopo
 
 MACHINE = Path(__file__).resolve().parents[1] / "fixtures" / "machines" / "mi250x-8gcd"
 
@@ -21,25 +21,25 @@ def _outputs(*names: str) -> dict[str, str]:
 ISSUE_108 = """\
 ======================= ROCm System Management Interface =======================
 =========================== Weight between two GPUs ============================
-       GPU0         GPU1         GPU2         GPU3         
-GPU0   0            52           52           52           
-GPU1   52           0            52           52           
-GPU2   52           52           0            52           
-GPU3   52           52           52           0            
+       GPU0         GPU1         GPU2         GPU3
+GPU0   0            52           52           52
+GPU1   52           0            52           52
+GPU2   52           52           0            52
+GPU3   52           52           52           0
 
 ============================ Hops between two GPUs =============================
-       GPU0         GPU1         GPU2         GPU3         
-GPU0   0            3            3            3            
-GPU1   3            0            3            3            
-GPU2   3            3            0            3            
-GPU3   3            3            3            0            
+       GPU0         GPU1         GPU2         GPU3
+GPU0   0            3            3            3
+GPU1   3            0            3            3
+GPU2   3            3            0            3
+GPU3   3            3            3            0
 
 ========================== Link Type between two GPUs ==========================
-       GPU0         GPU1         GPU2         GPU3         
-GPU0   0            PCIE         PCIE         PCIE         
-GPU1   PCIE         0            PCIE         PCIE         
-GPU2   PCIE         PCIE         0            PCIE         
-GPU3   PCIE         PCIE         PCIE         0            
+       GPU0         GPU1         GPU2         GPU3
+GPU0   0            PCIE         PCIE         PCIE
+GPU1   PCIE         0            PCIE         PCIE
+GPU2   PCIE         PCIE         0            PCIE
+GPU3   PCIE         PCIE         PCIE         0
 
 ================================== Numa Nodes ==================================
 GPU[0]\t\t: (Topology) Numa Node: 0

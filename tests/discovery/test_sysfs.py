@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.discovery.discovery_fakes import SysfsTree, build_pcie_2s_sysfs
 from linkscope.discovery import sysfs
 from linkscope.errors import UserError
-from linkscope.topology.model import DeviceKind, Device, Topology
 from linkscope.topology import query
+from linkscope.topology.model import Device, DeviceKind, Topology
+from tests.discovery.discovery_fakes import SysfsTree, build_pcie_2s_sysfs
 
 
 @pytest.fixture

@@ -60,7 +60,7 @@ def test_results_cost_names_a_missing_pair():
 
 def test_predictor_seam_takes_any_pair_time_predictor():
     def predict(i, j, size):
-        return 1e-6 + size / ((50e9 if abs(i - j) == 1 else 10e9))
+        return 1e-6 + size / (50e9 if abs(i - j) == 1 else 10e9)
 
     ab = predictor_cost(3, "alpha-beta", predict)
     assert ab.costs[0][0, 1] == pytest.approx(1.0, rel=1e-3)  # latency in µs

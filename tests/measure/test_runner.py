@@ -1,16 +1,15 @@
 
 import pytest
+from fakes import FakeEngine
 
-from fakes import FakeEngine  # noqa: E402
-
-from linkscope.errors import ConfigError  # noqa: E402
-from linkscope.measure.options import MeasureOptions  # noqa: E402
-from linkscope.measure.runner import BenchSpec, run_bench, run_latency  # noqa: E402
-from linkscope.patterns.plan import Transfer, TransferPlan  # noqa: E402
-from linkscope.patterns.registry import get_pattern  # noqa: E402
-from linkscope.results.io import from_dict, to_dict  # noqa: E402
-from linkscope.results.schema import RunProvenance, Status  # noqa: E402
-from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
+from linkscope.errors import ConfigError
+from linkscope.measure.options import MeasureOptions
+from linkscope.measure.runner import BenchSpec, run_bench, run_latency
+from linkscope.patterns.plan import Transfer, TransferPlan
+from linkscope.patterns.registry import get_pattern
+from linkscope.results.io import from_dict, to_dict
+from linkscope.results.schema import RunProvenance, Status
+from linkscope.topology.synthetic import synthetic_topology
 
 TOPO = synthetic_topology("nvswitch:4")
 MiB = 1024**2

@@ -1,12 +1,11 @@
 from dataclasses import replace
 
 import pytest
+from fakes import FakeEngine
 
-from fakes import FakeEngine  # noqa: E402
-
-from linkscope.measure.survey import SurveyOptions, run_survey  # noqa: E402
-from linkscope.results.schema import Status  # noqa: E402
-from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
+from linkscope.measure.survey import SurveyOptions, run_survey
+from linkscope.results.schema import Status
+from linkscope.topology.synthetic import synthetic_topology
 
 TOPO = synthetic_topology("nvswitch:4")
 MiB = 1024**2

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from linkscope.engines.sim import SimEngine
-from linkscope.results.stats import Stats
 from linkscope.patterns.plan import Transfer, TransferPlan
 from linkscope.results.schema import ALL, Measurement, RunProvenance, RunRecord
+from linkscope.results.stats import Stats
 from linkscope.topology import io as topo_io
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from linkscope.model.collectives import OPS, algbw_gb_per_s, busbw_factor, busbw_gb_per_s, layout
 from linkscope.errors import UserError
+from linkscope.model.collectives import OPS, algbw_gb_per_s, busbw_factor, busbw_gb_per_s, layout
 
 
 @pytest.mark.parametrize("op,n,factor", [

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from linkscope.results.stats import Stats
 from linkscope.results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
+from linkscope.results.stats import Stats
 from linkscope.topology.io import to_dict
 from linkscope.topology.synthetic import synthetic_topology
 

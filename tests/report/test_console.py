@@ -1,14 +1,12 @@
 import pytest
-
+from fakes import FakeEngine
 from rich.console import Console
 
-from fakes import FakeEngine  # noqa: E402
-
-from linkscope.measure.options import MeasureOptions  # noqa: E402
-from linkscope.measure.runner import BenchSpec, run_bench, run_latency  # noqa: E402
-from linkscope.patterns.registry import get_pattern  # noqa: E402
-from linkscope.report.console import efficiency_style, render_record  # noqa: E402
-from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
+from linkscope.measure.options import MeasureOptions
+from linkscope.measure.runner import BenchSpec, run_bench, run_latency
+from linkscope.patterns.registry import get_pattern
+from linkscope.report.console import efficiency_style, render_record
+from linkscope.topology.synthetic import synthetic_topology
 
 TOPO = synthetic_topology("nvswitch:3")
 OPTS = MeasureOptions(min_reps=3, max_reps=3)

@@ -11,7 +11,6 @@ from linkscope.report.figures import comparisons, pattern_totals, run_labels, si
 from linkscope.report.html import render_html, write_report
 from linkscope.results.io import save
 from linkscope.results.schema import RunProvenance
-
 from tests.report.report_samples import measured_record, simulated_record
 
 

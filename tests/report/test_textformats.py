@@ -2,9 +2,9 @@ import csv
 import io
 import re
 
-from linkscope.results.stats import Stats
 from linkscope.report.textformats import to_csv, to_osu
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
+from linkscope.results.stats import Stats
 
 
 def bw(src, dst, size, gb_per_s, **kw):

@@ -1,6 +1,6 @@
-from linkscope.results.stats import Stats
 from linkscope.results.findings import findings
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
+from linkscope.results.stats import Stats
 
 
 def bw(src, dst, value, *, pattern="matrix", direction="uni", scope="transfer", method="ce", theo=478.0, size=256 << 20, **kw):

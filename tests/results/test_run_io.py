@@ -3,9 +3,9 @@ import json
 import pytest
 
 from linkscope.errors import SchemaError
-from linkscope.results.stats import Stats
 from linkscope.results import io
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
+from linkscope.results.stats import Stats
 
 
 def record():

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 from xml.etree.ElementTree import tostring
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

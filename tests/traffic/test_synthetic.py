@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 
 from linkscope.errors import UserError
-from linkscope.traffic.synthetic import (all_to_all, generate, neighbour_graph, parse_grid, random_sparse, ring,
-                                         stencil, tree)
+from linkscope.traffic.synthetic import all_to_all, generate, neighbour_graph, parse_grid, random_sparse, ring, stencil, tree
 
 
 def test_stencil2d_periodic_sends_to_four_neighbours():

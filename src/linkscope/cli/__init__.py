@@ -15,7 +15,7 @@ import codecs
 import importlib
 import pkgutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import typer
 
@@ -102,7 +102,7 @@ def _plain_streams() -> None:
 _METAVARS = (("path", "PATH"), ("int", "INTEGER"), ("float", "NUMBER"))
 
 
-def _tidy_help(command) -> None:  # noqa: ANN001 - a click Command / Group
+def _tidy_help(command) -> None:
     """Help as a user should read it, for every command of the tree: option values shown as FILE-like
     words (TEXT, PATH, INTEGER; flags show none) instead of typer's ``<str>``/``<bool>``/``<list[str]>``,
     arguments by their upper-case name, and docstring paragraphs reflowed to the terminal (a line
@@ -138,7 +138,7 @@ def _tidy_help(command) -> None:  # noqa: ANN001 - a click Command / Group
         _tidy_help(sub)
 
 
-def _no_type(ctx=None) -> None:  # noqa: ANN001
+def _no_type(ctx=None) -> None:
     return None
 
 

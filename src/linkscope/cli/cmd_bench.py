@@ -10,9 +10,8 @@ The helpers it shares with ``cmd_survey`` (topology, engine, context, progress, 
 from __future__ import annotations
 
 import os
-
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import typer
 
@@ -156,25 +155,25 @@ _BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm o
 def bench(
     ctx: typer.Context,
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
-    method: Optional[str] = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
+    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
+    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
+    method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
     pattern: str = typer.Option("matrix", "--pattern", help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a pattern FILE."),
     direction: str = typer.Option("uni", "--direction", help="uni (one way) or bi (both directions at once)."),
     sizes: str = typer.Option("256MiB", "--sizes", help="Sizes: a list 8,4KiB,16MiB,1GiB or a powers-of-two range 8:1GiB."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1,2 (default all)."),
-    json_path: Optional[str] = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
-    csv_path: Optional[str] = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
+    gpus: str | None = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1,2 (default all)."),
+    json_path: str | None = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
+    csv_path: str | None = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
     osu: bool = typer.Option(False, "--osu", help="Print OSU-style text (# Size  Bandwidth (MB/s)) instead of tables."),
     list_: bool = typer.Option(False, "--list", help="List methods (and whether this backend has them) and patterns."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (on by default)."),
-    reps: Optional[int] = typer.Option(None, "--reps", min=1, help="Exactly this many repetitions per plan and size."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed iterations before timing (default 3)."),
-    time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop adding repetitions after this long per plan and size (default 1s)."),
-    target_ci: Optional[float] = typer.Option(None, "--target-ci", help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
-    chunk: Optional[str] = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
-    nic: Optional[str] = typer.Option(None, "--nic", help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest."),
+    reps: int | None = typer.Option(None, "--reps", min=1, help="Exactly this many repetitions per plan and size."),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations before timing (default 3)."),
+    time_budget: str | None = typer.Option(None, "--time-budget", help="Stop adding repetitions after this long per plan and size (default 1s)."),
+    target_ci: float | None = typer.Option(None, "--target-ci", help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
+    chunk: str | None = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
+    nic: str | None = typer.Option(None, "--nic", help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest."),
 ) -> None:
     """Measure link bandwidth between GPUs (and host), per pair or in concurrent patterns;
     `linkscope bench latency` measures latency.
@@ -249,18 +248,18 @@ def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: list[int]
 @bench_app.command("latency")
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: Optional[str] = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    kind: Optional[str] = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else copy)."),
-    method: Optional[str] = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
+    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
+    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+    kind: str | None = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else copy)."),
+    method: str | None = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
     size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
-    json_path: Optional[str] = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
-    csv_path: Optional[str] = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
+    gpus: str | None = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
+    json_path: str | None = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
+    csv_path: str | None = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
     osu: bool = typer.Option(False, "--osu", help="Print OSU-style text (# Size  Latency (us)) instead of tables."),
-    reps: Optional[int] = typer.Option(None, "--reps", min=1, help="Latency samples per pair (default 20)."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed iterations first (default 3)."),
+    reps: int | None = typer.Option(None, "--reps", min=1, help="Latency samples per pair (default 20)."),
+    warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations first (default 3)."),
 ) -> None:
     """Latency between GPUs in microseconds: device remote read (pointer chase), one-way flag
     ping-pong, or host-issued small copies per method; every ordered pair of the selected GPUs.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -38,7 +38,7 @@ def _progress(text: str) -> None:
     progress_line(text)
 
 
-def _run(body: Callable[[Any], int], json_path: Optional[Path], inputs: Optional[dict[str, Any]] = None) -> None:
+def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, Any] | None = None) -> None:
     """Run a command body on every rank: paths checked first (``check_paths``), user errors
     reported by rank 0 only, exit codes kept."""
     from ..comm.bench import Session
@@ -65,12 +65,12 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(parse_sizes(text))
 
 
-def _gpus(text: Optional[str]) -> Optional[tuple[int, ...]]:
+def _gpus(text: str | None) -> tuple[int, ...] | None:
     parsed = parse_gpu_list(text)
     return tuple(parsed) if parsed is not None else None
 
 
-def _topology(preset: Optional[str], from_file: Optional[Path], synthetic: Optional[str]) -> Callable[[], Any]:
+def _topology(preset: str | None, from_file: Path | None, synthetic: str | None) -> Callable[[], Any]:
     """The topology of --preset/--from/--synthetic (or this machine's, else the simulated default
     preset with a note), resolved once, when a simulated backend or a mapping needs it."""
     cache: list[Any] = []
@@ -96,14 +96,14 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         test: str = typer.Option("latency", "--test", help="latency | bw | bibw | allreduce (osu_latency, osu_bw, osu_bibw, osu_allreduce)."),
         buffers: str = typer.Option("HH", "--buffers", help="HH | DD | DH | HD (H, D mean HH, DD); first letter: rank 0's side."),
         sizes: str = typer.Option("1:4MiB", "--sizes", help="Message sizes: list or power-of-two range, 1 B … 1 GiB."),
-        iterations: Optional[int] = typer.Option(None, "--iterations", min=1, help="Timed iterations per size (default: OSU's, scaled by size)."),
-        warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Untimed iterations per size (default: OSU's skip)."),
+        iterations: int | None = typer.Option(None, "--iterations", min=1, help="Timed iterations per size (default: OSU's, scaled by size)."),
+        warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations per size (default: OSU's skip)."),
         window: int = typer.Option(64, "--window", min=1, help="Back-to-back messages per bw iteration (OSU: 64)."),
         runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
         stage_through_host: bool = typer.Option(False, "--stage-through-host", help="Copy device buffers through host memory around each send/recv (method mpi.*+staged)."),
         gpu_aware: str = typer.Option("auto", "--gpu-aware", help="auto | yes | no: override GPU-awareness detection."),
         fake_device: bool = typer.Option(False, "--fake-device", hidden=True, help="Tests: D buffers are host memory behind __cuda_array_interface__."),
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the received-data check."),
     ) -> None:
         """MPI point-to-point latency / bandwidth and allreduce latency with OSU semantics (run under mpirun/srun).
@@ -130,13 +130,13 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         iters: int = typer.Option(20, "--iters", "-n", min=1, help="Timed operations per size (nccl-tests -n)."),
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, help="Untimed operations per size (nccl-tests -w)."),
         runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
-        gpus: Optional[str] = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
+        gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
         cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so small sizes time NCCL, not Python launches (nccl-tests -G); 0: launch each operation from Python."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-        preset: Optional[str] = _PRESET,
-        from_file: Optional[Path] = _FROM,
-        synthetic: Optional[str] = _SYNTHETIC,
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
+        preset: str | None = _PRESET,
+        from_file: Path | None = _FROM,
+        synthetic: str | None = _SYNTHETIC,
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
         inplace: bool = typer.Option(False, "--inplace", help="Also time every size in place and print both column groups (out-of-place | in-place), as nccl-tests does."),
     ) -> None:
@@ -166,18 +166,18 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         periodic: bool = typer.Option(False, "--periodic", help="Wrap around (torus)."),
         weighted: bool = typer.Option(False, "--weighted", help="Axis k halos are size / 2**k (anisotropic)."),
         mapping: str = typer.Option("default", "--mapping", help="default | auto | FILE (linkscope map output)."),
-        grid: Optional[str] = typer.Option(None, "--grid", help="Process grid AxB[xC] (default: balanced over the GPUs/ranks)."),
+        grid: str | None = typer.Option(None, "--grid", help="Process grid AxB[xC] (default: balanced over the GPUs/ranks)."),
         sizes: str = typer.Option("1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", "--sizes", help="Halo message sizes."),
         iters: int = typer.Option(50, "--iters", min=1, help="Exchanges per timed run."),
         warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed exchanges per size."),
         runs: int = typer.Option(4, "--runs", min=1, help="Timed runs per size (mean and stddev)."),
-        gpus: Optional[str] = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
-        emulate_slow_pairs: Optional[str] = typer.Option(None, "--emulate-slow-pairs", help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
-        preset: Optional[str] = _PRESET,
-        from_file: Optional[Path] = _FROM,
-        synthetic: Optional[str] = _SYNTHETIC,
+        gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
+        emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs", help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
+        preset: str | None = _PRESET,
+        from_file: Path | None = _FROM,
+        synthetic: str | None = _SYNTHETIC,
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the halo data check."),
     ) -> None:
         """Halo-exchange microbenchmark: default vs a chosen rank → GPU mapping.
@@ -205,10 +205,10 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         iters: int = typer.Option(20, "--iters", min=1, help="Timed messages per pair and size (NCCL)."),
         warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed messages per pair and size (NCCL)."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP + " sim: single process only."),
-        preset: Optional[str] = _PRESET,
-        from_file: Optional[Path] = _FROM,
-        synthetic: Optional[str] = _SYNTHETIC,
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Write the RunRecord (one matrix) here."),
+        preset: str | None = _PRESET,
+        from_file: Path | None = _FROM,
+        synthetic: str | None = _SYNTHETIC,
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord (one matrix) here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
     ) -> None:
         """Every rank pair of the job in turn (others idle), intra- and inter-node, as one matrix.

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List
 
 import typer
 
@@ -18,7 +17,7 @@ def register(app: typer.Typer) -> None:
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     )
     def launch_command(
-        command: List[str] = typer.Argument(..., help="The program to run, after --."),
+        command: list[str] = typer.Argument(..., help="The program to run, after --."),
         mapping: Path = typer.Option(..., "--mapping", help="A mapping JSON from linkscope map -o."),
         bind: bool = typer.Option(True, "--bind/--no-bind", help="Bind to the mapping's cores (sched_setaffinity)."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Print what is set on stderr."),

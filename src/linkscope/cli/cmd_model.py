@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -67,10 +66,10 @@ def _int(text: str, part: str) -> int:
         raise ConfigError(f"bad endpoint {text!r} in flow {part!r}", hint="use a GPU index or 'host'") from None
 
 
-def _pattern_plans(topology, pattern: str, gpus: Optional[list[int]], size_bytes: int, method: str):
+def _pattern_plans(topology, pattern: str, gpus: list[int] | None, size_bytes: int, method: str):
     """The concurrent groups of a built-in pattern (``patterns``), as ``bench --pattern`` runs them."""
-    from ..patterns.methods import find_method
     from ..patterns.base import select_gpus
+    from ..patterns.methods import find_method
     from ..patterns.registry import get_pattern
 
     chosen = select_gpus(topology, gpus)
@@ -87,13 +86,13 @@ def register(app: typer.Typer) -> None:
 
 @model_app.command("predict")
 def predict_cmd(
-    preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset."),
-    from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
+    preset: str | None = typer.Option(None, "--preset", help="A shipped preset."),
+    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern", help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all ..."),
-    flows: Optional[str] = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
-    gpus: Optional[str] = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),
+    flows: str | None = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
+    gpus: str | None = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),
     sizes: str = typer.Option("64MiB", "--sizes", help="Sizes per transfer: 8,4KiB,64MiB or 8:1GiB."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
@@ -137,8 +136,8 @@ def predict_cmd(
 @model_app.command("calibrate")
 def calibrate_cmd(
     results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the calibrated topology here (default: stdout)."),
-    topology: Optional[str] = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the calibrated topology here (default: stdout)."),
+    topology: str | None = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
     as_json: bool = typer.Option(False, "--json", help="Print the fit report as JSON on stdout (needs -o for the topology)."),
 ) -> None:
     """Fit link efficiencies and per-method overheads/caps from measurements; write a calibrated topology.
@@ -183,9 +182,9 @@ def calibrate_cmd(
 @model_app.command("check")
 def check_cmd(
     results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
-    topology: Optional[str] = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
+    topology: str | None = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    max_error: Optional[float] = typer.Option(None, "--max-error", min=0.0, help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
+    max_error: float | None = typer.Option(None, "--max-error", min=0.0, help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
     allow_mismatch: bool = typer.Option(False, "--allow-mismatch", help="Compare even when RESULTS comes from another machine than --topology (GPU count, models or links differ)."),
 ) -> None:
     """Predicted vs measured for every bandwidth entry, with the relative error and a summary.

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -17,12 +16,12 @@ def register(app: typer.Typer) -> None:
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     )
     def profile_command(
-        command: List[str] = typer.Argument(..., help="The launcher command, after --."),
+        command: list[str] = typer.Argument(..., help="The launcher command, after --."),
         output: Path = typer.Option(Path("traffic.json"), "-o", "--output", help="Traffic matrix to write (.json/.csv/.npy)."),
         inject: str = typer.Option("auto", "--inject", help="How LD_PRELOAD reaches the ranks: auto | ompi | hydra | srun | env."),
-        rows_dir: Optional[Path] = typer.Option(None, "--rows-dir", help="Where ranks write rows (shared FS for multi-node)."),
+        rows_dir: Path | None = typer.Option(None, "--rows-dir", help="Where ranks write rows (shared FS for multi-node)."),
         keep_rows: bool = typer.Option(False, "--keep-rows", help="Keep the per-rank rows."),
-        mpicc: Optional[str] = typer.Option(None, "--mpicc", help="MPI compiler wrapper (default $MPICC or mpicc)."),
+        mpicc: str | None = typer.Option(None, "--mpicc", help="MPI compiler wrapper (default $MPICC or mpicc)."),
     ) -> None:
         """Run an MPI program with a PMPI interposer preloaded and write who sent how much to whom.
 
@@ -30,12 +29,9 @@ def register(app: typer.Typer) -> None:
         (mpi4py programs: linkscope profile -o t.json -- mpirun -n 4 python -m linkscope.traffic.capture app.py)
         """
         from ..traffic.capture import profile
-        from ..traffic.io import save_traffic
+        from ..traffic.io import check_suffix, save_traffic
         from ..units import format_size
-
         from .common import check_paths
-
-        from ..traffic.io import check_suffix
 
         check_suffix(output, "--output")
         check_paths(outputs={"--output": output}, output_dirs={"--rows-dir": rows_dir})

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ def register(app: typer.Typer) -> None:
     def report(
         runs: list[Path] = typer.Argument(..., metavar="RUN.json...", help="RunRecord files (bench, survey, sim ...)."),
         output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write."),
-        png: Optional[Path] = typer.Option(None, "--png", help="Also write every figure as PNG into this folder."),
+        png: Path | None = typer.Option(None, "--png", help="Also write every figure as PNG into this folder."),
     ) -> None:
         """Write one self-contained HTML report (no network needed to view it) from RUN.json files.
 

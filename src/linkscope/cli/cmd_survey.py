@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -72,14 +71,14 @@ def register(app: typer.Typer) -> None:
     @app.command("survey")
     def survey(
         output: Path = typer.Option(Path("survey.json"), "-o", "--output", help="Where to write the survey RunRecord JSON."),
-        report: Optional[Path] = typer.Option(None, "--report", help="Where to write the HTML report (default: the JSON path with .html)."),
+        report: Path | None = typer.Option(None, "--report", help="Where to write the HTML report (default: the JSON path with .html)."),
         no_report: bool = typer.Option(False, "--no-report", help="Do not write the HTML report."),
         backend: str = typer.Option("auto", "--backend", help="auto (cuda when usable here, else sim), cuda, rocm or sim."),
-        preset: Optional[str] = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
-        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file."),
-        synthetic: Optional[str] = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+        preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
+        from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+        synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
         size: str = typer.Option("512MiB", "--size", help="Transfer size of the matrices and patterns."),
-        time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),
+        time_budget: str | None = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
         osu: bool = typer.Option(False, "--osu", help="Print OSU-style text instead of tables."),
     ) -> None:

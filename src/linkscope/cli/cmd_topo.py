@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,7 +16,6 @@ from .common import (
     write_error,
 )
 
-
 EXPORT_FORMATS = ("nccl-xml",)
 
 
@@ -30,15 +28,15 @@ def register(app: typer.Typer) -> None:
     @topo_app.callback()
     def topo(
         ctx: typer.Context,
-        preset: Optional[str] = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Optional[Path] = typer.Option(None, "--from", help="A topology JSON file, hwloc XML (lstopo --of xml), NCCL topology XML (NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'."),
-        synthetic: Optional[str] = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
+        preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
+        from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file, hwloc XML (lstopo --of xml), NCCL topology XML (NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'."),
+        synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
         as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write the JSON model (or, with --export, that format) to this file."),
-        export_format: Optional[str] = typer.Option(None, "--export", help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
-        gpus: Optional[str] = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Also write the JSON model (or, with --export, that format) to this file."),
+        export_format: str | None = typer.Option(None, "--export", help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
+        gpus: str | None = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
-        sysfs_root: Optional[Path] = typer.Option(None, "--sysfs-root", help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
+        sysfs_root: Path | None = typer.Option(None, "--sysfs-root", help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
     ) -> None:
         """Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.
 
@@ -105,7 +103,7 @@ def register(app: typer.Typer) -> None:
     @topo_app.command("export")
     def export(
         raw: Path = typer.Option(..., "--raw", help="Directory to record what discovery reads (golden fixture)."),
-        sysfs_root: Optional[Path] = typer.Option(None, "--sysfs-root", help="Read sysfs under this root instead of / (must then be complete)."),
+        sysfs_root: Path | None = typer.Option(None, "--sysfs-root", help="Read sysfs under this root instead of / (must then be complete)."),
     ) -> None:
         """Record what discovery reads on this machine (NVML facts, sysfs tree, rocm-smi output).
 

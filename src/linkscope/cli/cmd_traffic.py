@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -44,24 +43,23 @@ def register(app: typer.Typer) -> None:
     def gen(
         pattern: str = typer.Argument(..., help="stencil2d | stencil3d | ring | all-to-all | tree | random | graph"),
         output: Path = typer.Option(..., "-o", "--output", help="Where to write (.json, .csv or .npy)."),
-        ranks: Optional[int] = typer.Option(None, "--ranks", help="Number of ranks."),
-        grid: Optional[str] = typer.Option(None, "--grid", help="Process grid for stencils, e.g. 4x4 or 2x2x4."),
+        ranks: int | None = typer.Option(None, "--ranks", help="Number of ranks."),
+        grid: str | None = typer.Option(None, "--grid", help="Process grid for stencils, e.g. 4x4 or 2x2x4."),
         periodic: bool = typer.Option(False, "--periodic", help="Stencil wraps around (torus)."),
         size: str = typer.Option("1MiB", "--bytes", help="Bytes per message (halo, ring step...)."),
-        weights: Optional[str] = typer.Option(None, "--weights", help="Stencil per-axis weights, e.g. 1,1,4."),
+        weights: str | None = typer.Option(None, "--weights", help="Stencil per-axis weights, e.g. 1,1,4."),
         op: str = typer.Option("bcast", "--op", help="tree: bcast or reduce."),
         density: float = typer.Option(0.3, "--density", help="random: probability that a pair talks."),
         seed: int = typer.Option(0, "--seed", help="random: seed."),
         bidirectional: bool = typer.Option(False, "--bidirectional", help="ring: send both ways."),
-        edges: Optional[Path] = typer.Option(None, "--edges", help="graph: file of 'a b [weight]' lines."),
+        edges: Path | None = typer.Option(None, "--edges", help="graph: file of 'a b [weight]' lines."),
     ) -> None:
         """Write a synthetic traffic matrix.
 
         Example: linkscope traffic gen stencil2d --grid 4x4 --periodic --bytes 1MiB -o traffic.json
         """
-        from .common import check_paths
-
         from ..traffic.io import check_suffix, save_traffic
+        from .common import check_paths
 
         check_suffix(output, "--output")
         check_paths(inputs={"--edges": edges}, outputs={"--output": output})

@@ -13,10 +13,10 @@ def _parse_gpus(text: str | None) -> tuple[int, ...] | None:
     return tuple(parse_gpu_list(text, "--gpus") or ())
 
 
-def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Console
+def _render(result, console) -> None:
     from ..counters.verdict import format_bytes_decimal as fb
 
-    def b(total) -> str:  # noqa: ANN001
+    def b(total) -> str:
         if total is None or total.bytes is None:
             return "unsupported" if total is None or not total.notes else "N/A"
         text = fb(total.bytes)
@@ -24,7 +24,7 @@ def _render(result, console) -> None:  # noqa: ANN001 - WatchResult, rich Consol
             text = "~" + text
         return text if total.complete else text + "*"
 
-    def peak(total) -> str:  # noqa: ANN001
+    def peak(total) -> str:
         return "N/A" if total is None or total.peak_gb_per_s is None else f"{total.peak_gb_per_s:.1f}"
 
     from ..report.console import Column, print_fitted
@@ -81,9 +81,9 @@ def register(app: typer.Typer) -> None:
         Example: linkscope watch --expect nvlink --json watch.json -- python bench/copy_once.py 0 1 1GiB
         """
         from ..atomic import write_json_atomic, write_text_atomic
-        from ..errors import UserError
         from ..counters.amdsmi import open_counter_source
         from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
+        from ..errors import UserError
         from ..units import parse_duration_s
 
         if json_path == "-" or csv_path == "-":

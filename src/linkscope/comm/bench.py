@@ -74,7 +74,7 @@ def _topology_dict(backend: CollectiveBackend) -> dict[str, Any] | None:
     topology = getattr(backend, "topology", None)
     if topology is None:
         return None
-    from ..topology.io import to_dict  # noqa: PLC0415
+    from ..topology.io import to_dict
 
     return to_dict(topology)
 
@@ -97,10 +97,10 @@ class MpiOptions:
 
 def bench_mpi(session: Session, opts: MpiOptions) -> int:
     """OSU-style point-to-point latency / bandwidth between rank pairs (under mpirun/srun)."""
-    from . import gpu_aware as ga  # noqa: PLC0415
-    from .buffers import CupyDeviceSpace, FakeDeviceSpace, HostSpace  # noqa: PLC0415
-    from .mpi_p2p import Schedule, run_osu  # noqa: PLC0415
-    from .records import osu_record  # noqa: PLC0415
+    from . import gpu_aware as ga
+    from .buffers import CupyDeviceSpace, FakeDeviceSpace, HostSpace
+    from .mpi_p2p import Schedule, run_osu
+    from .records import osu_record
 
     environ = session.environ
     job = start_mpi(environ)  # late: options are parsed
@@ -118,7 +118,7 @@ def bench_mpi(session: Session, opts: MpiOptions) -> int:
         elif opts.fake_device:
             space = FakeDeviceSpace()
         else:
-            from .nccl_backend import CupyNccl  # noqa: PLC0415
+            from .nccl_backend import CupyNccl
 
             space = CupyDeviceSpace(_local_gpu(job, CupyNccl(), environ))
         schedule = Schedule(window=opts.window, iterations=opts.iterations, warmup=opts.warmup)
@@ -173,9 +173,9 @@ class NcclOptions:
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
-    from ..model.collectives import layout  # noqa: PLC0415
-    from .nccl import make_peers, run_nccl  # noqa: PLC0415
-    from .records import nccl_record  # noqa: PLC0415
+    from ..model.collectives import layout
+    from .nccl import make_peers, run_nccl
+    from .records import nccl_record
 
     environ = session.environ
     backend = _backend(opts.backend, topology, named_topology)
@@ -245,8 +245,8 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
                   sim_topology: Callable[[], Any]) -> int:
     """Halo exchange under the default and a chosen rank → GPU mapping. ``topology`` (None: none
     given) is what ``--mapping auto`` optimises for; ``sim_topology`` what the simulated backend runs on."""
-    from .records import stencil_record  # noqa: PLC0415
-    from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers  # noqa: PLC0415
+    from .records import stencil_record
+    from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers
 
     environ = session.environ
     backend = _backend(opts.backend, sim_topology)
@@ -306,11 +306,11 @@ class P2POptions:
 
 def bench_p2p(session: Session, opts: P2POptions, topology: Callable[[], Any]) -> int:
     """Every ordered rank pair of the job in turn (the others idle), as one matrix per size."""
-    from .buffers import HostSpace  # noqa: PLC0415
-    from .mpi_p2p import Schedule  # noqa: PLC0415
-    from .nccl import make_peers, nccl_ranks  # noqa: PLC0415
-    from .p2p_matrix import run_p2p_mpi, run_p2p_nccl  # noqa: PLC0415
-    from .records import p2p_record  # noqa: PLC0415
+    from .buffers import HostSpace
+    from .mpi_p2p import Schedule
+    from .nccl import make_peers, nccl_ranks
+    from .p2p_matrix import run_p2p_mpi, run_p2p_nccl
+    from .records import p2p_record
 
     environ = session.environ
     backend: CollectiveBackend | None = None

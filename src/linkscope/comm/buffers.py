@@ -154,7 +154,7 @@ class CupyDeviceSpace:
     name = "cuda"
 
     def __init__(self, cuda_ordinal: int) -> None:
-        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415  (the one CuPy import)
+        from ..engines.gpu.runtime import cupy_module
 
         cupy = cupy_module()
         self._cp = cupy
@@ -201,7 +201,7 @@ class CupyDeviceSpace:
 def pinned_host(nbytes: int, device_space: Any) -> np.ndarray:
     """Page-locked host memory for staging when CuPy is the device space, else plain NumPy."""
     if isinstance(device_space, CupyDeviceSpace):
-        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415
+        from ..engines.gpu.runtime import cupy_module
 
         return cupy_module("cupyx").empty_pinned((max(nbytes, 1),), dtype=np.uint8)
     return np.empty(max(nbytes, 1), dtype=np.uint8)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import UserError
 
@@ -170,10 +171,10 @@ def detect(
 def memory_alloc_kinds() -> str | None:
     """``MPI_INFO_ENV['mpi_memory_alloc_kinds']`` (MPI 4.1) or None (after MPI_Init)."""
     try:
-        from mpi4py import MPI  # noqa: PLC0415
+        from mpi4py import MPI
 
         return MPI.INFO_ENV.Get("mpi_memory_alloc_kinds")
-    except Exception:  # noqa: BLE001 - older MPI or mpi4py: no such key
+    except Exception:
         return None
 
 
@@ -185,7 +186,7 @@ def is_device_buffer(obj: Any) -> bool:
     if callable(dev):
         try:
             kind, _ = dev()
-        except Exception:  # noqa: BLE001
+        except Exception:
             return False
         return int(kind) not in (1, 3)  # kDLCPU = 1, kDLCUDAHost = 3 (pinned host memory is CPU-readable)
     return False
@@ -199,7 +200,7 @@ def check_device_buffers(buffers: str, awareness: GpuAwareness, stage_through_ho
     """
     if "D" not in buffers or stage_through_host or awareness.device_buffers_ok:
         return
-    from .launch import CollectiveError  # noqa: PLC0415
+    from .launch import CollectiveError
 
     raise CollectiveError(
         f"--buffers {buffers} needs a GPU-aware MPI, and this one is {awareness.describe()}",

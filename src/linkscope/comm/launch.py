@@ -17,12 +17,14 @@ from __future__ import annotations
 import socket
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import UserError
 from ..rankenv import launched_by_mpi, local_rank_from_env
+
 
 class CollectiveError(UserError):
     """A user error raised on every rank at the same point: rank 0 reports it, all exit 1."""
@@ -167,7 +169,7 @@ def serial_job(out: Any = None) -> Job:
 def start_mpi(environ: Mapping[str, str], out: Any = None) -> Job:
     """Initialise MPI (late: call after parsing options) and describe the job."""
     try:
-        from mpi4py import MPI  # noqa: PLC0415  (lazy: importing initialises MPI)
+        from mpi4py import MPI
     except ImportError as exc:
         raise UserError("mpi4py is not installed", hint="pip install mpi4py (and an MPI library)") from exc
     except RuntimeError as exc:  # mpi4py cannot load libmpi
@@ -177,7 +179,7 @@ def start_mpi(environ: Mapping[str, str], out: Any = None) -> Job:
     hosts = tuple(comm.allgather(MPI.Get_processor_name()))
     try:
         library = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0].strip()
-    except Exception:  # noqa: BLE001 - an old MPI without Get_library_version
+    except Exception:
         library = ""
     vendor_name, vendor_version = MPI.get_vendor()
     version = ".".join(str(v) for v in vendor_version)
@@ -216,7 +218,7 @@ def abort_on_exception(job: Job, stderr: Any = None) -> Iterator[None]:
         yield
     except (CollectiveError, KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 - the point is to catch everything
+    except BaseException as exc:
         if job.size <= 1:
             raise
         stream = stderr or sys.stderr

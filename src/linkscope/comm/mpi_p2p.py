@@ -34,15 +34,16 @@ labelled ``mpi.<test>+staged``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
 from .buffers import BufferSpace, pinned_host
-from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 
 TESTS = ("latency", "bw", "bibw", "allreduce")
@@ -235,7 +236,7 @@ def run_osu(
     ``stop`` is checked collectively before each size; an agreed stop, or a KeyboardInterrupt,
     raises ``RunInterrupted`` carrying rank 0's finished sizes.
     """
-    from mpi4py import MPI  # noqa: PLC0415 - job.comm is an mpi4py communicator here
+    from mpi4py import MPI
 
     require(job, test in TESTS, f"unknown test {test!r}", f"valid tests: {', '.join(TESTS)}")
     require(job, buffers in BUFFER_CHOICES, f"--buffers {buffers!r} is not valid",
@@ -342,7 +343,7 @@ def run_osu(
 
 def _msg(buf: Any, size: int) -> list[Any]:
     """An explicit mpi4py message ``[buffer, count, MPI.BYTE]`` (host, CAI or DLPack buffer)."""
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     return [buf, size, MPI.BYTE]
 
@@ -355,7 +356,7 @@ def _fixed_msg(buf: Any, size: int) -> list[Any]:
     message takes over CUDA IPC. OSU passes the raw pointer; so does this (``MPI.buffer.fromaddress``,
     read once per size). Host arrays go as they are (the buffer protocol is cheap).
     """
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     cai = getattr(buf, "__cuda_array_interface__", None)
     if cai is not None:
@@ -405,7 +406,7 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
 
 def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, first: bool, partner: int,
              ack: np.ndarray, clock: Callable[[], float]) -> float:
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     t0 = 0.0
     fixed_send = None if side.staged else _fixed_msg(side.send_obj(size), size)
@@ -434,7 +435,7 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
 
 def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, partner: int,
                clock: Callable[[], float]) -> float:
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     t0 = 0.0
     fixed_send = None if side.staged else _fixed_msg(side.send_obj(size), size)
@@ -480,7 +481,7 @@ def _allreduce_wrong_bytes(space: BufferSpace, side: _Side, size: int, expected:
 
 def _allreduce_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, clock: Callable[[], float]) -> float:
     """osu_allreduce's loop: each Allreduce timed alone, a barrier after it, warm-up not counted."""
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     count = size // 4
     allreduce, barrier, total = comm.Allreduce, comm.Barrier, 0.0

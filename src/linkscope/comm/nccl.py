@@ -29,14 +29,15 @@ fails the run falls back to eager launches and says so.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..units import format_size
-from ..model.collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
 from ..measure.sweep import StopSignal, boundaries, interrupted
+from ..model.collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
+from ..units import format_size
 from .launch import Job, agree, require
 from .nccl_backend import Peer
 
@@ -135,10 +136,10 @@ class _Buffers:
         self.recv = recv
 
     @classmethod
-    def allocate(cls, backend: Any, peers: Sequence[Peer], lay: Layout) -> "_Buffers":
+    def allocate(cls, backend: Any, peers: Sequence[Peer], lay: Layout) -> _Buffers:
         return cls([backend.alloc(p, lay.send_count) for p in peers], [backend.alloc(p, lay.recv_count) for p in peers])
 
-    def views(self, op: str, peers: Sequence[Peer], lay: Layout, inplace: bool) -> "_Buffers":
+    def views(self, op: str, peers: Sequence[Peer], lay: Layout, inplace: bool) -> _Buffers:
         """Buffers of one size: out of place, or nccl-tests' in-place offsets (module doc)."""
         if not inplace:
             return _Buffers([b[:max(lay.send_count, 1)] for b in self.send],
@@ -343,7 +344,7 @@ def _try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callab
             for _ in range(graph_iters):
                 launch_one()
         graphs = backend.capture(peers, body)
-    except Exception as exc:  # noqa: BLE001 - any capture failure: fall back to eager launches
+    except Exception as exc:
         ok, error = False, f"{type(exc).__name__}: {exc}"
     if job.size > 1:
         ok = all(job.comm.allgather(ok))

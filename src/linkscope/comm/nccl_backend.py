@@ -84,7 +84,7 @@ class CupyNccl:
     simulated = False
 
     def __init__(self) -> None:
-        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415  (the one CuPy import)
+        from ..engines.gpu.runtime import cupy_module
 
         cupy = cupy_module()
         nccl = cupy_module("cupy.cuda.nccl")
@@ -166,7 +166,7 @@ class CupyNccl:
 
     # -- staged copies (emulated slow pairs) ------------------------------------------------
     def pinned(self, count: int) -> np.ndarray:
-        from ..engines.gpu.runtime import cupy_module  # noqa: PLC0415
+        from ..engines.gpu.runtime import cupy_module
 
         return cupy_module("cupyx").empty_pinned((max(count, 1),), dtype=np.float32)
 
@@ -258,7 +258,7 @@ class SimNccl:
     xp = np
 
     def __init__(self, topology: Any, params: Any = None, *, free: int | None = None) -> None:
-        from ..model.collectives import CollectiveModel  # noqa: PLC0415
+        from ..model.collectives import CollectiveModel
 
         self.topology = topology
         self.model = CollectiveModel.of(topology, params)
@@ -371,7 +371,7 @@ class SimNccl:
 
     def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
                     event: Any) -> None:
-        from ..model.collectives import NO_PEER_METHOD  # noqa: PLC0415
+        from ..model.collectives import NO_PEER_METHOD
 
         self._move_data()  # stream order: the groups before it land first
         host[:count] = src_buf[:count]
@@ -478,7 +478,7 @@ def collective_backend(name: str, topology: Callable[[], Any], *,
     try:
         real = CupyNccl()
         count = real.device_count()
-    except Exception as exc:  # noqa: BLE001 - ImportError, or CUDA/HIP runtime errors without a GPU
+    except Exception as exc:
         if name != "auto":
             raise UserError(f"--backend {name} needs CuPy with NCCL/RCCL support and a GPU ({type(exc).__name__}: {exc})",
                             hint="pip install cupy-cuda12x; or --backend sim for a simulated run") from exc

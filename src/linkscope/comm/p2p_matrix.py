@@ -9,14 +9,15 @@ direction, row = sender) is what ``linkscope map --results`` turns into a cost f
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
 from .buffers import BufferSpace
-from ..measure.sweep import StopSignal, boundaries, interrupted
 from .launch import Job, agree, require
 from .mpi_p2p import Schedule, _bw_loop, _Side
 from .nccl import nccl_ranks, peer_devices, time_op
@@ -181,7 +182,7 @@ def run_p2p_mpi(
 ) -> P2PMatrix | None:
     """MPI host-buffer bandwidth (osu_bw window + ack) for every ordered rank pair
     (``checkpoint`` and ``stop`` as in ``run_p2p_nccl``)."""
-    from mpi4py import MPI  # noqa: PLC0415
+    from mpi4py import MPI
 
     require(job, job.size >= 2, f"bench p2p --mpi needs at least 2 ranks, got {job.size}",
             "run under mpirun -n 2 or more")

@@ -112,8 +112,8 @@ def choose_mapping(
     if mapping == "default":
         return tuple(range(ranks)), {"mapping": "default"}
     if mapping == "auto":
-        from ..mapping.api import map_traffic  # noqa: PLC0415
-        from ..mapping.cost import predictor_cost, topology_cost  # noqa: PLC0415
+        from ..mapping.api import map_traffic
+        from ..mapping.cost import predictor_cost, topology_cost
 
         traffic = traffic_matrix(grid, periodic, size_bytes, weighted)
         if topology is not None and topology.gpu_count != gpus:
@@ -133,7 +133,7 @@ def choose_mapping(
                 "solver": assignment.solver, "optimal": assignment.optimal, "cost_source": source,
                 "notes": list(assignment.notes)}
         return tuple(assignment.gpu_of_rank), info
-    from ..mapping.assignment import load_assignment  # noqa: PLC0415
+    from ..mapping.assignment import load_assignment
 
     assignment = load_assignment(mapping)
     gpu_of_rank = tuple(int(g) for g in assignment.gpu_of_rank)
@@ -148,8 +148,8 @@ def _pair_time(topology: Any, gpus: int, slow_pairs: Sequence[tuple[int, int]]) 
     """Seconds for one message between two of the benchmark's GPUs, from the collective model of
     ``topology`` (None: a uniform NVSwitch node of ``gpus`` GPUs); an emulated slow pair goes through
     pinned host memory, as the benchmark stages it."""
-    from ..model.collectives import NO_PEER_METHOD, CollectiveModel  # noqa: PLC0415
-    from ..topology.synthetic import synthetic_topology  # noqa: PLC0415
+    from ..model.collectives import NO_PEER_METHOD, CollectiveModel
+    from ..topology.synthetic import synthetic_topology
 
     model = CollectiveModel.of(topology if topology is not None else synthetic_topology(f"nvswitch:{gpus}"))
     slow = {frozenset(p) for p in slow_pairs}
@@ -376,7 +376,7 @@ def process_grid(job_ranks: int, dims: int, grid_text: str | None) -> tuple[int,
     if dims not in (2, 3):
         raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
     if grid_text:
-        from ..traffic.synthetic import parse_grid  # noqa: PLC0415
+        from ..traffic.synthetic import parse_grid
 
         grid = parse_grid(grid_text)
         if len(grid) != dims:

@@ -16,7 +16,8 @@ follows the documented API, never on hardware.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..discovery.amdsmi import LINK_TYPE_XGMI, import_amdsmi
 from ..errors import BackendUnavailable
@@ -56,15 +57,15 @@ class AmdsmiSource:
         name = bdf = uuid = ""
         try:
             name = str(amd.amdsmi_get_gpu_asic_info(h).get("market_name") or "")
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         try:
             bdf = str(amd.amdsmi_get_gpu_device_bdf(h)).lower()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         try:
             uuid = str(amd.amdsmi_get_gpu_device_uuid(h))
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         return GpuInfo(nvml_index=index, name=name, pci_bus_id=bdf, uuid=uuid)
 
@@ -74,14 +75,14 @@ class AmdsmiSource:
         if self.counter_source == SOURCE_LINK_METRICS:
             try:
                 metrics = amd.amdsmi_get_link_metrics(h)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise CounterUnsupported(f"amdsmi_get_link_metrics: {exc}") from None
             links = metrics.get("links", [])[: metrics.get("num_links", len(metrics.get("links", [])))]
             return [(_kb(l.get("write")), _kb(l.get("read"))) if int(l.get("link_type", -1)) == self._xgmi
                     else (None, None) for l in links]
         try:
             info = amd.amdsmi_get_gpu_metrics_info(h)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CounterUnsupported(f"amdsmi_get_gpu_metrics_info: {exc}") from None
         writes, reads = info.get("xgmi_write_data_acc"), info.get("xgmi_read_data_acc")
         if not isinstance(writes, list) or not isinstance(reads, list):
@@ -120,7 +121,7 @@ class AmdsmiSource:
     def close(self) -> None:
         try:
             self._amd.amdsmi_shut_down()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 

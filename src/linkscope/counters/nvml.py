@@ -20,8 +20,9 @@ Every field value carries its own ``nvmlReturn``: a field the driver does not su
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..errors import BackendUnavailable, UserError
 
@@ -193,7 +194,7 @@ class PynvmlSource:
     def close(self) -> None:
         try:
             self._nv.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - shutting down a library that may already be gone
+        except Exception:
             pass
 
 
@@ -218,13 +219,13 @@ def _value_of(value: Any, vtype: int) -> int | None:
 def open_nvml() -> PynvmlSource:
     """Initialise NVML; ``BackendUnavailable`` with the reason when it cannot be used here."""
     try:
-        import pynvml  # noqa: PLC0415 - vendor library imported lazily (C6)
+        import pynvml
     except ImportError as exc:
         raise BackendUnavailable(f"counters need an NVIDIA driver (NVML not found: {exc})",
                                  hint="pip install nvidia-ml-py") from None
     try:
         pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
+    except Exception as exc:
         raise BackendUnavailable(f"counters need an NVIDIA driver (NVML not found: {exc})",
                                  hint="run on a machine with the NVIDIA driver loaded") from None
     return PynvmlSource(pynvml)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from .nvml import (
     FI_NVLINK_DATA_RX_KIB,
@@ -230,7 +230,7 @@ class Sampler:
             while not self._stop.wait(max(0.0, deadline - self._clock())):
                 self.sample()
                 deadline = max(deadline + self.interval_s, self._clock())
-        except BaseException as exc:  # noqa: BLE001 - reported by stop(); the command keeps running
+        except BaseException as exc:
             self.thread_error = exc
 
     def start(self) -> None:

@@ -19,6 +19,7 @@ an estimate whose resolution is the sampling interval, labelled ``estimate``.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from ..units import GB
@@ -74,7 +75,7 @@ def intervals(series: CounterSeries, max_plausible_bytes_per_s: float = MAX_PLAU
     spec = series.spec
     out: list[Interval] = []
     pts = series.points
-    for p0, p1 in zip(pts, pts[1:]):
+    for p0, p1 in itertools.pairwise(pts):
         dt = p1.t_s - p0.t_s
         if p0.raw is None or p1.raw is None:
             reason = p1.error or p0.error or "reading failed"

@@ -21,8 +21,9 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import UserError
 from .nvml import CounterSource, GpuInfo, check_gpu_indices

@@ -27,7 +27,8 @@ that documented API (tests/discovery/fake_amdsmi.py), never on real hardware.
 from __future__ import annotations
 
 import socket
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import BackendUnavailable
 from ..topology.model import Topology
@@ -43,13 +44,13 @@ FACTS_FORMAT = "linkscope.rocm-facts"
 def import_amdsmi() -> Any:
     """The amdsmi module, initialised; BackendUnavailable with the reason otherwise."""
     try:
-        import amdsmi  # noqa: PLC0415 - vendor library imported lazily
+        import amdsmi
     except ImportError as exc:
         raise BackendUnavailable(f"amdsmi Python package not installed ({exc})",
                                  hint="it ships with ROCm (/opt/rocm/share/amd_smi) or pip install amdsmi") from None
     try:
         amdsmi.amdsmi_init()
-    except Exception as exc:  # noqa: BLE001 - AmdSmiLibraryException: no driver, no library
+    except Exception as exc:
         raise BackendUnavailable(f"amdsmi did not initialise: {exc}") from None
     return amdsmi
 
@@ -62,7 +63,7 @@ def probe(module: Any | None = None) -> Availability:
         count = len(mod.amdsmi_get_processor_handles())
     except BackendUnavailable as exc:
         return Availability("amdsmi", False, str(exc))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Availability("amdsmi", False, f"amdsmi failed: {type(exc).__name__}: {exc}")
     if count == 0:
         return Availability("amdsmi", False, "amdsmi sees no AMD GPU")
@@ -73,7 +74,7 @@ def _version(mod: Any) -> str | None:
     try:
         info = mod.amdsmi_get_lib_version()
         return ".".join(str(info.get(k)) for k in ("major", "minor", "release") if info.get(k) is not None) or None
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -86,7 +87,7 @@ def _enum(mod: Any, enum: str, member: str, default: int) -> int:
 def _try(call: Any, *args: Any) -> Any:
     try:
         return call(*args)
-    except Exception:  # noqa: BLE001 - any amdsmi call may be unsupported on a given GPU/driver
+    except Exception:
         return None
 
 

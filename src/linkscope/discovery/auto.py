@@ -7,8 +7,8 @@ with the sysfs PCIe tree. ``resolve_topology`` is what the CLI calls for ``--pre
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..errors import BackendUnavailable, ConfigError, UserError
 from ..topology.io import load as load_file
@@ -60,12 +60,12 @@ def discover_live(sysfs_root: Path | None = None, *, strict_sysfs: bool = False)
                     amd_reason = ""
                 else:
                     amd_reason = "amdsmi sees no AMD GPU"
-            except Exception as exc:  # noqa: BLE001 - a failing vendor call falls back to the text tools
+            except Exception as exc:
                 amd_reason = f"amdsmi failed: {type(exc).__name__}: {exc}"
             finally:
                 try:
                     module.amdsmi_shut_down()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
         if facts is None:
             rc = rocm.probe()

@@ -8,8 +8,9 @@ note naming them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S, UPI_GB_PER_S

@@ -339,7 +339,7 @@ def export_xml(topology: Topology) -> tuple[str, list[str]]:
                 node = SubElement(xml_parent, "pci", pci_attrs(child, link, "0x020700" if is_ib else "0x020000"))
                 net_attrs = {"name": child.device_name or child.id, "dev": str(nic_dev[child.id])}
                 if child.line_rate_gbit_per_s:
-                    net_attrs["speed"] = str(int(round(child.line_rate_gbit_per_s * 1000)))
+                    net_attrs["speed"] = str(round(child.line_rate_gbit_per_s * 1000))
                 for key in ("port", "guid", "gdr", "maxconn", "latency"):
                     if child.attributes.get(key) is not None:
                         net_attrs[key] = str(child.attributes[key])

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import BackendUnavailable
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
@@ -63,7 +64,7 @@ MAX_LINKS = 18 * 2  # NVML_NVLINK_MAX_LINKS in recent headers
 
 
 def _import_pynvml() -> Any:
-    import pynvml  # noqa: PLC0415  (vendor library, lazily)
+    import pynvml
 
     return pynvml
 
@@ -88,17 +89,17 @@ def probe(nvml: Any | None = None) -> Availability:
             return Availability("nvml", False, "nvidia-ml-py is not installed (pip install nvidia-ml-py)")
     try:
         nvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001  (any NVML failure means "not available", with its reason)
+    except Exception as exc:
         return Availability("nvml", False, _reason(exc))
     try:
         count = nvml.nvmlDeviceGetCount()
         version = _text(nvml.nvmlSystemGetDriverVersion())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return Availability("nvml", False, f"NVML query failed: {exc}")
     finally:
         try:
             nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     if count == 0:
         return Availability("nvml", False, "NVML works but sees no GPU", version=version)

@@ -20,13 +20,13 @@ import json
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..atomic import write_json_atomic, write_text_atomic
-from ..errors import UserError
+from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
-from ..errors import BackendUnavailable
 from . import amdsmi, nvml, rocm, sysfs
 
 MANIFEST_FORMAT = "linkscope.raw-recording"
@@ -75,7 +75,7 @@ def extract_sysfs(archive: Path, destination: Path) -> None:
                 for member in tar.getmembers():
                     if member.name.startswith("/") or ".." in member.name.split("/"):
                         raise UserError(f"unsafe path {member.name!r} in {archive}")
-                tar.extractall(destination)  # noqa: S202  (member names checked above)
+                tar.extractall(destination)
     except (tarfile.TarError, OSError) as exc:
         raise UserError(f"cannot read recorded sysfs tree {archive}: {exc}") from exc
 
@@ -132,19 +132,19 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
             amd_module = amdsmi.import_amdsmi()
         else:
             amd_module.amdsmi_init()
-    except (BackendUnavailable, Exception) as exc:  # noqa: BLE001 - recording never fails for a backend
+    except (BackendUnavailable, Exception) as exc:
         notes.append(f"amdsmi: {exc}")
         amd_module = None
     if amd_module is not None:
         try:
             write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts(amd_module))
             written.append(directory / "amdsmi.json")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
         finally:
             try:
                 amd_module.amdsmi_shut_down()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
     kwargs: dict[str, Any] = {}
     if rocm_run is not None:

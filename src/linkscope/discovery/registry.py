@@ -1,8 +1,8 @@
 """Discovery backends by name, and their availability here (for ``linkscope env``)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .base import Availability
 
@@ -53,6 +53,6 @@ def probes() -> list[Availability]:
     for name in NAMES:
         try:
             out.append(PROBES[name]())
-        except Exception as exc:  # noqa: BLE001  (a probe must never take `linkscope env` down)
+        except Exception as exc:
             out.append(Availability(name, False, f"probe failed: {type(exc).__name__}: {exc}"))
     return out

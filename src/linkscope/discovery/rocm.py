@@ -29,7 +29,8 @@ import re
 import shutil
 import socket
 import subprocess
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology

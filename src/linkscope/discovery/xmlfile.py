@@ -51,7 +51,7 @@ def _stdlib_fromstring(text: str) -> Element:
 def parse(text: str, origin: str) -> Element:
     """The root element of ``text``; UserError for XML that is malformed or declares entities."""
     try:
-        import defusedxml.ElementTree as safe_et  # noqa: PLC0415 - only XML imports need it
+        import defusedxml.ElementTree as safe_et
         from defusedxml import DefusedXmlException
     except ImportError:  # pragma: no cover - exercised by a test that hides defusedxml
         safe_et, DefusedXmlException = None, _EntityRefused  # type: ignore[assignment,misc]

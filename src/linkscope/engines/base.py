@@ -17,8 +17,9 @@ Contract (tested for every engine alike, STYLE.md C10):
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from ..patterns.methods import LATENCY_KINDS, Method, endpoint_reason, find_method
 from ..patterns.plan import TransferPlan

@@ -15,7 +15,7 @@ says in its capabilities which ones it offers.
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology

@@ -11,8 +11,8 @@ scale, more for many distinct message sizes) and ``POLISH_TIME_S`` seconds, and 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -134,4 +134,4 @@ def choose_by_exchange(
     )
 
 
-__all__ = ["choose_by_exchange", "ExchangeChoice", "MAX_EVALUATIONS", "POLISH_TIME_S"]
+__all__ = ["MAX_EVALUATIONS", "POLISH_TIME_S", "ExchangeChoice", "choose_by_exchange"]

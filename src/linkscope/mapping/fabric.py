@@ -19,8 +19,9 @@ calibrated topology (``--from calibrated.json``) is used automatically.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class ExchangePredictor:
     def __call__(self, transfers: Sequence[tuple[int, int, float]]) -> float:
         """Seconds until the last of ``[(src_gpu, dst_gpu, bytes), ...]`` (all started together)
         has finished; 0.0 for no transfer."""
-        items = [(int(a), int(b), int(round(size))) for a, b, size in transfers if a != b and size > 0]
+        items = [(int(a), int(b), round(size)) for a, b, size in transfers if a != b and size > 0]
         if not items:
             return 0.0
         return max(p.elapsed_s for p in self.model.predict(items, self.method))
@@ -115,5 +116,11 @@ def fabric_cost(topology: Topology, method: str = DEFAULT_METHOD,
                      f"model:{topology.name} ({method})", exchange_time=ExchangePredictor(model, method), notes=notes)
 
 
-__all__ = ["fabric_cost", "ExchangePredictor", "exchange_transfers", "DEFAULT_METHOD",
-           "GPU_METHODS", "SLOPE_PROBE_BYTES"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "GPU_METHODS",
+    "SLOPE_PROBE_BYTES",
+    "ExchangePredictor",
+    "exchange_transfers",
+    "fabric_cost",
+]

@@ -8,7 +8,7 @@ may have several terms). Deterministic for a given seed.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import quadratic_assignment

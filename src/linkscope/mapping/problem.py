@@ -7,8 +7,8 @@ padded with silent ranks, and only the first ``ranks`` entries of a solution are
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

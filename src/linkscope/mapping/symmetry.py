@@ -13,7 +13,7 @@ Costs are compared after rounding to 9 significant digits.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

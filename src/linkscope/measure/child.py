@@ -16,8 +16,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import MeasurementError
 from ..patterns.plan import Transfer, TransferPlan

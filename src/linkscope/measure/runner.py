@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
 from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError, UserError
@@ -39,11 +40,11 @@ from ..patterns.base import Pattern, peer_waiver, select_gpus
 from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY
 from ..patterns.plan import ALL, HOST, Endpoint, Transfer, TransferPlan
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status, now_utc
+from ..results.stats import Stats
 from ..topology import query
 from ..topology.model import LinkKind, Topology
 from ..units import GB, format_size
 from .options import MeasureOptions
-from ..results.stats import Stats
 
 ProgressFn = Callable[[int, int, str], None]
 PartialFn = Callable[[RunRecord], None]

@@ -25,8 +25,9 @@ interval of the mean is within 0.5%.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..engines.base import TransferEngine
 from ..errors import ConfigError
@@ -235,7 +236,7 @@ def run_survey(
         if index == probe_after:
             try:
                 extra["pcie_after_host_copies"] = {str(k): dict(v) for k, v in pcie_probe().items()}  # type: ignore[misc]
-            except Exception as exc:  # noqa: BLE001  (a probe that fails costs its finding, not the survey)
+            except Exception as exc:
                 extra["pcie_after_host_copies_error"] = str(exc)
         if on_partial is not None and index + 1 < len(steps):
             on_partial(_merge(parts, base, complete=False))

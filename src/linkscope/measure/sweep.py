@@ -133,7 +133,7 @@ def stop_on_signal(job: Job) -> Iterator[StopSignal]:
         return
     previous: dict[int, Any] = {}
 
-    def on_signal(signum: int, frame: Any) -> None:  # noqa: ARG001
+    def on_signal(signum: int, frame: Any) -> None:
         stop.signals_seen += 1
         if job.size > 1 and stop.signals_seen == 1:
             stop.request()

@@ -309,4 +309,4 @@ def _fit_latency_bases(model: FabricModel, record: RunRecord, fitted: dict[str, 
         fitted[_LATENCY_BASES[kind]] = round(max(rest, 0.0), 6)
     return scale
 
-__all__ = ["calibrate", "CalibrationResult", "ClassFit", "METHODS", "COPY_ENGINE_METHODS"]
+__all__ = ["COPY_ENGINE_METHODS", "METHODS", "CalibrationResult", "ClassFit", "calibrate"]

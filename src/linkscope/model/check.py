@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import LinkscopeError, UserError
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord
@@ -96,7 +97,7 @@ def record_gpus(record: RunRecord) -> list[int]:
     return [int(g) for g in gpus]
 
 
-def collective_entries(record: RunRecord, model: FabricModel) -> list["CheckEntry"]:
+def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry]:
     """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
     collectives = CollectiveModel(model)
     gpus = record_gpus(record)
@@ -291,4 +292,4 @@ def check(record: RunRecord, topology: Topology | None = None, params: ModelPara
     return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name, differences, provenance)
 
 
-__all__ = ["check", "mismatches", "CheckReport", "CheckEntry", "measured_groups", "entry_prediction", "topology_of", "HOST"]
+__all__ = ["HOST", "CheckEntry", "CheckReport", "check", "entry_prediction", "measured_groups", "mismatches", "topology_of"]

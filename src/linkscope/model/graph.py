@@ -56,7 +56,7 @@ class FabricGraph:
     _edge_of_pair: dict[tuple[int, int], int] = field(repr=False)
 
     @classmethod
-    def from_topology(cls, topology: Topology) -> "FabricGraph":
+    def from_topology(cls, topology: Topology) -> FabricGraph:
         node_ids = tuple(d.id for d in topology.devices)
         node_index = {d: i for i, d in enumerate(node_ids)}
         node_kind = np.array([NODE_KIND_CODE[d.kind.value] for d in topology.devices], dtype=np.int8)

@@ -47,8 +47,9 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from ..patterns.methods import method_keys
@@ -193,7 +194,7 @@ class ModelParams:
 
     # ---- construction ----------------------------------------------------------------------
     @classmethod
-    def defaults(cls) -> "ModelParams":
+    def defaults(cls) -> ModelParams:
         return cls(
             values={k: v[0] for k, v in _DEFAULTS.items()},
             provenance={k: v[1] for k, v in _DEFAULTS.items()},
@@ -202,7 +203,7 @@ class ModelParams:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, *, provenance: str = "user",
-                     base: "ModelParams | None" = None) -> "ModelParams":
+                     base: ModelParams | None = None) -> ModelParams:
         """Defaults (or ``base``) overridden by ``data`` (a Topology.model_params-style mapping).
 
         Raises ConfigError for a parameter whose value is not a positive number (zero allowed for
@@ -236,7 +237,7 @@ class ModelParams:
         return cls(values=values, provenance=prov, sources=sources, ignored=tuple(ignored))
 
     @classmethod
-    def for_topology(cls, topology: Any, overrides: "ModelParams | Mapping[str, Any] | None" = None) -> "ModelParams":
+    def for_topology(cls, topology: Any, overrides: ModelParams | Mapping[str, Any] | None = None) -> ModelParams:
         """Defaults, then the topology's ``model_params``, then ``overrides``."""
         params = cls.from_mapping(getattr(topology, "model_params", None) or {}, provenance="user")
         if overrides is None:
@@ -250,7 +251,7 @@ class ModelParams:
             )
         return cls.from_mapping(overrides, provenance="user", base=params)
 
-    def with_values(self, updates: Mapping[str, float], *, provenance: str, sources: Mapping[str, str] | None = None) -> "ModelParams":
+    def with_values(self, updates: Mapping[str, float], *, provenance: str, sources: Mapping[str, str] | None = None) -> ModelParams:
         values, prov, src = dict(self.values), dict(self.provenance), dict(self.sources)
         for key, value in updates.items():
             values[key] = float(value)

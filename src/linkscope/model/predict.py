@@ -29,8 +29,8 @@ Each device passed also adds its ``transit_latency_us``. Time of a transfer = it
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 from scipy.sparse import csc_matrix
@@ -42,9 +42,9 @@ from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
-from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
-from .params import METHODS, ModelParams
+from .graph import KIND_CODE, FabricGraph
 from .nics import NicSpec, parse_nic_spec
+from .params import METHODS, ModelParams
 from .routing import Router
 
 # method vocabulary from the one method table (patterns/methods.py)
@@ -400,7 +400,7 @@ class FabricModel:
         dst = np.asarray(dst, dtype=np.int64)
         size_bytes = np.asarray(size_bytes, dtype=float)
         n_gpu = self.topology.gpu_count
-        for arr, name in ((src, "src"), (dst, "dst")):
+        for arr, _name in ((src, "src"), (dst, "dst")):
             bad = (arr < 0) | (arr >= n_gpu)
             if bad.any():
                 self.topology.gpu(int(arr[bad][0]))
@@ -474,4 +474,4 @@ def predict(topology: Topology, plan: TransferPlan | Iterable[Transfer | Sequenc
     return FabricModel(topology, params).predict(plan, method, chunk_bytes=chunk_bytes)
 
 
-__all__ = ["FabricModel", "TransferPrediction", "predict", "PEER_METHODS", "NEEDS_PEER_ACCESS", "COPY_ENGINE_METHODS"]
+__all__ = ["COPY_ENGINE_METHODS", "NEEDS_PEER_ACCESS", "PEER_METHODS", "FabricModel", "TransferPrediction", "predict"]

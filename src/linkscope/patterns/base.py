@@ -10,7 +10,8 @@ concurrent groups to run, in order.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
@@ -31,7 +32,7 @@ class Pattern(Protocol):
     key: str
     description: str
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None: ...
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None: ...
 
     def plan(self, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str, direction: str) -> list[TransferPlan]: ...
 
@@ -89,7 +90,7 @@ def no_peer_access_pairs(topology: Topology) -> set[frozenset[int]]:
     return out
 
 
-def peer_waiver(topology: Topology, plan: TransferPlan, method_info: "MethodInfo | None") -> Waiver | None:
+def peer_waiver(topology: Topology, plan: TransferPlan, method_info: MethodInfo | None) -> Waiver | None:
     """A waiver when the method needs peer access and the topology says a GPU pair of the plan lacks it."""
     if method_info is None or not method_info.needs_peer_access:
         return None
@@ -111,7 +112,7 @@ def too_few_gpus(key: str, gpus: Sequence[int], need: int) -> Waiver | None:
     return None
 
 
-def peer_method_waiver(key: str, method_info: "MethodInfo | None") -> Waiver | None:
+def peer_method_waiver(key: str, method_info: MethodInfo | None) -> Waiver | None:
     """GPU-to-GPU patterns need a method whose endpoint rule accepts two GPUs."""
     if method_info is not None and endpoint_reason(method_info, 0, 1):
         return Waiver(f"pattern {key!r} moves data between GPUs; method {method_info.key!r} is a "
@@ -119,7 +120,7 @@ def peer_method_waiver(key: str, method_info: "MethodInfo | None") -> Waiver | N
     return None
 
 
-def host_method_waiver(key: str, method_info: "MethodInfo | None", *, to_host: bool | None) -> Waiver | None:
+def host_method_waiver(key: str, method_info: MethodInfo | None, *, to_host: bool | None) -> Waiver | None:
     """Host patterns need a method whose endpoint rule (the method table) accepts a host end in the
     pattern's direction (``to_host`` None: either direction)."""
     if method_info is None:

@@ -11,8 +11,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..topology.model import Topology
 from .base import both_ways, check_direction, host_kind, host_method_waiver, one_way, peer_method_waiver, too_few_gpus
@@ -33,7 +34,7 @@ class _PeerPattern:
     description: str
     min_gpus: int = 2
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None:
         return too_few_gpus(self.key, gpus, self.min_gpus) or peer_method_waiver(self.key, method_info)
 
 
@@ -124,7 +125,7 @@ class HostGroupPattern:
     description: str
     to_host: bool
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None:
         if not gpus:
             return Waiver(f"pattern {self.key!r} needs at least 1 GPU; none selected")
         return host_method_waiver(self.key, method_info, to_host=self.to_host)
@@ -145,7 +146,7 @@ class HostReferencePattern:
     key: str = "host"
     description: str = "each GPU with its nearest host memory, one GPU at a time (h2d/d2h reference lines)"
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None:
         if not gpus:
             return Waiver("pattern 'host' needs at least 1 GPU; none selected")
         return host_method_waiver(self.key, method_info, to_host=None)
@@ -171,7 +172,7 @@ class LocalPattern:
     key: str = "local"
     description: str = "device-local copy on each GPU, one at a time (reference line)"
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None:
         if not gpus:
             return Waiver("pattern 'local' needs at least 1 GPU; none selected")
         if method_info is not None and endpoint_reason(method_info, 0, 0):

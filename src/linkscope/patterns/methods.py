@@ -22,9 +22,10 @@ other module spells a method key out. A method says:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 from ..errors import ConfigError
 from .plan import HOST, Endpoint
@@ -244,9 +245,8 @@ def endpoint_reason(method: Method | str, src: Endpoint, dst: Endpoint) -> str |
     elif rule == "gpu-to-host":
         if not (src_gpu and dst == HOST):
             return f"method {m.key!r} copies GPU -> host; transfer {desc} is not"
-    elif rule == "same-gpu":
-        if not (src_gpu and src == dst):
-            return f"method {m.key!r} copies within one GPU; transfer {desc} is not"
+    elif rule == "same-gpu" and not (src_gpu and src == dst):
+        return f"method {m.key!r} copies within one GPU; transfer {desc} is not"
     return None
 
 
@@ -274,5 +274,18 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["Method", "METHODS", "LATENCY_KINDS", "LatencyKind", "method_keys", "get_method", "find_method",
-           "keys_where", "endpoint_reason", "host_direction", "methods_for", "markdown_table", "DEFAULT_METHOD"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "LATENCY_KINDS",
+    "METHODS",
+    "LatencyKind",
+    "Method",
+    "endpoint_reason",
+    "find_method",
+    "get_method",
+    "host_direction",
+    "keys_where",
+    "markdown_table",
+    "method_keys",
+    "methods_for",
+]

@@ -29,9 +29,10 @@ reported per transfer plus its total (``sum``). A GPU the topology does not have
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
@@ -64,7 +65,7 @@ class FilePattern:
     def description(self) -> str:
         return f"{len(self.groups)} group(s) from {self.source or 'a pattern file'}"
 
-    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: "MethodInfo | None") -> Waiver | None:
+    def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None:
         for i, group in enumerate(self.groups):
             for t in group:
                 for end in (t.src, t.dst):

@@ -8,8 +8,8 @@ reasons are listed under the tables) — never zero.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from rich.console import Console, Group
 from rich.table import Table

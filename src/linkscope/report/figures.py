@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
@@ -224,7 +225,7 @@ def topology_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> tup
 
 # ---- heatmaps -------------------------------------------------------------------------------
 
-def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[float | None]], list[list[str]]]:  # noqa: ANN001
+def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[float | None]], list[list[str]]]:
     ends = sorted({e for m in entries for e in (m.src, m.dst)}, key=lambda e: (isinstance(e, str), str(e) if isinstance(e, str) else e))
     index = {e: i for i, e in enumerate(ends)}
     n = len(ends)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..atomic import write_files_atomic, write_text_atomic
 from ..results.schema import RunProvenance, RunRecord, Status

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import BackendUnavailable
 from ..units import format_size

@@ -10,7 +10,8 @@ import platform
 import re
 import socket
 import sys
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 #: Exact names kept from the environment.
 ENV_NAMES = (
@@ -56,7 +57,7 @@ def selected_env(env: Mapping[str, str]) -> dict[str, str]:
 def _guard(probe: Callable[[], Any]) -> Any:
     try:
         return probe()
-    except BaseException as exc:  # noqa: BLE001 - a probe must never crash a run
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -7,7 +7,7 @@ Pure: reads a RunRecord (and optionally its Topology), returns sentences.
 from __future__ import annotations
 
 import statistics
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..patterns.methods import D2H, D2H_PAGEABLE, DEFAULT_METHOD, H2D, H2D_PAGEABLE, keys_where
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status

@@ -8,8 +8,8 @@ from typing import Any
 from ..atomic import write_json_atomic
 from ..errors import SchemaError
 from ..userfiles import loads_strict, read_text, refuse_malformed
-from .stats import Stats
 from .schema import RUN_FORMAT, RUN_SCHEMA_VERSION, Measurement, RunProvenance, RunRecord, Status
+from .stats import Stats
 
 _BW_KEYS = ("median", "min", "max", "mean", "stddev")
 

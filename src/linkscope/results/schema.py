@@ -9,18 +9,30 @@ with ``latency_min/max/mean/stddev_us`` where latency was measured, ``status`` (
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from ..endpoints import ALL, HOST, Endpoint
 from .stats import Stats
 
 RUN_SCHEMA_VERSION = 1
 RUN_FORMAT = "linkscope.run"
-__all__ = ["ALL", "HOST", "Endpoint", "Measurement", "RunProvenance", "RunRecord", "Status", "Stats", "now_utc",
-           "RUN_FORMAT", "RUN_SCHEMA_VERSION"]
+__all__ = [
+    "ALL",
+    "HOST",
+    "RUN_FORMAT",
+    "RUN_SCHEMA_VERSION",
+    "Endpoint",
+    "Measurement",
+    "RunProvenance",
+    "RunRecord",
+    "Stats",
+    "Status",
+    "now_utc",
+]
 
 
 
@@ -93,7 +105,7 @@ class Measurement:
     def ok(self) -> bool:
         return self.status is Status.OK
 
-    def with_(self, **changes: Any) -> "Measurement":
+    def with_(self, **changes: Any) -> Measurement:
         return replace(self, **changes)
 
 
@@ -130,5 +142,5 @@ class RunRecord:
     def errors(self) -> tuple[Measurement, ...]:
         return tuple(m for m in self.measurements if m.status is Status.ERROR)
 
-    def with_(self, **changes: Any) -> "RunRecord":
+    def with_(self, **changes: Any) -> RunRecord:
         return replace(self, **changes)

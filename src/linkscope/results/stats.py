@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Stats:
         return self.stddev / self.mean if self.mean else 0.0
 
     @classmethod
-    def from_samples(cls, samples: Sequence[float]) -> "Stats":
+    def from_samples(cls, samples: Sequence[float]) -> Stats:
         values = [float(v) for v in samples]
         if not values:
             raise ValueError("no samples")
@@ -51,7 +51,7 @@ class Stats:
         )
 
     @classmethod
-    def single(cls, value: float) -> "Stats":
+    def single(cls, value: float) -> Stats:
         return cls(n=1, median=value, min=value, max=value, mean=value, stddev=0.0)
 
     def ci_half_width_rel(self, z: float = 1.96) -> float:

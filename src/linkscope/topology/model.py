@@ -19,9 +19,10 @@ because they can disagree (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER); the PCI bus
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import TopologyError
 
@@ -235,7 +236,7 @@ class Topology:
     def neighbours(self, device_id: str) -> tuple[str, ...]:
         return tuple(link.other(device_id) for link in self.links_of(device_id))
 
-    def replace(self, **changes: Any) -> "Topology":
+    def replace(self, **changes: Any) -> Topology:
         from dataclasses import replace
 
         return replace(self, **changes)

@@ -16,8 +16,8 @@ builds its own directed graph for large simulations.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 from ..errors import TopologyError
 from .levels import PairLevel

@@ -18,7 +18,7 @@ Specs:
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import UserError
 from .model import Device, DeviceKind, Link, LinkKind, Provenance, Topology

@@ -152,5 +152,14 @@ def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
         write_json_atomic(path, to_dict(matrix))
 
 
-__all__ = ["FORMAT", "SCHEMA_VERSION", "check_suffix", "to_dict", "from_dict", "loads_csv", "dumps_csv", "load_traffic",
-           "save_traffic"]
+__all__ = [
+    "FORMAT",
+    "SCHEMA_VERSION",
+    "check_suffix",
+    "dumps_csv",
+    "from_dict",
+    "load_traffic",
+    "loads_csv",
+    "save_traffic",
+    "to_dict",
+]

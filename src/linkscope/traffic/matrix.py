@@ -9,8 +9,9 @@ Arrays are stored read-only so the frozen dataclass really is immutable.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +153,7 @@ class TrafficMatrix:
     def hosts_list(self) -> list[str]:
         return sorted(set(self.hosts)) if self.hosts else []
 
-    def permuted(self, order: Sequence[int]) -> "TrafficMatrix":
+    def permuted(self, order: Sequence[int]) -> TrafficMatrix:
         """The matrix with rank ``i`` of the result being rank ``order[i]`` of this one."""
         idx = np.asarray(order, dtype=int)
         return TrafficMatrix(

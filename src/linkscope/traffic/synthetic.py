@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -78,7 +78,7 @@ def stencil(
                 peer = rank + (c - coords[axis]) * strides[axis]
                 if peer == rank:
                     continue
-                amount = int(round(size_bytes * w))
+                amount = round(size_bytes * w)
                 bytes_[rank, peer] += amount
                 messages[rank, peer] += 1
                 sizes[amount] = sizes.get(amount, 0) + 1
@@ -146,7 +146,7 @@ def neighbour_graph(
                 raise UserError(f"graph edge {a}-{b} names rank {x}, outside 0..{ranks - 1}")
         if a == b:
             continue
-        amount = int(round(size_bytes * weight))
+        amount = round(size_bytes * weight)
         for src, dst in ((a, b), (b, a)) if symmetric else ((a, b),):
             bytes_[src, dst] += amount
             messages[src, dst] += 1

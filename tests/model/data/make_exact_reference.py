@@ -1,10 +1,14 @@
 """Recorded the exact reference in exact_reference.npz (main at c5269ca, before issue 14 changed the solver).
 
 Kept to show how the stored problems were built; the test reads the stored problems, not this script."""
-import numpy as np, time
+import time
+
+import numpy as np
+
 from linkscope.model.contention import simulate
 from linkscope.model.predict import FabricModel
 from linkscope.topology.synthetic import synthetic_topology
+
 out = {}
 for name, spec, n, mixed in (("mixed", "fattree:16x8", 500, True), ("equal", "fattree:16x8", 1500, False), ("pcie", "pcie:2x4", 300, True)):
     topo = synthetic_topology(spec)
@@ -24,7 +28,7 @@ np.savez_compressed("tests/model/data/exact_reference.npz", **out)
 topo = synthetic_topology("pcie:2x4"); m = FabricModel(topo)
 rng = np.random.default_rng(3)
 flows = []
-for k in range(60):
+for _k in range(60):
     s = int(rng.integers(0, 8)); d = int((s + 1 + rng.integers(0, 7)) % 8)
     flows.append(m.stages(s, d, int(np.exp(rng.uniform(np.log(4096), np.log(64*2**20)))), "staged"))
 p = m._problem(flows); r = simulate(p, rtol=0.0)

@@ -32,7 +32,7 @@ class DeviceBuffer:
     rt: Any = field(default=None, repr=False)
 
     @classmethod
-    def allocate(cls, rt: Any, ordinal: int, size_bytes: int) -> "DeviceBuffer":
+    def allocate(cls, rt: Any, ordinal: int, size_bytes: int) -> DeviceBuffer:
         try:
             ptr = rt.malloc(ordinal, max(size_bytes, 256))
         except Exception as exc:
@@ -67,7 +67,7 @@ class PinnedHostBuffer:
     rt: Any = field(default=None, repr=False)
 
     @classmethod
-    def allocate(cls, rt: Any, size_bytes: int, numa_node: int | None = None) -> "PinnedHostBuffer":
+    def allocate(cls, rt: Any, size_bytes: int, numa_node: int | None = None) -> PinnedHostBuffer:
         n = max(size_bytes, 4096)
         if numa_node is not None and numa_node >= 0 and numa_node_count() > 1:
             placed = _mmap_on_node(n, numa_node)
@@ -112,7 +112,7 @@ class PageableHostBuffer:
     array: np.ndarray | None = None
 
     @classmethod
-    def allocate(cls, size_bytes: int) -> "PageableHostBuffer":
+    def allocate(cls, size_bytes: int) -> PageableHostBuffer:
         arr = np.empty(max(size_bytes, 1), dtype=np.uint8)
         arr[:: 4096] = 0  # touch every page now, not inside a timed copy
         return cls(size_bytes, arr)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...errors import ConfigError, UserError
 from ...patterns.methods import (
@@ -49,7 +50,7 @@ REGION_TARGET_BYTES = 64 * MiB  # small sizes repeat back to back up to this man
 MAX_INNER = 128  # at most this many copies per stream behind one gate
 GATE_MAX_QUEUED = 256  # above this many stream entries, run ungated (a full queue would block the host)
 
-__all__ = ["GpuEngine", "inner_count", "MEMORY_RESERVE_BYTES"]
+__all__ = ["MEMORY_RESERVE_BYTES", "GpuEngine", "inner_count"]
 
 
 def inner_count(size_bytes: int) -> int:
@@ -398,7 +399,7 @@ class GpuEngine:
             self._gate.close()
             self._ctx.pool.close()
 
-    def __enter__(self) -> "GpuEngine":
+    def __enter__(self) -> GpuEngine:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -11,8 +11,9 @@ enqueued. ``FakeEngine`` is the GPU engine over it (vendor ``nvidia`` or ``amd``
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,13 +56,13 @@ def _view(ptr: int, n_bytes: int) -> np.ndarray:
 class FakeStream:
     ordinal: int
     ptr: int
-    runtime: "FakeRuntime"
+    runtime: FakeRuntime
     busy_until: float = 0.0
 
     def synchronize(self) -> None:
         self.runtime.now = max(self.runtime.now, self.busy_until)
 
-    def __enter__(self) -> "FakeStream":
+    def __enter__(self) -> FakeStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -289,4 +290,4 @@ def FakeEngine(topology: object | None = None, *, gpus: int | None = None, vendo
     return GpuEngine(rt, topology, name=name, process_env=env, child_factory=("linkscope.engines.gpu.fake:FakeEngine", kwargs))
 
 
-__all__ = ["FakeRuntime", "FakeEngine", "FAKE_RATE_B_PER_S"]
+__all__ = ["FAKE_RATE_B_PER_S", "FakeEngine", "FakeRuntime"]

@@ -16,7 +16,8 @@ and ``linkscope env`` call it). Nothing is imported at module import time.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ...errors import BackendUnavailable, KernelCompileError, MeasurementError
 
@@ -250,4 +251,4 @@ class CupyRuntime:
             fn((grid,), (block,), args)
 
 
-__all__ = ["DeviceRuntime", "CupyRuntime", "cupy_module", "VENDOR_OF_PLATFORM"]
+__all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module"]

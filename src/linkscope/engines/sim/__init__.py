@@ -6,7 +6,7 @@ time is multiplied by a seeded log-normal factor of that relative spread.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

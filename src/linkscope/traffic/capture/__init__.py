@@ -24,10 +24,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ...errors import BackendUnavailable, UserError
 from ..matrix import TrafficMatrix

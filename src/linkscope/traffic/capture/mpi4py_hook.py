@@ -13,7 +13,8 @@ from __future__ import annotations
 import atexit
 import os
 import socket
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..matrix import HISTOGRAM_BINS, histogram_bin
 from .rows import Row, format_row

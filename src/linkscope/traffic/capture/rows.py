@@ -16,9 +16,9 @@ Row file ``rank-<N>.txt`` (text, one item per line)::
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
