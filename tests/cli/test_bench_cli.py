@@ -189,3 +189,17 @@ def test_latency_on_one_gpu_measures_host_to_gpu_and_says_so(fake, tmp_path, cap
     assert main(["bench", "latency", *SYN, "--gpus", "2", "--kind", "flag-pingpong"]) == 1
     err = capsys.readouterr().err
     assert "needs two GPUs" in err and "--kind host-read" in err and err.count("\n") == 1
+
+
+def test_mi250x_sdma_blit_and_kernel_matrices_say_why_they_differ(capsys):
+    """The AMD done-when: SDMA, blit and kernel-copy matrices for the 8 GCDs, each explained in one line."""
+    code = main(["bench", "--backend", "sim", "--preset", "mi250x-8gcd", "--method", "ce,ce-blit,sm-push",
+                 "--pattern", "matrix", "--sizes", "16MiB"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = {ln.split(":", 1)[0]: ln for ln in out.splitlines() if ln.startswith(("ce:", "ce-blit:", "sm-push:"))}
+    assert set(lines) == {"ce", "ce-blit", "sm-push"}
+    assert "SDMA" in lines["ce"] and "the engine, not the fabric, is the limit" in lines["ce"]
+    assert "faster on its best pairs" in lines["ce"]
+    assert "HSA_ENABLE_SDMA=0" in lines["ce-blit"] and "scales with the links" in lines["ce-blit"]
+    assert "scales with the links" in lines["sm-push"] and "XGMI4" in lines["sm-push"]

@@ -129,25 +129,6 @@ def print_list(backend: str, preset, from_file, synthetic) -> None:
     console.print(table)
 
 
-def method_lines(record, topology) -> list[str]:
-    """One line per method of the record: what moved the bytes on this vendor (the method table)."""
-    from ..patterns.methods import UNIT_TEXT, find_method
-
-    vendors = {(g.vendor or "").lower() for g in topology.gpus}
-    vendor = next(iter(vendors)) if len(vendors) == 1 else None
-    lines, seen = [], []
-    for m in record.measurements:
-        if m.method not in seen:
-            seen.append(m.method)
-    for key in seen:
-        info = find_method(key)
-        if info is None:
-            continue
-        meaning = info.meaning.get(vendor, info.description) if vendor else info.description
-        lines.append(f"{key}: {meaning}; moved by the {UNIT_TEXT[info.unit]}")
-    return lines
-
-
 _BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm or sim."
 
 
@@ -225,9 +206,11 @@ def bench(
         engine.close()
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
     if not osu and json_path != "-" and csv_path != "-" and len(methods) > 1:
+        from ..results.findings import method_comparison_lines
+
         console = stdout_console()
-        for line in method_lines(record, topology):
-            console.print(line, markup=False)
+        for line in method_comparison_lines(record, topology):
+            console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
 
 
 def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: list[int], engine) -> list[str]:

@@ -360,3 +360,54 @@ def findings_for(record: RunRecord, topology: object | None = None) -> tuple[str
 
 
 __all__: Sequence[str] = ("findings", "findings_for")
+
+
+def method_comparison_lines(record: RunRecord, topology: object) -> list[str]:
+    """One line per method of a multi-method record: what moves the bytes on this vendor (the method
+    table), the median per pair level (e.g. XGMI4 / XGMI2 / XGMI1) and why the method's numbers
+    differ from the others': a method whose best pairs reach only a small part of their links, and
+    no more on wider links than on narrow ones, is capped by its engine, not by the fabric."""
+    from ..patterns.methods import UNIT_TEXT, find_method
+    from ..topology import query
+
+    gpus = list(topology.gpus)  # type: ignore[attr-defined]
+    vendors = {(g.vendor or "").lower() for g in gpus}
+    vendor = next(iter(vendors)) if len(vendors) == 1 else None
+    per_method: dict[str, dict[str, list[float]]] = {}
+    theory: dict[str, list[float]] = {}
+    for m in record.measurements:
+        if (m.status is not Status.OK or m.median_gb_per_s is None or m.scope != "transfer"
+                or not isinstance(m.src, int) or not isinstance(m.dst, int) or m.src == m.dst):
+            continue
+        level = query.pair_level(topology, m.src, m.dst).code  # type: ignore[arg-type]
+        per_method.setdefault(m.method, {}).setdefault(level, []).append(m.median_gb_per_s)
+        theo = m.extra.get("theoretical_gb_per_s") if m.extra else None
+        if theo:
+            theory.setdefault(level, []).append(float(theo))
+    best_of = {key: max(statistics.median(v) for v in levels.values()) for key, levels in per_method.items()}
+    lines: list[str] = []
+    seen = list(dict.fromkeys(m.method for m in record.measurements))
+    for key in seen:
+        info = find_method(key)
+        if info is None:
+            continue
+        meaning = info.meaning.get(vendor, info.description) if vendor else info.description
+        line = f"{key}: {meaning}; moved by the {UNIT_TEXT[info.unit]}"
+        levels = per_method.get(key)
+        if levels and len(levels) > 1:
+            medians = sorted(((statistics.median(v), lvl) for lvl, v in levels.items()), reverse=True)
+            line += "; " + ", ".join(f"{lvl} {gb:.1f}" for gb, lvl in medians) + " GB/s"
+            top_gb, top_level = medians[0]
+            low_gb, _ = medians[-1]
+            link_gb = statistics.median(theory[top_level]) if theory.get(top_level) else None
+            spread = top_gb / low_gb if low_gb > 0 else 1.0
+            if link_gb and top_gb < 0.6 * link_gb and spread < 1.5:
+                line += (f": capped near {top_gb:.0f} GB/s whatever the link width ({top_gb / link_gb:.0%} of the "
+                         f"{top_level} links): the engine, not the fabric, is the limit")
+            elif spread >= 1.5:
+                line += f": scales with the links ({spread:.1f}x from the narrowest to the widest pairs)"
+            others = [best_of[k] for k in best_of if k != key]
+            if others and top_gb > 0 and max(others) > 1.3 * top_gb:
+                line += f"; the fastest method here is {max(others) / top_gb:.1f}x faster on its best pairs"
+        lines.append(line)
+    return lines
