@@ -3,6 +3,7 @@ import pytest
 
 from linkscope.errors import UserError
 from linkscope.mapping.api import map_cluster, map_traffic, network_costs
+from linkscope.mapping.cluster import copies
 from linkscope.mapping.cost import topology_cost
 from linkscope.topology.presets import load_preset
 from linkscope.topology.synthetic import synthetic_topology
@@ -71,7 +72,7 @@ def test_nics_are_spread_over_equally_near_nics():
 def test_cluster_mapping_of_many_ranks():
     node = synthetic_topology("pcie:2x4")
     cost = topology_cost(node, "distance")
-    a = map_cluster(stencil((4, 4, 4), periodic=True), cost, node, 8, network_costs(cost, node))
+    a = map_cluster(stencil((4, 4, 4), periodic=True), copies(cost, 8, network_costs(cost, node)), node)
     assert a.cost <= a.default_cost
     assert np.bincount(a.node_of_rank).tolist() == [8] * 8
     assert a.host_of_rank[0].startswith("node")

@@ -64,7 +64,11 @@ def test_rankfile_slurm_and_env_files():
     a = _assignment()
     text = rankfile(a)
     assert "rank 0=localhost slot=8-9" in text and "rank 3=localhost slot=2-3" in text
-    assert slurm_line(a).startswith("--gpu-bind=map_gpu:2,0,3,1 --cpu-bind=mask_cpu:0x300,0x3,")
+    line = slurm_line(a).splitlines()
+    assert "need the whole node" in line[0] and not any("UUID" in x for x in line)  # no UUIDs known
+    assert line[-1].startswith("--exclusive --gpu-bind=map_gpu:2,0,3,1 --cpu-bind=mask_cpu:0x300,0x3,")
+    uuids = ("GPU-a", "GPU-b", "GPU-c", "GPU-d")
+    assert "by GPU UUID (any allocation): srun" in slurm_line(_assignment(visible_device_of_rank=uuids))
     files = env_files(a)
     assert files["rank1.env"].splitlines()[0] == "export CUDA_VISIBLE_DEVICES=0"
 

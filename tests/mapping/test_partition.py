@@ -1,6 +1,8 @@
 import numpy as np
 import scipy.sparse as sp
 
+from linkscope.mapping.cluster import copies
+from linkscope.mapping.cost import CostModel
 from linkscope.mapping.hierarchical import solve_cluster
 from linkscope.mapping.partition import cut_weight, partition
 from linkscope.traffic.synthetic import stencil
@@ -26,8 +28,8 @@ def test_partition_finds_two_cliques():
 
 def test_cluster_mapping_is_never_worse_than_default():
     t = stencil((4, 4, 4), periodic=False, size_bytes=1)
-    node = np.ones((4, 4)) - np.eye(4)
-    result = solve_cluster([sp.csr_matrix(t.bytes)], [node], [8.0], nodes=16)
+    node = CostModel("distance", ("bytes",), (np.ones((4, 4)) - np.eye(4),), "hop-bytes", "test")
+    result = solve_cluster([sp.csr_matrix(t.bytes)], copies(node, 16, [8.0]))
     assert result.cost <= result.default_cost
     assert result.cost < result.default_cost  # 2x2 blocks beat 1x4 lines
     assert np.bincount(result.node_of_rank).tolist() == [4] * 16

@@ -39,9 +39,13 @@ def register(app: typer.Typer) -> None:
         mode: str = typer.Option("map", "--mode", help="map (move ranks) or reorder (keep devices, renumber ranks)."),
         nodes: int = typer.Option(1, "--nodes", help="Map onto this many identical nodes of the topology."),
         hosts: Optional[str] = typer.Option(None, "--hosts", help="Host names of the nodes, comma-separated."),
-        time_limit: float = typer.Option(30.0, "--time-limit", help="Seconds the exact solver may take."),
+        node_limit: Optional[int] = typer.Option(None, "--node-limit",
+                                                 help="Explored nodes the exact search may take (deterministic budget)."),
+        time_limit: Optional[float] = typer.Option(None, "--time-limit",
+                                                   help="Also stop the exact search after this many seconds "
+                                                        "(the answer may then differ between machines)."),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the mapping JSON here."),
-        emit: Optional[str] = typer.Option(None, "--emit", help="Also write env files, an Open MPI rankfile or a Slurm line."),
+        emit: Optional[str] = typer.Option(None, "--emit", help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; rankfile-logical: Open MPI 5) or Slurm options."),
         emit_to: Optional[Path] = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
         as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
     ) -> None:
@@ -56,9 +60,9 @@ def register(app: typer.Typer) -> None:
         import math
 
         from ..mapping import emit as emitters
-        from ..mapping.api import MODES, SOLVERS, map_cluster, map_traffic, network_costs
+        from ..mapping.api import MODES, SOLVERS, map_onto
         from ..mapping.assignment import save_assignment, to_dict
-        from ..mapping.cost import METRICS, results_cost, topology_cost
+        from ..mapping.cost import METRICS, results_cost
         from ..traffic.io import load_traffic
 
         if metric not in METRICS:
@@ -73,7 +77,9 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"unknown --emit {emit!r}", hint=f"valid: {', '.join(emitters.EMITTERS)}")
         if nodes < 1:
             raise ConfigError(f"--nodes must be at least 1, got {nodes}")
-        if not math.isfinite(time_limit) or time_limit <= 0:
+        if node_limit is not None and node_limit < 1:
+            raise ConfigError(f"--node-limit must be at least 1, got {node_limit}")
+        if time_limit is not None and (not math.isfinite(time_limit) or time_limit <= 0):
             raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit:g}", hint="e.g. --time-limit 30")
         from ..patterns.methods import method_keys
 
@@ -86,7 +92,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--hosts {hosts!r}: host names must be non-empty and distinct")
         if host_list is not None and len(host_list) < nodes:
             raise ConfigError(f"--hosts names {len(host_list)} host(s) for --nodes {nodes}")
-        emit_target = emit_to if emit_to is not None or emit != "rankfile" else Path("rankfile")
+        emit_target = emit_to if emit_to is not None or emit not in ("rankfile", "rankfile-logical") \
+            else Path("rankfile")
         if emit == "env" and emit_target is None:
             emit_target = Path("linkscope-env")
         check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
@@ -100,16 +107,14 @@ def register(app: typer.Typer) -> None:
         topology = None
         if results is None or preset or from_file or synthetic:
             topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        measured = None
         if results is not None:
-            cost = results_cost(_load_results(results), metric,
-                                gpus=topology.gpu_count if topology is not None else None, source=f"results:{results.name}")
-        else:
-            assert topology is not None
-            cost = topology_cost(topology, metric, DEFAULT_METHOD.key if method is None else method)
-        if nodes > 1:
-            assignment = map_cluster(matrix, cost, topology, nodes, network_costs(cost, topology), host_list)
-        else:
-            assignment = map_traffic(matrix, cost, topology, solver=solver, mode=mode, time_limit_s=time_limit)
+            measured = results_cost(_load_results(results), metric,
+                                    gpus=topology.gpu_count if topology is not None else None,
+                                    source=f"results:{results.name}")
+        assignment = map_onto(matrix, topology, metric, method=DEFAULT_METHOD.key if method is None else method,
+                              results_cost=measured, nodes=nodes, hosts=host_list, solver=solver, mode=mode,
+                              node_limit=node_limit, time_limit_s=time_limit)
         for note_text in assignment.notes[1:] if assignment.uniform else assignment.notes:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
@@ -149,7 +154,11 @@ def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> N
     elif kind == "rankfile":
         path = target or Path("rankfile")
         write_text_atomic(path, emitters.rankfile(assignment, hosts))
-        err.print(f"wrote Open MPI rankfile {path}")
+        err.print(f"wrote Open MPI 4 rankfile {path} (OS CPU numbers: --mca rmaps_rank_file_physical 1)")
+    elif kind == "rankfile-logical":
+        path = target or Path("rankfile")
+        write_text_atomic(path, emitters.rankfile_logical(assignment, hosts))
+        err.print(f"wrote rankfile {path} (logical core indexes: Open MPI 5 --map-by rankfile:file={path})")
     else:
         text = emitters.slurm_line(assignment)
         if target is None:

@@ -1,9 +1,11 @@
 """``map_traffic``: one call from a TrafficMatrix and a cost model to an Assignment.
 
 Solver choice (``solver="auto"``): up to ``EXACT_UP_TO`` GPUs the heuristic answer seeds a
-branch-and-bound that proves it optimal (or improves it) within ``time_limit_s``; up to
-``PROOF_UP_TO`` GPUs the proof is attempted for ``PROOF_ATTEMPT_S``; above that the heuristic
-alone. A cluster of several nodes is mapped hierarchically (``map_cluster``).
+branch-and-bound that proves it optimal (or improves it) within ``EXACT_NODE_BUDGET`` explored
+nodes; up to ``PROOF_UP_TO`` GPUs the proof is attempted within ``PROOF_NODE_BUDGET``; above that
+the heuristic alone. Budgets count explored nodes, not seconds, so the same input gives the same
+answer and the same ``optimal`` flag on any machine. A cluster (a topology of several hosts, or
+``--nodes K``) is mapped hierarchically (``map_cluster``).
 """
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ import numpy as np
 
 from ..errors import ConfigError, UserError
 from ..topology import query
-from ..topology.model import Topology
+from ..topology.model import Device, DeviceKind, Topology
 from ..traffic.matrix import TrafficMatrix
 from .assignment import Assignment
+from .binding import core_sets, logical_cores, share
+from .cluster import ClusterCost
 from .cost import CostModel
 from .exact import solve_exact
 from .exchange import choose_by_exchange
@@ -26,14 +30,17 @@ from .problem import MappingProblem, swap_delta
 from .result import SolveResult
 
 EXACT_UP_TO = 12
-"""Up to this many GPUs ``auto`` runs branch-and-bound for the whole time limit."""
+"""Up to this many GPUs ``auto`` runs branch-and-bound within ``EXACT_NODE_BUDGET``."""
+EXACT_NODE_BUDGET = 200_000
 PROOF_UP_TO = 16
-PROOF_ATTEMPT_S = 5.0
-"""Between EXACT_UP_TO and PROOF_UP_TO GPUs, ``auto`` tries for a proof this long (symmetric
-fabrics such as k80-16 are often proven in well under a second)."""
-MODEL_PROOF_ATTEMPT_S = 1.0
+PROOF_NODE_BUDGET = 20_000
+"""Between EXACT_UP_TO and PROOF_UP_TO GPUs, ``auto`` tries for a proof within this many explored
+nodes (a few seconds on a slow machine; see docs/mapping.md for what is proven quickly)."""
+MODEL_PROOF_NODE_BUDGET = 4_000
 """The same attempt for the ``model`` metric, whose answer is chosen by predicted exchange time
 (a proof of the pairwise optimum is not the last word there)."""
+SOLVER_NODE_BUDGET = 2_000_000
+"""``--solver exact``'s default budget."""
 SOLVERS = ("auto", "exact", "heuristic")
 MODES = ("map", "reorder")
 
@@ -52,8 +59,8 @@ def uniform_note(topology: Topology | None, cost: CostModel) -> str | None:
     return "mapping cannot help on this fabric: every GPU pair costs the same (uniform)" if uniform else None
 
 
-def _solve(problem: MappingProblem, solver: str, time_limit_s: float, seed: int,
-           proof_attempt_s: float = PROOF_ATTEMPT_S) -> SolveResult:
+def _solve(problem: MappingProblem, solver: str, node_limit: int | None, seed: int,
+           proof_budget: int = PROOF_NODE_BUDGET, time_limit_s: float | None = None) -> SolveResult:
     if solver not in SOLVERS:
         raise ConfigError(f"unknown solver {solver!r}", hint=f"valid solvers: {', '.join(SOLVERS)}")
     n = problem.size
@@ -63,8 +70,9 @@ def _solve(problem: MappingProblem, solver: str, time_limit_s: float, seed: int,
     heuristic = solve_heuristic(problem, seed=seed)
     if solver == "heuristic" or (solver == "auto" and n > PROOF_UP_TO):
         return heuristic
-    limit = time_limit_s if solver == "exact" or n <= EXACT_UP_TO else min(time_limit_s, proof_attempt_s)
-    exact = solve_exact(problem, incumbent=heuristic.perm, time_limit_s=limit)
+    if node_limit is None:
+        node_limit = SOLVER_NODE_BUDGET if solver == "exact" else EXACT_NODE_BUDGET if n <= EXACT_UP_TO else proof_budget
+    exact = solve_exact(problem, incumbent=heuristic.perm, node_limit=node_limit, time_limit_s=time_limit_s)
     alternatives = tuple(p for p in (heuristic.perm,) + heuristic.alternatives if p != exact.perm)
     if exact.optimal:
         return replace(exact, alternatives=alternatives)
@@ -72,44 +80,54 @@ def _solve(problem: MappingProblem, solver: str, time_limit_s: float, seed: int,
                        exact.lower_bound, exact.nodes, heuristic.elapsed_s + exact.elapsed_s, alternatives)
 
 
-def _nics_and_cores(topology: Topology | None, gpus: Sequence[int], groups: Sequence[int] | None = None
+def _nics_and_cores(topology: Topology | None, gpus: Sequence[int], groups: Sequence[int] | None = None,
+                    nic_names: Sequence[Sequence[str]] | None = None,
                     ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[int, ...], ...]]:
     """Nearest NIC of each rank's GPU (spread over equally near NICs: UCX picks one NIC per
-    process otherwise, openucx/ucx#8401), and a disjoint share of its local CPU's cores."""
+    process otherwise, openucx/ucx#8401), and a disjoint share of whole physical cores of its
+    local CPU (``binding``). ``groups`` is the host of each rank; ``nic_names[h]`` renames
+    the topology's NICs (host 0 of a cluster) to host h's, by position."""
     if topology is None:
         return (), ()
     groups = list(groups) if groups is not None else [0] * len(gpus)
+    near_of: dict[int, list[str]] = {}
+    cpu_of_gpu: dict[int, Device | None] = {}
+    local_nics = [d.device_name or d.id for d in topology.devices if d.kind is DeviceKind.NIC]
+    for gpu in set(int(g) for g in gpus):
+        near_of[gpu] = [n.device_name or n.id for n in query.nearest_nics(topology, gpu)]
+        cpu_of_gpu[gpu] = query.local_cpu(topology, gpu)
     nic_use: dict[tuple[int, str], int] = {}
     nics_out: list[tuple[str, ...]] = []
     sharers: dict[tuple[int, str], list[int]] = {}
-    cpu_of: list[tuple[str, tuple[int, ...]] | None] = []
     for rank, gpu in enumerate(gpus):
-        near = query.nearest_nics(topology, int(gpu))
-        if near:
-            names = [n.device_name or n.id for n in near]
+        names = near_of[int(gpu)]
+        if names:
             pick = min(names, key=lambda name: (nic_use.get((groups[rank], name), 0), names.index(name)))
             nic_use[(groups[rank], pick)] = nic_use.get((groups[rank], pick), 0) + 1
+            if nic_names is not None and pick in local_nics:
+                pick = nic_names[groups[rank]][local_nics.index(pick)]
             nics_out.append((pick,))
         else:
             nics_out.append(())
-        cpu = query.local_cpu(topology, int(gpu))
+        cpu = cpu_of_gpu[int(gpu)]
         if cpu is not None and cpu.cores:
-            cpu_of.append((cpu.id, cpu.cores))
             sharers.setdefault((groups[rank], cpu.id), []).append(rank)
-        else:
-            cpu_of.append(None)
-    cores_out: list[tuple[int, ...]] = []
-    for rank, entry in enumerate(cpu_of):
-        if entry is None:
-            cores_out.append(())
-            continue
-        cpu_id, cores = entry
-        members = sharers[(groups[rank], cpu_id)]
-        k, share = members.index(rank), max(len(cores) // len(members), 1)
-        cores_out.append(tuple(cores[k * share:(k + 1) * share]) if len(cores) >= len(members) else tuple(cores))
+    cores_out: list[tuple[int, ...]] = [() for _ in gpus]
+    for (_, cpu_id), members in sharers.items():
+        sets = core_sets(topology.device(cpu_id))
+        for k, rank in enumerate(members):
+            cores_out[rank] = share(sets, len(members), k)
     if not any(nics_out):
         nics_out = []
     return tuple(nics_out), tuple(cores_out)
+
+
+def _core_indexes(topology: Topology | None, cores: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """Logical core indexes (hwloc order) of each rank's logical CPUs, for logical rankfiles."""
+    if topology is None or not any(cores):
+        return ()
+    index = logical_cores(topology.of_kind(DeviceKind.CPU))
+    return tuple(tuple(sorted({index[c] for c in cs if c in index})) for cs in cores)
 
 
 def _visible_devices(topology: Topology | None, gpus: Sequence[int]) -> tuple[tuple[str, ...], str | None]:
@@ -139,10 +157,13 @@ def map_traffic(
     *,
     solver: str = "auto",
     mode: str = "map",
-    time_limit_s: float = 30.0,
+    node_limit: int | None = None,
+    time_limit_s: float | None = None,
     seed: int = 0,
 ) -> Assignment:
-    """Map the ranks of ``traffic`` onto the GPUs ``cost`` describes (one node)."""
+    """Map the ranks of ``traffic`` onto the GPUs ``cost`` describes (one node). ``node_limit``
+    overrides the exact search's budget of explored nodes; ``time_limit_s`` adds a wall-clock
+    stop (its answer may then differ between machines)."""
     if mode not in MODES:
         raise ConfigError(f"unknown mapping mode {mode!r}", hint=f"valid modes: {', '.join(MODES)}")
     t0 = time.perf_counter()
@@ -162,8 +183,8 @@ def map_traffic(
         result = SolveResult(tuple(range(gpus)), default_cost, True, "none (uniform fabric)", default_cost)
         notes.insert(0, note)
     else:
-        proof_s = PROOF_ATTEMPT_S if cost.exchange_time is None else MODEL_PROOF_ATTEMPT_S
-        result = _solve(problem, solver, time_limit_s, seed, proof_s)
+        proof = PROOF_NODE_BUDGET if cost.exchange_time is None else MODEL_PROOF_NODE_BUDGET
+        result = _solve(problem, solver, node_limit, seed, proof, time_limit_s)
     perm = np.array(result.perm)
     cost_value, optimal, solver_name, lower_bound = result.cost, result.optimal, result.solver, result.lower_bound
     pairwise: tuple[float, float] | None = None
@@ -208,6 +229,7 @@ def map_traffic(
         new_rank_of_rank=new_rank,
         nics_of_rank=nics,
         cores_of_rank=cores,
+        core_index_of_rank=_core_indexes(topology, cores),
         visible_device_of_rank=visible,
         gpu_vendor=vendor,
         uniform=note is not None,
@@ -223,56 +245,48 @@ def map_traffic(
 
 def map_cluster(
     traffic: TrafficMatrix,
-    node_cost: CostModel,
+    cost: ClusterCost,
     node_topology: Topology | None,
-    nodes: int,
-    network_costs: Sequence[float],
-    hosts: Sequence[str] | None = None,
+    *,
+    node_limit: int = 20_000,
+    seed: int = 0,
 ) -> Assignment:
-    """Hierarchical mapping onto ``nodes`` identical nodes described by ``node_cost``."""
+    """Hierarchical mapping onto the hosts ``cost`` describes (``cluster.topology_cluster_cost``
+    for a multi-host topology, ``cluster.copies`` for ``--nodes K``). ``node_topology`` is one
+    host (NICs and cores); gpu_of_rank is the GPU within its host."""
     import scipy.sparse as sp
 
     from .hierarchical import solve_cluster
 
     t0 = time.perf_counter()
     bytes_, messages = traffic.offdiagonal_bytes(), traffic.offdiagonal_messages()
-    flows = [sp.csr_matrix(f) for f in node_cost.flow_matrices(bytes_, messages)]
-    result = solve_cluster(flows, node_cost.costs, network_costs, nodes)
-    model = node_cost.exchange_time is not None
-    seen = traffic.hosts_in_rank_order()
-    notes: tuple[str, ...] = ()
-    if hosts:
-        host_names = tuple(hosts)
-    elif len(seen) == nodes:
-        host_names = seen
-        notes = (f"hosts from the traffic matrix: {', '.join(seen)}",)
-    else:
-        host_names = tuple(f"node{k}" for k in range(nodes))
-        if seen:
-            notes = ((f"the traffic matrix saw {len(seen)} host(s) ({', '.join(seen)}) for {nodes} nodes: "
-                      "nodes named node0.. (--hosts names them)"),)
-    if len(host_names) < nodes:
-        raise UserError(f"{len(host_names)} host names for {nodes} nodes")
-    nics, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank)
+    flows = [sp.csr_matrix(f) for f in cost.node.flow_matrices(bytes_, messages)]
+    result = solve_cluster(flows, cost, node_budget=node_limit, seed=seed)
+    model = cost.node.exchange_time is not None
+    nics, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank, cost.nic_names)
     visible, vendor = _visible_devices(node_topology, result.gpu_of_rank)
+    if cost.uuids is not None:
+        visible = tuple(cost.uuids[h][g] or v for h, g, v in zip(result.node_of_rank, result.gpu_of_rank, visible))
+    node_name = node_topology.name if node_topology else cost.node.source
     return Assignment(
         gpu_of_rank=result.gpu_of_rank,
         cost=result.cost,
         default_cost=result.default_cost,
-        metric=node_cost.metric,
-        solver="hierarchical (recursive bisection + KL, then per-node " +
-               ("branch-and-bound)" if result.optimal_within_nodes else "faq+2opt)"),
+        metric=cost.node.metric,
+        solver="hierarchical (METIS along the network's hierarchy, then per-node " +
+               ("branch-and-bound)" if not cost.node.is_uniform() else "identity: uniform node)"),
         optimal=False,
-        unit=node_cost.unit,
-        topology=f"{nodes} x {node_topology.name if node_topology else node_cost.source}",
+        unit=cost.node.unit,
+        topology=cost.topology or f"{cost.hosts} x {node_name}",
         node_of_rank=result.node_of_rank,
-        host_of_rank=tuple(host_names[k] for k in result.node_of_rank),
+        host_of_rank=tuple(cost.host_names[k] for k in result.node_of_rank),
         nics_of_rank=nics,
         cores_of_rank=cores,
+        core_index_of_rank=_core_indexes(node_topology, cores),
         visible_device_of_rank=visible,
         gpu_vendor=vendor,
         elapsed_s=time.perf_counter() - t0,
-        notes=tuple(node_cost.notes) + notes + ((
+        notes=tuple(cost.notes) + ((
             "multi-node: the cluster mapping minimises the pairwise model cost; the whole-exchange "
             "prediction (contention) covers one node and is not used here",) if model else ()),
         pairwise_cost=result.cost if model else None,
@@ -303,5 +317,77 @@ def network_costs(cost: CostModel, node_topology: Topology | None, latency_us: f
     return tuple(out)
 
 
-__all__ = ["map_traffic", "map_cluster", "network_costs", "uniform_note", "EXACT_UP_TO", "SOLVERS", "MODES",
+def is_cluster(topology: Topology | None) -> bool:
+    """True for a topology of several hosts (parts joined only by network links)."""
+    if topology is None:
+        return False
+    from .cluster import split_hosts
+
+    return len(split_hosts(topology).gpus) > 1
+
+
+def map_onto(
+    traffic: TrafficMatrix,
+    topology: Topology | None,
+    metric: str,
+    *,
+    method: str = "ce",
+    results_cost: CostModel | None = None,
+    nodes: int = 1,
+    hosts: Sequence[str] | None = None,
+    solver: str = "auto",
+    mode: str = "map",
+    node_limit: int | None = None,
+    time_limit_s: float | None = None,
+) -> Assignment:
+    """The one entry for the CLI: a multi-host topology or ``nodes > 1`` is mapped hierarchically
+    (the flat solver only within a node), anything else by ``map_traffic``. ``results_cost``
+    (measured pair costs) replaces the topology's costs on one node."""
+    from .cluster import copies, node_topology, split_hosts, topology_cluster_cost
+    from .cost import topology_cost
+
+    layout = split_hosts(topology) if topology is not None else None
+    multi_host = layout is not None and len(layout.gpus) > 1
+    if multi_host:
+        assert topology is not None and layout is not None
+        if nodes > 1:
+            raise UserError(f"--nodes {nodes} with a topology of {len(layout.gpus)} hosts",
+                            hint="a multi-host topology is already a cluster: drop --nodes")
+        if results_cost is not None:
+            raise UserError("--results holds one node's measured pair costs; this topology has several hosts",
+                            hint="map onto one node's topology with --nodes K, or drop --results")
+        if mode != "map":
+            raise ConfigError("--mode reorder works on one node only")
+        if solver == "exact":
+            raise ConfigError("the exact solver works within one node; a multi-host topology is mapped "
+                              "hierarchically", hint="use --solver auto")
+        cluster = topology_cluster_cost(topology, metric, method, layout, hosts)
+        budget = node_limit if node_limit is not None else PROOF_NODE_BUDGET
+        return map_cluster(traffic, cluster, node_topology(topology, layout), node_limit=budget)
+    cost = results_cost if results_cost is not None else topology_cost(topology, metric, method) \
+        if topology is not None else None
+    if cost is None:
+        raise UserError("nothing to map onto", hint="give --preset, --from, --synthetic or --results")
+    if nodes > 1:
+        if mode != "map":
+            raise ConfigError("--mode reorder works on one node only")
+        seen = traffic.hosts_in_rank_order()
+        host_notes: tuple[str, ...] = ()
+        names = hosts
+        if not hosts and len(seen) == nodes:
+            names = seen
+            host_notes = (f"hosts from the traffic matrix: {', '.join(seen)}",)
+        elif not hosts and seen:
+            host_notes = ((f"the traffic matrix saw {len(seen)} host(s) ({', '.join(seen)}) for {nodes} nodes: "
+                           "nodes named node0.. (--hosts names them)"),)
+        cluster = copies(cost, nodes, network_costs(cost, topology), names)
+        cluster = replace(cluster, notes=cluster.notes + host_notes)
+        budget = node_limit if node_limit is not None else PROOF_NODE_BUDGET
+        return map_cluster(traffic, cluster, topology, node_limit=budget)
+    return map_traffic(traffic, cost, topology, solver=solver, mode=mode, node_limit=node_limit,
+                       time_limit_s=time_limit_s)
+
+
+__all__ = ["map_traffic", "map_onto", "is_cluster", "map_cluster", "network_costs", "uniform_note", "EXACT_UP_TO", "EXACT_NODE_BUDGET",
+           "PROOF_NODE_BUDGET", "SOLVERS", "MODES",
            "two_opt", "swap_delta"]

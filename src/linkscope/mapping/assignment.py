@@ -36,7 +36,10 @@ class Assignment:
         new_rank_of_rank: reorder mode: the key each process passes to MPI_Comm_split.
         node_of_rank, host_of_rank: multi-node mappings.
         nics_of_rank: OS names of the NIC(s) each rank should use (nearest, spread over ties).
-        cores_of_rank: logical CPUs each rank should bind to.
+        cores_of_rank: logical CPUs (OS numbers) each rank should bind to: whole physical cores,
+            SMT siblings together, never shared with another rank when there are enough cores.
+        core_index_of_rank: the same cores as logical core indexes (hwloc's order), for Open MPI
+            rankfiles read without the physical flag (Open MPI 5's ``--map-by rankfile:file=``).
         visible_device_of_rank: value for CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (UUID where known).
         gpu_vendor: ``nvidia``, ``amd`` or None when unknown.
         uniform: the fabric gives every GPU pair the same cost (mapping cannot help).
@@ -63,6 +66,7 @@ class Assignment:
     host_of_rank: tuple[str, ...] | None = None
     nics_of_rank: tuple[tuple[str, ...], ...] = ()
     cores_of_rank: tuple[tuple[int, ...], ...] = ()
+    core_index_of_rank: tuple[tuple[int, ...], ...] = ()
     visible_device_of_rank: tuple[str, ...] = ()
     gpu_vendor: str | None = None
     uniform: bool = False
@@ -120,6 +124,7 @@ def to_dict(assignment: Assignment) -> dict[str, Any]:
         "host_of_rank": None if assignment.host_of_rank is None else list(assignment.host_of_rank),
         "nics_of_rank": [list(n) for n in assignment.nics_of_rank],
         "cores_of_rank": [list(c) for c in assignment.cores_of_rank],
+        "core_index_of_rank": [list(c) for c in assignment.core_index_of_rank],
         "visible_device_of_rank": list(assignment.visible_device_of_rank),
         "gpu_vendor": assignment.gpu_vendor,
         "uniform": assignment.uniform,
@@ -176,6 +181,7 @@ def from_dict(data: Any, origin: str = "mapping") -> Assignment:
         host_of_rank=opt_tuple("host_of_rank"),
         nics_of_rank=tuple(tuple(n) for n in data.get("nics_of_rank") or ()),
         cores_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("cores_of_rank") or ()),
+        core_index_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("core_index_of_rank") or ()),
         visible_device_of_rank=tuple(str(v) for v in data.get("visible_device_of_rank") or ()),
         gpu_vendor=data.get("gpu_vendor"),
         uniform=bool(data.get("uniform", False)),

@@ -13,7 +13,7 @@ from ..errors import UserError
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
 from .assignment import Assignment
 
-EMITTERS = ("env", "rankfile", "slurm")
+EMITTERS = ("env", "rankfile", "rankfile-logical", "slurm")
 
 def _cpu_list(cores: tuple[int, ...]) -> str:
     """Compact CPU list: (0,1,2,3,8) -> '0-3,8'.
@@ -81,45 +81,69 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str]) -> LaunchPla
     return LaunchPlan(rank, name, rank_environment(assignment, rank), tuple(cores))
 
 
+def _host(assignment: Assignment, rank: int, hosts: list[str] | None) -> str:
+    if assignment.host_of_rank is not None:
+        return assignment.host_of_rank[rank]
+    return hosts[0] if hosts else "localhost"
+
+
 def rankfile(assignment: Assignment, hosts: list[str] | None = None) -> str:
-    """Open MPI rankfile (``mpirun --rankfile FILE --mca rmaps_rank_file_physical 1``): each rank
-    on its host, bound to its cores (OS CPU numbers, hence the physical flag)."""
-    lines = ["# linkscope rankfile: mpirun --rankfile THIS --mca rmaps_rank_file_physical 1 "
-             "linkscope launch --mapping MAPPING -- ./app"]
+    """Open MPI 4 rankfile with OS CPU numbers (``mpirun --rankfile FILE --mca
+    rmaps_rank_file_physical 1``): each rank on its host, bound to its whole physical cores
+    (Open MPI binds the core of each listed hardware thread, so SMT siblings come along)."""
+    lines = ["# linkscope rankfile (Open MPI 4, OS CPU numbers): mpirun --rankfile THIS --mca "
+             "rmaps_rank_file_physical 1 linkscope launch --mapping MAPPING -- ./app"]
     for rank in range(assignment.ranks):
-        if assignment.host_of_rank is not None:
-            host = assignment.host_of_rank[rank]
-        elif hosts:
-            host = hosts[0]
-        else:
-            host = "localhost"
         cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank else ()
         slot = _cpu_list(cores) if cores else "*"
-        lines.append(f"rank {rank}={host} slot={slot}")
+        lines.append(f"rank {rank}={_host(assignment, rank, hosts)} slot={slot}")
+    return "\n".join(lines) + "\n"
+
+
+def rankfile_logical(assignment: Assignment, hosts: list[str] | None = None) -> str:
+    """Rankfile with logical core indexes (hwloc's order): Open MPI 5 reads rankfiles this way
+    (``mpirun --map-by rankfile:file=FILE``), and so does Open MPI 4 without the physical flag."""
+    if not assignment.core_index_of_rank:
+        raise UserError("the mapping has no logical core indexes (its topology lists no CPU cores)",
+                        hint="map onto a topology with CPU cores, or use --emit rankfile")
+    lines = ["# linkscope rankfile (logical core indexes): Open MPI 5: mpirun --map-by rankfile:file=THIS "
+             "linkscope launch --mapping MAPPING -- ./app ; Open MPI 4: mpirun --rankfile THIS ..."]
+    for rank in range(assignment.ranks):
+        cores = assignment.core_index_of_rank[rank]
+        lines.append(f"rank {rank}={_host(assignment, rank, hosts)} slot={_cpu_list(cores) if cores else '*'}")
     return "\n".join(lines) + "\n"
 
 
 def slurm_line(assignment: Assignment) -> str:
-    """``--gpu-bind=map_gpu:`` (by local task id) and ``--cpu-bind=map_cpu``-style mask line."""
+    """Slurm options. ``map_gpu`` indexes and ``mask_cpu`` masks count the node's GPUs and CPUs
+    as the topology numbers them, so they are right only when the job holds the whole node
+    (``--exclusive``); with GPU UUIDs known, the line says to let ``linkscope launch`` pick
+    each rank's GPU by UUID instead, which holds in any allocation."""
+    launch = "srun ... linkscope launch --mapping MAPPING -- ./app"
+    has_uuid = bool(assignment.visible_device_of_rank) and all(
+        v.startswith(("GPU-", "MIG-")) for v in assignment.visible_device_of_rank)
+    head = [f"# by GPU UUID (any allocation): {launch}"] if has_uuid else []
+    head.append("# the indexes below count the node's GPUs and CPUs in topology order: they need the whole "
+                "node (--exclusive)")
     if assignment.node_of_rank is not None:
         per_node: dict[int, list[int]] = {}
         for rank, node in enumerate(assignment.node_of_rank):
             per_node.setdefault(node, []).append(assignment.gpu_of_rank[rank])
         lists = {tuple(v) for v in per_node.values()}
         if len(lists) > 1:
-            lines = ["# the GPU order differs between nodes; Slurm applies one map_gpu list to every node,",
-                     "# so launch with: srun ... linkscope launch --mapping MAPPING -- ./app"]
+            lines = head + ["# the GPU order differs between nodes; Slurm applies one map_gpu list to every node,",
+                            f"# so launch with: {launch}"]
             for node, gpus in sorted(per_node.items()):
                 lines.append(f"# node {node}: --gpu-bind=map_gpu:{','.join(map(str, gpus))}")
             return "\n".join(lines) + "\n"
         gpus = list(next(iter(lists)))
     else:
         gpus = list(assignment.gpu_of_rank)
-    line = f"--gpu-bind=map_gpu:{','.join(map(str, gpus))}"
+    line = f"--exclusive --gpu-bind=map_gpu:{','.join(map(str, gpus))}"
     if assignment.cores_of_rank and all(assignment.cores_of_rank) and assignment.node_of_rank is None:
         masks = [hex(sum(1 << c for c in cores)) for cores in assignment.cores_of_rank]
         line += f" --cpu-bind=mask_cpu:{','.join(masks)}"
-    return line + "\n"
+    return "\n".join(head + [line]) + "\n"
 
 
 def env_files(assignment: Assignment) -> dict[str, str]:

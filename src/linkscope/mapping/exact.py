@@ -7,8 +7,9 @@ sorted down against i's costs sorted up), and solves the linear assignment of th
 Children are GPUs, one per orbit of the cost matrix's automorphisms that fix the GPUs used so
 far (``symmetry``), so NVSwitch or switch-local GPUs are not tried twice.
 
-A search that finishes proves optimality; one stopped by ``time_limit_s`` returns the best
-mapping found with ``optimal=False`` and the proven lower bound.
+A search that finishes proves optimality; one stopped by its budget of explored nodes
+(``node_limit``: deterministic, the same answer and flag on any machine) or by an optional wall
+clock limit returns the best mapping found with ``optimal=False`` and the proven lower bound.
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _rank_order(problem: MappingProblem) -> list[int]:
 
 
 class _Search:
-    def __init__(self, problem: MappingProblem, order: list[int], deadline: float, incumbent: np.ndarray) -> None:
+    def __init__(self, problem: MappingProblem, order: list[int], deadline: float, incumbent: np.ndarray,
+                 node_limit: int) -> None:
         self.n = problem.size
         idx = np.array(order)
         self.order = idx
@@ -52,6 +54,7 @@ class _Search:
         self.costs = list(problem.costs)
         self.problem = problem
         self.deadline = deadline
+        self.node_limit = node_limit
         self.nodes = 0
         self.stopped = False
         # incumbent in search order: position t holds GPU of rank order[t]
@@ -116,7 +119,7 @@ class _Search:
         if self.stopped:
             return
         self.nodes += 1
-        if (self.nodes & 255) == 0 and time.perf_counter() > self.deadline:
+        if self.nodes > self.node_limit or ((self.nodes & 255) == 0 and time.perf_counter() > self.deadline):
             self.stopped = True
             return
         d = len(assigned)
@@ -150,14 +153,17 @@ class _Search:
 def solve_exact(
     problem: MappingProblem,
     incumbent: Sequence[int] | None = None,
-    time_limit_s: float = 60.0,
+    node_limit: int = 1_000_000,
+    time_limit_s: float | None = None,
 ) -> SolveResult:
-    """Branch-and-bound; ``incumbent`` (a good heuristic mapping) speeds up pruning."""
+    """Branch-and-bound; ``incumbent`` (a good heuristic mapping) speeds up pruning. Stops after
+    ``node_limit`` explored nodes (deterministic) or ``time_limit_s`` seconds (optional)."""
     start = time.perf_counter()
     n = problem.size
     order = _rank_order(problem)
     first = np.asarray(incumbent, dtype=int) if incumbent is not None else np.arange(n)
-    search = _Search(problem, order, start + time_limit_s, first)
+    deadline = start + time_limit_s if time_limit_s is not None else float("inf")
+    search = _Search(problem, order, deadline, first, node_limit)
     search.run([], list(range(n)), 0.0)
     perm = np.zeros(n, dtype=int)
     perm[search.order] = search.best

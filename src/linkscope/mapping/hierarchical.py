@@ -2,8 +2,9 @@
 traffic that crosses the network), then ranks -> GPUs inside each node (exact for small nodes,
 heuristic otherwise), on a cluster of identical nodes.
 
-The cost of a pair on different nodes is one network cost per term (``network_costs``); on the
-same node it is the node's cost matrix. The default mapping (rank r on node r // g, GPU r % g)
+Costs come from a ``ClusterCost`` (``cluster``): the node's matrix on one node, the network's
+structure across nodes. Ranks go to hosts by METIS along the network's hierarchy (groups of near
+hosts first, such as the nodes under one leaf switch, then hosts within a group). The default mapping (rank r on node r // g, GPU r % g)
 is kept when the search does not beat it.
 """
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .cluster import ClusterCost
 from .exact import solve_exact
 from .heuristic import solve_heuristic
-from .partition import partition
+from .partition import partition, refine_with_distances
 from .problem import MappingProblem
 
 
@@ -40,65 +42,166 @@ class ClusterMapping:
     elapsed_s: float
 
 
-def cluster_objective(
-    flows: Sequence[sp.spmatrix], node_costs: Sequence[np.ndarray], network_costs: Sequence[float],
-    node_of_rank: np.ndarray, gpu_of_rank: np.ndarray,
-) -> float:
-    total = 0.0
-    for f, c, net in zip(flows, node_costs, network_costs):
-        coo = sp.coo_matrix(f)
-        same = node_of_rank[coo.row] == node_of_rank[coo.col]
-        inner = c[gpu_of_rank[coo.row], gpu_of_rank[coo.col]]
-        total += float((coo.data * np.where(same, inner, net)).sum())
-    return total
+def host_groups(host_cost: np.ndarray, hosts: Sequence[int]) -> list[list[int]]:
+    """Split ``hosts`` into groups of hosts that are closest to each other (connected parts of
+    the pairs at the smallest cost among them, e.g. the nodes under one leaf switch); one group
+    per host when every pair costs the same."""
+    hosts = list(hosts)
+    if len(hosts) <= 1:
+        return [hosts]
+    sub = host_cost[np.ix_(hosts, hosts)]
+    off = sub[~np.eye(len(hosts), dtype=bool)]
+    near = sub <= off.min() * (1 + 1e-9) + 1e-300
+    from scipy.sparse.csgraph import connected_components
+
+    count, label = connected_components(sp.csr_matrix(near), directed=False)
+    if count == 1:
+        return [[h] for h in hosts]
+    return [[hosts[i] for i in np.nonzero(label == c)[0]] for c in range(count)]
+
+
+REFINE_HOSTS_UP_TO = 128
+"""Up to this many hosts, host placements are polished by distance-aware swaps."""
+SEEDS_UP_TO = 1024
+"""Up to this many (padded) ranks, host placement is tried with two partitioner seeds."""
+POLISH_UP_TO = 64
+"""Up to this many GPUs, the answer is polished by 2-opt on the whole cluster's pair costs."""
+
+
+def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) -> np.ndarray:
+    """Ranks split straight into hosts, then hosts placed on the hosts' positions by a partition of
+    the host-to-host traffic along the network's hierarchy."""
+    hosts = host_cost.shape[0]
+    parts = partition(weight, [g] * hosts, seed=seed)
+    onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), hosts))
+    quotient = (onehot.T @ weight @ onehot).tocsr()
+    quotient.setdiag(0)
+    quotient.eliminate_zeros()
+    slot = _top_down(quotient, host_cost, 1, seed)  # host slot of each part
+    return slot[parts]
+
+
+def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) -> np.ndarray:
+    """Host of each (padded) rank: split the ranks over groups of near hosts, then each group's
+    ranks over its hosts, recursively (the partitioner sees the network's own hierarchy)."""
+    host_of = np.zeros(weight.shape[0], dtype=int)
+
+    def recurse(ranks: np.ndarray, hosts: list[int]) -> None:
+        if len(hosts) == 1:
+            host_of[ranks] = hosts[0]
+            return
+        groups = host_groups(host_cost, hosts)
+        parts = partition(weight[ranks][:, ranks], [len(group) * g for group in groups], seed=seed)
+        for k, group in enumerate(groups):
+            recurse(ranks[parts == k], group)
+
+    recurse(np.arange(weight.shape[0]), list(range(host_cost.shape[0])))
+    return host_of
+
+
+def _best_hosts(flows, cost: ClusterCost, weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
+                ranks: int) -> np.ndarray:
+    """Host of each rank: the best (by the cluster objective, each rank at its host's GPU 0 cost)
+    of top-down and bottom-up placements, with one or two seeds, each polished by distance-aware
+    swaps when there are few hosts."""
+    hosts = host_cost.shape[0]
+    seeds = (seed, seed + 1) if weight.shape[0] <= SEEDS_UP_TO else (seed,)
+    scale = host_cost / max(float(host_cost.max()), 1e-300)
+    best, best_value = None, float("inf")
+    zero = np.zeros(ranks, dtype=int)
+    for s in seeds:
+        for build in (_top_down, _bottom_up):
+            if build is _bottom_up and hosts <= 2:
+                continue
+            padded = build(weight, host_cost, g, s)
+            if hosts <= REFINE_HOSTS_UP_TO:
+                padded = refine_with_distances(weight, padded, scale)
+            value = cost.objective(flows, padded[:ranks], zero)
+            if value < best_value * (1 - 1e-12):
+                best, best_value = padded[:ranks].copy(), value
+    assert best is not None
+    return best
+
+
+def _polish(flows, cost: ClusterCost, node_of_rank: np.ndarray, gpu_of_rank: np.ndarray, value: float
+            ) -> tuple[np.ndarray, np.ndarray, float]:
+    """2-opt on the whole cluster as one mapping problem (small clusters only)."""
+    from .heuristic import two_opt
+
+    g = cost.gpus_per_host
+    n = cost.hosts * g
+    host = np.repeat(np.arange(cost.hosts), g)
+    local = np.tile(np.arange(g), cost.hosts)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    costs = tuple(cost.pair_cost(t, host[a], local[a], host[b], local[b]) for t in range(len(flows)))
+    ranks = flows[0].shape[0]
+    problem = MappingProblem(tuple(f.toarray() for f in flows), costs, ranks)
+    start = problem.complete(node_of_rank * g + gpu_of_rank)
+    perm, polished = two_opt(problem, start)
+    from .heuristic import solve_heuristic
+
+    other = solve_heuristic(problem, starts=2, extra_starts=[perm])
+    if other.cost < polished:
+        perm, polished = np.array(other.perm), other.cost
+    if polished < value * (1 - 1e-12):
+        slots = perm[:ranks]
+        return slots // g, slots % g, cost.objective(flows, slots // g, slots % g)
+    return node_of_rank, gpu_of_rank, value
 
 
 def solve_cluster(
     flows: Sequence[sp.spmatrix | np.ndarray],
-    node_costs: Sequence[np.ndarray],
-    network_costs: Sequence[float],
-    nodes: int,
-    exact_up_to: int = 10,
-    exact_time_limit_s: float = 2.0,
+    cost: ClusterCost,
+    node_budget: int = 20_000,
+    seed: int = 0,
 ) -> ClusterMapping:
-    """Map ``ranks`` (the flows' size) onto ``nodes`` nodes of ``g`` GPUs (the node cost's size)."""
+    """Map ranks (the flows' size) onto the hosts of ``cost``: ranks to hosts by the partitioner
+    along the network's hierarchy, then ranks to GPUs inside each host (branch-and-bound within
+    ``node_budget`` explored nodes from a heuristic start; nothing to do on a uniform node)."""
     t0 = time.perf_counter()
     flows = [sp.csr_matrix(f, dtype=np.float64) for f in flows]
     for f in flows:
         f.setdiag(0)
         f.eliminate_zeros()
     ranks = flows[0].shape[0]
-    g = node_costs[0].shape[0]
+    g, nodes = cost.gpus_per_host, cost.hosts
     if ranks > nodes * g:
         from ..errors import UserError
 
         raise UserError(f"{ranks} ranks do not fit on {nodes} nodes x {g} GPUs")
     padded = nodes * g
-    # the partitioning weight: each term's flow scaled by how much more the network costs
+    # the partitioning weight: each term's flow scaled by how much more a pair on two hosts costs
     weight = sp.csr_matrix((padded, padded))
-    for f, c, net in zip(flows, node_costs, network_costs):
-        mean_inner = c.sum() / max(g * (g - 1), 1)
+    host_cost = np.zeros((nodes, nodes))
+    for term, f in enumerate(flows):
+        mean_inner = cost.node.costs[term].sum() / max(g * (g - 1), 1)
+        term_hosts = cost.host_cost(term)
+        net = float(term_hosts[~np.eye(nodes, dtype=bool)].mean()) if nodes > 1 else mean_inner
         scale = max(net - mean_inner, net * 1e-3, 1e-30)
         grown = sp.csr_matrix((f.data, f.indices, f.indptr), shape=(ranks, ranks))
         grown.resize((padded, padded))
         weight = weight + grown * scale
-    parts = partition(weight, [g] * nodes)
-    node_of_rank = parts[:ranks].copy()
+        host_cost += term_hosts * max(float(f.sum()), 1e-300)
+    weight = weight.tocsr()
+    node_of_rank = _best_hosts(flows, cost, weight, host_cost, g, seed, ranks)
     gpu_of_rank = np.zeros(ranks, dtype=int)
-    dense_flows = [f.tocsr() for f in flows]
+    uniform = cost.node.is_uniform()
     cache: dict[bytes, tuple[tuple[int, ...], bool]] = {}
     all_optimal = True
     for node in range(nodes):
         members = np.nonzero(node_of_rank == node)[0]
         if len(members) == 0:
             continue
-        subs = tuple(f[members][:, members].toarray() for f in dense_flows)
+        if uniform:
+            gpu_of_rank[members] = np.arange(len(members))
+            continue
+        subs = tuple(f[members][:, members].toarray() for f in flows)
         key = b"".join(s.tobytes() for s in subs)
         if key not in cache:
-            problem = MappingProblem(subs, tuple(node_costs), len(members))
+            problem = MappingProblem(subs, tuple(cost.node.costs), len(members))
             heuristic = solve_heuristic(problem, starts=2)
-            if g <= exact_up_to:
-                exact = solve_exact(problem, incumbent=heuristic.perm, time_limit_s=exact_time_limit_s)
+            if g <= 16:
+                exact = solve_exact(problem, incumbent=heuristic.perm, node_limit=node_budget)
                 cache[key] = (exact.perm, exact.optimal)
             else:
                 cache[key] = (heuristic.perm, False)
@@ -107,9 +210,11 @@ def solve_cluster(
         gpu_of_rank[members] = np.asarray(perm[: len(members)])
     default_node = np.arange(ranks) // g
     default_gpu = np.arange(ranks) % g
-    default_cost = cluster_objective(flows, node_costs, network_costs, default_node, default_gpu)
-    cost = cluster_objective(flows, node_costs, network_costs, node_of_rank, gpu_of_rank)
-    if cost > default_cost:
-        node_of_rank, gpu_of_rank, cost, all_optimal = default_node, default_gpu, default_cost, False
-    return ClusterMapping(tuple(int(x) for x in node_of_rank), tuple(int(x) for x in gpu_of_rank), cost,
+    default_cost = cost.objective(flows, default_node, default_gpu)
+    value = cost.objective(flows, node_of_rank, gpu_of_rank)
+    if nodes * g <= POLISH_UP_TO:
+        node_of_rank, gpu_of_rank, value = _polish(flows, cost, node_of_rank, gpu_of_rank, value)
+    if value > default_cost:
+        node_of_rank, gpu_of_rank, value, all_optimal = default_node, default_gpu, default_cost, False
+    return ClusterMapping(tuple(int(x) for x in node_of_rank), tuple(int(x) for x in gpu_of_rank), value,
                           default_cost, all_optimal, time.perf_counter() - t0)
