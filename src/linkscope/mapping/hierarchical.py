@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from .cluster import ClusterCost
 from .exact import solve_exact
 from .heuristic import solve_heuristic
-from .partition import partition, refine_with_distances
+from .partition import KL_UP_TO, partition, refine_with_distances
 from .problem import MappingProblem
 
 
@@ -64,7 +64,7 @@ REFINE_HOSTS_UP_TO = 128
 """Up to this many hosts, host placements are polished by distance-aware swaps."""
 SEEDS_UP_TO = 1024
 """Up to this many (padded) ranks, host placement is tried with two partitioner seeds."""
-POLISH_UP_TO = 64
+POLISH_UP_TO = 32
 """Up to this many GPUs, the answer is polished by 2-opt on the whole cluster's pair costs."""
 
 
@@ -77,21 +77,22 @@ def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) 
     quotient = (onehot.T @ weight @ onehot).tocsr()
     quotient.setdiag(0)
     quotient.eliminate_zeros()
-    slot = _top_down(quotient, host_cost, 1, seed)  # host slot of each part
+    slot = _top_down(quotient, host_cost, 1, seed, bisection=False)  # host slot of each part
     return slot[parts]
 
 
-def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) -> np.ndarray:
+def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True) -> np.ndarray:
     """Host of each (padded) rank: split the ranks over groups of near hosts, then each group's
     ranks over its hosts, recursively (the partitioner sees the network's own hierarchy)."""
     host_of = np.zeros(weight.shape[0], dtype=int)
+    small = bisection and weight.shape[0] <= KL_UP_TO
 
     def recurse(ranks: np.ndarray, hosts: list[int]) -> None:
         if len(hosts) == 1:
             host_of[ranks] = hosts[0]
             return
         groups = host_groups(host_cost, hosts)
-        parts = partition(weight[ranks][:, ranks], [len(group) * g for group in groups], seed=seed)
+        parts = partition(weight[ranks][:, ranks], [len(group) * g for group in groups], seed=seed, bisection=small)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 

@@ -142,7 +142,7 @@ def bisect(w: sp.csr_matrix, size_a: int) -> np.ndarray:
     return best
 
 
-KL_UP_TO = 64
+KL_UP_TO = 40
 """Graphs up to this many vertices are also split by the recursive Kernighan–Lin bisection
 above; the smaller cut of it and METIS wins."""
 
@@ -315,13 +315,15 @@ def refine_with_distances(weights: sp.spmatrix, parts: np.ndarray, distance: np.
     return parts
 
 
-def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed: int = 0) -> np.ndarray:
+def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed: int = 0,
+              bisection: bool = True) -> np.ndarray:
     """Part index of each vertex; part ``k`` gets exactly ``part_sizes[k]`` vertices.
 
     ``weights`` is a (ranks x ranks) traffic matrix (symmetrised here); sum(part_sizes) must
     equal its size. METIS (multilevel k-way, through pymetis) does the work; graphs of up to
     ``KL_UP_TO`` vertices are also split by recursive Kernighan–Lin bisection and the smaller
-    cut wins. Deterministic for a given ``seed``.
+    cut wins (``bisection=False`` skips it: callers splitting many small pieces of a big graph).
+    Deterministic for a given ``seed``.
     """
     w = _symmetric(weights)
     n = w.shape[0]
@@ -330,7 +332,7 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
     if len(part_sizes) == 1:
         return np.zeros(n, dtype=int)
     best = _metis_partition(w, part_sizes, seed)
-    if n <= KL_UP_TO:
+    if bisection and n <= KL_UP_TO:
         other = _bisection_partition(w, part_sizes)
         if cut_weight(w, other) < cut_weight(w, best) - 1e-12 * max(float(w.sum()), 1.0):
             best = other
