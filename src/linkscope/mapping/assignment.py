@@ -13,6 +13,15 @@ from ..atomic import write_json_atomic
 from ..errors import SchemaError, UserError
 from ..userfiles import loads_strict, read_text, refuse_malformed
 
+NOT_TIME = {
+    "distance": "hop-bytes, not a time prediction",
+    "bandwidth": "each message's transfer alone, summed: not a time prediction (no overlap, no contention)",
+    "latency": "each message's latency alone, fixed software cost included, summed: not a time prediction "
+               "(no overlap)",
+    "alpha-beta": "each message's time alone, summed: not a time prediction (no overlap, no contention)",
+}
+"""Why a metric's saving is not a time prediction (``--metric model`` predicts the exchange time)."""
+
 FORMAT = "linkscope.mapping"
 SCHEMA_VERSION = 1
 
@@ -101,8 +110,10 @@ class Assignment:
             if self.optimal:
                 return "the default mapping is already optimal" + proof.replace(" (proven optimal)", " (proven)")
             return "no better mapping than the default was found"
-        what = "predicted exchange time" if self.exchange_time_us is not None else "cost"
-        return f"saves {saved * 100:.1f}% of the default mapping's {what}{proof}"
+        if self.exchange_time_us is not None:
+            return f"saves {saved * 100:.1f}% of the default mapping's predicted exchange time{proof}"
+        return f"saves {saved * 100:.1f}% of the default mapping's {self.metric} cost{proof} ({NOT_TIME[self.metric]})" \
+            if self.metric in NOT_TIME else f"saves {saved * 100:.1f}% of the default mapping's cost{proof}"
 
 
 def to_dict(assignment: Assignment) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, DeviceKind, LinkKind, Topology
-from .cost import DEFAULT_LINK_LATENCY_US, CostModel, topology_cost
+from .cost import DEFAULT_LINK_LATENCY_US, CostModel, software_latency_us, topology_cost
 
 
 @dataclass(frozen=True)
@@ -274,8 +274,10 @@ def topology_cluster_cost(topology: Topology, metric: str, method: str = "ce", h
             fabric.append(np.full(lat.shape, float(DISTANCE_OF_CODE["NET"])))
             combine.append("max")
         elif flow == "messages":
+            # the node's latencies carry the fixed software cost on every pair; so do these
+            software = software_latency_us(topology, method)[0] if metric != "model" else 0.0
             access.append(access_lat)
-            fabric.append(lat)
+            fabric.append(lat + software)
             combine.append("sum")
         else:
             access.append(access_upb)

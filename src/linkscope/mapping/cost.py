@@ -152,17 +152,37 @@ def _from_matrices(metric: str, distance: np.ndarray | None, bandwidth: np.ndarr
     raise _model_needs_topology()
 
 
+def software_latency_us(topology: Topology, method: str = DEFAULT_METHOD.key) -> tuple[float, str]:
+    """The fixed per-message software cost (API call, launch, completion) the latency metric adds
+    to every GPU pair: the fabric model's ``overhead_us.<method>`` (calibrated where the topology's
+    model_params hold it), with its provenance."""
+    from ..model.params import ModelParams
+
+    params = ModelParams.for_topology(topology)
+    key = f"overhead_us.{method}"
+    return float(params.overhead_us(method)), params.provenance.get(key, "default")
+
+
 def topology_cost(topology: Topology, metric: str, method: str = DEFAULT_METHOD.key) -> CostModel:
-    """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency;
-    for ``model``, from its fabric model (``model_params`` included) with transfer ``method``."""
+    """Cost matrices for ``metric`` from a Topology's levels, theoretical bandwidth and link latency
+    (plus the fixed per-message software cost, ``software_latency_us``); for ``model``, from its
+    fabric model (``model_params`` included) with transfer ``method``."""
     _check_metric(metric)
     if metric == "model":
         from .fabric import fabric_cost
 
         return fabric_cost(topology, method)
     m = topology_matrices(topology)
-    notes = ("some links have no latency; per-kind defaults were used",) if "defaulted_latency" in m else ()
-    return _from_matrices(metric, m["distance"], m["bandwidth_gb_per_s"], m["latency_us"],
+    notes: tuple[str, ...] = ("some links have no latency; per-kind defaults were used",) \
+        if "defaulted_latency" in m else ()
+    latency = m["latency_us"]
+    if metric in ("latency", "alpha-beta"):
+        software_us, provenance = software_latency_us(topology, method)
+        latency = latency + software_us
+        np.fill_diagonal(latency, 0.0)
+        notes += (f"latency per message = route latency + {software_us:g} µs fixed software cost "
+                  f"(overhead_us.{method}, {provenance})",)
+    return _from_matrices(metric, m["distance"], m["bandwidth_gb_per_s"], latency,
                           f"topology:{topology.name}", notes)
 
 
