@@ -128,3 +128,19 @@ def test_map_model_metric_user_errors(tmp_path, capsys):
     assert "--method ce applies to --metric model only" in capsys.readouterr().err
     assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--metric", "model", "--method", "d2h"]) == 1
     assert "unknown GPU-to-GPU method 'd2h'" in capsys.readouterr().err
+
+
+def test_map_on_a_fat_tree_is_hierarchical_with_logical_rankfile(tmp_path, capsys):
+    traffic = tmp_path / "t.json"
+    assert main(["traffic", "gen", "stencil3d", "--grid", "4x4x2", "-o", str(traffic)]) == 0
+    rf = tmp_path / "rf"
+    assert main(["map", str(traffic), "--synthetic", "fattree:4x8", "--metric", "latency", "--emit", "rankfile",
+                 "--emit-to", str(rf), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["solver"].startswith("hierarchical") and sorted(set(data["host_of_rank"])) == ["n0", "n1", "n2", "n3"]
+    assert any("fixed software cost" in n for n in data["notes"])
+    assert rf.read_text().splitlines()[1].startswith("rank 0=n")
+    assert main(["traffic", "gen", "stencil3d", "--grid", "2x2x4", "--periodic", "-o", str(traffic)]) == 0
+    assert main(["map", str(traffic), "--preset", "k80-16", "--emit", "rankfile-logical", "--emit-to", str(rf)]) == 0
+    out = capsys.readouterr().out
+    assert "not a time prediction" in out and "--map-by rankfile:file=" in rf.read_text()
