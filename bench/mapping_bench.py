@@ -8,8 +8,7 @@ as the first argument, else ``$OUT/mapping_bench.json``, else ``mapping_bench.js
     PYTHONPATH=src python bench/mapping_bench.py [out.json] [--quick]
 
 Peers (skipped with a note when absent): Scotch's ``scotch_gmap`` (Debian package ``scotch``;
-the target is a weighted complete graph of the integer-scaled cost matrix turned into a
-decomposition-defined architecture by ``amk_grf``) and KaHIP (PyPI ``kahip``; its Python module
+through bench/scotch_compare.py, which holds the full comparison) and KaHIP (PyPI ``kahip``; its Python module
 offers only ``kaffpa`` partitioning, so it is compared on the ranks -> nodes stage).
 """
 from __future__ import annotations
@@ -19,9 +18,7 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +30,8 @@ from linkscope.mapping.cost import CostModel, topology_cost
 from linkscope.mapping.exact import solve_exact
 from linkscope.mapping.fabric import exchange_transfers
 from linkscope.mapping.heuristic import solve_heuristic
-from linkscope.mapping.hierarchical import cluster_objective, solve_cluster
+from linkscope.mapping.cluster import copies
+from linkscope.mapping.hierarchical import solve_cluster
 from linkscope.mapping.partition import cut_weight
 from linkscope.mapping.problem import MappingProblem
 from linkscope.topology.presets import load_preset, preset_names
@@ -90,10 +88,10 @@ def _exact_rows(label: str, cost: CostModel, metric: str) -> list[dict]:
     for traffic in patterns(cost.gpus):
         problem = problem_of(traffic, cost)
         t0 = time.perf_counter()
-        cold = solve_exact(problem, time_limit_s=60)
+        cold = solve_exact(problem, node_limit=2_000_000)
         cold_s = time.perf_counter() - t0
         heur = solve_heuristic(problem)
-        warm = solve_exact(problem, incumbent=heur.perm, time_limit_s=60)
+        warm = solve_exact(problem, incumbent=heur.perm, node_limit=2_000_000)
         optimum = min(cold.cost, warm.cost)
         rows.append({
             "machine": label, "gpus": cost.gpus, "metric": metric, "pattern": traffic.origin.removeprefix("synthetic:"),
@@ -131,9 +129,10 @@ def cluster_case(quick: bool) -> dict:
     traffic = stencil(grid, True)
     cost = topology_cost(node, "distance")
     net = network_costs(cost, node)
+    cluster = copies(cost, nodes, net)
     flows = [sp.csr_matrix(traffic.offdiagonal_bytes())]
     t0 = time.perf_counter()
-    result = solve_cluster(flows, cost.costs, net, nodes)
+    result = solve_cluster(flows, cluster)
     elapsed = time.perf_counter() - t0
     out = {"ranks": traffic.ranks, "nodes": nodes, "gpus_per_node": 8, "node": node_name or "pcie:2x4 (synthetic)",
            "pattern": traffic.origin, "metric": "distance", "seconds": elapsed, "cost": result.cost,
@@ -166,7 +165,7 @@ def kahip_partition(w: sp.csr_matrix, nodes: int, cost: CostModel, net, ours) ->
         gpu = np.zeros(len(parts), dtype=int)
         for k in range(nodes):
             gpu[parts == k] = np.arange(8)
-        entry["cost_with_identity_inside_nodes"] = cluster_objective([w], cost.costs, net, parts, gpu)
+        entry["cost_with_identity_inside_nodes"] = copies(cost, nodes, net).objective([w], parts, gpu)
     entry["ratio_inter_node_bytes_vs_linkscope"] = entry["inter_node_bytes"] / cut_weight(w, np.array(ours.node_of_rank))
     return entry
 
@@ -201,77 +200,25 @@ def model_cases(quick: bool) -> list[dict]:
 
 
 # ---- part 5: peers on the presets -------------------------------------------------------------------
-def _write_grf(path: Path, weights: np.ndarray) -> None:
-    n = weights.shape[0]
-    adj = [[(j, int(weights[i, j])) for j in range(n) if j != i and weights[i, j] > 0] for i in range(n)]
-    arcs = sum(len(a) for a in adj)
-    lines = ["0", f"{n} {arcs}", "0 010"]
-    lines += [f"{len(a)} " + " ".join(f"{w} {v}" for v, w in a) for a in adj]
-    path.write_text("\n".join(lines) + "\n")
-
-
-def _integer_costs(c: np.ndarray) -> np.ndarray:
-    positive = c[c > 0]
-    if positive.size == 0:
-        return np.ones_like(c)
-    scaled = np.rint(c / positive.min() * 10).astype(int)
-    np.fill_diagonal(scaled, 0)
-    return np.maximum(scaled, 1 - np.eye(len(c), dtype=int))
-
-
-def scotch_map(problem: MappingProblem, cost_matrix: np.ndarray, ranks: int, folder: Path) -> tuple[list[int] | None, str]:
-    flow = problem.flows[0][:ranks, :ranks]
-    sym = np.rint((flow + flow.T) / max((flow + flow.T)[flow + flow.T > 0].min(initial=1), 1e-30)).astype(int)
-    _write_grf(folder / "tgt.grf", _integer_costs((cost_matrix + cost_matrix.T) / 2))
-    subprocess.run(["amk_grf", str(folder / "tgt.grf"), str(folder / "tgt.tgt")], check=True, capture_output=True)
-    _write_grf(folder / "src.grf", sym)
-    proc = subprocess.run(["scotch_gmap", "-cb", "-b0", str(folder / "src.grf"), str(folder / "tgt.tgt"),
-                           str(folder / "out.map")], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, proc.stderr.strip()[:120]
-    lines = (folder / "out.map").read_text().split("\n")[1:]
-    perm = [0] * ranks
-    for line in lines:
-        if line.strip():
-            v, p = map(int, line.split())
-            perm[v] = p
-    note = ""
-    if len(set(perm)) != ranks:  # Scotch put two ranks on one GPU: move extras to free GPUs
-        free = [g for g in range(problem.size) if g not in set(perm)]
-        seen: set[int] = set()
-        for r in range(ranks):
-            if perm[r] in seen:
-                perm[r] = free.pop(0)
-            seen.add(perm[r])
-        note = "repaired (Scotch placed two ranks on one GPU)"
-    return perm, note
-
-
 def peer_cases(quick: bool) -> list[dict]:
-    have_scotch = shutil.which("scotch_gmap") and shutil.which("amk_grf")
+    """The presets against Scotch, by bench/scotch_compare.py's own comparison (one home)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scotch_compare
+
+    if not (shutil.which("scotch_gmap") and shutil.which("amk_grf")):
+        return []
     rows = []
     for name in PRESETS:
-        if name in preset_names():
-            topo, label = load_preset(name), name
-        else:
-            topo, label = synthetic_topology("pcie:2x4"), f"{name} missing: pcie:2x4 used"
+        if name not in preset_names():
+            continue
+        topo = load_preset(name)
         for metric in ("distance", "bandwidth"):
-            cost = topology_cost(topo, metric)
             for traffic in patterns(topo.gpu_count)[: (3 if quick else None)]:
-                assignment = map_traffic(traffic, cost, topo, time_limit_s=10)
-                problem = problem_of(traffic, cost)
-                row = {"machine": label, "metric": metric, "pattern": traffic.origin.removeprefix("synthetic:"),
-                       "linkscope": assignment.cost, "default": assignment.default_cost,
-                       "proven": assignment.optimal, "uniform": assignment.uniform}
-                if have_scotch:
-                    with tempfile.TemporaryDirectory() as tmp:
-                        perm, note = scotch_map(problem, cost.costs[0], traffic.ranks, Path(tmp))
-                    if perm is not None:
-                        full = problem.complete(perm)
-                        row["scotch"] = problem.objective(full)
-                        row["scotch_vs_linkscope"] = row["scotch"] / assignment.cost if assignment.cost else 1.0
-                    row["scotch_note"] = note
-                rows.append(row)
+                row = scotch_compare.compare(name, topo, metric, traffic)
+                rows.append({"machine": name, "metric": metric, "pattern": row["case"], "linkscope": row["linkscope"],
+                             "default": row["default"], "proven": row["proven"], "uniform": False,
+                             "scotch": row["scotch"], "scotch_vs_linkscope":
+                             row["scotch"] / row["linkscope"] if row["scotch"] and row["linkscope"] else 1.0})
     return rows
 
 
