@@ -68,11 +68,32 @@ POLISH_UP_TO = 32
 """Up to this many GPUs, the answer is polished by 2-opt on the whole cluster's pair costs."""
 
 
+def spread(count: int, capacities: Sequence[int]) -> list[int]:
+    """``count`` items over parts in proportion to their capacities (largest remainders), each at
+    most its capacity.
+
+    >>> spread(10, [4, 4, 4, 4])
+    [3, 3, 2, 2]
+    """
+    total = sum(capacities)
+    exact = [count * c / total for c in capacities]
+    sizes = [min(int(x), c) for x, c in zip(exact, capacities)]
+    order = sorted(range(len(capacities)), key=lambda k: (-(exact[k] - sizes[k]), k))
+    k = 0
+    while sum(sizes) < count:
+        j = order[k % len(order)]
+        if sizes[j] < capacities[j]:
+            sizes[j] += 1
+        k += 1
+    return sizes
+
+
 def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) -> np.ndarray:
     """Ranks split straight into hosts, then hosts placed on the hosts' positions by a partition of
-    the host-to-host traffic along the network's hierarchy."""
+    the host-to-host traffic along the network's hierarchy. The ranks (``weight``'s size, at most
+    hosts x g) are spread over the hosts in proportion."""
     hosts = host_cost.shape[0]
-    parts = partition(weight, [g] * hosts, seed=seed)
+    parts = partition(weight, spread(weight.shape[0], [g] * hosts), seed=seed)
     onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), hosts))
     quotient = (onehot.T @ weight @ onehot).tocsr()
     quotient.setdiag(0)
@@ -82,8 +103,9 @@ def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) 
 
 
 def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True) -> np.ndarray:
-    """Host of each (padded) rank: split the ranks over groups of near hosts, then each group's
-    ranks over its hosts, recursively (the partitioner sees the network's own hierarchy)."""
+    """Host of each rank: split the ranks over groups of near hosts, then each group's ranks over
+    its hosts, recursively (the partitioner sees the network's own hierarchy). With fewer ranks
+    than slots (``weight`` unpadded), each group gets its share in proportion to its slots."""
     host_of = np.zeros(weight.shape[0], dtype=int)
     small = bisection and weight.shape[0] <= KL_UP_TO
 
@@ -92,7 +114,8 @@ def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, b
             host_of[ranks] = hosts[0]
             return
         groups = host_groups(host_cost, hosts)
-        parts = partition(weight[ranks][:, ranks], [len(group) * g for group in groups], seed=seed, bisection=small)
+        sizes = spread(len(ranks), [len(group) * g for group in groups])
+        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 
@@ -100,26 +123,31 @@ def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, b
     return host_of
 
 
-def _best_hosts(flows, cost: ClusterCost, weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
+def _best_hosts(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
                 ranks: int) -> np.ndarray:
-    """Host of each rank: the best (by the cluster objective, each rank at its host's GPU 0 cost)
-    of top-down and bottom-up placements, with one or two seeds, each polished by distance-aware
-    swaps when there are few hosts."""
+    """Host of each rank: the best of top-down and bottom-up placements, with one or two seeds,
+    each polished by distance-aware swaps when there are few hosts. Compared by the partitioning
+    weight times the host-to-host cost (what a pair on two hosts costs more than one on a host)."""
     hosts = host_cost.shape[0]
     seeds = (seed, seed + 1) if weight.shape[0] <= SEEDS_UP_TO else (seed,)
     scale = host_cost / max(float(host_cost.max()), 1e-300)
     best, best_value = None, float("inf")
-    zero = np.zeros(ranks, dtype=int)
+    coo = sp.coo_matrix(weight)
+    # padded: silent ranks fill the free slots (the talking ranks are packed); real: only the
+    # ranks, spread over the hosts in proportion (a partition without silent ranks to shuffle)
+    graphs = [weight] if ranks == weight.shape[0] else [weight, weight[:ranks][:, :ranks].tocsr()]
     for s in seeds:
-        for build in (_top_down, _bottom_up):
-            if build is _bottom_up and hosts <= 2:
-                continue
-            padded = build(weight, host_cost, g, s)
-            if hosts <= REFINE_HOSTS_UP_TO:
-                padded = refine_with_distances(weight, padded, scale)
-            value = cost.objective(flows, padded[:ranks], zero)
-            if value < best_value * (1 - 1e-12):
-                best, best_value = padded[:ranks].copy(), value
+        for graph in graphs:
+            for build in (_top_down, _bottom_up):
+                if build is _bottom_up and hosts <= 2:
+                    continue
+                placed = build(graph, host_cost, g, s)
+                if hosts <= REFINE_HOSTS_UP_TO:
+                    placed = refine_with_distances(graph, placed, scale)
+                placed = placed[:ranks]
+                value = float((coo.data * scale[placed[coo.row], placed[coo.col]]).sum())
+                if value < best_value * (1 - 1e-12):
+                    best, best_value = placed.copy(), value
     assert best is not None
     return best
 
@@ -184,7 +212,7 @@ def solve_cluster(
         weight = weight + grown * scale
         host_cost += term_hosts * max(float(f.sum()), 1e-300)
     weight = weight.tocsr()
-    node_of_rank = _best_hosts(flows, cost, weight, host_cost, g, seed, ranks)
+    node_of_rank = _best_hosts(weight, host_cost, g, seed, ranks)
     gpu_of_rank = np.zeros(ranks, dtype=int)
     uniform = cost.node.is_uniform()
     cache: dict[bytes, tuple[tuple[int, ...], bool]] = {}
