@@ -179,7 +179,8 @@ def _bisection_partition(w: sp.csr_matrix, part_sizes: Sequence[int]) -> np.ndar
 
 
 def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0) -> np.ndarray:
-    """METIS k-way (pymetis, deterministic seed) with target part weights, then exact sizes
+    """METIS k-way and recursive bisection (pymetis, deterministic seed; the smaller cut) with
+    target part weights, then exact sizes
     (``_balance``) and a boundary pass (``_kway_refine``)."""
     import pymetis
 
@@ -190,9 +191,16 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
     eweights = np.maximum(np.rint(w.data * scale), 1).astype(np.int64)
     options = pymetis.Options(seed=seed, ufactor=1, ncuts=2, niter=20)
     tpwgts = [s / n for s in part_sizes]
-    result = pymetis.part_graph(k, pymetis.CSRAdjacency(w.indptr.astype(np.int64), w.indices.astype(np.int64)),
-                                eweights=eweights, tpwgts=tpwgts, options=options)
-    parts = np.asarray(result.vertex_part if hasattr(result, "vertex_part") else result[1], dtype=int)
+    adjacency = pymetis.CSRAdjacency(w.indptr.astype(np.int64), w.indices.astype(np.int64))
+    best, best_cut = None, float("inf")
+    for recursive in (False, True):  # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
+        result = pymetis.part_graph(k, adjacency, eweights=eweights, tpwgts=tpwgts, recursive=recursive,
+                                    options=options)
+        parts = np.asarray(result.vertex_part, dtype=int)
+        cut = cut_weight(w, parts)
+        if cut < best_cut:
+            best, best_cut = parts, cut
+    parts = best
     parts = _balance(w, parts, np.asarray(part_sizes))
     return _kway_refine(w, parts)
 
