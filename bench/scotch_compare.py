@@ -52,6 +52,7 @@ from linkscope.traffic.synthetic import stencil, tree
 METRICS = ("distance", "bandwidth", "latency", "alpha-beta")
 FATTREES = ("fattree:4x8", "fattree:8x8", "fattree:32x8", "fattree:512x8")
 AMK_UP_TO = 256
+GMAP_TIMEOUT_S = 120
 RTOL = 1e-9
 KIB = 1024
 
@@ -179,7 +180,11 @@ def integer_costs(c: np.ndarray) -> np.ndarray:
 def run_gmap(source: Path, target: Path, strategy: str, folder: Path, vertices: int) -> tuple[np.ndarray | None, float]:
     out = folder / "out.map"
     t0 = time.perf_counter()
-    proc = subprocess.run(["scotch_gmap", strategy, str(source), str(target), str(out)], capture_output=True, text=True)
+    try:  # scotch_gmap 7.0.3 once hung (0 % CPU) on a 4,096-vertex tree-leaf target with -b0
+        proc = subprocess.run(["scotch_gmap", *strategy.split(), str(source), str(target), str(out)],
+                              capture_output=True, text=True, timeout=GMAP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - t0
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         return None, seconds
