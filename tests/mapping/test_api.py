@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from linkscope.errors import UserError
-from linkscope.mapping.api import map_cluster, map_traffic, network_costs
+from linkscope.mapping.api import map_cluster, map_onto, map_traffic, network_costs
 from linkscope.mapping.cluster import copies
 from linkscope.mapping.cost import topology_cost
 from linkscope.topology.presets import load_preset
@@ -82,12 +82,11 @@ def test_cluster_mapping_names_nodes_after_the_hosts_the_capture_saw():
     import dataclasses
 
     node = synthetic_topology("nvswitch:2")
-    cost = topology_cost(node, "bandwidth")
     seen = dataclasses.replace(ring(4), hosts=("b", "b", "a", "a"))
-    a = map_cluster(seen, cost, node, 2, network_costs(cost, node))
+    a = map_onto(seen, node, "bandwidth", nodes=2)
     assert sorted(a.host_of_rank) == ["a", "a", "b", "b"]
     assert "hosts from the traffic matrix: b, a" in a.notes
-    other = map_cluster(dataclasses.replace(ring(4), hosts=("x",) * 4), cost, node, 2, network_costs(cost, node))
+    other = map_onto(dataclasses.replace(ring(4), hosts=("x",) * 4), node, "bandwidth", nodes=2)
     assert set(other.host_of_rank) == {"node0", "node1"} and any("saw 1 host(s) (x)" in n for n in other.notes)
-    named = map_cluster(seen, cost, node, 2, network_costs(cost, node), ["p", "q"])
+    named = map_onto(seen, node, "bandwidth", nodes=2, hosts=["p", "q"])
     assert set(named.host_of_rank) == {"p", "q"}

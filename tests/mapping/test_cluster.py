@@ -4,7 +4,7 @@ import pytest
 
 from linkscope.errors import UserError
 from linkscope.mapping.api import is_cluster, map_onto
-from linkscope.mapping.cluster import split_hosts, topology_cluster_cost
+from linkscope.mapping.cluster import node_topology, split_hosts, topology_cluster_cost
 from linkscope.mapping.cost import topology_cost
 from linkscope.mapping.hierarchical import host_groups
 from linkscope.topology.presets import load_preset
@@ -20,10 +20,13 @@ def test_structural_costs_equal_route_costs(metric):
     host = np.repeat(np.arange(cluster.hosts), 2)
     local = np.tile(np.arange(2), cluster.hosts)
     a, b = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    node = topology_cost(node_topology(topo), metric)  # one host alone (node-sized: the fabric model's rates)
+    same = host[a] == host[b]
     for term, expected in enumerate(flat.costs):
         got = cluster.pair_cost(term, host[a], local[a], host[b], local[b])
         np.fill_diagonal(got, 0.0)
-        assert np.allclose(got, expected, rtol=1e-12, atol=1e-12)
+        assert np.allclose(got[~same], expected[~same], rtol=1e-12, atol=1e-12)  # across hosts: the routes
+        assert np.allclose(got[same], node.costs[term][local[a][same], local[b][same]], rtol=1e-12, atol=1e-12)
     assert cluster.host_names == ("n0", "n1", "n2", "n3")
 
 

@@ -115,6 +115,7 @@ def _nics_and_cores(topology: Topology | None, gpus: Sequence[int], groups: Sequ
     cores_out: list[tuple[int, ...]] = [() for _ in gpus]
     for (_, cpu_id), members in sharers.items():
         sets = core_sets(topology.device(cpu_id))
+        members = sorted(members, key=lambda r: (int(gpus[r]), r))  # cores in the order of the GPUs
         for k, rank in enumerate(members):
             cores_out[rank] = share(sets, len(members), k)
     if not any(nics_out):
