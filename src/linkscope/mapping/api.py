@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ConfigError, UserError
+from ..patterns.methods import DEFAULT_METHOD
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
 from ..traffic.matrix import TrafficMatrix
@@ -332,7 +333,7 @@ def map_onto(
     topology: Topology | None,
     metric: str,
     *,
-    method: str = "ce",
+    method: str = DEFAULT_METHOD.key,
     results_cost: CostModel | None = None,
     nodes: int = 1,
     hosts: Sequence[str] | None = None,

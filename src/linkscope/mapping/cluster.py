@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from ..errors import UserError
+from ..patterns.methods import DEFAULT_METHOD
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, DeviceKind, LinkKind, Topology
@@ -220,7 +221,7 @@ def _fabric(topology: Topology, switches: Sequence[str]) -> tuple[np.ndarray, np
     return np.round(dist, 6), cap, index  # rounding drops the hop epsilon
 
 
-def topology_cluster_cost(topology: Topology, metric: str, method: str = "ce", hosts: Hosts | None = None,
+def topology_cluster_cost(topology: Topology, metric: str, method: str = DEFAULT_METHOD.key, hosts: Hosts | None = None,
                           host_names: Sequence[str] | None = None) -> ClusterCost:
     """The ClusterCost of a multi-host topology (see the module doc)."""
     hosts = hosts or split_hosts(topology)
