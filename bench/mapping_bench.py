@@ -26,11 +26,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from linkscope.mapping.api import map_traffic, network_costs
+from linkscope.mapping.cluster import copies
 from linkscope.mapping.cost import CostModel, topology_cost
 from linkscope.mapping.exact import solve_exact
 from linkscope.mapping.fabric import exchange_transfers
 from linkscope.mapping.heuristic import solve_heuristic
-from linkscope.mapping.cluster import copies
 from linkscope.mapping.hierarchical import solve_cluster
 from linkscope.mapping.partition import cut_weight
 from linkscope.mapping.problem import MappingProblem
@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
     print("exact + heuristic, 8-10 GPUs")
     print(f"{'machine':24} {'metric':9} {'pattern':34} {'exact s':>8} {'proven':>6} {'heur gap':>8} {'default gap':>11}")
     for r in exact:
-        print(f"{r['machine']:24} {r['metric']:9} {r['pattern'][:34]:34} {r['exact_s']:8.3f} {str(r['proven']):>6} "
+        print(f"{r['machine']:24} {r['metric']:9} {r['pattern'][:34]:34} {r['exact_s']:8.3f} {r['proven']!s:>6} "
               f"{r['heuristic_gap'] * 100:7.2f}% {r['default_gap'] * 100:10.1f}%")
     sixteen = sixteen_cases()
     report["sixteen"] = sixteen

@@ -282,7 +282,7 @@ def tleaf(scorer: Scorer, factors: list[float]) -> tuple[str, np.ndarray] | None
         costs = [far, near, intra]
         spec = [len(groups), len(groups[0]), g]
     low = min(x for x in costs if x > 0)
-    ints = [max(int(round(x / low * 10)), 1) for x in costs]
+    ints = [max(round(x / low * 10), 1) for x in costs]
     order = np.array([c.gpu_of_host[h, x] for group in groups for h in group for x in range(g)])
     return "tleaf " + str(len(spec)) + " " + " ".join(f"{a} {w}" for a, w in zip(spec, ints)), order
 

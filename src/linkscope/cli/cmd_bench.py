@@ -17,6 +17,7 @@ import typer
 
 from ..errors import UserError
 from .common import (
+    FROM_HELP,
     check_backend,
     check_outputs,
     finish,
@@ -137,7 +138,7 @@ def bench(
     ctx: typer.Context,
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
     preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
     method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
     pattern: str = typer.Option("matrix", "--pattern", help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a pattern FILE."),
@@ -232,7 +233,7 @@ def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: list[int]
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
     preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
     kind: str | None = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else copy)."),
     method: str | None = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),

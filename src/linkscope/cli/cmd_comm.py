@@ -23,7 +23,7 @@ from typing import Any
 import typer
 
 from ..errors import UserError
-from .common import check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
+from .common import FROM_HELP, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
                  "topology is named, else simulated; "
@@ -84,7 +84,7 @@ def _topology(preset: str | None, from_file: Path | None, synthetic: str | None)
 
 
 _PRESET = typer.Option(None, "--preset", help="Topology preset (simulated backend; stencil --mapping auto).")
-_FROM = typer.Option(None, "--from", help="Topology JSON file or recorded folder (simulated backend; --mapping auto).")
+_FROM = typer.Option(None, "--from", help=FROM_HELP + " (simulated backend; --mapping auto)")
 _SYNTHETIC = typer.Option(None, "--synthetic", help="Synthetic topology, e.g. nvswitch:4 (simulated backend; --mapping auto).")
 
 

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import check_paths, resolve_topology_cli, stderr_console, stdout_console
+from .common import FROM_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console
 
 
 def _load_results(path: Path) -> dict:
@@ -28,25 +27,28 @@ def register(app: typer.Typer) -> None:
     @app.command("map")
     def map_command(
         traffic: Path = typer.Argument(..., help="Traffic matrix (.json, .csv or .npy)."),
-        preset: Optional[str] = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
-        from_file: Optional[Path] = typer.Option(None, "--from", help="Map onto a topology JSON file."),
-        synthetic: Optional[str] = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
-        results: Optional[Path] = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
+        preset: str | None = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
+        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
+        synthetic: str | None = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
+        results: Path | None = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
         metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
-        method: Optional[str] = typer.Option(None, "--method",
+        method: str | None = typer.Option(None, "--method",
                                              help="Transfer method the model metric predicts with (default ce)."),
         solver: str = typer.Option("auto", "--solver", help="auto | exact | heuristic."),
         mode: str = typer.Option("map", "--mode", help="map (move ranks) or reorder (keep devices, renumber ranks)."),
         nodes: int = typer.Option(1, "--nodes", help="Map onto this many identical nodes of the topology."),
-        hosts: Optional[str] = typer.Option(None, "--hosts", help="Host names of the nodes, comma-separated."),
-        node_limit: Optional[int] = typer.Option(None, "--node-limit",
+        hosts: str | None = typer.Option(None, "--hosts", help="Host names of the nodes, comma-separated."),
+        node_limit: int | None = typer.Option(None, "--node-limit",
                                                  help="Explored nodes the exact search may take (deterministic budget)."),
-        time_limit: Optional[float] = typer.Option(None, "--time-limit",
+        time_limit: float | None = typer.Option(None, "--time-limit",
                                                    help="Also stop the exact search after this many seconds "
                                                         "(the answer may then differ between machines)."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the mapping JSON here."),
-        emit: Optional[str] = typer.Option(None, "--emit", help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; rankfile-logical: Open MPI 5) or Slurm options."),
-        emit_to: Optional[Path] = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Write the mapping JSON here."),
+        emit: str | None = typer.Option(
+            None, "--emit",
+            help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; "
+                 "rankfile-logical: Open MPI 5) or Slurm options."),
+        emit_to: Path | None = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
         as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
     ) -> None:
         """Map ranks to GPUs so that the ranks that talk most use the best links.

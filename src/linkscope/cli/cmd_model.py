@@ -8,7 +8,7 @@ import typer
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
+from .common import FROM_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
 
 model_app = typer.Typer(
     name="model",
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
 @model_app.command("predict")
 def predict_cmd(
     preset: str | None = typer.Option(None, "--preset", help="A shipped preset."),
-    from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern", help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all ..."),

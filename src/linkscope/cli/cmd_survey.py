@@ -7,6 +7,7 @@ import typer
 
 from ..errors import UserError
 from .common import (
+    FROM_HELP,
     check_backend,
     check_paths,
     finish,
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
         no_report: bool = typer.Option(False, "--no-report", help="Do not write the HTML report."),
         backend: str = typer.Option("auto", "--backend", help="auto (cuda when usable here, else sim), cuda, rocm or sim."),
         preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
-        from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file."),
+        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
         size: str = typer.Option("512MiB", "--size", help="Transfer size of the matrices and patterns."),
         time_budget: str | None = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),

@@ -7,6 +7,7 @@ import typer
 
 from ..errors import UserError
 from .common import (
+    FROM_HELP,
     check_output_dir,
     check_paths,
     parse_gpu_list,
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
     def topo(
         ctx: typer.Context,
         preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Path | None = typer.Option(None, "--from", help="A topology JSON file, hwloc XML (lstopo --of xml), NCCL topology XML (NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'."),
+        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
         as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Also write the JSON model (or, with --export, that format) to this file."),

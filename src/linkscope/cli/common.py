@@ -20,6 +20,9 @@ from ..errors import ConfigError, UserError
 from . import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 
 STDOUT = "-"
+#: What every command's --from accepts (discovery/auto resolves it).
+FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
+             "(NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'.")
 _GPU_INDEX = re.compile(r"[0-9]+")
 
 

@@ -10,8 +10,8 @@ answer and the same ``optimal`` flag on any machine. A cluster (a topology of se
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
@@ -390,6 +390,18 @@ def map_onto(
                        time_limit_s=time_limit_s)
 
 
-__all__ = ["map_traffic", "map_onto", "is_cluster", "map_cluster", "network_costs", "uniform_note", "EXACT_UP_TO", "EXACT_NODE_BUDGET",
-           "PROOF_NODE_BUDGET", "SOLVERS", "MODES",
-           "two_opt", "swap_delta"]
+__all__ = [
+    "EXACT_NODE_BUDGET",
+    "EXACT_UP_TO",
+    "MODES",
+    "PROOF_NODE_BUDGET",
+    "SOLVERS",
+    "is_cluster",
+    "map_cluster",
+    "map_onto",
+    "map_traffic",
+    "network_costs",
+    "swap_delta",
+    "two_opt",
+    "uniform_note",
+]

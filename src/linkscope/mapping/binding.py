@@ -14,7 +14,7 @@ siblings of the same physical core.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..topology.model import Device
 

@@ -17,8 +17,8 @@ O(n^2) route queries and no O(n^3) step, whatever the number of hosts.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -269,7 +269,7 @@ def topology_cluster_cost(topology: Topology, metric: str, method: str = DEFAULT
     fabric: list[np.ndarray] = []
     combine: list[str] = []
     notes = list(node.notes)
-    for flow, term in zip(node.flows, range(len(node.flows))):
+    for flow, _term in zip(node.flows, range(len(node.flows))):
         if metric == "distance":
             access.append(np.zeros(g))
             fabric.append(np.full(lat.shape, float(DISTANCE_OF_CODE["NET"])))

@@ -15,8 +15,9 @@ Message counts come from the TrafficMatrix; where unknown, each talking pair cou
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

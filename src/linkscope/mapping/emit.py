@@ -6,8 +6,8 @@ launcher gave the process); the CLI does the reading of ``os.environ`` and the e
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from ..errors import UserError
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index

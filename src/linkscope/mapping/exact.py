@@ -14,7 +14,7 @@ clock limit returns the best mapping found with ``optimal=False`` and the proven
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment

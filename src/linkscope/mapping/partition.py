@@ -9,7 +9,7 @@ and keeps the smallest cut. Parts have exact sizes (every node gets its number o
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
