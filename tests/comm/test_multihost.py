@@ -106,14 +106,19 @@ def test_profile_map_launch_across_hosts(hosts, tmp_path):
     # the synthetic node's cores (0-31) are not this machine's: keep the hosts, let Open MPI pick slots
     rankfile.write_text("\n".join(line.split(" slot=")[0] + " slot=*" if line.startswith("rank ") else line
                                   for line in lines) + "\n")
-    show = "import os, socket; print(os.environ['OMPI_COMM_WORLD_RANK'], socket.gethostname(), " \
-           "os.environ.get('CUDA_VISIBLE_DEVICES'))"
+    # each rank writes its own file (the namespaces share the file system): ranks printing to one
+    # mpirun stdout can interleave mid-line
+    seen_dir = tmp_path / "seen"
+    seen_dir.mkdir()
+    show = (f"import os, socket; r = os.environ['OMPI_COMM_WORLD_RANK']; "
+            f"open(os.path.join({str(seen_dir)!r}, r), 'w').write("
+            f"' '.join([r, socket.gethostname(), str(os.environ.get('CUDA_VISIBLE_DEVICES'))]))")
     args = hosts.mpirun_args(2, 4, FORWARD)
     host_at = args.index("--host")
     args[host_at:host_at + 2] = ["--rankfile", str(rankfile), "--bind-to", "none"]
     done = hosts.run(args + _linkscope("launch", "--mapping", str(mapping), "--no-bind", "--",
                                        sys.executable, "-c", show), env=env, timeout_s=60)
     assert done.returncode == 0, done.stderr
-    seen = {int(r): (h, d) for r, h, d in (line.split() for line in done.stdout.splitlines() if line.strip())}
+    seen = {int(r): (h, d) for r, h, d in (f.read_text().split() for f in seen_dir.iterdir())}
     assert {r: h for r, (h, _) in seen.items()} == dict(enumerate(host_of_rank))
     assert {r: d for r, (_, d) in seen.items()} == {r: str(v) for r, v in enumerate(assigned["visible_device_of_rank"])}
