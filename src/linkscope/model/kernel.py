@@ -73,9 +73,10 @@ if numba is not None:
         pos[row] = i
 
     @njit(cache=True, nogil=True, error_model="numpy")
-    def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
+    def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
                frozen, rem, wsum, level, heap, pos, rates, floor):
-        """Max-min rates of the active stages into ``new_rates`` (inactive stages: 0).
+        """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
+        ``frozen`` must be True for every inactive stage; it is True for all stages on return.
 
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
@@ -86,23 +87,21 @@ if numba is not None:
             wsum[i] = 0.0
             pos[i] = -1
         n_left = 0
-        for j in range(active.size):
+        for k in range(n_act):
+            j = act[k]
             new_rates[j] = 0.0
-            if active[j]:
-                if floor > 0 and rates[j] < floor:
-                    frozen[j] = True
-                    r = rates[j]
-                    new_rates[j] = r
-                    if np.isfinite(r):
-                        for e in range(col_ptr[j], col_ptr[j + 1]):
-                            rem[col_row[e]] -= col_w[e] * r
-                    continue
-                frozen[j] = False
-                n_left += 1
-                for e in range(col_ptr[j], col_ptr[j + 1]):
-                    wsum[col_row[e]] += col_w[e]
-            else:
+            if floor > 0 and rates[j] < floor:
                 frozen[j] = True
+                r = rates[j]
+                new_rates[j] = r
+                if np.isfinite(r):
+                    for e in range(col_ptr[j], col_ptr[j + 1]):
+                        rem[col_row[e]] -= col_w[e] * r
+                continue
+            frozen[j] = False
+            n_left += 1
+            for e in range(col_ptr[j], col_ptr[j + 1]):
+                wsum[col_row[e]] += col_w[e]
         size = 0
         for i in range(n_rows):
             if wsum[i] > 1e-12:
@@ -138,7 +137,8 @@ if numba is not None:
             rowv = level[heap[0]] if size > 0 else np.inf
             if capv <= rowv:
                 if not np.isfinite(capv):  # nothing binds the rest
-                    for j in range(active.size):
+                    for k in range(n_act):
+                        j = act[k]
                         if not frozen[j]:
                             frozen[j] = True
                             new_rates[j] = np.inf
@@ -173,12 +173,12 @@ if numba is not None:
         n = caps.size
         n_rows = capacity.size
         cap_order = np.argsort(caps, kind="mergesort")
-        active = np.zeros(n, dtype=np.bool_)
+        act = np.empty(n, dtype=np.int64)  # the active stages, in the order they started
         pending = np.zeros(n, dtype=np.bool_)
         ready = np.full(n, np.inf)
         rates = np.zeros(n)
         new_rates = np.zeros(n)
-        frozen = np.zeros(n, dtype=np.bool_)
+        frozen = np.ones(n, dtype=np.bool_)
         remaining = stage_bytes.copy()
         since = np.zeros(n)
         finish_at = np.full(n, np.inf)
@@ -200,7 +200,7 @@ if numba is not None:
                 next_ready = ready[j]
         t = 0.0
         events = 0
-        n_active = 0
+        n_act = 0
         floor = -1.0  # slowest rate of the stages completed at the last event (-1: a start, solve all)
         while True:
             n_started = 0
@@ -211,27 +211,29 @@ if numba is not None:
                     if pending[j]:
                         if ready[j] <= bound:
                             pending[j] = False
-                            active[j] = True
+                            act[n_act] = j
+                            n_act += 1
                             rates[j] = 0.0
                             since[j] = t
                             started[n_started] = j
                             n_started += 1
-                            n_active += 1
                         elif ready[j] < next_ready:
                             next_ready = ready[j]
-            if n_active == 0:
+            if n_act == 0:
                 if not np.isfinite(next_ready):
                     break
                 t = next_ready
                 continue
-            _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, active, new_rates,
+            _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
                    frozen, rem, wsum, level, heap, pos, rates, floor if n_started == 0 else -1.0)
-            for j in range(n):
-                if not active[j]:
-                    continue
+            t_c = np.inf
+            for k in range(n_act):
+                j = act[k]
                 new = new_rates[j]
                 old = rates[j]
                 if new == old:
+                    if finish_at[j] < t_c:
+                        t_c = finish_at[j]
                     continue
                 # bytes moved at the old rate since the last update, then the finish at the new rate
                 if np.isfinite(old):
@@ -246,13 +248,11 @@ if numba is not None:
                 else:
                     dt = left / (new * _GB)
                     finish_at[j] = t + dt if not np.isnan(dt) else np.inf
+                if finish_at[j] < t_c:
+                    t_c = finish_at[j]
             for k in range(n_started):
                 first_rate[started[k]] = rates[started[k]]
             events += 1
-            t_c = np.inf
-            for j in range(n):
-                if active[j] and finish_at[j] < t_c:
-                    t_c = finish_at[j]
             if next_ready < t_c:
                 t = next_ready
                 continue
@@ -263,24 +263,43 @@ if numba is not None:
                 limit = min(limit, next_ready)
             limit = max(limit, t_c)
             floor = np.inf
-            for j in range(n):
-                if active[j] and finish_at[j] <= limit:
+            kept = 0
+            for k in range(n_act):
+                j = act[k]
+                if finish_at[j] > limit:
+                    act[kept] = j
+                    kept += 1
+                else:
                     if rates[j] < floor:
                         floor = rates[j]
                     done[j] = finish_at[j]
                     finish_at[j] = np.inf
                     remaining[j] = 0.0
-                    active[j] = False
                     rates[j] = 0.0
-                    n_active -= 1
                     nx = stage_next[j]
                     if nx >= 0:
                         ready[nx] = done[j] + stage_latency[nx]
                         pending[nx] = True
                         if ready[nx] < next_ready:
                             next_ready = ready[nx]
+            n_act = kept
             t = t_c
         return done, first_rate, events, True
+
+
+def _locality_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, row_ptr: np.ndarray,
+                    row_col: np.ndarray, capacity: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """An order of the stages in which those that freeze together sit together: by their max-min rate
+    with every stage active, then by their first resource. The solve walks a binding resource's stages
+    and each one's resources; numbered this way those walks read memory mostly in sequence instead of
+    at random (a 100,000-flow solve about 2x faster). Any order gives the same rates."""
+    n, n_rows = caps.size, capacity.size
+    rates = np.zeros(n)
+    _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort"),
+           np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows),
+           np.empty(n_rows), np.empty(n_rows, dtype=np.int64), np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0)
+    first_row = np.where(np.diff(col_ptr) > 0, col_row[np.minimum(col_ptr[:-1], max(col_row.size - 1, 0))], -1)
+    return np.lexsort((first_row, rates))
 
 
 def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
@@ -290,13 +309,35 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     if numba is None:  # pragma: no cover
         raise RuntimeError("numba is not installed")
     A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
+    caps = np.asarray(caps, dtype=float)
+    stage_bytes = np.asarray(stage_bytes, dtype=float)
+    stage_latency_s = np.asarray(stage_latency_s, dtype=float)
+    stage_next = np.asarray(stage_next, dtype=np.int64)
+    flow_first = np.asarray(flow_first, dtype=np.int64)
     A.sort_indices()
     R = A.tocsr()
+    if caps.size > 1:  # renumber the stages for memory locality (see _locality_order), answers mapped back
+        order = _locality_order(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
+                                R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, caps)
+        new_of = np.empty_like(order)
+        new_of[order] = np.arange(order.size)
+        A = csc_matrix(A[:, order])
+        A.sort_indices()
+        R = A.tocsr()
+        caps, stage_bytes, stage_latency_s = caps[order], stage_bytes[order], stage_latency_s[order]
+        nxt = stage_next[order]
+        stage_next = np.where(nxt >= 0, new_of[np.maximum(nxt, 0)], -1)
+        flow_first = new_of[flow_first]
+    else:
+        order = None
     done, first_rate, events, ok = _simulate(
         A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
-        R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, np.asarray(caps, dtype=float),
-        np.asarray(stage_bytes, dtype=float), np.asarray(stage_latency_s, dtype=float),
-        np.asarray(stage_next, dtype=np.int64), np.asarray(flow_first, dtype=np.int64), float(rtol))
+        R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, caps,
+        stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol))
     if not ok:
         raise RuntimeError("flow simulation stalled: a stage has zero rate")
+    if order is not None:
+        done_in, first_in = np.empty_like(done), np.empty_like(first_rate)
+        done_in[order], first_in[order] = done, first_rate
+        done, first_rate = done_in, first_in
     return done, first_rate, int(events)
