@@ -16,7 +16,7 @@ import time
 
 def parse_size(text: str) -> int:
     units = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3}
-    number = text.rstrip("KMGiBkmgib")
+    number = text.rstrip("KMGBikmgb")  # a set of unit letters, not a suffix
     return int(float(number) * units[text[len(number):].lower()])
 
 

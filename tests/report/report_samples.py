@@ -74,7 +74,7 @@ def simulated_record() -> RunRecord:
             peak = 24.0 if same else 17.5
             for size in SIZES[::2]:
                 ms.append(Measurement(s, d, "ce", "matrix", "uni", size, size, _stats(_bw(peak, size)), provenance=prov,
-                                      extra={"theoretical_gb_per_s": 31.5 if same else 31.5, "predicted_gb_per_s": peak}))
+                                      extra={"theoretical_gb_per_s": 31.5, "predicted_gb_per_s": peak}))
     return RunRecord(kind="bench", provenance=prov, created_utc="2026-11-22T11:00:00+00:00",
                      context={"host": "pcie-model", "label": "pcie:2x4 (sim)"}, topology=to_dict(topo),
                      measurements=tuple(ms), findings=("Cross-socket pairs are limited by UPI.",))

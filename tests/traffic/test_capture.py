@@ -104,11 +104,15 @@ def _expected(n=4):
     m = np.zeros((n, n))
     for r in range(n):
         nxt, prev = (r + 1) % n, (r - 1) % n
-        b[r, nxt] += 8000 * (r + 1); m[r, nxt] += 1      # MPI_Send of 1000*(r+1) doubles
-        b[r, prev] += 28; m[r, prev] += 1                 # MPI_Isend of 7 ints
-        b[r, nxt] += 15; m[r, nxt] += 3                   # 3 x MPI_Start of 5 chars
-        b[r, prev] += 44; m[r, prev] += 1                 # Sendrecv on the reversed comm: world r-1
-    b[0, 3] += 13; m[0, 3] += 1                           # MPI_Ssend of 13 bytes
+        for dest, size_bytes, messages in (
+                (nxt, 8000 * (r + 1), 1),   # MPI_Send of 1000*(r+1) doubles
+                (prev, 28, 1),              # MPI_Isend of 7 ints
+                (nxt, 15, 3),               # 3 x MPI_Start of 5 chars
+                (prev, 44, 1)):             # Sendrecv on the reversed comm: world r-1
+            b[r, dest] += size_bytes
+            m[r, dest] += messages
+    b[0, 3] += 13                                         # MPI_Ssend of 13 bytes
+    m[0, 3] += 1
     return b, m
 
 

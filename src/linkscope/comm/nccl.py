@@ -302,7 +302,7 @@ def run_nccl(
                 for p, s in zip(peers, view.send):
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
-                launch_one = lambda v=view: enqueue(backend, op, peers, v, lay, nranks)  # noqa: E731
+                launch_one = lambda v=view, lay=lay: enqueue(backend, op, peers, v, lay, nranks)  # noqa: E731
                 for _ in range(warmup):
                     launch_one()
                 launch, per_launch, graph_used = launch_one, 1, False

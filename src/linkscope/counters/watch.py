@@ -178,7 +178,7 @@ def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport],
                     summed = _sum_totals(parts, _peak_sum_rate(rows, gpu, bus, direction))
                 agg[(bus, direction)] = summed
 
-        def both(bus: str) -> tuple[int | None, bool]:
+        def both(bus: str, agg: dict[tuple[str, str], CounterTotal | None] = agg) -> tuple[int | None, bool]:
             tx, rx = agg[(bus, TX)], agg[(bus, RX)]
             if tx is None or rx is None or tx.bytes is None or rx.bytes is None:
                 return None, False

@@ -130,7 +130,7 @@ def topology_from_xml(root: Element, *, origin: str = "<nccl xml>") -> Topology:
         devices.append(Device(id=f"cpu{numa}", kind=DeviceKind.CPU, name=f"NUMA node {numa}", numa_node=numa,
                               cores=tuple(cores), attributes=attrs))
 
-        def walk(parent_id: str, node: Element) -> None:
+        def walk(parent_id: str, node: Element, numa: int = numa) -> None:
             for child in node:
                 if child.tag == "pci":
                     busid = _busid(child, origin)
@@ -203,10 +203,10 @@ def topology_from_xml(root: Element, *, origin: str = "<nccl xml>") -> Topology:
                 peer = gpu_of_bus.get(normalise_bdf(nv.get("target", "")))
                 if peer is None:
                     notes.append(f"NVLink of {busid} to {nv.get('target', '')[:20]} (not a GPU in this file) left out")
-                elif f"gpu{i}" < peer or not any(l.joins(f"gpu{i}", peer) for l in links):
-                    if not any(l.joins(f"gpu{i}", peer) and l.kind is LinkKind.NVLINK for l in links):
-                        links.append(Link(f"gpu{i}", peer, LinkKind.NVLINK, count, link_rate,
-                                          provenance=Provenance.DATASHEET, source=src, generation=gen))
+                elif ((f"gpu{i}" < peer or not any(l.joins(f"gpu{i}", peer) for l in links))
+                      and not any(l.joins(f"gpu{i}", peer) and l.kind is LinkKind.NVLINK for l in links)):
+                    links.append(Link(f"gpu{i}", peer, LinkKind.NVLINK, count, link_rate,
+                                      provenance=Provenance.DATASHEET, source=src, generation=gen))
             elif tclass == CPU_CLASS:
                 links.append(Link(f"gpu{i}", f"cpu{numa}", LinkKind.NVLINK, count, link_rate,
                                   provenance=Provenance.DATASHEET, source=src, generation=gen))

@@ -25,6 +25,7 @@ version (labelled ``datasheet``).
 """
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Callable, Mapping
@@ -182,24 +183,24 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
     for i, h in enumerate(handles):
         errors: dict[str, str] = {}
         pci = nvml.nvmlDeviceGetPciInfo(h)
-        memory = attempt(errors, "memory", lambda: nvml.nvmlDeviceGetMemoryInfo(h))
+        memory = attempt(errors, "memory", lambda h=h: nvml.nvmlDeviceGetMemoryInfo(h))
         gpu: dict[str, Any] = {
             "index": i,
             "name": _text(nvml.nvmlDeviceGetName(h)),
-            "uuid": attempt(errors, "uuid", lambda: _text(nvml.nvmlDeviceGetUUID(h))),
+            "uuid": attempt(errors, "uuid", lambda h=h: _text(nvml.nvmlDeviceGetUUID(h))),
             "pci_bus_id": normalise_bdf(_text(pci.busId)),
             "pci_device_id": f"0x{int(pci.pciDeviceId):08x}",
             "memory_bytes": int(memory.total) if memory is not None else None,
-            "numa_node": attempt(errors, "numa_node", lambda: nvml.nvmlDeviceGetNumaNodeId(h)),
+            "numa_node": attempt(errors, "numa_node", lambda h=h: nvml.nvmlDeviceGetNumaNodeId(h)),
             "cpu_affinity": None,
             "pcie": None,
             "nvlinks": [],
             "errors": errors,
         }
-        mask = attempt(errors, "cpu_affinity", lambda: nvml.nvmlDeviceGetCpuAffinity(h, words))
+        mask = attempt(errors, "cpu_affinity", lambda h=h: nvml.nvmlDeviceGetCpuAffinity(h, words))
         if mask is not None:
             gpu["cpu_affinity"] = _cpus_from_mask(mask)
-        gpu["pcie"] = _read_pcie(nvml, h, lambda key, fn: attempt(errors, key, fn))
+        gpu["pcie"] = _read_pcie(nvml, h, functools.partial(attempt, errors))
         gpu["nvlinks"] = _read_links(nvml, error_type, h, errors)
         facts["gpus"].append(gpu)
     for i in range(count):
@@ -207,10 +208,10 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
             errors = {}
             pair: dict[str, Any] = {"a": i, "b": j, "p2p": {}, "common_ancestor": None, "errors": errors}
             for cap, index in P2P_CAPS.items():
-                status = attempt(errors, f"p2p_{cap}", lambda: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
+                status = attempt(errors, f"p2p_{cap}", lambda i=i, j=j, index=index: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
                 pair["p2p"][cap] = P2P_STATUS.get(status, str(status)) if status is not None else None
             level = attempt(errors, "common_ancestor",
-                            lambda: nvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
+                            lambda i=i, j=j: nvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
             pair["common_ancestor"] = TOPOLOGY_LEVEL.get(level, str(level)) if level is not None else None
             facts["pairs"].append(pair)
     return facts

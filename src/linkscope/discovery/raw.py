@@ -74,7 +74,7 @@ def extract_sysfs(archive: Path, destination: Path) -> None:
             except TypeError:  # Python without extraction filters
                 for member in tar.getmembers():
                     if member.name.startswith("/") or ".." in member.name.split("/"):
-                        raise UserError(f"unsafe path {member.name!r} in {archive}")
+                        raise UserError(f"unsafe path {member.name!r} in {archive}") from None
                 tar.extractall(destination)
     except (tarfile.TarError, OSError) as exc:
         raise UserError(f"cannot read recorded sysfs tree {archive}: {exc}") from exc

@@ -116,9 +116,9 @@ def plan_waiver(plan: TransferPlan, *, gpu_count: int, offered: Sequence[str],
         if reason:
             return reason
         src_gpu, dst_gpu = isinstance(t.src, int), isinstance(t.dst, int)
-        if method.needs_peer_access and src_gpu and dst_gpu and t.src != t.dst:
-            if not (peer_ok(t.src, t.dst) and peer_ok(t.dst, t.src)):  # type: ignore[arg-type]
-                return f"no peer access between GPU {t.src} and GPU {t.dst}"
+        if (method.needs_peer_access and src_gpu and dst_gpu and t.src != t.dst
+                and not (peer_ok(t.src, t.dst) and peer_ok(t.dst, t.src))):  # type: ignore[arg-type]
+            return f"no peer access between GPU {t.src} and GPU {t.dst}"
         for end in (t.src, t.dst):
             if isinstance(end, int):
                 need[end] = need.get(end, 0) + t.size_bytes
