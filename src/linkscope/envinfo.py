@@ -92,7 +92,8 @@ def collect() -> dict[str, Any]:
         "typer": _version_of("typer"),
         "rich": _version_of("rich"),
         "nvidia-ml-py": _version_of("nvidia-ml-py"),
-        "cupy": next((v for v in (_version_of(n) for n in ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-rocm-7-0", "cupy-rocm-5-0")) if v != "not installed"), "not installed"),
+        "cupy": next((v for v in (_version_of(n) for n in ("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-rocm-7-0", "cupy-rocm-5-0"))
+                      if v != "not installed"), "not installed"),
         "mpi4py": _version_of("mpi4py"),
         "matplotlib": _version_of("matplotlib"),
     }

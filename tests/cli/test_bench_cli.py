@@ -141,7 +141,8 @@ def test_latency_subcommand(fake, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["kind"] == "latency"
-    assert [(m["src"], m["dst"], m["method"], m["latency_n"]) for m in data["measurements"]] == [(0, 1, "remote-read", 4), (1, 0, "remote-read", 4)]
+    assert ([(m["src"], m["dst"], m["method"], m["latency_n"]) for m in data["measurements"]]
+            == [(0, 1, "remote-read", 4), (1, 0, "remote-read", 4)])
     assert "remote-read latency: us" in result.stdout
     result = runner.invoke(app, ["bench", "latency", *SYN, "--gpus", "0,1", "--kind", "copy", "--osu"])
     assert f"{'# Size':<10}{'Latency (us)':>20}" in result.stdout

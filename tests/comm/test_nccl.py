@@ -152,7 +152,8 @@ def test_default_table_is_out_of_place_only():
     be = sim_backend(2)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), "allreduce", [8, 4096], iters=2, warmup=0)
-    rows = [line.split() for line in textformats.nccl_tests_text(nccl_record(result, {}, {})).splitlines() if line and not line.startswith("#")]
+    text = textformats.nccl_tests_text(nccl_record(result, {}, {}))
+    rows = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
     assert [len(r) for r in rows] == [9, 9] and "in-place" not in textformats.nccl_tests_text(nccl_record(result, {}, {}))
     assert all(m.extra["inplace"] is False for m in nccl_record(result, {}, {}).measurements)
 

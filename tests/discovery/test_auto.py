@@ -76,7 +76,8 @@ def test_real_fallback_preset_loads() -> None:
 def test_discover_live_without_backends_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nvml, "probe", lambda: Availability("nvml", False, "NVML library not found: x"))
     monkeypatch.setattr(rocm, "probe", lambda: Availability("rocm", False, "no rocm tools"))
-    with pytest.raises(BackendUnavailable, match=r"no GPU discovered here \(NVML: NVML library not found: x; amdsmi: .*; ROCm: no rocm tools\)"):
+    with pytest.raises(BackendUnavailable, match=r"no GPU discovered here \(NVML: NVML library not found: x; amdsmi: .*; ROCm: no rocm "
+                                                 r"tools\)"):
         auto.discover_live()
 
 

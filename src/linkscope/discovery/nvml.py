@@ -208,7 +208,8 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
             errors = {}
             pair: dict[str, Any] = {"a": i, "b": j, "p2p": {}, "common_ancestor": None, "errors": errors}
             for cap, index in P2P_CAPS.items():
-                status = attempt(errors, f"p2p_{cap}", lambda i=i, j=j, index=index: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
+                status = attempt(errors, f"p2p_{cap}",
+                                 lambda i=i, j=j, index=index: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
                 pair["p2p"][cap] = P2P_STATUS.get(status, str(status)) if status is not None else None
             level = attempt(errors, "common_ancestor",
                             lambda i=i, j=j: nvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))

@@ -360,7 +360,8 @@ def plan_measurements(
                                    scope="transfer", extra=extra, **base))
             continue
         verified = samples.verified[i]
-        st, why = (Status.ERROR, "data check failed: the destination did not hold the source data") if verified is False else (Status.OK, "")
+        st, why = ((Status.ERROR, "data check failed: the destination did not hold the source data") if verified is False
+                   else (Status.OK, ""))
         if samples.notes:
             extra["notes"] = list(samples.notes)
         out.append(Measurement(src=t.src, dst=t.dst, size_bytes=t.size_bytes, moved_bytes=samples.moved_bytes[i],
@@ -590,7 +591,8 @@ def run_latency(
                       group=group_offset + i, scope="transfer", extra={"latency_kind": k})
         if k not in caps.latency_kinds:
             offered = ", ".join(caps.latency_kinds) or "none"
-            return [Measurement(status=Status.WAIVED, reason=f"latency kind {k!r} is not offered by the {caps.name} engine (it offers: {offered})", **common)]
+            return [Measurement(status=Status.WAIVED, reason=f"latency kind {k!r} is not offered by the {caps.name} engine (it offers: "
+                                                             f"{offered})", **common)]
         if k == LATENCY_COPY.key and caps.method(entry_method) is None:
             return [Measurement(status=Status.WAIVED, reason=_method_missing(caps, entry_method), **common)]
         try:

@@ -297,7 +297,8 @@ class ModelParams:
         lat = self.values.get(f"transit_latency_us.device.{device.id}")
         if lat is None:
             raw = attrs.get("transit_latency_us")
-            lat = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else float(self.values.get(f"transit_latency_us.{kind}", 0.0))
+            lat = (float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool)
+                   else float(self.values.get(f"transit_latency_us.{kind}", 0.0)))
         return float(eff), float(lat)
 
     def level_overhead_us(self, method: str, level_family: str) -> float:

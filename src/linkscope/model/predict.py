@@ -197,7 +197,8 @@ class FabricModel:
             level = query.pair_level(self.topology, ga, gb)
             # within a node only: GPUs of two nodes meet through their NICs (GPUDirect RDMA), not P2P
             if not level.code.startswith("NET") and level.distance > DISTANCE_OF_CODE[family]:
-                return f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} (topology model_params.p2p_max_level)"
+                return (f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} "
+                        "(topology model_params.p2p_max_level)")
         return None
 
     # ---- routes -> stages ---------------------------------------------------------------------------

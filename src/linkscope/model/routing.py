@@ -331,7 +331,8 @@ class _Hierarchy:
         start = sw_a[int(self._nic_rank()[nic_a]) % len(sw_a)]
         target = sw_b[h % len(sw_b)]
         if not np.isfinite(self._distances(target)[start]):
-            raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}: the network is disconnected")
+            raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}: the network is "
+                                "disconnected")
         edges = [graph.edge_between(nic_a, start)]
         here, div = start, 1
         while here != target:
@@ -446,7 +447,8 @@ class _Hierarchy:
         graph = self.graph
         rank = self._nic_rank()
         h = rank[nic_d]
-        direct_keys = {(a, b) for a, bs in self.net_neighbours.items() for b in bs if graph.node_kind[b] == _NIC and graph.node_kind[a] == _NIC}
+        direct_keys = {(a, b) for a, bs in self.net_neighbours.items() for b in bs
+                       if graph.node_kind[b] == _NIC and graph.node_kind[a] == _NIC}
         if direct_keys:  # back-to-back NICs: rare; route those pairs one by one
             rows = [np.asarray(self._network_path(int(a), int(b)), dtype=np.int64) for a, b in zip(nic_s.tolist(), nic_d.tolist())]
             return self._padded(rows)

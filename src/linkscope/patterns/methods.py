@@ -90,7 +90,8 @@ CE = Method("ce", "copy engine peer copy with peer access enabled (host end: a p
                      "amd": "hipMemcpyPeerAsync on the source's stream, done by an SDMA engine"})
 CE_BLIT = Method("ce-blit", "the same runtime copy done by the runtime's blit kernels (no DMA engine)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel",
-                 answers='On AMD: the same copy without the SDMA engines; SDMA against blit kernels per GCD pair (SDMA is capped per engine).',
+                 answers='On AMD: the same copy without the SDMA engines; SDMA against blit kernels per GCD pair (SDMA is capped per '
+                         'engine).',
             meaning={"amd": "hipMemcpyPeerAsync with HSA_ENABLE_SDMA=0: ROCr's blit kernels on CUs"},
                  env={"amd": {"HSA_ENABLE_SDMA": "0"}})
 CE_READ = Method("ce-read", "copy engine peer copy issued by the destination GPU (it reads the peer)",

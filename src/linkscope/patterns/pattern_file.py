@@ -71,7 +71,8 @@ class FilePattern:
                 for end in (t.src, t.dst):
                     if isinstance(end, int) and not 0 <= end < topology.gpu_count:
                         raise TopologyError(
-                            f"pattern file {self.source or ''} group {i + 1} names GPU {end}, which does not exist in {topology.name!r}".replace("  ", " "),
+                            (f"pattern file {self.source or ''} group {i + 1} names GPU {end}, "
+                             f"which does not exist in {topology.name!r}").replace("  ", " "),
                             hint=f"valid GPU indices: 0..{topology.gpu_count - 1}" if topology.gpu_count else "this topology has no GPU",
                         )
         if method_info is not None:  # the method table's endpoint rule, once per transfer
@@ -161,7 +162,8 @@ def parse_csv_pattern(text: str, source: str = "") -> FilePattern:
         if len(cells) not in (2, 3):
             raise UserError(f"pattern file {source} line {lineno}: expected src,dst[,size], got {line!r}")
         where = f"pattern file {source} line {lineno}"
-        current.append(FileTransfer(_endpoint(cells[0], where), _endpoint(cells[1], where), _size(cells[2] if len(cells) == 3 else None, where)))
+        current.append(FileTransfer(_endpoint(cells[0], where), _endpoint(cells[1], where),
+                                    _size(cells[2] if len(cells) == 3 else None, where)))
     if current:
         groups.append(tuple(current))
     if not groups:

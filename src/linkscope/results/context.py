@@ -102,7 +102,9 @@ def _nccl_version() -> str:
     nccl = _cupy("cupy.cuda.nccl")
 
     value = int(nccl.get_version())  # e.g. 21803 -> 2.18.3
-    return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}" if value >= 10000 else f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
+    if value >= 10000:
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
 def _mpi4py_version() -> str:

@@ -300,8 +300,10 @@ def _pcie_findings(record: RunRecord) -> list[str]:
             low = measured is not None and full and measured.bandwidth.median < 0.6 * full  # type: ignore[union-attr]
             if under_load or low:
                 seen = "right after the host copies" if under_load else "at discovery"
-                got = f"; pinned copies reach {_gb(measured.bandwidth.median)} of the {_gb(full)} a Gen{max_gen} x{max_width or width} link gives" \
-                    if measured is not None and full else ""  # type: ignore[union-attr]
+                got = ""
+                if measured is not None and full:
+                    got = (f"; pinned copies reach {_gb(measured.bandwidth.median)} of the {_gb(full)} "
+                           f"a Gen{max_gen} x{max_width or width} link gives")
                 problems.append(f"runs Gen{gen} of Gen{max_gen} possible ({seen}){got}: the link is downtrained")
         if gpu_gen and max_gen and max_gen < gpu_gen:
             problems.append(f"the GPU supports Gen{gpu_gen} but the slot or platform allows only Gen{max_gen}")

@@ -1,5 +1,5 @@
-"""Cheap facts about the CUDA side (through engines.gpu.runtime's one CuPy import), without building an engine: whether CuPy and a GPU are usable
-(never raises for "not installed"), and the peer-access matrix (cudaDeviceCanAccessPeer)."""
+"""Cheap facts about the CUDA side (through engines.gpu.runtime's one CuPy import), without building an engine: whether CuPy
+and a GPU are usable (never raises for "not installed"), and the peer-access matrix (cudaDeviceCanAccessPeer)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
