@@ -149,7 +149,7 @@ def _session(nvml: Any, body: Callable[[type[BaseException]], Any]) -> Any:
     try:
         return body(error_type)
     except error_type as exc:
-        raise BackendUnavailable(f"NVML query failed: {exc}") from exc  # type: ignore[arg-type]
+        raise BackendUnavailable(f"NVML query failed: {exc}") from exc
     finally:
         try:
             nvml.nvmlShutdown()
@@ -183,21 +183,22 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
     for i, h in enumerate(handles):
         errors: dict[str, str] = {}
         pci = nvml.nvmlDeviceGetPciInfo(h)
-        memory = attempt(errors, "memory", lambda h=h: nvml.nvmlDeviceGetMemoryInfo(h))
+        memory = attempt(errors, "memory", functools.partial(nvml.nvmlDeviceGetMemoryInfo, h))
+        uuid = attempt(errors, "uuid", functools.partial(nvml.nvmlDeviceGetUUID, h))
         gpu: dict[str, Any] = {
             "index": i,
             "name": _text(nvml.nvmlDeviceGetName(h)),
-            "uuid": attempt(errors, "uuid", lambda h=h: _text(nvml.nvmlDeviceGetUUID(h))),
+            "uuid": _text(uuid) if uuid is not None else None,
             "pci_bus_id": normalise_bdf(_text(pci.busId)),
             "pci_device_id": f"0x{int(pci.pciDeviceId):08x}",
             "memory_bytes": int(memory.total) if memory is not None else None,
-            "numa_node": attempt(errors, "numa_node", lambda h=h: nvml.nvmlDeviceGetNumaNodeId(h)),
+            "numa_node": attempt(errors, "numa_node", functools.partial(nvml.nvmlDeviceGetNumaNodeId, h)),
             "cpu_affinity": None,
             "pcie": None,
             "nvlinks": [],
             "errors": errors,
         }
-        mask = attempt(errors, "cpu_affinity", lambda h=h: nvml.nvmlDeviceGetCpuAffinity(h, words))
+        mask = attempt(errors, "cpu_affinity", functools.partial(nvml.nvmlDeviceGetCpuAffinity, h, words))
         if mask is not None:
             gpu["cpu_affinity"] = _cpus_from_mask(mask)
         gpu["pcie"] = _read_pcie(nvml, h, functools.partial(attempt, errors))
@@ -208,11 +209,10 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
             errors = {}
             pair: dict[str, Any] = {"a": i, "b": j, "p2p": {}, "common_ancestor": None, "errors": errors}
             for cap, index in P2P_CAPS.items():
-                status = attempt(errors, f"p2p_{cap}",
-                                 lambda i=i, j=j, index=index: nvml.nvmlDeviceGetP2PStatus(handles[i], handles[j], index))
+                status = attempt(errors, f"p2p_{cap}", functools.partial(nvml.nvmlDeviceGetP2PStatus, handles[i], handles[j], index))
                 pair["p2p"][cap] = P2P_STATUS.get(status, str(status)) if status is not None else None
             level = attempt(errors, "common_ancestor",
-                            lambda i=i, j=j: nvml.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
+                            functools.partial(nvml.nvmlDeviceGetTopologyCommonAncestor, handles[i], handles[j]))
             pair["common_ancestor"] = TOPOLOGY_LEVEL.get(level, str(level)) if level is not None else None
             facts["pairs"].append(pair)
     return facts
@@ -233,7 +233,7 @@ def _read_pcie(nvml: Any, h: Any, attempt: Callable[[str, Callable[[], Any]], An
         fn = getattr(nvml, name, None)
         if fn is None:
             continue
-        value = attempt(f"pcie_{key}", lambda fn=fn: fn(h))
+        value = attempt(f"pcie_{key}", functools.partial(fn, h))
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             out[key] = int(value)
     return out if out.get("gen") and out.get("width") else None
