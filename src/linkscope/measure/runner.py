@@ -32,7 +32,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
 from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError, UserError
@@ -127,7 +127,8 @@ def expand(
     caps = engine.capabilities()
     jobs: list[_Job] = []
     if isinstance(plans_or_spec, (list, tuple)):
-        for size in (sizes or [None]):
+        size_list: list[int | None] = list(sizes) if sizes else [None]
+        for size in size_list:
             for plan in plans_or_spec:
                 sized = _resize(plan, size) if size is not None else plan
                 size_bytes = size if size is not None else max((t.size_bytes for t in plan.transfers), default=0)
@@ -137,7 +138,8 @@ def expand(
                           else _plan_waiver(engine, topology, sized, info, in_child=bool(env)))
                 jobs.append(_Job(sized, size_bytes, waiver, env if waiver is None else ()))
         return jobs
-    spec = plans_or_spec if isinstance(plans_or_spec, BenchSpec) else BenchSpec(plans_or_spec)
+    # lists and tuples of plans returned above: what is left is a spec or a pattern
+    spec = plans_or_spec if isinstance(plans_or_spec, BenchSpec) else BenchSpec(cast("Pattern", plans_or_spec))
     gpus = select_gpus(topology, spec.gpus)
     if not sizes:
         raise ConfigError("no sizes to measure")
@@ -153,6 +155,7 @@ def expand(
                 plan = TransferPlan(spec.pattern.key, spec.direction, method, (Transfer(ALL, ALL, size),), "none", spec.pattern.key)
                 jobs.append(_Job(plan, size, pattern_waiver))
                 continue
+            assert info is not None  # a method the engine lacks has its pattern_waiver
             env = _env_of(caps, method, allow_child)
             for plan in spec.pattern.plan(topology, gpus, size, method, spec.direction):
                 waiver = _plan_waiver(engine, topology, plan, info, in_child=bool(env))
@@ -246,7 +249,7 @@ def aggregate_keys(plan: TransferPlan) -> list[tuple[Endpoint, Endpoint, tuple[i
         groups: dict[Endpoint, list[int]] = {}
         for i in measured:
             groups.setdefault(getattr(ts[i], attr), []).append(i)
-        out = []
+        out: list[tuple[Endpoint, Endpoint, tuple[int, ...], str]] = []
         for hub, idx in groups.items():
             other = _common([getattr(ts[i], "src" if attr == "dst" else "dst") for i in idx])
             src, dst = (other, hub) if attr == "dst" else (hub, other)
@@ -347,7 +350,7 @@ def plan_measurements(
     """The entries of one (plan, size): one per measured transfer, then its totals."""
     plan = job.plan
     out: list[Measurement] = []
-    base = dict(method=plan.method, pattern=plan.pattern, direction=plan.direction, provenance=provenance, group=group)
+    base: dict[str, Any] = dict(method=plan.method, pattern=plan.pattern, direction=plan.direction, provenance=provenance, group=group)
     for i, t in enumerate(plan.transfers):
         if t.role != "measured":
             continue
@@ -570,7 +573,7 @@ def run_latency(
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     if pairs is None:
         count = topology.gpu_count if topology is not None else engine.gpu_count()
-        pairs = all_ordered_pairs(range(count))  # type: ignore[arg-type]
+        pairs = all_ordered_pairs(range(count))
     if topology is not None:
         for a, b in pairs:
             for end in (a, b):
@@ -586,7 +589,7 @@ def run_latency(
     def entries(i: int, job: tuple[str, Endpoint, Endpoint]) -> list[Measurement]:
         k, a, b = job
         entry_method = (method or DEFAULT_METHOD.key) if k == LATENCY_COPY.key else k
-        common = dict(src=a, dst=b, method=entry_method, pattern="latency", direction="uni",
+        common: dict[str, Any] = dict(src=a, dst=b, method=entry_method, pattern="latency", direction="uni",
                       size_bytes=size_bytes if k == LATENCY_COPY.key else 0, provenance=provenance,
                       group=group_offset + i, scope="transfer", extra={"latency_kind": k})
         if k not in caps.latency_kinds:
