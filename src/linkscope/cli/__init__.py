@@ -23,8 +23,9 @@ try:  # typer >= 0.20 vendors its own copy of click
     from typer._click import core as _click_core
     from typer._click import exceptions as _click_exc
 except ImportError:  # older typer uses click itself
-    from click import core as _click_core
-    from click import exceptions as _click_exc
+    # the same two modules from where older typer takes them: mypy sees a second definition
+    from click import core as _click_core  # type: ignore[no-redef]
+    from click import exceptions as _click_exc  # type: ignore[no-redef]
 
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS

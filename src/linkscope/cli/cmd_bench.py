@@ -106,7 +106,7 @@ def print_list(backend: str, preset, from_file, synthetic) -> None:
         table.add_column(col)
     for m in METHODS:
         available = "unknown" if offered is None else ("yes" if offered.get(m.key) else "no")
-        if vendor in m.meaning:
+        if vendor and vendor in m.meaning:
             meaning = m.meaning[vendor]
         elif vendor:
             meaning = f"not offered on {vendor}"
@@ -220,7 +220,7 @@ def bench(
             console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
 
 
-def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: list[int], engine) -> list[str]:
+def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: Sequence[int], engine) -> list[str]:
     """On one GPU there is no pair: measure between the host and the GPU instead, and say so."""
     from ..patterns.methods import LATENCY_COPY, LATENCY_HOST_READ, PAIR_LATENCY_KINDS
 

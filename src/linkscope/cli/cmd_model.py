@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -115,7 +116,7 @@ def predict_cmd(
         else:
             groups.extend((plan.label, [(t.src, t.dst, t.size_bytes) for t in plan.transfers])
                           for plan in _pattern_plans(topology, pattern, gpu_list, size, method))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, group in groups:
         for p in model.predict(group, method):
             rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,

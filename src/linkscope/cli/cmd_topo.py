@@ -81,6 +81,7 @@ def register(app: typer.Typer) -> None:
             from ..discovery.nccl_xml import export_xml
 
             text, notes = export_xml(topology)
+            assert output is not None  # --export without -o was refused above
             try:
                 write_text_atomic(output, text)
             except OSError as exc:

@@ -176,7 +176,7 @@ def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synth
     replaces live discovery (``topo --sysfs-root``)."""
     from ..discovery.auto import resolve_topology
 
-    kwargs = {} if discover is None else {"discover": discover}
+    kwargs: dict[str, Any] = {} if discover is None else {"discover": discover}
     topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
                                       allow_fallback=allow_fallback, **kwargs)
     if note:

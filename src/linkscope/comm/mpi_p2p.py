@@ -196,12 +196,14 @@ class _Side:
 
     def recv_obj(self, size: int) -> Any:
         if self.staged:
+            assert self.host_recv is not None  # a staged side has its host buffer
             return self.host_recv[:size]
         return self.space.view(self.recv, size)
 
     def after_recv(self, size: int) -> None:
         """Staged: copy what arrived in host memory to the device buffer."""
         if self.staged:
+            assert self.host_recv is not None  # a staged side has its host buffer
             self.space.from_host(self.host_recv, self.recv, size)
 
 
@@ -415,7 +417,7 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
         if i == skip:
             t0 = clock()
         if first:
-            requests = []
+            requests: list[Any] = []
             nslots = len(side.slots) if side.staged else window
             for j in range(window):
                 if side.staged and j >= nslots:
@@ -445,7 +447,7 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
             t0 = clock()
         requests = [comm.Irecv(recv, source=partner, tag=10) for _ in range(window)]
         nslots = len(side.slots) if side.staged else window
-        sends = []
+        sends: list[Any] = []
         for j in range(window):
             if side.staged and j >= nslots:
                 sends[j - nslots].Wait()

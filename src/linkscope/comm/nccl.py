@@ -29,6 +29,7 @@ fails the run falls back to eager launches and says so.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,7 +303,7 @@ def run_nccl(
                 for p, s in zip(peers, view.send):
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
-                launch_one = lambda v=view, lay=lay: enqueue(backend, op, peers, v, lay, nranks)  # noqa: E731
+                launch_one: Callable[[], None] = functools.partial(enqueue, backend, op, peers, view, lay, nranks)
                 for _ in range(warmup):
                     launch_one()
                 launch, per_launch, graph_used = launch_one, 1, False

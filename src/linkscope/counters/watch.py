@@ -172,6 +172,7 @@ def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport],
         for bus in (NVLINK, PCIE):
             for direction in (TX, RX):
                 parts = [t for k, t in totals.items() if k.gpu == gpu and k.bus == bus and k.direction == direction]
+                summed: CounterTotal | None
                 if bus == PCIE and len(parts) == 1:
                     summed = parts[0]
                 else:

@@ -116,20 +116,22 @@ def read_facts(mod: Any) -> dict[str, Any]:
                      if isinstance(speed_mt, (int, float)) and speed_mt > 0 and isinstance(width, int) and width > 0
                      else None})
     # xGMI links per peer from link metrics, where this amdsmi has them
-    link_counts: dict[tuple[int, int], int] | None = {}
+    counts: dict[tuple[int, int], int] = {}
+    have_metrics = True
     index_of = {b: i for i, b in enumerate(bdfs) if b}
     metrics_fn = getattr(mod, "amdsmi_get_link_metrics", None)
     for i, h in enumerate(handles):
         metrics = _try(metrics_fn, h) if metrics_fn else None
         if not isinstance(metrics, dict) or not isinstance(metrics.get("links"), list):
-            link_counts = None
+            have_metrics = False
             break
         for link in metrics["links"][: metrics.get("num_links", len(metrics["links"]))]:
             if int(link.get("link_type", -1)) != xgmi_link or not link.get("bdf"):
                 continue
             j = index_of.get(normalise_bdf(str(link["bdf"])))
             if j is not None and i < j:  # each physical link once, from its lower-numbered end
-                link_counts[(i, j)] = link_counts.get((i, j), 0) + 1
+                counts[(i, j)] = counts.get((i, j), 0) + 1
+    link_counts = counts if have_metrics else None
     if link_counts is None:
         notes.append("amdsmi_get_link_metrics not available: xGMI link counts from max/min bandwidth")
     pairs = []

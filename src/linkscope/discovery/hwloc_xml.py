@@ -370,8 +370,9 @@ def _with_cpu_infos(topology: Topology, reader: _Reader, numa: list[dict[str, An
     arch = reader.machine_infos.get("Architecture")
     devices = []
     for d in topology.devices:
-        if d.kind is DeviceKind.CPU and socket_of.get(d.id) is not None:
-            infos = reader.package_infos.get(socket_of[d.id], {})
+        socket = socket_of.get(d.id)
+        if d.kind is DeviceKind.CPU and socket is not None:
+            infos = reader.package_infos.get(socket, {})
             attrs = dict(d.attributes)
             for key, info in (("cpu_vendor", "CPUVendor"), ("cpu_family", "CPUFamilyNumber"),
                               ("cpu_model_number", "CPUModelNumber")):

@@ -125,10 +125,10 @@ def topology_from_xml(root: Element, *, origin: str = "<nccl xml>") -> Topology:
         if numa in seen_numa:
             raise UserError(f"{origin}: two <cpu> nodes have numaid {numa}")
         seen_numa.add(numa)
-        attrs = {k: cpu.get(k) for k in ("arch", "vendor", "familyid", "modelid") if cpu.get(k)}
+        cpu_attrs = {k: cpu.get(k) for k in ("arch", "vendor", "familyid", "modelid") if cpu.get(k)}
         cores = cpumask_cores(cpu.get("affinity", ""))
         devices.append(Device(id=f"cpu{numa}", kind=DeviceKind.CPU, name=f"NUMA node {numa}", numa_node=numa,
-                              cores=tuple(cores), attributes=attrs))
+                              cores=tuple(cores), attributes=cpu_attrs))
 
         def walk(parent_id: str, node: Element, numa: int = numa) -> None:
             for child in node:
@@ -365,7 +365,7 @@ def export_xml(topology: Topology) -> tuple[str, list[str]]:
                            count=str(link.count), tclass=CPU_CLASS)
         if total_switch:
             switch = next((d for d in topology.of_kind(DeviceKind.NVSWITCH) if d.pci_bus_id), None)
-            SubElement(element, "nvlink", target=switch.pci_bus_id if switch else HIDDEN_TARGET,
+            SubElement(element, "nvlink", target=switch.pci_bus_id if switch and switch.pci_bus_id else HIDDEN_TARGET,
                        count=str(total_switch), tclass=NVSWITCH_CLASS)
         if any(l.kind is LinkKind.XGMI for l in topology.links_of(gpu.id)):
             notes.append(f"{gpu.id}: xGMI links have no NCCL XML element; left out")

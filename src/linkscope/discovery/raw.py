@@ -70,7 +70,7 @@ def extract_sysfs(archive: Path, destination: Path) -> None:
     try:
         with tarfile.open(archive, "r:gz") as tar:
             try:
-                tar.extractall(destination, filter="data")  # type: ignore[call-arg]
+                tar.extractall(destination, filter="data")
             except TypeError:  # Python without extraction filters
                 for member in tar.getmembers():
                     if member.name.startswith("/") or ".." in member.name.split("/"):

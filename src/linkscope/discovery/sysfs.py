@@ -243,12 +243,12 @@ def read_facts(root: Path = Path("/"), reader: SysReader | None = None) -> dict[
     for bdf in sorted(keep):
         base = keep[bdf][1]
         cls = (reader.read(f"{base}/class", required=True) or "").lower() if bdf not in classes else classes[bdf]
-        numa = _int_or_none(reader.read(f"{base}/numa_node"))
+        numa_node = _int_or_none(reader.read(f"{base}/numa_node"))
         pci[bdf] = {
             "class": cls,
             "vendor": (reader.read(f"{base}/vendor") or "").lower() or None,
             "device": (reader.read(f"{base}/device") or "").lower() or None,
-            "numa_node": numa if numa is not None and numa >= 0 else None,
+            "numa_node": numa_node if numa_node is not None and numa_node >= 0 else None,
             "local_cpulist": reader.read(f"{base}/local_cpulist"),
             "link": _link_fields(reader, base),
             "chain": keep[bdf][0],

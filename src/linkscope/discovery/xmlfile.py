@@ -8,7 +8,7 @@ entities or DTDs are refused, never expanded or fetched. The DOCTYPE line hwloc 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from xml.etree.ElementTree import Element, ParseError
 
 from ..errors import UserError
@@ -28,7 +28,7 @@ def _stdlib_fromstring(text: str) -> Element:
     from xml.etree.ElementTree import TreeBuilder
     from xml.parsers import expat
 
-    def refuse(*_args: object) -> None:
+    def refuse(*_args: object) -> NoReturn:
         raise _EntityRefused("entity declaration or external reference")
 
     builder = TreeBuilder()
@@ -43,7 +43,7 @@ def _stdlib_fromstring(text: str) -> Element:
         parser.Parse(text, True)
     except expat.ExpatError as exc:
         error = ParseError(expat.ErrorString(exc.code))
-        error.position = (exc.lineno, exc.offset)  # type: ignore[attr-defined]
+        error.position = (exc.lineno, exc.offset)
         raise error from None
     return builder.close()
 
@@ -54,7 +54,7 @@ def parse(text: str, origin: str) -> Element:
         import defusedxml.ElementTree as safe_et
         from defusedxml import DefusedXmlException
     except ImportError:  # pragma: no cover - exercised by a test that hides defusedxml
-        safe_et, DefusedXmlException = None, _EntityRefused  # type: ignore[assignment,misc]
+        safe_et, DefusedXmlException = None, _EntityRefused
     try:
         if safe_et is None:
             return _stdlib_fromstring(text)

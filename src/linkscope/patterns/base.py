@@ -29,8 +29,11 @@ NO_PEER_ACCESS_KEY = "no_peer_access"
 
 
 class Pattern(Protocol):
-    key: str
-    description: str
+    @property
+    def key(self) -> str: ...  # read-only: patterns are frozen dataclasses
+
+    @property
+    def description(self) -> str: ...
 
     def applies_to(self, topology: Topology, gpus: Sequence[int], method_info: MethodInfo | None) -> Waiver | None: ...
 

@@ -239,7 +239,7 @@ class CupyRuntime:
                         fn = module.get_function(name)
                         _ = fn.num_regs  # forces compile + module load on this device, now
                     except Exception as exc:  # CuPy's CompileException or a driver error while loading
-                        log = exc.dump() if hasattr(exc, "dump") else str(exc)  # type: ignore[union-attr]
+                        log = exc.dump() if hasattr(exc, "dump") else str(exc)
                         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                         raise KernelCompileError(f"cannot build kernel {name!r} ({compiler}) for device {ordinal}: {first}",
                                                  source=source, options=tuple(options), log=str(log)) from exc
