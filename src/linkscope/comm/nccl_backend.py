@@ -309,7 +309,7 @@ class SimNccl:
     def _add(self, *call: Any) -> None:
         if self._pending is None:
             raise RuntimeError("simulated NCCL call outside a group")
-        self._pending.append(call)  # type: ignore[arg-type]  # *call is a tuple[Any, ...]; callers pass _Call's six fields
+        self._pending.append(call)
 
     def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
         self._add("allreduce", p, send, recv, count, None)

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..engines.base import TransferEngine
 from ..errors import ConfigError
+from ..patterns.base import Pattern
 from ..patterns.builtin import ALL_TO_ALL, ALL_TO_ONE, HOST_REFERENCE, LOCAL, MATRIX, RING
 from ..patterns.methods import (
     CE,
@@ -111,7 +112,7 @@ class SurveyOptions:
 #: steps that load the host links; the PCIe probe runs after the last of them.
 HOST_BANDWIDTH_STEPS = ("host", "host both ways")
 
-_CONCURRENT = {"ring": RING, "all-to-one": ALL_TO_ONE, "all-to-all": ALL_TO_ALL}
+_CONCURRENT: dict[str, Pattern] = {"ring": RING, "all-to-one": ALL_TO_ONE, "all-to-all": ALL_TO_ALL}
 
 Step = Callable[[int, ProgressFn | None, PartialFn], RunRecord]
 #: (method, pattern, direction) a step's entries carry; used for the waived entry of a step that cannot run.

@@ -128,9 +128,10 @@ class FabricGraph:
                 eff = params.link_efficiency(link.kind.value, link.generation, f"{link.a}|{link.b}")
             else:
                 key = (link.kind.value, link.generation)
-                eff = memo.get(key)
-                if eff is None:
-                    eff = memo[key] = params.link_efficiency(*key)
+                cached = memo.get(key)
+                if cached is None:
+                    cached = memo[key] = params.link_efficiency(*key)
+                eff = cached
             out[2 * i] = out[2 * i + 1] = eff
         return out
 

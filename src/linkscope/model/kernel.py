@@ -22,14 +22,14 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 try:  # numba is a dependency; the NumPy path keeps working without it
-    import numba
     from numba import njit
+    HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
-    numba = None
+    HAVE_NUMBA = False
 
 
 def available() -> bool:
-    return numba is not None
+    return HAVE_NUMBA
 
 
 def dedup_rows(A: csc_matrix, capacity: np.ndarray) -> tuple[csc_matrix, np.ndarray]:
@@ -50,7 +50,7 @@ def dedup_rows(A: csc_matrix, capacity: np.ndarray) -> tuple[csc_matrix, np.ndar
     return csc_matrix(R[keep]), np.asarray(capacity, dtype=float)[keep]
 
 
-if numba is not None:
+if HAVE_NUMBA:
     _GB = 1e9
 
     @njit(cache=True, nogil=True, error_model="numpy")
@@ -306,7 +306,7 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
                       stage_latency_s: np.ndarray, stage_next: np.ndarray, flow_first: np.ndarray,
                       rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
     """Per-stage finish times, first rates and the event count (see ``contention.simulate``)."""
-    if numba is None:  # pragma: no cover
+    if not HAVE_NUMBA:  # pragma: no cover
         raise RuntimeError("numba is not installed")
     A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
     caps = np.asarray(caps, dtype=float)

@@ -273,9 +273,9 @@ class ModelParams:
         gen = generation_key(kind, generation)
         gen_key = f"link_efficiency.{gen}" if gen else None
         kind_key = f"link_efficiency.{kind}"
-        for key in (gen_key, kind_key):
-            if key and key in self.values and not self.is_default(key):
-                return float(self.values[key])
+        for candidate in (gen_key, kind_key):
+            if candidate and candidate in self.values and not self.is_default(candidate):
+                return float(self.values[candidate])
         if gen_key and gen_key in self.values:
             return float(self.values[gen_key])
         return float(self.values.get(kind_key, 1.0))

@@ -284,6 +284,7 @@ class FabricModel:
         if eff_method == LOCAL.key:
             if a.id != b.id:
                 raise ConfigError(f"method {LOCAL.key!r} copies inside one GPU; got {a.label} -> {b.label}")
+            assert a.index is not None  # gpu() gives GPUs, which have an index
             res = np.array([self.graph.device_memory_resource(a.index)], dtype=np.int64)
             return [_Stage(res, np.array([2.0]), float("inf"), overhead_s, size_bytes,
                            float(self.capacity[res[0]]))]
@@ -291,6 +292,7 @@ class FabricModel:
             raise ConfigError(f"transfer from {a.label} to itself with method {method!r}",
                               hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
+            assert a.index is not None and b.index is not None  # gpu() gives GPUs, which have an index
             reason = self.peer_access(a.index, b.index)
             if reason and self.peer_fallback and get_method(eff_method).unit == "copy-engine":
                 return self.stages(src, dst, size_bytes, CE_NOPEER.key, chunk_bytes)

@@ -20,7 +20,7 @@ from .base import both_ways, check_direction, host_kind, host_method_waiver, one
 from .methods import D2H as D2H_METHOD
 from .methods import LOCAL as LOCAL_METHOD
 from .methods import endpoint_reason
-from .plan import HOST, Transfer, TransferPlan, Waiver
+from .plan import HOST, Aggregate, Transfer, TransferPlan, Waiver
 
 if TYPE_CHECKING:
     from .methods import Method as MethodInfo
@@ -98,7 +98,8 @@ class HubPattern(_PeerPattern):
             others = [g for g in gpus if g != hub]
             pairs = [(g, hub) for g in others] if self.to_hub else [(hub, g) for g in others]
             if direction == "uni":
-                aggregate, label = ("per_dst", f"all->{hub}") if self.to_hub else ("per_src", f"{hub}->all")
+                aggregate: Aggregate = "per_dst" if self.to_hub else "per_src"
+                label = f"all->{hub}" if self.to_hub else f"{hub}->all"
                 plans.append(TransferPlan(self.key, "uni", method, one_way(pairs, size_bytes), aggregate, label))
             else:
                 label = f"all<->{hub}" if self.to_hub else f"{hub}<->all"

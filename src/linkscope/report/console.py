@@ -8,7 +8,7 @@ reasons are listed under the tables) — never zero.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, Group
@@ -158,7 +158,7 @@ def print_fitted(console: Console, title: str, columns: Sequence[Column], rows: 
         console.print(group)
 
 
-def matrix_table(cells: dict[tuple[int, int], Measurement], gpus: Sequence[int], title: str, *, latency: bool = False,
+def matrix_table(cells: Mapping[tuple[int | str, int | str], Measurement], gpus: Sequence[int], title: str, *, latency: bool = False,
                  symmetric: bool = False, width: int | None = None) -> list[Group]:
     """Rows = source GPU, columns = destination GPU; ``symmetric`` mirrors pair totals. Wide matrices
     are split into blocks of destination columns, each with the source column."""
@@ -181,7 +181,7 @@ def sweep_table(series: dict[str, list[Measurement]], title: str, width: int | N
     columns = [Column("size", key=True, style="bold")] + [Column(name) for name in series]
     sizes = sorted({m.size_bytes for ms in series.values() for m in ms})
     by = {name: {m.size_bytes: m for m in ms} for name, ms in series.items()}
-    rows = [[format_size(size), *[_bw_cell(by[name].get(size)) for name in series]] for size in sizes]
+    rows: list[list[Text | str]] = [[format_size(size), *[_bw_cell(by[name].get(size)) for name in series]] for size in sizes]
     return fitted(title, columns, rows, width)
 
 
@@ -191,7 +191,7 @@ ENTRY_COLUMNS = (Column("size", key=True), Column("flow", key=True, justify="lef
 
 
 def entries_table(ms: Sequence[Measurement], title: str, width: int | None = None) -> list[Group]:
-    rows = []
+    rows: list[list[Text | str]] = []
     for m in ms:
         eff = efficiency(m)
         bw = m.bandwidth if m.status is Status.OK else None
@@ -256,14 +256,15 @@ def _matrix_block(console: Console, method: str, direction: str, ms: list[Measur
 def _latency_block(console: Console, method: str, ms: list[Measurement], provenance: str) -> None:
     gpus = _ends(ms)
     for size in sorted({m.size_bytes for m in ms}):
-        cells = {(m.src, m.dst): m for m in ms if m.size_bytes == size and isinstance(m.src, int) and isinstance(m.dst, int)}
+        cells: dict[tuple[int | str, int | str], Measurement] = {
+            (m.src, m.dst): m for m in ms if m.size_bytes == size and isinstance(m.src, int) and isinstance(m.dst, int)}
         host = [m for m in ms if m.size_bytes == size and not (isinstance(m.src, int) and isinstance(m.dst, int))]
         size_text = f", {format_size(size)}" if size else ""
         if cells:
             _print_all(console, matrix_table(cells, gpus, f"{method} latency{size_text}: us, median ({provenance})",
                                              latency=True, width=console.width))
         if host:
-            rows = []
+            rows: list[list[Text | str]] = []
             for m in host:
                 lat = m.latency if m.status is Status.OK else None
                 rows.append([f"{m.src} -> {m.dst}", _lat_cell(m), f"{lat.min:.2f}" if lat else "",

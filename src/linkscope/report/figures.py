@@ -44,7 +44,7 @@ def _slug(text: str) -> str:
 def run_labels(records: Sequence[RunRecord]) -> list[str]:
     """A short legend label per record: context label, else host (the topology for simulated runs) + kind;
     numbered when they repeat."""
-    base = []
+    base: list[str] = []
     for r in records:
         ctx = r.context or {}
         where = ctx.get("host") or ctx.get("hostname") or ""
@@ -407,7 +407,7 @@ def comm_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[Fi
                     busbw.append((f"{label}: {method} ({place})", bus, sim))
                 lat = [(m.size_bytes, m.latency_us) for m in ms if m.latency_us]
                 if lat:
-                    times.append((f"{label}: {method} ({place})", lat, sim))  # type: ignore[arg-type]
+                    times.append((f"{label}: {method} ({place})", lat, sim))
             else:
                 lat = [(m.size_bytes, m.latency.mean) for m in ms if m.latency is not None]
                 if lat:
@@ -626,12 +626,13 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     y = np.arange(len(shown))[::-1]
     all_sim = all(t.simulated for t in shown)
     word = "simulated" if all_sim else "measured" if not any(t.simulated for t in shown) else "measured or simulated"
-    ax.barh(y, [t.total_gb_per_s for t in shown], 0.6, color="#2ca02c", label=f"{word} total")
+    total = [t.total_gb_per_s for t in shown if t.total_gb_per_s is not None]  # all of shown
+    ax.barh(y, total, 0.6, color="#2ca02c", label=f"{word} total")
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
-    for yi, t in zip(y, shown):  # the value after the bar and after the theoretical mark
-        ax.text(max(t.total_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t.total_gb_per_s:.1f}", ha="left",
+    for yi, t, t_gb_per_s in zip(y, shown, total):  # the value after the bar and after the theoretical mark
+        ax.text(max(t_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t_gb_per_s:.1f}", ha="left",
                 va="center", fontsize=8)
     multi_run = len({t.run for t in shown}) > 1
     ax.set_yticks(y)
@@ -640,7 +641,7 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     ax.set_xlabel("aggregate GB/s")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    finite = [v for v in [t.total_gb_per_s for t in shown] + theo if not np.isnan(v)]
+    finite = [v for v in total + theo if not np.isnan(v)]
     ax.set_xlim(0, max(finite) * 1.2)
     title = "Concurrent patterns: aggregate bandwidth"
     ax.set_title(title, fontsize=10)
@@ -689,7 +690,7 @@ def mapping_figure(items: list[tuple[str, dict]], simulated: bool) -> FigureItem
     ax.bar(x - 0.2, [r[2] if r[2] is not None else np.nan for r in rows], 0.4, label="default mapping", color="#bbbbbb")
     ax.bar(x + 0.2, [r[1] for r in rows], 0.4, label="chosen mapping", color="#9467bd")
     for xi, (_, cost, default, _) in zip(x, rows):
-        if default:
+        if default and cost is not None:  # rows without a cost were dropped above
             ax.text(xi + 0.2, cost, f"{100 * (1 - cost / default):+.0f}%".replace("+", "−") if cost < default else "0%",
                     ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x)

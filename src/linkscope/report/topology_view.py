@@ -20,7 +20,8 @@ def format_cpu_list(cores: tuple[int, ...] | list[int]) -> str:
         return ""
     parts = []
     start = prev = values[0]
-    for v in values[1:] + [None]:  # type: ignore[list-item]
+    ends: list[int | None] = [*values[1:], None]
+    for v in ends:
         if v is not None and v == prev + 1:
             prev = v
             continue

@@ -90,11 +90,12 @@ def _efficiency_findings(record: RunRecord, method: str) -> list[str]:
     return out
 
 
-def _alone(record: RunRecord, method: str) -> dict[tuple[int, int], dict[int, float]]:
-    out: dict[tuple[int, int], dict[int, float]] = {}
+def _alone(record: RunRecord, method: str) -> dict[tuple[int | str, int | str], dict[int, float]]:
+    out: dict[tuple[int | str, int | str], dict[int, float]] = {}
     for m in _ok_bw(record.measurements):
-        if m.pattern == "matrix" and m.direction == "uni" and m.method == method and m.scope == "transfer":
-            out.setdefault((m.src, m.dst), {})[m.size_bytes] = m.bandwidth.median  # type: ignore[union-attr,index]
+        if (m.pattern == "matrix" and m.direction == "uni" and m.method == method and m.scope == "transfer"
+                and m.bandwidth is not None):  # always so after _ok_bw; says so to the type checker
+            out.setdefault((m.src, m.dst), {})[m.size_bytes] = m.bandwidth.median
     return out
 
 
@@ -115,7 +116,7 @@ def _contention_findings(record: RunRecord) -> list[str]:
         alone = _alone(record, method)
         factors = []
         for m in flows:
-            by_size = alone.get((m.src, m.dst))  # type: ignore[arg-type]
+            by_size = alone.get((m.src, m.dst))
             if by_size:
                 ref = by_size.get(m.size_bytes) or by_size[max(by_size)]
                 factors.append(m.bandwidth.median / ref)  # type: ignore[union-attr]
@@ -297,12 +298,13 @@ def _pcie_findings(record: RunRecord) -> list[str]:
             under_load = "loaded_generation" in st
             measured = pinned.get(g)
             full = pcie_gen_gb_per_s(max_gen, max_width or width)
-            low = measured is not None and full and measured.bandwidth.median < 0.6 * full  # type: ignore[union-attr]
+            measured_gb_per_s = measured.bandwidth.median if measured is not None and measured.bandwidth is not None else None
+            low = measured_gb_per_s is not None and full and measured_gb_per_s < 0.6 * full
             if under_load or low:
                 seen = "right after the host copies" if under_load else "at discovery"
                 got = ""
-                if measured is not None and full:
-                    got = (f"; pinned copies reach {_gb(measured.bandwidth.median)} of the {_gb(full)} "
+                if measured_gb_per_s is not None and full:
+                    got = (f"; pinned copies reach {_gb(measured_gb_per_s)} of the {_gb(full)} "
                            f"a Gen{max_gen} x{max_width or width} link gives")
                 problems.append(f"runs Gen{gen} of Gen{max_gen} possible ({seen}){got}: the link is downtrained")
         if gpu_gen and max_gen and max_gen < gpu_gen:

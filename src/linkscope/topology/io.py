@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def _need(obj: dict, key: str, path: str, types: type | tuple[type, ...]) -> Any
     return value
 
 
-def _enum(enum: type, value: Any, path: str):
+def _enum(enum: type[Enum], value: Any, path: str):
     try:
         return enum(value)
     except ValueError:

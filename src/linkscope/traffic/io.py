@@ -91,7 +91,7 @@ def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
     if len(widths) != 1 or widths.pop() != len(rows):
         raise TrafficError(f"{origin or 'CSV'}: {len(rows)} rows with {sorted({len(r) for r in rows})} "
                            "columns; a traffic CSV is N lines of N comma-separated byte counts")
-    return TrafficMatrix(bytes=rows, origin=origin)
+    return TrafficMatrix(bytes=np.array(rows, dtype=float), origin=origin)
 
 
 def dumps_csv(matrix: TrafficMatrix) -> str:

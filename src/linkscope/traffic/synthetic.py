@@ -250,16 +250,17 @@ def generate(
             raise UserError(f"grid {'x'.join(map(str, grid))} has {_grid_ranks(grid)} ranks, not --ranks {ranks}")
         return stencil(grid, periodic, size_bytes, weights)
     count = ranks if ranks is not None else (_grid_ranks(grid) if grid else None)
-    if count is None and pattern != "graph":
-        raise UserError(f"{pattern} needs --ranks N")
-    if pattern == "ring":
-        return ring(count, size_bytes, bidirectional)
-    if pattern == "all-to-all":
-        return all_to_all(count, size_bytes)
-    if pattern == "tree":
-        return tree(count, size_bytes, op)
-    if pattern == "random":
-        return random_sparse(count, size_bytes, density, seed)
+    if pattern != "graph":
+        if count is None:
+            raise UserError(f"{pattern} needs --ranks N")
+        if pattern == "ring":
+            return ring(count, size_bytes, bidirectional)
+        if pattern == "all-to-all":
+            return all_to_all(count, size_bytes)
+        if pattern == "tree":
+            return tree(count, size_bytes, op)
+        if pattern == "random":
+            return random_sparse(count, size_bytes, density, seed)
     if pattern == "graph":
         if edges is None:
             raise UserError("graph pattern needs edges")

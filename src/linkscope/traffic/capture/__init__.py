@@ -141,7 +141,7 @@ def profile(
     """Build (or reuse) the interposer, run ``command`` with it preloaded, merge the rows."""
     library = build_interposer(environ, mpicc)
     own_dir = rows_dir is None
-    folder = Path(tempfile.mkdtemp(prefix="linkscope-traffic-")) if own_dir else Path(rows_dir)
+    folder = Path(tempfile.mkdtemp(prefix="linkscope-traffic-")) if rows_dir is None else Path(rows_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("rank-*.txt"):
         stale.unlink()
