@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a virtual environment in .venv (once) and run the whole test suite.
+# Set up a virtual environment in .venv (once), run ruff and mypy, then the whole test suite.
 # GPU tests skip without a GPU; MPI tests need mpirun + mpicc (Debian: openmpi-bin libopenmpi-dev);
 # the browser test needs chromium. Extra pytest arguments pass through: bash scripts/test.sh -k topo
 set -euo pipefail
@@ -14,4 +14,7 @@ if command -v mpicc >/dev/null 2>&1; then
   # mpi4py must match the MPI library that mpirun starts.
   "$VENV/bin/python" -m pip install -q "mpi4py>=3.1"
 fi
+# static checks first (seconds; configured in pyproject.toml): lint findings or type errors fail the run
+"$VENV/bin/ruff" check --quiet .
+"$VENV/bin/mypy"
 exec "$VENV/bin/python" -m pytest -q "$@"

@@ -70,14 +70,14 @@ def measurement_from_dict(item: Any, path: str) -> Measurement:
             raise SchemaError(f"{key} must be a finite number or null, got {value}", path=f"{path}.{key}")
     try:
         bandwidth = None
-        median = item.get("median_gb_per_s")
-        if median is not None:
+        if item.get("median_gb_per_s") is not None:
+            median = float(item["median_gb_per_s"])
             bandwidth = Stats(
                 n=int(item.get("n") or 1),
-                median=float(median),
-                min=float(item["min_gb_per_s"] if "min_gb_per_s" in item else median),
-                max=float(item["max_gb_per_s"] if "max_gb_per_s" in item else median),
-                mean=float(item["mean_gb_per_s"] if "mean_gb_per_s" in item else median),
+                median=median,
+                min=float(item.get("min_gb_per_s", median)),
+                max=float(item.get("max_gb_per_s", median)),
+                mean=float(item.get("mean_gb_per_s", median)),
                 stddev=float(item.get("stddev_gb_per_s") or 0.0),
             )
         latency = None
