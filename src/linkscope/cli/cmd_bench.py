@@ -141,8 +141,9 @@ def bench(
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
     method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
-    pattern: str = typer.Option("matrix", "--pattern", help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, "
-                                                            "host-to-all, host, local, or a pattern FILE."),
+    pattern: str = typer.Option("matrix", "--pattern",
+                                help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a"
+                                     " pattern FILE."),
     direction: str = typer.Option("uni", "--direction", help="uni (one way) or bi (both directions at once)."),
     sizes: str = typer.Option("256MiB", "--sizes", help="Sizes: a list 8,4KiB,16MiB,1GiB or a powers-of-two range 8:1GiB."),
     gpus: str | None = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1,2 (default all)."),
@@ -158,10 +159,10 @@ def bench(
     target_ci: float | None = typer.Option(None, "--target-ci",
                                            help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
     chunk: str | None = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
-    nic: str | None = typer.Option(None, "--nic", help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: "
-                                                       "mlx5_0, mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified "
-                                                       "multi-rail). Default: UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else "
-                                                       "nearest."),
+    nic: str | None = typer.Option(None, "--nic",
+                                   help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, "
+                                        "mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: "
+                                        "UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest."),
 ) -> None:
     """Measure link bandwidth between GPUs (and host), per pair or in concurrent patterns;
     `linkscope bench latency` measures latency.
@@ -241,9 +242,10 @@ def latency(
     preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    kind: str | None = typer.Option(None, "--kind", help="remote-read, flag-pingpong, copy, host-read (comma-separated); default "
-                                                         "remote-read,flag-pingpong between GPUs, and on one GPU the host<->GPU latency "
-                                                         "(host-read where the engine has it, else copy)."),
+    kind: str | None = typer.Option(None, "--kind",
+                                    help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong"
+                                         " between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else "
+                                         "copy)."),
     method: str | None = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
     size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
     gpus: str | None = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),

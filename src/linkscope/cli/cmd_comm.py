@@ -97,16 +97,17 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                                  help="latency | bw | bibw | allreduce (osu_latency, osu_bw, osu_bibw, osu_allreduce)."),
         buffers: str = typer.Option("HH", "--buffers", help="HH | DD | DH | HD (H, D mean HH, DD); first letter: rank 0's side."),
         sizes: str = typer.Option("1:4MiB", "--sizes", help="Message sizes: list or power-of-two range, 1 B … 1 GiB."),
-        iterations: int | None = typer.Option(None, "--iterations", min=1, help="Timed iterations per size (default: OSU's, scaled by "
-                                                                                "size)."),
+        iterations: int | None = typer.Option(None, "--iterations", min=1,
+                                              help="Timed iterations per size (default: OSU's, scaled by size)."),
         warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations per size (default: OSU's skip)."),
         window: int = typer.Option(64, "--window", min=1, help="Back-to-back messages per bw iteration (OSU: 64)."),
         runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
-        stage_through_host: bool = typer.Option(False, "--stage-through-host", help="Copy device buffers through host memory around each "
-                                                                                    "send/recv (method mpi.*+staged)."),
+        stage_through_host: bool = typer.Option(False, "--stage-through-host",
+                                                help="Copy device buffers through host memory around each send/recv "
+                                                     "(method mpi.*+staged)."),
         gpu_aware: str = typer.Option("auto", "--gpu-aware", help="auto | yes | no: override GPU-awareness detection."),
-        fake_device: bool = typer.Option(False, "--fake-device", hidden=True, help="Tests: D buffers are host memory behind "
-                                                                                   "__cuda_array_interface__."),
+        fake_device: bool = typer.Option(False, "--fake-device", hidden=True,
+                                         help="Tests: D buffers are host memory behind __cuda_array_interface__."),
         json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the received-data check."),
     ) -> None:
@@ -129,24 +130,25 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
 
     @bench_app.command("nccl")
     def bench_nccl(
-        op: str = typer.Option("allreduce", "--op", help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | "
-                                                         "sendrecv."),
+        op: str = typer.Option("allreduce", "--op",
+                               help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | sendrecv."),
         sizes: str = typer.Option("8:128MiB", "--sizes", help="Sizes (nccl-tests' S): list or power-of-two range."),
         iters: int = typer.Option(20, "--iters", "-n", min=1, help="Timed operations per size (nccl-tests -n)."),
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, help="Untimed operations per size (nccl-tests -w)."),
         runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
-        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so "
-                                                                       "small sizes time NCCL, not Python launches (nccl-tests -G); 0: "
-                                                                       "launch each operation from Python."),
+        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0,
+                                       help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so small sizes time NCCL, not"
+                                            " Python launches (nccl-tests -G); 0: launch each operation from Python."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
         json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
-        inplace: bool = typer.Option(False, "--inplace", help="Also time every size in place and print both column groups (out-of-place | "
-                                                              "in-place), as nccl-tests does."),
+        inplace: bool = typer.Option(False, "--inplace",
+                                     help="Also time every size in place and print both column groups (out-of-place | in-place), as "
+                                          "nccl-tests does."),
     ) -> None:
         """NCCL collectives, nccl-tests style: time, algbw, busbw, #wrong.
 
@@ -180,8 +182,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed exchanges per size."),
         runs: int = typer.Option(4, "--runs", min=1, help="Timed runs per size (mean and stddev)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
-        emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs", help="GPU pairs staged through host memory, e.g. "
-                                                                                         "0-1,2-3 (labelled emulated)."),
+        emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs",
+                                                      help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,

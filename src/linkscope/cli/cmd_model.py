@@ -91,8 +91,9 @@ def predict_cmd(
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
-    pattern: str = typer.Option("pairs", "--pattern", help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, "
-                                                           "one-to-all, all-to-all, all-to-host, host-to-all ..."),
+    pattern: str = typer.Option("pairs", "--pattern",
+                                help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, "
+                                     "all-to-host, host-to-all ..."),
     flows: str | None = typer.Option(None, "--flows", help="Explicit concurrent flows, e.g. 0->1,2->3,host->4."),
     gpus: str | None = typer.Option(None, "--gpus", help="GPU indices for --pattern, e.g. 0,1,2,3 (default all)."),
     sizes: str = typer.Option("64MiB", "--sizes", help="Sizes per transfer: 8,4KiB,64MiB or 8:1GiB."),
@@ -186,10 +187,11 @@ def check_cmd(
     results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
     topology: str | None = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    max_error: float | None = typer.Option(None, "--max-error", min=0.0, help="Exit 3 when the worst |relative error| exceeds this (e.g. "
-                                                                              "0.1)."),
-    allow_mismatch: bool = typer.Option(False, "--allow-mismatch", help="Compare even when RESULTS comes from another machine than "
-                                                                        "--topology (GPU count, models or links differ)."),
+    max_error: float | None = typer.Option(None, "--max-error", min=0.0,
+                                           help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
+    allow_mismatch: bool = typer.Option(False, "--allow-mismatch",
+                                        help="Compare even when RESULTS comes from another machine than --topology (GPU count, models or "
+                                             "links differ)."),
 ) -> None:
     """Predicted vs measured for every bandwidth entry, with the relative error and a summary.
 

@@ -33,14 +33,14 @@ def register(app: typer.Typer) -> None:
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
         as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
-        output: Path | None = typer.Option(None, "-o", "--output", help="Also write the JSON model (or, with --export, that format) to "
-                                                                        "this file."),
-        export_format: str | None = typer.Option(None, "--export", help="Write the topology in another tool's format to -o: nccl-xml (for "
-                                                                        "NCCL_TOPO_FILE)."),
+        output: Path | None = typer.Option(None, "-o", "--output",
+                                           help="Also write the JSON model (or, with --export, that format) to this file."),
+        export_format: str | None = typer.Option(None, "--export",
+                                                 help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
-        sysfs_root: Path | None = typer.Option(None, "--sysfs-root", help="Live discovery reads sysfs under this root instead of / (a "
-                                                                          "recorded tree)."),
+        sysfs_root: Path | None = typer.Option(None, "--sysfs-root",
+                                               help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
     ) -> None:
         """Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.
 
