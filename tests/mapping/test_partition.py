@@ -33,3 +33,19 @@ def test_cluster_mapping_is_never_worse_than_default():
     assert result.cost <= result.default_cost
     assert result.cost < result.default_cost  # 2x2 blocks beat 1x4 lines
     assert np.bincount(result.node_of_rank).tolist() == [4] * 16
+
+
+def test_big_graphs_also_get_a_looser_metis_run_that_cuts_less(monkeypatch):
+    # issue 13: the 63x65 stencil on fattree:512x8 lost to Scotch until graphs too big for METIS
+    # restarts also got a run with a looser balance and more cuts; a 13x14 stencil into parts of
+    # 32 shows the same (182 vertices: above the restart limit)
+    import linkscope.mapping.partition as part_module
+
+    w = sp.csr_matrix(stencil((13, 14), periodic=False, size_bytes=1).bytes)
+    sizes = [32] * 5 + [22]
+    loose = partition(w, sizes, bisection=False)
+    assert np.bincount(loose).tolist() == sizes
+    monkeypatch.setattr(part_module, "LOOSE_UFACTOR", 1)
+    monkeypatch.setattr(part_module, "LOOSE_NCUTS", 2)
+    tight = partition(w, sizes, bisection=False)
+    assert cut_weight(w, loose) < cut_weight(w, tight)
