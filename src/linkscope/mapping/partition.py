@@ -154,6 +154,11 @@ LOOSE_UFACTOR = 30
 """Imbalance tolerance (1/1000) of the second METIS run on graphs above ``SEEDS_UP_TO`` vertices."""
 LOOSE_NCUTS = 6
 """Cuts METIS tries in that run (it keeps its best)."""
+LOOSE_PART_SIZE = 16
+"""...and only where the parts average at least this many vertices (4,096 ranks into 128 leaf
+switches, not into 512 hosts: the most expensive run, where it did not help)."""
+LOOSE_KINDS = (True,)
+"""That run's kinds (True: recursive bisection, the one that won on the stencil; k-way did not)."""
 
 
 def _symmetric(weights: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
@@ -196,13 +201,16 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
     tpwgts = [s / n for s in part_sizes]
     adjacency = pymetis.CSRAdjacency(w.indptr.astype(np.int64), w.indices.astype(np.int64))
     best, best_cut = None, float("inf")
-    # (imbalance tolerance in 1/1000, cuts METIS tries): tight first; graphs too big for restarts
-    # also get a looser run with more cuts (a better cut once balanced: 63x65 stencil into 128 x 32)
-    settings = ((1, 2),) if n <= SEEDS_UP_TO else ((1, 2), (LOOSE_UFACTOR, LOOSE_NCUTS))
-    for ufactor, ncuts in settings:
+    # (imbalance tolerance in 1/1000, cuts METIS tries, kinds): tight first; graphs too big for
+    # restarts, into big parts, also get a looser run with more cuts (a better cut once balanced:
+    # 63x65 stencil into 128 x 32)
+    settings = [(1, 2, (False, True))]  # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
+    if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k:
+        settings.append((LOOSE_UFACTOR, LOOSE_NCUTS, LOOSE_KINDS))
+    for ufactor, ncuts, kinds in settings:
         options = pymetis.Options(seed=seed, ufactor=ufactor, ncuts=ncuts, niter=20)
         chosen, chosen_cut = None, float("inf")
-        for recursive in (False, True):  # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
+        for recursive in kinds:
             result = pymetis.part_graph(k, adjacency, eweights=eweights, tpwgts=tpwgts, recursive=recursive,
                                         options=options)
             parts = np.asarray(result.vertex_part, dtype=int)
