@@ -152,9 +152,9 @@ def split_hosts(topology: Topology) -> Hosts:
     for k, d in enumerate(ids):
         by_label.setdefault(int(label[k]), []).append(d)
     gpu_sets: dict[int, list[int]] = {}
-    for d in topology.devices:
-        if d.is_gpu and d.index is not None:
-            gpu_sets.setdefault(int(label[position[d.id]]), []).append(int(d.index))
+    for dev in topology.devices:
+        if dev.is_gpu and dev.index is not None:
+            gpu_sets.setdefault(int(label[position[dev.id]]), []).append(int(dev.index))
     host_labels = sorted(gpu_sets, key=lambda lab: min(gpu_sets[lab]))
     switches = tuple(d for lab, members in by_label.items() if lab not in gpu_sets for d in members
                      if d in networked)

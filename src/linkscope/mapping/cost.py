@@ -125,7 +125,7 @@ def topology_matrices(topology: Topology) -> dict[str, np.ndarray]:
                 else:
                     total += link.latency_us
             latency[i, j] = total
-    out = {"distance": distance, "bandwidth_gb_per_s": bandwidth, "latency_us": latency}
+    out: dict[str, np.ndarray] = {"distance": distance, "bandwidth_gb_per_s": bandwidth, "latency_us": latency}
     if defaulted:
         out["defaulted_latency"] = np.ones(1)
     return out
@@ -207,7 +207,7 @@ def predictor_cost(gpus: int, metric: str, predict_pair_time_s: PairTime, large_
 def _get(item: Any, key: str) -> Any:
     if isinstance(item, Mapping):
         return item.get(key)
-    value = getattr(item, key, None)
+    value: Any = getattr(item, key, None)
     return value.value if hasattr(value, "value") and not isinstance(value, (int, float, str)) else value
 
 

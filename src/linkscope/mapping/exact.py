@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .problem import MappingProblem
+from .problem import MappingProblem, Perm
 from .result import SolveResult
 from .symmetry import Automorphisms, colour_matrix, twin_classes
 
@@ -70,7 +70,7 @@ class _Search:
         self.last_active = int(np.nonzero(active)[0].max()) if active.any() else -1
         self.root_bound: float | None = None
 
-    def objective_in_order(self, assign: Sequence[int]) -> float:
+    def objective_in_order(self, assign: Perm) -> float:
         a = np.asarray(assign)
         return float(sum((f * c[np.ix_(a, a)]).sum() for f, c in zip(self.flows, self.costs)))
 
@@ -136,10 +136,10 @@ class _Search:
             return
         if d < ORBIT_DEPTH:  # a cheap completion from the bound's own assignment may improve the incumbent
             rows, cols = linear_sum_assignment(lb)
-            full = np.array(assigned + [free[c] for c in cols[np.argsort(rows)]])
-            value = self.objective_in_order(full)
+            completion = np.array(assigned + [free[c] for c in cols[np.argsort(rows)]])
+            value = self.objective_in_order(completion)
             if value < self.best_cost - 1e-9 * max(abs(self.best_cost), 1.0):
-                self.best_cost, self.best = value, full
+                self.best_cost, self.best = value, completion
         cands = self.candidates(assigned, free)
         position = {g: k for k, g in enumerate(free)}
         cands.sort(key=lambda g: lb[0, position[g]])

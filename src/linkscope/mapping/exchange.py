@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fabric import exchange_transfers
-from .problem import MappingProblem
+from .problem import MappingProblem, Perm
 
 MAX_EVALUATIONS = 300
 """Exchange predictions the swap polish may spend (the candidates are always scored)."""
@@ -101,7 +101,7 @@ def choose_by_exchange(
     problem: MappingProblem,
     predict_s: Callable[[Sequence[tuple[int, int, float]]], float],
     bytes_: np.ndarray,
-    candidates: Sequence[Sequence[int]],
+    candidates: Sequence[Perm],
     *,
     polish: bool = True,
     max_evaluations: int = MAX_EVALUATIONS,

@@ -107,9 +107,9 @@ def fabric_cost(topology: Topology, method: str = DEFAULT_METHOD,
     gpus = topology.gpu_count
     if gpus == 0:
         raise UserError(f"topology {topology.name!r} has no GPU to map onto")
-    model = FabricModel(topology, params, peer_fallback=True)  # cudaMemcpyPeer stages where P2P stops
+    model = FabricModel(topology, dict(params) if params is not None else None, peer_fallback=True)  # cudaMemcpyPeer stages where P2P stops
     latency_us, us_per_byte = _pair_terms(model, method, gpus)
-    notes = (_params_note(model),)
+    notes: tuple[str, ...] = (_params_note(model),)
     if model.params.ignored:
         notes += (f"model_params keys that are not model parameters were ignored: {', '.join(model.params.ignored)}",)
     return CostModel("model", ("messages", "bytes"), (latency_us, us_per_byte), "µs",

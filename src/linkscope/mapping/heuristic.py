@@ -13,11 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import quadratic_assignment
 
-from .problem import MappingProblem, swap_delta
+from .problem import MappingProblem, Perm, swap_delta
 from .result import SolveResult
 
 
-def two_opt(problem: MappingProblem, perm: Sequence[int], max_passes: int = 50) -> tuple[np.ndarray, float]:
+def two_opt(problem: MappingProblem, perm: Perm, max_passes: int = 50) -> tuple[np.ndarray, float]:
     """Swap-based local search until no swap of two ranks' GPUs improves the objective."""
     p = np.array(perm, dtype=int)
     cost = problem.objective(p)
@@ -51,7 +51,7 @@ def solve_heuristic(
     problem: MappingProblem,
     starts: int = 8,
     seed: int = 0,
-    extra_starts: Sequence[Sequence[int]] = (),
+    extra_starts: Sequence[Perm] = (),
     time_limit_s: float | None = None,
 ) -> SolveResult:
     """FAQ from the identity, the barycentre and ``starts`` random starts, each + 2-opt.

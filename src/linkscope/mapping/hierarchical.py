@@ -188,10 +188,11 @@ def solve_cluster(
     along the network's hierarchy, then ranks to GPUs inside each host (branch-and-bound within
     ``node_budget`` explored nodes from a heuristic start; nothing to do on a uniform node)."""
     t0 = time.perf_counter()
-    flows = [sp.csr_matrix(f, dtype=np.float64) for f in flows]
-    for f in flows:
+    sparse_flows: list[sp.csr_matrix] = [sp.csr_matrix(f, dtype=np.float64) for f in flows]
+    for f in sparse_flows:
         f.setdiag(0)
         f.eliminate_zeros()
+    flows = sparse_flows
     ranks = flows[0].shape[0]
     g, nodes = cost.gpus_per_host, cost.hosts
     if ranks > nodes * g:

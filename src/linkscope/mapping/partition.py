@@ -204,7 +204,8 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
     # (imbalance tolerance in 1/1000, cuts METIS tries, kinds): tight first; graphs too big for
     # restarts, into big parts, also get a looser run with more cuts (a better cut once balanced:
     # 63x65 stencil into 128 x 32)
-    settings = [(1, 2, (False, True))]  # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
+    # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
+    settings: list[tuple[int, int, tuple[bool, ...]]] = [(1, 2, (False, True))]
     if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k:
         settings.append((LOOSE_UFACTOR, LOOSE_NCUTS, LOOSE_KINDS))
     for ufactor, ncuts, kinds in settings:
@@ -217,10 +218,12 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
             cut = cut_weight(w, parts)
             if cut < chosen_cut:
                 chosen, chosen_cut = parts, cut
+        assert chosen is not None  # every setting tries at least one kind
         parts = _kway_refine(w, _balance(w, chosen, np.asarray(part_sizes)))
         cut = cut_weight(w, parts)
         if cut < best_cut - 1e-12 * max(float(w.sum()), 1.0):
             best, best_cut = parts, cut
+    assert best is not None  # the first setting's cut is finite
     return best
 
 

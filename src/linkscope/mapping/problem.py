@@ -14,6 +14,9 @@ import numpy as np
 
 from ..errors import UserError
 
+#: A rank -> GPU-slot assignment: a list, a tuple or a NumPy integer array.
+Perm = Sequence[int] | np.ndarray
+
 
 @dataclass(frozen=True)
 class MappingProblem:
@@ -59,7 +62,7 @@ class MappingProblem:
     def size(self) -> int:
         return int(self.costs[0].shape[0])
 
-    def objective(self, perm: Sequence[int]) -> float:
+    def objective(self, perm: Perm) -> float:
         """Cost of ``perm`` (perm[r] = GPU slot of rank r, length ``size``)."""
         p = np.asarray(perm, dtype=int)
         return float(sum((f * c[np.ix_(p, p)]).sum() for f, c in zip(self.flows, self.costs)))
