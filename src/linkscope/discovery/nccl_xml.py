@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S
 from .nvml import NVLINK_DATASHEET_GB_PER_S
-from .sysfs import VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
+from .sysfs import GT_OF_GEN, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
 from .xmlfile import attr_int
 
 NCCL_TOPO_XML_VERSION = 1
@@ -38,7 +38,6 @@ GPU_CLASS = "0x030200"
 HIDDEN_TARGET = "fffffff:ffff:ff"
 _SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 _BUSID_RE = re.compile(r"^[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}\.[0-7]$")
-_GT_BY_GEN = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 _NCCL_SOURCE = "NCCL topology XML (NCCL_TOPO_DUMP_FILE format)"
 _VENDOR_IDS = {"nvidia": "0x10de", "amd": "0x1002", "mellanox": "0x15b3", "intel": "0x8086", "broadcom": "0x1000"}
 
@@ -262,12 +261,12 @@ def _speed_width(link: Link) -> tuple[str, int, bool]:
     """(link_speed text, width, exact) for a PCIe link: from its generation when known, else the
     PCIe gen/width (x16 first) whose rate is nearest the link's capacity."""
     match = re.search(r"Gen(\d)\s*x(\d+)", link.generation or "")
-    if match and "assumed" not in (link.generation or "") and int(match.group(1)) in _GT_BY_GEN:
-        return f"{_GT_BY_GEN[int(match.group(1))]:.1f} GT/s PCIe", int(match.group(2)), True
+    if match and "assumed" not in (link.generation or "") and int(match.group(1)) in GT_OF_GEN:
+        return f"{GT_OF_GEN[int(match.group(1))]:.1f} GT/s PCIe", int(match.group(2)), True
     match = re.search(r"PCIe (\d+(?:\.\d+)?) GT/s x(\d+)", link.generation or "")
     if match:
         return f"{float(match.group(1)):.1f} GT/s PCIe", int(match.group(2)), True
-    best = min(((gt, w) for w in (16, 8, 4, 2, 1) for gt in _GT_BY_GEN.values()),
+    best = min(((gt, w) for w in (16, 8, 4, 2, 1) for gt in GT_OF_GEN.values()),
                key=lambda gw: (abs(pcie_gb_per_s(*gw) - link.capacity_gb_per_s), -gw[1]))
     return f"{best[0]:.1f} GT/s PCIe", best[1], False
 
