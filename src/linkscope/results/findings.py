@@ -379,12 +379,11 @@ def method_comparison_lines(record: RunRecord, topology: object) -> list[str]:
     vendor = next(iter(vendors)) if len(vendors) == 1 else None
     per_method: dict[str, dict[str, list[float]]] = {}
     theory: dict[str, list[float]] = {}
-    for m in record.measurements:
-        if (m.status is not Status.OK or m.median_gb_per_s is None or m.scope != "transfer"
-                or not isinstance(m.src, int) or not isinstance(m.dst, int) or m.src == m.dst):
+    for m in _ok_bw(record.measurements):
+        if m.scope != "transfer" or not isinstance(m.src, int) or not isinstance(m.dst, int) or m.src == m.dst:
             continue
         level = query.pair_level(topology, m.src, m.dst).code  # type: ignore[arg-type]
-        per_method.setdefault(m.method, {}).setdefault(level, []).append(m.median_gb_per_s)
+        per_method.setdefault(m.method, {}).setdefault(level, []).append(m.bandwidth.median)  # type: ignore[union-attr]
         theo = m.extra.get("theoretical_gb_per_s") if m.extra else None
         if theo:
             theory.setdefault(level, []).append(float(theo))
