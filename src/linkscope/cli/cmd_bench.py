@@ -306,24 +306,12 @@ def latency(
                 return [(HOST, g) for g in selected] + [(g, HOST) for g in selected]
             return all_ordered_pairs(selected)
 
-        runs = [(k, pairs_of(k)) for k in kinds]
         on_partial = partial_writer(json_path, csv_path)
         try:
-            record = None
             with progress_bar() as progress:
-                for k, pairs in runs:
-                    done = record  # each kind's checkpoints carry the kinds before it
-
-                    def checkpoint(part, _done=done) -> None:
-                        on_partial(part if _done is None else _done.with_(measurements=_done.measurements + part.measurements))
-
-                    part = run_latency(engine, k, pairs, options, topology=topology,
-                                       method=method, size_bytes=size_bytes, progress=progress,
-                                       on_partial=checkpoint,
-                                       context=run_context(topology, engine),
-                                       run_options={"command": "bench latency", "latency_kinds": kinds},
-                                       group_offset=len(record.measurements) if record is not None else 0)
-                    record = part if record is None else record.with_(measurements=record.measurements + part.measurements)
+                record = run_latency(engine, kinds, {k: pairs_of(k) for k in kinds}, options, topology=topology,
+                                     method=method, size_bytes=size_bytes, progress=progress, on_partial=on_partial,
+                                     context=run_context(topology, engine), run_options={"command": "bench latency"})
         except KeyboardInterrupt:
             raise interrupted(on_partial) from None
     finally:

@@ -550,7 +550,7 @@ def all_ordered_pairs(gpus: Sequence[int]) -> list[tuple[int, int]]:
 def run_latency(
     engine: TransferEngine,
     kind: str | Sequence[str],
-    pairs: Sequence[tuple[Endpoint, Endpoint]] | None,
+    pairs: Sequence[tuple[Endpoint, Endpoint]] | Mapping[str, Sequence[tuple[Endpoint, Endpoint]]] | None,
     options: MeasureOptions,
     *,
     topology: Topology | None = None,
@@ -567,19 +567,21 @@ def run_latency(
     ``flag-pingpong`` (one-way flag latency between two GPUs), ``copy`` (host-issued copy of
     ``size_bytes`` with ``method``), ``host-read`` (pointer chase from GPU ``dst`` through pinned host
     memory, src ``host``). Entries have pattern ``latency`` and method = the kind (or the copy method
-    for ``copy``)."""
+    for ``copy``). ``pairs``: one list for every kind, or a list per kind (``host-read`` runs from the
+    host, the pair kinds between GPUs); None: every ordered GPU pair."""
     caps = engine.capabilities()
     provenance = _provenance(caps)
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     if pairs is None:
         count = topology.gpu_count if topology is not None else engine.gpu_count()
         pairs = all_ordered_pairs(range(count))
+    pairs_of = {k: list(pairs[k] if isinstance(pairs, Mapping) else pairs) for k in kinds}
     if topology is not None:
-        for a, b in pairs:
+        for a, b in (pair for listed in pairs_of.values() for pair in listed):
             for end in (a, b):
                 if isinstance(end, int):
                     topology.gpu(end)
-    jobs = [(k, a, b) for k in kinds for a, b in pairs]
+    jobs = [(k, a, b) for k in kinds for a, b in pairs_of[k]]
     opts: dict[str, Any] = options.as_dict()
     opts.update({"engine": caps.name, "latency_kinds": list(kinds), "method": method, "size_bytes": size_bytes})
     opts.update(run_options or {})
