@@ -54,29 +54,36 @@ if HAVE_NUMBA:
     _GB = 1e9
 
     @njit(cache=True, nogil=True, error_model="numpy")
-    def _sift(heap, pos, key, size, i):
-        """Move the row at position i down until the heap property holds (keys only rise)."""
-        row = heap[i]
-        k = key[row]
+    def _sift(hkey, hrow, size, i):
+        """Move the entry at position i of a 4-ary min-heap down until the heap property holds (keys
+        only rise). Keys sit beside their rows, so a step reads one short run of memory."""
+        k = hkey[i]
+        row = hrow[i]
         while True:
-            c = 2 * i + 1
+            c = 4 * i + 1
             if c >= size:
                 break
-            if c + 1 < size and key[heap[c + 1]] < key[heap[c]]:
-                c += 1
-            if k <= key[heap[c]]:
+            best = c
+            bk = hkey[c]
+            last = min(c + 4, size)
+            for q in range(c + 1, last):
+                if hkey[q] < bk:
+                    bk = hkey[q]
+                    best = q
+            if k <= bk:
                 break
-            heap[i] = heap[c]
-            pos[heap[i]] = i
-            i = c
-        heap[i] = row
-        pos[row] = i
+            hkey[i] = bk
+            hrow[i] = hrow[best]
+            i = best
+        hkey[i] = k
+        hrow[i] = row
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-               frozen, rem, wsum, level, heap, pos, rates, floor):
+               frozen, rem, wsum, hkey, hrow, rates, floor):
         """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
         ``frozen`` must be True for every inactive stage; it is True for all stages on return.
+        ``rem``, ``wsum``, ``hkey``, ``hrow``: scratch arrays, one entry per resource.
 
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
@@ -85,7 +92,6 @@ if HAVE_NUMBA:
         for i in range(n_rows):
             rem[i] = capacity[i]
             wsum[i] = 0.0
-            pos[i] = -1
         n_left = 0
         for k in range(n_act):
             j = act[k]
@@ -105,14 +111,11 @@ if HAVE_NUMBA:
         size = 0
         for i in range(n_rows):
             if wsum[i] > 1e-12:
-                level[i] = max(rem[i], 0.0) / wsum[i]
-                heap[size] = i
-                pos[i] = size
+                hkey[size] = max(rem[i], 0.0) / wsum[i]
+                hrow[size] = i
                 size += 1
-            else:
-                level[i] = np.inf
-        for i in range(size // 2 - 1, -1, -1):
-            _sift(heap, pos, level, size, i)
+        for i in range((size - 2) // 4, -1, -1):
+            _sift(hkey, hrow, size, i)
         ptr = 0
         n = cap_order.size
         while n_left > 0:
@@ -122,19 +125,19 @@ if HAVE_NUMBA:
             # keys are lower bounds (levels only rise as stages freeze): bring the top up to date
             # until it holds; a row is re-sifted only when it reaches the top, not at every touch
             while size > 0:
-                top = heap[0]
+                top = hrow[0]
                 real = max(rem[top], 0.0) / wsum[top] if wsum[top] > 1e-12 else np.inf
-                if real == level[top]:
+                if real == hkey[0]:
                     break
-                level[top] = real
-                if not np.isfinite(real):
+                if np.isfinite(real):
+                    hkey[0] = real
+                else:  # every stage on it froze elsewhere: drop it
                     size -= 1
-                    heap[0] = heap[size]
-                    pos[heap[0]] = 0
-                    pos[top] = -1
+                    hkey[0] = hkey[size]
+                    hrow[0] = hrow[size]
                 if size > 0:
-                    _sift(heap, pos, level, size, 0)
-            rowv = level[heap[0]] if size > 0 else np.inf
+                    _sift(hkey, hrow, size, 0)
+            rowv = hkey[0] if size > 0 else np.inf
             if capv <= rowv:
                 if not np.isfinite(capv):  # nothing binds the rest
                     for k in range(n_act):
@@ -145,14 +148,12 @@ if HAVE_NUMBA:
                     break
                 cols_from, cols_to, the_row, r = ptr, ptr + 1, -1, capv
             else:
-                the_row = heap[0]
+                the_row = hrow[0]
                 size -= 1
-                heap[0] = heap[size]
-                pos[heap[0]] = 0
-                pos[the_row] = -1
-                level[the_row] = np.inf
+                hkey[0] = hkey[size]
+                hrow[0] = hrow[size]
                 if size > 0:
-                    _sift(heap, pos, level, size, 0)
+                    _sift(hkey, hrow, size, 0)
                 cols_from, cols_to, r = row_ptr[the_row], row_ptr[the_row + 1], rowv
             for q in range(cols_from, cols_to):
                 j = cap_order[q] if the_row < 0 else row_col[q]
@@ -168,11 +169,77 @@ if HAVE_NUMBA:
         return new_rates
 
     @njit(cache=True, nogil=True, error_model="numpy")
+    def _compact(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone):
+        """The incidence lists without the stages that are done (frozen for good: a solve would only
+        skip them) and without the resources that can no longer bind: those whose capacity exceeds
+        what every stage not yet done could ask of them at its cap (stages only leave, so such a
+        resource stays slack for good and leaving it out changes no rate)."""
+        n_rows = row_ptr.size - 1
+        n = caps.size
+        demand = np.zeros(n_rows)
+        for j in range(n):
+            if not gone[j]:
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    demand[col_row[e]] += col_w[e] * caps[j]
+        live = np.empty(n_rows, dtype=np.bool_)
+        for i in range(n_rows):
+            live[i] = not capacity[i] > demand[i] * (1 + 1e-9)
+        new_cptr = np.empty(n + 1, dtype=np.int32)
+        kept = 0
+        for j in range(n):
+            if not gone[j]:
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    if live[col_row[e]]:
+                        kept += 1
+        new_crow = np.empty(kept, dtype=np.int32)
+        new_cw = np.empty(kept)
+        q = 0
+        for j in range(n):
+            new_cptr[j] = q
+            if gone[j]:
+                continue
+            for e in range(col_ptr[j], col_ptr[j + 1]):
+                if live[col_row[e]]:
+                    new_crow[q] = col_row[e]
+                    new_cw[q] = col_w[e]
+                    q += 1
+        new_cptr[n] = q
+        new_rptr = np.empty(n_rows + 1, dtype=np.int32)
+        q = 0
+        for i in range(n_rows):
+            new_rptr[i] = q
+            if live[i]:
+                for e in range(row_ptr[i], row_ptr[i + 1]):
+                    if not gone[row_col[e]]:
+                        q += 1
+        new_rcol = np.empty(q, dtype=np.int32)
+        q = 0
+        for i in range(n_rows):
+            if live[i]:
+                for e in range(row_ptr[i], row_ptr[i + 1]):
+                    j = row_col[e]
+                    if not gone[j]:
+                        new_rcol[q] = j
+                        q += 1
+        new_rptr[n_rows] = q
+        n_left = 0
+        for k in range(cap_order.size):
+            if not gone[cap_order[k]]:
+                n_left += 1
+        new_order = np.empty(n_left, dtype=np.int32)
+        q = 0
+        for k in range(cap_order.size):
+            if not gone[cap_order[k]]:
+                new_order[q] = cap_order[k]
+                q += 1
+        return new_cptr, new_crow, new_cw, new_rptr, new_rcol, new_order
+
+    @njit(cache=True, nogil=True, error_model="numpy")
     def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
                   stage_next, flow_first, rtol):
         n = caps.size
         n_rows = capacity.size
-        cap_order = np.argsort(caps, kind="mergesort")
+        cap_order = np.argsort(caps, kind="mergesort").astype(np.int32)
         act = np.empty(n, dtype=np.int64)  # the active stages, in the order they started
         pending = np.zeros(n, dtype=np.bool_)
         ready = np.full(n, np.inf)
@@ -186,9 +253,8 @@ if HAVE_NUMBA:
         first_rate = np.full(n, np.nan)
         rem = np.empty(n_rows)
         wsum = np.empty(n_rows)
-        level = np.empty(n_rows)
-        heap = np.empty(n_rows, dtype=np.int64)
-        pos = np.empty(n_rows, dtype=np.int64)
+        hkey = np.empty(n_rows)
+        hrow = np.empty(n_rows, dtype=np.int64)
         started = np.empty(n, dtype=np.int64)
         for f in range(flow_first.size):
             j = flow_first[f]
@@ -202,6 +268,9 @@ if HAVE_NUMBA:
         events = 0
         n_act = 0
         floor = -1.0  # slowest rate of the stages completed at the last event (-1: a start, solve all)
+        gone = np.zeros(n, dtype=np.bool_)
+        n_gone = 0
+        compacted_at = 0  # stages done when the row lists were last compacted
         while True:
             n_started = 0
             if next_ready <= t * (1 + 1e-12) + 1e-15:
@@ -225,7 +294,7 @@ if HAVE_NUMBA:
                 t = next_ready
                 continue
             _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-                   frozen, rem, wsum, level, heap, pos, rates, floor if n_started == 0 else -1.0)
+                   frozen, rem, wsum, hkey, hrow, rates, floor if n_started == 0 else -1.0)
             t_c = np.inf
             for k in range(n_act):
                 j = act[k]
@@ -273,6 +342,8 @@ if HAVE_NUMBA:
                     if rates[j] < floor:
                         floor = rates[j]
                     done[j] = finish_at[j]
+                    gone[j] = True
+                    n_gone += 1
                     finish_at[j] = np.inf
                     remaining[j] = 0.0
                     rates[j] = 0.0
@@ -284,6 +355,10 @@ if HAVE_NUMBA:
                             next_ready = ready[nx]
             n_act = kept
             t = t_c
+            if 4 * (n_gone - compacted_at) > n - compacted_at:  # an eighth of the rest is done: drop them
+                col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
+                    col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
+                compacted_at = n_gone
         return done, first_rate, events, True
 
 
@@ -297,7 +372,7 @@ def _locality_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray,
     rates = np.zeros(n)
     _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort"),
            np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows),
-           np.empty(n_rows), np.empty(n_rows, dtype=np.int64), np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0)
+           np.empty(n_rows), np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0)
     first_row = np.where(np.diff(col_ptr) > 0, col_row[np.minimum(col_ptr[:-1], max(col_row.size - 1, 0))], -1)
     return np.lexsort((first_row, rates))
 
@@ -331,8 +406,8 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     else:
         order = None
     done, first_rate, events, ok = _simulate(
-        A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
-        R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, caps,
+        A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
+        R.indptr.astype(np.int32), R.indices.astype(np.int32), capacity, caps,
         stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol))
     if not ok:
         raise RuntimeError("flow simulation stalled: a stage has zero rate")
