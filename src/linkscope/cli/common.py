@@ -208,7 +208,7 @@ def with_nic_option(topology, nic: str | None):
     try:
         return with_nic_choice(topology, value), value
     except UserError as exc:
-        raise type(exc)(f"{var}={value}: {exc}", hint=exc.hint) from None
+        raise type(exc)(f"{var}={value!r} from the environment: {exc}", hint=exc.hint) from None
 
 
 def check_backend(backend: str) -> str:
