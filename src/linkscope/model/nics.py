@@ -6,13 +6,18 @@ Users choose NICs the way the communication libraries read them:
 * ``mlx5_0,mlx5_1`` - spread over several: a transfer's bytes are split evenly over the listed NICs
   (UCX multi-rail rendezvous, NCCL with several HCAs);
 * ``^mlx5_1`` - every NIC of the node but those (NCCL_IB_HCA's exclusion); ``=mlx5_0`` - exact names;
-* ``nearest`` (the default) - the NIC nearest the GPU, ties spread by the GPU's local order: what
-  linkscope's mapping emits;
+* ``nearest`` (the default) - the NIC nearest the GPU, equally near NICs taken in turn by the
+  GPU's position among its node's GPUs (a function of the GPU, never of the rank running there);
 * ``any`` - nothing specified to UCX: its default multi-rail rendezvous spreads large messages over
   up to ``UCX_MAX_RNDV_RAILS`` (default 2) devices of the node, near and far alike.
 
 A name matches a NIC's ``device_name`` exactly, or the part after the node prefix of a multi-node
 topology (``n3.mlx5_0`` matches ``mlx5_0``). Names are looked up among the NICs of the GPU's own node.
+
+Who uses it: the model's routes (``routing``), ``bench --nic`` and ``map --nic`` (the CLI reads
+``--nic``, else ``choice_in_environment``), the mapping's ``nics_of_rank`` and cross-host costs
+(``nics_by_gpu``), and ``launch --nic``, which has no topology and resolves names against the NIC
+names a mapping stored (``pick_named``, ``unknown_names``).
 
 >>> parse_nic_spec("mlx5_0:1,mlx5_1").names
 ('mlx5_0', 'mlx5_1')
