@@ -140,8 +140,10 @@ def register(app: typer.Typer) -> None:
         if assignment.host_of_rank is not None:
             console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
         if nic_choice is not None and assignment.nics_of_rank:
-            console.print(f"NIC choice: {assignment.nic_choice} (nics_of_rank in the mapping JSON; launch sets "
-                          "UCX_NET_DEVICES / NCCL_IB_HCA)", markup=False)
+            sets = "leaves UCX_NET_DEVICES / NCCL_IB_HCA unset" if assignment.nic_choice == "any" \
+                else "sets UCX_NET_DEVICES / NCCL_IB_HCA"
+            console.print(f"NIC choice: {assignment.nic_choice} (nics_of_rank in the mapping JSON; launch {sets})",
+                          markup=False)
         if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
             console.print(f"predicted exchange time (fabric model, method {method or DEFAULT_METHOD.key}, contention included): "
                           f"{_format_cost(assignment.exchange_time_us, 'µs')}; "
