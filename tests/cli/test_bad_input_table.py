@@ -180,6 +180,11 @@ CASES: list[Case] = [
     Case("bench-pattern-csv-junk", f"bench {SIM} --pattern {{fx}}/pattern.csv", "expected src,dst"),
     Case("bench-from-traffic", "bench --backend sim --from {fx}/t.json", "not a linkscope topology"),
     Case("bench-list-unknown-backend", "bench --list --backend warp", "unknown backend"),
+    Case("bench-nic-unknown", "bench --backend sim --preset v100-4-nvlink-ib --nic mlx5_7", "no NIC named mlx5_7"),
+    Case("bench-nic-no-name", "bench --backend sim --preset v100-4-nvlink-ib --nic ,", "no NIC name"),
+    Case("bench-nic-on-nicless-node", f"bench {SIM} --nic mlx5_0", "no NIC named mlx5_0"),
+    Case("bench-nic-env-unknown", "bench --backend sim --preset v100-4-nvlink-ib", "UCX_NET_DEVICES='mlx5_9:1' from the environment",
+         env={"UCX_NET_DEVICES": "mlx5_9:1"}),
     # ---- bench latency ---------------------------------------------------------------------------
     Case("latency-unknown-kind", f"bench latency {SIM} --kind warp", "unknown latency kind"),
     Case("latency-kind-twice", f"bench latency {SIM} --kind copy,copy", "listed twice"),
@@ -358,6 +363,13 @@ CASES: list[Case] = [
     Case("map-traffic-nan", "map {fx}/t-nan.json --preset hgx-h200-4", "NaN"),
     Case("map-results-not-record", "map {fx}/t.json --results {fx}/topo.json", ""),
     Case("map-topology-1e308", "map {fx}/t.json --from {fx}/topo-1e308.json", "not a physical link"),
+    Case("map-nic-unknown", "map {fx}/t.json --preset v100-4-nvlink-ib --nic mlx5_7", "no NIC named mlx5_7"),
+    Case("map-nic-exclude-all", "map {fx}/t.json --preset v100-4-nvlink-ib --nic ^mlx5_0,mlx5_1", "matches no NIC"),
+    Case("map-nic-no-name", "map {fx}/t.json --preset v100-4-nvlink-ib --nic =", "no NIC name"),
+    Case("map-nic-env-unknown", "map {fx}/t.json --preset v100-4-nvlink-ib", "NCCL_IB_HCA='=mlx5_9'",
+         env={"NCCL_IB_HCA": "=mlx5_9"}),
+    Case("map-nic-without-topology", "map {fx}/t.json --results {fx}/run.json --nic mlx5_0", "needs a topology"),
+    Case("map-nic-rails-apart", "map {fx}/t.json --synthetic cluster:v100-4-nvlink-ib:2", "no network path between rail0"),
     # ---- launch ----------------------------------------------------------------------------------
     Case("launch-no-command", "launch --mapping {fx}/m.json", "Missing argument", 2),
     Case("launch-not-executable", "launch --mapping {fx}/m.json -- {fx}/script.sh", "not executable",
@@ -376,6 +388,14 @@ CASES: list[Case] = [
     Case("launch-mapping-bad-json", "launch --mapping {fx}/bad.json -- true", "not valid JSON",
          env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
     Case("launch-mapping-is-traffic", "launch --mapping {fx}/t.json -- true", "", env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-nic-unknown", "launch --mapping {fx}/m-nic.json --nic mlx5_7 -- true", "no NIC named mlx5_7",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-nic-no-name", "launch --mapping {fx}/m-nic.json --nic , -- true", "no NIC name",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-nic-nearest-unknown", "launch --mapping {fx}/m-nic.json --nic nearest -- true", "nearest",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-nic-mapping-without-nics", "launch --mapping {fx}/m.json --nic mlx5_0 -- true", "lists no NIC",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
     # ---- profile ---------------------------------------------------------------------------------
     Case("profile-no-command", "profile -o {tmp}/t.json", "Missing argument", 2),
     Case("profile-bad-inject", "profile --inject magic -o {tmp}/t.json -- true", ""),
@@ -425,6 +445,8 @@ def build_fixtures(folder: Path) -> None:
         assert main(["traffic", "gen", "ring", "--ranks", "16", "-o", str(folder / "t16.json")]) == 0
         assert main(["topo", "--preset", "hgx-h200-4", "-o", str(folder / "topo.json")]) == 0
         assert main(["map", str(folder / "t.json"), "--preset", "hgx-h200-4", "-o", str(folder / "m.json")]) == 0
+        assert main(["map", str(folder / "t.json"), "--preset", "v100-4-nvlink-ib", "--nic", "mlx5_1",
+                     "-o", str(folder / "m-nic.json")]) == 0
         for run in ("run.json", "run2.json"):
             assert main(["bench", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "1MiB", "--reps", "3",
                          "--json", str(folder / run)]) == 0

@@ -9,7 +9,6 @@ The helpers it shares with ``cmd_survey`` (topology, engine, context, progress, 
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    NIC_HELP,
     check_backend,
     check_outputs,
     finish,
@@ -31,6 +31,7 @@ from .common import (
     run_context,
     stderr_console,
     stdout_console,
+    with_nic_option,
 )
 
 bench_app = typer.Typer(
@@ -159,10 +160,7 @@ def bench(
     target_ci: float | None = typer.Option(None, "--target-ci",
                                            help="Stop once the 95% CI half-width / mean is below this (default 0.005)."),
     chunk: str | None = typer.Option(None, "--chunk", help="Chunk size of staged-pinned copies (default 8MiB)."),
-    nic: str | None = typer.Option(None, "--nic",
-                                   help="NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, "
-                                        "mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: "
-                                        "UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest."),
+    nic: str | None = typer.Option(None, "--nic", help=NIC_HELP),
 ) -> None:
     """Measure link bandwidth between GPUs (and host), per pair or in concurrent patterns;
     `linkscope bench latency` measures latency.
@@ -177,7 +175,6 @@ def bench(
         print_list(backend, preset, from_file, synthetic)
         return
     from ..measure.runner import BenchSpec, run_bench
-    from ..model.nics import with_nic_choice
     from ..patterns.base import check_direction, select_gpus
     from ..patterns.registry import resolve_pattern
     from ..units import parse_sizes
@@ -193,8 +190,7 @@ def bench(
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
-    nic_choice = nic or os.environ.get("UCX_NET_DEVICES") or os.environ.get("NCCL_IB_HCA") or None
-    topology = with_nic_choice(topology, nic_choice)
+    topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
     try:

@@ -20,13 +20,19 @@ def register(app: typer.Typer) -> None:
         command: list[str] = typer.Argument(..., help="The program to run, after --."),
         mapping: Path = typer.Option(..., "--mapping", help="A mapping JSON from linkscope map -o."),
         bind: bool = typer.Option(True, "--bind/--no-bind", help="Bind to the mapping's cores (sched_setaffinity)."),
+        nic: str | None = typer.Option(
+            None, "--nic",
+            help="Override the mapping's NIC(s) for this rank, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, "
+                 "mlx5_0,mlx5_1 (spread), ^mlx5_1 (the node's others), nearest, any (leave both unset: the library "
+                 "picks). Names are checked against the NICs the mapping lists for the rank's node."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Print what is set on stderr."),
     ) -> None:
         """Set CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, UCX_NET_DEVICES, NCCL_IB_HCA and the CPU
         binding for this rank (from OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK,
         SLURM_LOCALID or LOCAL_RANK), then exec the program.
 
-        Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app
+        Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app ;
+        mpirun -n 8 linkscope launch --mapping mapping.json --nic mlx5_1 -- ./app
         """
         import shutil
 
@@ -41,8 +47,10 @@ def register(app: typer.Typer) -> None:
                                 hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}")
             raise UserError(f"command not found: {command[0]}")
         assignment = load_assignment(mapping)
-        plan = launch_plan(assignment, os.environ)
+        plan = launch_plan(assignment, os.environ, nic)
         env = dict(os.environ)
+        for var in plan.unset:
+            env.pop(var, None)
         env.update(plan.env)
         err = stderr_console()
         if bind and plan.cores:

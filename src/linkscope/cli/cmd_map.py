@@ -8,7 +8,7 @@ import typer
 
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console
+from .common import FROM_HELP, NIC_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
 
 
 def _load_results(path: Path) -> dict:
@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
         mode: str = typer.Option("map", "--mode", help="map (move ranks) or reorder (keep devices, renumber ranks)."),
         nodes: int = typer.Option(1, "--nodes", help="Map onto this many identical nodes of the topology."),
         hosts: str | None = typer.Option(None, "--hosts", help="Host names of the nodes, comma-separated."),
+        nic: str | None = typer.Option(None, "--nic", help=NIC_HELP),
         node_limit: int | None = typer.Option(None, "--node-limit",
                                                  help="Explored nodes the exact search may take (deterministic budget)."),
         time_limit: float | None = typer.Option(None, "--time-limit",
@@ -54,6 +55,9 @@ def register(app: typer.Typer) -> None:
         """Map ranks to GPUs so that the ranks that talk most use the best links.
 
         Example: linkscope map traffic.json --preset k80-16 --metric bandwidth -o mapping.json --emit rankfile
+
+        Each rank's NIC: --nic (or UCX_NET_DEVICES / NCCL_IB_HCA), chosen as bench --nic chooses it:
+        linkscope map traffic.json --synthetic cluster:v100-4-nvlink-ib:2:single --nic mlx5_0,mlx5_1
 
         With --metric model the fabric model (with a calibrated topology's parameters, e.g.
         --from calibrated.json from linkscope model calibrate) predicts the whole exchange,
@@ -107,8 +111,10 @@ def register(app: typer.Typer) -> None:
                               hint="a node would hold no rank")
         err = stderr_console()
         topology = None
+        nic_choice = nic
         if results is None or preset or from_file or synthetic:
             topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+            topology, nic_choice = with_nic_option(topology, nic)
         measured = None
         if results is not None:
             measured = results_cost(_load_results(results), metric,
@@ -116,7 +122,7 @@ def register(app: typer.Typer) -> None:
                                     source=f"results:{results.name}")
         assignment = map_onto(matrix, topology, metric, method=DEFAULT_METHOD.key if method is None else method,
                               results_cost=measured, nodes=nodes, hosts=host_list, solver=solver, mode=mode,
-                              node_limit=node_limit, time_limit_s=time_limit)
+                              node_limit=node_limit, time_limit_s=time_limit, nics=nic_choice)
         for note_text in assignment.notes[1:] if assignment.uniform else assignment.notes:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
@@ -133,6 +139,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}")
         if assignment.host_of_rank is not None:
             console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
+        if nic_choice is not None and assignment.nics_of_rank:
+            sets = "leaves UCX_NET_DEVICES / NCCL_IB_HCA unset" if assignment.nic_choice == "any" \
+                else "sets UCX_NET_DEVICES / NCCL_IB_HCA"
+            console.print(f"NIC choice: {assignment.nic_choice} (nics_of_rank in the mapping JSON; launch {sets})",
+                          markup=False)
         if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
             console.print(f"predicted exchange time (fabric model, method {method or DEFAULT_METHOD.key}, contention included): "
                           f"{_format_cost(assignment.exchange_time_us, 'µs')}; "

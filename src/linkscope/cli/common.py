@@ -24,6 +24,10 @@ STDOUT = "-"
 FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
              "(NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'.")
 _GPU_INDEX = re.compile(r"[0-9]+")
+#: What --nic accepts (bench, map); model/nics.py parses it.
+NIC_HELP = ("NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, "
+            "mlx5_0,mlx5_1 (spread), ^mlx5_1, nearest, any (UCX's unspecified multi-rail). Default: "
+            "UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest.")
 
 
 def stdout_console() -> Console:
@@ -182,6 +186,29 @@ def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synth
     if note:
         stderr_console().print(f"note: {note}", style="yellow", markup=False)
     return topology
+
+
+def with_nic_option(topology, nic: str | None):
+    """``(topology, choice)``: the topology whose model, routes and mapping use ``--nic`` or, without
+    it, UCX_NET_DEVICES / NCCL_IB_HCA from the environment (what the libraries will read), else
+    nearest (choice None). Names are checked against the topology's NICs; a choice from the
+    environment on a topology without any NIC is left aside with a note."""
+    from ..model.nics import choice_in_environment, with_nic_choice
+    from ..topology.model import DeviceKind
+
+    if nic is not None:
+        return with_nic_choice(topology, nic), nic
+    found = choice_in_environment(os.environ)
+    if found is None:
+        return topology, None
+    value, var = found
+    if not topology.of_kind(DeviceKind.NIC):
+        stderr_console().print(f"note: {var}={value} left aside: {topology.name!r} has no NIC", style="yellow", markup=False)
+        return topology, None
+    try:
+        return with_nic_choice(topology, value), value
+    except UserError as exc:
+        raise type(exc)(f"{var}={value!r} from the environment: {exc}", hint=exc.hint) from None
 
 
 def check_backend(backend: str) -> str:

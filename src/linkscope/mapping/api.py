@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError, UserError
+from ..model.nics import NicSpec, nic_choice_of, nics_by_gpu
 from ..patterns.methods import DEFAULT_METHOD
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
@@ -82,34 +83,28 @@ def _solve(problem: MappingProblem, solver: str, node_limit: int | None, seed: i
 
 
 def _nics_and_cores(topology: Topology | None, gpus: Sequence[int], groups: Sequence[int] | None = None,
-                    nic_names: Sequence[Sequence[str]] | None = None,
+                    nic_names: Sequence[Sequence[str]] | None = None, nics: NicSpec | str | None = None,
                     ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[int, ...], ...]]:
-    """Nearest NIC of each rank's GPU (spread over equally near NICs: UCX picks one NIC per
-    process otherwise, openucx/ucx#8401), and a disjoint share of whole physical cores of its
-    local CPU (``binding``). ``groups`` is the host of each rank; ``nic_names[h]`` renames
-    the topology's NICs (host 0 of a cluster) to host h's, by position."""
+    """The NIC(s) of each rank's GPU under the NIC choice ``nics`` (``model.nics.nics_by_gpu``,
+    the rule the fabric model's routes and ``bench --nic`` use: by default the nearest NIC, a GPU
+    spread over equally near NICs by its position on its node, since UCX picks one NIC per process
+    otherwise, openucx/ucx#8401), and a disjoint share of whole physical cores of its local CPU
+    (``binding``). ``groups`` is the host of each rank; ``nic_names[h]`` renames the topology's
+    NICs (host 0 of a cluster) to host h's, by position."""
     if topology is None:
         return (), ()
     groups = list(groups) if groups is not None else [0] * len(gpus)
-    near_of: dict[int, list[str]] = {}
-    cpu_of_gpu: dict[int, Device | None] = {}
-    local_nics = [d.device_name or d.id for d in topology.devices if d.kind is DeviceKind.NIC]
-    for gpu in set(int(g) for g in gpus):
-        near_of[gpu] = [n.device_name or n.id for n in query.nearest_nics(topology, gpu)]
-        cpu_of_gpu[gpu] = query.local_cpu(topology, gpu)
-    nic_use: dict[tuple[int, str], int] = {}
+    local_nics = list(_nic_names(topology))
+    chosen = {g: tuple(n.device_name or n.id for n in found)
+              for g, found in nics_by_gpu(topology, gpus, nics).items()}
+    cpu_of_gpu: dict[int, Device | None] = {gpu: query.local_cpu(topology, gpu) for gpu in set(int(g) for g in gpus)}
     nics_out: list[tuple[str, ...]] = []
     sharers: dict[tuple[int, str], list[int]] = {}
     for rank, gpu in enumerate(gpus):
-        names = near_of[int(gpu)]
-        if names:
-            pick = min(names, key=lambda name: (nic_use.get((groups[rank], name), 0), names.index(name)))
-            nic_use[(groups[rank], pick)] = nic_use.get((groups[rank], pick), 0) + 1
-            if nic_names is not None and pick in local_nics:
-                pick = nic_names[groups[rank]][local_nics.index(pick)]
-            nics_out.append((pick,))
-        else:
-            nics_out.append(())
+        names = chosen[int(gpu)]
+        if nic_names is not None:
+            names = tuple(nic_names[groups[rank]][local_nics.index(n)] if n in local_nics else n for n in names)
+        nics_out.append(names)
         cpu = cpu_of_gpu[int(gpu)]
         if cpu is not None and cpu.cores:
             sharers.setdefault((groups[rank], cpu.id), []).append(rank)
@@ -122,6 +117,11 @@ def _nics_and_cores(topology: Topology | None, gpus: Sequence[int], groups: Sequ
     if not any(nics_out):
         nics_out = []
     return tuple(nics_out), tuple(cores_out)
+
+
+def _nic_names(topology: Topology) -> tuple[str, ...]:
+    """OS names of a node's NICs, in topology order (what ``launch --nic`` resolves names against)."""
+    return tuple(d.device_name or d.id for d in topology.devices if d.kind is DeviceKind.NIC)
 
 
 def _core_indexes(topology: Topology | None, cores: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
@@ -162,10 +162,12 @@ def map_traffic(
     node_limit: int | None = None,
     time_limit_s: float | None = None,
     seed: int = 0,
+    nics: NicSpec | str | None = None,
 ) -> Assignment:
     """Map the ranks of ``traffic`` onto the GPUs ``cost`` describes (one node). ``node_limit``
     overrides the exact search's budget of explored nodes; ``time_limit_s`` adds a wall-clock
-    stop (its answer may then differ between machines)."""
+    stop (its answer may then differ between machines); ``nics``: the NIC choice (``model.nics``;
+    default the topology's, else nearest)."""
     if mode not in MODES:
         raise ConfigError(f"unknown mapping mode {mode!r}", hint=f"valid modes: {', '.join(MODES)}")
     t0 = time.perf_counter()
@@ -216,7 +218,8 @@ def map_traffic(
         inverse[perm] = np.arange(gpus)
         new_rank = tuple(int(x) for x in inverse)  # process on GPU g (old rank g) takes this rank
     device_ranks = tuple(range(ranks)) if mode == "reorder" else gpu_of_rank
-    nics, cores = _nics_and_cores(topology, device_ranks)
+    spec = nic_choice_of(topology, nics)
+    nics_out, cores = _nics_and_cores(topology, device_ranks, nics=spec)
     visible, vendor = _visible_devices(topology, device_ranks)
     return Assignment(
         gpu_of_rank=device_ranks if mode == "reorder" else gpu_of_rank,
@@ -229,7 +232,9 @@ def map_traffic(
         topology=topology.name if topology is not None else cost.source,
         mode=mode,
         new_rank_of_rank=new_rank,
-        nics_of_rank=nics,
+        nics_of_rank=nics_out,
+        nic_choice=spec.text if topology is not None else None,
+        nics_of_node=(_nic_names(topology),) if topology is not None else (),
         cores_of_rank=cores,
         core_index_of_rank=_core_indexes(topology, cores),
         visible_device_of_rank=visible,
@@ -252,10 +257,12 @@ def map_cluster(
     *,
     node_limit: int = 20_000,
     seed: int = 0,
+    nics: NicSpec | str | None = None,
 ) -> Assignment:
     """Hierarchical mapping onto the hosts ``cost`` describes (``cluster.topology_cluster_cost``
     for a multi-host topology, ``cluster.copies`` for ``--nodes K``). ``node_topology`` is one
-    host (NICs and cores); gpu_of_rank is the GPU within its host."""
+    host (NICs and cores); gpu_of_rank is the GPU within its host; ``nics`` the NIC choice (the
+    one ``cost`` was built with)."""
     import scipy.sparse as sp
 
     from .hierarchical import solve_cluster
@@ -265,7 +272,9 @@ def map_cluster(
     flows = [sp.csr_matrix(f) for f in cost.node.flow_matrices(bytes_, messages)]
     result = solve_cluster(flows, cost, node_budget=node_limit, seed=seed)
     model = cost.node.exchange_time is not None
-    nics, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank, cost.nic_names)
+    spec = nic_choice_of(node_topology, nics)
+    nics_out, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank, cost.nic_names, spec)
+    node_nics = cost.nic_names or ((_nic_names(node_topology),) * cost.hosts if node_topology is not None else ())
     visible, vendor = _visible_devices(node_topology, result.gpu_of_rank)
     if cost.uuids is not None:
         visible = tuple(cost.uuids[h][g] or v for h, g, v in zip(result.node_of_rank, result.gpu_of_rank, visible))
@@ -282,7 +291,9 @@ def map_cluster(
         topology=cost.topology or f"{cost.hosts} x {node_name}",
         node_of_rank=result.node_of_rank,
         host_of_rank=tuple(cost.host_names[k] for k in result.node_of_rank),
-        nics_of_rank=nics,
+        nics_of_rank=nics_out,
+        nic_choice=spec.text if node_topology is not None else None,
+        nics_of_node=tuple(tuple(names) for names in node_nics),
         cores_of_rank=cores,
         core_index_of_rank=_core_indexes(node_topology, cores),
         visible_device_of_rank=visible,
@@ -341,10 +352,17 @@ def map_onto(
     mode: str = "map",
     node_limit: int | None = None,
     time_limit_s: float | None = None,
+    nics: str | None = None,
 ) -> Assignment:
     """The one entry for the CLI: a multi-host topology or ``nodes > 1`` is mapped hierarchically
     (the flat solver only within a node), anything else by ``map_traffic``. ``results_cost``
-    (measured pair costs) replaces the topology's costs on one node."""
+    (measured pair costs) replaces the topology's costs on one node. ``nics``: the NIC choice
+    (UCX_NET_DEVICES / NCCL_IB_HCA style, ``model.nics``) that each rank's NICs and the
+    cross-host costs follow; default the topology's, else nearest."""
+    if nics is not None and topology is None:
+        raise UserError(f"--nic {nics} needs a topology to choose NICs in",
+                        hint="give --preset, --from or --synthetic with --results")
+    spec = nic_choice_of(topology, nics)
     from .cluster import copies, node_topology, split_hosts, topology_cluster_cost
     from .cost import topology_cost
 
@@ -363,9 +381,9 @@ def map_onto(
         if solver == "exact":
             raise ConfigError("the exact solver works within one node; a multi-host topology is mapped "
                               "hierarchically", hint="use --solver auto")
-        cluster = topology_cluster_cost(topology, metric, method, layout, hosts)
+        cluster = topology_cluster_cost(topology, metric, method, layout, hosts, nics=spec)
         budget = node_limit if node_limit is not None else PROOF_NODE_BUDGET
-        return map_cluster(traffic, cluster, node_topology(topology, layout), node_limit=budget)
+        return map_cluster(traffic, cluster, node_topology(topology, layout), node_limit=budget, nics=spec)
     cost = results_cost if results_cost is not None else topology_cost(topology, metric, method) \
         if topology is not None else None
     if cost is None:
@@ -385,9 +403,9 @@ def map_onto(
         cluster = copies(cost, nodes, network_costs(cost, topology), names)
         cluster = replace(cluster, notes=cluster.notes + host_notes)
         budget = node_limit if node_limit is not None else PROOF_NODE_BUDGET
-        return map_cluster(traffic, cluster, topology, node_limit=budget)
+        return map_cluster(traffic, cluster, topology, node_limit=budget, nics=spec)
     return map_traffic(traffic, cost, topology, solver=solver, mode=mode, node_limit=node_limit,
-                       time_limit_s=time_limit_s)
+                       time_limit_s=time_limit_s, nics=spec)
 
 
 __all__ = [

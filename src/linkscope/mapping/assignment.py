@@ -44,7 +44,12 @@ class Assignment:
         mode: ``map`` (move ranks to GPUs) or ``reorder`` (keep devices, renumber ranks).
         new_rank_of_rank: reorder mode: the key each process passes to MPI_Comm_split.
         node_of_rank, host_of_rank: multi-node mappings.
-        nics_of_rank: OS names of the NIC(s) each rank should use (nearest, spread over ties).
+        nics_of_rank: OS names of the NIC(s) each rank should use under ``nic_choice``
+            (``model.nics``: by default the nearest, a GPU spread over equally near NICs).
+        nic_choice: the NIC choice nics_of_rank follow (``nearest``, ``any``, ``mlx5_0,mlx5_1``,
+            ``^mlx5_1``: UCX_NET_DEVICES / NCCL_IB_HCA style); None without a topology.
+        nics_of_node: OS names of every NIC of each node (``node_of_rank`` indexes it; one entry
+            for a single-node mapping): what ``launch --nic`` resolves names against.
         cores_of_rank: logical CPUs (OS numbers) each rank should bind to: whole physical cores,
             SMT siblings together, never shared with another rank when there are enough cores.
         core_index_of_rank: the same cores as logical core indexes (hwloc's order), for Open MPI
@@ -74,6 +79,8 @@ class Assignment:
     node_of_rank: tuple[int, ...] | None = None
     host_of_rank: tuple[str, ...] | None = None
     nics_of_rank: tuple[tuple[str, ...], ...] = ()
+    nic_choice: str | None = None
+    nics_of_node: tuple[tuple[str, ...], ...] = ()
     cores_of_rank: tuple[tuple[int, ...], ...] = ()
     core_index_of_rank: tuple[tuple[int, ...], ...] = ()
     visible_device_of_rank: tuple[str, ...] = ()
@@ -134,6 +141,8 @@ def to_dict(assignment: Assignment) -> dict[str, Any]:
         "node_of_rank": None if assignment.node_of_rank is None else list(assignment.node_of_rank),
         "host_of_rank": None if assignment.host_of_rank is None else list(assignment.host_of_rank),
         "nics_of_rank": [list(n) for n in assignment.nics_of_rank],
+        "nic_choice": assignment.nic_choice,
+        "nics_of_node": [list(n) for n in assignment.nics_of_node],
         "cores_of_rank": [list(c) for c in assignment.cores_of_rank],
         "core_index_of_rank": [list(c) for c in assignment.core_index_of_rank],
         "visible_device_of_rank": list(assignment.visible_device_of_rank),
@@ -191,6 +200,8 @@ def from_dict(data: Any, origin: str = "mapping") -> Assignment:
         node_of_rank=opt_tuple("node_of_rank"),
         host_of_rank=opt_tuple("host_of_rank"),
         nics_of_rank=tuple(tuple(n) for n in data.get("nics_of_rank") or ()),
+        nic_choice=data.get("nic_choice"),
+        nics_of_node=tuple(tuple(str(x) for x in n) for n in data.get("nics_of_node") or ()),
         cores_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("cores_of_rank") or ()),
         core_index_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("core_index_of_rank") or ()),
         visible_device_of_rank=tuple(str(v) for v in data.get("visible_device_of_rank") or ()),

@@ -7,7 +7,8 @@ cluster of identical nodes). The cost of a GPU pair is then
 
 * on one host: the node's own GPU-pair cost (``topology_cost`` on one host, a g x g matrix);
 * on two hosts: ``combine(access[x], fabric[s(a, x), s(b, y)], access[y])`` per term, where
-  ``access[x]`` is local GPU x's way out (its nearest NIC's route and the NIC's network link),
+  ``access[x]`` is local GPU x's way out (the route to the NIC(s) ``model.nics`` chooses, nearest by
+  default, and the NIC's network link; several NICs share the bytes, the first gives the switch),
   ``s(a, x)`` the network switch the NIC of GPU x on host a plugs into, and ``fabric`` the
   switch-to-switch cost (shortest-latency path; latency added up, the narrowest link for
   bandwidth). Latency terms add (``sum``); per-byte terms take the slowest part (``max``).
@@ -25,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from ..errors import UserError
+from ..model.nics import NicSpec, nic_choice_of, nics_by_gpu
 from ..patterns.methods import DEFAULT_METHOD
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
@@ -192,7 +194,7 @@ def _link_latency(link) -> float:
 
 def _fabric(topology: Topology, switches: Sequence[str]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """Switch-to-switch latency (µs) and bottleneck bandwidth (GB/s) over network links, along the
-    lowest-latency path (ties: fewer hops)."""
+    lowest-latency path (ties: fewer hops); latency inf between switches no path joins."""
     index = {s: k for k, s in enumerate(switches)}
     m = len(switches)
     lat = np.zeros((m, m))
@@ -210,20 +212,21 @@ def _fabric(topology: Topology, switches: Sequence[str]) -> tuple[np.ndarray, np
     capacity = sp.csr_matrix((caps, (rows, cols)), shape=(m, m)).toarray()
     graph = sp.csr_matrix((weights, (rows, cols)), shape=(m, m))
     dist, pred = dijkstra(graph, directed=True, return_predecessors=True)
-    if np.isinf(dist).any():
-        a, b = np.argwhere(np.isinf(dist))[0]
-        raise UserError(f"topology {topology.name!r}: no network path between {switches[a]} and {switches[b]}")
     for s in range(m):
         order = np.argsort(dist[s], kind="stable")
         for t in order[1:]:
+            if np.isinf(dist[s, t]):
+                break
             p = pred[s, t]
             cap[s, t] = min(cap[s, p], capacity[p, t])
-    return np.round(dist, 6), cap, index  # rounding drops the hop epsilon
+    return np.round(dist, 6), cap, index  # rounding drops the hop epsilon; inf: no path
 
 
 def topology_cluster_cost(topology: Topology, metric: str, method: str = DEFAULT_METHOD.key, hosts: Hosts | None = None,
-                          host_names: Sequence[str] | None = None) -> ClusterCost:
-    """The ClusterCost of a multi-host topology (see the module doc)."""
+                          host_names: Sequence[str] | None = None, nics: NicSpec | str | None = None) -> ClusterCost:
+    """The ClusterCost of a multi-host topology (see the module doc); ``nics``: the NIC choice
+    (``model.nics``; default the topology's, else nearest)."""
+    spec = nic_choice_of(topology, nics)
     hosts = hosts or split_hosts(topology)
     sizes = {len(g) for g in hosts.gpus}
     if len(sizes) != 1:
@@ -253,16 +256,26 @@ def topology_cluster_cost(topology: Topology, metric: str, method: str = DEFAULT
     local_nics = [d.id for d in node_topology.devices if d.kind is DeviceKind.NIC and d.id in nic_link]
     access_lat, access_bw = np.zeros(g), np.zeros(g)
     nic_pos = np.zeros(g, dtype=int)
+    chosen = nics_by_gpu(node_topology, range(g), spec)
     for x in range(g):
-        near = [n for n in query.nearest_nics(node_topology, x) if n.id in nic_link] or \
-            [node_topology.device(local_nics[0])]
-        nic = near[0].id
-        nic_pos[x] = nics_of_host[0].index(nic)
-        links = query.route(node_topology, x, nic)
-        _, nic_lat, nic_cap = nic_link[nic]
-        access_lat[x] = sum(_link_latency(link) for link in links) + nic_lat
-        access_bw[x] = min([link.capacity_gb_per_s for link in links] + [nic_cap])
+        lanes = [n.id for n in chosen[x] if n.id in nic_link] or local_nics[:1]
+        nic_pos[x] = nics_of_host[0].index(lanes[0])
+        lane_lat, lane_bw = [], []
+        for nic in lanes:
+            links = query.route(node_topology, x, nic)
+            _, nic_lat, nic_cap = nic_link[nic]
+            lane_lat.append(sum(_link_latency(link) for link in links) + nic_lat)
+            lane_bw.append(min([link.capacity_gb_per_s for link in links] + [nic_cap]))
+        access_lat[x] = max(lane_lat)
+        access_bw[x] = len(lanes) * min(lane_bw)  # bytes split evenly over the lanes: the slowest one paces them
     attach = np.array([[nic_link[nics[p]][0] for p in nic_pos] for nics in nics_of_host], dtype=int)
+    used = np.unique(attach)
+    apart = np.argwhere(np.isinf(lat[np.ix_(used, used)]))
+    if apart.size:
+        a, b = (hosts.switches[int(used[k])] for k in apart[0])
+        raise UserError(f"topology {topology.name!r}: no network path between {a} and {b}, which the GPUs' NICs "
+                        f"(NIC choice {spec.text}) plug into",
+                        hint="choose NICs on one part of the network (--nic), or join the switches in the topology")
     us_per_byte = 1e6 / (cap * 1e9)  # inf capacity (same switch) -> 0
     access_upb = 1e6 / (access_bw * 1e9)
     access: list[np.ndarray] = []

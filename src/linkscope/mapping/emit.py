@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..errors import ConfigError, UserError
+from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
 from .assignment import Assignment
 
@@ -33,8 +34,53 @@ def _cpu_list(cores: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def rank_environment(assignment: Assignment, rank: int) -> dict[str, str]:
-    """The variables ``launch`` sets for ``rank`` (device, NIC, and a note of the cores)."""
+def _node_nic_names(assignment: Assignment, rank: int) -> tuple[str, ...]:
+    """The NICs of ``rank``'s node as the mapping lists them (older files: the NICs its ranks use)."""
+    node = assignment.node_of_rank[rank] if assignment.node_of_rank is not None else 0
+    if node < len(assignment.nics_of_node):
+        return assignment.nics_of_node[node]
+    same = [r for r in range(len(assignment.nics_of_rank))
+            if (assignment.node_of_rank[r] if assignment.node_of_rank is not None else 0) == node]
+    return tuple(dict.fromkeys(n for r in same for n in assignment.nics_of_rank[r]))
+
+
+def rank_nics(assignment: Assignment, rank: int, nics: NicSpec | str | None = None) -> tuple[str, ...] | None:
+    """NIC names for ``rank`` under ``nics`` (default the mapping's own choice): names and ``^``
+    exclusions resolve, as ``model.nics`` resolves them, against the NICs the mapping lists for the
+    rank's node; ``nearest`` is the mapping's nearest choice; None for ``any`` (leave the NIC
+    variables unset: the library picks, as UCX_NET_DEVICES unset does)."""
+    spec = as_spec(nics if nics is not None else assignment.nic_choice)
+    own = as_spec(assignment.nic_choice)
+    stored = assignment.nics_of_rank[rank] if assignment.nics_of_rank else ()
+    if spec.rule == "any":
+        return None
+    if spec == own or nics is None:
+        return stored
+    if spec.rule == "nearest":
+        raise ConfigError(f"--nic nearest: the mapping chose NICs by {own.text!r} and does not store the nearest ones",
+                          hint="map again with --nic nearest (launch has no topology to find them in)")
+    have = _node_nic_names(assignment, rank)
+    where = assignment.host_of_rank[rank] if assignment.host_of_rank is not None else "this node"
+    if not have:
+        raise ConfigError(f"--nic {spec.text}: the mapping lists no NIC for {where}",
+                          hint="map onto a topology with NICs, or set UCX_NET_DEVICES / NCCL_IB_HCA yourself")
+    unknown = unknown_names(spec, have)
+    if unknown:
+        raise ConfigError(f"--nic {spec.text}: no NIC named {', '.join(unknown)} on {where} in the mapping",
+                          hint=f"its NICs: {', '.join(have)}")
+    return tuple(have[i] for i in pick_named(spec, [(n,) for n in have], where))
+
+
+def nic_environment(nics: tuple[str, ...] | None) -> dict[str, str]:
+    """UCX_NET_DEVICES and NCCL_IB_HCA naming ``nics`` (port 1; '=' asks NCCL for exact names)."""
+    if not nics:
+        return {}
+    return {NIC_ENV_VARS[0]: ",".join(f"{n}:1" for n in nics), NIC_ENV_VARS[1]: "=" + ",".join(nics)}
+
+
+def rank_environment(assignment: Assignment, rank: int, nics: NicSpec | str | None = None) -> dict[str, str]:
+    """The variables ``launch`` sets for ``rank`` (device, NIC, and a note of the cores); ``nics``
+    overrides the mapping's NIC choice (``rank_nics``)."""
     if not 0 <= rank < assignment.ranks:
         raise UserError(f"rank {rank} is not in the mapping (ranks 0..{assignment.ranks - 1})",
                         hint="run with as many ranks as the traffic matrix had")
@@ -45,10 +91,7 @@ def rank_environment(assignment: Assignment, rank: int) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = visible
     if assignment.gpu_vendor in (None, "amd"):
         env["HIP_VISIBLE_DEVICES"] = visible
-    if assignment.nics_of_rank and assignment.nics_of_rank[rank]:
-        nics = assignment.nics_of_rank[rank]
-        env["UCX_NET_DEVICES"] = ",".join(f"{n}:1" for n in nics)
-        env["NCCL_IB_HCA"] = "=" + ",".join(nics)  # '=' asks NCCL for exact names, not prefixes
+    env.update(nic_environment(rank_nics(assignment, rank, nics)))
     if assignment.cores_of_rank and assignment.cores_of_rank[rank]:
         env["LINKSCOPE_CPUS"] = _cpu_list(assignment.cores_of_rank[rank])
     env["LINKSCOPE_GPU"] = str(assignment.gpu_of_rank[rank])
@@ -59,17 +102,25 @@ def rank_environment(assignment: Assignment, rank: int) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """What ``launch`` does for this process: which mapping rank, the variables, the cores."""
+    """What ``launch`` does for this process: which mapping rank, the variables it sets, those it
+    removes (``unset``: the NIC variables under the NIC choice ``any``), the cores."""
 
     rank: int
     rank_source: str
     env: dict[str, str]
     cores: tuple[int, ...]
+    unset: tuple[str, ...] = ()
 
 
-def launch_plan(assignment: Assignment, environ: Mapping[str, str]) -> LaunchPlan:
+def _unset(assignment: Assignment, nics: NicSpec | str | None) -> tuple[str, ...]:
+    return NIC_ENV_VARS if as_spec(nics if nics is not None else assignment.nic_choice).rule == "any" else ()
+
+
+def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpec | str | None = None) -> LaunchPlan:
     """Pick this process's entry: the global rank for a multi-node mapping, else the local rank
-    (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order)."""
+    (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order). ``nics`` (``launch
+    --nic``) overrides the mapping's NICs for it (``rank_nics``)."""
+    spec = as_spec(nics) if nics is not None else None  # a bad choice is refused before the rank is sought
     names = WORLD_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
     found = first_index(environ, names)
     if found is None:
@@ -78,7 +129,7 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str]) -> LaunchPla
                         hint="run linkscope launch under mpirun, srun or torchrun")
     rank, name = found
     cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank and rank < assignment.ranks else ()
-    return LaunchPlan(rank, name, rank_environment(assignment, rank), tuple(cores))
+    return LaunchPlan(rank, name, rank_environment(assignment, rank, spec), tuple(cores), _unset(assignment, spec))
 
 
 def _host(assignment: Assignment, rank: int, hosts: list[str] | None) -> str:
@@ -151,5 +202,6 @@ def env_files(assignment: Assignment) -> dict[str, str]:
     out = {}
     for rank in range(assignment.ranks):
         env = rank_environment(assignment, rank)
-        out[f"rank{rank}.env"] = "".join(f"export {k}={v}\n" for k, v in env.items())
+        out[f"rank{rank}.env"] = "".join(f"unset {k}\n" for k in _unset(assignment, None)) + \
+            "".join(f"export {k}={v}\n" for k, v in env.items())
     return out

@@ -6,19 +6,25 @@ Users choose NICs the way the communication libraries read them:
 * ``mlx5_0,mlx5_1`` - spread over several: a transfer's bytes are split evenly over the listed NICs
   (UCX multi-rail rendezvous, NCCL with several HCAs);
 * ``^mlx5_1`` - every NIC of the node but those (NCCL_IB_HCA's exclusion); ``=mlx5_0`` - exact names;
-* ``nearest`` (the default) - the NIC nearest the GPU, ties spread by the GPU's local order: what
-  linkscope's mapping emits;
+* ``nearest`` (the default) - the NIC nearest the GPU, equally near NICs taken in turn by the
+  GPU's position among its node's GPUs (a function of the GPU, never of the rank running there);
 * ``any`` - nothing specified to UCX: its default multi-rail rendezvous spreads large messages over
   up to ``UCX_MAX_RNDV_RAILS`` (default 2) devices of the node, near and far alike.
 
 A name matches a NIC's ``device_name`` exactly, or the part after the node prefix of a multi-node
 topology (``n3.mlx5_0`` matches ``mlx5_0``). Names are looked up among the NICs of the GPU's own node.
 
+Who uses it: the model's routes (``routing``), ``bench --nic`` and ``map --nic`` (the CLI reads
+``--nic``, else ``choice_in_environment``), the mapping's ``nics_of_rank`` and cross-host costs
+(``nics_by_gpu``), and ``launch --nic``, which has no topology and resolves names against the NIC
+names a mapping stored (``pick_named``, ``unknown_names``).
+
 >>> parse_nic_spec("mlx5_0:1,mlx5_1").names
 ('mlx5_0', 'mlx5_1')
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -26,6 +32,8 @@ from ..topology import query
 from ..topology.model import Device, DeviceKind, LinkKind, Topology
 
 UCX_MAX_RNDV_RAILS = 2  # UCX default of UCX_MAX_RNDV_RAILS (ucx_info -c)
+NIC_ENV_VARS = ("UCX_NET_DEVICES", "NCCL_IB_HCA")
+"""The variables that name a process's NICs, in the order a choice is read from them."""
 RULES = ("nearest", "any", "names")
 
 
@@ -61,33 +69,58 @@ def parse_nic_spec(text: str | None) -> NicSpec:
     return NicSpec(rule="names", names=names, exclude=exclude)
 
 
-def nic_matches(nic: Device, name: str) -> bool:
-    dn = nic.device_name or nic.id
-    return dn == name or dn.rsplit(".", 1)[-1] == name or nic.id == name
+def choice_in_environment(environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(value, variable)`` of the first of NIC_ENV_VARS set (non-empty) in ``environ``, else None."""
+    for var in NIC_ENV_VARS:
+        if environ.get(var):
+            return environ[var], var
+    return None
 
 
-def node_nics(topology: Topology, gpu: Device) -> tuple[Device, ...]:
-    """The NICs of a GPU's node (reachable without a network link), in topology order."""
-    seen = _node_members(topology, gpu)
-    return tuple(d for d in topology.devices if d.kind is DeviceKind.NIC and d.id in seen)
+def name_matches(nic_name: str, wanted: str) -> bool:
+    """``wanted`` names the NIC called ``nic_name``: exactly, or after a node prefix (``n3.mlx5_0``)."""
+    return nic_name == wanted or nic_name.rsplit(".", 1)[-1] == wanted
 
 
-def _node_members(topology: Topology, gpu: Device) -> set[str]:
+def unknown_names(spec: NicSpec, nic_names: Sequence[str]) -> tuple[str, ...]:
+    """The names of a ``names`` spec that match none of ``nic_names``."""
+    return tuple(n for n in spec.names if not any(name_matches(have, n) for have in nic_names))
+
+
+def pick_named(spec: NicSpec, nic_names: Sequence[Sequence[str]], where: str) -> tuple[int, ...]:
+    """Positions of the NICs a ``names`` spec picks (``^``: all but those), each NIC given by its
+    names (OS name first); ConfigError naming ``where``'s NICs when it picks none."""
+    picked = tuple(i for i, names in enumerate(nic_names)
+                   if any(name_matches(have, n) for have in names for n in spec.names) != spec.exclude)
+    if not picked:
+        have = ", ".join(names[0] for names in nic_names) or "none"
+        raise ConfigError(f"NIC choice {spec.text!r} matches no NIC of {where}", hint=f"its NICs: {have}")
+    return picked
+
+
+def _node_of(topology: Topology) -> dict[str, int]:
+    """Each device's node: the parts of the topology joined by links other than network links."""
     adjacency: dict[str, list[str]] = {}
     for link in topology.links:
         if link.kind is LinkKind.NETWORK:
             continue
         adjacency.setdefault(link.a, []).append(link.b)
         adjacency.setdefault(link.b, []).append(link.a)
-    seen = {gpu.id}
-    todo = [gpu.id]
-    while todo:
-        here = todo.pop()
-        for nxt in adjacency.get(here, ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
+    node: dict[str, int] = {}
+    count = 0
+    for device in topology.devices:
+        if device.id in node:
+            continue
+        k = node[device.id] = count
+        count += 1
+        todo = [device.id]
+        while todo:
+            here = todo.pop()
+            for nxt in adjacency.get(here, ()):
+                if nxt not in node:
+                    node[nxt] = k
+                    todo.append(nxt)
+    return node
 
 
 def choose_from(spec: NicSpec, gpu: Device, nics: tuple[Device, ...], nearest: tuple[Device, ...],
@@ -103,11 +136,52 @@ def choose_from(spec: NicSpec, gpu: Device, nics: tuple[Device, ...], nearest: t
     if spec.rule == "any":
         ordered = list(nearest) + [n for n in nics if n not in nearest]
         return tuple(ordered[:UCX_MAX_RNDV_RAILS])
-    picked = tuple(n for n in nics if any(nic_matches(n, name) for name in spec.names) != spec.exclude)
-    if not picked:
-        have = ", ".join(n.device_name or n.id for n in nics)
-        raise ConfigError(f"NIC choice {spec.text!r} matches no NIC of {gpu.label}'s node", hint=f"its NICs: {have}")
-    return picked
+    picked = pick_named(spec, [(n.device_name or n.id, n.id) for n in nics], f"{gpu.label}'s node")
+    return tuple(nics[i] for i in picked)
+
+
+def as_spec(spec: NicSpec | str | None) -> NicSpec:
+    return spec if isinstance(spec, NicSpec) else parse_nic_spec(spec)
+
+
+def nic_choice_of(topology: Topology | None, spec: NicSpec | str | None = None) -> NicSpec:
+    """``spec`` when given, else the topology's own choice (``model_params["nic_devices"]``, set by
+    ``with_nic_choice``), else nearest: what the model, the mapping and ``bench`` go by."""
+    if spec is None and topology is not None:
+        spec = (topology.model_params or {}).get("nic_devices")
+    return as_spec(spec)
+
+
+def nics_by_gpu(topology: Topology, gpus: Iterable[int], spec: NicSpec | str | None = None,
+                ) -> dict[int, tuple[Device, ...]]:
+    """``select_nics`` for each of ``gpus`` (GPU indices), the topology's nodes found once.
+
+    The rule depends on the GPU alone (never on which rank runs there), so the mapping,
+    ``launch`` and the model's routes agree GPU by GPU: ``nearest`` spreads a GPU over its
+    equally near NICs by its position among its node's GPUs (GPU 2k -> the first NIC of a switch,
+    GPU 2k+1 -> the second)."""
+    spec = as_spec(spec)
+    wanted = sorted(set(int(g) for g in gpus))
+    if not wanted:
+        return {}
+    node = _node_of(topology)
+    nics_of: dict[int, list[Device]] = {}
+    gpus_of: dict[int, list[int]] = {}
+    for d in topology.devices:
+        if d.kind is DeviceKind.NIC:
+            nics_of.setdefault(node[d.id], []).append(d)
+        elif d.is_gpu:
+            gpus_of.setdefault(node[d.id], []).append(d.index or 0)
+    out: dict[int, tuple[Device, ...]] = {}
+    for index in wanted:
+        g = topology.gpu(index)
+        k = node[g.id]
+        nics = tuple(nics_of.get(k, ()))
+        local = sorted(gpus_of[k]).index(g.index or 0)
+        nearest = tuple(n for n in query.nearest_nics(topology, g) if node[n.id] == k) \
+            if spec.rule != "names" and nics else ()
+        out[index] = choose_from(spec, g, nics, nearest, local)
+    return out
 
 
 def select_nics(topology: Topology, gpu: int | Device, spec: NicSpec | str | None = None) -> tuple[Device, ...]:
@@ -115,14 +189,8 @@ def select_nics(topology: Topology, gpu: int | Device, spec: NicSpec | str | Non
 
     The one function the model, the mapping and ``launch`` share; empty when the node has no NIC.
     """
-    if not isinstance(spec, NicSpec):
-        spec = parse_nic_spec(spec)
     g = topology.gpu(gpu) if isinstance(gpu, int) else gpu
-    members = _node_members(topology, g)
-    nics = tuple(d for d in topology.devices if d.kind is DeviceKind.NIC and d.id in members)
-    local = sorted(d.index or 0 for d in topology.devices if d.is_gpu and d.id in members).index(g.index or 0)
-    nearest = tuple(n for n in query.nearest_nics(topology, g) if n in nics) if spec.rule != "names" else ()
-    return choose_from(spec, g, nics, nearest, local)
+    return nics_by_gpu(topology, (g.index or 0,), spec)[g.index or 0]
 
 
 def with_nic_choice(topology: Topology, choice: str | None) -> Topology:
@@ -134,7 +202,7 @@ def with_nic_choice(topology: Topology, choice: str | None) -> Topology:
     spec = parse_nic_spec(choice)
     if spec.rule == "names":
         nics = topology.of_kind(DeviceKind.NIC)
-        unknown = [n for n in spec.names if not any(nic_matches(d, n) for d in nics)]
+        unknown = unknown_names(spec, [name for d in nics for name in (d.device_name or d.id, d.id)])
         if unknown:
             have = ", ".join(sorted({(d.device_name or d.id).rsplit(".", 1)[-1] for d in nics})) or "none"
             raise ConfigError(f"no NIC named {', '.join(unknown)} in {topology.name!r}", hint=f"its NICs: {have}")

@@ -43,7 +43,7 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, FabricGraph
-from .nics import NicSpec, parse_nic_spec
+from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
 
@@ -129,9 +129,7 @@ class FabricModel:
         self.peer_fallback = peer_fallback
         self.params = ModelParams.for_topology(topology, params)
         self.graph = FabricGraph.from_topology(topology)
-        if nics is None:
-            nics = (topology.model_params or {}).get("nic_devices")
-        self.nic_spec = nics if isinstance(nics, NicSpec) else parse_nic_spec(nics)
+        self.nic_spec = nic_choice_of(topology, nics)
         self.router = Router(self.graph, self.nic_spec)
         self._element_keys = any(".device." in k for k in self.params.values)
         self.capacity = self.graph.capacities(self.params)

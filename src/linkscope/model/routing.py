@@ -8,8 +8,8 @@ route in well under a second:
 
 * the topology splits into *components* (nodes) joined only by network links;
 * components with the same structure share one small representative topology, on which
-  ``query.route`` answers intra-node routes and ``query.nearest_nics`` picks each GPU's NIC
-  (ties spread by the GPU's local order); the answers are cached per structure;
+  ``query.route`` answers intra-node routes and ``nics.select_nics`` picks each GPU's NIC
+  (nearest, ties spread by the GPU's local order: the rule the mapping and ``launch`` use); the answers are cached per structure;
 * between nodes a transfer goes GPU -> its NIC -> network -> the peer's NIC -> GPU; the network
   part walks shortest switch paths, choosing among equal-cost next hops by the destination NIC's
   rank (d-mod-k, as static fat-tree routing does: a permutation between two leaves spreads over
@@ -27,7 +27,7 @@ from ..errors import ConfigError, TopologyError
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
-from .nics import NicSpec, choose_from
+from .nics import NicSpec, choose_from, select_nics
 
 _NET = KIND_CODE[LinkKind.NETWORK.value]
 _SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
@@ -214,9 +214,8 @@ class _Hierarchy:
             st = self._structure(comp)
             lg = int(self.local_index[gpu_node])
             if lg not in st.nic_of_gpu:
-                rep_gpu = st.topology.device(f"d{lg}")
-                nics = query.nearest_nics(st.topology, rep_gpu)
-                st.nic_of_gpu[lg] = int(nics[(rep_gpu.index or 0) % len(nics)].id[1:]) if nics else None
+                nics = select_nics(st.topology, st.topology.device(f"d{lg}"))  # the rule the mapping uses
+                st.nic_of_gpu[lg] = int(nics[0].id[1:]) if nics else None
             local_nic = st.nic_of_gpu[lg]
             if local_nic is None:
                 dev = self.topology.devices[gpu_node]
