@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csc_matrix
 
-from linkscope.model.contention import FlowProblem, max_min_rates, simulate
+from linkscope.model.contention import FlowProblem, batched_error_bound, max_min_rates, simulate
 
 INF = np.inf
 
@@ -132,7 +132,23 @@ def test_batched_completion_stays_within_tolerance_of_exact():
     for rtol in (0.01, 0.001):
         batched = simulate(prob, rtol=rtol)
         assert batched.events < exact.events
-        assert np.abs(batched.finish_s / exact.finish_s - 1).max() < rtol
+        assert np.abs(batched.finish_s / exact.finish_s - 1).max() < batched_error_bound(rtol)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "compiled"])
+def test_a_batch_is_released_half_way_through_its_window(engine):
+    # three flows share one 3 GB/s link (1 GB/s each): 1 GB and 1.015 GB finish at 1.0 s and 1.015 s,
+    # inside the 2 x rtol window of the first completion at rtol 1%, so one event takes both, at
+    # 1.01 s (the middle); the 10 GB flow moved 1.01 GB by then and has the link alone afterwards
+    prob = FlowProblem(A=csc_matrix(np.ones((1, 3))), capacity_gb_per_s=np.array([3.0]),
+                       stage_bytes=np.array([1.0e9, 1.015e9, 10.0e9]), stage_cap_gb_per_s=np.full(3, INF),
+                       stage_latency_s=np.zeros(3), stage_next=np.full(3, -1), flow_first=np.arange(3))
+    batched = simulate(prob, rtol=0.01, engine=engine)
+    assert batched.events == 2
+    assert batched.finish_s[:2] == pytest.approx([1.0, 1.015], rel=1e-12)  # each keeps its own finish
+    assert batched.finish_s[2] == pytest.approx(1.01 + (10.0 - 1.01) / 3.0, rel=1e-12)
+    exact = simulate(prob, engine=engine)
+    assert abs(batched.finish_s[2] / exact.finish_s[2] - 1) < 0.01
 
 
 def test_multi_stage_flows_with_local_updates():

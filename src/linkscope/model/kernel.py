@@ -327,10 +327,15 @@ if HAVE_NUMBA:
                 continue
             if not np.isfinite(t_c):
                 return done, first_rate, events, False
-            limit = t_c * (1 + rtol) + (t_c - t) * 1e-9 + 1e-15
-            if np.isfinite(next_ready):
+            # the batch: every stage finishing within 2 x rtol of the first completion, released half
+            # way (each keeps its own finish time; each release moves by at most rtol x t_c)
+            limit = t_c * (1 + 2 * rtol) + (t_c - t) * 1e-9 + 1e-15
+            t_event = t_c * (1 + rtol)
+            if np.isfinite(next_ready):  # never past a start
                 limit = min(limit, next_ready)
+                t_event = min(t_event, next_ready)
             limit = max(limit, t_c)
+            t_event = max(t_event, t_c)
             floor = np.inf
             kept = 0
             for k in range(n_act):
@@ -354,7 +359,7 @@ if HAVE_NUMBA:
                         if ready[nx] < next_ready:
                             next_ready = ready[nx]
             n_act = kept
-            t = t_c
+            t = t_event
             if 4 * (n_gone - compacted_at) > n - compacted_at:  # an eighth of the rest is done: drop them
                 col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
                     col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
