@@ -49,3 +49,37 @@ def test_big_graphs_also_get_a_looser_metis_run_that_cuts_less(monkeypatch):
     monkeypatch.setattr(part_module, "LOOSE_NCUTS", 2)
     tight = partition(w, sizes, bisection=False)
     assert cut_weight(w, loose) < cut_weight(w, tight)
+
+
+def _random_graph(n: int, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    w = sp.random(n, n, density=0.15, random_state=rng, format="csr") * 1000.0
+    return sp.csr_matrix(w + w.T)
+
+
+def test_fast_cut_and_connection_sum_the_same_entries_as_scipy():
+    from linkscope.mapping.partition import _connection, _symmetric
+
+    w = _symmetric(_random_graph(60, 1))
+    parts = np.random.default_rng(2).integers(0, 5, 60)
+    assert cut_weight(w, parts) == cut_weight(sp.coo_matrix(w), parts)  # bit for bit
+    onehot = sp.csr_matrix((np.ones(60), (np.arange(60), parts)), shape=(60, 5))
+    rows = np.repeat(np.arange(60), np.diff(w.indptr))
+    assert np.array_equal(_connection(rows, w.indices, w.data, parts, 60, 5), (w @ onehot).toarray())
+
+
+def test_seed_restarts_sharing_polished_answers_change_nothing():
+    from linkscope.mapping.partition import _metis_partition, _symmetric
+
+    w = _symmetric(_random_graph(48, 3))
+    sizes = [12, 12, 12, 12]
+    shared: dict[bytes, np.ndarray] = {}
+    for seed in range(6):
+        assert np.array_equal(_metis_partition(w, sizes, seed, shared), _metis_partition(w, sizes, seed))
+    assert len(shared) < 6 * 2  # some restarts came back with an answer already polished
+
+
+def test_one_vertex_per_part_is_answered_without_search():
+    w = _random_graph(6, 4)
+    parts = partition(w, [1, 0, 1, 1, 1, 1, 1])
+    assert sorted(parts.tolist()) == [0, 2, 3, 4, 5, 6]

@@ -187,15 +187,19 @@ def _bisection_partition(w: sp.csr_matrix, part_sizes: Sequence[int]) -> np.ndar
     return parts
 
 
-def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0) -> np.ndarray:
+def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
+                     polished: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """METIS k-way and recursive bisection (pymetis, deterministic seed; the smaller cut) with
     target part weights, then exact sizes
-    (``_balance``) and a boundary pass (``_kway_refine``)."""
+    (``_balance``) and a boundary pass (``_kway_refine``). ``polished`` remembers the last two
+    steps' answer for each METIS answer (restarts with other seeds often return the same one)."""
     import pymetis
 
     n, k = w.shape[0], len(part_sizes)
     if w.nnz == 0:
         return np.repeat(np.arange(k), part_sizes)
+    if polished is None:
+        polished = {}
     scale = 1e6 / float(w.data.max())
     eweights = np.maximum(np.rint(w.data * scale), 1).astype(np.int64)
     tpwgts = [s / n for s in part_sizes]
@@ -219,7 +223,10 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
             if cut < chosen_cut:
                 chosen, chosen_cut = parts, cut
         assert chosen is not None  # every setting tries at least one kind
-        parts = _kway_refine(w, _balance(w, chosen, np.asarray(part_sizes)))
+        key = chosen.tobytes()
+        if key not in polished:
+            polished[key] = _kway_refine(w, _balance(w, chosen, np.asarray(part_sizes)))
+        parts = polished[key]
         cut = cut_weight(w, parts)
         if cut < best_cut - 1e-12 * max(float(w.sum()), 1.0):
             best, best_cut = parts, cut
@@ -249,6 +256,15 @@ def _balance(w: sp.csr_matrix, parts: np.ndarray, sizes: np.ndarray) -> np.ndarr
     return parts
 
 
+def _connection(rows: np.ndarray, indices: np.ndarray, data: np.ndarray, parts: np.ndarray, n: int, k: int
+                ) -> np.ndarray:
+    """conn[v, p]: weight between vertex v and part p (the CSR entries summed in their order, as
+    ``w @ onehot(parts)`` sums them)."""
+    conn = np.zeros((n, k))
+    np.add.at(conn, (rows, parts[indices]), data)
+    return conn
+
+
 def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.ndarray:
     """Greedy swaps of two vertices in different parts while a swap lowers the cut (sizes kept)."""
     parts = parts.copy()
@@ -257,9 +273,9 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
     if n == 0 or k < 2 or w.nnz == 0:
         return parts
     indptr, indices, data = w.indptr, w.indices, w.data
+    rows = np.repeat(np.arange(n), np.diff(indptr))
     for _ in range(passes):
-        onehot = sp.csr_matrix((np.ones(n), (np.arange(n), parts)), shape=(n, k))
-        conn = np.asarray((w @ onehot).todense())
+        conn = _connection(rows, indices, data, parts, n, k)
         own = conn[np.arange(n), parts]
         best_other = conn.copy()
         best_other[np.arange(n), parts] = -np.inf
@@ -366,20 +382,29 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
         raise ValueError(f"part sizes sum to {sum(part_sizes)}, graph has {n} vertices")
     if len(part_sizes) == 1:
         return np.zeros(n, dtype=int)
-    best = _metis_partition(w, part_sizes, seed)
+    if max(part_sizes) <= 1:  # one vertex per part: every answer cuts all of the weight
+        return np.repeat(np.arange(len(part_sizes)), part_sizes)
+    polished: dict[bytes, np.ndarray] = {}
+    best = _metis_partition(w, part_sizes, seed, polished)
+    best_cut = cut_weight(w, best)
+    tol = 1e-12 * max(float(w.sum()), 1.0)
     if n <= SEEDS_UP_TO:  # METIS is noisy on small graphs: restarts are cheap there
         for other_seed in range(seed + 1, seed + SEEDS):
-            other = _metis_partition(w, part_sizes, other_seed)
-            if cut_weight(w, other) < cut_weight(w, best) - 1e-12 * max(float(w.sum()), 1.0):
-                best = other
+            other = _metis_partition(w, part_sizes, other_seed, polished)
+            cut = cut_weight(w, other)
+            if cut < best_cut - tol:
+                best, best_cut = other, cut
     if bisection and n <= KL_UP_TO:
         other = _bisection_partition(w, part_sizes)
-        if cut_weight(w, other) < cut_weight(w, best) - 1e-12 * max(float(w.sum()), 1.0):
+        if cut_weight(w, other) < best_cut - tol:
             best = other
     return best
 
 
 def cut_weight(weights: sp.spmatrix | np.ndarray, parts: np.ndarray) -> float:
     """Total traffic between ranks in different parts (each direction counted)."""
+    if isinstance(weights, sp.csr_matrix):  # the same entries in the same order, without a COO copy
+        rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+        return float(weights.data[parts[rows] != parts[weights.indices]].sum())
     coo = sp.coo_matrix(weights)
     return float(coo.data[parts[coo.row] != parts[coo.col]].sum())
