@@ -240,12 +240,15 @@ def _balance(w: sp.csr_matrix, parts: np.ndarray, sizes: np.ndarray) -> np.ndarr
     parts = parts.copy()
     k = len(sizes)
     count = np.bincount(parts, minlength=k)
+    rows = np.repeat(np.arange(len(parts)), np.diff(w.indptr))
     while (count > sizes).any():
-        over = np.nonzero(count > sizes)[0]
         under = np.nonzero(count < sizes)[0]
-        candidates = np.nonzero(np.isin(parts, over))[0]
-        onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), k))
-        conn = (w[candidates] @ onehot).toarray()
+        is_candidate = (count > sizes)[parts]
+        candidates = np.nonzero(is_candidate)[0]
+        position = np.cumsum(is_candidate) - 1  # row of each candidate in conn
+        entries = is_candidate[rows]
+        conn = np.zeros((len(candidates), k))
+        np.add.at(conn, (position[rows[entries]], parts[w.indices[entries]]), w.data[entries])
         own = conn[np.arange(len(candidates)), parts[candidates]]
         gain = conn[:, under] - own[:, None]
         i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
@@ -274,6 +277,8 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
         return parts
     indptr, indices, data = w.indptr, w.indices, w.data
     rows = np.repeat(np.arange(n), np.diff(indptr))
+    tol = 1e-12 * float(data.max())
+    mutual = np.zeros(n)  # scratch: v's row of w, filled for one candidate at a time
     for _ in range(passes):
         conn = _connection(rows, indices, data, parts, n, k)
         own = conn[np.arange(n), parts]
@@ -283,6 +288,9 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
         gain = best_other[np.arange(n), target] - own
         order = np.argsort(-gain, kind="stable")
         order = order[gain[order] > 0]  # a swap gains only if one of its two moves does
+        by_part = np.argsort(parts, kind="stable")
+        bounds = np.searchsorted(parts[by_part], np.arange(k + 1))
+        free = [by_part[bounds[p]:bounds[p + 1]] for p in range(k)]  # each part's unmoved vertices, ascending
         moved = np.zeros(n, dtype=bool)
         improved = False
         for v in order:
@@ -290,23 +298,25 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
                 continue
             dest, src = int(target[v]), int(parts[v])
             # best partner u in dest to send back to src
-            members = np.nonzero((parts == dest) & ~moved)[0]
+            members = free[dest]
             if len(members) == 0:
                 continue
-            row_v = {int(indices[j]): data[j] for j in range(indptr[v], indptr[v + 1])}
+            row = slice(indptr[v], indptr[v + 1])
+            mutual[indices[row]] = data[row]
             cand_gain = conn[members, src] - conn[members, dest] + conn[v, dest] - conn[v, src] \
-                - 2.0 * np.array([row_v.get(int(u), 0.0) for u in members])
+                - 2.0 * mutual[members]
+            mutual[indices[row]] = 0.0
             b = int(np.argmax(cand_gain))
-            if cand_gain[b] <= 1e-12 * float(data.max()):
+            if cand_gain[b] <= tol:
                 continue
             u = int(members[b])
             for x, old, new in ((v, src, dest), (u, dest, src)):
                 parts[x] = new
                 moved[x] = True
-                for j in range(indptr[x], indptr[x + 1]):
-                    y = indices[j]
-                    conn[y, old] -= data[j]
-                    conn[y, new] += data[j]
+                free[old] = free[old][free[old] != x]
+                row = slice(indptr[x], indptr[x + 1])
+                conn[indices[row], old] -= data[row]
+                conn[indices[row], new] += data[row]
             improved = True
         if not improved:
             break
@@ -367,14 +377,16 @@ def refine_with_distances(weights: sp.spmatrix, parts: np.ndarray, distance: np.
 
 
 def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed: int = 0,
-              bisection: bool = True) -> np.ndarray:
+              bisection: bool = True, memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """Part index of each vertex; part ``k`` gets exactly ``part_sizes[k]`` vertices.
 
     ``weights`` is a (ranks x ranks) traffic matrix (symmetrised here); sum(part_sizes) must
     equal its size. METIS (multilevel k-way, through pymetis) does the work; graphs of up to
     ``KL_UP_TO`` vertices are also split by recursive Kernighan–Lin bisection and the smaller
     cut wins (``bisection=False`` skips it: callers splitting many small pieces of a big graph).
-    Deterministic for a given ``seed``.
+    Deterministic for a given ``seed``. ``memo`` (a dict the caller keeps) answers a graph seen
+    before with the same sizes, seed and ``bisection`` from memory (a stencil cut into blocks
+    gives many identical pieces).
     """
     w = _symmetric(weights)
     n = w.shape[0]
@@ -384,6 +396,17 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
         return np.zeros(n, dtype=int)
     if max(part_sizes) <= 1:  # one vertex per part: every answer cuts all of the weight
         return np.repeat(np.arange(len(part_sizes)), part_sizes)
+    if memo is None:
+        return _partition(w, part_sizes, seed, bisection)
+    key = b"|".join((w.indptr.tobytes(), w.indices.tobytes(), w.data.tobytes(),
+                     np.asarray(part_sizes, dtype=np.int64).tobytes(), str((seed, bisection)).encode()))
+    if key not in memo:
+        memo[key] = _partition(w, part_sizes, seed, bisection)
+    return memo[key].copy()
+
+
+def _partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int, bisection: bool) -> np.ndarray:
+    n = w.shape[0]
     polished: dict[bytes, np.ndarray] = {}
     best = _metis_partition(w, part_sizes, seed, polished)
     best_cut = cut_weight(w, best)
