@@ -51,9 +51,9 @@ def test_big_graphs_also_get_a_looser_metis_run_that_cuts_less(monkeypatch):
     assert cut_weight(w, loose) < cut_weight(w, tight)
 
 
-def _random_graph(n: int, seed: int) -> sp.csr_matrix:
+def _random_graph(n: int, seed: int, density: float = 0.15) -> sp.csr_matrix:
     rng = np.random.default_rng(seed)
-    w = sp.random(n, n, density=0.15, random_state=rng, format="csr") * 1000.0
+    w = sp.random(n, n, density=density, random_state=rng, format="csr") * 1000.0
     return sp.csr_matrix(w + w.T)
 
 
@@ -83,3 +83,22 @@ def test_one_vertex_per_part_is_answered_without_search():
     w = _random_graph(6, 4)
     parts = partition(w, [1, 0, 1, 1, 1, 1, 1])
     assert sorted(parts.tolist()) == [0, 2, 3, 4, 5, 6]
+
+
+def test_balance_refine_and_partition_give_the_answers_recorded_before_they_were_sped_up():
+    # recorded with the scipy-based _balance / _kway_refine / partition of commit 172e35a
+    from linkscope.mapping.partition import _balance, _kway_refine, _symmetric
+
+    def digits(parts: np.ndarray) -> str:
+        return "".join(str(int(p)) for p in parts)
+
+    assert digits(partition(_random_graph(120, 7, 0.05), [30, 30, 20, 40])) == (
+        "00031031222311110011300303031322110333033102133010123300033133323120333213000113033122230013013303111"
+        "0330321012233212212")
+    w = _symmetric(_random_graph(90, 8, 0.08))
+    balanced = _balance(w, np.random.default_rng(9).integers(0, 6, 90), np.array([15] * 6))
+    assert digits(balanced) == ("253103443455312100424230410415243114213451225515051154330550324332045120202500"
+                                "410213343205")
+    assert digits(_kway_refine(w, balanced)) == ("241300444455215150525304132423103521142401025520351154340551"
+                                                 "324331334124200530412201330205")
+
