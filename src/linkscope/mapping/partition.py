@@ -396,6 +396,7 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
         return np.zeros(n, dtype=int)
     if max(part_sizes) <= 1:  # one vertex per part: every answer cuts all of the weight
         return np.repeat(np.arange(len(part_sizes)), part_sizes)
+    bisection = bisection and n <= KL_UP_TO
     if memo is None:
         return _partition(w, part_sizes, seed, bisection)
     key = b"|".join((w.indptr.tobytes(), w.indices.tobytes(), w.data.tobytes(),
@@ -417,7 +418,7 @@ def _partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int, bisection
             cut = cut_weight(w, other)
             if cut < best_cut - tol:
                 best, best_cut = other, cut
-    if bisection and n <= KL_UP_TO:
+    if bisection:
         other = _bisection_partition(w, part_sizes)
         if cut_weight(w, other) < best_cut - tol:
             best = other
