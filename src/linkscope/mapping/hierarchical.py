@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,13 +88,23 @@ def spread(count: int, capacities: Sequence[int]) -> list[int]:
     return sizes
 
 
+@dataclass
+class _Memo:
+    """What ``_best_hosts``'s placements share (its ``host_cost`` fixed): partitions of identical
+    pieces, and the groups of each set of hosts."""
+
+    parts: dict[bytes, np.ndarray] = field(default_factory=dict)
+    groups: dict[tuple[int, ...], list[list[int]]] = field(default_factory=dict)
+
+
 def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
-               memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
+               memo: _Memo | None = None) -> np.ndarray:
     """Ranks split straight into hosts, then hosts placed on the hosts' positions by a partition of
     the host-to-host traffic along the network's hierarchy. The ranks (``weight``'s size, at most
     hosts x g) are spread over the hosts in proportion."""
     hosts = host_cost.shape[0]
-    parts = partition(weight, spread(weight.shape[0], [g] * hosts), seed=seed, memo=memo)
+    memo = memo if memo is not None else _Memo()
+    parts = partition(weight, spread(weight.shape[0], [g] * hosts), seed=seed, memo=memo.parts)
     onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), hosts))
     quotient = (onehot.T @ weight @ onehot).tocsr()
     quotient.setdiag(0)
@@ -104,20 +114,23 @@ def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
 
 
 def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True,
-              memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
+              memo: _Memo | None = None) -> np.ndarray:
     """Host of each rank: split the ranks over groups of near hosts, then each group's ranks over
     its hosts, recursively (the partitioner sees the network's own hierarchy). With fewer ranks
     than slots (``weight`` unpadded), each group gets its share in proportion to its slots."""
     host_of = np.zeros(weight.shape[0], dtype=int)
     small = bisection and weight.shape[0] <= KL_UP_TO
+    memo = memo if memo is not None else _Memo()
 
     def recurse(ranks: np.ndarray, hosts: list[int]) -> None:
         if len(hosts) == 1:
             host_of[ranks] = hosts[0]
             return
-        groups = host_groups(host_cost, hosts)
+        groups = memo.groups.get(tuple(hosts))
+        if groups is None:
+            groups = memo.groups[tuple(hosts)] = host_groups(host_cost, hosts)
         sizes = spread(len(ranks), [len(group) * g for group in groups])
-        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo)
+        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 
@@ -138,7 +151,7 @@ def _best_hosts(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
     # padded: silent ranks fill the free slots (the talking ranks are packed); real: only the
     # ranks, spread over the hosts in proportion (a partition without silent ranks to shuffle)
     graphs = [weight] if ranks == weight.shape[0] else [weight, weight[:ranks][:, :ranks].tocsr()]
-    memo: dict[bytes, np.ndarray] = {}  # identical pieces (a stencil's blocks) are partitioned once
+    memo = _Memo()  # identical pieces (a stencil's blocks) are partitioned once
     for s in seeds:
         for graph in graphs:
             for build in (_top_down, _bottom_up):
