@@ -102,3 +102,16 @@ def test_balance_refine_and_partition_give_the_answers_recorded_before_they_were
     assert digits(_kway_refine(w, balanced)) == ("241300444455215150525304132423103521142401025520351154340551"
                                                  "324331334124200530412201330205")
 
+
+
+def test_a_memo_answers_an_identical_piece_with_the_same_parts():
+    w = _random_graph(80, 5, 0.08)
+    memo: dict[bytes, np.ndarray] = {}
+    first = partition(w, [20, 20, 40], memo=memo)
+    assert np.array_equal(first, partition(w, [20, 20, 40]))
+    first[:] = 0  # the caller's copy, not the memo's
+    again = partition(sp.csr_matrix(w.toarray()), [20, 20, 40], memo=memo)
+    assert len(memo) == 1 and np.array_equal(again, partition(w, [20, 20, 40]))
+    partition(w, [20, 20, 40], seed=1, memo=memo)
+    partition(w, [40, 20, 20], memo=memo)
+    assert len(memo) == 3  # another seed or other sizes: another entry

@@ -8,6 +8,7 @@ and keeps the smallest cut. Parts have exact sizes (every node gets its number o
 """
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Sequence
 
@@ -399,8 +400,12 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
     bisection = bisection and n <= KL_UP_TO
     if memo is None:
         return _partition(w, part_sizes, seed, bisection)
-    key = b"|".join((w.indptr.tobytes(), w.indices.tobytes(), w.data.tobytes(),
-                     np.asarray(part_sizes, dtype=np.int64).tobytes(), str((seed, bisection)).encode()))
+    digest = hashlib.blake2b(digest_size=32)  # a 256-bit digest, not a copy of a big graph
+    for array in (w.indptr, w.indices, w.data, np.asarray(part_sizes, dtype=np.int64)):
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(str((seed, bisection)).encode())
+    key = digest.digest()
     if key not in memo:
         memo[key] = _partition(w, part_sizes, seed, bisection)
     return memo[key].copy()
