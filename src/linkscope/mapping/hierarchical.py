@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,34 +88,49 @@ def spread(count: int, capacities: Sequence[int]) -> list[int]:
     return sizes
 
 
-def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int) -> np.ndarray:
+@dataclass
+class _Memo:
+    """What ``_best_hosts``'s placements share (its ``host_cost`` fixed): partitions of identical
+    pieces, and the groups of each set of hosts."""
+
+    parts: dict[bytes, np.ndarray] = field(default_factory=dict)
+    groups: dict[tuple[int, ...], list[list[int]]] = field(default_factory=dict)
+
+
+def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
+               memo: _Memo | None = None) -> np.ndarray:
     """Ranks split straight into hosts, then hosts placed on the hosts' positions by a partition of
     the host-to-host traffic along the network's hierarchy. The ranks (``weight``'s size, at most
     hosts x g) are spread over the hosts in proportion."""
     hosts = host_cost.shape[0]
-    parts = partition(weight, spread(weight.shape[0], [g] * hosts), seed=seed)
+    memo = memo if memo is not None else _Memo()
+    parts = partition(weight, spread(weight.shape[0], [g] * hosts), seed=seed, memo=memo.parts)
     onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), hosts))
     quotient = (onehot.T @ weight @ onehot).tocsr()
     quotient.setdiag(0)
     quotient.eliminate_zeros()
-    slot = _top_down(quotient, host_cost, 1, seed, bisection=False)  # host slot of each part
+    slot = _top_down(quotient, host_cost, 1, seed, bisection=False, memo=memo)  # host slot of each part
     return slot[parts]
 
 
-def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True) -> np.ndarray:
+def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True,
+              memo: _Memo | None = None) -> np.ndarray:
     """Host of each rank: split the ranks over groups of near hosts, then each group's ranks over
     its hosts, recursively (the partitioner sees the network's own hierarchy). With fewer ranks
     than slots (``weight`` unpadded), each group gets its share in proportion to its slots."""
     host_of = np.zeros(weight.shape[0], dtype=int)
     small = bisection and weight.shape[0] <= KL_UP_TO
+    memo = memo if memo is not None else _Memo()
 
     def recurse(ranks: np.ndarray, hosts: list[int]) -> None:
         if len(hosts) == 1:
             host_of[ranks] = hosts[0]
             return
-        groups = host_groups(host_cost, hosts)
+        groups = memo.groups.get(tuple(hosts))
+        if groups is None:
+            groups = memo.groups[tuple(hosts)] = host_groups(host_cost, hosts)
         sizes = spread(len(ranks), [len(group) * g for group in groups])
-        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small)
+        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 
@@ -136,12 +151,13 @@ def _best_hosts(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
     # padded: silent ranks fill the free slots (the talking ranks are packed); real: only the
     # ranks, spread over the hosts in proportion (a partition without silent ranks to shuffle)
     graphs = [weight] if ranks == weight.shape[0] else [weight, weight[:ranks][:, :ranks].tocsr()]
+    memo = _Memo()  # identical pieces (a stencil's blocks) are partitioned once
     for s in seeds:
         for graph in graphs:
             for build in (_top_down, _bottom_up):
                 if build is _bottom_up and hosts <= 2:
                     continue
-                placed = build(graph, host_cost, g, s)
+                placed = build(graph, host_cost, g, s, memo=memo)
                 if hosts <= REFINE_HOSTS_UP_TO:
                     placed = refine_with_distances(graph, placed, scale)
                 placed = placed[:ranks]

@@ -8,6 +8,7 @@ and keeps the smallest cut. Parts have exact sizes (every node gets its number o
 """
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Sequence
 
@@ -187,15 +188,19 @@ def _bisection_partition(w: sp.csr_matrix, part_sizes: Sequence[int]) -> np.ndar
     return parts
 
 
-def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0) -> np.ndarray:
+def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
+                     polished: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """METIS k-way and recursive bisection (pymetis, deterministic seed; the smaller cut) with
     target part weights, then exact sizes
-    (``_balance``) and a boundary pass (``_kway_refine``)."""
+    (``_balance``) and a boundary pass (``_kway_refine``). ``polished`` remembers the last two
+    steps' answer for each METIS answer (restarts with other seeds often return the same one)."""
     import pymetis
 
     n, k = w.shape[0], len(part_sizes)
     if w.nnz == 0:
         return np.repeat(np.arange(k), part_sizes)
+    if polished is None:
+        polished = {}
     scale = 1e6 / float(w.data.max())
     eweights = np.maximum(np.rint(w.data * scale), 1).astype(np.int64)
     tpwgts = [s / n for s in part_sizes]
@@ -219,7 +224,10 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0)
             if cut < chosen_cut:
                 chosen, chosen_cut = parts, cut
         assert chosen is not None  # every setting tries at least one kind
-        parts = _kway_refine(w, _balance(w, chosen, np.asarray(part_sizes)))
+        key = chosen.tobytes()
+        if key not in polished:
+            polished[key] = _kway_refine(w, _balance(w, chosen, np.asarray(part_sizes)))
+        parts = polished[key]
         cut = cut_weight(w, parts)
         if cut < best_cut - 1e-12 * max(float(w.sum()), 1.0):
             best, best_cut = parts, cut
@@ -233,12 +241,15 @@ def _balance(w: sp.csr_matrix, parts: np.ndarray, sizes: np.ndarray) -> np.ndarr
     parts = parts.copy()
     k = len(sizes)
     count = np.bincount(parts, minlength=k)
+    rows = np.repeat(np.arange(len(parts)), np.diff(w.indptr))
     while (count > sizes).any():
-        over = np.nonzero(count > sizes)[0]
         under = np.nonzero(count < sizes)[0]
-        candidates = np.nonzero(np.isin(parts, over))[0]
-        onehot = sp.csr_matrix((np.ones(len(parts)), (np.arange(len(parts)), parts)), shape=(len(parts), k))
-        conn = (w[candidates] @ onehot).toarray()
+        is_candidate = (count > sizes)[parts]
+        candidates = np.nonzero(is_candidate)[0]
+        position = np.cumsum(is_candidate) - 1  # row of each candidate in conn
+        entries = is_candidate[rows]
+        conn = np.zeros((len(candidates), k))
+        np.add.at(conn, (position[rows[entries]], parts[w.indices[entries]]), w.data[entries])
         own = conn[np.arange(len(candidates)), parts[candidates]]
         gain = conn[:, under] - own[:, None]
         i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
@@ -249,6 +260,15 @@ def _balance(w: sp.csr_matrix, parts: np.ndarray, sizes: np.ndarray) -> np.ndarr
     return parts
 
 
+def _connection(rows: np.ndarray, indices: np.ndarray, data: np.ndarray, parts: np.ndarray, n: int, k: int
+                ) -> np.ndarray:
+    """conn[v, p]: weight between vertex v and part p (the CSR entries summed in their order, as
+    ``w @ onehot(parts)`` sums them)."""
+    conn = np.zeros((n, k))
+    np.add.at(conn, (rows, parts[indices]), data)
+    return conn
+
+
 def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.ndarray:
     """Greedy swaps of two vertices in different parts while a swap lowers the cut (sizes kept)."""
     parts = parts.copy()
@@ -257,9 +277,11 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
     if n == 0 or k < 2 or w.nnz == 0:
         return parts
     indptr, indices, data = w.indptr, w.indices, w.data
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    tol = 1e-12 * float(data.max())
+    mutual = np.zeros(n)  # scratch: v's row of w, filled for one candidate at a time
     for _ in range(passes):
-        onehot = sp.csr_matrix((np.ones(n), (np.arange(n), parts)), shape=(n, k))
-        conn = np.asarray((w @ onehot).todense())
+        conn = _connection(rows, indices, data, parts, n, k)
         own = conn[np.arange(n), parts]
         best_other = conn.copy()
         best_other[np.arange(n), parts] = -np.inf
@@ -267,6 +289,9 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
         gain = best_other[np.arange(n), target] - own
         order = np.argsort(-gain, kind="stable")
         order = order[gain[order] > 0]  # a swap gains only if one of its two moves does
+        by_part = np.argsort(parts, kind="stable")
+        bounds = np.searchsorted(parts[by_part], np.arange(k + 1))
+        free = [by_part[bounds[p]:bounds[p + 1]] for p in range(k)]  # each part's unmoved vertices, ascending
         moved = np.zeros(n, dtype=bool)
         improved = False
         for v in order:
@@ -274,23 +299,25 @@ def _kway_refine(w: sp.csr_matrix, parts: np.ndarray, passes: int = 4) -> np.nda
                 continue
             dest, src = int(target[v]), int(parts[v])
             # best partner u in dest to send back to src
-            members = np.nonzero((parts == dest) & ~moved)[0]
+            members = free[dest]
             if len(members) == 0:
                 continue
-            row_v = {int(indices[j]): data[j] for j in range(indptr[v], indptr[v + 1])}
+            row = slice(indptr[v], indptr[v + 1])
+            mutual[indices[row]] = data[row]
             cand_gain = conn[members, src] - conn[members, dest] + conn[v, dest] - conn[v, src] \
-                - 2.0 * np.array([row_v.get(int(u), 0.0) for u in members])
+                - 2.0 * mutual[members]
+            mutual[indices[row]] = 0.0
             b = int(np.argmax(cand_gain))
-            if cand_gain[b] <= 1e-12 * float(data.max()):
+            if cand_gain[b] <= tol:
                 continue
             u = int(members[b])
             for x, old, new in ((v, src, dest), (u, dest, src)):
                 parts[x] = new
                 moved[x] = True
-                for j in range(indptr[x], indptr[x + 1]):
-                    y = indices[j]
-                    conn[y, old] -= data[j]
-                    conn[y, new] += data[j]
+                free[old] = free[old][free[old] != x]
+                row = slice(indptr[x], indptr[x + 1])
+                conn[indices[row], old] -= data[row]
+                conn[indices[row], new] += data[row]
             improved = True
         if not improved:
             break
@@ -351,14 +378,16 @@ def refine_with_distances(weights: sp.spmatrix, parts: np.ndarray, distance: np.
 
 
 def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed: int = 0,
-              bisection: bool = True) -> np.ndarray:
+              bisection: bool = True, memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """Part index of each vertex; part ``k`` gets exactly ``part_sizes[k]`` vertices.
 
     ``weights`` is a (ranks x ranks) traffic matrix (symmetrised here); sum(part_sizes) must
     equal its size. METIS (multilevel k-way, through pymetis) does the work; graphs of up to
     ``KL_UP_TO`` vertices are also split by recursive Kernighan–Lin bisection and the smaller
     cut wins (``bisection=False`` skips it: callers splitting many small pieces of a big graph).
-    Deterministic for a given ``seed``.
+    Deterministic for a given ``seed``. ``memo`` (a dict the caller keeps) answers a graph seen
+    before with the same sizes, seed and ``bisection`` from memory (a stencil cut into blocks
+    gives many identical pieces).
     """
     w = _symmetric(weights)
     n = w.shape[0]
@@ -366,20 +395,45 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
         raise ValueError(f"part sizes sum to {sum(part_sizes)}, graph has {n} vertices")
     if len(part_sizes) == 1:
         return np.zeros(n, dtype=int)
-    best = _metis_partition(w, part_sizes, seed)
+    if max(part_sizes) <= 1:  # one vertex per part: every answer cuts all of the weight
+        return np.repeat(np.arange(len(part_sizes)), part_sizes)
+    bisection = bisection and n <= KL_UP_TO
+    if memo is None:
+        return _partition(w, part_sizes, seed, bisection)
+    digest = hashlib.blake2b(digest_size=32)  # a 256-bit digest, not a copy of a big graph
+    for array in (w.indptr, w.indices, w.data, np.asarray(part_sizes, dtype=np.int64)):
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(str((seed, bisection)).encode())
+    key = digest.digest()
+    if key not in memo:
+        memo[key] = _partition(w, part_sizes, seed, bisection)
+    return memo[key].copy()
+
+
+def _partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int, bisection: bool) -> np.ndarray:
+    n = w.shape[0]
+    polished: dict[bytes, np.ndarray] = {}
+    best = _metis_partition(w, part_sizes, seed, polished)
+    best_cut = cut_weight(w, best)
+    tol = 1e-12 * max(float(w.sum()), 1.0)
     if n <= SEEDS_UP_TO:  # METIS is noisy on small graphs: restarts are cheap there
         for other_seed in range(seed + 1, seed + SEEDS):
-            other = _metis_partition(w, part_sizes, other_seed)
-            if cut_weight(w, other) < cut_weight(w, best) - 1e-12 * max(float(w.sum()), 1.0):
-                best = other
-    if bisection and n <= KL_UP_TO:
+            other = _metis_partition(w, part_sizes, other_seed, polished)
+            cut = cut_weight(w, other)
+            if cut < best_cut - tol:
+                best, best_cut = other, cut
+    if bisection:
         other = _bisection_partition(w, part_sizes)
-        if cut_weight(w, other) < cut_weight(w, best) - 1e-12 * max(float(w.sum()), 1.0):
+        if cut_weight(w, other) < best_cut - tol:
             best = other
     return best
 
 
 def cut_weight(weights: sp.spmatrix | np.ndarray, parts: np.ndarray) -> float:
     """Total traffic between ranks in different parts (each direction counted)."""
+    if isinstance(weights, sp.csr_matrix):  # the same entries in the same order, without a COO copy
+        rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+        return float(weights.data[parts[rows] != parts[weights.indices]].sum())
     coo = sp.coo_matrix(weights)
     return float(coo.data[parts[coo.row] != parts[coo.col]].sum())
