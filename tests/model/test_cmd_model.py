@@ -77,3 +77,18 @@ def test_check_says_a_simulated_record_compares_the_model_with_itself(tmp_path, 
     captured = capsys.readouterr()
     assert "compares the model with itself" in captured.err and "predicted vs simulated" in captured.out
     assert "measured (GB/s)" not in captured.out
+
+
+def test_predict_takes_the_completion_tolerance(capsys):
+    # all-to-all without peer access on the PCIe box: transfers finish at slightly different times,
+    # so batching their completions (--rtol) moves some finish times, within its bound of 2 x rtol
+    def elapsed(rtol):
+        argv = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "ce-nopeer", "--pattern", "all-to-all",
+                "--sizes", "64MiB", "--json", "--rtol", rtol]
+        assert main(argv) == 0
+        return [p["elapsed_us"] for p in json.loads(capsys.readouterr().out)["predictions"]]
+
+    exact, batched = elapsed("0"), elapsed("0.5")
+    assert exact != batched
+    assert max(abs(b / e - 1) for b, e in zip(batched, exact)) < 2 * 0.5
+    assert elapsed("0") == exact

@@ -365,6 +365,8 @@ def simulate(problem: FlowProblem, *, rtol: float = 0.0, level_rtol: float = 0.0
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown simulation engine {engine!r}; valid: {', '.join(ENGINES)}")
+    if not rtol >= 0.0:  # NaN fails too
+        raise ValueError(f"completion tolerance rtol must be >= 0, got {rtol!r}")
     from . import kernel
 
     # auto: the compiled full re-solve wins when events are batched (rtol > 0: few events, each changing

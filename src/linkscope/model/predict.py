@@ -56,6 +56,7 @@ COPY_ENGINE_METHODS = frozenset(set(keys_where(unit=("copy-engine", "host-stagin
 HOST_METHODS = keys_where(endpoints=("host-to-gpu", "gpu-to-host"))
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 AUTO_RTOL_FLOWS = 5000
+MAX_RTOL = 0.5  # a batch window of 2 x rtol = the whole time range: no longer a simulation
 _GB = 1e9
 
 
@@ -67,6 +68,9 @@ def auto_rtol(n_flows: int, rtol: float | None) -> float:
     "Fabric model at scale"); events drop to about log(finish-time range) / (2 x rtol), so 5% is
     about 4x faster than 1% on 100,000 mixed-size flows."""
     if rtol is not None:
+        if not 0.0 <= rtol <= MAX_RTOL:  # NaN fails too
+            raise ConfigError(f"completion tolerance rtol must be between 0 (exact) and {MAX_RTOL:g}, got {rtol:g}",
+                              hint="0.01 keeps finish times within 2% of exact; 0 is exact")
         return rtol
     return 0.0 if n_flows < AUTO_RTOL_FLOWS else 0.01
 
