@@ -3,10 +3,12 @@
 At every event (stages start, or complete) it re-solves the max-min rates of all active stages
 with sequential water-filling: all unfrozen stages rise together; the next thing to happen is
 either the lowest stage cap or the resource whose remaining capacity over its unfrozen weight is
-lowest (a heap keyed by that level, stale entries skipped); freezing a stage lowers its resources'
-remaining capacity and weight. Every stage freezes once, so a solve costs O(nnz log resources)
-whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A`` with the
-same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in milliseconds.
+lowest (a 4-ary heap keyed by that level, stale entries skipped); freezing a stage lowers its
+resources' remaining capacity and weight. Every stage freezes once, so a solve costs O(nnz log
+resources) whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A``
+with the same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in
+milliseconds. As stages finish, the incidence lists are rebuilt without them and without the
+resources that can no longer bind (``_compact``), so later solves walk shorter lists.
 
 Event semantics (start times, completion batching by ``rtol``, per-stage finish times, which stages
 are re-timed) follow ``contention.simulate`` line by line, so exact mode agrees with the NumPy path
