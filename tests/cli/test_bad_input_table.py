@@ -372,7 +372,6 @@ CASES: list[Case] = [
     Case("map-nic-env-unknown", "map {fx}/t.json --preset v100-4-nvlink-ib", "NCCL_IB_HCA='=mlx5_9'",
          env={"NCCL_IB_HCA": "=mlx5_9"}),
     Case("map-nic-without-topology", "map {fx}/t.json --results {fx}/run.json --nic mlx5_0", "needs a topology"),
-    Case("map-nic-rails-apart", "map {fx}/t.json --synthetic cluster:v100-4-nvlink-ib:2", "no network path between rail0"),
     # ---- launch ----------------------------------------------------------------------------------
     Case("launch-no-command", "launch --mapping {fx}/m.json", "Missing argument", 2),
     Case("launch-not-executable", "launch --mapping {fx}/m.json -- {fx}/script.sh", "not executable",

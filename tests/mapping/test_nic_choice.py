@@ -1,5 +1,6 @@
 """One NIC choice for bench (the fabric model's routes), map (each rank's NICs and cross-host costs)
 and launch (UCX_NET_DEVICES / NCCL_IB_HCA): same GPU and spec, same NIC."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ from linkscope.topology.synthetic import synthetic_topology
 from linkscope.traffic.synthetic import ring
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-V100X2 = "cluster:v100-4-nvlink-ib:2"  # two 4 x V100 nodes, mlx5_0 by GPU0/1, mlx5_1 by GPU2/3, one switch per rail
+V100X2 = "cluster:v100-4-nvlink-ib:2"  # two 4 x V100 nodes, mlx5_0 by GPU0/1, mlx5_1 by GPU2/3, one switch per rail, joined by a spine
 
 
 def _bench_nics(topology, gpu: int) -> list[str]:
@@ -41,7 +42,8 @@ def _map_json(tmp_path, capsys, synthetic: str, *nic: str) -> dict:
     (V100X2, "mlx5_0", ["mlx5_0"]),                    # near for GPU0/1, far for GPU2/3
     (V100X2, "mlx5_1", ["mlx5_1"]),                    # far for GPU0/1
     (V100X2, "mlx5_0,mlx5_1", ["mlx5_0", "mlx5_1"]),   # spread over both
-    (V100X2 + ":single", None, ["mlx5_0"]),            # nearest (the rails are apart: see below)
+    (V100X2, None, ["mlx5_0"]),                        # nearest (the rails joined by the spine)
+    (V100X2 + ":single", None, ["mlx5_0"]),            # nearest, one switch
     (V100X2 + ":single", "any", ["mlx5_0", "mlx5_1"]),  # UCX unspecified: the nearest first, then the other
 ])
 def test_map_and_bench_choose_the_same_nic_for_each_gpu(tmp_path, capsys, monkeypatch, synthetic, spec, gpu0_nics):
@@ -81,8 +83,15 @@ def test_the_cross_host_cost_follows_the_nic_choice():
     one = topology_cluster_cost(topo, "bandwidth", nics="mlx5_0").access[0][0]
     two = topology_cluster_cost(topo, "bandwidth", nics="mlx5_0,mlx5_1").access[0][0]
     assert two == pytest.approx(one / 2)  # µs per byte: two EDR rails share the bytes
+    # nearest puts GPUs on both rails; the spine joins them, two switch hops more than within a rail
+    nearest = topology_cluster_cost(topo, "latency")
+    assert nearest.access[0][0] == pytest.approx(near[0]) and nearest.access[0][2] == pytest.approx(far[2])
+    assert map_onto(ring(8), topo, "latency").nic_choice == "nearest"
+    apart = dataclasses.replace(topo, devices=tuple(d for d in topo.devices if d.id != "spine"),
+                                links=tuple(link for link in topo.links if "spine" not in (link.a, link.b)))
     with pytest.raises(UserError, match="no network path between rail0 and rail1"):
-        map_onto(ring(8), topo, "latency")  # nearest puts GPUs on both rails, and no switch joins the rails
+        map_onto(ring(8), apart, "latency")  # without the spine nothing joins the rails nearest uses
+    assert map_onto(ring(8), apart, "latency", nics="mlx5_0").nic_choice == "mlx5_0"
     assert map_onto(ring(8), topo, "latency", nics="mlx5_1").nic_choice == "mlx5_1"
 
 

@@ -46,6 +46,24 @@ def test_the_route_goes_through_the_chosen_nic(v100x2):
     assert len(spread) == 2
 
 
+def test_rails_are_joined_by_a_non_blocking_spine(v100x2):
+    # GPU0 of node 0 sits by mlx5_0 (rail 0), GPU2 of node 1 by mlx5_1 (rail 1): nearest crosses the spine
+    model = FabricModel(v100x2)
+    (edges,) = model.router.lanes("n0.gpu0", "n1.gpu2")
+    passed = [model.graph.node_ids[i] for i in model.graph.edge_dst[edges]]
+    assert {"n0.mlx5_0", "rail0", "spine", "rail1", "n1.mlx5_1"} <= set(passed)
+    (same_rail,) = model.router.lanes("n0.gpu0", "n1.gpu0")
+    assert "spine" not in {model.graph.node_ids[i] for i in model.graph.edge_dst[same_rail]}
+    cross, within = model.predict([(0, 6, GiB)], "ce")[0], model.predict([(0, 4, GiB)], "ce")[0]
+    assert cross.gb_per_s == pytest.approx(within.gb_per_s, rel=0.01)  # the spine is no bottleneck
+    assert cross.latency_us > within.latency_us  # two more switch hops
+    # every node's rail-0 NIC sending at once still fits the rail-0 uplink (non-blocking)
+    four = synthetic_topology("cluster:v100-4-nvlink-ib:4")
+    flows = [(4 * n, 4 * ((n + 1) % 4) + 2, GiB) for n in range(4)]  # each to the next node's rail-1 GPU
+    rates = [p.gb_per_s for p in FabricModel(four).predict(flows, "ce")]
+    assert min(rates) == pytest.approx(within.gb_per_s, rel=0.01)
+
+
 def test_topology_choice_and_clear_errors(v100x2):
     chosen = with_nic_choice(v100x2, "mlx5_1")
     assert FabricModel(chosen).nic_spec.names == ("mlx5_1",)

@@ -10,7 +10,7 @@ Specs:
   NODES nodes of GPUS GPUs on an NVSwitch, one 400 Gb/s NIC per GPU, leaf/spine switches.
 * ``cluster:PRESET:NODES[:rails|single]`` — NODES copies of a preset node (its NICs in their PCIe
   places: two HCAs on different switches on a 4 x V100 node, 8 rails on a DGX) joined by InfiniBand
-  switches, one per rail (default) or one for all.
+  switches, one per rail joined by a spine (default) or one for all.
 
 >>> synthetic_topology("pcie:2x4").gpu_count
 8
@@ -86,7 +86,9 @@ def _cluster(args: list[str]) -> Topology:
 
     Every NIC of a node keeps its PCIe place and name (``mlx5_1`` stays the far HCA of a GPU), so the
     NIC a transfer uses matters between nodes. ``rails`` (default): NIC k of every node on switch
-    ``rail<k>`` (the rail-optimised wiring of DGX clusters); ``single``: all NICs on one switch.
+    ``rail<k>`` (the rail-optimised wiring of DGX clusters), the rails joined by a non-blocking
+    ``spine`` (a transfer between NICs of different rails takes two more switch hops);
+    ``single``: all NICs on one switch.
     Storage NICs (attribute role=storage) are left out of the network. Link rate = the NIC's line rate.
     """
     from .presets import load_preset, preset_names
@@ -125,10 +127,19 @@ def _cluster(args: list[str]) -> Topology:
                               latency_us=NET_LINK_LATENCY_US, provenance=_SYN,
                               source=f"NIC line rate {nic.line_rate_gbit_per_s or 100.0:g} Gb/s / 8 per direction",
                               generation="InfiniBand"))
+    if len(switches) > 1:  # rail-optimised fabrics join the rails' leaves through spines: one non-blocking spine
+        devices.append(Device(id="spine", kind=DeviceKind.NETWORK_SWITCH, name="InfiniBand spine switch"))
+        for k, (sw, nic) in enumerate(zip(switches, nics)):
+            rate = (nic.line_rate_gbit_per_s or 100.0) / 8.0
+            links.append(Link(sw, "spine", LinkKind.NETWORK, 1, nodes * rate, latency_us=NET_LINK_LATENCY_US,
+                              provenance=_SYN, generation="InfiniBand",
+                              source=f"rail {k} to spine: {nodes} x the rail's NIC rate (non-blocking, as rail-optimised "
+                                     "fat trees are built)"))
     spec = ":".join(args)
     return Topology(name=f"cluster:{spec}", devices=tuple(devices), links=tuple(links), source=f"synthetic:cluster:{spec}",
                     description=f"{nodes} x {base.name} ({base.gpu_count} GPUs and {len(nics)} NIC(s) each, PCIe places "
-                                f"kept), {'one switch per NIC rail' if wiring == 'rails' else 'one switch'} (synthetic)",
+                                f"kept), {'one switch per NIC rail, rails joined by a spine' if wiring == 'rails' else 'one switch'} "
+                                "(synthetic)",
                     sources=base.sources, model_params=dict(base.model_params or {}))
 
 
