@@ -175,7 +175,8 @@ if HAVE_NUMBA:
         """The incidence lists without the stages that are done (frozen for good: a solve would only
         skip them) and without the resources that can no longer bind: those whose capacity exceeds
         what every stage not yet done could ask of them at its cap (stages only leave, so such a
-        resource stays slack for good and leaving it out changes no rate)."""
+        resource stays slack for good and leaving it out changes no rate). Each list is filled into
+        room for the old one and cut to what it kept."""
         n_rows = row_ptr.size - 1
         n = caps.size
         demand = np.zeros(n_rows)
@@ -187,14 +188,8 @@ if HAVE_NUMBA:
         for i in range(n_rows):
             live[i] = not capacity[i] > demand[i] * (1 + 1e-9)
         new_cptr = np.empty(n + 1, dtype=np.int32)
-        kept = 0
-        for j in range(n):
-            if not gone[j]:
-                for e in range(col_ptr[j], col_ptr[j + 1]):
-                    if live[col_row[e]]:
-                        kept += 1
-        new_crow = np.empty(kept, dtype=np.int32)
-        new_cw = np.empty(kept)
+        new_crow = np.empty(col_row.size, dtype=np.int32)
+        new_cw = np.empty(col_row.size)
         q = 0
         for j in range(n):
             new_cptr[j] = q
@@ -207,34 +202,23 @@ if HAVE_NUMBA:
                     q += 1
         new_cptr[n] = q
         new_rptr = np.empty(n_rows + 1, dtype=np.int32)
-        q = 0
+        new_rcol = np.empty(row_col.size, dtype=np.int32)
+        p = 0
         for i in range(n_rows):
-            new_rptr[i] = q
+            new_rptr[i] = p
             if live[i]:
                 for e in range(row_ptr[i], row_ptr[i + 1]):
                     if not gone[row_col[e]]:
-                        q += 1
-        new_rcol = np.empty(q, dtype=np.int32)
-        q = 0
-        for i in range(n_rows):
-            if live[i]:
-                for e in range(row_ptr[i], row_ptr[i + 1]):
-                    j = row_col[e]
-                    if not gone[j]:
-                        new_rcol[q] = j
-                        q += 1
-        new_rptr[n_rows] = q
-        n_left = 0
+                        new_rcol[p] = row_col[e]
+                        p += 1
+        new_rptr[n_rows] = p
+        new_order = np.empty(cap_order.size, dtype=np.int32)
+        m = 0
         for k in range(cap_order.size):
             if not gone[cap_order[k]]:
-                n_left += 1
-        new_order = np.empty(n_left, dtype=np.int32)
-        q = 0
-        for k in range(cap_order.size):
-            if not gone[cap_order[k]]:
-                new_order[q] = cap_order[k]
-                q += 1
-        return new_cptr, new_crow, new_cw, new_rptr, new_rcol, new_order
+                new_order[m] = cap_order[k]
+                m += 1
+        return new_cptr, new_crow[:q].copy(), new_cw[:q].copy(), new_rptr, new_rcol[:p].copy(), new_order[:m].copy()
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
@@ -362,7 +346,7 @@ if HAVE_NUMBA:
                             next_ready = ready[nx]
             n_act = kept
             t = t_event
-            if 4 * (n_gone - compacted_at) > n - compacted_at:  # an eighth of the rest is done: drop them
+            if 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest is done: drop them
                 col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
                     col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
                 compacted_at = n_gone
@@ -377,11 +361,19 @@ def _locality_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray,
     at random (a 100,000-flow solve about 2x faster). Any order gives the same rates."""
     n, n_rows = caps.size, capacity.size
     rates = np.zeros(n)
-    _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort"),
+    _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort").astype(np.int32),
            np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows),
            np.empty(n_rows), np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0)
     first_row = np.where(np.diff(col_ptr) > 0, col_row[np.minimum(col_ptr[:-1], max(col_row.size - 1, 0))], -1)
     return np.lexsort((first_row, rates))
+
+
+def _lists(A: csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels' view of ``A`` (sorted indices): column pointers, rows, weights, then row pointers
+    and columns; int32 indices throughout, so each kernel compiles for one signature."""
+    R = A.tocsr()
+    return (A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
+            R.indptr.astype(np.int32), R.indices.astype(np.int32))
 
 
 def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
@@ -397,15 +389,12 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     stage_next = np.asarray(stage_next, dtype=np.int64)
     flow_first = np.asarray(flow_first, dtype=np.int64)
     A.sort_indices()
-    R = A.tocsr()
     if caps.size > 1:  # renumber the stages for memory locality (see _locality_order), answers mapped back
-        order = _locality_order(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
-                                R.indptr.astype(np.int64), R.indices.astype(np.int64), capacity, caps)
+        order = _locality_order(*_lists(A), capacity, caps)
         new_of = np.empty_like(order)
         new_of[order] = np.arange(order.size)
         A = csc_matrix(A[:, order])
         A.sort_indices()
-        R = A.tocsr()
         caps, stage_bytes, stage_latency_s = caps[order], stage_bytes[order], stage_latency_s[order]
         nxt = stage_next[order]
         stage_next = np.where(nxt >= 0, new_of[np.maximum(nxt, 0)], -1)
@@ -413,9 +402,7 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     else:
         order = None
     done, first_rate, events, ok = _simulate(
-        A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
-        R.indptr.astype(np.int32), R.indices.astype(np.int32), capacity, caps,
-        stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol))
+        *_lists(A), capacity, caps, stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol))
     if not ok:
         raise RuntimeError("flow simulation stalled: a stage has zero rate")
     if order is not None:
