@@ -108,12 +108,12 @@ def predict_cmd(
 
     Example: linkscope model predict --preset pcie-8gpu-2socket --method staged-pinned --flows 0->1,2->3
     """
-    from ..model.predict import FabricModel, auto_rtol
+    from ..model.predict import FabricModel, check_rtol
     from ..units import format_size, parse_sizes
 
     gpu_list = parse_gpu_list(gpus)
     if rtol is not None:
-        auto_rtol(0, rtol)  # a bad tolerance is refused before any work
+        check_rtol(rtol)  # a bad tolerance is refused before any work
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
     size_list = parse_sizes(sizes)
     model = FabricModel(topology)

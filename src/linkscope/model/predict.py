@@ -68,11 +68,16 @@ def auto_rtol(n_flows: int, rtol: float | None) -> float:
     "Fabric model at scale"); events drop to about log(finish-time range) / (2 x rtol), so 5% is
     about 4x faster than 1% on 100,000 mixed-size flows."""
     if rtol is not None:
-        if not 0.0 <= rtol <= MAX_RTOL:  # NaN fails too
-            raise ConfigError(f"completion tolerance rtol must be between 0 (exact) and {MAX_RTOL:g}, got {rtol:g}",
-                              hint="0.01 keeps finish times within 2% of exact; 0 is exact")
-        return rtol
+        return check_rtol(rtol)
     return 0.0 if n_flows < AUTO_RTOL_FLOWS else 0.01
+
+
+def check_rtol(rtol: float) -> float:
+    """``rtol`` if it is a completion tolerance the simulation takes (0 to MAX_RTOL), else ConfigError."""
+    if not 0.0 <= rtol <= MAX_RTOL:  # NaN fails too
+        raise ConfigError(f"completion tolerance rtol must be between 0 (exact) and {MAX_RTOL:g}, got {rtol:g}",
+                          hint="0.01 keeps finish times within 2% of exact; 0 is exact")
+    return rtol
 
 
 @dataclass(frozen=True)
