@@ -248,8 +248,7 @@ def _balance(w: sp.csr_matrix, parts: np.ndarray, sizes: np.ndarray) -> np.ndarr
         candidates = np.nonzero(is_candidate)[0]
         position = np.cumsum(is_candidate) - 1  # row of each candidate in conn
         entries = is_candidate[rows]
-        conn = np.zeros((len(candidates), k))
-        np.add.at(conn, (position[rows[entries]], parts[w.indices[entries]]), w.data[entries])
+        conn = _connection(position[rows[entries]], w.indices[entries], w.data[entries], parts, len(candidates), k)
         own = conn[np.arange(len(candidates)), parts[candidates]]
         gain = conn[:, under] - own[:, None]
         i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
