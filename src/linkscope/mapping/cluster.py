@@ -137,19 +137,8 @@ def split_hosts(topology: Topology) -> Hosts:
     """Hosts = connected parts of the topology without its network links."""
     ids = [d.id for d in topology.devices]
     position = {d: k for k, d in enumerate(ids)}
-    rows, cols = [], []
-    networked: set[str] = set()
-    for link in topology.links:
-        if link.kind is LinkKind.NETWORK:
-            networked.update((link.a, link.b))
-            continue
-        rows.append(position[link.a])
-        cols.append(position[link.b])
-    n = len(ids)
-    graph = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-    from scipy.sparse.csgraph import connected_components
-
-    _, label = connected_components(graph, directed=False)
+    networked = {end for link in topology.links if link.kind is LinkKind.NETWORK for end in (link.a, link.b)}
+    label = query.node_labels(topology)
     by_label: dict[int, list[str]] = {}
     for k, d in enumerate(ids):
         by_label.setdefault(int(label[k]), []).append(d)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..topology import query
-from ..topology.model import Device, DeviceKind, LinkKind, Topology
+from ..topology.model import Device, DeviceKind, Topology
 
 UCX_MAX_RNDV_RAILS = 2  # UCX default of UCX_MAX_RNDV_RAILS (ucx_info -c)
 NIC_ENV_VARS = ("UCX_NET_DEVICES", "NCCL_IB_HCA")
@@ -99,28 +99,8 @@ def pick_named(spec: NicSpec, nic_names: Sequence[Sequence[str]], where: str) ->
 
 
 def _node_of(topology: Topology) -> dict[str, int]:
-    """Each device's node: the parts of the topology joined by links other than network links."""
-    adjacency: dict[str, list[str]] = {}
-    for link in topology.links:
-        if link.kind is LinkKind.NETWORK:
-            continue
-        adjacency.setdefault(link.a, []).append(link.b)
-        adjacency.setdefault(link.b, []).append(link.a)
-    node: dict[str, int] = {}
-    count = 0
-    for device in topology.devices:
-        if device.id in node:
-            continue
-        k = node[device.id] = count
-        count += 1
-        todo = [device.id]
-        while todo:
-            here = todo.pop()
-            for nxt in adjacency.get(here, ()):
-                if nxt not in node:
-                    node[nxt] = k
-                    todo.append(nxt)
-    return node
+    """Each device's node (``query.node_labels``) by device id."""
+    return dict(zip((d.id for d in topology.devices), query.node_labels(topology).tolist()))
 
 
 def choose_from(spec: NicSpec, gpu: Device, nics: tuple[Device, ...], nearest: tuple[Device, ...],

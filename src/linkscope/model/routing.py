@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import shortest_path
 
 from ..errors import ConfigError, TopologyError
 from ..topology import query
@@ -124,9 +124,8 @@ class _Hierarchy:
         topo = graph.topology
         n = len(graph.node_ids)
         local = graph.edge_kind[0::2] != _NET
-        a, b = graph.edge_src[0::2][local], graph.edge_dst[0::2][local]
-        adj = coo_matrix((np.ones(a.size), (a, b)), shape=(n, n)).tocsr()
-        self.n_comp, self.comp_of = connected_components(adj, directed=False)
+        self.comp_of = query.node_labels(topo)
+        self.n_comp = int(self.comp_of.max()) + 1 if n else 0
         # members and local links of each component, in topology order
         order = np.argsort(self.comp_of, kind="stable")
         bounds = np.searchsorted(self.comp_of[order], np.arange(self.n_comp + 1))

@@ -18,10 +18,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..errors import TopologyError
 from .levels import PairLevel
 from .model import Device, DeviceKind, Link, LinkKind, Topology
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FABRIC_KINDS = (LinkKind.NVLINK, LinkKind.XGMI)
 _NETWORK_WEIGHT = 100.0
@@ -181,6 +185,22 @@ def bandwidth_matrix(topology: Topology) -> list[list[float | None]]:
     """Theoretical GB/s per direction for each ordered GPU pair; None on the diagonal."""
     gpus = topology.gpus
     return [[None if g.id == h.id else theoretical_gb_per_s(topology, g, h) for h in gpus] for g in gpus]
+
+
+def node_labels(topology: Topology) -> np.ndarray:
+    """The node (host) of each device, in topology order, as a NumPy array of labels: the connected
+    parts of the topology without its network links (scipy's ``connected_components`` numbering).
+    The model's routes, the NIC choice and the mapping's hosts all split a topology this way."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    index = {d.id: k for k, d in enumerate(topology.devices)}
+    local = [link for link in topology.links if link.kind is not LinkKind.NETWORK]
+    rows = [index[link.a] for link in local]
+    cols = [index[link.b] for link in local]
+    n = len(index)
+    return connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)[1]
 
 
 def nearest_nics(topology: Topology, gpu: int | str | Device) -> tuple[Device, ...]:
