@@ -7,7 +7,8 @@ does not depend on the order the modules are found in. This package is the only 
 ``os.environ`` and maps errors to exit codes:
 
 * 0 ok; 1 user error (one line, no traceback; ``--debug`` shows it); 2 usage;
-* 3 finished with errors; 130 interrupted (partial results already written).
+* 3 finished with errors; 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results already
+  written to ``NAME.partial.json``; a complete file of an earlier run is left as it was).
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ except ImportError:  # older typer uses click itself
 
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
+from .keep import refuse_folder_names
+from .signals import interrupt_name, stop_signals
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -154,7 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = typer.main.get_command(app)
     _tidy_help(command)
     try:
-        result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
+        refuse_folder_names(args)  # -o newdir/ names a folder, not a file (cli/keep.py)
+        with stop_signals():  # SIGTERM / SIGHUP end the command as Ctrl-C does (cli/signals.py)
+            result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
     except typer.Exit as exc:
         code = exc.exit_code
@@ -176,10 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _err(exc.one_line())
         code = exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        _err("interrupted")
+        name = interrupt_name(exc)
+        _err("interrupted" if name == "Ctrl-C" else f"interrupted by {name}")
         code = EXIT_INTERRUPTED
     except BrokenPipeError:
         code = EXIT_OK
