@@ -38,7 +38,7 @@ def first_index(environ: Mapping[str, str], names: tuple[str, ...]) -> tuple[int
     """(value, variable) of the first of ``names`` set to a non-negative integer, else None."""
     for name in names:
         value = environ.get(name)
-        if value is not None and value.strip().isdigit():
+        if value is not None and value.strip().isascii() and value.strip().isdigit():
             return int(value), name
     return None
 

@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S
 from .nvml import NVLINK_DATASHEET_GB_PER_S
-from .sysfs import GT_OF_GEN, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
+from .sysfs import GT_OF_GEN, MAX_CPUS, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
 from .xmlfile import attr_int
 
 NCCL_TOPO_XML_VERSION = 1
@@ -60,6 +60,8 @@ def cpumask_cores(mask: str) -> list[int]:
     if "-" in text or not re.fullmatch(r"[0-9a-fA-Fx,]+", text):
         return parse_cpulist(text)
     cores: list[int] = []
+    if len(text.split(",")) > MAX_CPUS // 32:
+        raise UserError(f"cpumask {text[:60]!r}... is longer than {MAX_CPUS} CPUs")
     for position, word in enumerate(reversed(text.split(","))):
         word = word.strip().lower().removeprefix("0x")
         value = int(word, 16) if word else 0

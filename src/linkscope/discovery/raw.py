@@ -16,7 +16,6 @@ Recording never fails for a missing backend: the reason goes into the manifest.
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import tempfile
 import time
@@ -27,6 +26,7 @@ from typing import Any
 from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
+from ..userfiles import loads_strict, read_text
 from . import amdsmi, nvml, rocm, sysfs
 
 MANIFEST_FORMAT = "linkscope.raw-recording"
@@ -165,10 +165,7 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    return loads_strict(read_text(path, "recorded file"), str(path))
 
 
 def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:

@@ -95,18 +95,34 @@ def pcie_generation(speed_gt_per_s: float, width: int) -> str:
     return f"PCIe Gen{gen} x{width}" if gen else f"PCIe {speed_gt_per_s:g} GT/s x{width}"
 
 
+MAX_CPUS = 65536
+"""CPU ids accepted in CPU lists and masks: 8 x the largest NR_CPUS Linux builds on x86 (8192 with
+MAXSMP, arch/x86/Kconfig, from memory: not re-checked here). A list such as ``0-99999999999`` would
+otherwise become a Python list of 10^11 ints before anything looked at it."""
+
+
+def check_cpu_id(cpu: int, text: str) -> None:
+    """Refuse a CPU id outside ``0 .. MAX_CPUS - 1`` (``text`` is the list or mask it came from)."""
+    if not 0 <= cpu < MAX_CPUS:
+        raise UserError(f"CPU {cpu} in {text[:60]!r} is beyond the {MAX_CPUS} CPUs linkscope accepts")
+
+
 def parse_cpulist(text: str) -> list[int]:
-    """``"0-3,8,10-11"`` → ``[0, 1, 2, 3, 8, 10, 11]``; empty text → ``[]``."""
+    """``"0-3,8,10-11"`` → ``[0, 1, 2, 3, 8, 10, 11]``; empty text → ``[]``; ids of ``MAX_CPUS`` or
+    more are refused before the list is built."""
     cpus: list[int] = []
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        try:
-            cpus.extend(range(int(lo), int(hi or lo) + 1))
-        except ValueError:
-            raise UserError(f"not a CPU list: {text!r}") from None
+        if not re.fullmatch(r"[0-9]+", lo.strip()) or (hi and not re.fullmatch(r"[0-9]+", hi.strip())):
+            raise UserError(f"not a CPU list: {text[:60]!r}")
+        first, last = int(lo), int(hi or lo)
+        check_cpu_id(last, text)
+        cpus.extend(range(first, last + 1))
+        if len(cpus) > MAX_CPUS:
+            raise UserError(f"CPU list {text[:60]!r} names more than {MAX_CPUS} CPUs")
     return cpus
 
 

@@ -28,7 +28,7 @@ def parse_grid(text: str) -> tuple[int, ...]:
     >>> parse_grid("2x3x4")
     (2, 3, 4)
     """
-    if not re.fullmatch(r"\s*\d+(\s*[xX]\s*\d+)*\s*", str(text)):
+    if not re.fullmatch(r"\s*[0-9]+(\s*[xX]\s*[0-9]+)*\s*", str(text)):  # ASCII digits only
         raise UserError(f"not a process grid: {text!r}", hint="use AxB or AxBxC, e.g. 4x4 or 2x2x4")
     dims = tuple(int(part) for part in re.split(r"[xX]", str(text).replace(" ", "")))
     if any(d < 1 for d in dims):
