@@ -16,7 +16,7 @@ import numpy as np
 from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
 from ..userfiles import loads_strict, read_text, refuse_malformed
-from .matrix import TrafficError, TrafficMatrix, check_rank_count
+from .matrix import TrafficError, TrafficMatrix
 
 FORMAT = "linkscope.traffic"
 SCHEMA_VERSION = 1
@@ -114,24 +114,10 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
     path = Path(path)
     suffix = check_suffix(path)
     origin = f"file:{path.name}"
-    if suffix == ".npy":
-        if not path.is_file():
-            raise UserError(f"traffic file not found: {path}" if not path.exists() else
-                            f"traffic file {path} is a folder, expected a file")
-        try:
-            with open(path, "rb") as handle:
-                magic = handle.read(6)
-        except OSError as exc:
-            raise UserError(f"cannot read traffic file {path}: {exc.strerror}") from None
-        if magic != b"\x93NUMPY":
-            raise TrafficError(f"{path}: not a NumPy .npy file (it does not start with the .npy header)")
-        try:
-            array = np.load(path, allow_pickle=False, mmap_mode="r")  # the header first: shape and type
-        except (ValueError, EOFError, OSError) as exc:
-            raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
-        if array.ndim == 2 and array.shape[0] == array.shape[1]:
-            check_rank_count(array.shape[0], str(path))
-        return TrafficMatrix(bytes=np.array(array), origin=origin)
+    if suffix == ".npy":  # shape and dtype judged from the header before any data is read
+        from .npyfile import read_npy_matrix
+
+        return TrafficMatrix(bytes=read_npy_matrix(path), origin=origin)
     text = read_text(path, "traffic file")
     if suffix == ".csv":
         return loads_csv(text, origin=origin)
