@@ -430,6 +430,110 @@ CASES: list[Case] = [
 ]
 
 
+# ---- issue 25: nothing unbounded (nesting, counts, digits, .npy headers, schemas, outputs) ---------
+def _sparse(name: str, size_bytes: int) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        with open(tmp / name, "wb") as handle:
+            handle.truncate(size_bytes)  # sparse on disk: nothing is written
+    return make
+
+
+def _npy_header(name: str, shape: tuple[int, ...]) -> Callable[[Path], None]:
+    """A .npy file of only a header describing ``shape`` (float64): refused from the header."""
+    def make(tmp: Path) -> None:
+        with open(tmp / name, "wb") as handle:
+            np.lib.format.write_array_header_1_0(handle, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return make
+
+
+ROBUST_CASES: list[Case] = [
+    Case("topo-json-nested-5000", "topo --from {fx}/deep.json", "nested more than 64 levels"),
+    Case("map-traffic-nested-5000", "map {fx}/deep.json --preset hgx-h200-4", "nested more than 64 levels"),
+    Case("report-run-nested-5000", "report {fx}/deep-object.json -o {tmp}/r.html", "nested more than 64 levels"),
+    Case("launch-mapping-nested-5000", "launch --mapping {fx}/deep.json -- true", "nested more than 64 levels",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("topo-json-300mib", "topo --from {tmp}/big.json", "reads at most 256 MiB", setup=_sparse("big.json", 300 * 2**20)),
+    Case("topo-xml-nested-100000", "topo --from {fx}/deep.xml", "nested more than 64 deep"),
+    Case("topo-xml-2000-gpus", "topo --from {fx}/gpus-2000.xml", "more than 1024 GPUs"),
+    Case("topo-xml-bitmap-huge", "topo --from {fx}/bitmap.xml", "hwloc bitmap"),
+    Case("topo-nccl-xml-cpulist-huge", "topo --from {fx}/nccl-cpus.xml", "beyond the 65536 CPUs"),
+    Case("topo-synthetic-superscript", "topo --synthetic nvswitch:²", "ASCII digits"),
+    Case("topo-synthetic-arabic-digit", "topo --synthetic nvswitch:٣", "ASCII digits"),
+    Case("topo-synthetic-cluster-superscript", "topo --synthetic cluster:k80-16:²", "ASCII digits"),
+    Case("topo-synthetic-links-text", "topo --synthetic nvswitch:4:abc", "nvswitch LINKS"),
+    Case("topo-synthetic-fattree-nan", "topo --synthetic fattree:2x8:64:nan", "NIC_GBIT"),
+    Case("bench-sizes-superscript", f"bench {SIM} --sizes 4²MiB", "not a size"),
+    Case("nccl-iters-1e9", "bench nccl --backend sim -n 1000000000", "--iters", 2),
+    Case("nccl-warmup-1e9", "bench nccl --backend sim -w 1000000000", "--warmup", 2),
+    Case("nccl-runs-1e9", "bench nccl --backend sim --runs 1000000000", "--runs", 2),
+    Case("mpi-iterations-1e9", "bench mpi --iterations 1000000000", "--iterations", 2),
+    Case("stencil-runs-1e9", "bench stencil --backend sim --runs 1000000000", "--runs", 2),
+    Case("p2p-iters-1e9", "bench p2p --mpi --iters 1000000000", "--iters", 2),
+    Case("show-npy-3d-header-1e15", "traffic show {tmp}/cube.npy", "3-D", setup=_npy_header("cube.npy", (10**5,) * 3)),
+    Case("show-npy-1d-3gib", "traffic show {tmp}/line.npy", "1-D", setup=_npy_header("line.npy", (3 * 2**30,))),
+    Case("show-npy-truncated", "traffic show {tmp}/short.npy", "truncated", setup=_npy_header("short.npy", (64, 64))),
+    Case("traffic-collectives-lots", "traffic show {fx}/t-collectives.json", "allreduce must be an object"),
+    Case("traffic-hosts-newline", "traffic show {fx}/t-hosts.json", "one-word name"),
+    Case("report-size-1e30", "report {fx}/run-1e30.json -o {tmp}/r.html", "size_bytes must be between"),
+    Case("report-finding-escape", "report {fx}/run-escape.json -o {tmp}/r.html", "control character"),
+    Case("report-png-direction-slash", "report {fx}/run-slash.json -o {tmp}/r.html --png {tmp}/png",
+         "direction must be one of uni, bi"),
+    Case("calibrate-negative-bandwidth", "model calibrate {fx}/run-negative.json", "median_gb_per_s must be between"),
+    Case("check-latency-inf-string", "model check {fx}/run-status.json", "status must be one of"),
+    Case("launch-mapping-device-newline", "launch --mapping {fx}/m-newline.json -- true", "one-word name",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-mapping-nic-escape", "launch --mapping {fx}/m-nic-escape.json -- true", "one-word name",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("map-results-metric-junk", "launch --mapping {fx}/m-metric.json -- true", "metric must be one of",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("bench-sizes-1tb-nothing-measured", f"bench {SIM} --sizes 1TB", "nothing was measured", 3),
+    Case("topo-output-trailing-slash", "topo --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
+    Case("bench-json-trailing-slash", f"bench {SIM} --sizes 1MiB --json {{tmp}}/newdir/", "names a folder"),
+    Case("survey-output-trailing-slash", "survey --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
+    Case("traffic-gen-output-trailing-slash", "traffic gen ring --ranks 4 -o={tmp}/newdir/", "names a folder"),
+]
+CASES.extend(ROBUST_CASES)
+
+
+def _robust_fixtures(folder: Path) -> None:
+    """Inputs of ROBUST_CASES: deep nesting, huge counts, hand-edited records and mappings."""
+    depth = 5000
+    (folder / "deep.json").write_text("[" * depth + "]" * depth)
+    (folder / "deep-object.json").write_text('{"a":' * depth + "1" + "}" * depth)
+    (folder / "deep.xml").write_text('<?xml version="1.0"?><topology version="2.0">' + '<object type="Group">' * 100000
+                                     + "</object>" * 100000 + "</topology>")
+    gpus = "".join(f'<object type="PCIDev" pci_busid="0000:{i // 256:02x}:{i % 256 // 8:02x}.{i % 8}" '
+                   f'pci_type="0302 [10de:2330] [10de:16c1] a1"/>' for i in range(2000))
+    (folder / "gpus-2000.xml").write_text(f'<?xml version="1.0"?><topology version="2.0"><object type="Machine">'
+                                          f'{gpus}</object></topology>')
+    words = ",".join(["0xffffffff"] * 100000)
+    (folder / "bitmap.xml").write_text(f'<?xml version="1.0"?><topology version="2.0"><object type="Machine" '
+                                       f'cpuset="{words}" nodeset="{words}"></object></topology>')
+    (folder / "nccl-cpus.xml").write_text('<system version="1"><cpu numaid="0" affinity="0-99999999999" arch="x86_64">'
+                                          "</cpu></system>")
+    traffic = json.loads((folder / "t.json").read_text())
+    (folder / "t-collectives.json").write_text(json.dumps({**traffic, "collectives": {"allreduce": "lots"}}))
+    (folder / "t-hosts.json").write_text(json.dumps({**traffic, "hosts": ["node1\nrm -rf /"] * traffic["ranks"]}))
+    run = json.loads((folder / "run.json").read_text())
+
+    def run_variant(name: str, key: str, value: object) -> None:
+        first = {**run["measurements"][0], key: value}
+        (folder / name).write_text(json.dumps({**run, "measurements": [first, *run["measurements"][1:]]}))
+
+    run_variant("run-1e30.json", "size_bytes", 1e30)
+    run_variant("run-negative.json", "median_gb_per_s", -5.0)
+    run_variant("run-slash.json", "direction", "../../etc")
+    run_variant("run-status.json", "status", "fine")
+    (folder / "run-escape.json").write_text(json.dumps({**run, "findings": ["\x1b[2J\x1b[31mall good"]}))
+    mapping = json.loads((folder / "m.json").read_text())
+    (folder / "m-newline.json").write_text(json.dumps({**mapping, "visible_device_of_rank": [
+        "0\nLD_PRELOAD=/tmp/x.so"] * len(mapping["gpu_of_rank"])}))
+    (folder / "m-metric.json").write_text(json.dumps({**mapping, "metric": "vibes"}))
+    nic = json.loads((folder / "m-nic.json").read_text())
+    (folder / "m-nic-escape.json").write_text(json.dumps({**nic, "nics_of_rank": [["mlx5_0\x1b]0;owned\x07"]]
+                                                             * len(nic["gpu_of_rank"])}))
+
+
 # ---- fixtures -------------------------------------------------------------------------------------
 
 def _topology_variant(folder: Path, name: str, change: Callable[[dict], None]) -> None:
@@ -507,6 +611,7 @@ def build_fixtures(folder: Path) -> None:
                        "e-four.txt": "0 1 2 3\n", "e-99.txt": "0 1\n1 99\n", "e-huge.txt": "0 1\n1 60000\n",
                        "e-ok.csv": "0,1\n1,2\n"}.items():
         (folder / name).write_text(text)
+    _robust_fixtures(folder)
 
 
 def _digest(folder: Path) -> dict[str, str]:

@@ -383,8 +383,9 @@ def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, re
     if record.measurements and all(m.status.value == "waived" for m in record.measurements):
         n = len(record.measurements)
         which = "the only entry was" if n == 1 else f"all {n} entries were"
-        stderr_console().print(f"note: nothing was measured: {which} waived (reasons above, or in the JSON 'reason' fields)",
-                               style="yellow", markup=False)
+        stderr_console().print(f"linkscope: error: nothing was measured: {which} waived (reasons above, or in the JSON "
+                               "'reason' fields)", style="bold red", markup=False)
+        raise typer.Exit(EXIT_WITH_ERRORS)  # a run that measured nothing did not do its job (README: exit 3)
     if record.errors:
         stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
                                style="bold red")

@@ -232,6 +232,9 @@ def run_sweep(job: Job, run: Callable[[Callable[[Any], None] | None, StopSignal]
     echo(out.footer(result) if out.stream is not None and out.footer is not None else out.text(result))
     record = out.to_record(result, True)
     checkpoint(record)
+    if record.measurements and all(m.status.value == "waived" for m in record.measurements):
+        sys.stderr.write("linkscope: error: nothing was measured: every entry was waived (reasons in the JSON 'reason' fields)\n")
+        return EXIT_WITH_ERRORS
     return EXIT_WITH_ERRORS if record.errors else 0
 
 

@@ -60,6 +60,7 @@ def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
                           f"(this linkscope reads {SCHEMA_VERSION})", path="$.schema_version")
     if "bytes" not in data:
         raise SchemaError(f"{origin or 'traffic JSON'}: missing the byte matrix", path="$.bytes")
+    _check_schema(data, origin)
     matrix = TrafficMatrix(
         bytes=data["bytes"],
         messages=data.get("messages"),
@@ -73,6 +74,14 @@ def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
         raise SchemaError(f"{origin or 'traffic JSON'}: 'ranks' says {data['ranks']} but the matrix is "
                           f"{matrix.ranks} x {matrix.ranks}", path="$.ranks")
     return matrix
+
+
+def _check_schema(data: dict[str, Any], origin: str) -> None:
+    """The traffic format's schema (traffic/schema.py) before any value is used."""
+    from ..userschema import validate
+    from .schema import TRAFFIC
+
+    validate(data, TRAFFIC, origin or "traffic JSON")
 
 
 def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
