@@ -51,6 +51,7 @@ from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status, now_utc
 from ..topology.model import Topology
 from ..units import KiB, MiB
+from .consistency import check_consistency
 from .options import MeasureOptions
 from .runner import (
     BenchSpec,
@@ -207,6 +208,7 @@ def run_survey(
     base = RunRecord(kind="survey", provenance=_provenance(caps), created_utc=now_utc(), context=dict(context or {}),
                      options=run_options, topology=_topology_dict(topology))
     parts: list[RunRecord] = []
+    step_of: dict[int, str] = {}  # group -> the step that measured it (self-consistency, measure/consistency.py)
     offset = 0
     scale = 1000
     for index, (name, entry, step) in enumerate(steps):
@@ -234,6 +236,7 @@ def run_survey(
                 on_partial(partial.with_(findings=findings_for(partial, topology), complete=False))
             raise
         parts.append(part)
+        step_of.update({m.group: name for m in part.measurements if m.group is not None})
         if index == probe_after:
             try:
                 extra["pcie_after_host_copies"] = {str(k): dict(v) for k, v in pcie_probe().items()}  # type: ignore[misc]
@@ -248,4 +251,21 @@ def run_survey(
     record = _merge(parts, base, complete=True)
     if extra:
         record = record.with_(extra={**dict(record.extra), **extra})
-    return record.with_(findings=findings_for(record, topology))
+    try:
+        record = check_consistency(record, step_of, _remeasure(engine, topology, opts.measure, clock))
+    except KeyboardInterrupt:
+        if on_partial is not None:
+            on_partial(record.with_(findings=findings_for(record, topology), complete=False))
+        raise
+    # the consistency findings (if any) come after the ones computed from the (re-measured) entries
+    return record.with_(findings=tuple(findings_for(record, topology)) + tuple(record.findings))
+
+
+def _remeasure(engine: TransferEngine, topology: Topology, options: MeasureOptions, clock: Clock):
+    """Time one entry's transfer again, alone, as its step did (one plan, one size)."""
+    def again(m: Measurement) -> Measurement | None:
+        plan = TransferPlan(m.pattern, m.direction, m.method, (Transfer(m.src, m.dst, m.size_bytes),), "none",
+                            f"{m.src}->{m.dst} again")
+        rerun = run_bench(engine, topology, [plan], [m.size_bytes], options, clock=clock)
+        return next((e for e in rerun.measurements if e.scope == "transfer"), None)
+    return again
