@@ -115,6 +115,11 @@ def register(app: typer.Typer) -> None:
         if results is None or preset or from_file or synthetic:
             topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
             topology, nic_choice = with_nic_option(topology, nic)
+            from ..model.budget import check_budget, estimate_map_bytes  # a memory estimate before mapping
+
+            check_budget(estimate_map_bytes(topology.gpu_count * nodes),
+                         f"map of {matrix.ranks:,} ranks onto {nodes} x {topology.name} ({topology.gpu_count * nodes:,} GPUs)",
+                         hint="map onto a smaller fabric")
         measured = None
         if results is not None:
             measured = results_cost(_load_results(results), metric,
