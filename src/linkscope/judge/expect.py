@@ -30,11 +30,11 @@ from typing import Any, TypeGuard
 
 from ..errors import LinkscopeError, TopologyError
 from ..model.check import model_token
-from ..model.collectives import OPS, CollectiveModel
+from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
 from ..patterns.base import NO_PEER_ACCESS_KEY
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.model import Topology
@@ -122,7 +122,7 @@ class Judge:
 
     # ---- subjects --------------------------------------------------------------------------------
     def subject(self, m: Measurement, measured: float | None, unit: str) -> str:
-        value = "N/A" if measured is None else (f"{measured:.1f}" if unit == "GB/s" else f"{measured:.2f}")
+        value = "N/A" if measured is None else (f"{measured:.1f}" if measured >= 10 else f"{measured:.3g}")
         if _is_collective(m):
             op = _op(m)
             ranks = self._ranks(m)
@@ -132,7 +132,7 @@ class Judge:
                 levels = sorted({query.pair_level(self.topology, gpus[i], gpus[(i + 1) % len(gpus)]).code
                                  for i in range(len(gpus)) if len(gpus) > 1})
                 where = f" on {len(gpus)} x {self._short_gpu(gpus[0])}{' ' + '/'.join(levels) if levels else ''}"
-            quantity = "busbw" if "busbw_gb_per_s" in (m.extra or {}) else "algbw"
+            quantity = "busbw" if self._busbw(m) else "algbw"
             place = " in place" if (m.extra or {}).get("inplace") else ""
             return f"{op} {format_size(m.size_bytes)}{place} {quantity} {value} {unit}{where}"
         flow = f"{self._label(m.src)}->{self._label(m.dst)}" if m.src != ALL or m.dst != ALL else "all"
@@ -148,8 +148,15 @@ class Judge:
     def measured(self, m: Measurement) -> tuple[float | None, str]:
         """The judged value of ``m`` and its unit."""
         if m.bandwidth is not None:
-            if _is_collective(m) and "busbw_gb_per_s" in (m.extra or {}):
-                value = m.extra["busbw_gb_per_s"]
+            extra = m.extra or {}
+            time_us = extra.get("time_us")
+            if _is_collective(m) and _op(m) in OPS and isinstance(time_us, (int, float)) and time_us > 0 and m.size_bytes > 0:
+                # from the time: the printed GB/s have two decimals (0.00 at small sizes); nccl-tests
+                # computes algbw = size / time the same way (src/common.cu)
+                algbw = m.size_bytes / time_us / 1e3
+                return (algbw * busbw_factor(_op(m), self._ranks(m)) if self._busbw(m) else algbw), "GB/s"
+            if self._busbw(m):
+                value = extra["busbw_gb_per_s"]
                 return (float(value) if isinstance(value, (int, float)) else None), "GB/s"
             return m.bandwidth.median, "GB/s"
         if m.latency is not None:
@@ -181,6 +188,11 @@ class Judge:
         return decide(self.subject(m, measured, unit), measured, exp, self.thresholds)
 
     # collectives
+    def _busbw(self, m: Measurement) -> bool:
+        """Judge busbw (nccl-tests' per-link number) where the entry has it and there is more than one
+        rank (on one rank busbw is 0 by definition: the factor 2(n-1)/n); else algbw."""
+        return _is_collective(m) and "busbw_gb_per_s" in (m.extra or {}) and self._ranks(m) > 1
+
     def _ranks(self, m: Measurement) -> int:
         ranks = (m.extra or {}).get("ranks")
         return int(ranks) if _is_gpu(ranks) and ranks > 0 else len(self.gpus)
@@ -193,7 +205,7 @@ class Judge:
         if ranks > len(self.gpus):
             raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
         gpus = list(self.gpus[:ranks])
-        busbw = "busbw_gb_per_s" in (m.extra or {})
+        busbw = self._busbw(m)
 
         def value(model: CollectiveModel) -> tuple[float, str]:
             pred = model.predict(op, gpus, m.size_bytes)
@@ -206,8 +218,6 @@ class Judge:
         theoretical = None
         if ranks > 1:
             bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
-            from ..model.collectives import busbw_factor
-
             theoretical = bound if busbw else bound / max(busbw_factor(op, ranks), 1e-9)
         alternatives: tuple[Alternative, ...] = ()
         if ranks > 1 and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
@@ -225,44 +235,58 @@ class Judge:
         return found
 
     # copies
-    def _transfers(self, m: Measurement) -> list[tuple[Any, Any]]:
+    def _transfers(self, m: Measurement) -> tuple[list[tuple[Any, Any]], tuple[Any, Any] | None]:
+        """The concurrent transfers behind ``m`` (topology endpoints) and the one ``m`` measures
+        (None when ``m`` is their total)."""
         listed = (m.extra or {}).get("transfers")
+        single = m.src != ALL and m.dst != ALL
+        a = self.gpu(m.src) if single else None
+        b = (self.gpu(m.dst) if m.method != LOCAL.key else a) if single else None
         if listed:
-            return [(self.gpu(a), self.gpu(b)) for a, b in listed]
-        if m.src == ALL or m.dst == ALL:
+            flows = [(self.gpu(x), self.gpu(y)) for x, y in listed]
+        elif not single:
             raise TopologyError("an aggregate without its transfers")
-        a = self.gpu(m.src)
-        b = self.gpu(m.dst) if m.method != LOCAL.key else a
-        if m.direction == "bi" and m.src != m.dst:
-            return [(a, b), (b, a)]
-        return [(a, b)]
+        elif m.direction == "bi" and m.src != m.dst:
+            flows = [(a, b), (b, a)]
+        else:
+            flows = [(a, b)]
+        target = (a, b) if single and m.scope == "transfer" else None
+        if target is not None and target not in flows:
+            flows = [target] + flows
+        return flows, target
 
-    def _rate(self, model: FabricModel, m: Measurement, flows: list[tuple[Any, Any]], method: str) -> float:
-        preds = model.predict([(a, b, m.size_bytes) for a, b in flows], method)
-        if m.direction == "bi" and m.scope == "transfer" and len(preds) == 2:
-            return preds[0].gb_per_s  # one direction while both run
-        if len(preds) == 1:
-            return preds[0].gb_per_s
+    def _rate(self, model: FabricModel, m: Measurement, flows: list[tuple[Any, Any]], target: tuple[Any, Any] | None,
+              method: str) -> float:
+        """GB/s of ``m``: its own transfer's rate, or the total (bytes / the slowest) of all."""
+        if method in HOST_METHODS and any(x == HOST for x, _ in flows) and any(y == HOST for _, y in flows):
+            method = CE.key  # both directions at once: the copy engine's copy with a host end is h2d or d2h
+        preds = model.predict([(x, y, m.size_bytes) for x, y in flows], method)
+        if target is not None:
+            return next(p.gb_per_s for p in preds if (p.src, p.dst) == target)
         slowest = max(p.elapsed_s for p in preds)
         return sum(p.size_bytes for p in preds) / slowest / 1e9 if slowest > 0 else 0.0
 
     def _copy(self, m: Measurement, method: str) -> Expectation:
-        flows = self._transfers(m)
-        twin = self._rate(self.fabric, m, flows, method)
-        calibrated = self._rate(self.calibrated, m, flows, method) if self.calibrated is not None else None
-        first = flows[0]
+        flows, target = self._transfers(m)
+        twin = self._rate(self.fabric, m, flows, target, method)
+        calibrated = self._rate(self.calibrated, m, flows, target, method) if self.calibrated is not None else None
+        if (m.extra or {}).get("counts_read_and_write") and method == LOCAL.key:  # the tool counts read + write
+            twin, calibrated = 2 * twin, (2 * calibrated if calibrated is not None else None)
+        first = target or flows[0]
         route, theoretical = "", None
         gpu_pair = all(_is_gpu(e) for e in first) and first[0] != first[1]
-        if gpu_pair or HOST in first:
-            a = first[0] if first[0] != HOST else None
-            b = first[1] if first[1] != HOST else None
-            if a is not None and b is not None:
-                route = query.pair_level(self.topology, a, b).code
-            single = [self.fabric.predict([(x, y, 0)], method)[0].theoretical_gb_per_s for x, y in flows]
-            if len(flows) == 1 or (m.direction == "bi" and m.scope == "transfer"):
-                theoretical = single[0]
-            elif m.direction == "bi" and len(flows) == 2:
-                theoretical = sum(single)
+        if gpu_pair:
+            route = query.pair_level(self.topology, first[0], first[1]).code
+        if (gpu_pair or HOST in first) and method != LOCAL.key:
+            if HOST in first:
+                gpu = self.fabric.gpu(first[1] if first[0] == HOST else first[0])
+                bound = query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(gpu), gpu)
+            else:
+                bound = query.theoretical_gb_per_s(self.topology, first[0], first[1])
+            if target is not None:
+                theoretical = bound
+            elif m.direction == "bi" and len(flows) == 2 and set(flows) == {first, first[::-1]}:
+                theoretical = 2 * bound
         detail = method
         alternatives: list[Alternative] = []
         declared_off = (m.extra or {}).get("peer_access") is False
@@ -270,14 +294,15 @@ class Judge:
             a, b = first
             if self.fabric.peer_access(a, b) is not None:
                 detail = f"{method}; no peer access in the topology: the driver stages through host memory"
-            else:
-                alt = self._rate(self.fabric, m, flows, CE_NOPEER.key)
+            elif all(_is_gpu(x) and _is_gpu(y) for x, y in flows):
+                alt = self._rate(self.fabric, m, flows, target, CE_NOPEER.key)
                 alternatives.append(Alternative("PCIe staging through host memory", alt,
                                                 _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE))
-        if method in HOST_METHODS and not get_method(method).pageable:
-            alternatives.append(Alternative("pageable (not pinned) host memory", self._rate(self.fabric, m, flows, _PAGEABLE[method]),
+        if method in _PAGEABLE and all(HOST in f for f in flows) and len({f[0] == HOST for f in flows}) == 1:
+            alternatives.append(Alternative("pageable (not pinned) host memory",
+                                            self._rate(self.fabric, m, flows, target, _PAGEABLE[method]),
                                             "host buffer likely pageable (not pinned)"))
-        if method in HOST_METHODS:
+        if HOST in first:
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
                                             "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)"))
         return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives))
@@ -297,18 +322,25 @@ class Judge:
     # latencies
     def _latency(self, m: Measurement) -> Expectation:
         kind = (m.extra or {}).get("latency_kind")
-        if kind not in ("remote-read", "flag-pingpong", "host-read"):
-            return Expectation(unit="us", note=f"{m.method} latency is not modelled")
+        if kind not in ("remote-read", "flag-pingpong", "host-read", "copy"):
+            return Expectation(unit="us", note=f"{kind or m.method} latency is not modelled")
         a, b = self.gpu(m.src), self.gpu(m.dst)
         if kind == "host-read":
             kind, a = "remote-read", HOST
+        method = m.method if kind == "copy" else None
+        size = max(int(m.size_bytes), 1)
 
-        def value(model: FabricModel) -> float:
-            return model.latency_us(kind, a, b)
+        def value(model: FabricModel, how: str | None = method) -> float:
+            return model.latency_us(kind, a, b, method=how, size_bytes=size)
 
         route = query.pair_level(self.topology, a, b).code if _is_gpu(a) and _is_gpu(b) else ""
         calibrated = value(self.calibrated) if self.calibrated is not None else None
-        return Expectation("us", None, value(self.fabric), calibrated, route, kind)
+        alternatives: tuple[Alternative, ...] = ()
+        if kind == "copy" and method in PEER_METHODS and _is_gpu(a) and _is_gpu(b) and self.fabric.peer_access(a, b) is None:
+            cause = _NO_PEER_DECLARED if (m.extra or {}).get("peer_access") is False else _NO_PEER_CAUSE
+            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause),)
+        detail = f"{kind} {method}" if method else kind
+        return Expectation("us", None, value(self.fabric), calibrated, route, detail, alternatives)
 
 
 def _op(m: Measurement) -> str:
