@@ -97,6 +97,9 @@ def check(
             console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
             for note in run.notes:
                 console.print(f"  note: {note}", markup=False, soft_wrap=True)
+            differ = judge.mismatch(run.gpus)
+            if differ:
+                console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
             for i, j in enumerate(jr.judgements):
                 style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
                 console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)

@@ -104,6 +104,16 @@ class Judge:
                                 hint="check against a topology with enough GPUs (--preset, --from, --synthetic) or pick "
                                      "them with --gpus")
 
+    def mismatch(self, names: Sequence[str]) -> str:
+        """How the GPUs a tool names differ from the selected GPUs' models ("" when they agree or
+        either side names no recognisable model): verdicts then compare with another machine."""
+        theirs = {t for t in (model_token(n) for n in names) if t}
+        mine = {t for t in (model_token(self.topology.gpu(g).name) for g in self.gpus) if t}
+        if theirs and mine and theirs != mine:
+            return (f"the results ran on {', '.join(sorted(theirs)).upper()}, {self.topology.name!r} has "
+                    f"{', '.join(sorted(mine)).upper()}: the verdicts compare them with another machine")
+        return ""
+
     def gpu(self, end: Any) -> Any:
         """The topology's endpoint for a tool's endpoint (GPU index mapped through ``gpus``)."""
         if _is_gpu(end):

@@ -66,7 +66,7 @@ def parse(text: str, source: str, fmt: str | None = None, size_bytes: int | None
     """The PeerRun of ``text`` (the content of ``source``)."""
     if fmt is not None and fmt not in FORMATS:
         raise UserError(f"unknown --format {fmt!r}", hint=f"valid formats: {', '.join(FORMATS)}")
-    if text.lstrip().startswith(("{", "[")):
+    if text.lstrip().startswith("{"):
         return _from_json(_load_json(text, source), source, fmt, size_bytes)
     kind = fmt
     if kind is None:

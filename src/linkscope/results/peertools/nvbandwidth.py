@@ -75,6 +75,19 @@ def _case(name: str) -> _Case | None:
     return None
 
 
+def _case_of_description(desc: str) -> str | None:
+    """The testcase a description line belongs to when unambiguous (testcases_ce.cpp / _sm.cpp:
+    device-to-device read tests print ``GPU(row) -> GPU(column)``, write tests ``<-``; host tests
+    ``CPU(row) -> GPU(column)`` and ``<-``; the bidirectional ones are ambiguous)."""
+    m = re.match(r"^memcpy (CE|SM) (CPU|GPU)\(row\) (->|<-) GPU\(column\) bandwidth \(GB/s\)$", desc)
+    if m is None:
+        return None
+    engine, rows, arrow = m.group(1).lower(), m.group(2), m.group(3)
+    if rows == "GPU":
+        return f"device_to_device_memcpy_{'read' if arrow == '->' else 'write'}_{engine}"
+    return f"{'host_to_device' if arrow == '->' else 'device_to_host'}_memcpy_{engine}"
+
+
 _DESC = re.compile(r"\((GB/s|ns)\)\s*$")
 _VERSION = re.compile(r"^nvbandwidth Version:\s*(\S+)")
 _DEVICE = re.compile(r"^Device (\d+): (.*?)(?: \([0-9a-fA-F:]+\))?\s*$")
@@ -216,9 +229,14 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             continue
         if stripped.startswith("SUM "):
             flush()
+            test, case = "", None  # the testcase ended
             continue
-        if _DESC.search(stripped) and case is not None:
+        if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
             flush()
+            if case is None:  # the "Running <test>." line was cut from the output: the description says it
+                test = _case_of_description(stripped) or ""
+                case = _case(test)
+                notes.append(f"{source}:{number_}: no 'Running' line before {stripped!r}: read as {test}")
             desc = stripped
             continue
         if desc and header is None and stripped and all(tok.isdigit() for tok in stripped.split()):
