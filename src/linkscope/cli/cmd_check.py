@@ -97,6 +97,9 @@ def check(
             console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
             for note in run.notes:
                 console.print(f"  note: {note}", markup=False, soft_wrap=True)
+            if run.record is not None and run.record.provenance.value != "measured":
+                console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
+                              "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
             differ = judge.mismatch(run.gpus)
             if differ:
                 console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)

@@ -123,7 +123,11 @@ class Judge:
         return end
 
     def _label(self, end: Any) -> str:
-        return f"GPU{end}" if _is_gpu(end) else str(end)
+        """``GPU3``, or ``GPU3(=4)`` when ``--gpus`` maps the tool's GPU3 onto the topology's GPU4."""
+        if not _is_gpu(end):
+            return str(end)
+        mapped = self.gpus[end] if 0 <= end < len(self.gpus) else end
+        return f"GPU{end}" if mapped == end else f"GPU{end}(={mapped})"
 
     def _short_gpu(self, index: int) -> str:
         name = self.topology.gpu(index).name or "GPU"
