@@ -75,7 +75,9 @@ def test_json_record_feeds_model_check(tmp_path):
     assert len(verdicts) == 66 and verdicts[1]["verdict"] == "low" and verdicts[1]["where"].endswith(":14")
     report = model_check(record)  # the embedded topology
     compared = [e for e in report.entries if e.rel_error is not None]
-    assert any(e.method == "ce" for e in compared) and any(e.method == "nccl.allreduce" for e in compared)
+    nopeer = [e for e in compared if e.method == "ce-nopeer"]  # P2P=Disabled: the staged copy, as the twin predicts it
+    assert len(nopeer) == 56 and max(abs(e.rel_error) for e in nopeer) < 0.1
+    assert any(e.method == "nccl.allreduce" for e in compared)
 
 
 def test_gpus_map_onto_the_topology(tmp_path):

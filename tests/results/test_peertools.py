@@ -35,7 +35,7 @@ def test_p2p_disabled_matrix():
     run = read(FX / "p2p-h100x8-disabled-nccl1264.txt")
     assert len(run.measurements) == 64
     m = _by(run, src=0, dst=1)[0]
-    assert (m.method, m.direction, m.size_bytes, m.median_gb_per_s) == ("ce", "uni", 160_000_000, 37.19)
+    assert (m.method, m.direction, m.size_bytes, m.median_gb_per_s) == ("ce-nopeer", "uni", 160_000_000, 37.19)
     assert m.extra["peer_access"] is False and m.extra["source_line"] == 14
     local = _by(run, src=3, dst=3)[0]
     assert local.method == "local" and local.extra["counts_read_and_write"] and local.median_gb_per_s == 2499.38

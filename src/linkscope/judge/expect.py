@@ -282,6 +282,12 @@ class Judge:
 
     def _copy(self, m: Measurement, method: str) -> Expectation:
         flows, target = self._transfers(m)
+        declared_off = (m.extra or {}).get("peer_access") is False
+        if method == CE_NOPEER.key and declared_off and all(
+                _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
+            # a tool ran the peer copy with peer access off (p2pBandwidthLatencyTest P2P=Disabled): judged
+            # against what the pair gives with it; the staged path is the alternative that explains it
+            method = CE.key
         twin = self._rate(self.fabric, m, flows, target, method)
         calibrated = self._rate(self.calibrated, m, flows, target, method) if self.calibrated is not None else None
         if (m.extra or {}).get("counts_read_and_write") and method == LOCAL.key:  # the tool counts read + write
@@ -303,7 +309,6 @@ class Judge:
                 theoretical = 2 * bound
         detail = method
         alternatives: list[Alternative] = []
-        declared_off = (m.extra or {}).get("peer_access") is False
         if gpu_pair and method in PEER_METHODS:
             a, b = first
             if self.fabric.peer_access(a, b) is not None:
@@ -342,6 +347,9 @@ class Judge:
         if kind == "host-read":
             kind, a = "remote-read", HOST
         method = m.method if kind == "copy" else None
+        if method == CE_NOPEER.key and (m.extra or {}).get("peer_access") is False and _is_gpu(a) and _is_gpu(b) \
+                and self.fabric.peer_access(a, b) is None:
+            method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
         size = max(int(m.size_bytes), 1)
 
         def value(model: FabricModel, how: str | None = method) -> float:
