@@ -80,10 +80,10 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
                 flows.append(pair)
     out = []
     for m in measurements:
-        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
-        flows = groups.get(key) if m.group is not None and m.bandwidth is not None else None
-        if flows and (len(flows) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
-            m = m.with_(extra={**dict(m.extra or {}), "transfers": [list(f) for f in flows]})
+        found = groups.get((m.group, m.size_bytes, m.method, m.pattern, m.direction)) \
+            if m.group is not None and m.bandwidth is not None else None
+        if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
+            m = m.with_(extra={**dict(m.extra or {}), "transfers": [list(f) for f in found]})
         out.append(m)
     return out
 
