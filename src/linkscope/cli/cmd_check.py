@@ -75,7 +75,13 @@ def check(
 
         topology = from_dict(dict(embedded))
     else:
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        from ..errors import BackendUnavailable
+
+        try:
+            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
+                                                    "or --synthetic SPEC") from None
     calibrated = load_topology(calibration) if calibration is not None else None
     judge = Judge(topology, gpus=gpu_list, calibrated=calibrated, thresholds=thresholds)
     judged = judge_runs(runs, judge)

@@ -139,8 +139,10 @@ class Judge:
         value = "N/A" if measured is None else (f"{measured:.1f}" if measured >= 10 else f"{measured:.3g}")
         if _is_collective(m):
             op = _op(m)
-            ranks = self._ranks(m)
-            gpus = [self.gpus[i] for i in range(min(ranks, len(self.gpus)))]
+            try:
+                gpus = self._rank_gpus(m)
+            except TopologyError:
+                gpus = []
             where = ""
             if gpus:
                 levels = sorted({query.pair_level(self.topology, gpus[i], gpus[(i + 1) % len(gpus)]).code
@@ -207,6 +209,17 @@ class Judge:
         rank (on one rank busbw is 0 by definition: the factor 2(n-1)/n); else algbw."""
         return _is_collective(m) and "busbw_gb_per_s" in (m.extra or {}) and self._ranks(m) > 1
 
+    def _rank_gpus(self, m: Measurement) -> list[int]:
+        """The topology GPU of each rank: ``extra["rank_gpus"]`` (the tool's GPU numbers, e.g. from a
+        linkscope record's options) mapped through ``gpus``, else the first ``ranks`` selected GPUs."""
+        ranks = self._ranks(m)
+        listed = (m.extra or {}).get("rank_gpus")
+        if isinstance(listed, list) and len(listed) == ranks and all(_is_gpu(g) for g in listed):
+            return [int(self.gpu(g)) for g in listed]
+        if ranks > len(self.gpus):
+            raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
+        return list(self.gpus[:ranks])
+
     def _ranks(self, m: Measurement) -> int:
         ranks = (m.extra or {}).get("ranks")
         return int(ranks) if _is_gpu(ranks) and ranks > 0 else len(self.gpus)
@@ -216,9 +229,7 @@ class Judge:
         if op not in OPS:
             return Expectation(note=f"collective {op!r} is not modelled (modelled: {', '.join(OPS)})")
         ranks = self._ranks(m)
-        if ranks > len(self.gpus):
-            raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
-        gpus = list(self.gpus[:ranks])
+        gpus = self._rank_gpus(m)
         busbw = self._busbw(m)
 
         def value(model: CollectiveModel) -> tuple[float, str]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.check import record_gpus
 from ..results.peertools.common import PeerRun
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
 from ..topology import io as topo_io
@@ -93,7 +94,13 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
     out = []
     for run in runs:
         judge.check_fit(run.measurements, run.source)
-        measurements = with_group_transfers(run.measurements) if run.record is not None else run.measurements
+        measurements = list(run.measurements)
+        if run.record is not None:
+            measurements = with_group_transfers(measurements)
+            rank_gpus = record_gpus(run.record)
+            if rank_gpus:  # a linkscope collective record says which GPU each rank drove
+                measurements = [m.with_(extra={**dict(m.extra or {}), "rank_gpus": rank_gpus})
+                                if m.pattern == "collective" and "rank_gpus" not in (m.extra or {}) else m for m in measurements]
         out.append(JudgedRun(run, tuple(judge.judge(m) for m in measurements)))
     return out
 
