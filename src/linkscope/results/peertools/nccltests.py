@@ -195,7 +195,7 @@ def parse_json(data: Any, source: str) -> PeerRun:
     config: dict[str, Any] = data["config"] if isinstance(data.get("config"), dict) else {}
     nranks = len(devices) or int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1)
     tool = "rccl-tests" if any("rccl" in a.lower() for a in args[:1]) or _tool("", names) == "rccl-tests" else "nccl-tests"
-    version = str(data.get("nccl_version", ""))
+    version = ""  # the JSON names the NCCL library, not the nccl-tests version
     out = Collector(tool, version, source)
     for i, item in enumerate(data["results"]):
         if not isinstance(item, dict):
@@ -224,5 +224,5 @@ def parse_json(data: Any, source: str) -> PeerRun:
                      None if wrong is None else int(float(wrong)))
     if not out.items:
         raise SchemaError(f"{source}: no nccl-tests result in it")
-    context = {"nccl_version": version, "args": args[:20]}
+    context = {"nccl_version": str(data.get("nccl_version", "")), "args": args[:20]}
     return PeerRun(tool, version, source, tuple(out.items), tuple(names), context)

@@ -231,7 +231,8 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             continue
         if stripped.startswith("SUM "):
             flush()
-            test, case = "", None  # the testcase ended
+            if stripped.split()[1:2] == [test]:  # the testcase ended (a bidirectional one prints
+                test, case = "", None            # SUM <test>_read1 ... between its matrices)
             continue
         if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
             flush()
