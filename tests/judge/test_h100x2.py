@@ -71,3 +71,15 @@ def test_small_buffer_size_is_taken_from_the_option(judge):
     judged = _judged(judge, "nvbandwidth-b1.txt", size_bytes=1 << 20)
     assert {m.size_bytes for m, _ in judged} == {1 << 20}
     assert all(j.verdict is not Verdict.UNJUDGED for _, j in judged)
+
+
+def test_imported_numbers_calibrate_the_twin(judge):
+    """check --json's record feeds model calibrate: nvbandwidth's peer copies fit the NVLink efficiency."""
+    from linkscope.judge.runs import to_record
+    from linkscope.model.calibrate import calibrate
+
+    run = read(H / "nvbandwidth.txt")
+    record = to_record(judge_runs([run], judge), judge)
+    result = calibrate(record)
+    assert 0.8 < result.fitted["link_efficiency.nvlink"] < 0.9
+    assert result.check is not None and result.check.median_abs_rel_error < 0.05
