@@ -124,3 +124,11 @@ def test_linkscope_survey_with_its_calibration_is_all_ok(tmp_path):
     assert "all ce 512 MiB 774.4 GB/s: NV18 route expects ~782 (calibrated twin, ce)" in out
     code, out, _ = _run(["check", str(SURVEY)])
     assert "GPU0->GPU1 ce 4 KiB 1.71 GB/s" in out and "not judged" not in out
+
+
+def test_problems_only_hides_ok_lines_but_counts_them():
+    code, out, _ = _run(["check", str(P2P_OFF), "--preset", "dgx-h100", "--problems-only"])
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("  ") and line.rstrip().endswith("]")]
+    assert len(lines) == 56 and all(line.strip().startswith("low") for line in lines)
+    assert "(8 ok not shown: --problems-only)" in out and "summary: 64 numbers: 8 ok, 56 low" in out

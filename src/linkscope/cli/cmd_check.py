@@ -40,6 +40,8 @@ def check(
     fail_below: float | None = typer.Option(None, "--fail-below",
                                             help="Exit 3 when any number is below this fraction of its expected value "
                                                  "(health checks), e.g. 0.8."),
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Print only the numbers that are not ok (the summary still counts every one)."),
     json_path: str | None = typer.Option(None, "--json", help="Write every number, with its verdict, as a RunRecord to FILE "
                                                               "('-' = stdout): report, model check and calibrate read it."),
 ) -> None:
@@ -109,9 +111,15 @@ def check(
             differ = judge.mismatch(run.gpus)
             if differ:
                 console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
+            hidden = 0
             for i, j in enumerate(jr.judgements):
+                if problems_only and j.verdict.value == "ok":
+                    hidden += 1
+                    continue
                 style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
                 console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)
+            if hidden:
+                console.print(f"  ({hidden} ok not shown: --problems-only)", markup=False)
         console.print(f"\nsummary: {summary.line()}", markup=False, soft_wrap=True)
         for line in summary.tool_lines():
             console.print(f"  {line}", markup=False, soft_wrap=True)
