@@ -92,6 +92,7 @@ class Judge:
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
         self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._collective_cache: dict[tuple, Expectation] = {}
 
     # ---- GPUs ------------------------------------------------------------------------------------
     def check_fit(self, measurements: Sequence[Measurement], what: str = "the results") -> None:
@@ -233,9 +234,16 @@ class Judge:
         ranks = self._ranks(m)
         gpus = self._rank_gpus(m)
         busbw = self._busbw(m)
+        key = (op, tuple(gpus), m.size_bytes, busbw)  # in-place and out-of-place rows share it
+        found = self._collective_cache.get(key)
+        if found is None:
+            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw)
+        return found
+
+    def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool) -> Expectation:
 
         def value(model: CollectiveModel) -> tuple[float, str]:
-            pred = model.predict(op, gpus, m.size_bytes)
+            pred = model.predict(op, gpus, size_bytes)
             chosen = pred.chosen
             how = [chosen.algorithm] + [str(getattr(chosen, k)) for k in ("protocol",) if getattr(chosen, k, None)]
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
@@ -244,7 +252,7 @@ class Judge:
         twin, detail = value(CollectiveModel(self.fabric))
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
-        full_us = chosen_model.predict(op, gpus, m.size_bytes).time_us
+        full_us = chosen_model.predict(op, gpus, size_bytes).time_us
         fixed_share = floor_us / full_us if full_us > 0 else None
         theoretical = None
         if ranks > 1:
