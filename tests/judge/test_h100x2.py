@@ -83,3 +83,11 @@ def test_imported_numbers_calibrate_the_twin(judge):
     result = calibrate(record)
     assert 0.8 < result.fitted["link_efficiency.nvlink"] < 0.9
     assert result.check is not None and result.check.median_abs_rel_error < 0.05
+
+
+def test_graph_launched_small_collectives_match_the_twins_floor(judge):
+    """The twin's launch floor is a graph launch: with -G 10 the small allreduces are ok (guide section 9)."""
+    judged = _judged(judge, "nccl-tests-all_reduce_G10.txt")
+    ok = [j for _, j in judged if j.verdict is Verdict.OK]
+    assert len(judged) == 36 and len(ok) >= 30
+    assert all(j.verdict is Verdict.OK for m, j in judged if m.size_bytes <= 512 << 10)
