@@ -5,20 +5,29 @@
 output turned into Measurements by ``results.peertools``). What it reads of a measurement:
 
 * a collective (pattern ``collective``, method ``nccl.<op>``): ``extra["ranks"]`` (default: every
-  selected GPU) and, when present, ``extra["busbw_gb_per_s"]`` (busbw is judged, else algbw = the
-  median); the twin is ``CollectiveModel.predict(op, gpus, size_bytes)`` (model/collectives.py), the
-  theoretical bound the narrowest route between ring neighbours (busbw is comparable with it), and
-  the alternative the same collective without peer access (through host memory);
+  selected GPU; ``extra["rank_gpus"]`` names each rank's GPU), ``extra["busbw_gb_per_s"]`` (busbw is
+  judged when present and ranks > 1, else algbw) and ``extra["time_us"]`` (the value is computed
+  from it, as nccl-tests computes algbw = size / time: the printed GB/s have two decimals); the
+  twin is ``CollectiveModel.predict(op, gpus, size_bytes)`` (model/collectives.py), the theoretical
+  bound the narrowest route between ring neighbours (busbw is comparable with it), and the
+  alternative the same collective without peer access (through host memory);
 * a copy of the method table (``ce``, ``sm-push``, ``h2d`` ...): one transfer, a ``bi`` pair total
   (``scope`` total, both directions at once), or the concurrent group ``extra["transfers"]``
   (``[[src, dst], ...]``; the entry is their total: bytes / the slowest); the twin is
   ``FabricModel.predict`` (model/predict.py), the bound ``query.theoretical_gb_per_s``
   (topology/query.py). Alternatives: the copy without peer access (``ce-nopeer``), and for host
-  copies pageable memory and a host link at half its width or generation;
+  copies pageable memory and a host link at half its width or generation. A ``ce-nopeer`` entry
+  with ``extra["peer_access"]`` false (a tool that turned peer access off, p2pBandwidthLatencyTest
+  P2P=Disabled) is judged against the pair with peer access, the staged path naming the cause;
+  ``extra["counts_read_and_write"]`` (a local copy counted twice) doubles the twin;
 * an MPI bandwidth (``mpi.bw``, ``mpi.bibw``) between device buffers (``extra["buffers"]`` ``D D``)
   is judged as a ``ce`` copy (CUDA-aware MPI moves GPU buffers over the peer route with the copy
   engine: Open MPI's smcuda / UCX cuda_ipc); host buffers are not judged (no host-memory model);
-* a latency (``extra["latency_kind"]`` remote-read, flag-pingpong, host-read): ``FabricModel.latency_us``.
+* a latency (``extra["latency_kind"]`` remote-read, flag-pingpong, host-read, copy with the entry's
+  method and size): ``FabricModel.latency_us``.
+
+Every expectation also says which share of the twin's time is fixed cost (``fixed_share``): a
+latency-bound size is reported as such instead of being blamed on a link (verdict.decide).
 
 GPU numbers in the measurements are the tool's (0..n-1 of the GPUs it saw); ``gpus`` maps them onto
 the topology's (``--gpus 2,3``: the tool's GPU0 is the topology's GPU2), as ``bench --gpus`` picks them.
