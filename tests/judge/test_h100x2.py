@@ -42,7 +42,7 @@ def test_nccl_tests_large_sizes_match_the_twin(judge):
         big = [(m, j) for m, j in _judged(judge, name) if m.size_bytes >= 512 << 20]
         assert len(big) == 4 and all(j.verdict is Verdict.OK for _, j in big), name
     one = next(j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes == 512 << 20 and not m.extra["inplace"])
-    assert one.line.startswith("allreduce 512 MiB busbw 310.2 GB/s on 2 x H100 NV18: twin 325 (ring) -> 95%: ok")
+    assert one.line.startswith("allreduce 512 MiB busbw 310.2 GB/s on 2 x H100 NV18: twin 325 (ring, NVLS off) -> 95%: ok")
 
 
 def test_small_collectives_are_latency_bound_not_blamed_on_links(judge):

@@ -83,11 +83,24 @@ def test_nvbandwidth_text_read_and_host_cases():
     assert (h2d.method, h2d.median_gb_per_s, d2h.method, d2h.median_gb_per_s) == ("h2d", 26.30, "d2h", 26.83)
 
 
-def test_nvbandwidth_size_latency_and_waived():
-    run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE), size_bytes=64 << 20)
-    assert {m.size_bytes for m in run.measurements if m.bandwidth} == {64 << 20}
-    lat = [m for m in run.measurements if m.latency is not None]
-    assert len(lat) == 1 and lat[0].src == HOST and lat[0].latency_us == pytest.approx(1.21055)
+def test_nvbandwidth_size_latency_and_bidirectional_matrices():
+    """The 2 x H100 recording: latencies in ns become µs, ``size_bytes`` is the run's -b, and a
+    bidirectional testcase's three matrices (SUM lines between them) are all read."""
+    h100 = FX / "h100x2"
+    run = nvbandwidth.parse_text((h100 / "nvbandwidth-b1.txt").read_text(), "b1.txt", size_bytes=1 << 20)
+    assert {m.size_bytes for m in run.measurements} == {1 << 20}
+    full = read(h100 / "nvbandwidth.txt")
+    lat = [m for m in full.measurements if m.latency is not None]
+    assert [(m.src, m.method) for m in lat][:2] == [(1, "remote-read"), (0, "remote-read")]
+    assert all(0.5 < m.latency_us < 2.0 for m in lat)  # printed in ns: 826.x -> 0.826 µs
+    bidir = [m for m in full.measurements if m.extra["test"] == "device_to_device_bidirectional_memcpy_read_ce"]
+    assert len(bidir) == 6 and sorted(m.scope for m in bidir) == ["total"] * 2 + ["transfer"] * 4
+
+
+def test_nvbandwidth_waived_testcase_is_a_note():
+    """tests/fixtures/nvbandwidth/onegpu_sample.txt is SYNTHETIC (hand-written in nvbandwidth's layout
+    for bench/onegpu_compare.py; see tests/test_bench_onegpu.py): used here only for its waived case."""
+    run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE))
     assert any("waived" in n for n in run.notes)
 
 

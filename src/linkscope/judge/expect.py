@@ -255,6 +255,8 @@ class Judge:
             pred = model.predict(op, gpus, size_bytes)
             chosen = pred.chosen
             how = [chosen.algorithm] + [str(getattr(chosen, k)) for k in ("protocol",) if getattr(chosen, k, None)]
+            if "nvls" not in chosen.algorithm.lower():
+                how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
         chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric)
