@@ -7,7 +7,7 @@ measured value, the expectation and the :class:`Thresholds` into a :class:`Judge
 (ok / low / suspicious-high / not judged), the fraction of the expectation reached, and the reason
 in words, e.g.::
 
-    allreduce 512 MiB busbw 316.8 GB/s on 2 x H100 NV18: twin 325 (ring) -> 97%: ok
+    allreduce 512 MiB busbw 316.8 GB/s on 2 x H100 NV18: twin 325 (ring, NVLS off) -> 97%: ok
     GPU0->GPU1 ce 512 MiB 37.0 GB/s: NV18 route expects ~393 (twin ce) -> 9%: low; 37 is what
         PCIe staging through host memory gives (~38.5): peer access likely off
 
