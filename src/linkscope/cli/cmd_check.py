@@ -22,7 +22,7 @@ def _fraction(value: float | None, option: str) -> float | None:
 
 
 def check(
-    files: list[Path] = typer.Argument(..., help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / "
+    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / "
                                                  "rccl-tests (text or -J), OSU, p2pBandwidthLatencyTest, TransferBench."),
     fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
                                                           "transferbench (default: from the content)."),
@@ -47,7 +47,9 @@ def check(
 ) -> None:
     """Judge every number of the given results against the topology they ran on: the route's
     theoretical bottleneck, the twin's prediction (and the calibrated twin's), and a verdict
-    (ok / low / suspicious-high) with the reason; a summary at the end.
+    (ok / low / suspicious-high) with the reason; a summary at the end. The topology is this
+    machine's unless --preset, --from or --synthetic names another (a linkscope record checked alone:
+    its own).
 
     Example: linkscope check nvbandwidth.txt all_reduce.txt --preset dgx-h100 --gpus 0,1
     """
