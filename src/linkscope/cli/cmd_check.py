@@ -22,8 +22,10 @@ def _fraction(value: float | None, option: str) -> float | None:
 
 
 def check(
-    files: list[Path] = typer.Argument(..., metavar="FILE...", help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / "
-                                                 "rccl-tests (text or -J), OSU, p2pBandwidthLatencyTest, TransferBench."),
+    files: list[Path] = typer.Argument(
+        ..., metavar="FILE...",
+        help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / rccl-tests (text or -J), OSU, "
+             "p2pBandwidthLatencyTest, TransferBench."),
     fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
                                                           "transferbench (default: from the content)."),
     preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),

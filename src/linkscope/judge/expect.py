@@ -273,7 +273,8 @@ class Judge:
         if ranks > 1 and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
-                                        "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)"),)
+                                        "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
+                                        "collective-no-p2p"),)
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
@@ -364,14 +365,15 @@ class Judge:
             elif all(_is_gpu(x) and _is_gpu(y) for x, y in flows):
                 alt = self._rate(self.fabric, m, flows, target, CE_NOPEER.key)
                 alternatives.append(Alternative("PCIe staging through host memory", alt,
-                                                _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE))
+                                                _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE, "no-peer-access"))
         if method in _PAGEABLE and all(HOST in f for f in flows) and len({f[0] == HOST for f in flows}) == 1:
             alternatives.append(Alternative("pageable (not pinned) host memory",
                                             self._rate(self.fabric, m, flows, target, _PAGEABLE[method]),
-                                            "host buffer likely pageable (not pinned)"))
+                                            "host buffer likely pageable (not pinned)", "pageable-host-memory"))
         if HOST in first:
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
-                                            "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)"))
+                                            "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
+                                            "pcie-link-degraded"))
         return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share)
 
     def _mpi(self, m: Measurement) -> Expectation:
@@ -412,7 +414,8 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if kind == "copy" and method in PEER_METHODS and _is_gpu(a) and _is_gpu(b) and self.fabric.peer_access(a, b) is None:
             cause = _NO_PEER_DECLARED if (m.extra or {}).get("peer_access") is False else _NO_PEER_CAUSE
-            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause),)
+            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause,
+                                        "no-peer-access"),)
         detail = f"{kind} {method}" if method else kind
         return Expectation("us", None, value(self.fabric), calibrated, route, detail, alternatives)
 

@@ -90,11 +90,14 @@ class Alternative:
         label: what gives it, e.g. ``"PCIe staging through host memory"``.
         value: the twin's value under that cause, in the expectation's unit.
         cause: the diagnosis in words, e.g. ``"peer access likely off"``.
+        key: the diagnosis as a stable identifier for programs (``"no-peer-access"``,
+            ``"collective-no-p2p"``, ``"pageable-host-memory"``, ``"pcie-link-degraded"``), or "".
     """
 
     label: str
     value: float
     cause: str
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ class Expectation:
         return {"unit": self.unit, "theoretical": self.theoretical, "twin": self.twin, "calibrated": self.calibrated,
                 "expected": self.expected, "route": self.route, "detail": self.detail, "note": self.note,
                 "fixed_share": self.fixed_share,
-                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause} for a in self.alternatives]}
+                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key} for a in self.alternatives]}
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ class Judgement:
             expected / measured for times), or None when not judged.
         reason: the verdict in words (the part of the line after the subject).
         cause: the diagnosis of a low number when an alternative explains it, else "".
+        cause_key: that alternative's ``key`` (a stable identifier), else "".
     """
 
     subject: str
@@ -169,6 +173,7 @@ class Judgement:
     fraction: float | None
     reason: str
     cause: str = ""
+    cause_key: str = ""
 
     @property
     def line(self) -> str:
@@ -176,7 +181,7 @@ class Judgement:
 
     def as_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "measured": self.measured, "verdict": self.verdict.value,
-                "fraction": self.fraction, "reason": self.reason, "cause": self.cause,
+                "fraction": self.fraction, "reason": self.reason, "cause": self.cause, "cause_key": self.cause_key,
                 "expectation": self.expectation.as_dict()}
 
 
@@ -241,6 +246,6 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
             reason = f"{head} -> {pct}: low; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}): {alt.cause}"
-            return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause)
+            return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
         return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: low")
     return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok")
