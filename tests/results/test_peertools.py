@@ -250,3 +250,12 @@ def test_nccl_tests_outputs_appended_in_one_file_keep_their_own_op_and_ranks():
     methods = [m.method for m in run.measurements]
     assert methods[:56] == ["nccl.allreduce"] * 56 and methods[56:] == ["nccl.allgather"] * 56
     assert {m.extra["ranks"] for m in run.measurements} == {2} and len(run.gpus) == 2
+
+
+def test_nvbandwidth_runs_appended_in_one_file():
+    """A second run appended to the file lists its devices again: read, not refused."""
+    h100 = FX / "h100x2"
+    text = (h100 / "nvbandwidth-b1.txt").read_text() + (h100 / "nvbandwidth.txt").read_text()
+    run = parse(text, "both.txt")
+    assert len(run.gpus) == 2
+    assert len(run.measurements) == len(read(h100 / "nvbandwidth-b1.txt").measurements) + len(read(h100 / "nvbandwidth.txt").measurements)

@@ -209,10 +209,11 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         m = _DEVICE.match(stripped)
         if m and header is None:
             index = gpu_index(m.group(1), lines, number_)
-            if index != len(gpus):
-                raise lines.error(number_, f"device {index} listed out of order")
-            gpus.append(m.group(2).strip())
-            continue
+            if index > len(gpus):
+                raise lines.error(number_, f"device {index} listed before device {len(gpus)}")
+            if index == len(gpus):
+                gpus.append(m.group(2).strip())
+            continue  # (an index seen before: a second run appended to the file lists its devices again)
         for key in ("CUDA Runtime Version", "CUDA Driver Version", "Driver Version"):
             if stripped.startswith(key + ":"):
                 context[key.lower().replace(" ", "_")] = stripped.split(":", 1)[1].strip()

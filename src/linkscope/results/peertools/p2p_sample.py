@@ -53,7 +53,8 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         line = raw.strip()
         m = _DEVICE.match(line)
         if m:
-            gpus.append(m.group(2))
+            if int(m.group(1)) == len(gpus):  # a second run appended to the file lists its devices again
+                gpus.append(m.group(2))
             continue
         m = re.match(r"^Device=(\d+) (CAN|CANNOT) Access Peer Device=(\d+)", line)
         if m:
