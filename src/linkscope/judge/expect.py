@@ -43,7 +43,7 @@ from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
 from ..patterns.base import NO_PEER_ACCESS_KEY
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.model import Topology
@@ -370,7 +370,7 @@ class Judge:
             alternatives.append(Alternative("pageable (not pinned) host memory",
                                             self._rate(self.fabric, m, flows, target, _PAGEABLE[method]),
                                             "host buffer likely pageable (not pinned)", "pageable-host-memory"))
-        if HOST in first:
+        if HOST in first and not get_method(method).pageable:  # a pageable copy is bound by the host memcpy, not the link
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
                                             "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
                                             "pcie-link-degraded"))
