@@ -6,7 +6,7 @@ from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
 from linkscope.comm.nccl_backend import SimNccl
 from linkscope.comm.records import nccl_record
-from linkscope.model.collectives import OPS
+from linkscope.model.collectives import OP_TABLE, OPS
 from linkscope.report import textformats
 from linkscope.topology.synthetic import synthetic_topology
 
@@ -91,7 +91,7 @@ def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
     be = sim_backend(3)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), op, [4096, 1 << 16], iters=2, warmup=1, inplace=True)
-    chunked = op in ("allgather", "reduce_scatter", "alltoall")  # rounded down to whole chunks of 3 ranks
+    chunked = OP_TABLE[op].layout != "whole"  # rounded down to whole chunks of 3 ranks
     sizes = [4092, 65532] if chunked else [4096, 65536]
     assert [(r.size_bytes, r.inplace) for r in result.rows] == [(s, p) for s in sizes for p in (False, True)]
     for r in result.rows:

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from linkscope.errors import UserError
@@ -165,3 +166,16 @@ def test_bad_ranks_are_clear_errors():
     with pytest.raises(Exception, match="GPU 9"):
         model.predict("allreduce", [0, 9], 8)
     assert model.predict("allreduce", [2], 1 << 20).chosen.algorithm == "local"
+
+
+def test_op_table_describes_gather_and_scatter_like_nccl_tests():
+    from linkscope.model.collectives import OP_TABLE
+
+    assert busbw_factor("gather", 4) == pytest.approx(0.75) and busbw_factor("scatter", 8) == pytest.approx(0.875)
+    g = layout("gather", 1 << 20, 4)
+    assert (g.send_count, g.recv_count) == (65536, 262144)
+    sends, recvs = OP_TABLE["scatter"].exchanges(0, 4, layout("scatter", 1 << 20, 4))
+    assert [peer for peer, _, _ in sends] == [0, 1, 2, 3] and recvs == [(0, 0, 65536)]
+    assert OP_TABLE["gather"].reference(np, 1, 4, g, 0) is None  # only the root receives
+    pred = CollectiveModel.of(load_preset("hgx-h200-4")).predict("gather", [0, 1, 2, 3], GIB).chosen
+    assert pred.algorithm == "p2p"

@@ -21,6 +21,9 @@ per-GPU link speed whatever the number of ranks n:
   does not leave the GPU.
 * **sendrecv** ``1``: each rank sends S to its right neighbour and receives S from its left one
   (a ring shift); each byte crosses one link once.
+* **gather**, **scatter** ``(n-1)/n``: S is the root's total (n chunks of S/n); the root receives
+  (sends) the n-1 chunks of the other ranks. NCCL has no gather/scatter call: nccl-tests, and
+  linkscope, group ``ncclSend``/``ncclRecv`` to/from root 0.
 
 Sizes: ``count`` elements of ``dtype_bytes`` each are rounded down so the per-rank chunks are
 whole (nccl-tests does the same), and the size actually used is reported.
@@ -36,8 +39,9 @@ whole (nccl-tests does the same), and the size actually used is reported.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +54,99 @@ from .contention import simulate
 from .params import generation_key
 from .predict import FabricModel
 
-OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+
+def check_values(xp: Any, rank: int, start: int, count: int) -> Any:
+    """The data check's input: element i of rank r's send buffer is ``(i mod 13) + r + 1`` (exact in float32)."""
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return ((idx % 13) + rank + 1).astype(xp.float32)
+
+
+def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
+    """The sum of ``check_values`` over n ranks."""
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return (n * (idx % 13) + n * (n + 1) // 2).astype(xp.float32)
+
+
+def _concat(xp: Any, parts: list[Any]) -> Any:
+    return xp.concatenate(parts) if parts else xp.zeros(0, xp.float32)
+
+
+def _ref_allgather(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
+    return _concat(xp, [check_values(xp, k, 0, lay.chunk_count) for k in range(n)]) if lay.chunk_count else xp.zeros(0, xp.float32)
+
+
+def _ref_alltoall(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
+    c = lay.chunk_count
+    return _concat(xp, [check_values(xp, k, rank * c, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
+
+
+@dataclass(frozen=True)
+class CollectiveOp:
+    """One collective as nccl-tests describes it (one descriptor per operation, like its ``testColl``):
+    read by the real runner (comm/nccl.py), the simulated backend and the model.
+
+    Attributes:
+        name: the operation (``--op``).
+        layout: ``whole`` (send and receive S), ``gather`` (send S/n, receive S), ``scatter`` (send S,
+            receive S/n) or ``exchange`` (send and receive S in n chunks).
+        busbw: ``allreduce`` (2(n-1)/n), ``chunks`` ((n-1)/n) or ``one`` (1): nccl-tests' factor.
+        in_place: ``same`` (one buffer), ``recv_slot`` (send from the rank's slot of the receive
+            buffer), ``send_slot`` (receive into the rank's slot of the send buffer) or ``undefined``
+            (NCCL defines none: timed, not checked).
+        nccl_func: the function NCCL's tuner times (None: grouped send/recv).
+        reference: what rank r's receive buffer must hold (None: nothing to check on that rank).
+    """
+
+    name: str
+    layout: str
+    busbw: str
+    in_place: str
+    nccl_func: str | None
+    reference: Callable[[Any, int, int, Layout, int], Any | None]
+
+    def busbw_factor(self, ranks: int) -> float:
+        n = float(ranks)
+        return 2.0 * (n - 1.0) / n if self.busbw == "allreduce" else (n - 1.0) / n if self.busbw == "chunks" else 1.0
+
+    def bytes_per_rank(self, size_bytes: int, ranks: int) -> float:
+        """Bytes each rank's links carry at size S on the best algorithm (S x the busbw factor)."""
+        return size_bytes * self.busbw_factor(ranks)
+
+    def exchanges(self, rank: int, n: int, lay: Layout, root: int = 0) -> tuple[list[tuple[int, int, int]],
+                                                                                  list[tuple[int, int, int]]]:
+        """Grouped send/recv operations: (peer, element offset, count) of this rank's sends and receives
+        (nccl-tests' alltoall, sendrecv, gather and scatter); empty for NCCL collectives."""
+        c = lay.chunk_count
+        if self.name == "alltoall":
+            return [(k, k * c, c) for k in range(n)], [(k, k * c, c) for k in range(n)]
+        if self.name == "sendrecv":
+            return [((rank + 1) % n, 0, lay.send_count)], [((rank - 1) % n, 0, lay.recv_count)]
+        if self.name == "gather":
+            return [(root, 0, c)], ([(k, k * c, c) for k in range(n)] if rank == root else [])
+        if self.name == "scatter":
+            return ([(k, k * c, c) for k in range(n)] if rank == root else []), [(root, 0, c)]
+        return [], []
+
+
+OP_TABLE: dict[str, CollectiveOp] = {op.name: op for op in (
+    CollectiveOp("allreduce", "whole", "allreduce", "same", "allreduce",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count)),
+    CollectiveOp("allgather", "gather", "chunks", "recv_slot", "allgather", _ref_allgather),
+    CollectiveOp("reduce_scatter", "scatter", "chunks", "send_slot", "reduce_scatter",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, r * lay.chunk_count, lay.chunk_count)),
+    CollectiveOp("broadcast", "whole", "one", "same", "broadcast",
+                 lambda xp, r, n, lay, root: check_values(xp, root, 0, lay.recv_count)),
+    CollectiveOp("reduce", "whole", "one", "same", "reduce",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count) if r == root else None),
+    CollectiveOp("alltoall", "exchange", "chunks", "undefined", None, _ref_alltoall),
+    CollectiveOp("sendrecv", "whole", "one", "undefined", None,
+                 lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count)),
+    CollectiveOp("gather", "gather", "chunks", "recv_slot", None,
+                 lambda xp, r, n, lay, root: _ref_allgather(xp, r, n, lay, root) if r == root else None),
+    CollectiveOp("scatter", "scatter", "chunks", "send_slot", None,
+                 lambda xp, r, n, lay, root: check_values(xp, root, r * lay.chunk_count, lay.chunk_count)),
+)}
+OPS = tuple(OP_TABLE)
 
 
 def busbw_factor(op: str, ranks: int) -> float:
@@ -58,12 +154,7 @@ def busbw_factor(op: str, ranks: int) -> float:
     _check_op(op)
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
-    n = float(ranks)
-    if op == "allreduce":
-        return 2.0 * (n - 1.0) / n
-    if op in ("allgather", "reduce_scatter", "alltoall"):
-        return (n - 1.0) / n
-    return 1.0  # broadcast, reduce, sendrecv
+    return OP_TABLE[op].busbw_factor(ranks)
 
 
 def algbw_gb_per_s(size_bytes: int, time_s: float) -> float:
@@ -86,7 +177,8 @@ class Layout:
         ranks: number of ranks.
         send_count: elements each rank's send buffer holds.
         recv_count: elements each rank's receive buffer holds.
-        chunk_count: elements per peer (alltoall), per rank (allgather, reduce_scatter), else count.
+        chunk_count: elements per peer (alltoall), per rank (allgather, reduce_scatter, gather,
+            scatter), else count.
         size_bytes: the size S nccl-tests reports (after rounding), used for algbw.
     """
 
@@ -104,20 +196,21 @@ def layout(op: str, size_bytes: int, ranks: int, dtype_bytes: int = 4) -> Layout
     if size_bytes < 0 or ranks < 1 or dtype_bytes < 1:
         raise ValueError("size, ranks and dtype size must be positive")
     count = size_bytes // dtype_bytes
-    if op in ("allgather", "reduce_scatter", "alltoall"):
-        chunk = count // ranks
-        total = chunk * ranks
-        if op == "allgather":
-            return Layout(op, ranks, chunk, total, chunk, total * dtype_bytes)
-        if op == "reduce_scatter":
-            return Layout(op, ranks, total, chunk, chunk, total * dtype_bytes)
-        return Layout(op, ranks, total, total, chunk, total * dtype_bytes)
-    return Layout(op, ranks, count, count, count, count * dtype_bytes)
+    kind = OP_TABLE[op].layout
+    if kind == "whole":
+        return Layout(op, ranks, count, count, count, count * dtype_bytes)
+    chunk = count // ranks
+    total = chunk * ranks
+    if kind == "gather":
+        return Layout(op, ranks, chunk, total, chunk, total * dtype_bytes)
+    if kind == "scatter":
+        return Layout(op, ranks, total, chunk, chunk, total * dtype_bytes)
+    return Layout(op, ranks, total, total, chunk, total * dtype_bytes)
 
 
 def _check_op(op: str) -> None:
-    if op not in OPS:
-        raise UserError(f"unknown collective {op!r}", hint=f"valid operations: {', '.join(OPS)}")
+    if op not in OP_TABLE:
+        raise UserError(f"unknown collective {op!r}", hint=f"valid operations: {', '.join(OP_TABLE)}")
 
 
 # ---- predicted time: NCCL's algorithms and protocols on the fabric model ------------------------------
@@ -130,7 +223,7 @@ ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
 ``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:110-112); Simple only data."""
-P2P_OPS = ("alltoall", "sendrecv", "gather", "scatter")
+P2P_OPS = tuple(op.name for op in OP_TABLE.values() if op.nccl_func is None)
 
 
 @dataclass(frozen=True)
@@ -432,16 +525,14 @@ class CollectiveModel:
 
     # ---- grouped send/recv (alltoall, sendrecv, gather, scatter) -------------------------------------------
     def p2p_flows(self, op: str, ranks: list[int], size_bytes: int, root: int = 0) -> list[tuple[int, int, float]]:
-        """(src rank, dst rank, bytes) of every send of a grouped p2p operation (nccl-tests' patterns)."""
+        """(src rank, dst rank, bytes) of every send of a grouped p2p operation (the op table's exchanges)."""
         n = len(ranks)
-        chunk = size_bytes / n
-        if op == "alltoall":
-            return [(r, k, chunk) for r in range(n) for k in range(n)]
-        if op == "sendrecv":
-            return [(r, (r + 1) % n, float(size_bytes)) for r in range(n)]
-        if op == "gather":
-            return [(r, root, chunk) for r in range(n)]
-        return [(root, k, chunk) for k in range(n)]  # scatter
+        lay = layout(op, size_bytes, n)
+        out = []
+        for r in range(n):
+            for peer, _, count in OP_TABLE[op].exchanges(r, n, lay, root)[0]:
+                out.append((r, peer, float(count * 4)))
+        return out
 
     def _p2p(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem | None) -> AlgorithmPrediction:
         plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
