@@ -101,3 +101,56 @@ def test_auto_with_a_named_topology_simulates_it(capsys):
                  "--warmup", "0"]) == 0
     captured = capsys.readouterr()
     assert "SIMULATED" in captured.out and "simulated on hgx-h200-4" in captured.err
+
+
+def test_real_backend_takes_memory_streams_and_events_from_the_device_runtime():
+    """CupyNccl's device side goes through the engines' DeviceRuntime (issue 22): checked with fakes,
+    since the real path needs a GPU; every timing event it creates is destroyed after it is read."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from linkscope.comm.nccl import time_op
+    from linkscope.comm.nccl_backend import Peer
+
+    calls = []
+
+    class FakeRuntime:
+        def device_count(self):
+            return 2
+
+        def mem_get_info(self, ordinal):
+            calls.append(("mem", ordinal))
+            return (123 + ordinal, 999)
+
+        def stream(self, ordinal):
+            return f"stream{ordinal}"
+
+        def event_create(self, ordinal, timing=True):
+            calls.append(("create", ordinal))
+            return len(calls)
+
+        def event_record(self, event, stream):
+            calls.append(("record", event, stream))
+
+        def event_elapsed_s(self, start, end):
+            return 0.5
+
+        def event_destroy(self, event):
+            calls.append(("destroy", event))
+
+        def synchronize(self, ordinal):
+            calls.append(("sync", ordinal))
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(is_hip=False),
+                                              Device=lambda d: contextlib.nullcontext()))
+    nccl = SimpleNamespace(NcclCommunicator=SimpleNamespace(initAll=lambda devs: [f"comm{d}" for d in devs]))
+    be = CupyNccl(cp=cp, nccl=nccl, runtime=FakeRuntime())
+    peers = be.init_all([0, 1])
+    assert [(p.rank, p.device, p.comm, p.stream) for p in peers] == [(0, 0, "comm0", "stream0"), (1, 1, "comm1", "stream1")]
+    assert be.device_count() == 2 and be.free_bytes(Peer(0, 1, None, None)) == 124
+    assert time_op(be, peers, lambda: None, 5) == pytest.approx(0.1)
+    created = [c[1] for c in calls if c[0] == "create"]
+    destroyed = sorted(c[1] for c in calls if c[0] == "destroy")
+    assert len(created) == 4 and len(destroyed) == 4  # no event leaks
+    assert ("record", 3, "stream0") in calls or any(c[0] == "record" and c[2] == "stream0" for c in calls)
+    assert [c for c in calls if c[0] == "sync"] == [("sync", 0), ("sync", 1)] * 2

@@ -40,25 +40,14 @@ class Peer:
     stream: Any
 
 
-class CollectiveBackend(Protocol):
-    """What the NCCL runners (nccl, stencil, p2p) need from a collective library."""
-
-    @property
-    def simulated(self) -> bool: ...
-    @property
-    def xp(self) -> Any: ...
-    @property
-    def data_limit_bytes(self) -> int | None:
-        """Largest buffer (bytes) whose data really moves; None: every buffer (real backends)."""
+class CollectiveCalls(Protocol):
+    """The collective library itself: communicators and the calls of one NCCL group. Buffers,
+    streams and events come from the device side."""
 
     def version(self) -> str: ...
-    def device_count(self) -> int: ...
     def init_all(self, devices: Sequence[int]) -> list[Peer]: ...
     def unique_id(self) -> Any: ...
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer: ...
-    def on(self, peer: Peer) -> contextlib.AbstractContextManager[None]: ...
-    def free_bytes(self, peer: Peer) -> int: ...
-    def alloc(self, peer: Peer, count: int) -> Any: ...
     def group_start(self) -> None: ...
     def group_end(self) -> None: ...
     def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
@@ -68,6 +57,27 @@ class CollectiveBackend(Protocol):
     def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None: ...
     def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None: ...
+    def destroy(self, peers: Sequence[Peer]) -> None: ...
+
+
+class DeviceSide(Protocol):
+    """What the runners need from the devices around the calls: memory, events, synchronisation,
+    CUDA graphs. The real backend takes device count, free memory, streams, events and
+    synchronisation from the engines' device runtime (``engines.gpu.runtime.CupyRuntime``); its
+    array buffers stay CuPy arrays (the data checks index them)."""
+
+    @property
+    def simulated(self) -> bool: ...
+    @property
+    def xp(self) -> Any: ...
+    @property
+    def data_limit_bytes(self) -> int | None:
+        """Largest buffer (bytes) whose data really moves; None: every buffer (real backends)."""
+
+    def device_count(self) -> int: ...
+    def on(self, peer: Peer) -> contextlib.AbstractContextManager[None]: ...
+    def free_bytes(self, peer: Peer) -> int: ...
+    def alloc(self, peer: Peer, count: int) -> Any: ...
     def pinned(self, count: int) -> np.ndarray: ...
     def new_event(self, peer: Peer) -> Any: ...
     def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
@@ -77,8 +87,11 @@ class CollectiveBackend(Protocol):
     def sync(self, peers: Sequence[Peer]) -> None: ...
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]: ...
     def launch(self, peers: Sequence[Peer], graphs: Sequence[Any]) -> None: ...
-    def destroy(self, peers: Sequence[Peer]) -> None: ...
     def to_numpy(self, buf: Any) -> np.ndarray: ...
+
+
+class CollectiveBackend(CollectiveCalls, DeviceSide, Protocol):
+    """What the NCCL runners (nccl, stencil, p2p) need: the collective calls and the device side."""
 
 
 class CupyNccl:
@@ -87,13 +100,16 @@ class CupyNccl:
     simulated = False
     data_limit_bytes: int | None = None
 
-    def __init__(self) -> None:
-        from ..engines.gpu.runtime import cupy_module
+    def __init__(self, *, cp: Any = None, nccl: Any = None, runtime: Any = None) -> None:
+        """``cp``, ``nccl``, ``runtime``: CuPy, its NCCL module and the engines' device runtime
+        (imported / built here unless given, as tests give fakes)."""
+        from ..engines.gpu.runtime import CupyRuntime, cupy_module
 
-        cupy = cupy_module()
-        nccl = cupy_module("cupy.cuda.nccl")
-        self.cp = cupy
-        self.nccl = nccl
+        self.cp = cp if cp is not None else cupy_module()
+        self.nccl = nccl if nccl is not None else cupy_module("cupy.cuda.nccl")
+        if runtime is None:
+            runtime = CupyRuntime("rocm" if getattr(self.cp.cuda.runtime, "is_hip", False) else "cuda")
+        self.runtime = runtime
 
     @property
     def xp(self) -> Any:
@@ -107,15 +123,11 @@ class CupyNccl:
         return f"RCCL {text}" if getattr(self.cp.cuda.runtime, "is_hip", False) else text
 
     def device_count(self) -> int:
-        return int(self.cp.cuda.runtime.getDeviceCount())
+        return int(self.runtime.device_count())
 
     def init_all(self, devices: Sequence[int]) -> list[Peer]:
         comms = self.nccl.NcclCommunicator.initAll(list(devices))
-        peers = []
-        for rank, (dev, comm) in enumerate(zip(devices, comms)):
-            with self.cp.cuda.Device(dev):
-                peers.append(Peer(rank, dev, comm, self.cp.cuda.Stream(non_blocking=True)))
-        return peers
+        return [Peer(rank, dev, comm, self.runtime.stream(dev)) for rank, (dev, comm) in enumerate(zip(devices, comms))]
 
     def unique_id(self) -> Any:
         return self.nccl.get_unique_id()
@@ -123,7 +135,7 @@ class CupyNccl:
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer:
         with self.cp.cuda.Device(device):
             comm = self.nccl.NcclCommunicator(nranks, uid, rank)
-            return Peer(rank, device, comm, self.cp.cuda.Stream(non_blocking=True))
+        return Peer(rank, device, comm, self.runtime.stream(device))
 
     @contextlib.contextmanager
     def on(self, peer: Peer) -> Iterator[None]:
@@ -131,8 +143,7 @@ class CupyNccl:
             yield
 
     def free_bytes(self, peer: Peer) -> int:
-        with self.on(peer):
-            return int(self.cp.cuda.runtime.memGetInfo()[0])
+        return int(self.runtime.mem_get_info(peer.device)[0])
 
     def alloc(self, peer: Peer, count: int) -> Any:
         with self.on(peer):
@@ -192,20 +203,25 @@ class CupyNccl:
 
     # -- timing ---------------------------------------------------------------------------
     def record(self, p: Peer) -> Any:
-        with self.on(p):
-            ev = self.cp.cuda.Event()
-            ev.record(p.stream)
-            return ev
+        """A timing event recorded on the peer's stream (the device runtime's; ``elapsed_s`` frees it)."""
+        event = self.runtime.event_create(p.device)
+        self.runtime.event_record(event, p.stream)
+        return event
 
     def elapsed_s(self, start: Any, stop: Any) -> float:
-        stop.synchronize()
-        return float(self.cp.cuda.get_elapsed_time(start, stop)) / 1e3
+        """Seconds between two ``record`` events (waits for ``stop``); both events are freed: the
+        runners read each pair once."""
+        try:
+            return float(self.runtime.event_elapsed_s(start, stop))
+        finally:
+            self.runtime.event_destroy(start)
+            self.runtime.event_destroy(stop)
 
     def sync(self, peers: Sequence[Peer]) -> None:
         """Whole-device synchronisation: fills and checks run on the legacy default stream, NCCL on
         each peer's non-blocking stream, which does not order itself after the default stream."""
         for p in peers:
-            self.cp.cuda.Device(p.device).synchronize()
+            self.runtime.synchronize(p.device)
 
     # -- CUDA graphs (optional, small messages) -------------------------------------------------
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
