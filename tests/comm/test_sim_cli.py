@@ -66,7 +66,12 @@ def test_model_check_on_a_real_nccl_record(tmp_path):
     record = nccl_record(result, serial_job().context(), {"gpus": [0, 1]})
     report = check(record, load_preset("hgx-h200-4"))
     assert report.n_compared == 1 and report.worst_abs_rel_error < 0.10
-    assert "ring on GPUs 0,1" in report.entries[0].note
+    assert "ring (Simple) on GPUs 0,1" in report.entries[0].note
+    # the record's NCCL_* environment is what the check predicts with: NCCL_ALGO=tree makes it a tree
+    ctx = serial_job().context()
+    ctx["env"] = {**ctx.get("env", {}), "NCCL_ALGO": "tree"}
+    forced = check(nccl_record(result, ctx, {"gpus": [0, 1]}), load_preset("hgx-h200-4"))
+    assert "tree (" in forced.entries[0].note
 
 
 def test_backends_follow_the_protocol():
