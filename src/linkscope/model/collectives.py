@@ -303,7 +303,6 @@ class CollectiveModel:
         self.fabric = fabric
         self.launch_us = fabric.params["nccl_launch_us"]
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
-        self._multi_node = fabric.graph.has_network()
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
 
@@ -411,7 +410,7 @@ class CollectiveModel:
             return self._ring_like(op, ranks, S, proto, channels, system, lat_us, estimate)
         if a == nt.TREE:
             return self._tree(op, ranks, S, proto, channels, system, lat_us, estimate)
-        if a == nt.NVLS:
+        if a == nt.NVLS and system.n_nodes == 1:  # across nodes NVLS runs with CollNet: NCCL's bandwidth below
             rate = self._nvls_rate_gb_per_s(ranks, system)
             per_link = S * (1.0 + 1.0 / n) if op == "allreduce" else S * (n - 1) / n
             t_us = lat_us + per_link / (rate * 1e3)
