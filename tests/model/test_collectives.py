@@ -97,19 +97,19 @@ def test_alltoall_is_grouped_p2p_sharing_each_gpus_links():
     model = CollectiveModel.of(load_preset("hgx-h200-4"))
     pred = model.predict("alltoall", [0, 1, 2, 3], GIB).chosen
     one_link = model.predict("sendrecv", [0, 1], GIB).chosen
-    # 256 MiB per peer: 16 channels each (enqueue.cc:919-927), so the 4 rounds (itself, then 3 peers)
-    # share every p2p channel and run one after the other, each through the GPU's NVSwitch uplink
-    assert pred.algorithm == "p2p" and pred.protocol == "Simple" and pred.steps == 4
+    # 256 MiB per peer: 16 of the 32 p2p channels each (enqueue.cc:891-901); rounds 0 and 1 start at
+    # channels 0 and 16, rounds 2 and 3 at 8 and 24 (bit-reversed bases, channel.h:19-31): two waves
+    assert pred.algorithm == "p2p" and pred.protocol == "Simple" and pred.steps == 2
     assert 0.6 * one_link.busbw_gb_per_s < pred.busbw_gb_per_s < one_link.busbw_gb_per_s
 
 
 def test_two_h200_alltoall_64mib_within_10_percent_of_the_measurement():
     """docs/benchmarks.md (2 x H200 NV18, NCCL 2.28.9, 2026-11-22): alltoall 64 MiB 138 us, busbw 242.8 GB/s.
     The old model ran every pair at once at the SM-copy cap (347.7, +43%); NCCL's p2p uses 8 of its 16
-    p2p channels per peer at this size (enqueue.cc:1143-1146, 919-927)."""
+    p2p channels per peer at this size (enqueue.cc:1053-1056)."""
     model = CollectiveModel.of(load_preset("hgx-h200-4"), env=NVLS_OFF)
     pred = model.predict("alltoall", [0, 1], 64 << 20).chosen
-    assert pred.channels == 8
+    assert pred.channels == 16
     assert abs(pred.busbw_gb_per_s / 242.8 - 1) <= 0.10
 
 
@@ -128,7 +128,8 @@ def test_protocol_follows_size_as_nccl_chooses():
     model = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
     chosen = [model.predict("allreduce", [0, 1], s).chosen for s in (8, 1 << 20, 64 << 20)]
     assert [(c.algorithm, c.protocol) for c in chosen] == [("ring", "LL"), ("ring", "LL"), ("ring", "Simple")]
-    assert chosen[0].channels == 1 and chosen[2].channels == 12  # enqueue.cc:2093-2096; search: 12 x 30 GB/s
+    # enqueue.cc:1888-1891; search: 12 x 30 GB/s, run on 24 channels (connect.cc:452), as NCCL 2.28.9 logs
+    assert chosen[0].channels == 1 and chosen[2].channels == 24
     for c in chosen:  # NCCL's own estimate is printed beside the twin's
         assert c.nccl_estimate_us is not None and c.nccl_estimate_us > 0
 

@@ -13,9 +13,11 @@ def system(n=8, cc=90, links=18, env=None, nodes=1, nvswitch=True):
 
 
 def test_ring_search_on_nvswitch_machines():
-    # H100/H200 NV18: 6 x 60 GB/s found first (search.cc:1057, 1170-1174), duplicated to 12 x 30 (:1036-1047)
+    # H100/H200 NV18: 6 x 60 GB/s found first (search.cc:981), duplicated to 12 x 30 (:1036-1047)
     assert system().ring == nt.Graph(12, 30.0, 30.0)
-    # A100 NV12: 6 x 40 fills the 240 GB/s (search.cc:1198), duplicated to 12 x 20
+    # trees: chains alternating direction, as many channels as the rings; 2 x H100: NCCL logs 12 x 60
+    assert system(n=2).tree == nt.Graph(12, 60.0, 60.0)
+    # A100 NV12: 6 x 40 fills the 240 GB/s (search.cc:1099), duplicated to 12 x 20
     assert system(cc=80, links=12).ring == nt.Graph(12, 20.0, 20.0)
     # NVLS: one channel per GPU, each taking its speed n + 1 times from every GPU: 8 x 40 on H100
     assert system().nvls == nt.Graph(8, 40.0, 40.0)
@@ -26,14 +28,14 @@ def test_tuned_bus_bandwidths_match_ncclS_formulas():
     s = system()
     t = nt.tune(s)
     f = nt.FUNCS.index("allreduce")
-    ratio = 8 / 14  # nRanks / nsteps (tuning.cc:379)
+    ratio = 8 / 14  # nRanks / nsteps (tuning.cc:348)
     assert t.bandwidth[f][nt.RING][nt.SIMPLE] == pytest.approx(360 * ratio)
-    assert t.bandwidth[f][nt.RING][nt.LL] == pytest.approx(141.0 * ratio)  # llMaxBw Hopper (tuning.cc:181, 327)
+    assert t.bandwidth[f][nt.RING][nt.LL] == pytest.approx(141.0 * ratio)  # llMaxBw Hopper (tuning.cc:172)
     assert t.bandwidth[f][nt.RING][nt.LL128] == pytest.approx(min(360 * 0.92, 12 * 36.7) * ratio)
-    # NVLS: 40 x 0.85 x 7/8 x 2 per channel, 8 channels (tuning.cc:311-324) = 476 GB/s busbw
+    # NVLS: 40 x 0.85 x 7/8 x 2 per channel, 8 channels (tuning.cc:290-301) = 476 GB/s busbw
     assert t.bandwidth[f][nt.NVLS][nt.SIMPLE] / ratio == pytest.approx(8 * 40 * 0.85 * 7 / 8 * 2)
     assert t.latency_us[f][nt.RING][nt.LL] == pytest.approx(6.6 + 14 * 0.6)  # base + nsteps x NVLink LL
-    assert t.bandwidth[f][nt.NVLS_TREE][nt.SIMPLE] == 0  # NVLS-tree needs several nodes (tuning.cc:502)
+    assert t.bandwidth[f][nt.NVLS_TREE][nt.SIMPLE] == 0  # NVLS-tree needs several nodes (tuning.cc:466)
 
 
 def test_choice_per_size_on_two_h100():
@@ -60,15 +62,16 @@ def test_parse_list_follows_nccl():
 
 def test_p2p_channels_and_protocol():
     s = system(n=2, env={"NCCL_NVLS_ENABLE": "0"})
-    assert (s.p2p_channels, s.p2p_channels_per_peer, nt.p2p_min_channels(s)) == (16, 16, 8)
-    assert nt.p2p_plan(s, 32 << 20) == nt.P2pPlan(8, "Simple", 1 << 19)
-    assert nt.p2p_plan(s, 1 << 30).channels == 16
-    assert nt.p2p_plan(s, 4096).protocol == "LL"  # <= channels x NCCL_P2P_LL_THRESHOLD (enqueue.cc:932)
+    # NCCL 2.28.9 on 2 x H100 logs "24 coll channels, ..., 32 p2p channels, 32 p2p channels per peer"
+    assert (s.n_channels, s.p2p_channels, s.p2p_channels_per_peer, nt.p2p_min_channels(s)) == (24, 32, 32, 16)
+    assert nt.p2p_plan(s, 32 << 20) == nt.P2pPlan(16, "Simple", 1 << 19)
+    assert nt.p2p_plan(s, 1 << 30).channels == 32
+    assert nt.p2p_plan(s, 4096).protocol == "LL"  # <= channels per peer x NCCL_P2P_LL_THRESHOLD (enqueue.cc:821, 834)
     assert nt.p2p_plan(s, 4096, self_send=True).protocol == "Simple"
     small = system(n=2, env={"NCCL_P2P_NVL_CHUNKSIZE": "131072"})
     assert nt.p2p_plan(small, 32 << 20).chunk_bytes == 131072
-    assert nt.p2p_round_channels(s, 0, 8) == frozenset(range(8))
-    assert nt.p2p_round_channels(s, 1, 8) == frozenset(range(8, 16))  # bit-reversed round base (channel.h:21-33)
+    assert nt.p2p_round_channels(s, 0, 16) == frozenset(range(16))
+    assert nt.p2p_round_channels(s, 1, 16) == frozenset(range(16, 32))  # bit-reversed round base (channel.h:19-31)
 
 
 def test_compute_capability_from_names():

@@ -222,7 +222,7 @@ NO_PEER_METHOD = STAGED_PINNED.key
 ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
-``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:110-112); Simple only data."""
+``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:105-107); Simple only data."""
 P2P_OPS = tuple(op.name for op in OP_TABLE.values() if op.nccl_func is None)
 
 
@@ -395,7 +395,7 @@ class CollectiveModel:
 
     def _latency_us(self, system: nt.NcclSystem, tuning: nt.Tuning, op: str, a: int, p: int) -> float:
         """The launch floor plus NCCL's latency for the algorithm and protocol without its base part
-        (tuning.cc:384-435: per-step hardware latencies; the base latency is a launch cost, which the
+        (tuning.cc:353-401: per-step hardware latencies; the base latency is a launch cost, which the
         twin takes from the measured ``nccl_launch_us``)."""
         f = nt.FUNCS.index(op)
         return self.launch_us + max(0.0, tuning.latency_us[f][a][p] - nt.BASE_LATENCY_US[a][p])
@@ -422,13 +422,13 @@ class CollectiveModel:
 
     def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
         """Per-flow payload-rate cap (GB/s) of ``channels`` channels: NCCL's per-channel bandwidth
-        for the algorithm and protocol (search.cc graph speed; tuning.cc:327-335 LL and LL128 caps)."""
+        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps)."""
         if system is None or channels <= 0:
             return float("inf")
         ci = system.cc_index
         idx2 = system.n_nodes - 1 if system.n_nodes <= 2 else 2
         ll_max = nt.LL_MAX_BW[ci if system.n_nodes == 1 else (1 if system.amd_cpu else 0)][idx2]
-        per_channel = system.ring.bw_intra if system.n_nodes <= 2 else system.ring.bw_inter
+        per_channel = _per_channel_gb_per_s(system)
         if algo == nt.TREE:
             if proto == "LL":
                 return ll_max
@@ -474,7 +474,7 @@ class CollectiveModel:
                 chain = [(b, a) for a, b in reversed(chain)]
             t = self.flows_time_s([(a, b, S) for a, b in chain], reduce=op == "reduce", cap_gb_per_s=cap, wire=wire)
             steps = n - 1
-            if proto == "Simple" and channels:  # BROADCAST_SLICESTEPS = 1 step (collectives.h:27-28)
+            if proto == "Simple" and channels:  # BROADCAST_SLICESTEPS = 1 step (collectives.h:25-26)
                 fill = (n - 2) * self._fill_s(t, S, min(step_bytes, S / channels), channels)
             else:
                 fill = (n - 2) * self._route_latency_s(chain)
@@ -507,7 +507,7 @@ class CollectiveModel:
     def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:
         """NVLS per-GPU rate: the GPU's raw NVLink bandwidth to the NVSwitches, at the SM-copy cap
         (``method_efficiency.sm-push``: NVLS moves data with SM multimem loads and stores), times
-        NCCL's NVLS efficiency (tuning.cc:139-144: 0.85 on Hopper), the least over ranks."""
+        NCCL's NVLS efficiency (tuning.cc:134-139: 0.85 on Hopper), the least over ranks."""
         topo = self.fabric.topology
         by_id = topo.by_id
         best = float("inf")
@@ -540,7 +540,7 @@ class CollectiveModel:
 
     def p2p(self, sends: Sequence[tuple[int, int, float]], ranks: Sequence[int]) -> P2pTime:
         """One NCCL group of send/recv pairs (src rank, dst rank, bytes) over ranks on GPUs ``ranks``,
-        as NCCL schedules it (enqueue.cc:1130-1200): peers in rounds (round d: send to rank + d,
+        as NCCL schedules it (enqueue.cc:1040-1110): peers in rounds (round d: send to rank + d,
         receive from rank - d), each send striped over ``p2p_plan`` channels with its protocol; rounds
         whose channels overlap on a sender (or on a receiver) run one after the other, the others at once."""
         ranks = [int(r) for r in ranks]
@@ -569,7 +569,7 @@ class CollectiveModel:
             busy.setdefault((b, "recv"), set()).update(used)
             members.append((a, b, nbytes, plan))
         total_s = 0.0
-        per_channel = system.ring.bw_intra if system.n_nodes == 1 else float(nt.P2P_PER_CHANNEL_NET_BW)
+        per_channel = _per_channel_gb_per_s(system) if system.n_nodes == 1 else float(nt.P2P_PER_CHANNEL_NET_BW)
         for _, members in waves:
             groups: dict[tuple[str, int], list[Flow]] = {}
             for a, b, nbytes, plan in members:
@@ -594,6 +594,15 @@ class P2pTime:
     waves: int
     protocol: str
     channels: int
+
+
+def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:
+    """What one run-time channel carries: the ring graph's bandwidth (search channels x speed) over
+    the channels NCCL runs (twice the search channels, connect.cc:452): 12 x 30 / 24 = 15 GB/s on
+    NV18 H100/H200."""
+    graph = system.ring
+    bw = graph.bw_intra if system.n_nodes <= 2 else graph.bw_inter
+    return graph.n_channels * bw / min(nt.MAXCHANNELS, 2 * graph.n_channels)
 
 
 def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSettings) -> nt.NcclSystem | None:
@@ -628,11 +637,11 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     if all_nv:
         pair_bw = min((lv.count or 1) * nvl for lv in pair_levels) if pair_levels else min(gpu_bw)
         total = min(gpu_bw)
-        peer_channels = 2 * max(1, int(pair_bw / nvl))  # paths.cc:933-936
+        peer_channels = 2 * max(1, int(pair_bw / nvl))  # paths.cc:828-831
         hw = nt.HW_NVLINK
     else:
         total = pair_bw = min(pci) if pci else nt.PCI_GEN_SPEED[3] * 16 / 80.0
-        peer_channels = 2  # paths.cc:937-939
+        peer_channels = 2  # paths.cc:832-833
         hw = nt.HW_PCI
     inter = 0.0
     if n_nodes > 1:
@@ -644,7 +653,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
                 nic_of[g.id] = nics[0]
                 shares[nics[0].id] = shares.get(nics[0].id, 0) + 1
         rates = [(nic_of[g.id].line_rate_gbit_per_s or 100.0) / 8.0 / shares[nic_of[g.id].id] for g in gpus
-                 if g.id in nic_of]  # topo.cc:418: NET bw = Mbps / 8000
+                 if g.id in nic_of]  # topo.cc:373: NET bw = Mbps / 8000
         inter = min(rates) if rates else 12.0
         peer_channels = max(peer_channels, 2)
     cpus = topo.of_kind(DeviceKind.CPU)
@@ -659,7 +668,7 @@ def gid_in(link: object, device_id: str) -> bool:
 
 
 def _nccl_pci_bw(link: object) -> float:
-    """NCCL's PCIe bandwidth of a link: width x per-lane speed / 80 (topo.cc:545-549, 657), from the
+    """NCCL's PCIe bandwidth of a link: width x per-lane speed / 80 (topo.cc:423-424), from the
     link's generation text (``PCIe Gen4 x16``); else its GB/s scaled like Gen3 x16 (12 of 15.75)."""
     gen_text = (getattr(link, "generation", None) or "").lower().replace(" ", "")
     gen = generation_key("pcie", gen_text)

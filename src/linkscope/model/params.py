@@ -143,9 +143,9 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_reduce_efficiency": (0.854, "measured", "fitted: 2 x H200 NV18 ring allreduce 326.8 GB/s busbw at 1 GiB "
-                               "(docs/benchmarks.md), solved for with the collective model as it is (NCCL's ring/Simple "
-                               "on 12 channels x 30 GB/s, SM-copy cap 370 GB/s, slice fill, NCCL's hop latencies): "
+    "nccl_reduce_efficiency": (0.871, "measured", "fitted: 2 x H200 NV18 ring allreduce 326.8 GB/s busbw at 1 GiB "
+                               "(docs/benchmarks.md), solved for with the collective model as it is (NCCL 2.28.9's ring/Simple "
+                               "on 24 channels x 15 GB/s, SM-copy cap 370 GB/s, slice fill, NCCL's hop latencies): "
                                "bench/twin_vs_collectives.py, docs/comm.md"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
