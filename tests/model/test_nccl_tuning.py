@@ -82,3 +82,33 @@ def test_compute_capability_from_names():
     assert nt.compute_capability(G("NVIDIA A100-SXM4-80GB")) == 80
     assert nt.compute_capability(G("AMD Instinct MI250X", vendor="amd")) is None
     assert nt.compute_capability(G("x", attributes={"compute_capability": "9.0"})) == 90
+
+
+def test_replay_matches_the_tuning_table_nccl_logged_on_two_h100():
+    """tests/fixtures/nccl/h100x2-2026-11-25/tuning_debug.txt: NCCL 2.28.9's own latency/bandwidth table
+    (NCCL_DEBUG_SUBSYS=TUNING) on the lent 2 x H100, NVLS off. The replay from the dgx-h100 preset
+    (GPUs 0, 1) must give the same numbers for tree and ring, every function and protocol."""
+    import re
+    from pathlib import Path
+
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.presets import load_preset
+
+    text = (Path(__file__).parents[1] / "fixtures/nccl/h100x2-2026-11-25/tuning_debug.txt").read_text()
+    logged = {}
+    for line in text.splitlines():
+        m = re.search(r"\[0\] NCCL INFO\s+(Broadcast|Reduce|AllGather|ReduceScatter|AllReduce) \|(.*)", line)
+        if m and m.group(1) not in logged:  # the first block: Tree, Ring, CollNetDirect
+            cells = re.findall(r"([\d.]+)/\s*([\d.]+)", m.group(2))
+            logged[m.group(1)] = [(float(a), float(b)) for a, b in cells]
+    assert set(logged) == set(nt.NCCL_FUNC_NAMES)
+    system = CollectiveModel.of(load_preset("dgx-h100"), env={"NCCL_NVLS_ENABLE": "0"}).nccl_system([0, 1])
+    assert system is not None and system.n_channels == 24
+    table = nt.tune(system)
+    for f, name in enumerate(nt.NCCL_FUNC_NAMES):
+        for a in (nt.TREE, nt.RING):
+            for p in range(3):
+                lat, bw = logged[name][a * 3 + p]
+                assert table.bandwidth[f][a][p] == pytest.approx(bw, abs=0.06), (name, a, p)
+                if bw:
+                    assert table.latency_us[f][a][p] == pytest.approx(lat, abs=0.06), (name, a, p)

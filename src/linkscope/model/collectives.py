@@ -322,7 +322,7 @@ class CollectiveModel:
         plus bytes at the max-min fair rate (no per-call overhead: the launch is counted once per
         operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency);
         ``wire``: bytes on the wire per payload byte (the protocol); ``cap_gb_per_s``: a per-flow
-        wire-rate cap (the channels' bandwidth)."""
+        wire-rate cap (the channels' bandwidth) on flows between two GPUs."""
         if not flows:
             return 0.0
         stages, overhead = [], []
@@ -336,8 +336,10 @@ class CollectiveModel:
         latency = problem.stage_latency_s.copy()
         latency[first] = np.maximum(latency[first] - np.asarray(overhead), 0.0)
         caps = problem.stage_cap_gb_per_s
-        if np.isfinite(cap_gb_per_s):
-            caps = np.minimum(caps, cap_gb_per_s)
+        if np.isfinite(cap_gb_per_s):  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
+            remote = np.zeros(len(caps), dtype=bool)
+            remote[first] = [src != dst for src, dst, _ in flows]
+            caps = np.where(remote, np.minimum(caps, cap_gb_per_s), caps)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
 
