@@ -431,12 +431,16 @@ class CollectiveModel:
         idx2 = system.n_nodes - 1 if system.n_nodes <= 2 else 2
         ll_max = nt.LL_MAX_BW[ci if system.n_nodes == 1 else (1 if system.amd_cpu else 0)][idx2]
         per_channel = _per_channel_gb_per_s(system)
-        if algo == nt.TREE:
+        if algo == nt.TREE:  # NCCL's tree graph and factors: LL 1/3.8, LL128 7/9 on one node (tuning.cc:306-308)
+            graph = system.tree
+            tree_channel = graph.n_channels * graph.bw_intra / min(nt.MAXCHANNELS, 2 * system.ring.n_channels)
+            tree = channels * min(tree_channel, nt.PER_CH_MAX_TREE_BW[ci][idx2])
             if proto == "LL":
-                return ll_max
+                return min(ll_max, tree / 3.8)
             if proto == "LL128":
-                return channels * nt.PER_CH_MAX_TREE_LL128_BW[ci][idx2]
-            return channels * min(per_channel, nt.PER_CH_MAX_TREE_BW[ci][idx2])
+                factor = 7.0 / 9.0 if system.n_nodes == 1 else 120.0 / 128.0
+                return min(tree * factor, channels * nt.PER_CH_MAX_TREE_LL128_BW[ci][idx2])
+            return tree
         if proto == "LL":
             return min(ll_max, channels * per_channel * 0.5)
         if proto == "LL128":
@@ -492,7 +496,8 @@ class CollectiveModel:
         n = len(ranks)
         half = S / 2.0
         wire = 1.0 / PAYLOAD_FRACTION[proto]
-        cap = self._caps(system, nt.TREE, proto, channels) * wire
+        # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
+        cap = self._caps(system, nt.TREE, proto, channels) * wire / 2.0
         up: list[Flow] = []
         down: list[Flow] = []
         for order in (ranks, ranks[::-1]):
@@ -504,6 +509,9 @@ class CollectiveModel:
         # up (reducing) and down run pipelined at once and share the links: one simulation of both
         reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
         t = self.flows_time_s(reduced + down, cap_gb_per_s=cap, wire=wire)
+        if proto == "Simple" and channels:  # pipeline fill: one step (chunkSteps 1) per channel per extra hop
+            step_bytes = system.settings.buffsize // nt.NCCL_STEPS
+            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / channels), channels)
         return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
 
     def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:
@@ -571,16 +579,24 @@ class CollectiveModel:
             busy.setdefault((b, "recv"), set()).update(used)
             members.append((a, b, nbytes, plan))
         total_s = 0.0
-        per_channel = _per_channel_gb_per_s(system) if system.n_nodes == 1 else float(nt.P2P_PER_CHANNEL_NET_BW)
+        if system.n_nodes == 1:
+            per_channel = _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
+        else:
+            per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
         for _, members in waves:
-            groups: dict[tuple[str, int], list[Flow]] = {}
+            groups: dict[tuple[str, int, int], list[Flow]] = {}
             for a, b, nbytes, plan in members:
-                groups.setdefault((plan.protocol, plan.channels), []).append((ranks[a], ranks[b], nbytes))
+                groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append((ranks[a], ranks[b], nbytes))
             slowest = 0.0
-            for (proto, channels), flows in groups.items():
+            for (proto, channels, chunk), flows in groups.items():
                 wire = 1.0 / PAYLOAD_FRACTION[proto]
-                cap = channels * per_channel * (0.5 if proto == "LL" else 1.0) * wire
-                slowest = max(slowest, self.flows_time_s(flows, cap_gb_per_s=cap, wire=wire))
+                rate = per_channel * (0.5 if proto == "LL" else 1.0)
+                t = self.flows_time_s(flows, cap_gb_per_s=channels * rate * wire, wire=wire)
+                if proto == "Simple":  # pipeline fill: one chunk per channel before the receiver drains it
+                    remote = [nbytes for a, b, nbytes in flows if a != b]
+                    if remote:
+                        t += min(float(chunk), max(remote) / channels) / (rate * 1e9)
+                slowest = max(slowest, t)
             total_s += slowest  # groups of one wave run at once; the slowest ends it (contention across groups ignored)
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]

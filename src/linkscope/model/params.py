@@ -44,6 +44,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   of a simulated collective (``model.collectives``).
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
+* ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
+  per-channel ring bandwidth (``model.collectives``).
 """
 from __future__ import annotations
 
@@ -147,6 +149,10 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                "(docs/benchmarks.md), solved for with the collective model as it is (NCCL 2.28.9's ring/Simple "
                                "on 24 channels x 15 GB/s, SM-copy cap 370 GB/s, slice fill, NCCL's hop latencies): "
                                "bench/twin_vs_collectives.py, docs/comm.md"),
+    "nccl_p2p_channel_factor": (1.31, "measured", "fitted: what one NCCL p2p channel (send/recv) carries relative to "
+                                "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
+                                "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
+                                "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }
