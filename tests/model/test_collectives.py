@@ -70,7 +70,8 @@ def test_numbers_come_from_the_links():
     full = CollectiveModel.of(synthetic_topology("nvswitch:4:18"))
     half = CollectiveModel.of(synthetic_topology("nvswitch:4:9"))
     big_full, big_half = (m.predict("allreduce", [0, 1, 2, 3], GIB).chosen for m in (full, half))
-    assert big_half.busbw_gb_per_s == pytest.approx(big_full.busbw_gb_per_s / 2, rel=0.02)
+    # about half: the local receive pass of each ring loop does not use the links
+    assert big_half.busbw_gb_per_s == pytest.approx(big_full.busbw_gb_per_s / 2, rel=0.05)
     small_full, small_half = (m.predict("allreduce", [0, 1, 2, 3], 8).time_us for m in (full, half))
     assert small_full == pytest.approx(small_half, rel=0.01) and small_full >= full.launch_us
 
@@ -83,7 +84,9 @@ def test_ring_latency_grows_with_ranks_and_busbw_does_not():
     two, eight = (model.predict("allreduce", list(range(n)), 8).time_us for n in (2, 8))
     assert eight > two  # 2(n-1) ring steps, each paying NCCL's per-step latency
     bw2, bw8 = (model.predict("allreduce", list(range(n)), GIB).chosen.busbw_gb_per_s for n in (2, 8))
-    assert bw8 == pytest.approx(bw2, rel=0.02)  # busbw is normalised for n
+    # busbw is normalised for n, but each ring loop ends with a local receive pass: 1 step in 3 with 2
+    # ranks, 1 in 15 with 8 (measured: 2 x H200 326.8, 4 x H200 356.7 GB/s, docs/benchmarks.md)
+    assert bw2 < bw8 < 1.15 * bw2
 
 
 def test_pcie_ring_crossing_sockets_is_slower_than_within_a_switch():

@@ -469,6 +469,12 @@ class CollectiveModel:
             cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
             steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
             t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
+            # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
+            # reduces (reduce_scatter: reads two inputs) the arriving chunk into the output, a local memory
+            # pass that the CTA runs after its sends, with the links idle (prims: ... recvReduceCopySend,
+            # recvCopySend ..., then recv / recvReduceCopy). Over the whole call: S/n bytes on every GPU.
+            local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
+            t += self.flows_time_s([(g, g, local) for g in ranks])
             if proto == "Simple" and channels:
                 real_chunk = min(step_bytes * nt.ALLREDUCE_CHUNKSTEPS, -(-S // (channels * n)))
                 slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
@@ -509,9 +515,14 @@ class CollectiveModel:
         # up (reducing) and down run pipelined at once and share the links: one simulation of both
         reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
         t = self.flows_time_s(reduced + down, cap_gb_per_s=cap, wire=wire)
-        if proto == "Simple" and channels:  # pipeline fill: one step (chunkSteps 1) per channel per extra hop
+        # as in the ring, the final receive into the output is a local pass after the sends: every GPU
+        # ends one tree as a leaf or root and writes S/2 of output per tree
+        t += self.flows_time_s([(g, g, half) for g in ranks])
+        if proto == "Simple" and channels >= 2:  # pipeline fill: one step (chunkSteps 1) per channel of a
+            # tree (half the channels) per extra hop (up, then down)
             step_bytes = system.settings.buffsize // nt.NCCL_STEPS
-            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / channels), channels)
+            per_tree = channels // 2
+            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
         return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
 
     def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:

@@ -145,10 +145,9 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_reduce_efficiency": (0.871, "measured", "fitted: 2 x H200 NV18 ring allreduce 326.8 GB/s busbw at 1 GiB "
-                               "(docs/benchmarks.md), solved for with the collective model as it is (NCCL 2.28.9's ring/Simple "
-                               "on 24 channels x 15 GB/s, SM-copy cap 370 GB/s, slice fill, NCCL's hop latencies): "
-                               "bench/twin_vs_collectives.py, docs/comm.md"),
+    "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
+                               "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
+                               "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
     "nccl_p2p_channel_factor": (1.31, "measured", "fitted: what one NCCL p2p channel (send/recv) carries relative to "
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
