@@ -43,8 +43,7 @@ MI250X_CPU_GCD_GB_PER_S = 36.0
 XGMI_SOURCE = ("ROCm MI250 microarchitecture: 25 GT/s x16 = 50 GB/s per link per direction (datasheet; "
                "amdkfd assumes the same: x16 x 25 Gbps / 8)")
 
-XGMI_OS_SOURCE = ("amdsmi_get_minmax_bandwidth_between_processors: min = one xGMI link (MB/s, amdkfd io_link), "
-                  "link count from amdsmi_get_link_metrics")
+XGMI_OS_SOURCE = "amdsmi_get_minmax_bandwidth_between_processors: min = one xGMI link (MB/s, amdkfd io_link)"
 
 # what raw recording runs, and the file each output is stored in
 COMMANDS: dict[str, list[str]] = {
@@ -299,8 +298,9 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         else:
             count, unknown_count = 1, True
         if rate_from_os and bw and bw[0] > 0:
+            counted = p.get("link_count_from") or ("max/min bandwidth" if have_bw else "weight (1 assumed)")
             links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, bw[0] / 1000, provenance=Provenance.OS,
-                              source=XGMI_OS_SOURCE, generation="xGMI (Infinity Fabric)"))
+                              source=f"{XGMI_OS_SOURCE}; link count from {counted}", generation="xGMI (Infinity Fabric)"))
             continue
         links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, XGMI_MI200_GB_PER_S,
                           provenance=Provenance.DATASHEET, source=XGMI_SOURCE, generation="xGMI (Infinity Fabric)"))
