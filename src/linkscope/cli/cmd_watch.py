@@ -54,7 +54,7 @@ def _render(result, console) -> None:
     for note in result.notes:
         console.print(f"linkscope/watch: {note}", markup=False)
     if result.expect is not None:
-        status = "passed" if result.expect.passed else "FAILED"
+        status = {True: "passed", False: "FAILED", None: "undecided"}[result.expect.passed]
         console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)
 
 

@@ -36,6 +36,9 @@ UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
 NOT_AVAILABLE = "N/A"
 _MAX_OF_BITS = {16: UINT16_MAX, 32: UINT32_MAX, 64: UINT64_MAX}
+#: How an "unsupported" reason that comes from placeholders begins (watch keeps such GPUs out of
+#: ``--expect``: the library said "no counter", not "no traffic").
+PLACEHOLDER_REASON = "amdsmi placeholder"
 
 
 def is_placeholder(value: Any, bits: int | None = None) -> bool:
