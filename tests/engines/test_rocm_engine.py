@@ -99,6 +99,12 @@ def test_roc_p2p_sdma_size_moves_the_threshold() -> None:
     assert not any("runtime chose a kernel" in n for n in _run(engine, "ce", (Transfer(0, 1, 4096),)).notes)
 
 
+def test_ce_nopeer_on_rocm_says_what_it_really_is() -> None:
+    """ROCclr chooses P2P by reachability (p2pAgents), not by the peer-access state."""
+    engine, _ = _engine()
+    assert any("this is ce's copy" in n for n in _run(engine, "ce-nopeer", (Transfer(0, 1, 4 * MiB),)).notes)
+
+
 # ---- item 7: NUMA-placed pinned memory on HIP --------------------------------------------------------
 
 def test_pinned_buffers_are_numa_placed_when_register_is_refused(monkeypatch) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import BackendUnavailable
-from ...patterns.methods import get_method
+from ...patterns.methods import CE_NOPEER, get_method
 from ..gpu.engine import GpuEngine
 from ..gpu.ops import SmLaunch
 
@@ -66,6 +66,10 @@ def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, s
             notes.append(f"runtime chose a kernel: HIP copies between GPUs of <= {threshold // 1024} KiB with a blit "
                          f"kernel on the CUs, not SDMA (ROC_P2P_SDMA_SIZE; set ROC_P2P_SDMA_SIZE=0 before start "
                          f"to force SDMA): {method} at this size is a kernel copy")
+    if method == CE_NOPEER.key:
+        notes.append("ce-nopeer on ROCm: HIP picks the copy path by whether the GPUs can reach each other "
+                     "(ROCclr p2pAgents, rocvirtual.cpp:2155-2170), not by hipDeviceEnablePeerAccess; where they "
+                     "can (xGMI), this is ce's copy, not a host-staged one")
     queues = _int_env(process_env, "GPU_MAX_HW_QUEUES", HW_QUEUES_DEFAULT)
     per_device = Counter(lane.ordinal for op in ops for lane in {id(l): l for l in op.lanes}.values())
     crowded = {d: n for d, n in sorted(per_device.items()) if n > queues}
