@@ -28,13 +28,14 @@ from types import MappingProxyType
 from typing import Literal
 
 from ..errors import ConfigError
+from ..platforms import hardware_platforms
 from .plan import HOST, Endpoint
 
 HostEnds = Literal["none", "src", "dst", "either"]
 EndpointRule = Literal["peer", "gpu-pair", "host-to-gpu", "gpu-to-host", "same-gpu"]
 Unit = Literal["copy-engine", "kernel", "host-staging"]
 
-VENDORS = ("nvidia", "amd")
+VENDORS = tuple(p.key for p in hardware_platforms())  # the platform table's hardware vendors
 UNIT_TEXT = {
     "copy-engine": "copy/DMA engine (NVIDIA copy engine, AMD SDMA)",
     "kernel": "SM/CU kernel",
