@@ -38,3 +38,9 @@ def test_context_does_not_import_the_engine():
     tree = ast.parse(Path(context.__file__).read_text())
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any("engines" in m for m in imported)
+
+
+def test_hip_copy_path_variables_are_recorded():
+    """ROC_P2P_SDMA_SIZE moves HIP's SDMA/blit threshold, GPU_MAX_HW_QUEUES the queues per device."""
+    env = {"ROC_P2P_SDMA_SIZE": "0", "GPU_MAX_HW_QUEUES": "8", "HSA_ENABLE_PEER_SDMA": "0"}
+    assert context.selected_env(env) == env

@@ -27,6 +27,7 @@ ENV_NAMES = (
     "ROCR_VISIBLE_DEVICES",
     "HSA_ENABLE_SDMA",
     "HSA_FORCE_FINE_GRAIN_PCIE",
+    "GPU_MAX_HW_QUEUES",
     "OMP_NUM_THREADS",
     "SLURM_JOB_ID",
     "SLURM_NTASKS",
@@ -34,7 +35,7 @@ ENV_NAMES = (
 )
 #: Prefixes kept from the environment (NCCL, UCX, MPI implementations, libfabric, Cray MPICH).
 ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_",
-                "HSA_", "HIP_", "ROCR_", "RCCL_")
+                "HSA_", "HIP_", "ROCR_", "ROC_", "RCCL_")
 #: Launcher-internal variables under those prefixes: Open MPI's plumbing, not behaviour.
 ENV_EXCLUDED_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_",
                          "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_mpi_oversubscribe")
