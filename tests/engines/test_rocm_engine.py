@@ -148,6 +148,24 @@ def test_chase_outgrows_the_readers_l2() -> None:
     assert chase_bytes(512 * MiB, 8 * MiB) == 512 * MiB
 
 
+def test_amd_chase_is_sized_past_the_gcds_l2_nvidia_keeps_its_size() -> None:
+    engine, rt = _engine(l2_cache_bytes=8 * MiB)
+    chased: list[int] = []
+    real = rt.malloc
+
+    def malloc(ordinal: int, n: int) -> int:
+        chased.append(n)
+        return real(ordinal, n)
+
+    rt.malloc = malloc  # type: ignore[method-assign]
+    engine.latency_us("remote-read", 0, 1, method=None, size_bytes=8, reps=1, warmup=0)
+    assert max(chased) >= 32 * MiB
+    from linkscope.engines.gpu.fake import FakeEngine
+
+    nvidia = FakeEngine(gpus=2)
+    assert nvidia.chase_cache_bytes(0) == 0
+
+
 def test_each_region_continues_where_the_last_stopped() -> None:
     engine, rt = _engine(l2_cache_bytes=64 * 1024)
     starts: list[int] = []

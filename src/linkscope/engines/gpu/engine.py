@@ -214,6 +214,11 @@ class GpuEngine:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
+    def chase_cache_bytes(self, ordinal: int) -> int:
+        """The reader's cache that would hold the pointer chase's lines of remote memory (the chain
+        is sized past it); 0 where remote lines are not cached by the reader (NVIDIA)."""
+        return 0
+
     def runtime_notes(self, method: str, ops: Sequence[TransferOp]) -> list[str]:
         """What the vendor's runtime did differently from what the method names, for the run's notes
         (the ROCm engine's say where HIP chose a kernel, or shares hardware queues); none here."""
@@ -382,7 +387,9 @@ class GpuEngine:
         if kind == LATENCY_HOST_READ.key:
             if src != PLAN_HOST or not isinstance(dst, int):
                 raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
-            return remote_read_us(self._ctx, self._gate, HOST, self._ordinal(dst), size_bytes, reps, warmup)
+            reader = self._ordinal(dst)
+            return remote_read_us(self._ctx, self._gate, HOST, reader, size_bytes, reps, warmup,
+                                  reader_cache_bytes=self.chase_cache_bytes(reader))
         if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
@@ -392,7 +399,8 @@ class GpuEngine:
                 if not (self._ctx.peer.can_access(reader, mem)):
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
-            return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup)
+            return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup,
+                                  reader_cache_bytes=self.chase_cache_bytes(reader))
         if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")

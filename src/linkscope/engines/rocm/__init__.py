@@ -128,3 +128,8 @@ class RocmEngine(GpuEngine):
 
     def runtime_notes(self, method: str, ops: Sequence[Any]) -> list[str]:
         return rocm_runtime_notes(method, ops, self.process_env)
+
+    def chase_cache_bytes(self, ordinal: int) -> int:
+        """A GCD's L2 caches coarse-grained peer and host memory (8 MB per MI250X GCD, the CDNA2
+        white paper; the runtime's l2CacheSize is used): the chase is sized past it."""
+        return int(self.rt.properties(ordinal).get("l2_cache_bytes", 0) or 0)
