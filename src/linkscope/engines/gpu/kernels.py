@@ -303,6 +303,6 @@ def timer_options(rt: Any, ordinals: tuple[int, ...]) -> tuple[str, ...]:
 def compile_and_preload(rt: Any, ordinals: tuple[int, ...], options: tuple[str, ...] = OPTIONS) -> KernelSet:
     """Compile the platform's source and load every kernel on every ordinal (KernelCompileError
     with the source, options and compiler log when that fails)."""
-    source, names = source_for(rt.platform if rt.vendor != "amd" or rt.platform != "fake" else "rocm")
+    source, names = source_for("rocm" if rt.vendor == "amd" else rt.platform)
     module = rt.compile(source, tuple(options) + timer_options(rt, tuple(ordinals)), names, ordinals)
     return KernelSet(rt=rt, module=module, ordinals=tuple(ordinals), names=names)
