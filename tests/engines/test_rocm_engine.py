@@ -105,6 +105,14 @@ def test_ce_nopeer_on_rocm_says_what_it_really_is() -> None:
     assert any("this is ce's copy" in n for n in _run(engine, "ce-nopeer", (Transfer(0, 1, 4 * MiB),)).notes)
 
 
+def test_ce_read_on_rocm_says_the_source_engine_copies() -> None:
+    """rocr-runtime runtime.cpp:574: copy_agent = src_agent when it is a GPU; clr rocblit.cpp:668-671
+    passes both GPUs' agents for a peer copy whatever stream issues it."""
+    engine, _ = _engine()
+    notes = _run(engine, "ce-read", (Transfer(0, 1, 4 * MiB),)).notes
+    assert any("source GPU's engine" in n for n in notes)
+
+
 # ---- item 7: NUMA-placed pinned memory on HIP --------------------------------------------------------
 
 def test_pinned_buffers_are_numa_placed_when_register_is_refused(monkeypatch) -> None:
