@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ... import platforms
 from ...errors import ConfigError, UserError
 from ...patterns.methods import (
     CE_NOPEER,
@@ -109,7 +110,7 @@ class GpuEngine:
         #: how the runner builds this engine again in a child process (``"module:callable"``, kwargs)
         self.child_factory = child_factory
         self.process_env: dict[str, str] = dict(process_env or {})
-        self.name = name or {"cuda": "cuda", "rocm": "rocm"}.get(runtime.platform, runtime.platform)
+        self.name = name or next((p.engine for p in platforms.PLATFORMS if p.runtime == runtime.platform), runtime.platform)
         self.vendor: str = runtime.vendor
         self._methods: tuple[Method, ...] = methods_for(self.vendor)
         visible = int(runtime.device_count())
