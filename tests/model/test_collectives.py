@@ -239,3 +239,25 @@ def test_two_h100_allreduce_1mib_with_cuda_graphs_within_25_percent():
     """all_reduce_G10.txt (nccl-tests -G 10): 14.02 us at 1 MiB; NCCL and the twin pick ring/LL."""
     pred = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", [0, 1], 1 << 20).chosen
     assert pred.protocol == "LL" and abs(pred.time_us / _recorded("all_reduce_G10.txt")[1 << 20][0] - 1) <= 0.25
+
+
+def test_collnet_needs_the_env_and_a_sharp_network_like_nccl():
+    """NCCL runs CollNet only with NCCL_COLLNET_ENABLE=1 and a network that reduces (the SHARP plugin):
+    the twin offers collnet_direct / collnet_chain only when the topology marks a switch ``sharp``."""
+    import dataclasses
+
+    from linkscope.topology.model import DeviceKind
+
+    base = synthetic_topology("fattree:2x4")
+    devices = [dataclasses.replace(d, name="NVIDIA H100 80GB HBM3") if d.is_gpu else d for d in base.devices]
+    plain = dataclasses.replace(base, devices=type(base.devices)(devices))
+    sharp = dataclasses.replace(plain, devices=type(base.devices)(
+        dataclasses.replace(d, attributes={**(d.attributes or {}), "sharp": True})
+        if d.kind is DeviceKind.NETWORK_SWITCH else d for d in devices))
+    env = {"NCCL_COLLNET_ENABLE": "1"}
+
+    def algos(topo, env):
+        return {a.algorithm for a in CollectiveModel.of(topo, env=env).predict("allreduce", list(range(8)), GIB).algorithms}
+
+    assert "collnet_direct" not in algos(plain, env) and "collnet_direct" not in algos(sharp, {})
+    assert {"collnet_direct", "collnet_chain"} <= algos(sharp, env)

@@ -687,9 +687,13 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         peer_channels = max(peer_channels, 2)
     cpus = topo.of_kind(DeviceKind.CPU)
     amd = bool(cpus) and all((c.vendor or "").lower() == "amd" for c in cpus)
+    # CollNet needs in-network reduction: a network switch or NIC the topology marks with the attribute
+    # ``sharp`` (or ``collnet``) true, e.g. InfiniBand switches with SHARP
+    sharp = any(bool((d.attributes or {}).get("sharp") or (d.attributes or {}).get("collnet"))
+                for d in topo.devices if d.kind in (DeviceKind.NETWORK_SWITCH, DeviceKind.NIC))
     return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
                            nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
-                           p2p_peer_channels=peer_channels, settings=settings)
+                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings)
 
 
 def gid_in(link: object, device_id: str) -> bool:

@@ -328,6 +328,7 @@ class NcclSystem:
     ll128_default: bool
     amd_cpu: bool
     settings: NcclSettings
+    nvswitch: bool = False
 
     @property
     def cc_index(self) -> int:
@@ -344,10 +345,11 @@ def pow2_up(x: int) -> int:
 
 def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: float, pair_bw: float,
                  nvswitch: bool, inter_bw: float = 0.0, amd_cpu: bool = False, p2p_peer_channels: int = 2,
-                 settings: NcclSettings | None = None) -> NcclSystem:
+                 collnet_fabric: bool = False, settings: NcclSettings | None = None) -> NcclSystem:
     """NCCL's view from machine facts: ``gpu_bw`` each GPU's total intra-node NCCL bandwidth,
     ``pair_bw`` its best path to a ring neighbour, ``inter_bw`` its share of NIC bandwidth (GB/s),
-    ``p2p_peer_channels`` paths.cc:817-850's channels per peer."""
+    ``p2p_peer_channels`` paths.cc:817-850's channels per peer; ``collnet_fabric``: the network offers
+    in-network reduction (SHARP), which CollNet needs besides NCCL_COLLNET_ENABLE=1 (its plugin)."""
     s = settings or NcclSettings()
     inter = n_nodes > 1
     if inter:
@@ -374,11 +376,11 @@ def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: 
     chunk = min(chunk, s.buffsize // NCCL_STEPS)  # init.cc:721
     return NcclSystem(
         n_ranks=n_ranks, n_nodes=n_nodes, cc=cc, intra_hw=intra_hw, ring=ring, tree=tree, nvls=nvls,
-        nvls_support=nvls_ok and nvls.n_channels >= 2, collnet_support=s.collnet_enable and inter,
+        nvls_support=nvls_ok and nvls.n_channels >= 2, collnet_support=s.collnet_enable and inter and collnet_fabric,
         n_channels=max(1, n_ch), nvls_channels=s.nvls_channels or NVLS_NCHANNELS_SM90, p2p_channels=p2p,
         p2p_channels_per_peer=per_peer, p2p_chunk_bytes=chunk,
         ll128_default=intra_hw == HW_NVLINK or not inter,  # tuning.cc:478-494, simplified: NVLink or PCIe up to PXB
-        amd_cpu=amd_cpu, settings=s)
+        amd_cpu=amd_cpu, settings=s, nvswitch=nvswitch)
 
 
 # ---- the tuning tables (tuning.cc:230-401) and the choice (enqueue.cc:1822-1911) ------------------------
@@ -489,6 +491,8 @@ def tune(system: NcclSystem) -> Tuning:
                     enabled = False  # :466
                 if a in (COLLNET_DIRECT, COLLNET_CHAIN) and not system.collnet_support:
                     enabled = False  # :468-470
+                if a == COLLNET_DIRECT and not system.nvswitch:
+                    enabled = False  # :472-473 (CollNet Direct needs an NVSwitch system)
                 if a == NVLS and nodes > 1 and not system.collnet_support:
                     enabled = False
                 if a in (NVLS, NVLS_TREE) and not system.nvls_support:
