@@ -2,6 +2,7 @@
 README there): judged against the machine's own recorded topology."""
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,8 @@ def test_nccl_tests_large_sizes_match_the_twin(judge):
         big = [(m, j) for m, j in _judged(judge, name) if m.size_bytes >= 512 << 20]
         assert len(big) == 4 and all(j.verdict is Verdict.OK for _, j in big), name
     one = next(j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes == 512 << 20 and not m.extra["inplace"])
-    assert one.line.startswith("allreduce 512 MiB busbw 310.2 GB/s on 2 x H100 NV18: twin 325 (ring, NVLS off) -> 95%: ok")
+    assert one.line.startswith("allreduce 512 MiB busbw 310.2 GB/s on 2 x H100 NV18: twin ")
+    assert "(ring, Simple, NVLS off)" in one.line and one.line.endswith("ok")
 
 
 def test_small_collectives_are_latency_bound_not_blamed_on_links(judge):
@@ -85,13 +87,15 @@ def test_imported_numbers_calibrate_the_twin(judge):
     assert result.check is not None and result.check.median_abs_rel_error < 0.05
 
 
-def test_graph_launched_small_collectives_match_the_twins_floor(judge):
-    """The twin's launch floor is a graph launch: with -G 10 the small allreduces are ok (guide section 9)."""
-    judged = _judged(judge, "nccl-tests-all_reduce_G10.txt")
-    ok = [j for _, j in judged if j.verdict is Verdict.OK]
-    assert len(judged) == 36 and len(ok) >= 30
-    assert all(j.verdict is Verdict.OK for m, j in judged if m.size_bytes <= 256 << 10)
-
+def test_small_collectives_sit_between_graph_and_plain_launches(judge):
+    """Below 64 KiB an allreduce is all fixed cost. The twin's (about 8 µs on 2 GPUs) lies between a
+    graph-launched run (-G 10: 6.4 µs, so above the twin) and plain launches (about 15 µs, below it);
+    either way the line says latency-bound (guide section 9)."""
+    graph = [j for m, j in _judged(judge, "nccl-tests-all_reduce_G10.txt") if m.size_bytes < 64 << 10]
+    plain = [j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes < 64 << 10]
+    assert graph and plain
+    assert statistics.median(j.fraction for j in graph) > 1.1 and statistics.median(j.fraction for j in plain) < 0.7
+    assert all("latency-bound" in j.reason for j in graph + plain if j.verdict is not Verdict.OK)
 
 
 def test_pageable_host_copies_are_not_blamed_on_the_pcie_link(judge):

@@ -264,7 +264,8 @@ class Judge:
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
         full_us = chosen_model.predict(op, gpus, size_bytes).time_us
-        fixed_share = floor_us / full_us if full_us > 0 else None
+        # (the floor may take another algorithm or protocol than the size does: at most all of it)
+        fixed_share = min(floor_us / full_us, 1.0) if full_us > 0 else None
         theoretical = None
         if ranks > 1:
             bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
