@@ -14,6 +14,7 @@ from linkscope.judge.verdict import Verdict
 from linkscope.results.peertools.detect import read
 
 H = Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2"
+NCCL = Path(__file__).resolve().parents[1] / "fixtures" / "nccl" / "h100x2-2026-11-25"  # the same recording's nccl-tests
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def judge() -> Judge:
 
 
 def _judged(judge, name, **kw):
-    run = read(H / name, **kw)
+    run = read(NCCL / name[len("nccl-tests-"):] if name.startswith("nccl-tests-") and name.endswith(".txt") else H / name, **kw)
     return list(zip(run.measurements, judge_runs([run], judge)[0].judgements))
 
 

@@ -244,8 +244,8 @@ def test_size_bounds_and_forced_format(tmp_path):
 def test_nccl_tests_outputs_appended_in_one_file_keep_their_own_op_and_ranks():
     """Two binaries' outputs in one file (2 x H100 allreduce then allgather): each row keeps its own
     operation and the rank count of its own header, not the last one's or the sum of both."""
-    h100 = FX / "h100x2"
-    text = (h100 / "nccl-tests-all_reduce.txt").read_text() + (h100 / "nccl-tests-all_gather.txt").read_text()
+    nccl = FX.parent / "nccl" / "h100x2-2026-11-25"
+    text = (nccl / "all_reduce.txt").read_text() + (nccl / "all_gather.txt").read_text()
     run = parse(text, "both.txt")
     methods = [m.method for m in run.measurements]
     assert methods[:56] == ["nccl.allreduce"] * 56 and methods[56:] == ["nccl.allgather"] * 56
