@@ -259,3 +259,25 @@ def test_nvbandwidth_runs_appended_in_one_file():
     run = parse(text, "both.txt")
     assert len(run.gpus) == 2
     assert len(run.measurements) == len(read(h100 / "nvbandwidth-b1.txt").measurements) + len(read(h100 / "nvbandwidth.txt").measurements)
+
+
+def test_transferbench_healthcheck_fail_lines():
+    """The healthcheck preset's layout, written here from TransferBench 1.52's printf formats
+    (RunHealthCheck; no public recording found): FAIL lines become measurements, PASS a note."""
+    text = "\n".join([
+        "TransferBench v1.52",
+        "Testing unidirectional reads from CPU ........PASS",
+        "Testing unidirectional writes to  CPU ........FAIL (1 test(s))",
+        " GPU 03: Measured:  41.20 GB/s      Criteria:  48.00 GB/s",
+        "Testing bidirectional  reads + writes ........FAIL (1 test(s))",
+        " GPU 05: Measured:  80.10 GB/s      Criteria:  96.00 GB/s",
+        "Testing all-to-all XGMI copies        ........FAIL (2 test(s))",
+        " GPU 00 to GPU 07:  31.00 GB/s      Criteria:  40.00 GB/s",
+        " GPU 07 to GPU 00:  30.50 GB/s      Criteria:  40.00 GB/s",
+    ])
+    run = transferbench.parse_text(text, "hc.txt")
+    got = [(m.src, m.dst, m.method, m.direction, m.median_gb_per_s, m.extra["criterion_gb_per_s"]) for m in run.measurements]
+    assert got[:2] == [(3, HOST, "sm-push", "uni", 41.2, 48.0), (HOST, 5, "sm-pull", "bi", 80.1, 96.0)]
+    assert got[2:] == [(0, 7, "sm-push", "uni", 31.0, 40.0), (7, 0, "sm-push", "uni", 30.5, 40.0)]
+    assert len(run.measurements[2].extra["transfers"]) == 8 * 7  # every GPU to every other, at once
+    assert any("PASS" in note for note in run.notes)
