@@ -148,3 +148,17 @@ def test_bench_json_and_csv_stopped_mid_run_leave_the_old_files(tmp_path, signum
     assert (tmp_path / "run.partial.csv").exists()
     if signum == signal.SIGTERM:
         assert code == 130 and "interrupted by SIGTERM" in err, err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["topo", "--preset", "hgx-h200-4"], ["topo", "--preset", "hgx-h200-4", "--json"],
+                                  ["bench", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "1MiB", "--reps", "3",
+                                   "--json", "-"]])
+def test_stdout_to_a_full_device_is_one_line(argv):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "linkscope", *argv], cwd=ROOT, env=_env(), stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("linkscope: error: ")]
+    assert errors == ["linkscope: error: cannot write the output: No space left on device (stdout or a file it was "
+                      "redirected to)"], done.stderr
