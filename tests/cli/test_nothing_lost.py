@@ -162,3 +162,22 @@ def test_stdout_to_a_full_device_is_one_line(argv):
     errors = [line for line in done.stderr.splitlines() if line.startswith("linkscope: error: ")]
     assert errors == ["linkscope: error: cannot write the output: No space left on device (stdout or a file it was "
                       "redirected to)"], done.stderr
+
+
+def test_stop_signals_keep_an_ignored_hangup_and_restore_handlers():
+    """nohup ignores SIGHUP: linkscope keeps it ignored; SIGTERM raises Terminated (a KeyboardInterrupt)."""
+    from linkscope.cli.signals import Terminated, interrupt_name, stop_signals
+
+    before_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    before_term = signal.getsignal(signal.SIGTERM)
+    try:
+        with stop_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            with pytest.raises(Terminated) as info:
+                os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before the next bytecode
+                for _ in range(1000):
+                    pass
+            assert isinstance(info.value, KeyboardInterrupt) and interrupt_name(info.value) == "SIGTERM"
+        assert signal.getsignal(signal.SIGTERM) == before_term
+    finally:
+        signal.signal(signal.SIGHUP, before_hup)
