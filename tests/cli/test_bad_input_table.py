@@ -555,7 +555,7 @@ ROBUST_CASES: list[Case] = [
     Case("topo-output-trailing-slash", "topo --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
     Case("bench-json-trailing-slash", f"bench {SIM} --sizes 1MiB --json {{tmp}}/newdir/", "names a folder"),
     Case("survey-output-trailing-slash", "survey --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
-    Case("traffic-gen-output-trailing-slash", "traffic gen ring --ranks 4 -o={tmp}/newdir/", "names a folder"),
+    Case("traffic-gen-output-trailing-slash", "traffic gen ring --ranks 4 --output={tmp}/newdir/", "names a folder"),
 ]
 CASES.extend(ROBUST_CASES)
 
