@@ -42,7 +42,9 @@ def test_osu_tests_two_ranks(tmp_path, test, header):
     assert done.returncode == 0, done.stderr
     assert header in done.stdout
     rows = _osu_rows(done.stdout)
-    assert [int(r[0]) for r in rows] == [1, 64, 4096, 65536] and all(float(r[1]) > 0 for r in rows)
+    assert [int(r[0]) for r in rows] == [1, 64, 4096, 65536]
+    # OSU prints two decimals: 1 byte on a busy machine can print 0.00 MB/s; the JSON below keeps the value
+    assert all(float(r[1]) >= 0 for r in rows) and float(rows[-1][1]) > 0
     rec = json.loads(out.read_text())
     assert rec["kind"] == "mpi" and rec["context"]["ranks"] == 2 and len(rec["context"]["hosts_per_rank"]) == 2
     assert rec["context"]["mpi_library"] and "\x00" not in rec["context"]["mpi_library"]

@@ -13,6 +13,8 @@ from linkscope.results.io import save
 from linkscope.results.schema import RunProvenance
 from tests.report.report_samples import measured_record, simulated_record
 
+pytestmark = pytest.mark.xdist_group("html-report")  # the module's one full render, in one worker
+
 
 @pytest.fixture(scope="module")
 def records():
