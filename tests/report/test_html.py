@@ -62,7 +62,10 @@ def test_report_has_every_section_and_figure(rendered):
     assert any(n.startswith("latency-") for n in names)
     assert sum(1 for n in names if n.startswith("bandwidth-node-a")) == 2  # ce and sm-push matrices
     assert "bandwidth-vs-size-transfer-1" in names and "bandwidth-vs-size-total-1" in names
-    assert text.count("<img ") == len(items)
+    # the matrices are tables in the page (their PNGs are drawn for --png only); every other figure an image
+    heat = [n for n in names if n.startswith(("bandwidth-node", "bandwidth-pcie", "latency-"))]
+    assert text.count("<img ") == len(items) - len(heat)
+    assert all(f'<figure id="fig-{n}"><table class="heat">' in text for n in heat)
     assert "CUDA error 700" in text and "pageable staging skipped" in text  # error and waived rows
     assert "All GPU pairs reach 82% of NVLink capacity" in text
     assert "branch-and-bound" in text and "20.8%" in text  # mapping table: saved fraction
@@ -71,7 +74,8 @@ def test_report_has_every_section_and_figure(rendered):
 def test_simulated_is_labelled(rendered, records):
     text, _, _ = rendered
     assert 'id="simulated-banner"' in text and "pcie:2x4 (sim)" in text
-    sim_figures = set(re.findall(r'<figure id="fig-([^"]+)"><img[^>]*><figcaption>[^<]*<span class="tag sim">', text))
+    figures = {chunk.split('"', 1)[0]: chunk.split("</figure>", 1)[0] for chunk in text.split('<figure id="fig-')[1:]}
+    sim_figures = {name for name, body in figures.items() if re.search(r'<figcaption>[^<]*<span class="tag sim">', body)}
     assert {"topology-pcie-2x4", "bandwidth-pcie-2x4-sim-ce-uni"} <= sim_figures
     assert "topology-nvswitch-4" not in sim_figures
     measured_only, _, _ = render_html([_small(records[0])])
@@ -171,3 +175,22 @@ def test_topology_caption_explains_confidence_marks_and_no_preset_speaks_of_this
     assert "[H] xGMI graph" in item.caption and "Confidence marks: [H] = taken from a vendor" in item.caption
     for name in preset_names():
         assert "this project" not in (load_preset(name).description or "").lower(), name
+
+
+def test_matrices_share_one_colour_scale_per_quantity():
+    """A contended flow (a ring's 131 GB/s) is not drawn as bright as a free pair (786 GB/s): every
+    GB/s matrix of the report uses one scale; the µs matrices another."""
+    from linkscope.report.figures import HeatPanel, heat_scales
+
+    def panel(name, quantity, value):
+        return HeatPanel(name, name, "", ("GPU0", "GPU1"), ((None, value), (value, None)), (("–", ""), ("", "–")),
+                         quantity, "GB/s", "{:.0f}", False)
+
+    panels = [panel("pairs", "bandwidth", 786.0), panel("ring", "bandwidth", 131.0), panel("lat", "latency", 2.0)]
+    scales = heat_scales(panels)
+    assert scales == {"bandwidth": (0.0, 786.0), "latency": (0.0, 2.0)}
+    from linkscope.report.html import _heat_table
+
+    free, contended = (_heat_table(p, scales["bandwidth"]) for p in panels[:2])
+    colour = re.compile(r'style="background:(#[0-9a-f]{6})')
+    assert colour.findall(free)[0] != colour.findall(contended)[0]
