@@ -194,3 +194,15 @@ def test_matrices_share_one_colour_scale_per_quantity():
     free, contended = (_heat_table(p, scales["bandwidth"]) for p in panels[:2])
     colour = re.compile(r'style="background:(#[0-9a-f]{6})')
     assert colour.findall(free)[0] != colour.findall(contended)[0]
+
+
+def test_topology_section_has_the_topo_m_matrix():
+    from linkscope.results.schema import RunRecord
+    from linkscope.topology.io import to_dict
+    from linkscope.topology.presets import load_preset
+
+    rec = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="",
+                    topology=to_dict(load_preset("pcie-8gpu-2socket")))
+    text, _, _ = render_html([rec])
+    assert "pcie-8gpu-2socket: nvidia-smi topo -m layout" in text
+    assert "<th>CPU Affinity</th><th>NUMA Affinity</th>" in text and "NIC0: mlx5_0" in text

@@ -223,6 +223,36 @@ def _heat_table(panel: F.HeatPanel, scale: tuple[float, float]) -> str:
             f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
 
 
+def _topo_m_tables(records: Sequence[RunRecord]) -> str:
+    """The ``nvidia-smi topo -m`` layout of each distinct embedded topology (levels, CPU and NUMA
+    affinity, NIC columns and the NIC legend); a topology that cannot be read is skipped (the
+    topology figure's note says why)."""
+    from ..errors import UserError
+    from ..topology.io import from_dict
+    from ..topology.model import DeviceKind
+    from .topology_view import topo_m_rows
+
+    out, seen = [], set()
+    for record in records:
+        if not record.topology:
+            continue
+        key = (record.topology.get("name"), len(record.topology.get("devices") or ()), len(record.topology.get("links") or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            topology = from_dict(record.topology)
+            rows, legend = topo_m_rows(topology, list(topology.gpus), list(topology.of_kind(DeviceKind.NIC)))
+        except UserError:
+            continue
+        if len(rows) > 1 + 64:  # a cluster's matrix: the figure and the console's topo say it better
+            continue
+        table = _table(rows[0], [[_e(c) for c in row] for row in rows[1:]])
+        nic = f'<p class="muted">NIC Legend: {_e(", ".join(f"{n}: {name}" for n, name in legend))}</p>' if legend else ""
+        out.append(f"<h3>{_e(topology.name)}: nvidia-smi topo -m layout</h3>{table}{nic}")
+    return "".join(out)
+
+
 def build_figures(records: Sequence[RunRecord], *, heatmap_pngs: bool = True) -> tuple[list[F.FigureItem], dict[str, Any], list[str]]:
     """All figures plus the tables' data (comparisons, totals, mappings, heatmap panels) and notes.
     ``heatmap_pngs`` False: the matrices are only data (the HTML draws them as tables)."""
@@ -292,6 +322,8 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
     for section, heading in _SECTIONS:
         section_items = [i for i in items if i.section == section]
         extra = ""
+        if section == "topology":
+            extra = _topo_m_tables(records)
         if section == "heatmaps":
             section_items = []  # the tables stand for them (their PNGs, if drawn, go to --png only)
             extra = "".join(_heat_table(p, data["scales"][p.quantity]) for p in data["panels"])
