@@ -206,3 +206,51 @@ def test_topology_section_has_the_topo_m_matrix():
     text, _, _ = render_html([rec])
     assert "pcie-8gpu-2socket: nvidia-smi topo -m layout" in text
     assert "<th>CPU Affinity</th><th>NUMA Affinity</th>" in text and "NIC0: mlx5_0" in text
+
+
+def test_runs_table_drops_a_column_no_run_fills():
+    from linkscope.results.schema import RunRecord
+
+    bare = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="", context={"host": "vm"})
+    text, _, _ = render_html([bare])
+    runs = text.split('<section id="runs">', 1)[1].split("</section>", 1)[0]
+    assert "<th>driver</th>" not in runs and "<th>host</th>" in runs
+    with_driver = bare.with_(context={"host": "vm", "driver": "580.95"})
+    text, _, _ = render_html([with_driver])
+    assert "<th>driver</th>" in text and "580.95" in text
+
+
+def test_contention_bar_label_sits_at_its_bar_and_equal_groups_are_one_row():
+    from linkscope.report.figures import PatternTotal, contention_figure
+
+    totals = [PatternTotal("r", f"all-to-one all→GPU{g}", "ce", "uni", 1 << 29, 27.7, 31.5, 8, True, "ok", "")
+              for g in range(8)] + [PatternTotal("r", "ring", "ce", "uni", 1 << 29, 107.6, None, 1, True, "ok", "")]
+    item = contention_figure(totals)
+    ax = item.fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["all-to-one ×8 (all→GPU0 … all→GPU7, each) ce uni", "ring ce uni"]
+    values = {t.get_text().strip(): t.get_position()[0] for t in ax.texts if t.get_text().strip()[:1].isdigit()}
+    assert values == {"27.7": 27.7, "107.6": 107.6}  # not at the theoretical tick (31.5)
+
+
+def test_coinciding_size_series_are_one_line_with_one_legend_entry():
+    from linkscope.report.figures import Series, merge_identical
+
+    a = Series("run: h2d (sweep, uni)", (4096, 1 << 20), (7.3, 27.7), True, 1)
+    b = Series("run: d2h (sweep, uni)", (4096, 1 << 20), (7.3, 27.7), True, 1)
+    c = Series("run: ce (sweep, uni)", (4096, 1 << 20), (7.1, 26.9), True, 1)
+    merged = merge_identical([a, b, c])
+    assert [s.label for s in merged] == ["run: h2d, d2h (sweep, uni)", "run: ce (sweep, uni)"]
+
+
+def test_a_ring_is_a_row_of_flows_not_a_mostly_grey_matrix():
+    from linkscope.report.figures import HeatPanel
+    from linkscope.report.html import _heat_table
+
+    names = ("GPU0", "GPU1", "GPU2", "GPU3")
+    ring = {(0, 1), (1, 2), (2, 3), (3, 0)}
+    values = tuple(tuple(26.9 if (i, j) in ring else None for j in range(4)) for i in range(4))
+    marks = tuple(tuple("–" if i == j else "N/A" for j in range(4)) for i in range(4))
+    html = _heat_table(HeatPanel("ring", "ce ring", "", names, values, marks, "bandwidth", "GB/s", "{:.1f}", True), (0.0, 26.9))
+    assert "one column per flow" in html and "N/A" not in html
+    assert [h for h in re.findall(r"<th>([^<]*)</th>", html) if "→" in h] == ["GPU0→GPU1", "GPU1→GPU2", "GPU2→GPU3", "GPU3→GPU0"]

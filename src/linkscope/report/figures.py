@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..results.findings import CONCURRENT_PATTERNS
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import plots
@@ -378,11 +379,45 @@ def comm_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[Fi
     return items
 
 
+def _merged_label(labels: Sequence[str]) -> str:
+    """``run: ce, d2h, h2d (sweep, uni) [simulated]`` from labels that differ only in their method."""
+    parts = []
+    for label in labels:
+        run, _, rest = label.partition(": ")
+        method, _, tail = rest.partition(" (")
+        parts.append((run, method, tail))
+    if len({(run, tail) for run, _, tail in parts}) == 1:
+        run, _, tail = parts[0]
+        return f"{run}: {', '.join(m for _, m, _ in parts)} ({tail}"
+    return " = ".join(labels)
+
+
+def merge_identical(series: Sequence[Series], rel: float = 0.005) -> list[Series]:
+    """Series with the same sizes and values (within ``rel``) as one line with one legend entry
+    naming them all: lines drawn on top of each other would leave legend entries without a visible line."""
+    out: list[Series] = []
+    members: list[list[Series]] = []
+    for s in series:
+        for k, first in enumerate(out):
+            if (first.sizes == s.sizes and first.simulated == s.simulated and first.total == s.total
+                    and all(abs(a - b) <= rel * max(abs(a), abs(b), 1e-12) for a, b in zip(first.values, s.values))):
+                members[k].append(s)
+                break
+        else:
+            out.append(s)
+            members.append([s])
+    return [group[0] if len(group) == 1 else Series(_merged_label([g.label for g in group]), group[0].sizes,
+                                                     group[0].values, group[0].simulated,
+                                                     max(g.pairs for g in group), group[0].total)
+            for group in members]
+
+
 def curve_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
-    """Per-transfer and aggregate (concurrent total) curves apart, so one scale fits each."""
+    """Per-transfer and aggregate (concurrent total) curves apart, so one scale fits each; series that
+    coincide are one line (``merge_identical``), so every legend entry has a visible line."""
     items = []
     for what, unit, ylabel in (("bandwidth", "GB/s", "bandwidth (GB/s, per direction)"), ("latency", "µs", "latency (µs)")):
-        every = size_series(records, labels, what)
+        every = merge_identical(size_series(records, labels, what))
         for scope, scope_title in (("transfer", ""), ("total", " (aggregate of concurrent transfers)")):
             series = [s for s in every if s.total == (scope == "total")]
             if not series:
@@ -505,9 +540,12 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         if has_pred:
             ax.barh(y, predicted, h, label="predicted (model)", color="#ff7f0e")
         ax.barh(y - h if has_pred else y, theoretical, h, label="theoretical (links)", color="#bbbbbb")
-        for yi, mv, tv in zip(y, measured, theoretical):
+        for yi, mv, tv, g in zip(y, measured, theoretical, names):
             if not math.isnan(tv) and tv:
-                ax.text(mv, yi + h, f" {mv:.1f} GB/s = {100 * mv / tv:.0f}%", ha="left", va="center", fontsize=8)
+                # a concurrent pattern's flow shares its links: its part of the route is a share
+                share = g.split(" ")[1:2] != [] and g.split(" ")[1] in CONCURRENT_PATTERNS and not g.endswith(" total")
+                ax.text(mv, yi + h, f" {mv:.1f} GB/s = {100 * mv / tv:.0f}%{' share' if share else ''}", ha="left",
+                        va="center", fontsize=8)
         ax.set_yticks(y)
         ax.set_yticklabels([f"{g} ({len(groups[g])})" for g in names], fontsize=9)
         ax.set_xlabel("GB/s")
@@ -519,7 +557,8 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         if simulated:
             plots.stamp_simulated(fig)
         caption = (f"Median over the entries of each method/pattern (their count in brackets), at the largest size; "
-                   f"the percentage after a {word} bar is its efficiency ({word} / theoretical).")
+                   f"the percentage after a {word} bar is its efficiency ({word} / theoretical), or, for one flow of "
+                   f"a concurrent pattern, its share of the route it shares with the others.")
         out.append(FigureItem(f"measured-vs-predicted-{_slug(run)}", "model", title, caption, fig, simulated))
     return out
 
@@ -565,8 +604,34 @@ def pattern_totals(records: Sequence[RunRecord], labels: Sequence[str]) -> list[
     return out
 
 
+def _merge_equal_totals(totals: list[PatternTotal]) -> list[tuple[str, PatternTotal]]:
+    """(row label, total) with the groups of one pattern that reached the same total (within 0.5%)
+    as one row: ``all-to-one ×8 (all→GPU0 … all→GPU7, each)``."""
+    rows: list[tuple[list[PatternTotal], PatternTotal]] = []
+    for t in totals:
+        base = t.pattern.split(" ")[0]
+        for members, first in rows:
+            if ((first.run, first.pattern.split(" ")[0], first.method, first.direction, first.theoretical_gb_per_s)
+                    == (t.run, base, t.method, t.direction, t.theoretical_gb_per_s)
+                    and first.total_gb_per_s is not None and t.total_gb_per_s is not None
+                    and abs(first.total_gb_per_s - t.total_gb_per_s) <= 0.005 * max(first.total_gb_per_s, 1e-12)):
+                members.append(t)
+                break
+        else:
+            rows.append(([t], t))
+    out = []
+    for members, first in rows:
+        if len(members) == 1:
+            out.append((first.pattern, first))
+            continue
+        wheres = [m.pattern.split(" ", 1)[1] if " " in m.pattern else m.pattern for m in members]
+        out.append((f"{first.pattern.split(' ')[0]} ×{len(members)} ({wheres[0]} … {wheres[-1]}, each)", first))
+    return out
+
+
 def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
-    shown = [t for t in totals if t.total_gb_per_s is not None][:24]
+    rows = _merge_equal_totals([t for t in totals if t.total_gb_per_s is not None])[:24]
+    shown = [t for _, t in rows]
     if not shown:
         return None
     import numpy as np
@@ -581,12 +646,14 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
-    for yi, t, t_gb_per_s in zip(y, shown, total):  # the value after the bar and after the theoretical mark
-        ax.text(max(t_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t_gb_per_s:.1f}", ha="left",
-                va="center", fontsize=8)
+    top = max([v for v in total + theo if not np.isnan(v)] or [1.0]) * 1.2
+    for yi, t_gb_per_s in zip(y, total):  # the value at the end of its bar (inside when the bar is long enough)
+        inside = t_gb_per_s > 0.15 * top
+        ax.text(t_gb_per_s, yi, f"{t_gb_per_s:.1f} " if inside else f" {t_gb_per_s:.1f}", ha="right" if inside else "left",
+                va="center", fontsize=8, color="white" if inside else "black", zorder=4)
     multi_run = len({t.run for t in shown}) > 1
     ax.set_yticks(y)
-    ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
+    ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{label} {t.method} {t.direction}" for label, t in rows],
                        fontsize=9)
     ax.set_xlabel("aggregate GB/s")
     ax.grid(True, axis="x", alpha=0.3)

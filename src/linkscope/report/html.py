@@ -93,6 +93,7 @@ def _gpus_text(context: Any) -> str:
 
 
 def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    """One row per run; the host and driver columns only where some run knows them."""
     rows = []
     for r, label in zip(records, labels):
         ctx = r.context or {}
@@ -104,8 +105,10 @@ def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
             f'<span class="{"error" if counts[Status.ERROR] else "ok"}">{counts[Status.ERROR]}</span>',
             "yes" if r.complete else '<span class="error">no (interrupted)</span>',
         ])
-    table = _table(["run", "kind", "provenance", "created (UTC)", "host", "GPUs", "driver", "ok", "waived", "errors",
-                    "complete"], rows, numeric=(7, 8, 9))
+    headers = ["run", "kind", "provenance", "created (UTC)", "host", "GPUs", "driver", "ok", "waived", "errors", "complete"]
+    keep = [i for i, h in enumerate(headers) if h not in ("host", "driver") or any(row[i] for row in rows)]
+    numeric = [keep.index(i) for i in (7, 8, 9)]
+    table = _table([headers[i] for i in keep], [[row[i] for i in keep] for row in rows], numeric=numeric)
     return f'<section id="runs"><h2>Runs</h2>{table}</section>'
 
 
@@ -201,6 +204,18 @@ def _heat_table(panel: F.HeatPanel, scale: tuple[float, float]) -> str:
 
     cmap = matplotlib.colormaps[F.HEAT_CMAPS[panel.quantity]]
     lo, hi = scale
+    filled = [(a, b, v) for a, row in zip(panel.names, panel.values) for b, v in zip(panel.names, row) if v is not None]
+    sim = ' <span class="tag sim">SIMULATED</span>' if panel.simulated else ""
+    if len(panel.names) > 2 and len(filled) <= len(panel.names):  # a ring's n flows: a row of flows, not a grey matrix
+        flow_cells = []
+        for _, _, flow_gb in filled:
+            bg, fg = _heat_colour(cmap, (flow_gb - lo) / (hi - lo) if hi > lo else 0.0)
+            flow_cells.append(f'<td class="num" style="background:{bg};color:{fg}">{_e(panel.fmt.format(flow_gb))}</td>')
+        head = "".join(f"<th>{_e(a)}→{_e(b)}</th>" for a, b, _ in filled)
+        return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)}), '
+                f'one column per flow</caption><thead><tr><th>flow</th>{head}</tr></thead><tbody><tr><th>{_e(panel.unit)}</th>'
+                f'{"".join(flow_cells)}</tr></tbody></table>'
+                f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
     head = "".join(f"<th>{_e(n)}</th>" for n in panel.names)
     rows = []
     for name, values, marks in zip(panel.names, panel.values, panel.marks):
@@ -216,7 +231,6 @@ def _heat_table(panel: F.HeatPanel, scale: tuple[float, float]) -> str:
     legend = "".join(
         f'<span class="swatch" style="background:{_heat_colour(cmap, k / 4)[0]}"></span>{_e(panel.fmt.format(v))} '
         for k, v in enumerate(legend_stops))
-    sim = ' <span class="tag sim">SIMULATED</span>' if panel.simulated else ""
     return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)})</caption>'
             f'<thead><tr><th>src \\ dst</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<div class="scale">{_e(panel.unit)}: {legend}</div>'

@@ -265,8 +265,7 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
     ax.set_ylim(-bottom_in, height_in + top_in + 0.45)
     ax.axis("off")
     # links: one collection per kind (fast, and drawn under the devices); links within a row are
-    # arcs (over the GPU row, under the others) so they do not run through the devices between
-    gpu_y = next((pos[g.id][1] for g in gpus if g.id in pos), None)
+    # arcs over their row so they do not run through the devices between
     for kind in sorted({e.kind for e in edges}):
         mine = [e for e in edges if e.kind == kind and e.a in pos and e.b in pos]
         thin = 0.45 if len(mine) > 40 else 1.0
@@ -281,8 +280,8 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
                 straight.append(((x0, y0), (x1, y1)))
                 widths.append(lw)
                 continue
-            up = 1.0 if gpu_y is not None and abs(y0 - gpu_y) < 1e-6 else -1.0
-            rise = up * min(0.12 + 0.11 * abs(x1 - x0), ROW_IN * 0.75)
+            # over the row: labels sit under their devices, so an arc above them crosses no text
+            rise = min(0.12 + 0.11 * abs(x1 - x0), ROW_IN * 0.75)
             arc = Path([(x0, y0), ((x0 + x1) / 2, y0 + 2 * rise), (x1, y1)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
             ax.add_patch(PathPatch(arc, fill=False, edgecolor=colour, lw=lw, alpha=alpha, zorder=1, linestyle=dash))
         ax.add_collection(LineCollection(straight, colors=colour, linewidths=widths, alpha=alpha, zorder=1, linestyles=dash))
