@@ -1,4 +1,5 @@
-"""Plain-text outputs of a RunRecord: CSV (one row per measurement, every JSON field), OSU-style
+"""Plain-text outputs of a RunRecord: CSV (one row per measurement, every JSON field, plain cells),
+OSU-style
 text (any record; ``bench mpi`` records in OSU's own layout), nccl-tests' table (``bench nccl``),
 the stencil and p2p-matrix tables. The comm commands stream the same lines as sizes finish.
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,13 +24,22 @@ _SIZE_WIDTH = 10
 _FIELD_WIDTH = 20
 
 
+CSV_SIGNIFICANT = 6  # digits kept of a float: 478.11600000000004 -> 478.116 (the medians' own noise is larger)
+
+
 def _cell(value: Any) -> Any:
+    """A plain CSV cell: no JSON inside (lists joined with "; ", mappings as key=value), floats
+    rounded to ``CSV_SIGNIFICANT`` significant digits, booleans as true/false."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True)
+    if isinstance(value, float):
+        return repr(float(f"{value:.{CSV_SIGNIFICANT}g}")) if value == value else "nan"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={_cell(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(_cell(v)) for v in value)
     return value
 
 
