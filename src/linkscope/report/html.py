@@ -40,6 +40,7 @@ th{background:#f0f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums
 .sim{background:#d62728;color:#fff} .meas{background:#2ca02c;color:#fff} .pred{background:#ff7f0e;color:#fff}
 .ok{color:#2ca02c} .waived{color:#8c6d1f} .error{color:#d62728;font-weight:600}
 ul.findings li{margin:3px 0} .muted{color:#777;font-size:12px}
+div.topo{overflow-x:auto} div.topo table{font-size:11px} div.topo td,div.topo th{padding:1px 4px;white-space:nowrap}
 table.heat caption{caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px}
 table.heat td,table.heat th{text-align:center;padding:3px 6px;min-width:3.2em} table.heat td.na{background:#e0e0e0;color:#666}
 .scale{font-size:11px;color:#555} .swatch{display:inline-block;width:14px;height:10px;margin:0 2px 0 8px;vertical-align:middle}
@@ -259,11 +260,13 @@ def _topo_m_tables(records: Sequence[RunRecord]) -> str:
             rows, legend = topo_m_rows(topology, list(topology.gpus), list(topology.of_kind(DeviceKind.NIC)))
         except UserError:
             continue
-        if len(rows) > 1 + 64:  # a cluster's matrix: the figure and the console's topo say it better
+        if len(rows) > 1 + 24:  # a cluster's: nvidia-smi's view is one node's
+            out.append(f'<p class="muted">{_e(topology.name)}: {len(rows) - 1} GPUs and NICs, too many for one nvidia-smi '
+                       "topo -m matrix; linkscope topo --from the RunRecord's topology prints it, split to fit.</p>")
             continue
         table = _table(rows[0], [[_e(c) for c in row] for row in rows[1:]])
         nic = f'<p class="muted">NIC Legend: {_e(", ".join(f"{n}: {name}" for n, name in legend))}</p>' if legend else ""
-        out.append(f"<h3>{_e(topology.name)}: nvidia-smi topo -m layout</h3>{table}{nic}")
+        out.append(f'<h3>{_e(topology.name)}: nvidia-smi topo -m layout</h3><div class="topo">{table}</div>{nic}')
     return "".join(out)
 
 
