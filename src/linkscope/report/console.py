@@ -59,11 +59,11 @@ def _bw_cell(m: Measurement | None) -> Text:
     return Text(format_rate(m.bandwidth.median), style="" if is_shared_flow(m) else efficiency_style(efficiency(m)))
 
 
-def _eff_cell(m: Measurement) -> Text | str:
+def _eff_cell(m: Measurement, shared: bool | None = None) -> Text | str:
     eff = efficiency(m)
     if eff is None:
         return ""
-    if is_shared_flow(m):
+    if is_shared_flow(m) if shared is None else shared:
         return Text(f"{eff * 100:.0f}% share")
     return Text(f"{eff * 100:.0f}%", style=efficiency_style(eff))
 
@@ -210,6 +210,10 @@ ENTRY_COLUMNS = (Column("size", key=True), Column("flow", key=True, justify="lef
 
 def entries_table(ms: Sequence[Measurement], title: str, width: int | None = None) -> list[Group]:
     rows: list[list[Text | str]] = []
+    flows_in: dict[int | None, int] = {}
+    for m in ms:
+        if m.scope == "transfer":
+            flows_in[m.group] = flows_in.get(m.group, 0) + 1
     for m in ms:
         bw = m.bandwidth if m.status is Status.OK else None
         theo = m.extra.get("theoretical_gb_per_s")
@@ -218,7 +222,7 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
             f"{m.src} -> {m.dst}" + (" total" if m.scope != "transfer" else ""),
             _bw_cell(m),
             format_rate(theo) if theo else "",
-            _eff_cell(m),
+            _eff_cell(m, shared=is_shared_flow(m) and (m.group is None or flows_in.get(m.group, 0) > 1)),
             m.status.value,
             format_rate(bw.min) if bw else "",
             format_rate(bw.max) if bw else "",
