@@ -131,6 +131,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
             save_assignment(assignment, output)
+            err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)
         if as_json:

@@ -98,6 +98,7 @@ def register(app: typer.Typer) -> None:
                 io.save(topology, output)
             except OSError as exc:
                 raise write_error(output, exc) from exc
+            stderr_console().print(f"wrote {output}", markup=False)
         if as_json:
             if selected is not None:
                 stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
