@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("results", "discovery", "counters"),
     ("patterns", "report"),
     ("model",),
-    ("engines", "mapping"),
+    ("engines", "mapping", "diagnose"),
     ("comm", "measure", "envinfo"),
     ("cli", "__main__"),
 )

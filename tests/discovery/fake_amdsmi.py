@@ -52,6 +52,9 @@ class FakeAmdSmi:
             self._links[b] += [a] * n
         if not with_link_metrics:
             self.amdsmi_get_link_metrics = None  # type: ignore[assignment]
+        self.pcie_width: dict[int, int] = {}
+        self.pcie_replays: dict[int, int] = {}
+        self.xgmi_status: dict[int, int] = {}
 
     # -- library --
     def amdsmi_init(self, flags: int = 0) -> None:
@@ -82,8 +85,16 @@ class FakeAmdSmi:
         return MI250X_NUMA[h.gcd]
 
     def amdsmi_get_pcie_info(self, h) -> dict:
+        # amdsmi_pcie_info_t (amdsmi.h): speeds in MT/s; counters uint64, "N/A" in Python where unsupported
         return {"pcie_static": {"max_pcie_width": 16, "max_pcie_speed": 16000},
-                "pcie_metric": {"pcie_width": 16, "pcie_speed": 16000}}
+                "pcie_metric": {"pcie_width": self.pcie_width.get(h.gcd, 16), "pcie_speed": 16000,
+                                "pcie_replay_count": self.pcie_replays.get(h.gcd, 0), "pcie_l0_to_recovery_count": 0,
+                                "pcie_replay_roll_over_count": 0, "pcie_nak_sent_count": "N/A",
+                                "pcie_nak_received_count": "N/A"}}
+
+    def amdsmi_gpu_xgmi_error_status(self, h) -> int:
+        """AMDSMI_XGMI_STATUS_NO_ERRORS 0, _ERROR 1, _MULTIPLE_ERRORS 2."""
+        return self.xgmi_status.get(h.gcd, 0)
 
     # -- pairs --
     def amdsmi_topo_get_link_type(self, a, b) -> dict:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..discovery.amdsmi import LINK_TYPE_XGMI, import_amdsmi
+from ..discovery.amdsmi import LINK_TYPE_XGMI, import_amdsmi, read_link_health
 from ..errors import BackendUnavailable
 from .nvml import (
     FI_NVLINK_DATA_RX_KIB,
@@ -117,6 +117,14 @@ class AmdsmiSource:
 
     def pcie_throughput_kb_per_s(self, index: int, tx: bool) -> int:
         raise CounterUnsupported("PCIe byte counters are not read on AMD GPUs")
+
+    def link_health(self, index: int) -> dict[str, Any]:
+        """PCIe state and error counters and the xGMI error status (``discovery.amdsmi.read_link_health``)."""
+        try:
+            links = list(self.active_nvlinks(index))
+        except CounterUnsupported:
+            links = []
+        return read_link_health(self._amd, self._handles[index], links)
 
     def close(self) -> None:
         try:

@@ -146,6 +146,9 @@ def read_facts(mod: Any) -> dict[str, Any]:
                 "hops": kind.get("hops"),
                 "bandwidth_mbps": [int(bw["min_bandwidth"]), int(bw["max_bandwidth"])]
                 if isinstance(bw, dict) and "min_bandwidth" in bw else None,
+                # amdsmi_is_P2P_accessible: the driver's "can these two map each other's memory"
+                "p2p_accessible": _try(getattr(mod, "amdsmi_is_P2P_accessible", None) or (lambda *_: None),
+                                       handles[a], handles[b]),
             }
             if is_xgmi and link_counts is not None:
                 pair["link_count"] = link_counts.get((a, b), 0)
@@ -162,3 +165,51 @@ def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = 
     finally:
         _try(mod.amdsmi_shut_down)
     return facts_to_topology(facts, sysfs_facts, name=socket.gethostname())
+
+
+#: amdsmi_pcie_info_t pcie_metric fields (amdsmi.h: "total number of the replays issued on the PCIe
+#: link", "... transitioned from L0 to the recovery state", "... replay rollovers", "NAKs issued on the
+#: PCIe link by the device" / "by the receiver") -> the counter names NVML's link health uses.
+PCIE_METRIC_COUNTERS = {"pcie_replay_count": "replay", "pcie_l0_to_recovery_count": "l0_to_recovery",
+                        "pcie_replay_roll_over_count": "replay_rollover", "pcie_nak_sent_count": "naks_sent",
+                        "pcie_nak_received_count": "naks_received"}
+#: amdsmi_gpu_xgmi_error_status: AMDSMI_XGMI_STATUS_NO_ERRORS 0, _ERROR 1, _MULTIPLE_ERRORS 2.
+XGMI_STATUS_ERROR_COUNT = {0: 0, 1: 1, 2: 2}
+
+
+def read_link_health(mod: Any, h: Any, xgmi_links: list[int] | None = None) -> dict[str, Any]:
+    """One AMD GPU's link state and error counters, in the shape of ``nvml.read_link_health``:
+    ``pcie`` from ``amdsmi_get_pcie_info`` (current/max width, speed in MT/s as a generation, the
+    replay/recovery/NAK counters), and the xGMI error status (``amdsmi_gpu_xgmi_error_status``: 0 no
+    errors, 1 an error, 2 several; a GPU-wide status, kept as ``xgmi_error`` on every active link) for
+    the active xGMI links ``xgmi_links`` (the counter source's link indices)."""
+    from .sysfs import GT_OF_GEN
+
+    gen_of_mt = {int(gt * 1000): gen for gen, gt in GT_OF_GEN.items()}
+    errors: dict[str, str] = {}
+    pcie: dict[str, Any] = {}
+    try:
+        info = mod.amdsmi_get_pcie_info(h)
+    except Exception as exc:
+        errors["pcie"] = str(exc)
+        info = {}
+    metric = info.get("pcie_metric", {}) if isinstance(info, dict) else {}
+    static = info.get("pcie_static", {}) if isinstance(info, dict) else {}
+    for key, source, table in (("gen", metric.get("pcie_speed"), gen_of_mt), ("max_gen", static.get("max_pcie_speed"), gen_of_mt),
+                               ("width", metric.get("pcie_width"), None), ("max_width", static.get("max_pcie_width"), None)):
+        if isinstance(source, int) and source > 0 and source != 0xFFFF:
+            value = table.get(source) if table is not None else source
+            if value:
+                pcie[key] = int(value)
+    pcie["counters"] = {name: (int(metric[key]) if isinstance(metric.get(key), int) and metric[key] < 2**63 else None)
+                        for key, name in PCIE_METRIC_COUNTERS.items()}
+    status = None
+    fn = getattr(mod, "amdsmi_gpu_xgmi_error_status", None)
+    if fn is not None:
+        try:
+            status = XGMI_STATUS_ERROR_COUNT.get(int(fn(h)))
+        except Exception as exc:
+            errors["xgmi_error_status"] = str(exc)
+    links = [{"link": k, "active": True, "errors": {"xgmi_error": status}} for k in (xgmi_links or [])]
+    return {"fabric": "xgmi", "nvlink": {"links": links, "active_count": len(links), "link_count": len(links), "totals": {}},
+            "pcie": pcie, "errors": errors}

@@ -1,0 +1,142 @@
+"""P2P routing health from sysfs facts: ACS per bridge from config space, IOMMU mode, BAR1, driver
+P2P status; on the synthetic dual-socket PCIe machine (two Microchip switches, 4 GPUs each)."""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from linkscope.diagnose.health import build_report
+from linkscope.discovery import nvml, pcihealth, raw, sysfs
+from tests.discovery import discovery_fakes as fakes
+
+BRIDGES = (["0000:00:01.0", "0000:01:00.0"] + [f"0000:02:{k:02x}.0" for k in range(5)]
+           + ["0000:80:01.0", "0000:81:00.0"] + [f"0000:82:{k:02x}.0" for k in range(5)])
+
+
+def _machine(root: Path, *, acs: dict[str, int] | None = None, config_bytes: int = 4096, iommu: str | None = "identity",
+             cmdline: str = "BOOT_IMAGE=/vmlinuz ro iommu=pt", vm: tuple[str, str] = ("Supermicro", "SYS-4029GP-TRT")) -> Path:
+    fakes.build_pcie_2s_sysfs(root)
+    tree = fakes.SysfsTree(root)
+    for bdf in BRIDGES:
+        tree.config(bdf, fakes.config_space((acs or {}).get(bdf, 0), size=config_bytes))
+    for k, bus in enumerate(fakes.PCIE_2S_GPU_BUSES):
+        tree.resource(bus, [(0xF000000000 + k * 0x1000000, 16 * 1024**2, 0x40200),
+                            (0x38000000000 + k * 2**37, 2**37, 0x14220C)])
+        if iommu is not None:
+            tree.iommu_group(bus, 40 + k, iommu)
+    if iommu is not None:
+        tree.iommu_unit("dmar0")
+    tree.cmdline(cmdline)
+    tree.dmi(*vm)
+    return root
+
+
+def _report(root: Path, nvml_module=None):
+    reader = sysfs.SysReader(root)
+    facts = sysfs.read_facts(root, reader)
+    health = pcihealth.read_facts(facts["pci"], reader=reader)
+    nvml_facts = nvml.read_facts(nvml_module or fakes.pcie_2s_nvml(), cpu_count=128, hostname="pcie-2s")
+    topology = nvml.facts_to_topology(nvml_facts, facts)
+    return build_report(topology, sysfs_facts=facts, health_facts=health, nvml_facts=nvml_facts), health
+
+
+def test_parse_config_reads_acs_control_bits_and_says_when_only_64_bytes_were_readable():
+    full = pcihealth.parse_config(fakes.config_space(0x1D))  # SV + RR + CR + UF
+    assert full["status"] == "read" and full["acs"]["offset"] == 0x148
+    assert full["acs"]["control"] == ["SV", "RR", "CR", "UF"]
+    assert full["acs"]["capability"] == ["SV", "TB", "RR", "CR", "UF", "DT"]
+    assert pcihealth.parse_config(fakes.config_space(0x1D, size=64))["status"] == "not-readable"
+    assert pcihealth.parse_config(fakes.config_space(None))["status"] == "absent"
+    assert pcihealth.parse_config(bytes(4096))["status"] == "no-extended-space"
+    # a loop in the capability list ends instead of spinning
+    looped = bytearray(fakes.config_space(None))
+    struct.pack_into("<I", looped, 0x100, 0x0001 | (0x100 << 20))
+    assert pcihealth.parse_config(bytes(looped))["status"] == "absent"
+
+
+def test_set_acs_control_changes_only_the_control_register():
+    data = fakes.config_space(0)
+    changed = pcihealth.set_acs_control(data, 0x0C)
+    assert pcihealth.parse_config(changed)["acs"]["control"] == ["RR", "CR"]
+    assert sum(a != b for a, b in zip(data, changed)) == 1
+    with pytest.raises(ValueError):
+        pcihealth.set_acs_control(fakes.config_space(None), 0)
+
+
+def test_iommu_mode_from_group_types_units_and_cmdline():
+    assert pcihealth.iommu_mode([], {}, {})["mode"] == "off"
+    assert pcihealth.iommu_mode(["dmar0"], {"40": "identity"}, {"iommu": "pt"})["mode"] == "passthrough"
+    assert pcihealth.iommu_mode(["dmar0"], {"40": "DMA-FQ", "41": "DMA"}, {})["mode"] == "translated"
+    assert pcihealth.iommu_mode(["dmar0"], {"40": "DMA", "41": "identity"}, {})["mode"] == "mixed"
+    assert pcihealth.iommu_mode(["ivhd0"], {"40": None}, {"iommu": "pt"})["mode"] == "passthrough"
+    assert pcihealth.iommu_mode(["ivhd0"], {"40": None}, {})["mode"] == "unknown"
+
+
+def test_clean_machine_gets_a_clean_bill(tmp_path):
+    report, health = _report(_machine(tmp_path))
+    assert health["iommu"]["mode"] == "passthrough" and health["virtual_machine"]["detected"] is False
+    assert "identity" in health["iommu"]["evidence"][-1]  # from the group types, not only the command line
+    same_switch = report.path("gpu0", "gpu1")
+    assert same_switch is not None and same_switch.over == "pcie" and same_switch.level == "PIX"
+    assert [q.bdf for q in same_switch.ports] == ["0000:01:00.0", "0000:02:00.0", "0000:02:01.0"]
+    assert [q.role for q in same_switch.ports] == ["switch upstream port", "switch downstream port", "switch downstream port"]
+    # across sockets the driver refuses P2P (the fake's CHIPSET_NOT_SUPPORTED): named, so not clean
+    assert any("gpu0-gpu4" in p and "CHIPSET_NOT_SUPPORTED" in p for p in report.problems)
+    within = [p for p in report.problems if "gpu0-gpu1" in p]
+    assert within == [] and not report.unknown
+    assert any("BAR1 128 GiB maps all 80 GiB" in line for line in report.lines())
+
+
+def test_clean_bill_when_every_pair_can_peer(tmp_path):
+    fake = fakes.pcie_2s_nvml()
+    fake.p2p = {}  # every status OK
+    report, _ = _report(_machine(tmp_path), fake)
+    assert report.clean and not report.unknown
+    assert report.verdict().startswith("P2P routing health: clean")
+
+
+def test_acs_redirect_on_a_switch_port_is_named_with_the_fix(tmp_path):
+    report, _ = _report(_machine(tmp_path, acs={"0000:02:01.0": 0x1D}))  # SV RR CR UF on GPU1's downstream port
+    named = [p for p in report.problems if "0000:02:01.0" in p]
+    assert named and all("ACS RR+CR" in p for p in named)
+    assert any("gpu0-gpu1" in p for p in named) and "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000" in named[0]
+    assert not any("0000:02:00.0" in p for p in report.problems)  # GPU0's port has ACS off
+    # the pair of GPU0 and GPU2 does not cross GPU1's port: not blamed on it
+    assert not any("gpu0-gpu2" in p and "ACS" in p for p in report.problems)
+
+
+def test_unprivileged_reader_says_acs_is_not_readable_and_why(tmp_path):
+    report, _ = _report(_machine(tmp_path, acs={"0000:02:01.0": 0x1D}, config_bytes=64))
+    assert not any("ACS RR" in p or "0000:02:01.0" in p for p in report.problems)  # not guessed
+    text = " ".join(report.unknown)
+    assert "only 64 bytes of config space readable" in text and "CAP_SYS_ADMIN" in text
+
+
+def test_translating_iommu_and_a_vm_are_said(tmp_path):
+    report, health = _report(_machine(tmp_path, iommu="DMA-FQ", cmdline="ro intel_iommu=on", vm=("QEMU", "Standard PC (Q35)")))
+    assert health["iommu"]["mode"] == "translated"
+    assert any("IOMMU translates DMA" in p and "iommu=pt" in p for p in report.problems)
+    assert report.lines()[0].startswith("Virtual machine (DMI says 'QEMU / Standard PC (Q35)')")
+
+
+def test_recording_keeps_config_bytes_and_a_changed_archive_gives_a_new_diagnosis(tmp_path):
+    root = _machine(tmp_path / "root")
+    written = raw.export_raw(tmp_path / "rec", root, require_sysfs=True, nvml_module=fakes.pcie_2s_nvml(),
+                             rocm_run=lambda argv: None, which=lambda name: None, amdsmi_module=None)
+    assert (tmp_path / "rec" / "pcihealth.json") in written
+    again = raw.load_health_facts(tmp_path / "rec")
+    assert again is not None and again["devices"]["0000:02:01.0"]["config"]["acs"]["control"] == []
+    assert again["iommu"]["mode"] == "passthrough" and again["cmdline"] == {"iommu": "pt"}
+
+
+def test_parse_lspci_hex_dump():
+    text = ("0000:02:01.0 PCI bridge: Microchip Technology PM40100 Switchtec PFX 100xG4 (rev b0)\n"
+            "00: f8 11 00 40 07 04 10 00 b0 00 04 06 08 00 01 00\n"
+            "10: 00 00 00 00 00 00 00 00 02 04 04 00 f1 01 00 00\n"
+            "\n03:00.0 3D controller: NVIDIA Corporation GA100 [A100 PCIe 80GB] (rev a1)\n"
+            "00: de 10 b5 20 46 05 10 00 a1 00 02 03 00 00 00 00\n")
+    dumps = pcihealth.parse_lspci_hex(text)
+    assert set(dumps) == {"0000:02:01.0", "0000:03:00.0"}
+    assert len(dumps["0000:02:01.0"]) == 32 and dumps["0000:02:01.0"][:2] == b"\xf8\x11"
