@@ -117,7 +117,7 @@ def test_unprivileged_reader_says_acs_is_not_readable_and_why(tmp_path):
 def test_translating_iommu_and_a_vm_are_said(tmp_path):
     report, health = _report(_machine(tmp_path, iommu="DMA-FQ", cmdline="ro intel_iommu=on", vm=("QEMU", "Standard PC (Q35)")))
     assert health["iommu"]["mode"] == "translated"
-    assert any("IOMMU translates DMA" in p and "iommu=pt" in p for p in report.problems)
+    assert any("IOMMU translates the GPUs" in p and "iommu=pt" in p for p in report.problems)
     assert report.lines()[0].startswith("Virtual machine (DMI says 'QEMU / Standard PC (Q35)')")
 
 

@@ -36,11 +36,19 @@ class Bounce:
 
 
 def _medians(ms: Iterable[Measurement]) -> dict[tuple[str, int, int, int], float]:
+    """One-way medians by (method, src, dst, size); a pair measured by several patterns (the matrix
+    and the sweep) keeps its matrix entry."""
     out: dict[tuple[str, int, int, int], float] = {}
+    from_matrix: set[tuple[str, int, int, int]] = set()
     for m in ms:
         if (m.status is Status.OK and m.bandwidth is not None and m.scope == "transfer" and m.direction == "uni"
                 and isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst):
-            out[(m.method, m.src, m.dst, m.size_bytes)] = m.bandwidth.median
+            key = (m.method, m.src, m.dst, m.size_bytes)
+            if key in from_matrix:
+                continue
+            out[key] = m.bandwidth.median
+            if m.pattern == "matrix":
+                from_matrix.add(key)
     return out
 
 

@@ -125,10 +125,10 @@ class HealthReport:
 
     def verdict(self) -> str:
         if self.problems:
-            return f"P2P routing health: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} found (above)."
+            return f"P2P routing health: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} found."
         if self.unknown:
             return ("P2P routing health: no problem in what could be read; some checks could not be made "
-                    "(see 'Not readable' above).")
+                    f"({len(self.unknown)} not readable).")
         return ("P2P routing health: clean (no ACS redirect on any PCIe peer path, IOMMU not translating, "
                 "driver P2P OK, BAR1 large).")
 
@@ -255,6 +255,11 @@ def _bar1_lines(topology: Topology, nvml_facts: Mapping[str, Any] | None, health
     return out
 
 
+def _pairs_text(labels: list[str], limit: int = 6) -> str:
+    shown = ", ".join(labels[:limit])
+    return f"{shown} and {len(labels) - limit} more pairs" if len(labels) > limit else shown
+
+
 def _endpoints(topology: Topology) -> list[tuple[Device, Device]]:
     gpus = list(topology.gpus)
     nics = [d for d in topology.devices if d.kind is DeviceKind.NIC and d.pci_bus_id]
@@ -280,6 +285,8 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
     p2p_of = {**_nvml_pairs(nvml_facts), **_amd_pairs(amd_facts)}
     paths: list[PathCheck] = []
     unreadable_ports: set[str] = set()
+    redirecting: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    translated_pairs: list[str] = []
     for a, b in _endpoints(topology):
         level = query.pair_level(topology, a, b)
         over = {"NV": "nvlink", "XGMI": "xgmi"}.get(level.family, "pcie")
@@ -290,14 +297,13 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
         if over == "pcie":
             for q in ports:
                 if q.redirect:
-                    pair_problems.append(
-                        f"ACS {'+'.join(q.redirect)} set on {q.role} {q.bdf} on the path {a.id}-{b.id}: peer requests are "
-                        f"redirected up to the root complex instead of crossing the switch; fix: {FIX_ACS.format(bdf=q.bdf)}")
+                    redirecting.setdefault((q.bdf, q.role, q.redirect), []).append(f"{a.id}-{b.id}")
+                    pair_problems.append(f"ACS {'+'.join(q.redirect)} set on {q.role} {q.bdf}")
                 elif q.status in ("not-readable", "missing", "unknown"):
                     unreadable_ports.add(q.bdf)
             if iommu.get("mode") == "translated":
-                pair_problems.append(f"the IOMMU translates DMA of {a.id} and {b.id} (group type DMA): peer traffic on "
-                                     f"{a.id}-{b.id} may be routed through the root complex; fix: {FIX_IOMMU}")
+                translated_pairs.append(f"{a.id}-{b.id}")
+                pair_problems.append("the IOMMU translates the DMA of both ends")
         p2p = p2p_of.get(frozenset((bus_a, bus_b)), {})
         if a.is_gpu and b.is_gpu:
             wanted = ("nvlink",) if over == "nvlink" else ("read", "write", "pci", "accessible")
@@ -307,8 +313,14 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
             if not p2p:
                 pair_unknown.append(f"driver P2P status {a.id}-{b.id}: not recorded")
         paths.append(PathCheck(a.id, b.id, level.code, over, tuple(ports), p2p, tuple(pair_problems), tuple(pair_unknown)))
-        problems.extend(pair_problems)
+        problems.extend(p for p in pair_problems if p.startswith("driver P2P"))
         unknown.extend(pair_unknown)
+    for (bdf, role, bits), labels in redirecting.items():
+        problems.append(f"ACS {'+'.join(bits)} set on {role} {bdf}: peer requests on {_pairs_text(labels)} are redirected "
+                        f"up to the root complex instead of crossing the switch; fix: {FIX_ACS.format(bdf=bdf)}")
+    if translated_pairs:
+        problems.append(f"the IOMMU translates the GPUs' and NICs' DMA (group type DMA): peer traffic on "
+                        f"{_pairs_text(translated_pairs)} may be routed through the root complex; fix: {FIX_IOMMU}")
     if unreadable_ports:
         sizes = sorted({q.readable_bytes for p in paths for q in p.ports if q.bdf in unreadable_ports})
         unknown.append(f"ACS of {len(unreadable_ports)} bridge{'s' if len(unreadable_ports) != 1 else ''} on PCIe peer paths "

@@ -1,0 +1,163 @@
+"""Which link is bad: when a GPU pair (or a pattern) is slow, combine its route, the link counters
+sampled around each step and the per-method results to name the suspect element (a GPU, an NVLink
+port, a PCIe link or switch port, a NIC) in one sentence with the evidence.
+
+"Slow" here: a pair's ``ce`` one-way median below ``SLOW_VS_PEERS`` of the median of the pairs at the
+same level (the twin says pairs at one level are alike), or below ``SLOW_VS_THEORY`` of the route's
+theoretical bandwidth; or a pair the bounce check names. The evidence, strongest first: error
+counters that grew on one of the pair's links during a step; a link down or fewer active links; a
+PCIe link below its width; an ACS redirect on the path; the one GPU or PCIe switch every slow pair
+shares and no fast pair does.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..counters.linkerrors import BELOW_SPEED, BELOW_WIDTH, ERRORS_GREW, FEWER_LINKS, LINK_DOWN, LinkIssue
+from ..patterns.methods import CE
+from ..results.schema import RunRecord, Status
+from ..topology import query
+from ..topology.model import DeviceKind, Topology
+from .bounce import Bounce
+from .health import HealthReport
+
+SLOW_VS_PEERS = 0.85  # 15 % below the pairs of the same level (survey copies repeat within ~1 %)
+SLOW_VS_THEORY = 0.5  # half of the route's theoretical bandwidth: no copy engine loses that much on a healthy link
+
+
+@dataclass(frozen=True)
+class SlowPair:
+    src: int
+    dst: int
+    level: str
+    gb_per_s: float
+    reference_gb_per_s: float
+    why: str
+
+    @property
+    def text(self) -> str:
+        return f"GPU{self.src}->GPU{self.dst} ({self.level}) {self.gb_per_s:.1f} GB/s, {self.why}"
+
+
+@dataclass(frozen=True)
+class Suspect:
+    element: str
+    evidence: tuple[str, ...]
+
+    @property
+    def sentence(self) -> str:
+        return f"Suspect: {self.element} ({'; '.join(self.evidence)})."
+
+
+def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key) -> list[SlowPair]:
+    """Pairs of ``method``'s one-way matrix (largest size) that are slow against their level's peers
+    or against the route's theoretical bandwidth."""
+    entries = [m for m in record.measurements
+               if m.pattern == "matrix" and m.method == method and m.direction == "uni" and m.scope == "transfer"
+               and m.status is Status.OK and m.bandwidth is not None and isinstance(m.src, int) and isinstance(m.dst, int)]
+    if not entries:
+        return []
+    size = max(m.size_bytes for m in entries)
+    entries = [m for m in entries if m.size_bytes == size]
+    levels = {(m.src, m.dst): query.pair_level(topology, m.src, m.dst).code for m in entries}
+    by_level: dict[str, list[float]] = {}
+    for m in entries:
+        by_level.setdefault(levels[(m.src, m.dst)], []).append(m.bandwidth.median)  # type: ignore[union-attr]
+    out = []
+    for m in entries:
+        bw = m.bandwidth.median  # type: ignore[union-attr]
+        level = levels[(m.src, m.dst)]
+        peers = by_level[level]
+        median = statistics.median(peers)
+        theory = float(m.extra.get("theoretical_gb_per_s") or 0) or query.theoretical_gb_per_s(topology, m.src, m.dst)
+        if len(peers) >= 3 and bw < SLOW_VS_PEERS * median:
+            out.append(SlowPair(m.src, m.dst, level, bw, median,  # type: ignore[arg-type]
+                                f"{1 - bw / median:.0%} below the median of the {len(peers)} {level} pairs ({median:.1f} GB/s)"))
+        elif theory and bw < SLOW_VS_THEORY * theory:
+            out.append(SlowPair(m.src, m.dst, level, bw, theory,  # type: ignore[arg-type]
+                                f"{bw / theory:.0%} of the route's theoretical {theory:.1f} GB/s"))
+    return out
+
+
+def _gpu_index(element_gpu: int, names: Mapping[int, int] | None) -> int:
+    return (names or {}).get(element_gpu, element_gpu)
+
+
+def _switches_on(topology: Topology, a: int, b: int) -> set[str]:
+    return {d for d in query.route_devices(topology, a, b)[1:-1]
+            if topology.by_id[d].kind is DeviceKind.PCIE_SWITCH}
+
+
+def suspects(record: RunRecord, topology: Topology, *, report: HealthReport | None = None,
+             issues: Iterable[LinkIssue] = (), bounces: Sequence[Bounce] = (),
+             gpu_of_counter_index: Mapping[int, int] | None = None) -> list[Suspect]:
+    """The suspect elements behind the slow pairs, one per element, strongest evidence first.
+    ``gpu_of_counter_index`` maps the counters' GPU numbering (NVML's) to the topology's."""
+    slow = slow_pairs(record, topology)
+    slow_keys = {(p.src, p.dst) for p in slow} | {(b.src, b.dst) for b in bounces}
+    issues = list(issues)
+    found: dict[str, list[str]] = {}
+
+    def add(element: str, evidence: str) -> None:
+        found.setdefault(element, [])
+        if evidence not in found[element]:
+            found[element].append(evidence)
+
+    for b in bounces:
+        path = report.path(f"gpu{b.src}", f"gpu{b.dst}") if report is not None else None
+        redirect = [q for q in (path.ports if path else ()) if q.redirect]
+        if redirect:
+            q = redirect[0]
+            add(f"PCIe {q.role} {q.bdf}", f"ACS {'+'.join(q.redirect)} set on it and {b.evidence}: peer traffic bounces through the host")
+    slow_text = {(p.src, p.dst): p.text for p in slow}
+    tails: dict[str, str] = {}
+    for issue in issues:  # counters name links whatever the timing says
+        g = _gpu_index(issue.gpu, gpu_of_counter_index)
+        involved = [k for k in slow_keys if g in k]
+        if issue.kind in (ERRORS_GREW, LINK_DOWN) and issue.link is not None:
+            element = f"GPU{g} {issue.element.split()[-2]} port {issue.link}"
+        elif issue.kind in (BELOW_WIDTH, BELOW_SPEED) or (issue.kind == ERRORS_GREW and issue.link is None):
+            element = f"the PCIe link of GPU{g} (slot, riser or cable)"
+        elif issue.kind == FEWER_LINKS:
+            element = f"GPU{g}'s {issue.element.split()[-1]} ports"
+        else:
+            continue
+        add(element, issue.sentence.rstrip("."))
+        if involved:
+            tails[element] = "slow pairs through it: " + ", ".join(
+                slow_text.get(k, f"GPU{k[0]}->GPU{k[1]}") for k in sorted(involved)[:4])
+    for element, tail in tails.items():
+        add(element, tail)
+    if slow and not found:
+        gpus_in = [set(k) for k in slow_keys]
+        common = set.intersection(*gpus_in) if gpus_in else set()
+        all_pairs = {(m.src, m.dst) for m in record.measurements if m.pattern == "matrix" and isinstance(m.src, int)
+                     and isinstance(m.dst, int) and m.src != m.dst}
+        fast = all_pairs - slow_keys
+        evidence = "; ".join(p.text for p in slow[:4])
+        for g in sorted(common):
+            if not any(g in k for k in fast):
+                add(f"GPU{g} (every slow pair involves it, no fast pair does)", evidence)
+        if not found:
+            switch_sets = [_switches_on(topology, a, b) for a, b in slow_keys]
+            shared = set.intersection(*switch_sets) if switch_sets else set()
+            for s in sorted(shared):
+                if not any(s in _switches_on(topology, a, b) for a, b in fast):
+                    dev = topology.by_id[s]
+                    add(f"PCIe switch {s}{f' ({dev.pci_bus_id})' if dev.pci_bus_id else ''}",
+                        f"every slow pair crosses it and no fast pair does: {evidence}")
+        if not found:
+            add("no single element (slow pairs share no GPU, link or switch)", evidence)
+    return [Suspect(element, tuple(ev)) for element, ev in found.items()]
+
+
+def issues_from_record(extra: Mapping[str, Any]) -> list[LinkIssue]:
+    """The link issues a survey stored in ``extra["link_errors"]``."""
+    out = []
+    for entry in (extra.get("link_errors") or {}).get("issues", []):
+        out.append(LinkIssue(int(entry["gpu"]), str(entry["element"]), str(entry["kind"]), str(entry.get("step", "")),
+                             str(entry.get("detail", "")), entry.get("link")))
+    return out
