@@ -28,6 +28,7 @@ def _machine(root: Path, *, acs: dict[str, int] | None = None, config_bytes: int
             tree.iommu_group(bus, 40 + k, iommu)
     if iommu is not None:
         tree.iommu_unit("dmar0")
+    (root / "sys/class/iommu").mkdir(parents=True, exist_ok=True)
     tree.cmdline(cmdline)
     tree.dmi(*vm)
     return root
@@ -72,6 +73,8 @@ def test_iommu_mode_from_group_types_units_and_cmdline():
     assert pcihealth.iommu_mode(["dmar0"], {"40": "DMA", "41": "identity"}, {})["mode"] == "mixed"
     assert pcihealth.iommu_mode(["ivhd0"], {"40": None}, {"iommu": "pt"})["mode"] == "passthrough"
     assert pcihealth.iommu_mode(["ivhd0"], {"40": None}, {})["mode"] == "unknown"
+    assert pcihealth.iommu_mode(None, {}, {})["mode"] == "unknown"  # /sys/class/iommu not read: not "off"
+    assert pcihealth.iommu_mode(None, {}, {"intel_iommu": "off"})["mode"] == "off"
 
 
 def test_clean_machine_gets_a_clean_bill(tmp_path):
@@ -83,10 +86,14 @@ def test_clean_machine_gets_a_clean_bill(tmp_path):
     assert [q.bdf for q in same_switch.ports] == ["0000:01:00.0", "0000:02:00.0", "0000:02:01.0"]
     assert [q.role for q in same_switch.ports] == ["switch upstream port", "switch downstream port", "switch downstream port"]
     # across sockets the driver refuses P2P (the fake's CHIPSET_NOT_SUPPORTED): named, so not clean
-    assert any("gpu0-gpu4" in p and "CHIPSET_NOT_SUPPORTED" in p for p in report.problems)
+    assert [p for p in report.problems if "CHIPSET_NOT_SUPPORTED" in p] == [
+        "driver P2P status CHIPSET_NOT_SUPPORTED (pci, read, write) for gpu0-gpu4, gpu0-gpu5, gpu0-gpu6, gpu0-gpu7, "
+        "gpu1-gpu4, gpu1-gpu5 and 10 more pairs: the chipset/platform does not support P2P between them (often ACS or "
+        "IOMMU on the path, or a VM)"]
     within = [p for p in report.problems if "gpu0-gpu1" in p]
     assert within == [] and not report.unknown
-    assert any("BAR1 128 GiB maps all 80 GiB" in line for line in report.lines())
+    assert "gpu0..gpu7 (8 GPUs) BAR1 128 GiB maps all 80 GiB of memory." in report.lines()
+    assert "Bridge switch downstream port 0000:02:01.0 [ACS all off]." in report.lines()
 
 
 def test_clean_bill_when_every_pair_can_peer(tmp_path):
@@ -100,8 +107,9 @@ def test_clean_bill_when_every_pair_can_peer(tmp_path):
 def test_acs_redirect_on_a_switch_port_is_named_with_the_fix(tmp_path):
     report, _ = _report(_machine(tmp_path, acs={"0000:02:01.0": 0x1D}))  # SV RR CR UF on GPU1's downstream port
     named = [p for p in report.problems if "0000:02:01.0" in p]
-    assert named and all("ACS RR+CR" in p for p in named)
-    assert any("gpu0-gpu1" in p for p in named) and "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000" in named[0]
+    assert len(named) == 1 and named[0].startswith("ACS RR+CR set on switch downstream port 0000:02:01.0: peer requests on "
+                                                   "gpu0-gpu1, gpu1-gpu2, gpu1-gpu3, gpu1-gpu4")
+    assert "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000" in named[0] and "disable_acs_redir=0000:02:01.0" in named[0]
     assert not any("0000:02:00.0" in p for p in report.problems)  # GPU0's port has ACS off
     # the pair of GPU0 and GPU2 does not cross GPU1's port: not blamed on it
     assert not any("gpu0-gpu2" in p and "ACS" in p for p in report.problems)
@@ -140,3 +148,27 @@ def test_parse_lspci_hex_dump():
     dumps = pcihealth.parse_lspci_hex(text)
     assert set(dumps) == {"0000:02:01.0", "0000:03:00.0"}
     assert len(dumps["0000:02:01.0"]) == 32 and dumps["0000:02:01.0"][:2] == b"\xf8\x11"
+
+
+def test_topo_health_reads_a_recording_and_names_the_redirecting_port(tmp_path, capsys):
+    from linkscope.cli import main
+
+    root = _machine(tmp_path / "root", acs={"0000:82:02.0": 0x05})  # SV + RR on GPU6's downstream port
+    fake = fakes.pcie_2s_nvml()
+    fake.gpus[6].pcie = (4, 8)  # and GPU6 trained at x8 of x16
+    fake.gpus[6].pcie_max = (4, 16)
+    raw.export_raw(tmp_path / "rec", root, require_sysfs=True, nvml_module=fake, rocm_run=lambda argv: None,
+                   which=lambda name: None, amdsmi_module=None)
+    code = main(["topo", "--health", "--from", str(tmp_path / "rec"), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import json
+
+    data = json.loads(out)
+    assert data["health"]["clean"] is False
+    assert any(p.startswith("ACS RR set on switch downstream port 0000:82:02.0") for p in data["health"]["problems"])
+    assert [i["sentence"] for i in data["link_issues"]] == ["GPU6 PCIe link runs below its width: x8 of x16."]
+    code = main(["topo", "--health", "--from", str(tmp_path / "rec")])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "Bridge switch downstream port 0000:82:02.0 [ACS SV+RR]." in out
+    assert "GPU6 PCIe link runs below its width: x8 of x16." in out

@@ -102,7 +102,9 @@ class HealthReport:
         return next((p for p in self.paths if {p.a, p.b} == {a, b}), None)
 
     def lines(self) -> list[str]:
-        """The health section as printed by ``topo --health`` and the survey."""
+        """The health section as printed by ``topo --health``: VM, IOMMU, BAR1, every bridge on a
+        PCIe peer path with its ACS state (once), every pair's path and driver P2P status, then the
+        problems, what could not be read, and the verdict."""
         out = []
         vm = self.virtual_machine
         if vm.get("detected"):
@@ -110,13 +112,18 @@ class HealthReport:
                        "hypervisor's virtual ones; the host's cannot be read from inside the guest.")
         mode = self.iommu.get("mode", "unknown")
         out.append(f"IOMMU: {mode} ({'; '.join(self.iommu.get('evidence', [])) or 'no evidence readable'}).")
-        out.extend(self.bar1)
+        out.extend(_grouped(self.bar1))
+        bridges: dict[str, PortCheck] = {}
         for p in self.paths:
-            ports = ", ".join(_port_text(q) for q in p.ports) or "no PCIe bridge between them"
-            status = "; ".join(f"{k} {v}" for k, v in p.p2p.items() if v is not None)
-            head = f"{p.label} ({p.level}, peer traffic over {p.over})"
-            text = f"{head}: path {ports}" + (f"; driver P2P: {status}" if status else "")
-            out.append(text + ".")
+            for q in p.ports:
+                bridges.setdefault(q.bdf, q)
+        for q in sorted(bridges.values(), key=lambda q: q.bdf):
+            out.append(f"Bridge {_port_text(q)}.")
+        for p in self.paths:
+            via = " > ".join(q.bdf for q in p.ports) or "no PCIe bridge"
+            status = ", ".join(f"{k} {v}" for k, v in p.p2p.items() if v is not None)
+            out.append(f"{p.label}: {p.level}, peer traffic over {p.over}; PCIe path {via}"
+                       + (f"; driver P2P {status}" if status else "") + ".")
         out.extend(f"Problem: {x}" for x in self.problems)
         out.extend(f"Not readable: {x}" for x in self.unknown)
         out.extend(self.notes)
@@ -150,6 +157,16 @@ class HealthReport:
         }
 
 
+def _grouped(lines: tuple[str, ...]) -> list[str]:
+    """``gpu0 BAR1 ...`` lines that say the same of several GPUs, as one line naming them."""
+    by_text: dict[str, list[str]] = {}
+    for line in lines:
+        who, _, rest = line.partition(" ")
+        by_text.setdefault(rest, []).append(who)
+    return [f"{', '.join(who)} {rest}" if len(who) <= 2 else f"{who[0]}..{who[-1]} ({len(who)} GPUs) {rest}"
+            for rest, who in by_text.items()]
+
+
 def _port_text(q: PortCheck) -> str:
     if q.status == "read":
         acs = f"ACS {'+'.join(q.control) if q.control else 'all off'}"
@@ -157,6 +174,8 @@ def _port_text(q: PortCheck) -> str:
         acs = "no ACS capability"
     elif q.status == "not-readable":
         acs = f"ACS not readable ({q.readable_bytes} bytes)"
+    elif q.status == "missing":
+        acs = "config space not recorded"
     else:
         acs = f"ACS {q.status}"
     return f"{q.role} {q.bdf} [{acs}]"
@@ -286,6 +305,7 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
     paths: list[PathCheck] = []
     unreadable_ports: set[str] = set()
     redirecting: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    refused: dict[str, dict[str, list[str]]] = {}  # status -> pair -> capabilities
     translated_pairs: list[str] = []
     for a, b in _endpoints(topology):
         level = query.pair_level(topology, a, b)
@@ -309,23 +329,34 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
             wanted = ("nvlink",) if over == "nvlink" else ("read", "write", "pci", "accessible")
             bad = {k: v for k, v in p2p.items() if k in wanted and v not in (None, "OK")}
             for k, v in bad.items():
-                pair_problems.append(f"driver P2P status {a.id}-{b.id} ({k}): {v}: {P2P_MEANING.get(str(v), str(v))}")
+                pair_problems.append(f"driver P2P {k} {v}")
+                refused.setdefault(str(v), {}).setdefault(f"{a.id}-{b.id}", []).append(k)
             if not p2p:
                 pair_unknown.append(f"driver P2P status {a.id}-{b.id}: not recorded")
         paths.append(PathCheck(a.id, b.id, level.code, over, tuple(ports), p2p, tuple(pair_problems), tuple(pair_unknown)))
-        problems.extend(p for p in pair_problems if p.startswith("driver P2P"))
         unknown.extend(pair_unknown)
+    for status, pairs in refused.items():
+        caps = sorted({c for cs in pairs.values() for c in cs})
+        problems.append(f"driver P2P status {status} ({', '.join(caps)}) for {_pairs_text(list(pairs))}: "
+                        f"{P2P_MEANING.get(status, status)}")
     for (bdf, role, bits), labels in redirecting.items():
         problems.append(f"ACS {'+'.join(bits)} set on {role} {bdf}: peer requests on {_pairs_text(labels)} are redirected "
                         f"up to the root complex instead of crossing the switch; fix: {FIX_ACS.format(bdf=bdf)}")
     if translated_pairs:
         problems.append(f"the IOMMU translates the GPUs' and NICs' DMA (group type DMA): peer traffic on "
                         f"{_pairs_text(translated_pairs)} may be routed through the root complex; fix: {FIX_IOMMU}")
-    if unreadable_ports:
-        sizes = sorted({q.readable_bytes for p in paths for q in p.ports if q.bdf in unreadable_ports})
-        unknown.append(f"ACS of {len(unreadable_ports)} bridge{'s' if len(unreadable_ports) != 1 else ''} on PCIe peer paths "
-                       f"({', '.join(sorted(unreadable_ports)[:6])}{' ...' if len(unreadable_ports) > 6 else ''}): "
-                       f"only {'/'.join(str(s) for s in sizes)} bytes of config space readable; {PRIVILEGE_NOTE}")
+    on_paths = {q.bdf: q for p in paths for q in p.ports if q.bdf in unreadable_ports}
+    short = sorted(b for b, q in on_paths.items() if q.status == "not-readable")
+    absent = sorted(b for b, q in on_paths.items() if q.status != "not-readable")
+    if short:
+        sizes = sorted({on_paths[b].readable_bytes for b in short})
+        unknown.append(f"ACS of {len(short)} bridge{'s' if len(short) != 1 else ''} on PCIe peer paths "
+                       f"({', '.join(short[:6])}{' ...' if len(short) > 6 else ''}): only "
+                       f"{'/'.join(str(s) for s in sizes)} bytes of config space readable; {PRIVILEGE_NOTE}")
+    if absent:
+        unknown.append(f"ACS of {len(absent)} bridge{'s' if len(absent) != 1 else ''} on PCIe peer paths "
+                       f"({', '.join(absent[:6])}{' ...' if len(absent) > 6 else ''}): no config space file read "
+                       "(not recorded in this folder, or not present in sysfs)")
     if iommu.get("mode") in ("unknown", "mixed"):
         unknown.append(f"IOMMU mode {iommu.get('mode')}: {'; '.join(iommu.get('evidence', []))}")
     if health_facts is not None and not health_facts.get("cmdline_read", True):

@@ -150,14 +150,20 @@ def parse_cmdline(text: str | None) -> dict[str, str]:
     return out
 
 
-def iommu_mode(units: list[str], group_types: Mapping[str, str | None], cmdline: Mapping[str, str]) -> dict[str, Any]:
+def iommu_mode(units: list[str] | None, group_types: Mapping[str, str | None], cmdline: Mapping[str, str]) -> dict[str, Any]:
     """``mode`` off | passthrough | translated | mixed | unknown of the IOMMU for the devices whose
     groups are in ``group_types`` (group → type file text, None when the kernel has no such file),
-    with the ``evidence`` sentences it rests on."""
+    with the ``evidence`` sentences it rests on. ``units`` None: /sys/class/iommu could not be read
+    (or was not recorded), so "off" cannot be told from "not looked at"."""
     evidence: list[str] = []
     opts = ", ".join(f"{k}={v}" if v else k for k, v in cmdline.items() if k.endswith("iommu") or k.startswith("iommu"))
     if opts:
         evidence.append(f"kernel command line: {opts}")
+    if units is None and not group_types:
+        evidence.append("/sys/class/iommu not readable or not recorded")
+        off = cmdline.get("iommu") == "off" or cmdline.get("intel_iommu") == "off" or cmdline.get("amd_iommu") == "off"
+        return {"mode": "off" if off else "unknown", "evidence": evidence, "units": []}
+    units = units or []
     if not units and not group_types:
         evidence.append("no IOMMU unit registered (/sys/class/iommu is empty) and the devices have no IOMMU group")
         return {"mode": "off", "evidence": evidence, "units": []}
@@ -203,6 +209,7 @@ def read_facts(pci: Mapping[str, Any], root: Path = Path("/"), reader: SysReader
     for bdf in sorted(pci):
         base = f"sys/bus/pci/devices/{bdf}"
         data = reader.read_bytes(f"{base}/config")
+        # "missing": no config file at all (a recording made before linkscope recorded config space)
         config = parse_config(data) if data is not None else {"readable_bytes": 0, "status": "missing", "acs": None}
         group = None
         if reader.exists(f"{base}/iommu_group"):
@@ -210,7 +217,7 @@ def read_facts(pci: Mapping[str, Any], root: Path = Path("/"), reader: SysReader
             if group not in groups:
                 groups[group] = reader.read(f"sys/kernel/iommu_groups/{group}/type")
         devices[bdf] = {"config": config, "bars": parse_resources(reader.read(f"{base}/resource")), "iommu_group": group}
-    units = reader.listdir("sys/class/iommu")
+    units = reader.listdir("sys/class/iommu") if reader.exists("sys/class/iommu") else None
     cmdline_text = reader.read("proc/cmdline")
     cmdline = parse_cmdline(cmdline_text)
     vm = virtual_machine(reader.read("sys/class/dmi/id/sys_vendor"), reader.read("sys/class/dmi/id/product_name"),
