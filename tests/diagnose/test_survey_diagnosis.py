@@ -96,13 +96,32 @@ def test_bounce_needs_ce_no_faster_than_a_host_path_at_the_same_size():
     assert bounce.explain(found[0], None).endswith("no health facts to name a cause (run 'linkscope topo --health' on the machine).")
 
 
-def test_slow_pair_against_its_level_peers_names_the_gpu_they_share():
+def test_slow_pairs_are_the_verdict_cores_low_ones_and_the_suspect_is_the_gpu_they_share():
+    from linkscope.judge.expect import Judge
     from linkscope.topology.synthetic import synthetic_topology
 
     topo = synthetic_topology("nvswitch:4")
-    ms = [_m("ce", a, b, 300.0 if 3 not in (a, b) else 150.0) for a in range(4) for b in range(4) if a != b]
+    twin = Judge(topo).expect(_m("ce", 0, 1, 1.0)).twin
+    assert twin and twin > 100  # the twin's ce on NV18 through the switch plane
+    ms = [_m("ce", a, b, twin if 3 not in (a, b) else 0.4 * twin) for a in range(4) for b in range(4) if a != b]
     record = _record(*ms)
     slow = suspect.slow_pairs(record, topo)
     assert {(p.src, p.dst) for p in slow} == {(a, b) for a in range(4) for b in range(4) if a != b and 3 in (a, b)}
+    assert all(p.why.startswith("judged low: NV18 route expects") for p in slow)
     found = suspect.suspects(record, topo)
     assert [s.element for s in found] == ["GPU3 (every slow pair involves it, no fast pair does)"]
+
+
+def test_without_the_twins_opinion_slow_means_below_the_level_peers():
+    from linkscope.judge.verdict import Expectation, decide
+    from linkscope.topology.synthetic import synthetic_topology
+
+    class NoOpinion:
+        def judge(self, m):
+            return decide("x", m.bandwidth.median, Expectation(note="not modelled"))
+
+    topo = synthetic_topology("nvswitch:4")
+    ms = [_m("ce", a, b, 300.0 if 3 not in (a, b) else 150.0) for a in range(4) for b in range(4) if a != b]
+    slow = suspect.slow_pairs(_record(*ms), topo, judge=NoOpinion())
+    assert {(p.src, p.dst) for p in slow} == {(a, b) for a in range(4) for b in range(4) if a != b and 3 in (a, b)}
+    assert slow[0].why == "33% below the median of the 12 NV18 pairs (225.0 GB/s)"

@@ -2,9 +2,11 @@
 sampled around each step and the per-method results to name the suspect element (a GPU, an NVLink
 port, a PCIe link or switch port, a NIC) in one sentence with the evidence.
 
-"Slow" here: a pair's ``ce`` one-way median below ``SLOW_VS_PEERS`` of the median of the pairs at the
-same level (the twin says pairs at one level are alike), or below ``SLOW_VS_THEORY`` of the route's
-theoretical bandwidth; or a pair the bounce check names. The evidence, strongest first: error
+"Slow" here: a pair's ``ce`` one-way median judged low by the verdict core of ``linkscope check``
+(``judge``: below 80 % of the twin's expectation for that route, with the cause when an alternative
+such as staging through host memory explains the number); where the twin has no opinion, below
+``SLOW_VS_PEERS`` of the median of the pairs at the same level or below ``SLOW_VS_THEORY`` of the
+route's theoretical bandwidth; or a pair the bounce check names. The evidence, strongest first: error
 counters that grew on one of the pair's links during a step; a link down or fewer active links; a
 PCIe link below its width; an ACS redirect on the path; the one GPU or PCIe switch every slow pair
 shares and no fast pair does.
@@ -52,14 +54,30 @@ class Suspect:
         return f"Suspect: {self.element} ({'; '.join(self.evidence)})."
 
 
-def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key) -> list[SlowPair]:
-    """Pairs of ``method``'s one-way matrix (largest size) that are slow against their level's peers
-    or against the route's theoretical bandwidth."""
+def _judge(topology: Topology) -> Any | None:
+    """The verdict core (``judge.Judge``: the twin's expectation per measurement), None where the
+    twin cannot model this topology."""
+    from ..judge.expect import Judge
+
+    try:
+        return Judge(topology)
+    except Exception:  # a topology the fabric model cannot route: fall back to the peer rule
+        return None
+
+
+def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key, *, judge: Any | None = None) -> list[SlowPair]:
+    """Pairs of ``method``'s one-way matrix (largest size) that are slow: judged low by the verdict
+    core (``judge.verdict.decide`` against the twin's expectation; its reason is the evidence), or,
+    where the twin has no opinion, below ``SLOW_VS_PEERS`` of their level's median or
+    ``SLOW_VS_THEORY`` of the route's theoretical bandwidth."""
+    from ..judge.verdict import Verdict
+
     entries = [m for m in record.measurements
                if m.pattern == "matrix" and m.method == method and m.direction == "uni" and m.scope == "transfer"
                and m.status is Status.OK and m.bandwidth is not None and isinstance(m.src, int) and isinstance(m.dst, int)]
     if not entries:
         return []
+    judge = judge if judge is not None else _judge(topology)
     size = max(m.size_bytes for m in entries)
     entries = [m for m in entries if m.size_bytes == size]
     levels = {(m.src, m.dst): query.pair_level(topology, m.src, m.dst).code for m in entries}
@@ -70,6 +88,12 @@ def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key) -> l
     for m in entries:
         bw = m.bandwidth.median  # type: ignore[union-attr]
         level = levels[(m.src, m.dst)]
+        verdict = judge.judge(m) if judge is not None else None
+        if verdict is not None and verdict.verdict is not Verdict.UNJUDGED:
+            if verdict.verdict is Verdict.LOW:
+                out.append(SlowPair(m.src, m.dst, level, bw, verdict.expectation.expected or 0.0,  # type: ignore[arg-type]
+                                    f"judged low: {verdict.reason}"))
+            continue
         peers = by_level[level]
         median = statistics.median(peers)
         theory = float(m.extra.get("theoretical_gb_per_s") or 0) or query.theoretical_gb_per_s(topology, m.src, m.dst)
