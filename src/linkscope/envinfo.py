@@ -74,10 +74,22 @@ def _rocm() -> dict[str, Any]:
     return {"ok": False, "reason": "neither amd-smi nor rocm-smi is on PATH (no ROCm installation)"}
 
 
+def _rocm_install() -> dict[str, Any]:
+    """What this node lacks for the ROCm engine and the commands that add it (ROCm 6 vs 7)."""
+    from .engines.rocm.install import install_report
+
+    report = install_report()
+    if not report["ok"] and report.get("install"):
+        report = {**report, "reason": f"{report['reason']}; to install: {report['install']}"}
+    return report
+
+
 def _rocm_engine() -> dict[str, Any]:
     from .engines.rocm import probe
 
-    note = "not yet run on AMD hardware: tested on CPU with the fake runtime (docs/amd.md)"
+    note = ("not yet run on AMD hardware: tested on CPU with the fake runtime and upstream-shaped amdsmi; "
+            "unverified on a GPU: the wall-clock attribute through CuPy, hipExtMallocWithFlags through ctypes, "
+            "NUMA placement with hipHostMallocNumaUser, the 1 MiB SDMA threshold of your ROCm (docs/amd.md)")
     why = probe()
     return {"ok": why is None, "reason": f"{why}; {note}" if why else note, "version": "cupy-rocm (HIP)" if why is None else None}
 
@@ -107,7 +119,8 @@ def collect() -> dict[str, Any]:
     except ImportError as exc:
         backends.append({"name": "discovery", "ok": False, "reason": f"discovery backends not importable: {exc}"})
     names = {b["name"] for b in backends}
-    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm), ("rocm engine", _rocm_engine)):
+    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm), ("rocm install", _rocm_install),
+                        ("rocm engine", _rocm_engine)):
         if name not in names:
             backends.append(_guard(name, probe))
     return {"versions": versions, "backends": backends}

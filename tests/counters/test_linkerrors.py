@@ -90,12 +90,12 @@ def test_amd_link_health_from_amdsmi_pcie_info_and_xgmi_status():
     from linkscope.counters.amdsmi import AmdsmiSource
     from tests.discovery.fake_amdsmi import FakeAmdSmi
 
-    amd = FakeAmdSmi()
+    amd = FakeAmdSmi(gpu="mi300x")  # MI300X: per-link xGMI accumulators (MI250X has none: no active link counted)
     source = AmdsmiSource(amd)
     before = linkerrors.take(source, [0, 1])
     h0 = before["gpus"]["0"]
     assert h0["pcie"]["gen"] == 4 and h0["pcie"]["width"] == 16 and h0["pcie"]["counters"]["naks_sent"] is None
-    assert h0["nvlink"]["active_count"] == 7 and h0["fabric"] == "xgmi"  # GCD0: 4 + 2 + 1 xGMI links
+    assert h0["nvlink"]["active_count"] == len(source.active_nvlinks(0)) > 0 and h0["fabric"] == "xgmi"
     amd.pcie_replays[1] = 4
     amd.xgmi_status[0] = 1
     amd.pcie_width[1] = 8
@@ -104,3 +104,15 @@ def test_amd_link_health_from_amdsmi_pcie_info_and_xgmi_status():
     assert ("GPU0 xGMI 0", "errors-grew") in [(i.element, i.kind) for i in issues]
     assert ("GPU1 PCIe link", "errors-grew") in [(i.element, i.kind) for i in issues]
     assert [(i.element, i.kind) for i in linkerrors.state_issues(after)] == [("GPU1 PCIe link", "below-width")]
+
+
+def test_amd_placeholders_are_unknown_and_p2p_accessibility_is_recorded():
+    from linkscope.discovery import amdsmi
+    from tests.discovery.fake_amdsmi import FakeAmdSmi
+
+    amd = FakeAmdSmi(gpu="mi300x")
+    amd.pcie_replays[0] = 2**64 - 1  # amdsmi's all-ones "not supported"
+    health = amdsmi.read_link_health(amd, amd.amdsmi_get_processor_handles()[0], [0, 1])
+    assert health["pcie"]["counters"]["replay"] is None and health["pcie"]["counters"]["l0_to_recovery"] == 0
+    facts = amdsmi.read_facts(amd)
+    assert {p["p2p_accessible"] for p in facts["pairs"]} == {True}

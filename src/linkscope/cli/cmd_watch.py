@@ -59,7 +59,7 @@ def _render(result, console) -> None:
         console.print("link errors: no error counter grew during the command; no link down or below its width",
                       markup=False)
     if result.expect is not None:
-        status = "passed" if result.expect.passed else "FAILED"
+        status = {True: "passed", False: "FAILED", None: "undecided"}[result.expect.passed]
         console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)
 
 

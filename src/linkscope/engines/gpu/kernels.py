@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...errors import ConfigError
+
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
 COPY_UNROLLS = (1, 2, 4, 8)
 #: (piece bytes, shared-memory stages) compiled for the bulk-copy (TMA) SM copy.
@@ -49,15 +51,19 @@ __device__ __forceinline__ u64 global_ns() {
 #define STORE_STREAM(p, v) __stcs((p), (v))
 """
 
-# wall_clock64() counts at a constant rate: 100 MHz on MI200 and MI300 (hipDeviceAttributeWallClockRate);
-# WALL_CLOCK_NS_PER_TICK is passed by the engine from the device when known (default 10 ns).
+# wall_clock64() counts at a constant rate that differs by architecture: 25 MHz on gfx9 up to gfx90a
+# (MI200), 100 MHz from gfx940 (MI300) (llvm-project libc/src/time/gpu/time_utils.h; TransferBench and
+# RCCL read it from the device). The engine passes the device's hipDeviceAttributeWallClockRate as
+# -DWALL_CLOCK_KHZ (timer_options); without it the source does not compile, so no default can be wrong.
+# hipRTC includes hip/hip_runtime.h itself; an offline hipcc needs HIP_OFFLINE_INCLUDE put first.
+HIP_OFFLINE_INCLUDE = "#include <hip/hip_runtime.h>\n"
 HIP_PRELUDE = r"""
 typedef unsigned long long u64;
 typedef unsigned int u32;
-#ifndef WALL_CLOCK_NS_PER_TICK
-#define WALL_CLOCK_NS_PER_TICK 10
+#ifndef WALL_CLOCK_KHZ
+#error "WALL_CLOCK_KHZ (hipDeviceAttributeWallClockRate of the device, kHz) must be defined"
 #endif
-__device__ __forceinline__ u64 global_ns() { return (u64)wall_clock64() * WALL_CLOCK_NS_PER_TICK; }
+__device__ __forceinline__ u64 global_ns() { return (u64)((double)wall_clock64() * (1000000.0 / WALL_CLOCK_KHZ)); }
 #define LOAD_STREAM(p) (*(p))
 #define STORE_STREAM(p, v) (*(p) = (v))
 """
@@ -279,9 +285,24 @@ class KernelSet:
         self.rt.launch(self.module, name, lane.ordinal, lane.stream, grid, threads, args)
 
 
+def timer_options(rt: Any, ordinals: tuple[int, ...]) -> tuple[str, ...]:
+    """``-DWALL_CLOCK_KHZ=<rate>`` for AMD runtimes (every device's hipDeviceAttributeWallClockRate;
+    one module serves all devices, so they must agree); nothing on NVIDIA (%globaltimer is in ns)."""
+    if rt.vendor != "amd":
+        return ()
+    rates = {o: int(rt.wall_clock_khz(o)) for o in ordinals}
+    if len(set(rates.values())) > 1:
+        raise ConfigError(f"devices tick at different wall-clock rates (kHz by device: {rates}): one kernel module "
+                          "cannot time them all", hint="select devices of one kind (HIP_VISIBLE_DEVICES)")
+    rate = next(iter(rates.values()), 0)
+    if rate <= 0:
+        raise ConfigError("the HIP runtime reports no wall-clock rate: device-side times cannot be converted")
+    return (f"-DWALL_CLOCK_KHZ={rate}",)
+
+
 def compile_and_preload(rt: Any, ordinals: tuple[int, ...], options: tuple[str, ...] = OPTIONS) -> KernelSet:
     """Compile the platform's source and load every kernel on every ordinal (KernelCompileError
     with the source, options and compiler log when that fails)."""
-    source, names = source_for(rt.platform)
-    module = rt.compile(source, options, names, ordinals)
+    source, names = source_for(rt.platform if rt.vendor != "amd" or rt.platform != "fake" else "rocm")
+    module = rt.compile(source, tuple(options) + timer_options(rt, tuple(ordinals)), names, ordinals)
     return KernelSet(rt=rt, module=module, ordinals=tuple(ordinals), names=names)
