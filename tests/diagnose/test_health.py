@@ -172,3 +172,27 @@ def test_topo_health_reads_a_recording_and_names_the_redirecting_port(tmp_path, 
     out, _ = capsys.readouterr()
     assert code == 0 and "Bridge switch downstream port 0000:82:02.0 [ACS SV+RR]." in out
     assert "GPU6 PCIe link runs below its width: x8 of x16." in out
+
+
+def _lspci_dump(bdf: str, data: bytes) -> str:
+    lines = [f"{bdf[5:]} PCI bridge: Microchip Technology PM40100 Switchtec PFX 100xG4 (rev b0)"]
+    lines += [f"{off:02x}: " + " ".join(f"{b:02x}" for b in data[off:off + 16]) if off < 0x100 else
+              f"{off:03x}: " + " ".join(f"{b:02x}" for b in data[off:off + 16]) for off in range(0, len(data), 16)]
+    return "\n".join(lines) + "\n\n"
+
+
+def test_a_root_lspci_dump_beside_a_64_byte_tree_supplies_the_acs_bits(tmp_path):
+    from linkscope.diagnose import gather
+
+    root = _machine(tmp_path / "root", config_bytes=64)  # recorded without root
+    rec = tmp_path / "rec"
+    raw.export_raw(rec, root, require_sysfs=True, nvml_module=fakes.pcie_2s_nvml(), rocm_run=lambda argv: None,
+                   which=lambda name: None, amdsmi_module=None)
+    text = "".join(_lspci_dump(b, fakes.config_space(0x0C if b == "0000:82:01.0" else 0)) for b in BRIDGES)
+    (rec / "lspci-vvv-xxxx.txt").write_text(text)
+    inputs = gather.recorded(rec)
+    assert inputs.health_facts["devices"]["0000:82:01.0"]["config_source"] == "lspci-vvv-xxxx.txt"
+    topology = raw.load_recording(rec)
+    report = inputs.report(topology)
+    assert any(p.startswith("ACS RR+CR set on switch downstream port 0000:82:01.0") for p in report.problems)
+    assert not any("bytes of config space readable" in u for u in report.unknown)

@@ -64,20 +64,15 @@ def live(sysfs_root: Path = Path("/")) -> HealthInputs:
             module = None
         if module is not None:
             try:
-                amd_facts = amdsmi.read_facts(module)
+                amd_facts = amdsmi.read_facts_and_shut_down(module)
             except Exception as exc:
                 notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
-            finally:
-                try:
-                    module.amdsmi_shut_down()
-                except Exception:
-                    pass
     return HealthInputs(sysfs_facts, health_facts, nvml_facts, amd_facts, tuple(notes))
 
 
 def recorded(directory: Path) -> HealthInputs:
     """The facts of a recorded folder (``sysfs.tar.gz`` / ``sysfs.json``, ``pcihealth.json``,
-    ``nvml.json``, ``amdsmi.json``)."""
+    ``nvml.json``, ``amdsmi.json``, and ``lspci*.txt`` hex dumps for config space the tree lacks)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"recording folder not found: {directory}")
@@ -94,6 +89,11 @@ def recorded(directory: Path) -> HealthInputs:
 
     sysfs_facts = raw.load_sysfs_facts(directory)
     health_facts = raw.load_health_facts(directory)
+    for path in sorted(directory.glob("lspci*.txt")):  # a root 'lspci -vvv -xxxx' beside the tree has the full space
+        dumps = pcihealth.parse_lspci_hex(path.read_text(errors="replace"))
+        if dumps and health_facts is not None:
+            health_facts = pcihealth.overlay_config(health_facts, dumps, path.name)
+            notes.append(f"config space of bridges not readable in the sysfs tree taken from {path.name} where it has it")
     if health_facts is None:
         notes.append(f"{directory} has no config-space/IOMMU recording (recorded before linkscope recorded them?)")
     return HealthInputs(sysfs_facts, health_facts, load("nvml.json"), load("amdsmi.json"), tuple(notes))

@@ -213,6 +213,18 @@ def read_facts(mod: Any) -> dict[str, Any]:
             "xgmi_rate_from_min_bandwidth": True, "notes": notes}
 
 
+def read_facts_and_shut_down(mod: Any) -> dict[str, Any]:
+    """``read_facts`` of an initialised module, then ``amdsmi_shut_down`` whatever happened (the
+    recorder and the health check both read once and let go)."""
+    try:
+        return read_facts(mod)
+    finally:
+        try:
+            mod.amdsmi_shut_down()
+        except Exception:
+            pass
+
+
 def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = None) -> Topology:
     """Live: ask amdsmi now (``module`` replaces the real package in tests)."""
     mod = module if module is not None else import_amdsmi()

@@ -250,3 +250,17 @@ def parse_lspci_hex(text: str) -> dict[str, bytes]:
             if offset == len(buf):
                 buf.extend(row)
     return {bdf: bytes(buf) for bdf, buf in out.items() if buf}
+
+
+def overlay_config(facts: Mapping[str, Any], dumps: Mapping[str, bytes], source: str) -> dict[str, Any]:
+    """``facts`` with the ACS of every device whose config space was not readable (or not recorded)
+    taken from ``dumps`` (bus id -> bytes, e.g. ``parse_lspci_hex`` of a root ``lspci -xxxx``)
+    where those hold the extended space; each such device says ``config_source``."""
+    devices = {bdf: dict(d) for bdf, d in facts.get("devices", {}).items()}
+    for bdf, device in devices.items():
+        data = dumps.get(bdf)
+        status = (device.get("config") or {}).get("status")
+        if data is not None and len(data) > PCI_CFG_SPACE_BYTES and status in ("not-readable", "missing"):
+            device["config"] = parse_config(data)
+            device["config_source"] = source
+    return {**facts, "devices": devices}

@@ -150,15 +150,10 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
         amd_module = None
     if amd_module is not None:
         try:
-            write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts(amd_module))
+            write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts_and_shut_down(amd_module))
             written.append(directory / "amdsmi.json")
         except Exception as exc:
             notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
-        finally:
-            try:
-                amd_module.amdsmi_shut_down()
-            except Exception:
-                pass
     kwargs: dict[str, Any] = {}
     if rocm_run is not None:
         kwargs["run"] = rocm_run
