@@ -196,3 +196,19 @@ def test_a_root_lspci_dump_beside_a_64_byte_tree_supplies_the_acs_bits(tmp_path)
     report = inputs.report(topology)
     assert any(p.startswith("ACS RR+CR set on switch downstream port 0000:82:01.0") for p in report.problems)
     assert not any("bytes of config space readable" in u for u in report.unknown)
+
+
+def test_a_link_trained_below_its_width_is_named(tmp_path):
+    root = _machine(tmp_path / "a")
+    tree = fakes.SysfsTree(root)
+    (root / tree._device_folder("0000:05:00.0") / "current_link_width").write_text("8\n")  # GPU2 at x8
+    (root / tree._device_folder("0000:81:00.0") / "current_link_width").write_text("4\n")  # socket 1's switch uplink
+    report, _ = _report(root)
+    narrow = [p for p in report.problems if "trained" in p]
+    assert narrow[0].startswith("the PCIe link of gpu2 (0000:05:00.0) trained x8 of x16 possible")
+    assert narrow[1].startswith("the PCIe link of PCIe switch sw1 (0000:81:00.0) trained x4 of x16")
+    assert len(narrow) == 2
+    vm_root = _machine(tmp_path / "b", vm=("QEMU", "Standard PC (Q35 + ICH9, 2009)"))
+    (vm_root / fakes.SysfsTree(vm_root)._device_folder("0000:81:00.0") / "current_link_width").write_text("4\n")
+    report, _ = _report(vm_root)
+    assert not [p for p in report.problems if "trained" in p]  # an emulated bridge's width says nothing in a VM

@@ -274,6 +274,33 @@ def _bar1_lines(topology: Topology, nvml_facts: Mapping[str, Any] | None, health
     return out
 
 
+def _narrow_links(topology: Topology, pci: Mapping[str, Any], in_vm: bool) -> list[str]:
+    """PCIe links on the GPUs' and NICs' paths that trained narrower than both ends allow (sysfs
+    ``current_link_width`` below ``max_link_width`` of the device and of the port above it). In a
+    VM only the passed-through endpoints count: the emulated bridges report made-up widths."""
+    out = []
+    seen: set[str] = set()
+    names = {normalise_bdf(d.pci_bus_id): f"PCIe switch {d.id}" if d.kind is DeviceKind.PCIE_SWITCH else d.id
+             for d in topology.devices if d.pci_bus_id}
+    for dev in [*topology.gpus, *(d for d in topology.devices if d.kind is DeviceKind.NIC)]:
+        bus = normalise_bdf(dev.pci_bus_id or "")
+        chain = (pci.get(bus) or {}).get("chain") or []
+        members = [b for b in chain[1:] if b in pci]
+        for i, bdf in enumerate(members):
+            if bdf in seen or (in_vm and bdf != bus):
+                continue
+            seen.add(bdf)
+            link = pci[bdf].get("link") or {}
+            width, most = link.get("width"), link.get("max_width")
+            upstream = (pci[members[i - 1]].get("link") or {}).get("max_width") if i > 0 else None
+            allowed = min(w for w in (most, upstream) if w) if (most or upstream) else None
+            if width and allowed and width < allowed:
+                what = names.get(bdf, f"PCIe {_role(chain.index(bdf))} {bdf}")
+                out.append(f"the PCIe link of {what} ({bdf}) trained x{width} of x{allowed} possible: reseat the card, "
+                           "check the riser/cable or the slot's lane sharing (BIOS bifurcation)")
+    return out
+
+
 def _pairs_text(labels: list[str], limit: int = 6) -> str:
     shown = ", ".join(labels[:limit])
     return f"{shown} and {len(labels) - limit} more pairs" if len(labels) > limit else shown
@@ -361,6 +388,7 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
         unknown.append(f"IOMMU mode {iommu.get('mode')}: {'; '.join(iommu.get('evidence', []))}")
     if health_facts is not None and not health_facts.get("cmdline_read", True):
         unknown.append("/proc/cmdline: not readable or not recorded")
+    problems.extend(_narrow_links(topology, pci, bool(vm.get("detected"))))
     bar1 = _bar1_lines(topology, nvml_facts, health_facts, problems, unknown)
     if vm.get("detected"):
         notes.append("In a VM, 'clean' covers what the guest sees; slow peer copies can still come from the host's "
