@@ -24,21 +24,32 @@ def test_read_link_health_reads_every_link_and_the_pcie_counters():
     health = nvml.read_link_health(fake, 0, pynvml.NVMLError)
     links = health["nvlink"]["links"]
     assert len(links) == 18 and health["nvlink"]["active_count"] == 18
-    assert links[13]["errors"] == {"replay": 7, "recovery": 0, "crc_flit": 0, "crc_data": 0}
-    assert health["nvlink"]["totals"]["replay"] == 7
+    assert links[13]["errors"] == {"replay": 7, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": 0}
+    assert health["nvlink"]["totals"]["replay"] is None  # the _TOTAL ids: NOT_SUPPORTED on H100 (driver 580)
     assert health["pcie"]["gen"] == 5 and health["pcie"]["width"] == 16
     counters = health["pcie"]["counters"]
     assert counters["replay"] == 0 and counters["l0_to_recovery"] == 3
     assert counters["bad_tlp"] is None  # NOT_SUPPORTED stays unknown, never 0
 
 
-def test_error_fields_are_the_fallback_for_links_0_to_11_only():
-    fake = _h100_pair(nvlink_error_counter_supported=False)
+def test_scoped_error_fields_are_the_fallback_for_every_link():
+    fake = _h100_pair(nvlink_error_counter_supported=False)  # error_fields="scoped", as the recorded H100
+    fake.gpus[0].nvlink_errors[(15, pynvml.NVML_NVLINK_ERROR_DL_REPLAY)] = 4
+    health = nvml.read_link_health(fake, 0, pynvml.NVMLError)
+    links = health["nvlink"]["links"]
+    assert links[15]["errors"]["replay"] == 4  # NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, scopeId 15
+    assert links[15]["errors"]["crc_data"] is None and "nvlink15_crc_data" in health["errors"]  # no scoped field
+    assert "nvlink15_replay" not in health["errors"]
+
+
+def test_legacy_error_fields_cover_links_0_to_11_only():
+    fake = _h100_pair(nvlink_error_counter_supported=False, error_fields="legacy")
     fake.gpus[0].nvlink_errors[(2, pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT)] = 4
     health = nvml.read_link_health(fake, 0, pynvml.NVMLError)
     links = health["nvlink"]["links"]
     assert links[2]["errors"]["crc_flit"] == 4  # NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L2
     assert links[12]["errors"]["crc_flit"] is None and "nvlink12_crc_flit" in health["errors"]
+    assert health["nvlink"]["totals"]["crc_flit"] == 4
 
 
 def test_read_facts_records_bar1_and_link_health():

@@ -32,6 +32,9 @@ class FakeGpu:
     # error counters: (link, NVML_NVLINK_ERROR_DL_* index) -> count; links not named read 0
     nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)
     nvlink_error_counter_supported: bool = True  # False: the per-link call says NOT_SUPPORTED (fields answer)
+    # which NVLink error field values answer: "scoped" (161-163 with scopeId = link, as the recorded
+    # H100 on driver 580 does), "legacy" (the _L0.._L11 and _TOTAL ids, older GPUs/drivers), "none"
+    error_fields: str = "scoped"
     pcie_replay: int | None = 0               # None: not supported
     pcie_fields: dict[int, int] = field(default_factory=dict)  # PCIe error field id -> value (others NOT_SUPPORTED)
 
@@ -137,9 +140,18 @@ class FakeNVML:
             raise self._err(INVALID_ARGUMENT)
         return links[link]
 
-    def _error_field(self, h: int, field_id: int) -> int | None:
-        """NVLink error field values as NVML gives them: per link (L0-L11) and totals, unsigned long long."""
+    def _error_field(self, h: int, field_id: int, scope: int = 0) -> int | None:
+        """NVLink error field values as NVML gives them (unsigned long long): scoped per link
+        (161 replay, 162 recovery, 163 CRC, scopeId = link) or legacy per link (L0-L11) and totals."""
         g = self.gpus[h]
+        if g.error_fields == "scoped":
+            counter = {pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY: 0, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY: 1,
+                       pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC: 2}.get(field_id)
+            if counter is None or scope >= len(g.nvlinks or []):
+                return None
+            return g.nvlink_errors.get((scope, counter), 0)
+        if g.error_fields != "legacy":
+            return None
         for kind, counter in (("CRC_FLIT", 2), ("CRC_DATA", 3), ("REPLAY", 0), ("RECOVERY", 1)):
             per_link = [getattr(pynvml, f"NVML_FI_DEV_NVLINK_{kind}_ERROR_COUNT_L{k}") for k in range(12)]
             if field_id in per_link:
@@ -161,7 +173,7 @@ class FakeNVML:
                     ret, value = 0, len(links) + g.inactive_links
                 elif field_id == pynvml.NVML_FI_DEV_NVLINK_GET_SPEED and scope < len(links) and links[scope][3]:
                     ret, value = 0, links[scope][3]
-                elif (errors := self._error_field(h, field_id)) is not None:
+                elif (errors := self._error_field(h, field_id, scope)) is not None:
                     ret, value, vtype = 0, errors, pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             if field_id == pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER and g.pcie_replay is not None:
                 ret, value = 0, g.pcie_replay

@@ -24,6 +24,7 @@ FEWER_LINKS = "fewer-links"
 #: counter names as people read them (nvidia-smi nvlink -e says "Replay Errors", "Recovery Errors",
 #: "CRC Errors" for these).
 COUNTER_TEXT = {"replay": "replay", "recovery": "recovery", "crc_flit": "CRC (flit)", "crc_data": "CRC (data)",
+                "ecc_data": "ECC (data)",
                 "replay_rollover": "replay rollover", "l0_to_recovery": "L0-to-recovery", "correctable": "correctable",
                 "naks_received": "NAKs received", "receiver_error": "receiver error", "bad_tlp": "bad TLP",
                 "naks_sent": "NAKs sent", "bad_dllp": "bad DLLP", "non_fatal": "non-fatal", "fatal": "fatal",

@@ -78,7 +78,7 @@ def explain(bounce: Bounce, report: HealthReport | None) -> str:
         return head + "; no health facts to name a cause (run 'linkscope topo --health' on the machine)."
     path = report.path(f"gpu{bounce.src}", f"gpu{bounce.dst}")
     if path is not None:
-        redirecting = [q for q in path.ports if q.redirect]
+        redirecting = [q for q in path.ports if q.redirect and q.decides]
         if redirecting:
             q = redirecting[0]
             return (head + f". Likely cause: ACS {'+'.join(q.redirect)} on {q.role} {q.bdf} redirects peer requests to the "
@@ -92,7 +92,7 @@ def explain(bounce: Bounce, report: HealthReport | None) -> str:
     if report.virtual_machine.get("detected"):
         return (head + ". Likely cause: this is a virtual machine; the hypervisor (its ACS/IOMMU settings, or no P2P "
                 "pass-through) routes peer traffic through the host. Ask the provider for a P2P-capable instance.")
-    unreadable = [q for q in (path.ports if path else ()) if q.status in ("not-readable", "unknown", "missing")]
+    unreadable = [q for q in (path.ports if path else ()) if q.decides and q.status in ("not-readable", "unknown", "missing")]
     if unreadable:
         return (head + f". Cause not found: ACS on {', '.join(q.bdf for q in unreadable)} could not be read; rerun "
                 "'sudo linkscope topo --health' (or 'sudo lspci -vvv | grep ACSCtl') to check it.")

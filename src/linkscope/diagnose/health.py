@@ -54,6 +54,9 @@ class PortCheck:
         status: the ACS read status (``discovery.pcihealth.parse_config``) or ``unknown`` (no facts).
         control: ACS control bits set; ``redirect`` those among RR/CR/EC.
         readable_bytes: config bytes the reader got.
+        decides: the port sits below the pair's lowest common PCIe switch, where its ACS bits decide
+            whether peer traffic crosses the switch or goes up to the root complex; a pair whose
+            common point is the root complex crosses it anyway.
     """
 
     bdf: str
@@ -62,6 +65,7 @@ class PortCheck:
     control: tuple[str, ...] = ()
     redirect: tuple[str, ...] = ()
     readable_bytes: int = 0
+    decides: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,16 +204,19 @@ def _path_ports(chain_a: list[str], chain_b: list[str], health: Mapping[str, Any
     indices += [(i, chain_b[i]) for i in range(max(k, 1), len(chain_b) - 1)]
     ports = []
     devices = health.get("devices", {}) if health else {}
+    under_switch = k - 1 >= 2  # the lowest common element is a switch port, not the root bus or a root port
     for i, bdf in indices:
+        decides = under_switch and i >= k
         facts = devices.get(bdf)
         if facts is None:
-            ports.append(PortCheck(bdf, _role(i), "unknown"))
+            ports.append(PortCheck(bdf, _role(i), "unknown", decides=decides))
             continue
         config = facts.get("config") or {}
         acs = config.get("acs") or {}
         control = tuple(acs.get("control", ()))
         ports.append(PortCheck(bdf, _role(i), str(config.get("status", "unknown")), control,
-                               tuple(b for b in control if b in ACS_REDIRECT_BITS), int(config.get("readable_bytes", 0))))
+                               tuple(b for b in control if b in ACS_REDIRECT_BITS), int(config.get("readable_bytes", 0)),
+                               decides))
     return ports
 
 
@@ -343,6 +350,8 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
         pair_unknown: list[str] = []
         if over == "pcie":
             for q in ports:
+                if not q.decides:
+                    continue  # above the common switch, or a path through the root complex: ACS does not reroute it
                 if q.redirect:
                     redirecting.setdefault((q.bdf, q.role, q.redirect), []).append(f"{a.id}-{b.id}")
                     pair_problems.append(f"ACS {'+'.join(q.redirect)} set on {q.role} {q.bdf}")

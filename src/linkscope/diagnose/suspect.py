@@ -132,7 +132,7 @@ def suspects(record: RunRecord, topology: Topology, *, report: HealthReport | No
 
     for b in bounces:
         path = report.path(f"gpu{b.src}", f"gpu{b.dst}") if report is not None else None
-        redirect = [q for q in (path.ports if path else ()) if q.redirect]
+        redirect = [q for q in (path.ports if path else ()) if q.redirect and q.decides]
         if redirect:
             q = redirect[0]
             add(f"PCIe {q.role} {q.bdf}", f"ACS {'+'.join(q.redirect)} set on it and {b.evidence}: peer traffic bounces through the host")

@@ -262,7 +262,13 @@ def read_bar1(nvml: Any, h: Any, error_type: type[BaseException], errors: dict[s
 
 #: nvmlNvLinkErrorCounter_t (nvml.h; pynvml ``NVML_NVLINK_ERROR_DL_*``), read per link with
 #: ``nvmlDeviceGetNvLinkErrorCounter(handle, link, counter)``.
-NVLINK_ERROR_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
+NVLINK_ERROR_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3, "ecc_data": 4}
+#: the per-link field values with ``scopeId`` = link (``NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY`` 161,
+#: ``_RECOVERY`` 162, ``_CRC`` 163): the fallback where the per-link call is not supported. On the
+#: recorded 2 x H100 (driver 580.159.04) they answer for all 18 links while the legacy ``_L0``..``_L11``
+#: ids below and the ``_TOTAL`` ids return NOT_SUPPORTED; 163 read 0 on every link where the call's
+#: DL_CRC_FLIT read 0 and DL_CRC_DATA read 3-16, so 163 is taken as the flit CRC count.
+NVLINK_ERROR_SCOPED_FIELDS = {"replay": 161, "recovery": 162, "crc_flit": 163}
 #: the same counters as field values, per link for links 0-11 only (pynvml
 #: ``NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0`` = 32 ... ``_L5`` = 37, ``_L6`` = 96 ... ``_L11`` = 101;
 #: CRC_DATA 39-44/102-107; REPLAY 46-51/108-113; RECOVERY 53-58/114-119): the fallback where the
@@ -330,10 +336,12 @@ def read_link_health(nvml: Any, h: Any, error_type: type[BaseException]) -> dict
             value = None
             if counter_fn is not None:
                 value = attempt(f"nvlink{link}_{name}", functools.partial(counter_fn, h, link, counter))
-            if value is None and link < 12:
+            if value is None and name in NVLINK_ERROR_SCOPED_FIELDS:
+                value = _fields(nvml, h, error_type, [(NVLINK_ERROR_SCOPED_FIELDS[name], link)])[0]
+            if value is None and link < 12 and name in NVLINK_ERROR_FIELDS:
                 value = _fields(nvml, h, error_type, [(NVLINK_ERROR_FIELDS[name][link], 0)])[0]
-                if value is not None:
-                    errors.pop(f"nvlink{link}_{name}", None)
+            if value is not None:
+                errors.pop(f"nvlink{link}_{name}", None)
             entry["errors"][name] = int(value) if value is not None else None
     totals = {}
     if links:
