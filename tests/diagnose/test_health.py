@@ -213,3 +213,9 @@ def test_a_link_trained_below_its_width_is_named(tmp_path):
     (vm_root / fakes.SysfsTree(vm_root)._device_folder("0000:81:00.0") / "current_link_width").write_text("4\n")
     report, _ = _report(vm_root)
     assert not [p for p in report.problems if "trained" in p]  # an emulated bridge's width says nothing in a VM
+
+
+def test_vm_detection_from_a_virtio_device_when_there_is_no_dmi():
+    vm = pcihealth.virtual_machine(None, None, None, {"0000:00:03.0": "0x1af4", "0000:00:06.0": "0x10de"})
+    assert vm == {"detected": True, "evidence": "virtio device 0000:00:03.0 (vendor 0x1af4)"}
+    assert pcihealth.virtual_machine(None, None, None, {"0000:00:06.0": "0x10de"})["detected"] is None

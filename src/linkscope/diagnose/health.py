@@ -38,7 +38,7 @@ P2P_MEANING = {
     "GPU_NOT_SUPPORTED": "the GPU does not support P2P",
     "IOH_TOPOLOGY_NOT_SUPPORTED": "P2P across this I/O-hub topology (e.g. across CPU sockets) is not supported",
     "DISABLED_BY_REGKEY": "P2P is disabled by a driver registry key",
-    "NOT_SUPPORTED": "not supported",
+    "NOT_SUPPORTED": "the driver does not offer P2P of this kind between them",
     "UNKNOWN": "unknown",
 }
 GiB = 1024**3
@@ -399,7 +399,7 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
         unknown.append("/proc/cmdline: not readable or not recorded")
     problems.extend(_narrow_links(topology, pci, bool(vm.get("detected"))))
     bar1 = _bar1_lines(topology, nvml_facts, health_facts, problems, unknown)
-    if vm.get("detected"):
+    if vm.get("detected") and not problems:
         notes.append("In a VM, 'clean' covers what the guest sees; slow peer copies can still come from the host's "
                      "ACS/IOMMU settings or from a hypervisor that does not pass P2P through.")
     return HealthReport(tuple(paths), iommu, tuple(bar1), vm, tuple(dict.fromkeys(problems)), tuple(dict.fromkeys(unknown)),

@@ -23,8 +23,9 @@ What is read, and what it needs:
   registered: ``dmar0`` on Intel VT-d, ``ivhd0`` on AMD-Vi; empty when the IOMMU is off).
 * ``/proc/cmdline`` (``iommu=pt``, ``iommu=off``, ``intel_iommu=``, ``amd_iommu=``,
   ``iommu.passthrough=``, ``pci=noacs``, ``disable_acs_redir=``).
-* ``/sys/class/dmi/id/sys_vendor`` and ``product_name``, ``/sys/hypervisor/type``: a virtual machine
-  sees the hypervisor's emulated bridges and IOMMU, not the host's, so the health report says so.
+* ``/sys/class/dmi/id/sys_vendor`` and ``product_name``, ``/sys/hypervisor/type``, and paravirtual
+  PCI devices (a virtio NIC): a virtual machine sees the hypervisor's emulated bridges and IOMMU,
+  not the host's, so the health report says so.
 All of these but the extended config space are world-readable.
 """
 from __future__ import annotations
@@ -187,11 +188,22 @@ def iommu_mode(units: list[str] | None, group_types: Mapping[str, str | None], c
     return {"mode": "unknown", "evidence": evidence, "units": units}
 
 
-def virtual_machine(vendor: str | None, product: str | None, hypervisor: str | None) -> dict[str, Any]:
-    """Whether DMI or /sys/hypervisor says this is a guest (``detected`` None when nothing was readable)."""
+#: PCI vendor ids of paravirtual devices that exist only inside a guest (virtio: Red Hat 0x1af4,
+#: VMware 0x15ad, Microsoft Hyper-V 0x1414, Parallels 0x1ab8; the PCI ID repository's vendor list).
+PARAVIRTUAL_VENDORS = {"0x1af4": "virtio", "0x15ad": "VMware", "0x1414": "Hyper-V", "0x1ab8": "Parallels"}
+
+
+def virtual_machine(vendor: str | None, product: str | None, hypervisor: str | None,
+                    pci_vendors: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """Whether this is a guest: /sys/hypervisor, DMI, or a paravirtual PCI device (``pci_vendors``:
+    bus id -> vendor id; Firecracker guests have no DMI at all, but their NIC is virtio).
+    ``detected`` None when nothing was readable."""
     text = " ".join(t for t in (vendor, product) if t).lower()
     if hypervisor:
         return {"detected": True, "evidence": f"/sys/hypervisor/type is {hypervisor!r}"}
+    for bdf, vid in sorted((pci_vendors or {}).items()):
+        if vid in PARAVIRTUAL_VENDORS:
+            return {"detected": True, "evidence": f"{PARAVIRTUAL_VENDORS[vid]} device {bdf} (vendor {vid})"}
     hit = next((h for h in _HYPERVISOR_HINTS if h in text), None)
     if hit:
         return {"detected": True, "evidence": f"DMI says {' / '.join(t for t in (vendor, product) if t)!r}"}
@@ -221,7 +233,7 @@ def read_facts(pci: Mapping[str, Any], root: Path = Path("/"), reader: SysReader
     cmdline_text = reader.read("proc/cmdline")
     cmdline = parse_cmdline(cmdline_text)
     vm = virtual_machine(reader.read("sys/class/dmi/id/sys_vendor"), reader.read("sys/class/dmi/id/product_name"),
-                         reader.read("sys/hypervisor/type"))
+                         reader.read("sys/hypervisor/type"), {b: (info or {}).get("vendor") for b, info in pci.items()})
     return {"format": FACTS_FORMAT, "version": FACTS_VERSION, "devices": devices,
             "iommu": iommu_mode(units, groups, cmdline), "iommu_groups": groups,
             "cmdline": cmdline, "cmdline_read": cmdline_text is not None, "virtual_machine": vm}

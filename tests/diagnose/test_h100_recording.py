@@ -1,0 +1,99 @@
+"""The diagnosis on the recorded 2 x H100 machine (nvidia-h100-x2, a Firecracker VM, driver 580.159.04,
+recorded by the lead on 2026-11-25; folders built by tests/discovery/build_h100x2_fixtures.py):
+the recording as it is gets the clean bill; the copy with ACS redirect bits on a (synthetic) switch
+port names that port; the copy with GPU1 trained at x8 names GPU1's link."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pynvml
+
+from linkscope.diagnose import bounce, gather, suspect
+from linkscope.discovery import nvml, raw
+from linkscope.results.io import load as load_run
+from linkscope.results.schema import Measurement, RunProvenance, RunRecord
+from linkscope.results.stats import Stats
+from tests.discovery.nvml_replay import ReplayNVML
+
+MACHINES = Path(__file__).parents[1] / "fixtures" / "machines"
+MiB = 1024**2
+
+
+def _report(name: str):
+    folder = MACHINES / name
+    topology = raw.load_recording(folder)
+    inputs = gather.recorded(folder)
+    return topology, inputs, inputs.report(topology)
+
+
+def test_link_health_in_the_fixture_is_what_the_reader_makes_of_the_real_nvml_answers():
+    folder = MACHINES / "h100x2-vm"
+    replay = ReplayNVML.load(folder / "nvml_dump.json")
+    facts = json.loads((folder / "nvml.json").read_text())
+    for g in facts["gpus"]:
+        assert nvml.read_link_health(replay, g["index"], pynvml.NVMLError) == g["link_health"]
+    h0 = facts["gpus"][0]["link_health"]
+    # what the real H100 answered: 18 active links, the per-link call for every counter, ECC and CRC
+    # data counts non-zero (cumulative since the driver loaded), the legacy _TOTAL ids not supported
+    assert h0["nvlink"]["active_count"] == 18 and h0["nvlink"]["link_count"] == 18
+    assert sum(link["errors"]["crc_data"] for link in h0["nvlink"]["links"]) == 203
+    assert h0["nvlink"]["totals"] == {"crc_flit": None, "crc_data": None, "replay": None, "recovery": None}
+    assert h0["pcie"]["counters"]["replay"] == 2 and h0["pcie"]["counters"]["l0_to_recovery"] == 230
+    assert facts["gpus"][0]["bar1"]["total_bytes"] == 128 * 1024**3
+
+
+def test_the_recording_as_it_is_gets_the_clean_bill_and_says_it_is_a_vm():
+    topology, inputs, report = _report("h100x2-vm")
+    assert report.clean and not report.unknown
+    lines = report.lines()
+    assert lines[0].startswith("Virtual machine (virtio device 0000:00:03.0 (vendor 0x1af4))")
+    assert "IOMMU: off" in lines[1]
+    assert "gpu0, gpu1 BAR1 128 GiB maps all 80 GiB of memory." in lines
+    assert report.path("gpu0", "gpu1").over == "nvlink"
+    # the GPUs' own config space was read whole (as root): no ACS capability on an endpoint
+    devices = inputs.health_facts["devices"]
+    assert devices["0000:00:06.0"]["config"] == {"readable_bytes": 4096, "status": "absent", "acs": None}
+    from linkscope.counters import linkerrors
+
+    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.nvml_facts["gpus"]}}
+    assert linkerrors.state_issues(snapshot) == []
+
+
+def test_the_real_survey_of_this_machine_names_no_suspect_and_no_bounce():
+    topology, _, report = _report("h100x2-vm")
+    record = load_run(MACHINES / "h100x2-vm" / "survey.json")
+    assert bounce.find_bounces(record) == []
+    assert suspect.slow_pairs(record, topology) == []  # ce ~396 GB/s on NV18: the verdict core says ok
+    assert suspect.suspects(record, topology, report=report) == []
+
+
+def test_acs_redirect_on_the_switch_port_is_named_and_explains_a_bouncing_pair():
+    topology, _, report = _report("h100x2-vm-acs")
+    acs = [p for p in report.problems if p.startswith("ACS RR+CR")]
+    assert [p.split(" are ")[0] for p in acs] == [
+        "ACS RR+CR set on switch downstream port 0000:02:00.0: peer requests on gpu0-gpu1",
+        "ACS RR+CR set on switch downstream port 0000:02:01.0: peer requests on gpu0-gpu1"]
+    assert "Bridge switch downstream port 0000:02:00.0 [ACS SV+RR+CR]." in report.lines()
+    # a pair that bounces: ce no faster than ce-nopeer. 37.2 GB/s is the P2P=Disabled row of the
+    # recorded p2pBandwidthLatencyTest (/work/device-data/peers, what staging through the host gives here)
+    stats = Stats.from_samples([37.2, 37.2, 37.2])
+    record = RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc="2026-11-25T18:00:00Z", measurements=(
+        Measurement(0, 1, "ce", "matrix", "uni", 512 * MiB, bandwidth=stats),
+        Measurement(0, 1, "ce-nopeer", "p2p-check", "uni", 512 * MiB, bandwidth=stats)))
+    found = bounce.find_bounces(record)
+    assert len(found) == 1
+    text = bounce.explain(found[0], report)
+    assert "Likely cause: ACS RR+CR on switch downstream port 0000:02:00.0" in text and "setpci -s 0000:02:00.0" in text
+    suspects = suspect.suspects(record, topology, report=report, bounces=found)
+    assert suspects[0].element == "PCIe switch downstream port 0000:02:00.0"
+
+
+def test_a_link_trained_below_its_width_is_named_from_sysfs_and_from_nvml():
+    topology, inputs, report = _report("h100x2-vm-x8")
+    assert report.problems == ("the PCIe link of gpu1 (0000:00:07.0) trained x8 of x16 possible: reseat the card, "
+                               "check the riser/cable or the slot's lane sharing (BIOS bifurcation)",)
+    from linkscope.counters import linkerrors
+
+    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.nvml_facts["gpus"]}}
+    assert [i.sentence for i in linkerrors.state_issues(snapshot)] == ["GPU1 PCIe link runs below its width: x8 of x16."]
