@@ -219,3 +219,18 @@ def test_vm_detection_from_a_virtio_device_when_there_is_no_dmi():
     vm = pcihealth.virtual_machine(None, None, None, {"0000:00:03.0": "0x1af4", "0000:00:06.0": "0x10de"})
     assert vm == {"detected": True, "evidence": "virtio device 0000:00:03.0 (vendor 0x1af4)"}
     assert pcihealth.virtual_machine(None, None, None, {"0000:00:06.0": "0x10de"})["detected"] is None
+
+
+def test_amd_resizable_bar_from_the_sysfs_bar_sizes():
+    from linkscope.topology.model import Device, DeviceKind, Link, LinkKind, Topology
+
+    gpus = tuple(Device(id=f"gpu{i}", kind=DeviceKind.GPU, name="AMD Instinct MI210", index=i, vendor="amd",
+                        pci_bus_id=f"0000:{0x43 + i:02x}:00.0", memory_bytes=64 * 1024**3) for i in range(2))
+    topo = Topology("mi210x2", gpus, (Link("gpu0", "gpu1", LinkKind.XGMI, 1, 50.0),))
+    health = {"devices": {"0000:43:00.0": {"bars": [{"index": 0, "size_bytes": 64 * 1024**3}]},
+                          "0000:44:00.0": {"bars": [{"index": 0, "size_bytes": 256 * 1024**2}]}},
+              "iommu": {"mode": "off", "evidence": []}, "virtual_machine": {"detected": False}}
+    report = build_report(topo, sysfs_facts=None, health_facts=health)
+    lines = report.lines()
+    assert "gpu0 VRAM BAR 64 GiB maps all 64 GiB (resizable BAR on)." in lines
+    assert "gpu1 largest BAR 256 MiB of 64 GiB VRAM: resizable BAR is off or not supported by the slot." in lines
