@@ -97,3 +97,24 @@ def test_a_link_trained_below_its_width_is_named_from_sysfs_and_from_nvml():
 
     snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.nvml_facts["gpus"]}}
     assert [i.sentence for i in linkerrors.state_issues(snapshot)] == ["GPU1 PCIe link runs below its width: x8 of x16."]
+
+
+def test_a_survey_with_the_recorded_health_prints_the_section_and_the_clean_bill():
+    from fakes import FakeEngine
+
+    from linkscope.diagnose.survey import SurveyDiagnostics
+    from linkscope.measure.survey import SurveyOptions, run_survey
+
+    topology, inputs, _ = _report("h100x2-vm")
+    diag = SurveyDiagnostics(topology, inputs=inputs, peer_check=False)
+    record = run_survey(FakeEngine(topology), topology, SurveyOptions(size_bytes=16 * MiB, sweep_sizes_bytes=(16 * MiB,)),
+                        diagnostics=diag)
+    health = [f for f in record.findings if f.startswith("P2P")]
+    assert health == [
+        "P2P health: Virtual machine (virtio device 0000:00:03.0 (vendor 0x1af4)): the bridges, ACS bits and IOMMU seen "
+        "here are the hypervisor's virtual ones; the host's cannot be read from inside the guest.",
+        "P2P health: IOMMU: off (no IOMMU unit registered (/sys/class/iommu is empty) and the devices have no IOMMU group).",
+        "P2P health: gpu0, gpu1 BAR1 128 GiB maps all 80 GiB of memory.",
+        "P2P health: No PCIe bridge carries GPU peer traffic here (nvlink NV18).",
+        "P2P routing health: clean (no ACS redirect on any PCIe peer path, IOMMU not translating, driver P2P OK, BAR1 large)."]
+    assert record.extra["health"]["clean"] is True

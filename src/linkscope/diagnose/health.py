@@ -134,6 +134,27 @@ class HealthReport:
         out.append(self.verdict())
         return out
 
+    def summary_lines(self) -> list[str]:
+        """The health section in a few lines (the survey's findings): VM, IOMMU, BAR1, the bridges on
+        PCIe peer paths and what their ACS says, problems, what could not be read and why, verdict."""
+        out = [line for line in self.lines()[:2] if line.startswith(("Virtual machine", "IOMMU"))]
+        out.extend(_grouped(self.bar1))
+        bridges: dict[str, PortCheck] = {q.bdf: q for p in self.paths if p.over == "pcie" for q in p.ports}
+        if bridges:
+            states: dict[str, int] = {}
+            for q in bridges.values():
+                key = f"ACS {'+'.join(q.control) or 'all off'}" if q.status == "read" else _port_text(q).split("[", 1)[1][:-1]
+                states[key] = states.get(key, 0) + 1
+            out.append(f"{len(bridges)} bridge{'s' if len(bridges) != 1 else ''} on PCIe peer paths: "
+                       + ", ".join(f"{n} {k}" for k, n in states.items()) + ".")
+        elif self.paths:
+            out.append("No PCIe bridge carries GPU peer traffic here (" + ", ".join(
+                sorted({f"{p.over} {p.level}" for p in self.paths if p.a.startswith("gpu") and p.b.startswith("gpu")})) + ").")
+        out.extend(f"Problem: {x}" for x in self.problems)
+        out.extend(f"Not readable: {x}" for x in self.unknown)
+        out.append(self.verdict())
+        return out
+
     def verdict(self) -> str:
         if self.problems:
             return f"P2P routing health: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''} found."

@@ -103,11 +103,8 @@ class SurveyDiagnostics:
         lines: list[str] = []
         if self.report is not None:
             extra["health"] = self.report.to_dict()
-            lines.append(self.report.verdict())
-            lines.extend(f"P2P health: {p}" for p in self.report.problems[:6])
-            if self.report.virtual_machine.get("detected"):
-                lines.append(f"Virtual machine ({self.report.virtual_machine.get('evidence')}): ACS and IOMMU seen "
-                             "here are the hypervisor's; the host's cannot be read.")
+            summary = self.report.summary_lines()
+            lines.extend(line if line.startswith("P2P routing health") else f"P2P health: {line}" for line in summary)
         if self.source is not None:
             extra["link_errors"] = {"start": self.start_snapshot, "end": self._last, "steps": self.steps,
                                     "issues": [i.as_dict() for i in self.issues],
@@ -115,8 +112,8 @@ class SurveyDiagnostics:
             if self.issues:
                 lines.extend(i.sentence for i in self.issues[:8])
             elif (self._last or {}).get("gpus"):
-                lines.append(f"Link error counters: none grew during the {len(self.steps)} steps, no link below its "
-                             "width or down.")
+                lines.append(f"Link error counters (read before the first step and after each of the {len(self.steps)} "
+                             "steps): none grew, no link down or below its width.")
             elif (self._last or {}).get("unsupported"):
                 lines.append(f"Link error counters not read: {self._last['unsupported']}.")  # type: ignore[index]
         bounces = find_bounces(record)
