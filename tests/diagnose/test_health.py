@@ -234,3 +234,22 @@ def test_amd_resizable_bar_from_the_sysfs_bar_sizes():
     lines = report.lines()
     assert "gpu0 VRAM BAR 64 GiB maps all 64 GiB (resizable BAR on)." in lines
     assert "gpu1 largest BAR 256 MiB of 64 GiB VRAM: resizable BAR is off or not supported by the slot." in lines
+
+
+def test_live_inputs_on_an_amd_node_read_link_health_through_amdsmi(tmp_path, monkeypatch):
+    from linkscope.diagnose import gather
+    from linkscope.discovery import amdsmi
+    from tests.discovery.fake_amdsmi import FakeAmdSmi
+
+    fake = FakeAmdSmi(gpu="mi300x")
+    fake.amdsmi_init()
+    fake.pcie_width[2] = 8
+    monkeypatch.setattr(nvml, "probe", lambda *a: nvml.Availability("nvml", False, "no NVIDIA driver"))
+    monkeypatch.setattr(amdsmi, "import_amdsmi", lambda: fake)
+    inputs = gather.live(_machine(tmp_path))
+    assert inputs.nvml_facts is None and inputs.amd_facts is not None and len(inputs.amd_link_health) == 8
+    topology = amdsmi.discover(None, module=FakeAmdSmi(gpu="mi300x"))
+    from linkscope.counters import linkerrors
+
+    snapshot = inputs.link_snapshot(topology)
+    assert [i.sentence for i in linkerrors.state_issues(snapshot)] == ["GPU2 PCIe link runs below its width: x8 of x16."]

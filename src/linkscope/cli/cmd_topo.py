@@ -152,9 +152,7 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
 
     inputs = gather.recorded(Path(from_file)) if from_file is not None else gather.live(sysfs_root or Path("/"))
     report = inputs.report(topology)
-    by_bus = {(g.pci_bus_id or "").lower(): g.index for g in topology.gpus}
-    snapshot = {"gpus": {str(by_bus.get(str(g.get("pci_bus_id", "")).lower(), g.get("index"))): g["link_health"]
-                         for g in (inputs.nvml_facts or {}).get("gpus", []) if g.get("link_health")}}
+    snapshot = inputs.link_snapshot(topology)
     issues = linkerrors.state_issues(snapshot)
     if as_json:
         typer.echo(json.dumps({"health": report.to_dict(), "link_health": snapshot,
@@ -170,6 +168,8 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
         lines = linkerrors.summary(snapshot)
     elif inputs.nvml_facts is not None:
         lines = ["not in these NVML facts (recorded before linkscope read link error counters)"]
+    elif inputs.amd_facts is not None:
+        lines = ["not recorded (amdsmi link health is read live only)"]
     else:
         lines = ["not read (no NVML facts: an AMD node, or NVML unavailable)"]
     for line in lines + [i.sentence for i in issues]:

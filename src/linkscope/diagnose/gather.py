@@ -24,6 +24,20 @@ class HealthInputs:
     nvml_facts: Mapping[str, Any] | None = None
     amd_facts: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
+    amd_link_health: Mapping[str, Any] | None = None  # {"<amdsmi index>": link health}, live only
+
+    def link_snapshot(self, topology: Topology) -> dict[str, Any]:
+        """The link state and error counters as a ``counters.linkerrors`` snapshot keyed by the
+        topology's GPU index (NVIDIA: ``link_health`` of the NVML facts, live or recorded; AMD: read
+        live through amdsmi)."""
+        by_bus = {(g.pci_bus_id or "").lower(): g.index for g in topology.gpus}
+        out: dict[str, Any] = {}
+        for facts, health_of in ((self.nvml_facts, None), (self.amd_facts, self.amd_link_health)):
+            for g in (facts or {}).get("gpus", []):
+                health = g.get("link_health") if health_of is None else health_of.get(str(g.get("index")))
+                if health:
+                    out[str(by_bus.get(str(g.get("pci_bus_id") or "").lower(), g.get("index")))] = health
+        return {"gpus": out}
 
     def report(self, topology: Topology) -> HealthReport:
         report = build_report(topology, sysfs_facts=self.sysfs_facts, health_facts=self.health_facts,
@@ -62,11 +76,20 @@ def live(sysfs_root: Path = Path("/")) -> HealthInputs:
             module = amdsmi.import_amdsmi()
         except Exception:
             module = None
+        amd_health: dict[str, Any] | None = None
         if module is not None:
+            try:
+                from ..counters.amdsmi import AmdsmiSource
+
+                source = AmdsmiSource(module)
+                amd_health = {str(i): source.link_health(i) for i in range(source.device_count())}
+            except Exception as exc:
+                notes.append(f"amdsmi link health: {type(exc).__name__}: {exc}")
             try:
                 amd_facts = amdsmi.read_facts_and_shut_down(module)
             except Exception as exc:
                 notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
+        return HealthInputs(sysfs_facts, health_facts, None, amd_facts, tuple(notes), amd_health)
     return HealthInputs(sysfs_facts, health_facts, nvml_facts, amd_facts, tuple(notes))
 
 
