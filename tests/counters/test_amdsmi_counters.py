@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from linkscope.counters.amdsmi import AmdsmiSource, open_counter_source
+from linkscope.counters.amdsmi import AmdsmiSource
 from linkscope.counters.nvml import FI_NVLINK_DATA_TX_KIB, FieldRequest
+from linkscope.counters.sources import open_counter_source
 from linkscope.counters.watch import WatchOptions, run_watch, to_dict
 from linkscope.errors import BackendUnavailable
 from tests.counters.fake_nvml import FakeClock
@@ -74,5 +75,5 @@ def test_no_driver_at_all_names_both(monkeypatch) -> None:
         raise BackendUnavailable("counters need an NVIDIA driver (NVML not found: x)")
 
     monkeypatch.setattr("linkscope.counters.nvml.open_nvml", no_nvml)
-    with pytest.raises(BackendUnavailable, match=r"NVIDIA driver.*AMD: amdsmi"):
+    with pytest.raises(BackendUnavailable, match=r"NVIDIA: counters need an NVIDIA driver.*AMD: amdsmi"):
         open_counter_source()

@@ -241,13 +241,25 @@ def test_live_inputs_on_an_amd_node_read_link_health_through_amdsmi(tmp_path, mo
     from linkscope.discovery import amdsmi
     from tests.discovery.fake_amdsmi import FakeAmdSmi
 
+    import linkscope.counters.amdsmi as camdsmi
+    from linkscope.errors import BackendUnavailable
+
     fake = FakeAmdSmi(gpu="mi300x")
-    fake.amdsmi_init()
     fake.pcie_width[2] = 8
-    monkeypatch.setattr(nvml, "probe", lambda *a: nvml.Availability("nvml", False, "no NVIDIA driver"))
-    monkeypatch.setattr(amdsmi, "import_amdsmi", lambda: fake)
-    inputs = gather.live(_machine(tmp_path))
-    assert inputs.nvml_facts is None and inputs.amd_facts is not None and len(inputs.amd_link_health) == 8
+
+    def no_nvml():
+        raise BackendUnavailable("no NVIDIA driver")
+
+    def opened():
+        fake.amdsmi_init()
+        return fake
+
+    monkeypatch.setattr(nvml, "live_facts", no_nvml)
+    monkeypatch.setattr("linkscope.counters.nvml.open_nvml", no_nvml)
+    monkeypatch.setattr(amdsmi, "import_amdsmi", opened)
+    monkeypatch.setattr(camdsmi, "import_amdsmi", opened)
+    inputs = gather.live(_machine(tmp_path))  # the platform table picks amdsmi for facts and counters
+    assert inputs.nvml_facts is None and inputs.amd_facts is not None and len(inputs.live_link_health) == 8
     topology = amdsmi.discover(None, module=FakeAmdSmi(gpu="mi300x"))
     from linkscope.counters import linkerrors
 

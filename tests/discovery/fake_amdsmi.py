@@ -20,7 +20,7 @@ upstream code, not from the documentation's idea of it:
   every field starts all-ones; table v1.3 (MI200) never fills the xGMI fields, v1.4+ (MI300) does.
   The Python layer turns all-ones into "N/A" for ``amdsmi_get_gpu_metrics_info`` only
   (``amdsmi_interface.py:751``, ``:4756-4763``).
-* ``amdsmi_topo_get_numa_node_number`` returns a ``c_uint32`` (``amdsmi_interface.py:3190-3203``):
+* ``amdsmi_topo_get_numa_node_number`` returns a ``c_uint32`` (``amdsmi_interface.py:3187-3203``):
   the kernel's -1 ("no NUMA affinity") arrives as 4294967295.
 * ``amdsmi_topo_get_link_type``: ``hops`` is 1 for every xGMI pair, direct or not
   (ROCm/rocm-systems#5763); ``weight`` 15 per xGMI hop (amdkfd, same issue).

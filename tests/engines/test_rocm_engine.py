@@ -105,6 +105,14 @@ def test_ce_nopeer_on_rocm_says_what_it_really_is() -> None:
     assert any("this is ce's copy" in n for n in _run(engine, "ce-nopeer", (Transfer(0, 1, 4 * MiB),)).notes)
 
 
+def test_ce_read_on_rocm_says_the_source_engine_copies() -> None:
+    """rocr-runtime runtime.cpp:574: copy_agent = src_agent when it is a GPU; clr rocblit.cpp:668-671
+    passes both GPUs' agents for a peer copy whatever stream issues it."""
+    engine, _ = _engine()
+    notes = _run(engine, "ce-read", (Transfer(0, 1, 4 * MiB),)).notes
+    assert any("source GPU's engine" in n for n in notes)
+
+
 # ---- item 7: NUMA-placed pinned memory on HIP --------------------------------------------------------
 
 def test_pinned_buffers_are_numa_placed_when_register_is_refused(monkeypatch) -> None:
@@ -146,6 +154,24 @@ def test_chase_outgrows_the_readers_l2() -> None:
     assert chase_bytes(8, 8 * MiB) >= 4 * 8 * MiB  # 256-byte stride, 128-byte line: footprint 2 x L2
     assert chase_bytes(8, 50 * 10**6) >= 4 * 50 * 10**6
     assert chase_bytes(512 * MiB, 8 * MiB) == 512 * MiB
+
+
+def test_amd_chase_is_sized_past_the_gcds_l2_nvidia_keeps_its_size() -> None:
+    engine, rt = _engine(l2_cache_bytes=8 * MiB)
+    chased: list[int] = []
+    real = rt.malloc
+
+    def malloc(ordinal: int, n: int) -> int:
+        chased.append(n)
+        return real(ordinal, n)
+
+    rt.malloc = malloc  # type: ignore[method-assign]
+    engine.latency_us("remote-read", 0, 1, method=None, size_bytes=8, reps=1, warmup=0)
+    assert max(chased) >= 32 * MiB
+    from linkscope.engines.gpu.fake import FakeEngine
+
+    nvidia = FakeEngine(gpus=2)
+    assert nvidia.chase_cache_bytes(0) == 0
 
 
 def test_each_region_continues_where_the_last_stopped() -> None:

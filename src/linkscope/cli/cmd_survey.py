@@ -53,7 +53,7 @@ def _diagnostics(engine, topology):
     check) on real GPUs of this machine; None elsewhere (a simulated survey has no links to check)."""
     if engine.capabilities().provenance == "simulated" or not topology.is_this_system:
         return None
-    from ..counters.amdsmi import open_counter_source
+    from ..counters.sources import open_counter_source
     from ..diagnose import gather
     from ..diagnose.survey import SurveyDiagnostics
     from ..errors import BackendUnavailable

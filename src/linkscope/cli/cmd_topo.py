@@ -169,7 +169,7 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
     elif inputs.nvml_facts is not None:
         lines = ["not in these NVML facts (recorded before linkscope read link error counters)"]
     elif inputs.amd_facts is not None:
-        lines = ["not recorded (amdsmi link health is read live only)"]
+        lines = ["not recorded (amdsmi's link health is read live, not recorded)"]
     else:
         lines = ["not read (no NVML facts: an AMD node, or NVML unavailable)"]
     for line in lines + [i.sentence for i in issues]:

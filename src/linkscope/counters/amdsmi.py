@@ -147,18 +147,3 @@ def open_amdsmi() -> AmdsmiSource:
         source.close()
         raise BackendUnavailable("amdsmi sees no AMD GPU")
     return source
-
-
-def open_counter_source() -> Any:
-    """NVML where an NVIDIA driver answers, else amdsmi; one BackendUnavailable naming both reasons."""
-    from .nvml import open_nvml
-
-    try:
-        return open_nvml()
-    except BackendUnavailable as nv_exc:
-        try:
-            return open_amdsmi()
-        except BackendUnavailable as amd_exc:
-            raise BackendUnavailable(f"no link counters here: {nv_exc}; AMD: {amd_exc}",
-                                     hint="watch needs an NVIDIA driver (NVML) or the amdsmi package on an AMD node"
-                                     ) from None

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..discovery import amdsmi, nvml, pcihealth, raw, sysfs
-from ..errors import UserError
+from .. import platforms
+from ..counters import linkerrors
+from ..discovery import pcihealth, raw, sysfs
+from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
 from .health import HealthReport, build_report
 
@@ -24,19 +26,20 @@ class HealthInputs:
     nvml_facts: Mapping[str, Any] | None = None
     amd_facts: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = field(default=())
-    amd_link_health: Mapping[str, Any] | None = None  # {"<amdsmi index>": link health}, live only
+    live_link_health: Mapping[str, Any] | None = None  # PCI bus id -> link health, read live
 
     def link_snapshot(self, topology: Topology) -> dict[str, Any]:
         """The link state and error counters as a ``counters.linkerrors`` snapshot keyed by the
-        topology's GPU index (NVIDIA: ``link_health`` of the NVML facts, live or recorded; AMD: read
-        live through amdsmi)."""
+        topology's GPU index: read live through the platform's counter source, or (a recording)
+        the ``link_health`` of the recorded NVML facts."""
         by_bus = {(g.pci_bus_id or "").lower(): g.index for g in topology.gpus}
+        if self.live_link_health is not None:
+            return {"gpus": {str(by_bus.get(bus.lower(), k)): health
+                             for k, (bus, health) in enumerate(sorted(self.live_link_health.items()))}}
         out: dict[str, Any] = {}
-        for facts, health_of in ((self.nvml_facts, None), (self.amd_facts, self.amd_link_health)):
-            for g in (facts or {}).get("gpus", []):
-                health = g.get("link_health") if health_of is None else health_of.get(str(g.get("index")))
-                if health:
-                    out[str(by_bus.get(str(g.get("pci_bus_id") or "").lower(), g.get("index")))] = health
+        for g in (self.nvml_facts or {}).get("gpus", []):
+            if g.get("link_health"):
+                out[str(by_bus.get(str(g.get("pci_bus_id") or "").lower(), g.get("index")))] = g["link_health"]
         return {"gpus": out}
 
     def report(self, topology: Topology) -> HealthReport:
@@ -65,32 +68,38 @@ def live(sysfs_root: Path = Path("/")) -> HealthInputs:
     if euid not in (None, 0):
         notes.append(f"Running as uid {euid}, not root: ACS (PCIe extended config space) cannot be read; "
                      "'sudo linkscope topo --health' reads it.")
-    nvml_facts = amd_facts = None
-    if nvml.probe().ok:
-        try:
-            nvml_facts = nvml.read_facts(nvml._import_pynvml())
-        except Exception as exc:
-            notes.append(f"NVML: {exc}")
-    else:
-        try:
-            module = amdsmi.import_amdsmi()
-        except Exception:
-            module = None
-        amd_health: dict[str, Any] | None = None
-        if module is not None:
+    facts: dict[str, Any] = {}
+    for platform in platforms.hardware_platforms():  # the vendors' discovery facts, as the platform table says
+        if platform.health_facts:
             try:
-                from ..counters.amdsmi import AmdsmiSource
+                facts[platform.key] = platforms.load(platform.health_facts)()
+            except BackendUnavailable:
+                continue  # not this vendor's machine
+            except Exception as exc:
+                notes.append(f"{platform.label}: {type(exc).__name__}: {exc}")
+    return HealthInputs(sysfs_facts, health_facts, facts.get("nvidia"), facts.get("amd"), tuple(notes), _live_link_health(notes))
 
-                source = AmdsmiSource(module)
-                amd_health = {str(i): source.link_health(i) for i in range(source.device_count())}
-            except Exception as exc:
-                notes.append(f"amdsmi link health: {type(exc).__name__}: {exc}")
-            try:
-                amd_facts = amdsmi.read_facts_and_shut_down(module)
-            except Exception as exc:
-                notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
-        return HealthInputs(sysfs_facts, health_facts, None, amd_facts, tuple(notes), amd_health)
-    return HealthInputs(sysfs_facts, health_facts, nvml_facts, amd_facts, tuple(notes))
+
+def _live_link_health(notes: list[str]) -> dict[str, Any] | None:
+    """Link state and error counters of every GPU now, by PCI bus id, through the counter source
+    the platform table picks (NVML, amdsmi); None when none opens here."""
+    from ..counters.sources import open_counter_source
+
+    try:
+        source = open_counter_source()
+    except BackendUnavailable:
+        return None
+    try:
+        out = {}
+        for i in range(source.device_count()):
+            health = linkerrors.take(source, [i])["gpus"].get(str(i))
+            out[source.gpu_info(i).pci_bus_id or str(i)] = health
+        return out
+    except Exception as exc:
+        notes.append(f"link health: {type(exc).__name__}: {exc}")
+        return None
+    finally:
+        source.close()
 
 
 def recorded(directory: Path) -> HealthInputs:

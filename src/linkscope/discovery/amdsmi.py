@@ -34,11 +34,12 @@ the upstream lines), never on real hardware.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import BackendUnavailable
 from ..topology.model import Topology
+from . import rocm
 from .amdsmi_values import reading, unresolved_bdf
 from .base import Availability
 from .rocm import facts_to_topology
@@ -213,6 +214,12 @@ def read_facts(mod: Any) -> dict[str, Any]:
             "xgmi_rate_from_min_bandwidth": True, "notes": notes}
 
 
+def live_facts() -> dict[str, Any]:
+    """``read_facts`` of this machine (the platform table's ``health_facts``); BackendUnavailable
+    when the amdsmi package is missing or sees no GPU."""
+    return read_facts_and_shut_down(import_amdsmi())
+
+
 def read_facts_and_shut_down(mod: Any) -> dict[str, Any]:
     """``read_facts`` of an initialised module, then ``amdsmi_shut_down`` whatever happened (the
     recorder and the health check both read once and let go)."""
@@ -233,6 +240,34 @@ def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = 
     finally:
         _try(mod.amdsmi_shut_down)
     return facts_to_topology(facts, sysfs_facts, name=socket.gethostname())
+
+
+def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes: list[str]) -> Topology:
+    """The AMD row of the platform table: the amdsmi package first, the rocm-smi / amd-smi text
+    parsers as the fallback (with a note); BackendUnavailable naming both reasons where neither works."""
+    facts = None
+    try:
+        module = import_amdsmi()
+    except BackendUnavailable as exc:
+        reason = str(exc)
+    else:
+        try:
+            if module.amdsmi_get_processor_handles():
+                facts = read_facts(module)
+                reason = ""
+            else:
+                reason = "amdsmi sees no AMD GPU"
+        except Exception as exc:
+            reason = f"amdsmi failed: {type(exc).__name__}: {exc}"
+        finally:
+            _try(module.amdsmi_shut_down)
+    if facts is None:
+        text = rocm.probe()
+        if not text.ok:
+            raise BackendUnavailable(f"amdsmi: {reason}; ROCm: {text.reason}")
+        facts = rocm.parse_outputs(rocm.read_outputs())
+        notes.append(f"amdsmi not used ({reason}): ROCm SMI text output parsed instead")
+    return rocm.facts_to_topology(facts, host_facts(), name=socket.gethostname())
 
 
 #: amdsmi_pcie_info_t pcie_metric fields (amdsmi.h: "total number of the replays issued on the PCIe

@@ -28,13 +28,14 @@ from types import MappingProxyType
 from typing import Literal
 
 from ..errors import ConfigError
+from ..platforms import hardware_platforms
 from .plan import HOST, Endpoint
 
 HostEnds = Literal["none", "src", "dst", "either"]
 EndpointRule = Literal["peer", "gpu-pair", "host-to-gpu", "gpu-to-host", "same-gpu"]
 Unit = Literal["copy-engine", "kernel", "host-staging"]
 
-VENDORS = ("nvidia", "amd")
+VENDORS = tuple(p.key for p in hardware_platforms())  # the platform table's hardware vendors
 UNIT_TEXT = {
     "copy-engine": "copy/DMA engine (NVIDIA copy engine, AMD SDMA)",
     "kernel": "SM/CU kernel",
@@ -99,13 +100,14 @@ CE_READ = Method("ce-read", "copy engine peer copy issued by the destination GPU
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine", issuer="dst",
                  answers='Whether reading a peer is slower than writing to it. Asymmetries show up here.',
             meaning={"nvidia": "cudaMemcpyAsync (UVA) on the destination's stream",
-                          "amd": "hipMemcpyAsync on the destination's stream: the destination GCD's queue, its "
-                                 "SDMA engine pulls (a blit kernel at <= 1 MiB)"})
+                          "amd": "hipMemcpyAsync on the destination's stream; ROCr still copies with the "
+                                 "source GCD's SDMA engine (a blit kernel at <= 1 MiB): not a read"})
 CE_WRITE = Method("ce-write", "copy engine peer copy issued by the source GPU (it writes the peer)",
                   peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine",
                   answers='The write-side counterpart of `ce-read`.',
             meaning={"nvidia": "cudaMemcpyAsync (UVA) on the source's stream",
-                           "amd": "hipMemcpyAsync on the source's stream (its SDMA engine)"})
+                           "amd": "hipMemcpyAsync on the source's stream: the source GCD's SDMA engine "
+                                  "(a blit kernel at <= 1 MiB)"})
 CE_NOPEER = Method("ce-nopeer", "the peer copy with peer access disabled (the driver stages through host memory)",
                    peer=True, needs_peer_access=False, host_ends="none", endpoints="gpu-pair", unit="copy-engine",
                    answers='What an application gets without peer access (forgotten, or not allowed across sockets / in some VMs).',

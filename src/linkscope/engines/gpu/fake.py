@@ -260,12 +260,14 @@ class FakeRuntime:
         return 0.0
 
     def _k_copy(self, src: int, dst: int, n: int, *tail: int) -> float:
-        if tail:  # copy_u4_U: (src, dst, n_vec, src_tail, dst_tail, n_tail)
+        loops = 1
+        if tail:  # copy_u4_U: (src, dst, n_vec, src_tail, dst_tail, n_tail, loops)
             total = n * 16 + tail[2]
+            loops = tail[3]
         else:  # copy_bulk: (src, dst, n_bytes)
             total = n
         ctypes.memmove(dst, src, total)
-        return total / FAKE_RATE_B_PER_S["kernel"]
+        return loops * total / FAKE_RATE_B_PER_S["kernel"]
 
     def _k_fill_pattern(self, p: int, n: int, seed: int) -> float:
         _view(p, n)[:] = _pattern_bytes(n, seed)

@@ -54,13 +54,16 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
-                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES) -> list[float]:
-    """µs per dependent load. The chain is sized past the reader's L2 (``chase_bytes``) and each
-    timed region continues where the previous one stopped, so no region revisits nodes a recent one
-    cached: every hop is an L2 miss served by the memory under test (peer HBM over the link, host
-    memory, or local HBM)."""
-    l2 = int(ctx.rt.properties(reader).get("l2_cache_bytes", 0) or 0)
-    buffer_bytes = chase_bytes(size_bytes, l2, stride_bytes)
+                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0) -> list[float]:
+    """µs per dependent load; each timed region continues where the previous one stopped.
+
+    ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
+    engine says: an AMD GCD's L2 caches coarse-grained peer and host memory, so the chain is sized
+    past it with ``chase_bytes`` and every hop is a miss served over the link). 0 keeps the
+    requested size: on NVIDIA a peer's lines are not kept in the reader's L2 (flat 0.85 µs from
+    64 KiB to 32 MiB on H200, docs/benchmarks.md), and the 2 MiB default measures the link plus the
+    owner's L2, the quantity nvbandwidth's latency test reports."""
+    buffer_bytes = chase_bytes(size_bytes, reader_cache_bytes, stride_bytes)
     stride_words = max(1, stride_bytes // 8)
     n_nodes = max(2, buffer_bytes // (stride_words * 8))
     nbytes = n_nodes * stride_words * 8

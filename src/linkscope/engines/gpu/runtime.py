@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...errors import BackendUnavailable, KernelCompileError, MeasurementError
+from ...platforms import by_key, vendor_of_runtime
 
 HOST_ALLOC_PORTABLE = 1
 HOST_ALLOC_MAPPED = 2
@@ -37,7 +38,7 @@ MEMCPY_DEFAULT = 4
 ERROR_PEER_ACCESS_ALREADY_ENABLED = 704  # cudaError / hipError: same value
 ERROR_PEER_ACCESS_NOT_ENABLED = 705
 
-VENDOR_OF_PLATFORM = {"cuda": "nvidia", "rocm": "amd"}
+VENDOR_OF_PLATFORM = vendor_of_runtime()  # CuPy build -> vendor, from the platform table
 
 WALL_CLOCK_KHZ_MI300 = 100_000
 WALL_CLOCK_KHZ_GFX9 = 25_000
@@ -122,7 +123,7 @@ class CupyRuntime:
             raise ValueError(f"platform must be cuda or rocm, got {platform!r}")
         self.platform = platform
         self.vendor = VENDOR_OF_PLATFORM[platform]
-        wheel = "cupy-cuda12x (or cupy-cuda13x)" if platform == "cuda" else "cupy-rocm-7-0 (pip install 'linkscope[rocm7]')"
+        wheel = by_key(self.vendor).cupy_wheel
         try:
             self.cp = cupy_module()
             self.rt = cupy_module("cupy.cuda.runtime")
@@ -321,6 +322,32 @@ class CupyRuntime:
         fn = module.get_function(name)
         with self._dev(ordinal), stream:
             fn((grid,), (block,), args)
+
+
+def _cuda_version_text(value: int) -> str:
+    """CUDA encodes 12.4 as 12040."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def cupy_version() -> str:
+    """The run context's ``cupy`` version (the platform table's version probes)."""
+    return str(cupy_module().__version__)
+
+
+def cuda_runtime_version() -> str:
+    return _cuda_version_text(int(cupy_module("cupy.cuda.runtime").runtimeGetVersion()))
+
+
+def cuda_driver_api_version() -> str:
+    return _cuda_version_text(int(cupy_module("cupy.cuda.runtime").driverGetVersion()))
+
+
+def nccl_version() -> str:
+    """``cupy.cuda.nccl.get_version()``: 21803 -> 2.18.3 (older 4-digit codes: 2708 -> 2.7.8)."""
+    value = int(cupy_module("cupy.cuda.nccl").get_version())
+    if value >= 10000:
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
 __all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module", "wall_clock_khz_for_arch"]

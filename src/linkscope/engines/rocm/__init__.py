@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import BackendUnavailable
-from ...patterns.methods import CE_NOPEER, get_method
+from ...patterns.methods import CE_NOPEER, CE_READ, get_method
 from ..gpu.engine import GpuEngine
 from ..gpu.ops import SmLaunch
 
@@ -66,6 +66,10 @@ def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, s
             notes.append(f"runtime chose a kernel: HIP copies between GPUs of <= {threshold // 1024} KiB with a blit "
                          f"kernel on the CUs, not SDMA (ROC_P2P_SDMA_SIZE; set ROC_P2P_SDMA_SIZE=0 before start "
                          f"to force SDMA): {method} at this size is a kernel copy")
+    if method == CE_READ.key and not sdma_off:
+        notes.append("ce-read on ROCm: ROCr copies between two GPUs with the source GPU's engine whichever stream "
+                     "issues the copy (rocr-runtime core/runtime/runtime.cpp:574): this row is the source pushing, "
+                     "like ce-write; only its stream ordering differs")
     if method == CE_NOPEER.key:
         notes.append("ce-nopeer on ROCm: HIP picks the copy path by whether the GPUs can reach each other "
                      "(ROCclr p2pAgents, rocvirtual.cpp:2155-2170), not by hipDeviceEnablePeerAccess; where they "
@@ -128,3 +132,8 @@ class RocmEngine(GpuEngine):
 
     def runtime_notes(self, method: str, ops: Sequence[Any]) -> list[str]:
         return rocm_runtime_notes(method, ops, self.process_env)
+
+    def chase_cache_bytes(self, ordinal: int) -> int:
+        """A GCD's L2 caches coarse-grained peer and host memory (8 MB per MI250X GCD, the CDNA2
+        white paper; the runtime's l2CacheSize is used): the chase is sized past it."""
+        return int(self.rt.properties(ordinal).get("l2_cache_bytes", 0) or 0)
