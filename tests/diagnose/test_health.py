@@ -237,12 +237,11 @@ def test_amd_resizable_bar_from_the_sysfs_bar_sizes():
 
 
 def test_live_inputs_on_an_amd_node_read_link_health_through_amdsmi(tmp_path, monkeypatch):
+    import linkscope.counters.amdsmi as camdsmi
     from linkscope.diagnose import gather
     from linkscope.discovery import amdsmi
-    from tests.discovery.fake_amdsmi import FakeAmdSmi
-
-    import linkscope.counters.amdsmi as camdsmi
     from linkscope.errors import BackendUnavailable
+    from tests.discovery.fake_amdsmi import FakeAmdSmi
 
     fake = FakeAmdSmi(gpu="mi300x")
     fake.pcie_width[2] = 8
