@@ -109,6 +109,8 @@ CASES: list[Case] = [
     Case("topo-health-preset", "topo --health --preset hgx-h200-4", "--health reads this machine or a folder recorded"),
     Case("topo-health-file", "topo --health --from {fx}/t.json", "--health reads this machine or a folder recorded"),
     Case("topo-health-folder-not-recording", "topo --health --from {fx}/folder", "holds no recorded GPU discovery"),
+    Case("topo-run-without-health", "topo --preset hgx-h200-4 --run {fx}/run.json", "--run goes with --health"),
+    Case("topo-health-run-missing", "topo --health --from {fx}/folder --run {fx}/missing.json", "not found"),
     Case("topo-link-latency", "topo --from {fx}/topo-latency.json", "latency"),
     Case("topo-link-nan", "topo --from {fx}/topo-nan.json", "NaN"),
     Case("topo-link-negative-latency", "topo --from {fx}/topo-neglat.json", "must not be negative"),

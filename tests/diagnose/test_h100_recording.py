@@ -118,3 +118,23 @@ def test_a_survey_with_the_recorded_health_prints_the_section_and_the_clean_bill
         "P2P health: No PCIe bridge carries GPU peer traffic here (nvlink NV18).",
         "P2P routing health: clean (no ACS redirect on any PCIe peer path, IOMMU not translating, driver P2P OK, BAR1 large)."]
     assert record.extra["health"]["clean"] is True
+
+
+def test_topo_health_with_a_run_proves_the_bounce_and_names_the_port(tmp_path, capsys):
+    from linkscope.cli import main
+    from linkscope.results.io import save
+
+    stats = Stats.from_samples([37.2, 37.2, 37.2])  # the recorded P2P=Disabled rate of this machine, as above
+    record = RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc="2026-11-25T18:00:00Z", measurements=(
+        Measurement(0, 1, "ce", "matrix", "uni", 512 * MiB, bandwidth=stats),
+        Measurement(0, 1, "staged-pinned", "matrix", "uni", 512 * MiB, bandwidth=stats)))
+    save(record, tmp_path / "run.json")
+    code = main(["topo", "--health", "--from", str(MACHINES / "h100x2-vm-acs"), "--run", str(tmp_path / "run.json")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "GPU0->GPU1: peer copies bounce through the host (ce GPU0->GPU1 37.2 GB/s vs staged-pinned 37.2 GB/s" in out
+    assert "Suspect: PCIe switch downstream port 0000:02:00.0" in out
+    code = main(["topo", "--health", "--from", str(MACHINES / "h100x2-vm"), "--run",
+                 str(MACHINES / "h100x2-vm" / "survey.json")])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "no pair bounces through the host and no pair is slow" in out

@@ -44,6 +44,10 @@ def register(app: typer.Typer) -> None:
         health: bool = typer.Option(False, "--health",
                                     help="P2P routing health (ACS per bridge, IOMMU, BAR1, driver P2P status) and link "
                                          "state/error counters, of this machine or a folder recorded by 'topo export --raw'."),
+        run: Path | None = typer.Option(None, "--run",
+                                        help="With --health: a RunRecord measured there (e.g. bench --method "
+                                             "ce,ce-nopeer,staged-pinned --json): pairs whose peer copies bounce "
+                                             "through the host, and the suspect element behind slow pairs."),
     ) -> None:
         """Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.
 
@@ -77,13 +81,21 @@ def register(app: typer.Typer) -> None:
             raise UserError("--sysfs-root applies to live discovery only",
                             hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
         discover = None if sysfs_root is None else (lambda: discover_live(sysfs_root, strict_sysfs=True))
+        if run is not None and not health:
+            raise UserError("--run goes with --health", hint="linkscope topo --health --run run.json")
+        check_paths(inputs={"--run": run})
+        record = None
+        if run is not None:  # read it first: a bad file fails before discovery
+            from ..results.io import load as load_record
+
+            record = load_record(run)
         if health and (preset is not None or synthetic is not None or export_format is not None or output is not None
                        or (from_file is not None and not Path(from_file).is_dir())):
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover)
         if health:
-            _print_health(topology, from_file, sysfs_root, as_json)
+            _print_health(topology, from_file, sysfs_root, as_json, run, record)
             return
         selected = list(select_gpus(topology, requested)) if requested is not None else None
         if export_format == "nccl-xml":
@@ -143,20 +155,31 @@ def register(app: typer.Typer) -> None:
     app.add_typer(topo_app, name="topo")
 
 
-def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_json: bool) -> None:
-    """The health section (and the link state and error counters NVML gave) of a live machine or a recording."""
+def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_json: bool, run: Path | None = None,
+                  record=None) -> None:
+    """The health section (and the link state and error counters NVML gave) of a live machine or a
+    recording; with ``run``, what its measurements prove (host bounces) and the suspects."""
     import json
 
     from ..counters import linkerrors
-    from ..diagnose import gather
+    from ..diagnose import bounce, gather, suspect
 
     inputs = gather.recorded(Path(from_file)) if from_file is not None else gather.live(sysfs_root or Path("/"))
     report = inputs.report(topology)
     snapshot = inputs.link_snapshot(topology)
     issues = linkerrors.state_issues(snapshot)
+    proofs: list[str] = []
+    suspects: list = []
+    if record is not None:
+        found = bounce.find_bounces(record)
+        proofs = [bounce.explain(b, report) for b in found]
+        suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)
     if as_json:
-        typer.echo(json.dumps({"health": report.to_dict(), "link_health": snapshot,
-                               "link_issues": [i.as_dict() for i in issues]}, indent=2))
+        data = {"health": report.to_dict(), "link_health": snapshot, "link_issues": [i.as_dict() for i in issues]}
+        if record is not None:
+            data["host_bounce"] = proofs
+            data["suspects"] = [{"element": s.element, "evidence": list(s.evidence)} for s in suspects]
+        typer.echo(json.dumps(data, indent=2))
         return
     out = stdout_console()
     where = f"recording {from_file}" if from_file is not None else "this machine"
@@ -174,6 +197,10 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
         lines = ["not read (no NVML facts: an AMD node, or NVML unavailable)"]
     for line in lines + [i.sentence for i in issues]:
         out.print(f"  {line}", markup=False)
+    if record is not None:
+        out.print(f"[bold]What the measurements of {run} show[/bold]")
+        for line in proofs + [s.sentence for s in suspects] or ["no pair bounces through the host and no pair is slow"]:
+            out.print(f"  {line}", markup=False)
 
 
 def _manifest_notes(written: list[Path]) -> list[str]:
