@@ -15,6 +15,11 @@ Steps (each skipped or waived with its reason where the engine or the machine ca
 7. coarse size sweeps (pattern key ``sweep``): ``ce`` between GPU 0 and GPU 1, and every host
    method between the host and GPU 0.
 
+With a diagnosis (``diagnose.survey.SurveyDiagnostics``: the CLI passes one on real GPUs of this
+machine) a **p2p routing check** step follows the matrices (``ce-nopeer`` and ``staged-pinned`` on
+every pair a->b, a<b), link error counters are read before the first step and after each one, and
+the health section, the link issues and the suspects join the findings (docs/diagnose.md).
+
 On one GPU the GPU-pair steps are left out and steps 3-5 and the host sweep answer "is this GPU's
 PCIe link healthy and what do I get"; the findings compare the link state with its maximum.
 
