@@ -125,3 +125,16 @@ def test_without_the_twins_opinion_slow_means_below_the_level_peers():
     slow = suspect.slow_pairs(_record(*ms), topo, judge=NoOpinion())
     assert {(p.src, p.dst) for p in slow} == {(a, b) for a in range(4) for b in range(4) if a != b and 3 in (a, b)}
     assert slow[0].why == "33% below the median of the 12 NV18 pairs (225.0 GB/s)"
+
+
+def test_on_a_pcie_route_staged_pinned_close_to_ce_is_not_a_bounce_unless_ce_is_low_too():
+    from linkscope.topology.synthetic import synthetic_topology
+
+    topo = synthetic_topology("pcie:1x2")  # one switch, Gen4 x16: 31.5 GB/s theoretical
+    healthy = _record(_m("ce", 0, 1, 25.0), _m("staged-pinned", 0, 1, 24.5))  # both links busy either way
+    assert bounce.find_bounces(healthy, topo) == []
+    assert len(bounce.find_bounces(healthy)) == 1  # without the route, the numbers alone say bounce
+    low = _record(_m("ce", 0, 1, 12.0), _m("staged-pinned", 0, 1, 12.5))
+    assert [(b.src, b.dst) for b in bounce.find_bounces(low, topo)] == [(0, 1)]
+    nopeer = _record(_m("ce", 0, 1, 25.0), _m("ce-nopeer", 0, 1, 24.9))  # the driver's staging: always counts
+    assert [b.reference for b in bounce.find_bounces(nopeer, topo)] == ["ce-nopeer"]

@@ -171,7 +171,7 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
     proofs: list[str] = []
     suspects: list = []
     if record is not None:
-        found = bounce.find_bounces(record)
+        found = bounce.find_bounces(record, topology)
         proofs = [bounce.explain(b, report) for b in found]
         suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)
     if as_json:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from ..patterns.methods import CE, CE_NOPEER, STAGED_PINNED
 from ..results.schema import Measurement, RunRecord, Status
+from ..topology import query
+from ..topology.model import Topology
 from .health import FIX_ACS, FIX_IOMMU, HealthReport
 
 #: ``ce`` counts as "no faster" than a host-staged method when it is below this factor of it
@@ -52,9 +54,17 @@ def _medians(ms: Iterable[Measurement]) -> dict[tuple[str, int, int, int], float
     return out
 
 
-def find_bounces(record: RunRecord) -> list[Bounce]:
-    """Pairs where ``ce`` is no faster than ``staged-pinned`` or ``ce-nopeer`` at the same size
-    (largest size measured by both), one per ordered pair."""
+#: on a PCIe route, staging through host memory uses the same two GPU links a direct peer copy
+#: does, so a healthy direct copy may be only a little faster than ``staged-pinned``: there the
+#: comparison with ``staged-pinned`` counts only when ``ce`` also falls below this share of the route's
+#: theoretical bandwidth (the comparison with ``ce-nopeer``, the driver's own staging, always counts).
+PCIE_STAGED_CE_CEILING = 0.75
+
+
+def find_bounces(record: RunRecord, topology: Topology | None = None) -> list[Bounce]:
+    """Pairs where ``ce`` is no faster than ``ce-nopeer`` or ``staged-pinned`` at the same size
+    (largest size measured by both), one per ordered pair. With ``topology``, a PCIe pair compared
+    with ``staged-pinned`` must also be below ``PCIE_STAGED_CE_CEILING`` of its route."""
     med = _medians(record.measurements)
     found: dict[tuple[int, int], Bounce] = {}
     for (method, src, dst, size), ce in sorted(med.items(), key=lambda kv: -kv[0][3]):
@@ -64,10 +74,21 @@ def find_bounces(record: RunRecord) -> list[Bounce]:
             other = med.get((ref, src, dst, size))
             if other is None:
                 continue
-            if ce < other * NO_FASTER:
+            if ce < other * NO_FASTER and _counts(topology, src, dst, ce, ref):
                 found[(src, dst)] = Bounce(src, dst, size, ce, ref, other)
                 break
     return [found[k] for k in sorted(found)]
+
+
+def _counts(topology: Topology | None, src: int, dst: int, ce: float, reference: str) -> bool:
+    if topology is None or reference != STAGED_PINNED.key:
+        return True
+    try:
+        level = query.pair_level(topology, src, dst)
+        theory = query.theoretical_gb_per_s(topology, src, dst)
+    except Exception:  # a pair the topology cannot route: judge by the numbers alone
+        return True
+    return level.family in ("NV", "XGMI") or not theory or ce < PCIE_STAGED_CE_CEILING * theory
 
 
 def explain(bounce: Bounce, report: HealthReport | None) -> str:

@@ -116,7 +116,7 @@ class SurveyDiagnostics:
                              "steps): none grew, no link down or below its width.")
             elif (self._last or {}).get("unsupported"):
                 lines.append(f"Link error counters not read: {self._last['unsupported']}.")  # type: ignore[index]
-        bounces = find_bounces(record)
+        bounces = find_bounces(record, self.topology)
         lines.extend(explain(b, self.report) for b in bounces)
         if bounces:
             extra["host_bounce"] = [{"src": b.src, "dst": b.dst, "size_bytes": b.size_bytes, "ce_gb_per_s": b.ce_gb_per_s,
