@@ -138,3 +138,19 @@ def test_topo_health_with_a_run_proves_the_bounce_and_names_the_port(tmp_path, c
                  str(MACHINES / "h100x2-vm" / "survey.json")])
     out, _ = capsys.readouterr()
     assert code == 0 and "no pair bounces through the host and no pair is slow" in out
+
+
+def test_a_ce_matrix_judged_low_as_staging_names_the_acs_port_without_a_peer_check():
+    topology, _, report = _report("h100x2-vm-acs")
+    # ce at what staging through the host gives on the twin's PCIe route: the verdict core explains it
+    from linkscope.judge.expect import Judge
+
+    staged = Judge(topology).expect(Measurement(0, 1, "ce", "matrix", "uni", 512 * MiB)).alternatives[0].value
+    stats = Stats.from_samples([staged] * 3)
+    record = RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc="2026-11-25T18:00:00Z", measurements=(
+        Measurement(0, 1, "ce", "matrix", "uni", 512 * MiB, bandwidth=stats),))
+    slow = suspect.slow_pairs(record, topology)
+    assert slow and slow[0].cause == "peer access likely off"
+    found = suspect.suspects(record, topology, report=report)
+    assert found[0].element == "PCIe switch downstream port 0000:02:00.0"
+    assert "as staging through host memory would give" in found[0].sentence

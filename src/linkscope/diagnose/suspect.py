@@ -38,6 +38,7 @@ class SlowPair:
     gb_per_s: float
     reference_gb_per_s: float
     why: str
+    cause: str = ""  # the verdict core's diagnosis when an alternative explains the number ("peer access likely off")
 
     @property
     def text(self) -> str:
@@ -92,7 +93,7 @@ def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key, *, j
         if verdict is not None and verdict.verdict is not Verdict.UNJUDGED:
             if verdict.verdict is Verdict.LOW:
                 out.append(SlowPair(m.src, m.dst, level, bw, verdict.expectation.expected or 0.0,  # type: ignore[arg-type]
-                                    f"judged low: {verdict.reason}"))
+                                    f"judged low: {verdict.reason}", verdict.cause))
             continue
         peers = by_level[level]
         median = statistics.median(peers)
@@ -130,12 +131,21 @@ def suspects(record: RunRecord, topology: Topology, *, report: HealthReport | No
         if evidence not in found[element]:
             found[element].append(evidence)
 
-    for b in bounces:
-        path = report.path(f"gpu{b.src}", f"gpu{b.dst}") if report is not None else None
+    staged = [(b.src, b.dst, f"{b.evidence}: peer traffic bounces through the host") for b in bounces]
+    staged += [(p.src, p.dst, f"{p.text}, as staging through host memory would give")
+               for p in slow if "peer access" in p.cause and (p.src, p.dst) not in {(b.src, b.dst) for b in bounces}]
+    for src, dst, evidence in staged:  # a pair whose copies go through the host: what on its path sends them there
+        path = report.path(f"gpu{src}", f"gpu{dst}") if report is not None else None
         redirect = [q for q in (path.ports if path else ()) if q.redirect and q.decides]
+        refused = {k: v for k, v in (path.p2p if path else {}).items() if v not in (None, "OK") and k in ("read", "write")}
         if redirect:
             q = redirect[0]
-            add(f"PCIe {q.role} {q.bdf}", f"ACS {'+'.join(q.redirect)} set on it and {b.evidence}: peer traffic bounces through the host")
+            add(f"PCIe {q.role} {q.bdf}", f"ACS {'+'.join(q.redirect)} set on it and {evidence}")
+        elif refused:
+            add(f"the platform's P2P support between GPU{src} and GPU{dst}",
+                f"the driver reports P2P {', '.join(f'{k} {v}' for k, v in refused.items())} and {evidence}")
+        elif report is not None and report.iommu.get("mode") == "translated":
+            add("the IOMMU (DMA translation on)", f"{evidence}")
     slow_text = {(p.src, p.dst): p.text for p in slow}
     tails: dict[str, str] = {}
     for issue in issues:  # counters name links whatever the timing says
