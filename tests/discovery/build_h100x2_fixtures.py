@@ -66,7 +66,7 @@ def _nvml_facts(machine: Path, dump: dict) -> dict:
     return facts
 
 
-def _write(folder: Path, root: Path, nvml_facts: dict, dump: dict, note: str) -> None:
+def _write(folder: Path, root: Path, nvml_facts: dict, dump: dict | None, note: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     reader = sysfs.SysReader(root)
     facts = sysfs.read_facts(root, reader)
@@ -75,9 +75,12 @@ def _write(folder: Path, root: Path, nvml_facts: dict, dump: dict, note: str) ->
     (folder / "pcihealth.json").write_text(json.dumps(health, indent=2) + "\n")
     raw.archive_sysfs(reader, folder / "sysfs.tar.gz")
     (folder / "nvml.json").write_text(json.dumps(nvml_facts, indent=2) + "\n")
-    (folder / "nvml_dump.json").write_text(json.dumps(dump, indent=1) + "\n")
+    files = ["nvml.json", "sysfs.json", "pcihealth.json", "sysfs.tar.gz"]
+    if dump is not None:  # the clean folder only: the changed copies reuse its answers
+        (folder / "nvml_dump.json").write_text(json.dumps(dump, indent=1) + "\n")
+        files.append("nvml_dump.json")
     manifest = {"format": raw.MANIFEST_FORMAT, "version": 1, "recorded_unix_s": 1795629184, "sysfs_root": "/",
-                "files": ["nvml.json", "sysfs.json", "pcihealth.json", "sysfs.tar.gz", "nvml_dump.json"],
+                "files": files,
                 "notes": ["recorded on the lent 2 x H100 VM (nvidia-h100-x2), 2026-11-25, by the lead; "
                           "built by tests/discovery/build_h100x2_fixtures.py", note]}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -134,7 +137,7 @@ def main(machine: Path) -> None:
         for pair in facts["pairs"]:
             pair["p2p"]["nvlink"] = "NOT_SUPPORTED"
             pair["common_ancestor"] = "SINGLE"
-        _write(FIXTURES / "h100x2-vm-acs", acs_root, facts, dump,
+        _write(FIXTURES / "h100x2-vm-acs", acs_root, facts, None,
                "CHANGED: a PCIe switch with ACS RR+CR on its downstream ports inserted above the GPUs "
                "(0000:00:06.0 -> 0000:03:00.0, 0000:00:07.0 -> 0000:04:00.0), NVLinks marked inactive")
 
@@ -145,7 +148,7 @@ def main(machine: Path) -> None:
         x8_dump["gpus"][1]["pcie_link_width_current"] = 8
         facts = _nvml_facts(machine, x8_dump)
         facts["gpus"][1]["pcie"]["width"] = 8
-        _write(FIXTURES / "h100x2-vm-x8", x8_root, facts, x8_dump,
+        _write(FIXTURES / "h100x2-vm-x8", x8_root, facts, None,
                "CHANGED: GPU1 (0000:00:07.0) trained at x8: sysfs current_link_width and NVML current width 16 -> 8")
 
 
