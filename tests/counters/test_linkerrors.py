@@ -127,3 +127,21 @@ def test_amd_placeholders_are_unknown_and_p2p_accessibility_is_recorded():
     assert health["pcie"]["counters"]["replay"] is None and health["pcie"]["counters"]["l0_to_recovery"] == 0
     facts = amdsmi.read_facts(amd)
     assert {p["p2p_accessible"] for p in facts["pairs"]} == {True}
+
+
+def test_corrected_error_growth_is_its_own_kind_and_not_a_suspect_alone():
+    fake = _h100_pair()
+    source = PynvmlSource(fake)
+    before = linkerrors.take(source, [0, 1])
+    fake.gpus[0].nvlink_errors[(3, pynvml.NVML_NVLINK_ERROR_DL_ECC_DATA)] = 5   # FEC-corrected, as on the recorded H100
+    fake.gpus[0].nvlink_errors[(4, pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA)] = 2
+    fake.gpus[1].nvlink_errors[(7, pynvml.NVML_NVLINK_ERROR_DL_RECOVERY)] = 1  # a link retrained: not corrected
+    issues = linkerrors.changes(before, linkerrors.take(source, [0, 1]), "all-to-all")
+    assert [(i.element, i.kind) for i in issues] == [("GPU0 NVLink 3", "corrected-grew"), ("GPU0 NVLink 4", "corrected-grew"),
+                                                      ("GPU1 NVLink 7", "errors-grew")]
+    from linkscope.diagnose.survey import _issue_lines
+
+    lines = _issue_lines(issues)
+    assert lines[0] == "GPU1 NVLink 7 error counters grew during 'all-to-all': recovery +1 (0 -> 1)."
+    assert lines[1].startswith("GPU0 NVLink corrected-error counters grew during 'all-to-all' on links 3, 4 "
+                               "(ECC (data) +5 (0 -> 5); CRC (data) +2 (0 -> 2))")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ERRORS_GREW = "errors-grew"
+CORRECTED_GREW = "corrected-grew"
 LINK_DOWN = "link-down"
 BELOW_WIDTH = "below-width"
 BELOW_SPEED = "below-speed"
@@ -31,6 +32,18 @@ COUNTER_TEXT = {"replay": "replay", "recovery": "recovery", "crc_flit": "CRC (fl
                 "lcrc": "LCRC", "xgmi_error": "xGMI error status"}
 
 
+#: counters of errors the link corrects by itself (ECC/FEC on NVLink4, PCIe replays and NAKs, link
+#: recovery to L0): their growth is named, but marks a link as suspect only together with a slow
+#: pair. Evidence: on the recorded healthy 2 x H100 (2026-11-25) NVLink CRC-data and ECC-data counts
+#: were 203-363 per GPU with replays and recoveries at 0, and PCIe L0-to-recovery 201-230 with
+#: replays 0-2; which counts are harmless at which rate is not documented by NVIDIA's NVML reference
+#: (a belief, to be tightened with DCGM's health thresholds).
+CORRECTED = frozenset({"ecc_data", "crc_data", "replay_rollover", "l0_to_recovery", "correctable", "naks_received",
+                       "receiver_error", "bad_tlp", "naks_sent", "bad_dllp", "lcrc"})
+#: PCIe's replay counter is a correction too (a TLP sent again), but it is the counter nvidia-smi
+#: reports as the PCIe link's health, so it counts as an error on PCIe; on NVLink, replays count too.
+
+
 @dataclass(frozen=True)
 class LinkIssue:
     """One link that misbehaved.
@@ -38,7 +51,8 @@ class LinkIssue:
     Attributes:
         gpu: the GPU index the snapshot used (NVML's or amdsmi's).
         element: what to look at, e.g. ``GPU1 NVLink 3`` or ``GPU0 PCIe link``.
-        kind: errors-grew | link-down | below-width | below-speed | fewer-links.
+        kind: errors-grew | corrected-grew (only counters in ``CORRECTED``) | link-down | below-width
+            | below-speed | fewer-links.
         step: the step that exposed it ("" for the state found at the start).
         detail: the evidence (counts before and after, widths).
         link: the NVLink/xGMI index, None for the PCIe link.
@@ -54,7 +68,8 @@ class LinkIssue:
     @property
     def sentence(self) -> str:
         when = f" during '{self.step}'" if self.step else ""
-        what = {ERRORS_GREW: "error counters grew", LINK_DOWN: "went down", BELOW_WIDTH: "runs below its width",
+        what = {ERRORS_GREW: "error counters grew", CORRECTED_GREW: "corrected-error counters grew",
+                LINK_DOWN: "went down", BELOW_WIDTH: "runs below its width",
                 BELOW_SPEED: "runs below its generation", FEWER_LINKS: "has fewer active links than its peers"}[self.kind]
         return f"{self.element} {what}{when}: {self.detail}."
 
@@ -90,6 +105,13 @@ def _grew(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
         if isinstance(new, int) and isinstance(old, int) and new > old:
             out.append(f"{COUNTER_TEXT.get(key, key)} +{new - old} ({old} -> {new})")
     return out
+
+
+def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
+    """errors-grew when a counter outside ``CORRECTED`` grew, else corrected-grew."""
+    names = {k for k, v in (after or {}).items()
+             if isinstance(v, int) and isinstance((before or {}).get(k), int) and v > (before or {})[k]}
+    return CORRECTED_GREW if names and names <= CORRECTED else ERRORS_GREW
 
 
 def _fabric(health: Mapping[str, Any]) -> str:
@@ -152,10 +174,13 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any], step: str, *,
                 continue
             grew = _grew(prev.get("errors") or {}, entry.get("errors") or {})
             if grew:
-                out.append(LinkIssue(g, f"{who} {fabric} {entry['link']}", ERRORS_GREW, step, ", ".join(grew), entry["link"]))
-        grew = _grew((old.get("pcie") or {}).get("counters") or {}, (new.get("pcie") or {}).get("counters") or {})
+                out.append(LinkIssue(g, f"{who} {fabric} {entry['link']}", _kind(prev.get("errors"), entry.get("errors")),
+                                     step, ", ".join(grew), entry["link"]))
+        before_counters = (old.get("pcie") or {}).get("counters") or {}
+        after_counters = (new.get("pcie") or {}).get("counters") or {}
+        grew = _grew(before_counters, after_counters)
         if grew:
-            out.append(LinkIssue(g, f"{who} PCIe link", ERRORS_GREW, step, ", ".join(grew)))
+            out.append(LinkIssue(g, f"{who} PCIe link", _kind(before_counters, after_counters), step, ", ".join(grew)))
     return out
 
 

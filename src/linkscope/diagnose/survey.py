@@ -110,7 +110,7 @@ class SurveyDiagnostics:
                                     "issues": [i.as_dict() for i in self.issues],
                                     "summary": linkerrors.summary(self._last or {}, self._names)}
             if self.issues:
-                lines.extend(i.sentence for i in self.issues[:8])
+                lines.extend(_issue_lines(self.issues))
             elif (self._last or {}).get("gpus"):
                 lines.append(f"Link error counters (read before the first step and after each of the {len(self.steps)} "
                              "steps): none grew, no link down or below its width.")
@@ -135,3 +135,25 @@ class SurveyDiagnostics:
             except Exception:
                 pass
 
+
+
+def _issue_lines(issues: Sequence[linkerrors.LinkIssue], limit: int = 8) -> list[str]:
+    """The issues as findings: corrected-error growth of one GPU's links in one step as one line,
+    the rest one line each (at most ``limit`` lines, then how many more)."""
+    lines: list[str] = []
+    corrected: dict[tuple[int, str, str], list[linkerrors.LinkIssue]] = {}
+    for issue in issues:
+        if issue.kind == linkerrors.CORRECTED_GREW and issue.link is not None:
+            fabric = issue.element.split()[-2]
+            corrected.setdefault((issue.gpu, fabric, issue.step), []).append(issue)
+        else:
+            lines.append(issue.sentence)
+    for (_gpu, _fabric, step), group in corrected.items():
+        head = " ".join(group[0].element.split()[:-1])
+        links = ", ".join(str(i.link) for i in group)
+        lines.append(f"{head} corrected-error counters grew during '{step}' on link{'s' if len(group) > 1 else ''} {links} "
+                     f"({'; '.join(i.detail for i in group[:3])}{'; ...' if len(group) > 3 else ''}): corrected by the "
+                     "link, worth a look only if these links' pairs are slow or the counts keep climbing.")
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more link issues (extra['link_errors'])."]
+    return lines

@@ -18,7 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..counters.linkerrors import BELOW_SPEED, BELOW_WIDTH, ERRORS_GREW, FEWER_LINKS, LINK_DOWN, LinkIssue
+from ..counters.linkerrors import (
+    BELOW_SPEED,
+    BELOW_WIDTH,
+    CORRECTED_GREW,
+    ERRORS_GREW,
+    FEWER_LINKS,
+    LINK_DOWN,
+    LinkIssue,
+)
 from ..patterns.methods import CE
 from ..results.schema import RunRecord, Status
 from ..topology import query
@@ -151,9 +159,11 @@ def suspects(record: RunRecord, topology: Topology, *, report: HealthReport | No
     for issue in issues:  # counters name links whatever the timing says
         g = _gpu_index(issue.gpu, gpu_of_counter_index)
         involved = [k for k in slow_keys if g in k]
-        if issue.kind in (ERRORS_GREW, LINK_DOWN) and issue.link is not None:
+        if issue.kind == CORRECTED_GREW and not involved:
+            continue  # corrected errors alone on a link whose pairs are not slow: named in the findings, not suspected
+        if issue.kind in (ERRORS_GREW, CORRECTED_GREW, LINK_DOWN) and issue.link is not None:
             element = f"GPU{g} {issue.element.split()[-2]} port {issue.link}"
-        elif issue.kind in (BELOW_WIDTH, BELOW_SPEED) or (issue.kind == ERRORS_GREW and issue.link is None):
+        elif issue.kind in (BELOW_WIDTH, BELOW_SPEED) or (issue.kind in (ERRORS_GREW, CORRECTED_GREW) and issue.link is None):
             element = f"the PCIe link of GPU{g} (slot, riser or cable)"
         elif issue.kind == FEWER_LINKS:
             element = f"GPU{g}'s {issue.element.split()[-1]} ports"
