@@ -154,3 +154,30 @@ def test_a_ce_matrix_judged_low_as_staging_names_the_acs_port_without_a_peer_che
     found = suspect.suspects(record, topology, report=report)
     assert found[0].element == "PCIe switch downstream port 0000:02:00.0"
     assert "as staging through host memory would give" in found[0].sentence
+
+
+def _p2p_sample(text: str):
+    from linkscope.results.peertools.detect import parse
+
+    return parse(text, "p2pBandwidthLatencyTest.txt").to_record()
+
+
+def test_the_real_p2p_sample_with_peer_access_on_and_off_is_no_bounce_and_no_suspect():
+    # p2pBandwidthLatencyTest on this machine (2026-11-25): P2P=Disabled 37.2 GB/s is the tool's own
+    # staging (peer access off, as it says), P2P=Enabled 364.6 / 392.8 GB/s over NVLink
+    topology, _, report = _report("h100x2-vm")
+    record = _p2p_sample((MACHINES / "h100x2-vm" / "p2pBandwidthLatencyTest.txt").read_text())
+    assert bounce.find_bounces(record, topology) == []
+    assert suspect.slow_pairs(record, topology) == []  # the P2P=Disabled entries are the reference, not slow pairs
+    assert suspect.suspects(record, topology, report=report) == []
+
+
+def test_the_p2p_sample_changed_so_enabled_is_no_faster_than_disabled_bounces_and_names_the_port():
+    text = (MACHINES / "h100x2-vm" / "p2pBandwidthLatencyTest.txt").read_text()
+    # CHANGED from the real output: the P2P=Enabled one-way rates set to the P2P=Disabled ones
+    text = text.replace("2865.66 364.61", "2865.66  37.30").replace("392.75 2903.26", " 37.20 2903.26")
+    topology, _, report = _report("h100x2-vm-acs")
+    record = _p2p_sample(text)
+    found = bounce.find_bounces(record, topology)
+    assert [(b.src, b.dst, b.reference) for b in found] == [(0, 1, "ce-nopeer"), (1, 0, "ce-nopeer")]
+    assert "Likely cause: ACS RR+CR on switch downstream port 0000:02:00.0" in bounce.explain(found[0], report)

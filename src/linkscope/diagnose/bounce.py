@@ -37,6 +37,15 @@ class Bounce:
                 f"{self.reference_gb_per_s:.1f} GB/s")
 
 
+def effective_method(m: Measurement) -> str:
+    """The method as far as peer access goes: a copy a tool declares it ran with peer access off
+    (``extra["peer_access"] is False``, e.g. p2pBandwidthLatencyTest's P2P=Disabled matrix) is the
+    driver's staging, i.e. ``ce-nopeer``."""
+    if m.method == CE.key and (m.extra or {}).get("peer_access") is False:
+        return CE_NOPEER.key
+    return m.method
+
+
 def _medians(ms: Iterable[Measurement]) -> dict[tuple[str, int, int, int], float]:
     """One-way medians by (method, src, dst, size); a pair measured by several patterns (the matrix
     and the sweep) keeps its matrix entry."""
@@ -45,7 +54,7 @@ def _medians(ms: Iterable[Measurement]) -> dict[tuple[str, int, int, int], float
     for m in ms:
         if (m.status is Status.OK and m.bandwidth is not None and m.scope == "transfer" and m.direction == "uni"
                 and isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst):
-            key = (m.method, m.src, m.dst, m.size_bytes)
+            key = (effective_method(m), m.src, m.dst, m.size_bytes)
             if key in from_matrix:
                 continue
             out[key] = m.bandwidth.median

@@ -31,7 +31,7 @@ from ..patterns.methods import CE
 from ..results.schema import RunRecord, Status
 from ..topology import query
 from ..topology.model import DeviceKind, Topology
-from .bounce import Bounce
+from .bounce import Bounce, effective_method
 from .health import HealthReport
 
 SLOW_VS_PEERS = 0.85  # 15 % below the pairs of the same level (survey copies repeat within ~1 %)
@@ -82,7 +82,7 @@ def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key, *, j
     from ..judge.verdict import Verdict
 
     entries = [m for m in record.measurements
-               if m.pattern == "matrix" and m.method == method and m.direction == "uni" and m.scope == "transfer"
+               if m.pattern == "matrix" and effective_method(m) == method and m.direction == "uni" and m.scope == "transfer"
                and m.status is Status.OK and m.bandwidth is not None and isinstance(m.src, int) and isinstance(m.dst, int)]
     if not entries:
         return []
@@ -182,10 +182,10 @@ def suspects(record: RunRecord, topology: Topology, *, report: HealthReport | No
                      and isinstance(m.dst, int) and m.src != m.dst}
         fast = all_pairs - slow_keys
         evidence = "; ".join(p.text for p in slow[:4])
-        for g in sorted(common):
+        for g in sorted(common) if fast else ():  # with no fast pair to compare, sharing a GPU proves nothing
             if not any(g in k for k in fast):
                 add(f"GPU{g} (every slow pair involves it, no fast pair does)", evidence)
-        if not found:
+        if not found and fast:
             switch_sets = [_switches_on(topology, a, b) for a, b in slow_keys]
             shared = set.intersection(*switch_sets) if switch_sets else set()
             for s in sorted(shared):
