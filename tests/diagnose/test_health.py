@@ -110,7 +110,7 @@ def test_acs_redirect_on_a_switch_port_is_named_with_the_fix(tmp_path):
     # only the pairs under that switch: across sockets the traffic crosses the root complexes anyway
     assert len(named) == 1 and named[0].startswith("ACS RR+CR set on switch downstream port 0000:02:01.0: peer requests on "
                                                    "gpu0-gpu1, gpu1-gpu2, gpu1-gpu3, gpu1-mlx5_0 are redirected")
-    assert "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000" in named[0] and "disable_acs_redir=0000:02:01.0" in named[0]
+    assert "setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000" in named[0] and "pci=disable_acs_redir=0000:02:01.0" in named[0]
     assert not any("0000:02:00.0" in p for p in report.problems)  # GPU0's port has ACS off
     # the pair of GPU0 and GPU2 does not cross GPU1's port: not blamed on it
     assert not any("gpu0-gpu2" in p and "ACS" in p for p in report.problems)

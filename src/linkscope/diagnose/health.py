@@ -8,7 +8,7 @@ guess). The fixes are the documented ones:
 * ACS redirect on a bridge: NCCL's troubleshooting guide, section "PCI Access Control Services (ACS)"
   (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs):
   disable IO virtualization / VT-d in the BIOS, or clear ACS with ``setpci -s <bdf> ECAP_ACS+0x6.w=0000``
-  (as root, again after each reboot); the kernel's ``disable_acs_redir=<bdf>`` boot parameter clears
+  (as root, again after each reboot); the kernel's ``pci=disable_acs_redir=<bdf>`` boot option clears
   RR/CR/EC on the named ports (Documentation/admin-guide/kernel-parameters.txt).
 * IOMMU translating GPU DMA: the same NCCL section ("IO virtualization (also known as VT-d or IOMMU)
   can interfere with GPU Direct by redirecting all PCI point-to-point traffic to the CPU root
@@ -28,8 +28,8 @@ from ..topology.model import Device, DeviceKind, Topology
 
 NCCL_ACS_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
 FIX_ACS = ("clear ACS on that port: in the BIOS disable IO virtualization/VT-d/ACS, or as root "
-           "'setpci -s {bdf} ECAP_ACS+0x6.w=0000' (until reboot), or boot with 'disable_acs_redir={bdf}' "
-           f"(NCCL troubleshooting, ACS: {NCCL_ACS_DOC}; kernel-parameters.txt disable_acs_redir)")
+           "'setpci -s {bdf} ECAP_ACS+0x6.w=0000' (until reboot), or boot with 'pci=disable_acs_redir={bdf}' "
+           f"(NCCL troubleshooting, ACS: {NCCL_ACS_DOC}; kernel option pci=disable_acs_redir, drivers/pci/pci.c)")
 FIX_IOMMU = ("boot with 'iommu=pt' (IOMMU passthrough for host devices) or disable VT-d/AMD-Vi in the BIOS if no VM "
              f"or device isolation needs it (NCCL troubleshooting, ACS/IOMMU: {NCCL_ACS_DOC}; kernel-parameters.txt iommu=pt)")
 #: what NVML's P2P status codes mean (nvmlGpuP2PStatus_t, nvml.h), in words.

@@ -14,7 +14,8 @@ What is read, and what it needs:
   bits SV 0x01, TB 0x02, RR 0x04, CR 0x08, UF 0x10, EC 0x20, DT 0x40 (include/uapi/linux/pci_regs.h,
   ``PCI_EXT_CAP_ID_ACS``, ``PCI_ACS_*``). RR (P2P request redirect), CR (P2P completion redirect) and
   EC (P2P egress control) are the bits that send peer traffic up to the root complex: the three the
-  kernel's ``disable_acs_redir=`` parameter clears (Documentation/admin-guide/kernel-parameters.txt).
+  kernel's ``pci=disable_acs_redir=<bdf>`` boot option clears (drivers/pci/pci.c ``pci_setup`` and
+  ``pci_disable_acs_redir``: ``PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC``; kernel-parameters.txt ``pci=``).
 * ``/sys/bus/pci/devices/<bdf>/resource``: one line per BAR (start, end, flags), world-readable.
 * ``/sys/bus/pci/devices/<bdf>/iommu_group`` (a link to ``/sys/kernel/iommu_groups/<n>``) and that
   group's ``type``: ``DMA`` / ``DMA-FQ`` = translated by the IOMMU, ``identity`` = not translated
@@ -22,7 +23,7 @@ What is read, and what it needs:
   sysfs-kernel-iommu_groups, kernel 5.11+); ``/sys/class/iommu`` (one entry per IOMMU unit the kernel
   registered: ``dmar0`` on Intel VT-d, ``ivhd0`` on AMD-Vi; empty when the IOMMU is off).
 * ``/proc/cmdline`` (``iommu=pt``, ``iommu=off``, ``intel_iommu=``, ``amd_iommu=``,
-  ``iommu.passthrough=``, ``pci=noacs``, ``disable_acs_redir=``).
+  ``iommu.passthrough=``, ``pci=`` (``pci=disable_acs_redir=``), ``pcie_acs_override=``).
 * ``/sys/class/dmi/id/sys_vendor`` and ``product_name``, ``/sys/hypervisor/type``, and paravirtual
   PCI devices (a virtio NIC): a virtual machine sees the hypervisor's emulated bridges and IOMMU,
   not the host's, so the health report says so.
@@ -58,7 +59,7 @@ ACS_BITS: tuple[tuple[str, int, str], ...] = (
     ("DT", 0x40, "direct translated P2P"),
 )
 #: the control bits that send peer requests/completions up to the root complex (what
-#: ``disable_acs_redir=`` clears).
+#: ``pci=disable_acs_redir=`` clears).
 ACS_REDIRECT_BITS = ("RR", "CR", "EC")
 PRIVILEGE_NOTE = ("the PCIe extended config space (where ACS lives) is readable only with CAP_SYS_ADMIN "
                   "(run as root, e.g. sudo); without it the kernel returns the first 64 bytes")
@@ -137,8 +138,7 @@ def parse_resources(text: str | None) -> list[dict[str, Any]]:
     return bars
 
 
-_CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "pci",
-                 "disable_acs_redir", "pcie_acs_override")
+_CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough", "iommu.strict", "pci", "pcie_acs_override")
 
 
 def parse_cmdline(text: str | None) -> dict[str, str]:
