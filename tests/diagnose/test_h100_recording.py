@@ -181,3 +181,20 @@ def test_the_p2p_sample_changed_so_enabled_is_no_faster_than_disabled_bounces_an
     found = bounce.find_bounces(record, topology)
     assert [(b.src, b.dst, b.reference) for b in found] == [(0, 1, "ce-nopeer"), (1, 0, "ce-nopeer")]
     assert "Likely cause: ACS RR+CR on switch downstream port 0000:02:00.0" in bounce.explain(found[0], report)
+
+
+def test_a_run_of_another_or_a_simulated_machine_is_said_not_crashed_on(tmp_path, capsys):
+    from linkscope.cli import main
+    from linkscope.results.io import save
+
+    stats = Stats.from_samples([20.0, 20.0, 20.0])
+    record = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="2026-11-25T18:00:00Z", measurements=(
+        Measurement(2, 3, "ce", "matrix", "uni", 64 * MiB, bandwidth=stats),
+        Measurement(2, 3, "ce-nopeer", "matrix", "uni", 64 * MiB, bandwidth=stats)))
+    save(record, tmp_path / "sim.json")
+    code = main(["topo", "--health", "--from", str(MACHINES / "h100x2-vm"), "--run", str(tmp_path / "sim.json")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "uses 4 GPUs, 'vm' has 2: the pairs beyond are left out" in err and "is SIMULATED" in err
+    assert "Suspect" not in out and "bounce through the host" not in out.split("What the measurements")[1].replace(
+        "no pair bounces through the host", "")

@@ -171,6 +171,15 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
     proofs: list[str] = []
     suspects: list = []
     if record is not None:
+        from ..judge.expect import max_gpu_used
+
+        need = max_gpu_used(record.measurements)
+        if need > topology.gpu_count:
+            stderr_console().print(f"note: {run} uses {need} GPUs, {topology.name!r} has {topology.gpu_count}: the pairs "
+                                   "beyond are left out (was it measured on this machine?)", style="yellow", markup=False)
+        if record.provenance.value == "simulated":
+            stderr_console().print(f"note: {run} is SIMULATED: it proves nothing about this machine's links",
+                                   style="yellow", markup=False)
         found = bounce.find_bounces(record, topology)
         proofs = [bounce.explain(b, report) for b in found]
         suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)

@@ -79,6 +79,8 @@ def find_bounces(record: RunRecord, topology: Topology | None = None) -> list[Bo
     for (method, src, dst, size), ce in sorted(med.items(), key=lambda kv: -kv[0][3]):
         if method != CE.key or (src, dst) in found:
             continue
+        if topology is not None and not (src < topology.gpu_count and dst < topology.gpu_count):
+            continue  # measured on a larger machine than this topology
         for ref in (CE_NOPEER.key, STAGED_PINNED.key):
             other = med.get((ref, src, dst, size))
             if other is None:

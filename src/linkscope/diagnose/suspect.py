@@ -86,6 +86,9 @@ def slow_pairs(record: RunRecord, topology: Topology, method: str = CE.key, *, j
                and m.status is Status.OK and m.bandwidth is not None and isinstance(m.src, int) and isinstance(m.dst, int)]
     if not entries:
         return []
+    entries = [m for m in entries if 0 <= m.src < topology.gpu_count and 0 <= m.dst < topology.gpu_count]  # type: ignore[operator]
+    if not entries:
+        return []
     judge = judge if judge is not None else _judge(topology)
     size = max(m.size_bytes for m in entries)
     entries = [m for m in entries if m.size_bytes == size]
@@ -120,6 +123,8 @@ def _gpu_index(element_gpu: int, names: Mapping[int, int] | None) -> int:
 
 
 def _switches_on(topology: Topology, a: int, b: int) -> set[str]:
+    if not (0 <= a < topology.gpu_count and 0 <= b < topology.gpu_count):
+        return set()  # a pair of a record measured on a larger machine
     return {d for d in query.route_devices(topology, a, b)[1:-1]
             if topology.by_id[d].kind is DeviceKind.PCIE_SWITCH}
 
