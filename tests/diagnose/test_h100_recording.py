@@ -198,3 +198,9 @@ def test_a_run_of_another_or_a_simulated_machine_is_said_not_crashed_on(tmp_path
     assert "uses 4 GPUs, 'vm' has 2: the pairs beyond are left out" in err and "is SIMULATED" in err
     assert "Suspect" not in out and "bounce through the host" not in out.split("What the measurements")[1].replace(
         "no pair bounces through the host", "")
+
+
+def test_the_stored_health_facts_are_what_the_archive_reads_again():
+    for name in ("h100x2-vm", "h100x2-vm-acs", "h100x2-vm-x8"):
+        folder = MACHINES / name
+        assert raw.load_health_facts(folder) == json.loads((folder / "pcihealth.json").read_text()), f"{name}/pcihealth.json is stale"

@@ -78,12 +78,19 @@ def parse_config(data: bytes) -> dict[str, Any]:
 
     ``status``: ``read`` (ACS found: ``capability`` and ``control`` bit names, ``control_raw``),
     ``absent`` (full extended space read, no ACS capability), ``not-readable`` (only the first
-    ``readable_bytes`` could be read: needs root) or ``no-extended-space`` (a conventional PCI device).
+    ``readable_bytes`` could be read: the 64 (128 for CardBus) an unprivileged reader gets; needs
+    root) or ``no-extended-space`` (exactly 256 bytes, which only a privileged reader gets, and
+    only from a device whose config size the kernel set to 256: a conventional PCI device, such
+    as a legacy virtio device, or a platform without extended config access; or 4096 bytes with
+    an empty extended capability list).
     """
     n = len(data)
     out: dict[str, Any] = {"readable_bytes": n, "status": "", "acs": None}
-    if n <= PCI_CFG_SPACE_BYTES:
+    if n < PCI_CFG_SPACE_BYTES:
         out["status"] = "not-readable"
+        return out
+    if n == PCI_CFG_SPACE_BYTES:
+        out["status"] = "no-extended-space"
         return out
     offset, seen = 0x100, set()
     first = True
