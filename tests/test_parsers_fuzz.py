@@ -278,6 +278,15 @@ PEER_TEXTS = [p.read_text() for p in sorted(PEER_FIXTURES.glob("*.txt"))]
 PEER_FORMATS = (None, "nvbandwidth", "nccl-tests", "osu", "p2p", "transferbench")
 
 
+def _judge():
+    from linkscope.judge.expect import Judge
+
+    return Judge(load_preset("dgx-h100"))
+
+
+_JUDGE = _judge()
+
+
 @st.composite
 def mutated_lines(draw) -> str:
     """A real output with a few lines replaced, duplicated, cut or made of arbitrary text."""
@@ -314,6 +323,21 @@ def test_peer_outputs_any_text(text, fmt):
     from linkscope.results.peertools.detect import parse
 
     only_user_errors(lambda: parse(text, "fuzz.txt", fmt))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # each judges up to 170 numbers
+@given(mutated_lines())
+def test_peer_outputs_mutated_are_judged_without_tracebacks(text):
+    """What parses is judged: a verdict per number, or one UserError (a GPU that does not fit)."""
+    from linkscope.judge.runs import judge_runs
+    from linkscope.results.peertools.detect import parse
+
+    def run() -> None:
+        parsed = parse(text, "fuzz.txt")
+        judged = judge_runs([parsed], _JUDGE)[0]
+        assert len(judged.judgements) == len(parsed.measurements)
+
+    only_user_errors(run)
 
 
 NVB_JSON = {"nvbandwidth": {"version": "v0.8", "GPU Device list": ["0: NVIDIA H100 80GB HBM3 (00000000:19:00): (h)"],

@@ -75,7 +75,9 @@ def test_json_record_feeds_model_check(tmp_path):
     assert len(verdicts) == 66 and verdicts[1]["verdict"] == "low" and verdicts[1]["where"].endswith(":14")
     report = model_check(record)  # the embedded topology
     compared = [e for e in report.entries if e.rel_error is not None]
-    assert any(e.method == "ce" for e in compared) and any(e.method == "nccl.allreduce" for e in compared)
+    nopeer = [e for e in compared if e.method == "ce-nopeer"]  # P2P=Disabled: the staged copy, as the twin predicts it
+    assert len(nopeer) == 56 and max(abs(e.rel_error) for e in nopeer) < 0.1
+    assert any(e.method == "nccl.allreduce" for e in compared)
 
 
 def test_gpus_map_onto_the_topology(tmp_path):
@@ -105,3 +107,28 @@ def test_a_run_on_other_gpus_is_flagged():
     assert code == 0 and "warning: the results ran on MI300X, 'mi250x-8gcd' has MI250X" in out
     code, out, _ = _run(["check", str(P2P_OFF), "--preset", "dgx-h100"])
     assert "warning:" not in out  # the fixture names no GPU: nothing to compare
+
+
+SURVEY = Path(__file__).resolve().parents[2] / "docs" / "runs" / "survey-512MiB-h200x2-2026-11-22.json"
+
+
+def test_linkscope_survey_with_its_calibration_is_all_ok(tmp_path):
+    """A measured 2 x H200 survey against its own embedded topology: the concurrent groups and the
+    aggregates are judged like model check groups them; with the calibration fitted from it, every
+    number is ok (the uncalibrated twin overestimates small-copy overhead: 4 KiB is suspicious-high)."""
+    cal = tmp_path / "cal.json"
+    assert _run(["model", "calibrate", str(SURVEY), "-o", str(cal)])[0] == 0
+    code, out, err = _run(["check", str(SURVEY), "--calibration", str(cal)])
+    assert code == 0, err
+    assert "summary: 32 numbers: 32 ok" in out
+    assert "all ce 512 MiB 774.4 GB/s: NV18 route expects ~782 (calibrated twin, ce)" in out
+    code, out, _ = _run(["check", str(SURVEY)])
+    assert "GPU0->GPU1 ce 4 KiB 1.71 GB/s" in out and "not judged" not in out
+
+
+def test_problems_only_hides_ok_lines_but_counts_them():
+    code, out, _ = _run(["check", str(P2P_OFF), "--preset", "dgx-h100", "--problems-only"])
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("  ") and line.rstrip().endswith("]")]
+    assert len(lines) == 56 and all(line.strip().startswith("low") for line in lines)
+    assert "(8 ok not shown: --problems-only)" in out and "summary: 64 numbers: 8 ok, 56 low" in out

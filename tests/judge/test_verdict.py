@@ -67,7 +67,7 @@ def judge() -> Judge:
 def test_peer_copy_without_peer_access_is_low_with_the_reason(judge):
     judged = judge.judge(_bw(0, 1, "ce", 37.0))
     assert judged.verdict is Verdict.LOW
-    assert judged.cause == "peer access likely off"
+    assert judged.cause == "peer access likely off" and judged.cause_key == "no-peer-access"
     assert judged.line.startswith("GPU0->GPU1 ce 512 MiB 37.0 GB/s: NV18 route expects ~3")
     declared = judge.judge(_bw(0, 1, "ce", 37.0, extra={"peer_access": False}))
     assert "as the tool says" in declared.cause
@@ -87,7 +87,7 @@ def test_collective_without_p2p_is_explained(judge):
     coll = Measurement(ALL, ALL, "nccl.allreduce", "collective", "uni", SIZE, bandwidth=Stats.single(45.0),
                        extra={"busbw_gb_per_s": 45.0, "ranks": 2})
     judged = judge.judge(coll)
-    assert judged.verdict is Verdict.LOW and "peer-to-peer" in judged.cause
+    assert judged.verdict is Verdict.LOW and "peer-to-peer" in judged.cause and judged.cause_key == "collective-no-p2p"
 
 
 def test_what_the_twin_does_not_model_is_not_judged(judge):

@@ -35,7 +35,7 @@ def test_p2p_disabled_matrix():
     run = read(FX / "p2p-h100x8-disabled-nccl1264.txt")
     assert len(run.measurements) == 64
     m = _by(run, src=0, dst=1)[0]
-    assert (m.method, m.direction, m.size_bytes, m.median_gb_per_s) == ("ce", "uni", 160_000_000, 37.19)
+    assert (m.method, m.direction, m.size_bytes, m.median_gb_per_s) == ("ce-nopeer", "uni", 160_000_000, 37.19)
     assert m.extra["peer_access"] is False and m.extra["source_line"] == 14
     local = _by(run, src=3, dst=3)[0]
     assert local.method == "local" and local.extra["counts_read_and_write"] and local.median_gb_per_s == 2499.38
@@ -83,11 +83,24 @@ def test_nvbandwidth_text_read_and_host_cases():
     assert (h2d.method, h2d.median_gb_per_s, d2h.method, d2h.median_gb_per_s) == ("h2d", 26.30, "d2h", 26.83)
 
 
-def test_nvbandwidth_size_latency_and_waived():
-    run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE), size_bytes=64 << 20)
-    assert {m.size_bytes for m in run.measurements if m.bandwidth} == {64 << 20}
-    lat = [m for m in run.measurements if m.latency is not None]
-    assert len(lat) == 1 and lat[0].src == HOST and lat[0].latency_us == pytest.approx(1.21055)
+def test_nvbandwidth_size_latency_and_bidirectional_matrices():
+    """The 2 x H100 recording: latencies in ns become µs, ``size_bytes`` is the run's -b, and a
+    bidirectional testcase's three matrices (SUM lines between them) are all read."""
+    h100 = FX / "h100x2"
+    run = nvbandwidth.parse_text((h100 / "nvbandwidth-b1.txt").read_text(), "b1.txt", size_bytes=1 << 20)
+    assert {m.size_bytes for m in run.measurements} == {1 << 20}
+    full = read(h100 / "nvbandwidth.txt")
+    lat = [m for m in full.measurements if m.latency is not None]
+    assert [(m.src, m.method) for m in lat][:2] == [(1, "remote-read"), (0, "remote-read")]
+    assert all(0.5 < m.latency_us < 2.0 for m in lat)  # printed in ns: 826.x -> 0.826 µs
+    bidir = [m for m in full.measurements if m.extra["test"] == "device_to_device_bidirectional_memcpy_read_ce"]
+    assert len(bidir) == 6 and sorted(m.scope for m in bidir) == ["total"] * 2 + ["transfer"] * 4
+
+
+def test_nvbandwidth_waived_testcase_is_a_note():
+    """tests/fixtures/nvbandwidth/onegpu_sample.txt is SYNTHETIC (hand-written in nvbandwidth's layout
+    for bench/onegpu_compare.py; see tests/test_bench_onegpu.py): used here only for its waived case."""
+    run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE))
     assert any("waived" in n for n in run.notes)
 
 
@@ -226,3 +239,45 @@ def test_size_bounds_and_forced_format(tmp_path):
         read(FX / "transferbench-pr50.txt", "osu")
     with pytest.raises(UserError, match="unknown --format"):
         parse("x", "x", "excel")
+
+
+def test_nccl_tests_outputs_appended_in_one_file_keep_their_own_op_and_ranks():
+    """Two binaries' outputs in one file (2 x H100 allreduce then allgather): each row keeps its own
+    operation and the rank count of its own header, not the last one's or the sum of both."""
+    nccl = FX.parent / "nccl" / "h100x2-2026-11-25"
+    text = (nccl / "all_reduce.txt").read_text() + (nccl / "all_gather.txt").read_text()
+    run = parse(text, "both.txt")
+    methods = [m.method for m in run.measurements]
+    assert methods[:56] == ["nccl.allreduce"] * 56 and methods[56:] == ["nccl.allgather"] * 56
+    assert {m.extra["ranks"] for m in run.measurements} == {2} and len(run.gpus) == 2
+
+
+def test_nvbandwidth_runs_appended_in_one_file():
+    """A second run appended to the file lists its devices again: read, not refused."""
+    h100 = FX / "h100x2"
+    text = (h100 / "nvbandwidth-b1.txt").read_text() + (h100 / "nvbandwidth.txt").read_text()
+    run = parse(text, "both.txt")
+    assert len(run.gpus) == 2
+    assert len(run.measurements) == len(read(h100 / "nvbandwidth-b1.txt").measurements) + len(read(h100 / "nvbandwidth.txt").measurements)
+
+
+def test_transferbench_healthcheck_fail_lines():
+    """The healthcheck preset's layout, written here from TransferBench 1.52's printf formats
+    (RunHealthCheck; no public recording found): FAIL lines become measurements, PASS a note."""
+    text = "\n".join([
+        "TransferBench v1.52",
+        "Testing unidirectional reads from CPU ........PASS",
+        "Testing unidirectional writes to  CPU ........FAIL (1 test(s))",
+        " GPU 03: Measured:  41.20 GB/s      Criteria:  48.00 GB/s",
+        "Testing bidirectional  reads + writes ........FAIL (1 test(s))",
+        " GPU 05: Measured:  80.10 GB/s      Criteria:  96.00 GB/s",
+        "Testing all-to-all XGMI copies        ........FAIL (2 test(s))",
+        " GPU 00 to GPU 07:  31.00 GB/s      Criteria:  40.00 GB/s",
+        " GPU 07 to GPU 00:  30.50 GB/s      Criteria:  40.00 GB/s",
+    ])
+    run = transferbench.parse_text(text, "hc.txt")
+    got = [(m.src, m.dst, m.method, m.direction, m.median_gb_per_s, m.extra["criterion_gb_per_s"]) for m in run.measurements]
+    assert got[:2] == [(3, HOST, "sm-push", "uni", 41.2, 48.0), (HOST, 5, "sm-pull", "bi", 80.1, 96.0)]
+    assert got[2:] == [(0, 7, "sm-push", "uni", 31.0, 40.0), (7, 0, "sm-push", "uni", 30.5, 40.0)]
+    assert len(run.measurements[2].extra["transfers"]) == 8 * 7  # every GPU to every other, at once
+    assert any("PASS" in note for note in run.notes)

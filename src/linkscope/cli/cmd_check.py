@@ -22,8 +22,10 @@ def _fraction(value: float | None, option: str) -> float | None:
 
 
 def check(
-    files: list[Path] = typer.Argument(..., help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / "
-                                                 "rccl-tests (text or -J), OSU, p2pBandwidthLatencyTest, TransferBench."),
+    files: list[Path] = typer.Argument(
+        ..., metavar="FILE...",
+        help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / rccl-tests (text or -J), OSU, "
+             "p2pBandwidthLatencyTest, TransferBench."),
     fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
                                                           "transferbench (default: from the content)."),
     preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),
@@ -40,12 +42,16 @@ def check(
     fail_below: float | None = typer.Option(None, "--fail-below",
                                             help="Exit 3 when any number is below this fraction of its expected value "
                                                  "(health checks), e.g. 0.8."),
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Print only the numbers that are not ok (the summary still counts every one)."),
     json_path: str | None = typer.Option(None, "--json", help="Write every number, with its verdict, as a RunRecord to FILE "
                                                               "('-' = stdout): report, model check and calibrate read it."),
 ) -> None:
     """Judge every number of the given results against the topology they ran on: the route's
     theoretical bottleneck, the twin's prediction (and the calibrated twin's), and a verdict
-    (ok / low / suspicious-high) with the reason; a summary at the end.
+    (ok / low / suspicious-high) with the reason; a summary at the end. The topology is this
+    machine's unless --preset, --from or --synthetic names another (a linkscope record checked alone:
+    its own).
 
     Example: linkscope check nvbandwidth.txt all_reduce.txt --preset dgx-h100 --gpus 0,1
     """
@@ -75,7 +81,13 @@ def check(
 
         topology = from_dict(dict(embedded))
     else:
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        from ..errors import BackendUnavailable
+
+        try:
+            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
+                                                    "or --synthetic SPEC") from None
     calibrated = load_topology(calibration) if calibration is not None else None
     judge = Judge(topology, gpus=gpu_list, calibrated=calibrated, thresholds=thresholds)
     judged = judge_runs(runs, judge)
@@ -97,12 +109,21 @@ def check(
             console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
             for note in run.notes:
                 console.print(f"  note: {note}", markup=False, soft_wrap=True)
+            if run.record is not None and run.record.provenance.value != "measured":
+                console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
+                              "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
             differ = judge.mismatch(run.gpus)
             if differ:
                 console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
+            hidden = 0
             for i, j in enumerate(jr.judgements):
+                if problems_only and j.verdict.value == "ok":
+                    hidden += 1
+                    continue
                 style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
                 console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)
+            if hidden:
+                console.print(f"  ({hidden} ok not shown: --problems-only)", markup=False)
         console.print(f"\nsummary: {summary.line()}", markup=False, soft_wrap=True)
         for line in summary.tool_lines():
             console.print(f"  {line}", markup=False, soft_wrap=True)

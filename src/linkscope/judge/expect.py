@@ -5,20 +5,29 @@
 output turned into Measurements by ``results.peertools``). What it reads of a measurement:
 
 * a collective (pattern ``collective``, method ``nccl.<op>``): ``extra["ranks"]`` (default: every
-  selected GPU) and, when present, ``extra["busbw_gb_per_s"]`` (busbw is judged, else algbw = the
-  median); the twin is ``CollectiveModel.predict(op, gpus, size_bytes)`` (model/collectives.py), the
-  theoretical bound the narrowest route between ring neighbours (busbw is comparable with it), and
-  the alternative the same collective without peer access (through host memory);
+  selected GPU; ``extra["rank_gpus"]`` names each rank's GPU), ``extra["busbw_gb_per_s"]`` (busbw is
+  judged when present and ranks > 1, else algbw) and ``extra["time_us"]`` (the value is computed
+  from it, as nccl-tests computes algbw = size / time: the printed GB/s have two decimals); the
+  twin is ``CollectiveModel.predict(op, gpus, size_bytes)`` (model/collectives.py), the theoretical
+  bound the narrowest route between ring neighbours (busbw is comparable with it), and the
+  alternative the same collective without peer access (through host memory);
 * a copy of the method table (``ce``, ``sm-push``, ``h2d`` ...): one transfer, a ``bi`` pair total
   (``scope`` total, both directions at once), or the concurrent group ``extra["transfers"]``
   (``[[src, dst], ...]``; the entry is their total: bytes / the slowest); the twin is
   ``FabricModel.predict`` (model/predict.py), the bound ``query.theoretical_gb_per_s``
   (topology/query.py). Alternatives: the copy without peer access (``ce-nopeer``), and for host
-  copies pageable memory and a host link at half its width or generation;
+  copies pageable memory and a host link at half its width or generation. A ``ce-nopeer`` entry
+  with ``extra["peer_access"]`` false (a tool that turned peer access off, p2pBandwidthLatencyTest
+  P2P=Disabled) is judged against the pair with peer access, the staged path naming the cause;
+  ``extra["counts_read_and_write"]`` (a local copy counted twice) doubles the twin;
 * an MPI bandwidth (``mpi.bw``, ``mpi.bibw``) between device buffers (``extra["buffers"]`` ``D D``)
   is judged as a ``ce`` copy (CUDA-aware MPI moves GPU buffers over the peer route with the copy
   engine: Open MPI's smcuda / UCX cuda_ipc); host buffers are not judged (no host-memory model);
-* a latency (``extra["latency_kind"]`` remote-read, flag-pingpong, host-read): ``FabricModel.latency_us``.
+* a latency (``extra["latency_kind"]`` remote-read, flag-pingpong, host-read, copy with the entry's
+  method and size): ``FabricModel.latency_us``.
+
+Every expectation also says which share of the twin's time is fixed cost (``fixed_share``): a
+latency-bound size is reported as such instead of being blamed on a link (verdict.decide).
 
 GPU numbers in the measurements are the tool's (0..n-1 of the GPUs it saw); ``gpus`` maps them onto
 the topology's (``--gpus 2,3``: the tool's GPU0 is the topology's GPU2), as ``bench --gpus`` picks them.
@@ -34,7 +43,7 @@ from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
 from ..patterns.base import NO_PEER_ACCESS_KEY
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.model import Topology
@@ -92,6 +101,7 @@ class Judge:
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
         self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._collective_cache: dict[tuple, Expectation] = {}
 
     # ---- GPUs ------------------------------------------------------------------------------------
     def check_fit(self, measurements: Sequence[Measurement], what: str = "the results") -> None:
@@ -123,7 +133,11 @@ class Judge:
         return end
 
     def _label(self, end: Any) -> str:
-        return f"GPU{end}" if _is_gpu(end) else str(end)
+        """``GPU3``, or ``GPU3(=4)`` when ``--gpus`` maps the tool's GPU3 onto the topology's GPU4."""
+        if not _is_gpu(end):
+            return str(end)
+        mapped = self.gpus[end] if 0 <= end < len(self.gpus) else end
+        return f"GPU{end}" if mapped == end else f"GPU{end}(={mapped})"
 
     def _short_gpu(self, index: int) -> str:
         name = self.topology.gpu(index).name or "GPU"
@@ -135,8 +149,10 @@ class Judge:
         value = "N/A" if measured is None else (f"{measured:.1f}" if measured >= 10 else f"{measured:.3g}")
         if _is_collective(m):
             op = _op(m)
-            ranks = self._ranks(m)
-            gpus = [self.gpus[i] for i in range(min(ranks, len(self.gpus)))]
+            try:
+                gpus = self._rank_gpus(m)
+            except TopologyError:
+                gpus = []
             where = ""
             if gpus:
                 levels = sorted({query.pair_level(self.topology, gpus[i], gpus[(i + 1) % len(gpus)]).code
@@ -180,6 +196,8 @@ class Judge:
                 return Expectation(note=f"status {m.status.value}{': ' + m.reason if m.reason else ''}")
             if m.bandwidth is None and m.latency is not None:
                 return self._latency(m)
+            if m.size_bytes == 0 and m.bandwidth is not None:
+                return Expectation(note="size 0: nothing was moved")
             if _is_collective(m):
                 return self._collective(m)
             if m.method.startswith("mpi."):
@@ -203,6 +221,17 @@ class Judge:
         rank (on one rank busbw is 0 by definition: the factor 2(n-1)/n); else algbw."""
         return _is_collective(m) and "busbw_gb_per_s" in (m.extra or {}) and self._ranks(m) > 1
 
+    def _rank_gpus(self, m: Measurement) -> list[int]:
+        """The topology GPU of each rank: ``extra["rank_gpus"]`` (the tool's GPU numbers, e.g. from a
+        linkscope record's options) mapped through ``gpus``, else the first ``ranks`` selected GPUs."""
+        ranks = self._ranks(m)
+        listed = (m.extra or {}).get("rank_gpus")
+        if isinstance(listed, list) and len(listed) == ranks and all(_is_gpu(g) for g in listed):
+            return [int(self.gpu(g)) for g in listed]
+        if ranks > len(self.gpus):
+            raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
+        return list(self.gpus[:ranks])
+
     def _ranks(self, m: Measurement) -> int:
         ranks = (m.extra or {}).get("ranks")
         return int(ranks) if _is_gpu(ranks) and ranks > 0 else len(self.gpus)
@@ -212,19 +241,31 @@ class Judge:
         if op not in OPS:
             return Expectation(note=f"collective {op!r} is not modelled (modelled: {', '.join(OPS)})")
         ranks = self._ranks(m)
-        if ranks > len(self.gpus):
-            raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
-        gpus = list(self.gpus[:ranks])
+        gpus = self._rank_gpus(m)
         busbw = self._busbw(m)
+        key = (op, tuple(gpus), m.size_bytes, busbw)  # in-place and out-of-place rows share it
+        found = self._collective_cache.get(key)
+        if found is None:
+            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw)
+        return found
+
+    def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool) -> Expectation:
 
         def value(model: CollectiveModel) -> tuple[float, str]:
-            pred = model.predict(op, gpus, m.size_bytes)
+            pred = model.predict(op, gpus, size_bytes)
             chosen = pred.chosen
             how = [chosen.algorithm] + [str(getattr(chosen, k)) for k in ("protocol",) if getattr(chosen, k, None)]
+            if "nvls" not in chosen.algorithm.lower():
+                how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
+        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric)
         twin, detail = value(CollectiveModel(self.fabric))
-        calibrated = value(CollectiveModel(self.calibrated))[0] if self.calibrated is not None else None
+        calibrated = value(chosen_model)[0] if self.calibrated is not None else None
+        floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
+        full_us = chosen_model.predict(op, gpus, size_bytes).time_us
+        # (the floor may take another algorithm or protocol than the size does: at most all of it)
+        fixed_share = min(floor_us / full_us, 1.0) if full_us > 0 else None
         theoretical = None
         if ranks > 1:
             bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
@@ -233,8 +274,9 @@ class Judge:
         if ranks > 1 and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
-                                        "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)"),)
-        return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives)
+                                        "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
+                                        "collective-no-p2p"),)
+        return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
         found = self._no_peer.get(gpus)
@@ -270,16 +312,34 @@ class Judge:
         """GB/s of ``m``: its own transfer's rate, or the total (bytes / the slowest) of all."""
         if method in HOST_METHODS and any(x == HOST for x, _ in flows) and any(y == HOST for _, y in flows):
             method = CE.key  # both directions at once: the copy engine's copy with a host end is h2d or d2h
+        return self._predicted(model, m, flows, target, method)[0]
+
+    def _predicted(self, model: FabricModel, m: Measurement, flows: list[tuple[Any, Any]], target: tuple[Any, Any] | None,
+                   method: str) -> tuple[float, float | None]:
+        """(GB/s of ``m``, the share of its predicted time that is fixed cost: overhead and latency)."""
+        if method in HOST_METHODS and any(x == HOST for x, _ in flows) and any(y == HOST for _, y in flows):
+            method = CE.key
         preds = model.predict([(x, y, m.size_bytes) for x, y in flows], method)
         if target is not None:
-            return next(p.gb_per_s for p in preds if (p.src, p.dst) == target)
-        slowest = max(p.elapsed_s for p in preds)
-        return sum(p.size_bytes for p in preds) / slowest / 1e9 if slowest > 0 else 0.0
+            p = next(p for p in preds if (p.src, p.dst) == target)
+            return p.gb_per_s, (p.latency_us * 1e-6 / p.elapsed_s if p.elapsed_s > 0 else None)
+        slowest = max(preds, key=lambda p: p.elapsed_s)
+        if slowest.elapsed_s <= 0:
+            return 0.0, None
+        return sum(p.size_bytes for p in preds) / slowest.elapsed_s / 1e9, slowest.latency_us * 1e-6 / slowest.elapsed_s
 
     def _copy(self, m: Measurement, method: str) -> Expectation:
         flows, target = self._transfers(m)
-        twin = self._rate(self.fabric, m, flows, target, method)
-        calibrated = self._rate(self.calibrated, m, flows, target, method) if self.calibrated is not None else None
+        declared_off = (m.extra or {}).get("peer_access") is False
+        if method == CE_NOPEER.key and declared_off and all(
+                _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
+            # a tool ran the peer copy with peer access off (p2pBandwidthLatencyTest P2P=Disabled): judged
+            # against what the pair gives with it; the staged path is the alternative that explains it
+            method = CE.key
+        twin, fixed_share = self._predicted(self.fabric, m, flows, target, method)
+        calibrated = None
+        if self.calibrated is not None:
+            calibrated, fixed_share = self._predicted(self.calibrated, m, flows, target, method)
         if (m.extra or {}).get("counts_read_and_write") and method == LOCAL.key:  # the tool counts read + write
             twin, calibrated = 2 * twin, (2 * calibrated if calibrated is not None else None)
         first = target or flows[0]
@@ -299,7 +359,6 @@ class Judge:
                 theoretical = 2 * bound
         detail = method
         alternatives: list[Alternative] = []
-        declared_off = (m.extra or {}).get("peer_access") is False
         if gpu_pair and method in PEER_METHODS:
             a, b = first
             if self.fabric.peer_access(a, b) is not None:
@@ -307,15 +366,16 @@ class Judge:
             elif all(_is_gpu(x) and _is_gpu(y) for x, y in flows):
                 alt = self._rate(self.fabric, m, flows, target, CE_NOPEER.key)
                 alternatives.append(Alternative("PCIe staging through host memory", alt,
-                                                _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE))
+                                                _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE, "no-peer-access"))
         if method in _PAGEABLE and all(HOST in f for f in flows) and len({f[0] == HOST for f in flows}) == 1:
             alternatives.append(Alternative("pageable (not pinned) host memory",
                                             self._rate(self.fabric, m, flows, target, _PAGEABLE[method]),
-                                            "host buffer likely pageable (not pinned)"))
-        if HOST in first:
+                                            "host buffer likely pageable (not pinned)", "pageable-host-memory"))
+        if HOST in first and not get_method(method).pageable:  # a pageable copy is bound by the host memcpy, not the link
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
-                                            "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)"))
-        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives))
+                                            "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
+                                            "pcie-link-degraded"))
+        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share)
 
     def _mpi(self, m: Measurement) -> Expectation:
         buffers = str((m.extra or {}).get("buffers", "")).strip().upper()
@@ -326,6 +386,9 @@ class Judge:
             return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
         if m.src == ALL or m.dst == ALL:
             return Expectation(note="an aggregate over several pairs is not modelled")
+        # OSU keeps a window of 64 messages in flight (osu_bw.c), but CUDA-aware MPI copies them one
+        # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
+        # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
         bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
         return self._copy(bi, CE.key)
 
@@ -333,11 +396,15 @@ class Judge:
     def _latency(self, m: Measurement) -> Expectation:
         kind = (m.extra or {}).get("latency_kind")
         if kind not in ("remote-read", "flag-pingpong", "host-read", "copy"):
-            return Expectation(unit="us", note=f"{kind or m.method} latency is not modelled")
+            what = "MPI" if m.method.startswith("mpi.") else (kind or m.method)
+            return Expectation(unit="us", note=f"{what} latency is not modelled")
         a, b = self.gpu(m.src), self.gpu(m.dst)
         if kind == "host-read":
             kind, a = "remote-read", HOST
         method = m.method if kind == "copy" else None
+        if method == CE_NOPEER.key and (m.extra or {}).get("peer_access") is False and _is_gpu(a) and _is_gpu(b) \
+                and self.fabric.peer_access(a, b) is None:
+            method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
         size = max(int(m.size_bytes), 1)
 
         def value(model: FabricModel, how: str | None = method) -> float:
@@ -348,7 +415,8 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if kind == "copy" and method in PEER_METHODS and _is_gpu(a) and _is_gpu(b) and self.fabric.peer_access(a, b) is None:
             cause = _NO_PEER_DECLARED if (m.extra or {}).get("peer_access") is False else _NO_PEER_CAUSE
-            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause),)
+            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause,
+                                        "no-peer-access"),)
         detail = f"{kind} {method}" if method else kind
         return Expectation("us", None, value(self.fabric), calibrated, route, detail, alternatives)
 

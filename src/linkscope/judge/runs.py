@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.check import record_gpus
 from ..results.peertools.common import PeerRun
-from ..results.schema import Measurement, RunProvenance, RunRecord, now_utc
+from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
 from ..topology import io as topo_io
 from .expect import Judge
 from .verdict import Judgement, Verdict
@@ -29,7 +30,9 @@ class JudgedRun:
     def where(self, index: int) -> str:
         extra = self.run.measurements[index].extra or {}
         line = extra.get("source_line")
-        return f"{self.run.source}:{line}" if line else self.run.source
+        if line:
+            return f"{self.run.source}:{line}"
+        return f"{self.run.source} #{index}" if self.run.record is not None else self.run.source
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,46 @@ class Summary:
         return out
 
 
+def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """linkscope's own records: entries that ran at the same time share ``group`` (and size, method,
+    pattern, direction); each bandwidth entry of a group with several transfers, or an aggregate
+    (``src``/``dst`` ``"*"``), gets the group's transfers in ``extra["transfers"]`` so it is judged
+    against the concurrent prediction, as ``model check`` groups them (model/check.py)."""
+    groups: dict[tuple, list[tuple[Any, Any]]] = {}
+    for m in measurements:
+        if m.group is None or m.bandwidth is None or (m.extra or {}).get("transfers"):
+            continue
+        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        flows = groups.setdefault(key, [])
+        if ALL in (m.src, m.dst) or m.src == m.dst:
+            continue
+        pairs = [(m.src, m.dst), (m.dst, m.src)] if m.direction == "bi" and m.scope != "transfer" else [(m.src, m.dst)]
+        for pair in pairs:
+            if pair not in flows:
+                flows.append(pair)
+    out = []
+    for m in measurements:
+        found = groups.get((m.group, m.size_bytes, m.method, m.pattern, m.direction)) \
+            if m.group is not None and m.bandwidth is not None else None
+        if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
+            m = m.with_(extra={**dict(m.extra or {}), "transfers": [list(f) for f in found]})
+        out.append(m)
+    return out
+
+
 def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
     """Every number of every run judged (a run needing more GPUs than selected is a TopologyError)."""
     out = []
     for run in runs:
         judge.check_fit(run.measurements, run.source)
-        out.append(JudgedRun(run, tuple(judge.judge(m) for m in run.measurements)))
+        measurements = list(run.measurements)
+        if run.record is not None:
+            measurements = with_group_transfers(measurements)
+            rank_gpus = record_gpus(run.record)
+            if rank_gpus:  # a linkscope collective record says which GPU each rank drove
+                measurements = [m.with_(extra={**dict(m.extra or {}), "rank_gpus": rank_gpus})
+                                if m.pattern == "collective" and "rank_gpus" not in (m.extra or {}) else m for m in measurements]
+        out.append(JudgedRun(run, tuple(judge.judge(m) for m in measurements)))
     return out
 
 

@@ -7,7 +7,7 @@ measured value, the expectation and the :class:`Thresholds` into a :class:`Judge
 (ok / low / suspicious-high / not judged), the fraction of the expectation reached, and the reason
 in words, e.g.::
 
-    allreduce 512 MiB busbw 316.8 GB/s on 2 x H100 NV18: twin 325 (ring) -> 97%: ok
+    allreduce 512 MiB busbw 316.8 GB/s on 2 x H100 NV18: twin 325 (ring, NVLS off) -> 97%: ok
     GPU0->GPU1 ce 512 MiB 37.0 GB/s: NV18 route expects ~393 (twin ce) -> 9%: low; 37 is what
         PCIe staging through host memory gives (~38.5): peer access likely off
 
@@ -50,12 +50,15 @@ class Thresholds:
             suspicious-high whatever the twin says (default 1.02: rounding, clocks).
         explain_within: an alternative explains a low number within this relative distance
             (default 0.3: 37 GB/s is "what staging gives" when staging gives 29 to 48).
+        latency_bound: a size whose predicted time is more than this share fixed cost is
+            latency-bound (default 0.5; ``Expectation.fixed_share``).
     """
 
     low_below: float = 0.8
     high_above: float = 1.15
     theoretical_margin: float = 1.02
     explain_within: float = 0.3
+    latency_bound: float = 0.5
 
     def __post_init__(self) -> None:
         values = (self.low_below, self.high_above, self.theoretical_margin, self.explain_within)
@@ -67,8 +70,9 @@ class Thresholds:
         if self.high_above < 1.0:
             raise ConfigError(f"the suspicious-high threshold must be at least 1, got {self.high_above:g}",
                               hint="e.g. 1.15: above 115% of the expected value is suspicious")
-        if self.theoretical_margin < 1.0 or self.explain_within <= 0.0:
-            raise ConfigError("the theoretical margin must be >= 1 and the explanation window > 0")
+        if self.theoretical_margin < 1.0 or self.explain_within <= 0.0 or not 0.0 < self.latency_bound <= 1.0:
+            raise ConfigError("the theoretical margin must be >= 1, the explanation window > 0 and the latency-bound "
+                              "share in (0, 1]")
 
     def text(self) -> str:
         """The thresholds in words (printed under every verdict table)."""
@@ -86,11 +90,14 @@ class Alternative:
         label: what gives it, e.g. ``"PCIe staging through host memory"``.
         value: the twin's value under that cause, in the expectation's unit.
         cause: the diagnosis in words, e.g. ``"peer access likely off"``.
+        key: the diagnosis as a stable identifier for programs (``"no-peer-access"``,
+            ``"collective-no-p2p"``, ``"pageable-host-memory"``, ``"pcie-link-degraded"``), or "".
     """
 
     label: str
     value: float
     cause: str
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,10 @@ class Expectation:
         detail: how the twin got it (``"ring"``, ``"ce"``).
         alternatives: values under known causes (used to explain a low number).
         note: why there is no prediction (the verdict is then "not judged").
+        fixed_share: the share of the twin's predicted time that is fixed cost (per-copy overhead,
+            launch, route latency), or None; above ``Thresholds.latency_bound`` the size is
+            latency-bound: a verdict away from ok then points first at the twin's uncalibrated fixed
+            costs, and no cause is named from bandwidth alternatives.
     """
 
     unit: str = "GB/s"
@@ -117,6 +128,7 @@ class Expectation:
     detail: str = ""
     alternatives: tuple[Alternative, ...] = ()
     note: str = ""
+    fixed_share: float | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -134,7 +146,8 @@ class Expectation:
     def as_dict(self) -> dict[str, Any]:
         return {"unit": self.unit, "theoretical": self.theoretical, "twin": self.twin, "calibrated": self.calibrated,
                 "expected": self.expected, "route": self.route, "detail": self.detail, "note": self.note,
-                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause} for a in self.alternatives]}
+                "fixed_share": self.fixed_share,
+                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key} for a in self.alternatives]}
 
 
 @dataclass(frozen=True)
@@ -150,6 +163,7 @@ class Judgement:
             expected / measured for times), or None when not judged.
         reason: the verdict in words (the part of the line after the subject).
         cause: the diagnosis of a low number when an alternative explains it, else "".
+        cause_key: that alternative's ``key`` (a stable identifier), else "".
     """
 
     subject: str
@@ -159,6 +173,7 @@ class Judgement:
     fraction: float | None
     reason: str
     cause: str = ""
+    cause_key: str = ""
 
     @property
     def line(self) -> str:
@@ -166,7 +181,7 @@ class Judgement:
 
     def as_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "measured": self.measured, "verdict": self.verdict.value,
-                "fraction": self.fraction, "reason": self.reason, "cause": self.cause,
+                "fraction": self.fraction, "reason": self.reason, "cause": self.cause, "cause_key": self.cause_key,
                 "expectation": self.expectation.as_dict()}
 
 
@@ -210,18 +225,27 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
     else:
         head = f"{exp.source} {_num(expected)}{unit}{f' ({exp.detail})' if exp.detail else ''}"
     pct = f"{fraction:.0%}" if math.isfinite(fraction) else "inf"
+    bound = exp.fixed_share is not None and exp.fixed_share > t.latency_bound
+    latency_note = ""
+    if bound and exp.fixed_share is not None:
+        latency_note = (f"; latency-bound at this size ({exp.fixed_share:.0%} of the {exp.source}'s time is fixed cost: "
+                        "overhead, launch, latency), so that cost decides it, not the links" +
+                        ("" if exp.calibrated is not None else ": calibrate the twin (model calibrate) first"))
     if exp.higher_is_better and exp.theoretical is not None and measured > exp.theoretical * t.theoretical_margin:
         reason = (f"{head} -> {pct}: suspicious-high; above the route's theoretical bottleneck "
                   f"{_num(exp.theoretical)}: check the units, the size and the GPUs it ran on")
         return Judgement(subject, measured, exp, Verdict.HIGH, fraction, reason)
     if fraction > t.high_above:
-        reason = (f"{head} -> {pct}: suspicious-high; more than {t.high_above - 1:.0%} above the {exp.source}: "
+        reason = (f"{head} -> {pct}: suspicious-high" + latency_note if bound else
+                  f"{head} -> {pct}: suspicious-high; more than {t.high_above - 1:.0%} above the {exp.source}: "
                   "check the units, the size and the GPUs it ran on, or calibrate the twin")
         return Judgement(subject, measured, exp, Verdict.HIGH, fraction, reason)
     if fraction < t.low_below:
+        if bound:
+            return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: low{latency_note}")
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
             reason = f"{head} -> {pct}: low; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}): {alt.cause}"
-            return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause)
+            return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
         return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: low")
     return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok")

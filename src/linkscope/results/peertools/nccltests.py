@@ -23,6 +23,7 @@ root say reduce/broadcast; busbw / algbw says allreduce vs reduce_scatter on mor
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,19 +99,35 @@ def _add_row(out: Collector, line: int, op: str, ranks: int, size: int, fields: 
             reason="" if ok else f"{wrong} wrong elements{' (in place)' if inplace else ''}")
 
 
+@dataclass
+class _Section:
+    """One binary's output (a file may hold several, appended one after another)."""
+
+    program: str = ""
+    ranks: list[tuple[int, str, int, str]] = field(default_factory=list)
+    placements: list[bool] = field(default_factory=list)  # in-place flag of each column group
+    width: int = 4
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)
+    closed: bool = False
+
+
+_HEADER = re.compile(r"^#\s*(?:(?:nccl|rccl)-tests version|Collective test starting:|nThread \d+)")
+
+
 @refuse_malformed("nccl-tests output")
 def parse_text(text: str, source: str) -> PeerRun:
     lines = Lines(text, source)
-    version_line, version, program = "", "", ""
-    ranks: list[tuple[int, str, int, str]] = []
-    placements: list[bool] = []  # in-place flag of each column group
-    width = 4
-    rows: list[tuple[int, list[str]]] = []
+    version_line, version = "", ""
+    sections = [_Section()]
     context: dict[str, Any] = {}
     for n, raw in lines:
         line = raw.strip()
         if not line:
             continue
+        cur = sections[-1]
+        if (_HEADER.match(line) or _RCCL_VERSION.match(line)) and (cur.rows or cur.closed):
+            cur = _Section()
+            sections.append(cur)
         m = _NCCL_VERSION.match(line)
         if m:
             version_line, version = line, m.group(2)
@@ -124,37 +141,56 @@ def parse_text(text: str, source: str) -> PeerRun:
             continue
         m = _STARTING.match(line)
         if m:
-            program = m.group(1)
+            cur.program = cur.program or m.group(1)
+            if "concluded" in line:
+                cur.closed = True
             continue
         m = _RANK.match(line)
         if m:
-            ranks.append((int(m.group(1)), m.group(2), int(m.group(3)), m.group(4).strip()))
+            cur.ranks.append((int(m.group(1)), m.group(2), int(m.group(3)), m.group(4).strip()))
             continue
         if line.startswith("#"):
             if "out-of-place" in line or "in-place" in line:
-                placements = ([False] if "out-of-place" in line else []) + ([True] if re.search(r"(?<!-of-)\bin-place", line) else [])
+                cur.placements = ([False] if "out-of-place" in line else []) + \
+                    ([True] if re.search(r"(?<!-of-)\bin-place", line) else [])
             if "i_min" in line:
-                width = 8
+                cur.width = 8
             continue
         tokens = line.split()
         if len(tokens) >= 5 + 3 and tokens[0].isdigit() and tokens[1].isdigit():
-            rows.append((n, tokens))
-    if not rows:
+            cur.rows.append((n, tokens))
+    sections = [sec for sec in sections if sec.rows]
+    if not sections:
         raise SchemaError(f"{source}: no result row of nccl-tests in it",
                           hint="pass the output of an nccl-tests / rccl-tests binary (text, or -J JSON)")
-    names = [r[3] for r in ranks]
+    names = [r[3] for r in sections[0].ranks]
     tool = _tool(version_line, names)
-    op = op_of_program(program) if program else op_of_program(source)
-    nranks = len(ranks) or 1
-    hosts = sorted({r[1] for r in ranks})
+    out = Collector(tool, version, source)
+    notes: list[str] = []
+    hosts_seen: set[str] = set()
+    for sec in sections:
+        op = op_of_program(sec.program) if sec.program else (op_of_program(source) if len(sections) == 1 else None)
+        nranks = len(sec.ranks) or 1
+        hosts_seen.update(r[1] for r in sec.ranks)
+        _section_rows(out, lines, sec, op, nranks)
+        if op is None:
+            notes.append(f"{source}:{sec.rows[0][0]}: the operation is not named (no 'Collective test starting' or "
+                         "'concluded' line): inferred from the columns")
+    hosts = sorted(hosts_seen)
     if len(hosts) > 1:
         context["hosts"] = hosts
-    out = Collector(tool, version, source)
-    placements = placements or [False, True]
-    for n, tokens in rows:
+        notes.append(f"the run spans {len(hosts)} hosts ({', '.join(hosts[:4])}); judge it against a topology of them all")
+    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, tuple(notes))
+
+
+def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, nranks: int) -> None:
+    """The measurements of one section's result rows."""
+    placements = sec.placements or [False, True]
+    width = sec.width
+    for n, tokens in sec.rows:
         size = integer(tokens[0], lines, n, "size", limit=MAX_SIZE_BYTES)
         count = integer(tokens[1], lines, n, "count", limit=MAX_SIZE_BYTES)
-        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": tokens[4], "test": program or op or ""}
+        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": tokens[4], "test": sec.program or op or ""}
         rest = tokens[5:]
         groups = min(len(placements), len(rest) // width) if len(rest) >= 4 else 0
         if groups == 0:
@@ -176,13 +212,6 @@ def parse_text(text: str, source: str) -> PeerRun:
             fields["op_inferred"] = True
         for inplace, (time_us, algbw, busbw), wrong in parsed:
             _add_row(out, n, row_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong)
-    notes = []
-    if op is None:
-        notes.append(f"{source}: the operation is not named in it (no 'Collective test starting' line): inferred from "
-                     "the columns")
-    if len(hosts) > 1:
-        notes.append(f"the run spans {len(hosts)} hosts ({', '.join(hosts[:4])}); judge it against a topology of them all")
-    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, tuple(notes))
 
 
 @refuse_malformed("nccl-tests JSON")
@@ -195,7 +224,7 @@ def parse_json(data: Any, source: str) -> PeerRun:
     config: dict[str, Any] = data["config"] if isinstance(data.get("config"), dict) else {}
     nranks = len(devices) or int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1)
     tool = "rccl-tests" if any("rccl" in a.lower() for a in args[:1]) or _tool("", names) == "rccl-tests" else "nccl-tests"
-    version = str(data.get("nccl_version", ""))
+    version = ""  # the JSON names the NCCL library, not the nccl-tests version
     out = Collector(tool, version, source)
     for i, item in enumerate(data["results"]):
         if not isinstance(item, dict):
@@ -224,5 +253,5 @@ def parse_json(data: Any, source: str) -> PeerRun:
                      None if wrong is None else int(float(wrong)))
     if not out.items:
         raise SchemaError(f"{source}: no nccl-tests result in it")
-    context = {"nccl_version": version, "args": args[:20]}
+    context = {"nccl_version": str(data.get("nccl_version", "")), "args": args[:20]}
     return PeerRun(tool, version, source, tuple(out.items), tuple(names), context)

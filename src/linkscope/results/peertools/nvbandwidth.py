@@ -102,11 +102,11 @@ def looks_like(text: str) -> bool:
 class _Emitter:
     def __init__(self, out: Collector, n_gpus: int, size_bytes: int) -> None:
         self.out, self.n, self.size = out, n_gpus, size_bytes
-        self.group = 0
+        # each cell ran alone (no group), except the three matrices of a bidirectional pair: one run
+        self.pair_groups: dict[tuple[str, int, int], int] = {}
 
     def matrix(self, test: str, case: _Case, desc: str, rows: list[tuple[int, list[float | None]]], line_of: list[int]) -> None:
         """Measurements of one printed matrix (``rows``: (row label, values by column))."""
-        self.group += 1
         unit_ns = desc.rstrip().endswith("(ns)")
         part = "total" if " Total " in desc else ("1" if re.search(r"(Read|Write)1 ", desc) else
                                                   ("2" if re.search(r"(Read|Write)2 ", desc) else ""))
@@ -122,8 +122,7 @@ class _Emitter:
                     if src == dst:
                         continue
                     extra["latency_kind"] = case.method
-                    self.out.add(line, src, dst, case.method, "latency", 0, latency_us=value / 1000.0, group=self.group,
-                                 extra=extra)
+                    self.out.add(line, src, dst, case.method, "latency", 0, latency_us=value / 1000.0, extra=extra)
                     continue
                 check_rate(value, self.out_lines, line)
                 self._bandwidth(case, r, c, value, line, part, n, extra)
@@ -131,7 +130,10 @@ class _Emitter:
     out_lines: Lines | None = None
 
     def _bandwidth(self, case: _Case, r: int, c: int, value: float, line: int, part: str, n: int, extra: dict) -> None:
-        add, size, g = self.out.add, self.size, self.group
+        add, size = self.out.add, self.size
+        g = None
+        if case.kind == "d2d-bi":  # Read1/Write1 (c -> r), 2 (r -> c) and Total of one cell: one run
+            g = self.pair_groups.setdefault((str(extra.get("test")), r, c), len(self.pair_groups) + 1)
         others = [o for o in range(n) if o != c]
         kind = case.kind
         if kind == "local":
@@ -207,10 +209,11 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         m = _DEVICE.match(stripped)
         if m and header is None:
             index = gpu_index(m.group(1), lines, number_)
-            if index != len(gpus):
-                raise lines.error(number_, f"device {index} listed out of order")
-            gpus.append(m.group(2).strip())
-            continue
+            if index > len(gpus):
+                raise lines.error(number_, f"device {index} listed before device {len(gpus)}")
+            if index == len(gpus):
+                gpus.append(m.group(2).strip())
+            continue  # (an index seen before: a second run appended to the file lists its devices again)
         for key in ("CUDA Runtime Version", "CUDA Driver Version", "Driver Version"):
             if stripped.startswith(key + ":"):
                 context[key.lower().replace(" ", "_")] = stripped.split(":", 1)[1].strip()
@@ -229,7 +232,8 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             continue
         if stripped.startswith("SUM "):
             flush()
-            test, case = "", None  # the testcase ended
+            if stripped.split()[1:2] == [test]:  # the testcase ended (a bidirectional one prints
+                test, case = "", None            # SUM <test>_read1 ... between its matrices)
             continue
         if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
             flush()

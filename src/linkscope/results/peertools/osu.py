@@ -58,7 +58,6 @@ def parse_text(text: str, source: str) -> PeerRun:
     in_table = False
     notes: list[str] = []
     versions: set[str] = set()
-    group = 0
     for n, raw in lines:
         line = raw.strip()
         if not line:
@@ -71,7 +70,6 @@ def parse_text(text: str, source: str) -> PeerRun:
                 versions.add(m.group(3))
                 out.version = m.group(3)
             buffers, in_table = ("H H", False)
-            group += 1
             if unit == "?":
                 notes.append(f"{source}:{n}: OSU test {m.group(2)!r} is not read by this parser; left out")
             continue
@@ -100,12 +98,12 @@ def parse_text(text: str, source: str) -> PeerRun:
             bi = test == "bibw"
             src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
             out.add(n, src, dst, f"mpi.{test}", "pairs", size, gb_per_s=gb, direction="bi" if bi else "uni",
-                    scope="total" if bi else "transfer", group=group, extra={**extra, "mb_per_s": value})
+                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value})
         elif test == "latency":
             src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
-            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, group=group, extra=extra)
+            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra)
         else:
-            out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", group=group, extra=extra)
+            out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", extra=extra)
     if not out.items:
         raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
                           hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")

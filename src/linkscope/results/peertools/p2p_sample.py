@@ -14,7 +14,8 @@ The layout and what each number is, from the sample's source (p2pBandwidthLatenc
   changes it) x 5 from GPU i to GPU j (writes; reads: j to i) on i's stream; bidirectional: that
   copy and the reverse one at once, both counted; the diagonal is a copy inside GPU i counted as
   read + write (x 2); with ``P2P=Disabled`` peer access is not enabled, so the driver stages
-  the copies through host memory;
+  the copies through host memory: linkscope's ``ce-nopeer``, marked ``peer_access: false`` (the
+  verdict then compares it with what the pair gives with peer access, and names the cause);
 * latency: one 16-byte ``cudaMemcpyPeerAsync`` (or a kernel with ``--sm_copy``), averaged over
   100, GPU-timed (the ``GPU`` table) and host-timed (``CPU``).
 """
@@ -47,13 +48,13 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
     title: re.Match | None = None
     header: list[int] | None = None
     timer = "GPU"
-    group = 0
     access: dict[tuple[int, int], bool] = {}
     for n, raw in lines:
         line = raw.strip()
         m = _DEVICE.match(line)
         if m:
-            gpus.append(m.group(2))
+            if int(m.group(1)) == len(gpus):  # a second run appended to the file lists its devices again
+                gpus.append(m.group(2))
             continue
         m = re.match(r"^Device=(\d+) (CAN|CANNOT) Access Peer Device=(\d+)", line)
         if m:
@@ -62,7 +63,6 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         m = _TITLE.match(line)
         if m:
             title, header, timer = m, None, "GPU"
-            group += 1
             continue
         if line.startswith("P2P Connectivity Matrix") or line.startswith("NOTE:"):
             title, header = None, None
@@ -92,25 +92,33 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                 src, dst = (j, i) if reads else (i, j)
                 if i == j:
                     continue  # a copy inside one GPU: no pair latency
-                out.add(n, src, dst, "ce-read" if reads else "ce", "latency", LATENCY_SIZE_BYTES, latency_us=value,
-                        group=group, extra={**extra, "latency_kind": kind})
+                out.add(n, src, dst, _method(enabled, reads), "latency", LATENCY_SIZE_BYTES, latency_us=value,
+                        extra={**extra, "latency_kind": kind})
                 continue
             check_rate(value, lines, n)
             if i == j:  # counted as read + write (x 2): the local copy rate is half of it
-                out.add(n, i, i, "local", "local", size_bytes, gb_per_s=value, group=group,
+                out.add(n, i, i, "local", "local", size_bytes, gb_per_s=value,
                         extra={**extra, "counts_read_and_write": True})
                 continue
             src, dst = (j, i) if reads else (i, j)
-            method = "ce-read" if reads else "ce"
+            method = _method(enabled, reads)
             if bi:
                 out.add(n, i, j, method, "matrix", size_bytes, gb_per_s=value, direction="bi", scope="total",
-                        group=group, extra=extra)
+                        extra=extra)
             else:
-                out.add(n, src, dst, method, "matrix", size_bytes, gb_per_s=value, group=group, extra=extra)
+                out.add(n, src, dst, method, "matrix", size_bytes, gb_per_s=value, extra=extra)
     if not out.items:
         raise SchemaError(f"{source}: no p2pBandwidthLatencyTest matrix in it",
                           hint="pass the output of the CUDA sample p2pBandwidthLatencyTest")
     return PeerRun(TOOL, "", source, tuple(out.items), tuple(gpus))
+
+
+def _method(enabled: bool, reads: bool) -> str:
+    """``cudaMemcpyPeerAsync`` with peer access enabled is linkscope's ``ce`` (``ce-read`` when the
+    destination issues it); without peer access the driver stages it through host memory: ``ce-nopeer``."""
+    if not enabled:
+        return "ce-nopeer"
+    return "ce-read" if reads else "ce"
 
 
 def line_title(title: re.Match) -> str:

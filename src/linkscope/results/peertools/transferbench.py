@@ -16,6 +16,12 @@ The layout, from TransferBench 1.52's src/TransferBench.cpp (github.com/ROCm/Tra
   SHOW_ITERATIONS also ``min``/``max``/``sd`` rows (left out: the ``->`` row is the mean). The
   executor is the source with local read / remote write, the destination with remote read.
 
+* the ``healthcheck`` preset (``RunHealthCheck``, MI300 only): ``Testing unidirectional reads from
+  CPU``, ``... writes to  CPU``, ``Testing bidirectional  reads + writes`` (one GPU's kernel copying
+  64 MiB host -> GPU, GPU -> host, both at once: the sum), ``Testing all-to-all XGMI copies`` (every
+  GPU writing 64 MiB to every other at once), each ``PASS`` (no number printed) or ``FAIL`` with
+  `` GPU 00: Measured: 48.20 GB/s      Criteria: 50.00 GB/s`` / `` GPU 00 to GPU 01: ...`` lines.
+
 Methods: a GPU kernel executor is ``sm-push`` when it is the source GPU, ``sm-pull`` when it is the
 destination; a DMA executor is ``ce`` (source) or ``ce-read`` (destination); host memory is
 ``host`` (``h2d``/``d2h`` with DMA, ``h2d-pageable`` for ``U``). CPU executors and transfers with
@@ -39,11 +45,13 @@ _P2P_TITLE = re.compile(r"^(Uni|Bi)directional copy peak bandwidth GB/s \[(Local
                         r"\(GPU-Executor: (GFX|DMA)\)")
 _DEVICE_COL = re.compile(r"(CPU|GPU)\s*(\d+)")
 _MEM = re.compile(r"^([CGBFUNM])(\d*)$")
+_HEALTH_BYTES = 64 * 1024 * 1024  # RunHealthCheck: t.numBytes = 64*1024*1024
 
 
 def looks_like(text: str) -> bool:
     head = text[:20000]
-    return bool(re.search(r"^TransferBench v|copy peak bandwidth GB/s|^\s*Transfer \d+\s*[|,].*GB/s", head, re.M))
+    return bool(re.search(r"^TransferBench v|copy peak bandwidth GB/s|^\s*Transfer \d+\s*[|,].*GB/s|"
+                          r"^Testing (unidirectional|bidirectional|all-to-all XGMI)", head, re.M))
 
 
 def _memory(token: str, lines: Lines, n: int) -> tuple[Endpoint | None, str]:
@@ -93,6 +101,23 @@ def parse_text(text: str, source: str) -> PeerRun:
     p2p_size = 0
     p2p: dict[str, Any] | None = None
 
+    health = ""  # the healthcheck test whose FAIL lines follow
+    health_pairs: list[tuple[int, int, float, float, int]] = []
+
+    def flush_health() -> None:
+        """All-to-all XGMI lines: every GPU wrote to every other at once (the GPUs named are the
+        least there were)."""
+        if not health_pairs:
+            return
+        n_gpus = max(max(a, b) for a, b, _, _, _ in health_pairs) + 1
+        flows = [[a, b] for a in range(n_gpus) for b in range(n_gpus) if a != b]
+        for a, b, gb, limit, n in health_pairs:
+            out.add(n, a, b, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=gb, group=-1,
+                    extra={"test": "healthcheck all-to-all XGMI", "criterion_gb_per_s": limit, "transfers": flows})
+        notes.append(f"healthcheck all-to-all: the concurrency is taken from the GPUs named ({n_gpus}); TransferBench "
+                     "prints only the failing pairs")
+        health_pairs.clear()
+
     def flush_test() -> None:
         flows = [[t["src"], t["dst"]] for _, t in pending if t["src"] is not None and t["dst"] is not None]
         for n, t in pending:
@@ -112,6 +137,33 @@ def parse_text(text: str, source: str) -> PeerRun:
         m = _VERSION.match(line)
         if m:
             out.version = m.group(1)
+            continue
+        m = re.match(r"^Testing (unidirectional reads from CPU|unidirectional writes to\s+CPU|bidirectional\s+reads \+ writes|"
+                     r"all-to-all XGMI copies)", line)
+        if m:
+            health = m.group(1).split()[0] + ("-read" if "reads from" in m.group(1) else "-write" if "writes to" in m.group(1) else "")
+            if line.rstrip(". ").endswith("PASS") or line.endswith("PASS"):
+                notes.append(f"{source}:{n}: healthcheck {m.group(1).split()[0]} {'reads' if 'read' in health else ''}: PASS "
+                             "(TransferBench prints no number for a pass)")
+            continue
+        m = re.match(r"^GPU (\d+) to GPU (\d+):\s*([\d.]+) GB/s\s+Criteria:\s*([\d.]+) GB/s", line)
+        if m and health.startswith("all-to-all"):
+            health_pairs.append((integer(m.group(1), lines, n, "GPU index", limit=MAX_GPUS),
+                                 integer(m.group(2), lines, n, "GPU index", limit=MAX_GPUS),
+                                 check_rate(number(m.group(3), lines, n), lines, n), number(m.group(4), lines, n), n))
+            continue
+        m = re.match(r"^GPU (\d+): Measured:\s*([\d.]+) GB/s\s+Criteria:\s*([\d.]+) GB/s", line)
+        if m and health:
+            gpu = integer(m.group(1), lines, n, "GPU index", limit=MAX_GPUS)
+            rate = check_rate(number(m.group(2), lines, n), lines, n)
+            extra = {"test": f"healthcheck {health}", "criterion_gb_per_s": number(m.group(3), lines, n)}
+            if health == "unidirectional-read":  # the GPU's kernel reads host memory
+                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+            elif health == "unidirectional-write":  # ... writes host memory
+                out.add(n, gpu, HOST, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+            else:  # both at once, the sum
+                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, direction="bi", scope="total",
+                        extra={**extra, "transfers": [[HOST, gpu], [gpu, HOST]]})
             continue
         if re.match(r"^Test \d+:", line):
             flush_test()
@@ -163,6 +215,7 @@ def parse_text(text: str, source: str) -> PeerRun:
             _p2p_row(out, lines, n, p2p, (row.group(1), int(row.group(2))), row.group(3), cols, values, p2p_size)
             continue
     flush_test()
+    flush_health()
     if not out.items:
         raise SchemaError(f"{source}: no TransferBench result in it (no 'Transfer NN | ... GB/s' line or p2p matrix)",
                           hint="pass the output of a TransferBench config run or of its p2p preset")
