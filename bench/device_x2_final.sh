@@ -19,6 +19,14 @@ step() {
 }
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c)"
+# the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
+step linkscope/survey.txt 120 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
+step linkscope/topo-health.txt 60 python3 -m linkscope topo --health
+step linkscope/topo-health.json 60 python3 -m linkscope topo --health --json
+step linkscope/export-raw.txt 60 python3 -m linkscope topo export --raw "$r/linkscope/raw"
+step linkscope/peercheck.txt 90 python3 -m linkscope bench --method ce,ce-nopeer,staged-pinned --gpus 0,1 --sizes 256MiB --json "$r/linkscope/peercheck.json"
+step linkscope/health-run.txt 60 python3 -m linkscope topo --health --run "$r/linkscope/peercheck.json"
+step linkscope/watch.txt 60 python3 -m linkscope watch --json "$r/linkscope/watch.json" -- python3 bench/copy_once.py 0 1 1GiB
 wheel=$(python3 -c 'import importlib.util as u; print(list(u.find_spec("nvidia.nccl").submodule_search_locations)[0])' 2>/dev/null)
 step nccl/cupy-nccl.txt 30 python3 -c "import cupy, cupy.cuda.nccl as n; print('cupy', cupy.__version__, 'nccl', n.get_version()); print([l.split()[-1] for l in open('/proc/self/maps') if 'libnccl' in l][:1])"
 step nccl/estimate-build.log 60 /usr/local/cuda/bin/nvcc -O2 bench/nccl_estimate.cu -I"$wheel/include" -L"$wheel/lib" -lnccl -o /tmp/nccl_estimate
@@ -63,14 +71,7 @@ if [ -f /opt/cuda-mpi/env.sh ]; then
     step $d/ls_bw_HH.txt 30 run2 python3 -m linkscope bench mpi --test bw --buffers HH --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bw_HH.json"
   done
 fi
-# the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
-step linkscope/survey.txt 120 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
-step linkscope/topo-health.txt 60 python3 -m linkscope topo --health
-step linkscope/topo-health.json 60 python3 -m linkscope topo --health --json
-step linkscope/export-raw.txt 60 python3 -m linkscope topo export --raw "$r/linkscope/raw"
-step linkscope/peercheck.txt 90 python3 -m linkscope bench --method ce,ce-nopeer,staged-pinned --gpus 0,1 --sizes 256MiB --json "$r/linkscope/peercheck.json"
-step linkscope/health-run.txt 60 python3 -m linkscope topo --health --run "$r/linkscope/peercheck.json"
-step linkscope/watch.txt 60 python3 -m linkscope watch --json "$r/linkscope/watch.json" -- python3 bench/copy_once.py 0 1 1GiB
+# last: the GPU tests of the merged code
 step linkscope/gpu-tests.txt 120 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/comm/test_gpu_comm.py tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
 } 2>&1 | tee "$r/final.log"
