@@ -178,8 +178,9 @@ def start_mpi(environ: Mapping[str, str], out: Any = None, *, thread_level: str 
     """Initialise MPI (late: call after parsing options) and describe the job.
 
     ``thread_level`` asks MPI for that level (one of THREAD_LEVELS) instead of mpi4py's default,
-    ``"multiple"``; it only takes effect when this call is the one that initialises MPI. The level
-    MPI provided is recorded in the job either way.
+    ``"multiple"``; it only takes effect when this call is the one that initialises MPI, and
+    ``MPI4PY_RC_THREAD_LEVEL`` in the environment still wins (mpi4py reads it when MPI starts). The
+    level MPI provided is recorded in the job either way.
     """
     try:
         import mpi4py

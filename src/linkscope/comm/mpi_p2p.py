@@ -30,6 +30,16 @@ cheaper iterations for small messages), and for very large messages the window a
 capped so one size moves a bounded number of bytes. Every received buffer is compared with the
 sent pattern after the timed loop (``verified``).
 
+CPU-side cost (issue 27; numbers in docs/benchmarks.md, "CPU-side overhead of bench mpi vs OSU"):
+``bench mpi`` starts MPI at ``MPI_THREAD_SINGLE`` as OSU's ``MPI_Init`` does (mpi4py would ask for
+MULTIPLE, which costs Open MPI locks on every message: 8 B ping-pong 0.57 -> 0.51 us against OSU's
+0.25 on the CPU box). The timed loops hand MPI prebuilt ``[MPI.buffer, count, type]`` messages
+through bound methods with positional arguments; what is left is mpi4py's own cost per call
+(~0.1 us ``Send``, ~0.13 us ``Recv``, ~0.4 us ``Allreduce`` there, against 3-13 ns from C), a floor for
+a Python runner. Persistent requests cost more than ``Send``/``Recv`` for ping-pong (four calls
+instead of two), so only bw/bibw use them. The messages are OSU's: same count, sizes, tags and order
+(tests/comm/test_mpi_p2p.py counts them through the PMPI interposer).
+
 Device buffers go to MPI as ``__cuda_array_interface__`` objects (mpi4py reads them) only when the
 MPI is GPU-aware; with ``stage_through_host`` every message is copied device→host before it is
 sent and host→device after it arrives (cudaMemcpy around each send/recv), and the method is
@@ -361,18 +371,27 @@ def _fixed_msg(buf: Any, size: int) -> list[Any]:
     A device array handed to mpi4py is read through ``__cuda_array_interface__`` on every call
     (CuPy builds the dict, mpi4py parses it): microseconds per message, as long as a whole 1 MiB
     message takes over CUDA IPC. OSU passes the raw pointer; so does this (``MPI.buffer.fromaddress``,
-    read once per size). Host arrays go as they are (the buffer protocol is cheap).
+    read once per size). Host arrays are wrapped once in an ``MPI.buffer`` too: mpi4py then skips
+    asking numpy for a buffer view on every call (an 8 B ``Allreduce`` on COMM_SELF: 455 -> 396 ns of
+    CPU per call on the CPU box; point-to-point calls are level either way).
     """
     from mpi4py import MPI
 
     cai = getattr(buf, "__cuda_array_interface__", None)
     if cai is not None:
         buf = MPI.buffer.fromaddress(int(cai["data"][0]), size)
+    elif not isinstance(buf, MPI.buffer):
+        buf = MPI.buffer(buf)
     return [buf, size, MPI.BYTE]
 
 
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
                   clock: Callable[[], float]) -> float:
+    """osu_latency's loop: MPI_Send then MPI_Recv (tag 1) on the first rank, the reverse on the partner.
+
+    Blocking ``Send``/``Recv``, not persistent requests: ``Start`` + ``Wait`` twice per iteration
+    measured 0.56-0.59 us per half round trip against 0.48-0.50 for ``Send``/``Recv`` (8 B, CPU box).
+    """
     send, recv = comm.Send, comm.Recv
     if not side.staged:
         # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
