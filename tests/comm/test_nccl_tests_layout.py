@@ -9,7 +9,7 @@ import pytest
 
 from linkscope.cli import main
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "nccl" / "nccl-tests-all_reduce-h100x2.txt"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "nccl" / "h100x2-2026-11-25" / "all_reduce.txt"
 
 
 def read_nccl_tests(text: str) -> dict:
@@ -54,8 +54,16 @@ def test_bench_nccl_text_reads_like_nccl_tests(capsys):
     assert parsed["avg"] == pytest.approx(sum(busbw) / len(busbw), abs=0.01)
     assert all(r["in_place_busbw"] == "N/A" for r in parsed["rows"])
     real = REAL.read_text()
-    for line in ("# Using devices", "#", "# Collective test starting: ", "# nThread 1 nGpus 8 minBytes 8 maxBytes 1048576 step: 2(factor)"):
+    for line in ("# Using devices", "#", "# Collective test starting: linkscope_all_reduce",
+                 "# nThread 1 nGpus 8 minBytes 8 maxBytes 1048576 step: 2(factor)"):
         assert any(x.startswith(line) for x in text.splitlines()), line
     assert _header(text)[-2:] == _header(real)[-2:]  # the column names and units, byte for byte
+    # linkscope's own reader of nccl-tests output (check) takes it, with its 8 rank lines
+    from linkscope.results.peertools import nccltests
+
+    ranks = [line for line in text.splitlines() if nccltests._RANK.match(line)]
+    assert len(ranks) == 8
+    program = next(nccltests._STARTING.match(line).group(1) for line in text.splitlines() if nccltests._STARTING.match(line))
+    assert nccltests.op_of_program(program) == "allreduce"  # the operation, as from all_reduce_perf
     # each size's row is on stdout once: no echo of it on stderr
     assert "allreduce 8 B" not in captured.err and "us" not in captured.err

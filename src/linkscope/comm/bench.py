@@ -63,8 +63,9 @@ def _bcast_code(job: Job, body: Callable[[], int]) -> int:
     return int(job.comm.bcast(run_collectively(job, body), root=0))
 
 
-def _backend(name: str, topology: Callable[[], Any], named_topology: bool = False) -> CollectiveBackend:
-    backend, note = collective_backend(name, topology, named_topology=named_topology)
+def _backend(name: str, topology: Callable[[], Any], named_topology: bool = False,
+             env: Mapping[str, str] | None = None) -> CollectiveBackend:
+    backend, note = collective_backend(name, topology, named_topology=named_topology, env=env)
     if note:
         progress_line(f"note: {note}")
     return backend
@@ -103,7 +104,10 @@ def bench_mpi(session: Session, opts: MpiOptions) -> int:
     from .records import osu_record
 
     environ = session.environ
-    job = start_mpi(environ)  # late: options are parsed
+    # late: options are parsed. MPI_THREAD_SINGLE as osu_latency/osu_bw/osu_allreduce get from MPI_Init
+    # (mpi4py asks for MPI_THREAD_MULTIPLE, which puts Open MPI's locks and atomics on every message:
+    # ping-pong 8 B 0.51 -> 0.46 us on the CPU box, mpi_p2p's docstring has the numbers).
+    job = start_mpi(environ, thread_level="single")
 
     def inner() -> int:
         awareness = None
@@ -178,7 +182,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
     from .records import nccl_record
 
     environ = session.environ
-    backend = _backend(opts.backend, topology, named_topology)
+    backend = _backend(opts.backend, topology, named_topology, session.environ)
     job = job_for(environ)
 
     def inner() -> int:
@@ -249,7 +253,7 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
     from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers
 
     environ = session.environ
-    backend = _backend(opts.backend, sim_topology)
+    backend = _backend(opts.backend, sim_topology, env=session.environ)
     job = job_for(environ)
 
     def inner() -> int:
@@ -317,7 +321,7 @@ def bench_p2p(session: Session, opts: P2POptions, topology: Callable[[], Any]) -
     if opts.buffers == "H":
         job = start_mpi(environ)
     else:
-        backend = _backend(opts.backend, topology)
+        backend = _backend(opts.backend, topology, env=session.environ)
         job = job_for(environ) if backend.simulated else start_mpi(environ)
 
     def inner() -> int:

@@ -216,7 +216,13 @@ def _step(sizes: list[int]) -> str:
 
 
 def _program(record: RunRecord) -> str:
-    return f"linkscope bench nccl --op {_nccl(record).get('op')}"
+    """``linkscope_all_reduce (bench nccl --op allreduce)``: one word naming nccl-tests' binary of the
+    operation first, as readers take the operation from that word (all_reduce_perf -> allreduce)."""
+    from ..results.peertools.nccltests import OPS_OF_BINARY
+
+    op = _nccl(record).get("op")
+    binary = next((b for b, o in OPS_OF_BINARY.items() if o == op), str(op))
+    return f"linkscope_{binary} (bench nccl --op {op})"
 
 
 def _bus_id(topology: Any, device: int) -> str:
@@ -251,7 +257,8 @@ def nccl_tests_header(record: RunRecord) -> str:
         host = hosts[process] if process < len(hosts) else hosts[-1]
         for device in devices:
             name = names[device] if isinstance(device, int) and device < len(names) else "?"
-            lines.append(f"#  Rank {rank:2d} Group  0 Pid {'-':>6} on {host:>10} device {device:2d} "
+            # Pid 0: not recorded (no user process has it); a dash would break readers that expect digits
+            lines.append(f"#  Rank {rank:2d} Group  0 Pid {0:6d} on {host:>10} device {device:2d} "
                          f"[{_bus_id(record.topology, device)}] {name}")
             rank += 1
     lines.append("#")
@@ -285,6 +292,20 @@ def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
     return f"{size_bytes:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}" + _nccl_group(out) + _nccl_group(inp) + "\n"
 
 
+def _prediction_line(size_bytes: int, pred: dict[str, Any]) -> str:
+    """One simulated size: NCCL's choice (algorithm/protocol, channels, NCCL's own estimate) and the
+    twin's busbw of every algorithm/protocol NCCL considered."""
+    chosen = pred["algorithm"] + (f"/{pred['protocol']}" if pred.get("protocol") else "")
+    extra = []
+    if pred.get("channels"):
+        extra.append(f"{pred['channels']} channels")
+    if pred.get("nccl_estimate_us") is not None:
+        extra.append(f"NCCL's estimate {pred['nccl_estimate_us']:.2f} us, twin {pred.get('time_us', 0.0):.2f} us")
+    algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f}" for name, v in pred["algorithms"].items())
+    detail = f" ({'; '.join(extra)})" if extra else ""
+    return f"# simulated {size_bytes} B: {chosen} chosen{detail}; busbw GB/s per algorithm/protocol: {algos}"
+
+
 def nccl_tests_footer(record: RunRecord) -> str:
     """nccl-tests' footer (out-of-bounds count, average busbw over every timed line, the concluding
     line), then linkscope's notes and, for a simulated run, the model's algorithm per size."""
@@ -298,8 +319,7 @@ def nccl_tests_footer(record: RunRecord) -> str:
     for m in record.measurements:
         pred = m.extra.get("prediction")
         if pred and not m.extra.get("inplace"):
-            algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f} GB/s" for name, v in pred["algorithms"].items())
-            lines.append(f"# simulated {m.size_bytes} B: {pred['algorithm']} chosen (busbw per algorithm: {algos})")
+            lines.append(_prediction_line(m.size_bytes, pred))
     return "\n".join(lines) + "\n"
 
 
