@@ -254,3 +254,21 @@ def test_a_ring_is_a_row_of_flows_not_a_mostly_grey_matrix():
     html = _heat_table(HeatPanel("ring", "ce ring", "", names, values, marks, "bandwidth", "GB/s", "{:.1f}", True), (0.0, 26.9))
     assert "one column per flow" in html and "N/A" not in html
     assert [h for h in re.findall(r"<th>([^<]*)</th>", html) if "→" in h] == ["GPU0→GPU1", "GPU1→GPU2", "GPU2→GPU3", "GPU3→GPU0"]
+
+
+def test_the_report_draws_no_image_for_a_matrix_unless_pngs_are_asked(tmp_path):
+    """The 8-GPU report's time went to drawing 9 heatmap images (6 s of an 8.5 s survey): the
+    matrices are HTML tables; Matplotlib draws them only for --png."""
+    from linkscope.engines.sim import SimEngine
+    from linkscope.measure.survey import SurveyOptions, run_survey
+    from linkscope.topology.presets import load_preset
+
+    topo = load_preset("dgx-h100")
+    record = run_survey(SimEngine(topo, params=None), topo, SurveyOptions(size_bytes=1 << 24, sweep_sizes_bytes=(4096, 1 << 24)))
+    result = write_report([record], tmp_path / "r.html")
+    assert not [n for n in result.figures if n.startswith(("bandwidth-dgx", "latency-"))]
+    assert len(result.figures) <= 5
+    text = result.path.read_text()
+    assert text.count('<table class="heat">') >= 6
+    with_pngs = write_report([record], tmp_path / "p.html", png_dir=tmp_path / "png")
+    assert any(n.startswith("latency-") for n in with_pngs.figures)
