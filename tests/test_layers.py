@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("results", "discovery", "counters"),
     ("patterns", "report"),
     ("model",),
-    ("engines", "mapping", "judge"),
+    ("engines", "mapping", "judge", "diagnose"),
     ("comm", "measure", "envinfo"),
     ("cli", "__main__"),
 )
