@@ -481,5 +481,14 @@ def audit(command: Sequence[str], topology: Topology, environ: Mapping[str, str]
     return report, status
 
 
-__all__ = ["AuditReport", "LAUNCHERS", "Problem", "RankView", "audit", "judge", "launcher_kind", "probe_command",
-           "read_probes"]
+__all__ = [
+    "LAUNCHERS",
+    "AuditReport",
+    "Problem",
+    "RankView",
+    "audit",
+    "judge",
+    "launcher_kind",
+    "probe_command",
+    "read_probes",
+]

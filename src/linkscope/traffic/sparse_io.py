@@ -57,6 +57,9 @@ def csr_from_dict(value: Any, ranks: int, where: str) -> sp.csr_matrix:
     data = value["data"]
     if not isinstance(data, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
         raise SchemaError(f"traffic JSON: {where}.data must be a list of numbers", path=f"{where}.data")
+    if len(indptr) != ranks + 1 and len(indptr) >= 1:
+        raise SchemaError(f"traffic JSON: 'ranks' says {ranks} but {where}.indptr has {len(indptr)} offsets "
+                          f"({len(indptr) - 1} rows)", path=f"{where}.indptr")
     if len(indptr) != ranks + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != len(indices):
         raise SchemaError(f"traffic JSON: {where}.indptr must be {ranks + 1} non-decreasing offsets from 0 to "
                           f"the {len(indices)} entries", path=f"{where}.indptr")
