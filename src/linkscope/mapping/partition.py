@@ -217,7 +217,7 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
     # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
     huge = light or n > HUGE_GRAPH
     settings: list[tuple[int, int, tuple[bool, ...]]] = [(1, 1 if huge else 2, (False, True))]
-    if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k:
+    if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k and (not light or n > HUGE_GRAPH):  # light: the top split only
         settings.append((LOOSE_UFACTOR, 2 if huge else LOOSE_NCUTS, LOOSE_KINDS))
     for ufactor, ncuts, kinds in settings:
         options = pymetis.Options(seed=seed, ufactor=ufactor, ncuts=ncuts, niter=20)
@@ -390,8 +390,8 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
     equal its size. METIS (multilevel k-way, through pymetis) does the work; graphs of up to
     ``KL_UP_TO`` vertices are also split by recursive Kernighan–Lin bisection and the smaller
     cut wins (``bisection=False`` skips it: callers splitting many small pieces of a big graph).
-    Deterministic for a given ``seed``. ``light``: one METIS start and the cuts of a graph above
-    ``HUGE_GRAPH`` whatever its size (a caller splitting a huge job into thousands of pieces).
+    Deterministic for a given ``seed``. ``light``: one METIS start, one cut per kind, and the looser
+    run only on a graph above ``HUGE_GRAPH`` (a caller splitting a huge job into thousands of pieces).
     ``memo`` (a dict the caller keeps) answers a graph seen
     before with the same sizes, seed and ``bisection`` from memory (a stencil cut into blocks
     gives many identical pieces).
