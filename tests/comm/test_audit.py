@@ -185,3 +185,27 @@ def test_bad_gpus_and_empty_folder_are_one_line_errors(tmp_path):
         judge([_record(0, [0])], t, gpus="9")
     with pytest.raises(UserError, match="no rank wrote"):
         read_probes(tmp_path)
+
+
+def test_probe_measures_copies_through_the_runtime_seam():
+    from linkscope.comm.probe import measure_copies
+    from linkscope.engines.gpu.fake import FakeRuntime
+
+    runtime = FakeRuntime(gpus=2)
+    out = measure_copies(runtime, 1, size_bytes=1 << 20, reps=2)
+    assert out["ordinal"] == 1 and out["h2d_gb_per_s"] > 0 and out["d2h_gb_per_s"] > 0
+    assert runtime._used.get(1, 0) == 0 and not runtime._arrays  # everything freed
+    record = probe({"LOCAL_RANK": "3", "RANK": "3"}, with_nvml=False, runtime=FakeRuntime(gpus=2))
+    assert record["copies"]["ordinal"] == 1  # local rank 3 of 2 visible devices: device 1
+
+
+def test_measured_copies_appear_in_the_numa_problem():
+    t = load_preset("dgx-h100")
+    far = _record(0, [0])
+    far["copies"] = {"h2d_gb_per_s": 20.0, "d2h_gb_per_s": 21.0, "size_bytes": 64 << 20, "reps": 5}
+    near = _record(1, [60])
+    near["copies"] = {"h2d_gb_per_s": 50.0, "d2h_gb_per_s": 51.0, "size_bytes": 64 << 20, "reps": 5}
+    report = judge([far, near], t, gpus="4,5")
+    (problem,) = [p for p in report.problems if p.kind == "numa-far"]
+    assert problem.ranks == (0,) and problem.provenance == "measured and simulated"
+    assert "host-to-GPU 20.0 GB/s" in problem.cost and "50.0 / 51.0 GB/s measured by rank 1" in problem.cost

@@ -13,10 +13,13 @@ Problems named (each with its cost and the fix):
 
 Costs: a rank's transfers along the route that the topology gives (bottleneck GB/s and summed link
 latency, CPU -> GPU or GPU -> NIC), and for a shared GPU the fabric model's prediction of k
-concurrent host-to-GPU copies against one alone: all **simulated** (from the topology and the
-model, not measured on this job). Fixes: the launcher's own options (Open MPI / MPICH mpirun,
-Slurm srun, torchrun), the per-rank values (cores, NIC) that are right, and the ``linkscope map``
-+ ``linkscope launch`` pair that sets them.
+concurrent host-to-GPU copies against one alone: **simulated** (from the topology and the model).
+Where the probe could use the GPU (CuPy), a rank on the wrong NUMA node also shows its own
+**measured** pinned copy rates, beside a rank of the same host on the GPU's node.
+
+Fixes: the launcher's own options (Open MPI / MPICH mpirun, Slurm srun, torchrun), the per-rank
+values (cores, NIC) that are right, and the ``linkscope map`` + ``linkscope launch`` pair that
+sets them.
 
 Which GPU a rank uses: the GPUs it sees (NVML's list filtered by CUDA_VISIBLE_DEVICES, matched to
 the topology by UUID, else PCI bus id); one of several by local rank (as most frameworks pick);
@@ -321,6 +324,7 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
                 for r in records}
     machine_cpus = {int(r["world_rank"]): int(r.get("machine_cpus") or 0) for r in records}
     machine_nodes = {int(r["world_rank"]): tuple(r.get("machine_numa_nodes") or ()) for r in records}
+    copies = {int(r["world_rank"]): r["copies"] for r in records if isinstance(r.get("copies"), dict)}
     model = None
     for host in hosts:
         members = [v for v in views if v.host == host]
@@ -380,6 +384,7 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
                 near_bw, near_lat, near_level = _route_numbers(topology, v.gpu_cpu, v.gpu)
                 far_bw, far_lat, far_level = _route_numbers(topology, far[0], v.gpu)
                 part = "all of its CPUs are" if v.gpu_cpu not in v.cpu_devices else "some of its CPUs are"
+                measured = _measured_text(v, views, copies)
                 problems.append(Problem(
                     "numa-far", host, (v.rank,),
                     f"rank {v.rank} on {host} uses GPU {v.gpu} (local to {v.gpu_cpu}, NUMA "
@@ -387,9 +392,10 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
                     f"{', '.join(str(by_id[c].numa_node) for c in far)}): CPUs {format_cpu_list(list(v.cpus))}",
                     f"host<->GPU copies from {far[0]}: route {far_level}, bottleneck {far_bw:.1f} GB/s, "
                     f"{far_lat:.2f} us of link latency, vs {near_level} {near_bw:.1f} GB/s {near_lat:.2f} us from "
-                    f"{v.gpu_cpu} (topology route, simulated; pinned buffers and the rank's memory follow its CPUs)",
+                    f"{v.gpu_cpu} (topology route, simulated; pinned buffers and the rank's memory follow its CPUs)"
+                    + measured,
                     (f"rank {v.rank}: cores {format_cpu_list(list(right))} ({v.gpu_cpu}, local to GPU {v.gpu})",
-                     *fixes.numa())))
+                     *fixes.numa()), provenance="measured and simulated" if measured else "simulated"))
             nodes = machine_nodes.get(v.rank, ())
             if v.mems_allowed and nodes and set(v.mems_allowed) != set(nodes) and \
                     gpu_cpu.numa_node is not None and gpu_cpu.numa_node not in v.mems_allowed:
@@ -426,6 +432,23 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
                     fixes.nic(f"rank {v.rank}: UCX_NET_DEVICES={near_name}:1 NCCL_IB_HCA={near_name}")))
                 break
     return AuditReport(topology.name, launcher, tuple(command), tuple(views), tuple(problems), tuple(notes))
+
+
+def _measured_text(v: RankView, views: Sequence[RankView], copies: Mapping[int, dict[str, Any]]) -> str:
+    """The rank's own measured copy rates (the probe's, from its cores), beside those of a rank of
+    the same host whose CPUs are all on the GPU's NUMA node, where one measured."""
+    mine = copies.get(v.rank)
+    if not mine:
+        return ""
+    text = (f"; measured from this rank's cores: host-to-GPU {mine['h2d_gb_per_s']:.1f} GB/s, GPU-to-host "
+            f"{mine['d2h_gb_per_s']:.1f} GB/s ({mine['size_bytes'] >> 20} MiB pinned, best of {mine['reps']})")
+    near = next((w for w in views if w.host == v.host and w.rank != v.rank and w.rank in copies and
+                 w.cpu_devices == (v.gpu_cpu,) and w.gpu_cpu == v.gpu_cpu), None)
+    if near is not None:
+        other = copies[near.rank]
+        text += (f" vs {other['h2d_gb_per_s']:.1f} / {other['d2h_gb_per_s']:.1f} GB/s measured by rank {near.rank} "
+                 f"from {v.gpu_cpu}'s cores to its GPU {near.gpu}")
+    return text
 
 
 def _ranks(items: Sequence[Any]) -> str:

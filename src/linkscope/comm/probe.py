@@ -10,7 +10,11 @@ variables, ``rankenv``; the process id where none is set) with:
 * visible GPUs: the ``*_VISIBLE_DEVICES`` variables, and the GPUs NVML lists with UUID and PCI
   bus id (nvidia-ml-py, where a driver is present; NVML does not apply CUDA_VISIBLE_DEVICES, so the
   audit resolves those entries against this list);
-* the NIC variables (UCX_NET_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME, ...).
+* the NIC variables (UCX_NET_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME, ...);
+* where a GPU is usable through the device runtime (CuPy): a quick host-to-GPU and GPU-to-host
+  copy of ``MEASURE_BYTES`` from pinned memory this rank allocated (so on the NUMA node its CPUs
+  and memory policy give it), timed with device events, best of ``MEASURE_REPS``, on the device
+  it would use (local rank modulo the devices it sees).
 
 No transport of its own: the ranks share a directory (a shared file system across hosts, as
 ``profile`` needs for its rows). Nothing here needs a GPU, MPI or root.
@@ -36,6 +40,8 @@ VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEV
 NIC_VARS = ("UCX_NET_DEVICES", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_TLS", "NCCL_NET", "NCCL_IB_DISABLE",
             "OMPI_MCA_btl_tcp_if_include", "FI_PROVIDER")
 SYS = Path("/sys/devices/system")
+MEASURE_BYTES = 64 << 20
+MEASURE_REPS = 5
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -119,8 +125,53 @@ def nvml_gpus() -> tuple[list[dict[str, Any]], str]:
             pass
 
 
+def measure_copies(runtime: Any, ordinal: int, size_bytes: int = MEASURE_BYTES, reps: int = MEASURE_REPS
+                   ) -> dict[str, Any]:
+    """Best-of-``reps`` pinned host-to-device and device-to-host copy rates (GB/s) on ``ordinal``,
+    timed with device events on one stream (``runtime``: a ``DeviceRuntime``)."""
+    host = runtime.host_alloc(size_bytes)
+    device = runtime.malloc(ordinal, size_bytes)
+    stream = runtime.stream(ordinal)
+    out: dict[str, Any] = {"ordinal": ordinal, "size_bytes": size_bytes, "reps": reps}
+    try:
+        for name, dst, src in (("h2d", device, host), ("d2h", host, device)):
+            best = float("inf")
+            for _ in range(reps):
+                start, end = runtime.event_create(ordinal), runtime.event_create(ordinal)
+                runtime.event_record(start, stream)
+                runtime.memcpy_async(ordinal, dst, src, size_bytes, stream)
+                runtime.event_record(end, stream)
+                best = min(best, runtime.event_elapsed_s(start, end))
+                runtime.event_destroy(start)
+                runtime.event_destroy(end)
+            out[f"{name}_gb_per_s"] = size_bytes / best / 1e9
+    finally:
+        runtime.free(ordinal, device)
+        runtime.free_host(host)
+    return out
+
+
+def _measure(local_rank: int | None, runtime: Any = None) -> tuple[dict[str, Any] | None, str]:
+    """The copy measurement on this rank's device, or (None, why not)."""
+    if runtime is None:
+        from ..engines.gpu.runtime import CupyRuntime
+        from ..errors import BackendUnavailable
+
+        try:
+            runtime = CupyRuntime("cuda")
+        except BackendUnavailable as exc:
+            return None, exc.one_line()
+    count = runtime.device_count()
+    if count < 1:
+        return None, "no device visible"
+    try:
+        return measure_copies(runtime, (local_rank or 0) % count), ""
+    except Exception as exc:  # a rank's GPU failing must not lose its placement record
+        return None, f"copy measurement failed: {exc}"
+
+
 def probe(environ: dict[str, str] | None = None, root: Path = SYS, proc: Path = Path("/proc/self"),
-          with_nvml: bool = True) -> dict[str, Any]:
+          with_nvml: bool = True, measure: bool = True, runtime: Any = None) -> dict[str, Any]:
     """What this process got (see the module doc), as a JSON-ready dict."""
     env = dict(os.environ) if environ is None else environ
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -128,6 +179,7 @@ def probe(environ: dict[str, str] | None = None, root: Path = SYS, proc: Path = 
     world = first_index(env, WORLD_RANK_VARS)
     local = first_index(env, LOCAL_RANK_VARS)
     gpus, why = nvml_gpus() if with_nvml else ([], "not asked")
+    copies, copies_note = _measure(None if local is None else local[0], runtime) if measure else (None, "not asked")
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -148,6 +200,8 @@ def probe(environ: dict[str, str] | None = None, root: Path = SYS, proc: Path = 
         "gpus": gpus,
         "gpus_note": why,
         "nic_env": {v: env[v] for v in NIC_VARS if v in env},
+        "copies": copies,
+        "copies_note": copies_note,
     }
 
 
