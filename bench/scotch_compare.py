@@ -56,6 +56,8 @@ from linkscope.traffic.synthetic import random_graph, stencil, tree
 METRICS = ("distance", "bandwidth", "latency", "alpha-beta")
 FATTREES = ("fattree:4x8", "fattree:8x8", "fattree:32x8", "fattree:512x8")
 AMK_UP_TO = 256
+BIG_WEIGHTS_UP_TO = 4096
+"""Up to this many GPUs Scotch's edge weights are scaled to 1e6, above to 1e3 (see scotch_best)."""
 GMAP_TIMEOUT_S = 120
 SCOTCH_CONTEXT = "-Cd"
 """Scotch's execution context: deterministic (fixed random seed). Debian's build otherwise draws a
@@ -333,7 +335,9 @@ def scotch_best(scorer: Scorer, gpus: int) -> dict:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        write_grf(folder / "src.grf", integer_weights(padded))
+        # 32,768 vertices: edge weights up to 1e6 times the tree-leaf level costs overflowed inside
+        # scotch_gmap 7.0 (SIGSEGV on the bandwidth stencil); 1e3 keeps 3 digits of the weights
+        write_grf(folder / "src.grf", integer_weights(padded, top=1e6 if gpus <= BIG_WEIGHTS_UP_TO else 1e3))
         targets = []
         cost_matrix = dense_cost(scorer, factors) if gpus <= AMK_UP_TO else None
         if cost_matrix is not None:
