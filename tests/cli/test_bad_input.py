@@ -183,7 +183,7 @@ def test_export_raw_tells_on_stderr_what_it_could_not_record(tmp_path, capsys, m
     out = tmp_path / "rec"
     assert main(["topo", "export", "--raw", str(out), "--sysfs-root", str(root)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == [str(out / n) for n in ("sysfs.json", "sysfs.tar.gz", "manifest.json")]
+    assert captured.out.splitlines() == [str(out / n) for n in ("sysfs.json", "pcihealth.json", "sysfs.tar.gz", "manifest.json")]
     assert "note: not recorded: nvml: no NVML here" in captured.err
 
 

@@ -60,6 +60,14 @@ def _file(name: str, text: str = "keep me\n") -> Callable[[Path], None]:
     return lambda tmp: (tmp / name).write_text(text)
 
 
+def _recording(name: str, files: dict[str, str]) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / name).mkdir()
+        for file, text in files.items():
+            (tmp / name / file).write_text(text)
+    return make
+
+
 def _huge_npy(tmp: Path) -> None:
     """A 60,000-rank .npy (sparse on disk): refused from its header, before 27 GiB are read."""
     array = np.lib.format.open_memmap(tmp / "huge.npy", mode="w+", dtype=np.uint8, shape=(60000, 60000))
@@ -98,6 +106,11 @@ CASES: list[Case] = [
     Case("topo-link-1e308", "topo --from {fx}/topo-1e308.json", "not a physical link"),
     Case("topo-link-zero", "topo --from {fx}/topo-zero.json", "no positive bandwidth"),
     Case("topo-link-count", "topo --from {fx}/topo-count.json", "bonded links"),
+    Case("topo-health-preset", "topo --health --preset hgx-h200-4", "--health reads this machine or a folder recorded"),
+    Case("topo-health-file", "topo --health --from {fx}/t.json", "--health reads this machine or a folder recorded"),
+    Case("topo-health-folder-not-recording", "topo --health --from {fx}/folder", "holds no recorded GPU discovery"),
+    Case("topo-run-without-health", "topo --preset hgx-h200-4 --run {fx}/run.json", "--run goes with --health"),
+    Case("topo-health-run-missing", "topo --health --from {fx}/folder --run {fx}/missing.json", "not found"),
     Case("topo-link-latency", "topo --from {fx}/topo-latency.json", "latency"),
     Case("topo-link-nan", "topo --from {fx}/topo-nan.json", "NaN"),
     Case("topo-link-negative-latency", "topo --from {fx}/topo-neglat.json", "must not be negative"),
@@ -105,6 +118,10 @@ CASES: list[Case] = [
     Case("topo-dangling-link", "topo --from {fx}/topo-dangling.json", "does not exist"),
     Case("topo-duplicate-device", "topo --from {fx}/topo-dup.json", "appears twice"),
     Case("topo-schema-99", "topo --from {fx}/topo-v99.json", "newer"),
+    Case("topo-amd-smi-json-unknown-layout", "topo --from {tmp}/rec", "unrecognised layout",
+         setup=_recording("rec", {"amd-smi-topology.json": '[{"gpu": 0, "peers": []}]'})),
+    Case("topo-amd-smi-json-no-gpu", "topo --from {tmp}/rec", "names no GPU",
+         setup=_recording("rec", {"amd-smi-topology.json": "[]"})),
     Case("topo-missing-links", "topo --from {fx}/topo-nolinks.json", "missing field 'links'"),
     Case("topo-synthetic-bad", "topo --synthetic banana", ""),
     Case("topo-synthetic-zero", "topo --synthetic nvswitch:0", ""),
@@ -209,6 +226,14 @@ CASES: list[Case] = [
     Case("nccl-bad-op", "bench nccl --backend sim --op scatterall", ""),
     Case("nccl-bad-backend", "bench nccl --backend warp", ""),
     Case("nccl-iters-zero", "bench nccl --iters 0", "--iters", 2),
+    Case("nccl-env-bad-algo", "bench nccl --backend sim --preset dgx-h100 --sizes 8", "NCCL_ALGO='rings'", 1,
+         env={"NCCL_ALGO": "rings"}),
+    Case("nccl-env-bad-proto-prefix", "bench nccl --backend sim --preset dgx-h100 --sizes 8", "function prefix", 1,
+         env={"NCCL_PROTO": "LL;Simple"}),
+    Case("nccl-env-no-algorithm", "bench nccl --backend sim --preset dgx-h100 --op broadcast --sizes 8",
+         "no NCCL algorithm", 1, env={"NCCL_ALGO": "broadcast:tree"}),
+    Case("nccl-env-channels-text", "bench nccl --backend sim --preset dgx-h100 --sizes 8", "NCCL_MAX_NCHANNELS", 1,
+         env={"NCCL_MAX_NCHANNELS": "many"}),
     Case("nccl-bad-sizes", "bench nccl --backend sim --sizes 0", ""),
     Case("nccl-gpus-text", "bench nccl --backend sim --gpus x", "not a GPU index"),
     Case("nccl-json-long-name", f"bench nccl --backend sim --json {{tmp}}/{LONG}.json", "file name is"),
@@ -427,6 +452,47 @@ CASES: list[Case] = [
     Case("watch-interval-year", "watch --interval 9999999min -- true", "week"),
     Case("watch-bad-gpus", "watch --gpus x -- true", "not a GPU index"),
     Case("watch-no-driver", "watch -- true", ""),
+    # ---- check (peer tools' outputs) -------------------------------------------------------------
+    Case("check-no-files", "check --preset dgx-h100", "Missing argument", 2),
+    Case("check-missing-file", "check {fx}/missing.txt --preset dgx-h100", "not found"),
+    Case("check-folder", "check {fx}/folder --preset dgx-h100", "is a folder"),
+    Case("check-empty", "check {fx}/empty.json --preset dgx-h100", "is empty"),
+    Case("check-binary", "check {fx}/binary.json --preset dgx-h100", ""),
+    Case("check-not-a-tool", "check {fx}/file.txt --preset dgx-h100", "not the output of a tool"),
+    Case("check-bad-json", "check {fx}/bad.json --preset dgx-h100", "not valid JSON"),
+    Case("check-traffic-json", "check {fx}/t.json --preset dgx-h100", "no tool linkscope reads"),
+    Case("check-run-v99", "check {fx}/run-v99.json", "newer than this linkscope"),
+    Case("check-unknown-format", "check {fx}/nvb.txt --format excel --preset dgx-h100", "unknown --format 'excel'"),
+    Case("check-forced-wrong-format", "check {fx}/nvb.txt --format osu --preset dgx-h100", "before any"),
+    Case("check-json-forced-text", "check {fx}/bad-nvb.json --format osu --preset dgx-h100", "this file is JSON"),
+    Case("check-nvbandwidth-ragged", "check {fx}/nvb-ragged.txt --preset dgx-h100", "1 values under 2 columns"),
+    Case("check-nvbandwidth-not-number", "check {fx}/nvb-word.txt --preset dgx-h100", "'fast' is not a number"),
+    Case("check-nvbandwidth-huge-rate", "check {fx}/nvb-huge.txt --preset dgx-h100", "outside 0"),
+    Case("check-nvbandwidth-huge-gpu", "check {fx}/nvb-gpu.txt --preset dgx-h100", "larger than"),
+    Case("check-nvbandwidth-json-bad", "check {fx}/bad-nvb.json --preset dgx-h100", "testcases must be a list"),
+    Case("check-nvbandwidth-nothing", "check {fx}/nvb-header.txt --preset dgx-h100", "no nvbandwidth result"),
+    Case("check-nccl-bad-number", "check {fx}/nccl-word.txt --preset dgx-h100", "is not a number"),
+    Case("check-nccl-short-row", "check {fx}/nccl-short.txt --preset dgx-h100", "needs time, algbw, busbw"),
+    Case("check-nccl-json-bad-size", "check {fx}/bad-nccl.json --preset dgx-h100", "not a whole number"),
+    Case("check-osu-no-table", "check {fx}/osu-empty.txt --preset dgx-h100", "no OSU result"),
+    Case("check-osu-row-before-title", "check {fx}/osu-headless.txt --format osu --preset dgx-h100", "before any"),
+    Case("check-p2p-ragged", "check {fx}/p2p-ragged.txt --preset dgx-h100", "1 values under 2 columns"),
+    Case("check-transferbench-nothing", "check {fx}/tb-empty.txt --preset dgx-h100", "no TransferBench result"),
+    Case("check-too-many-gpus", "check {fx}/p2p8.txt --preset hgx-h200-4", "uses 8 GPUs"),
+    Case("check-gpus-too-few", "check {fx}/p2p8.txt --preset dgx-h100 --gpus 0,1", "uses 8 GPUs"),
+    Case("check-gpus-missing", "check {fx}/nvb.txt --preset dgx-h100 --gpus 9", "GPU 9 does not exist"),
+    Case("check-gpus-junk", "check {fx}/nvb.txt --preset dgx-h100 --gpus a", "not a GPU index"),
+    Case("check-two-topologies", "check {fx}/nvb.txt --preset dgx-h100 --synthetic nvswitch:2", "choose one topology source"),
+    Case("check-unknown-preset", "check {fx}/nvb.txt --preset dgx-z900", "dgx-z900"),
+    Case("check-fail-below-zero", "check {fx}/nvb.txt --preset dgx-h100 --fail-below 0", "must be a fraction"),
+    Case("check-low-below-above-one", "check {fx}/nvb.txt --preset dgx-h100 --low-below 1.5", "fraction in (0, 1]"),
+    Case("check-high-above-below-one", "check {fx}/nvb.txt --preset dgx-h100 --high-above 0.5", "at least 1"),
+    Case("check-size-zero", "check {fx}/nvb.txt --preset dgx-h100 --size 0", "positive"),
+    Case("check-calibration-missing", "check {fx}/nvb.txt --preset dgx-h100 --calibration {fx}/missing.json", "not found"),
+    Case("check-calibration-other-machine", "check {fx}/nvb.txt --preset dgx-h100 --calibration {fx}/topo.json",
+         "calibrated topology"),
+    Case("check-json-is-input", "check {fx}/nvb.txt --preset dgx-h100 --json {fx}/nvb.txt", "same file as input FILE"),
+    Case("check-json-proc", "check {fx}/nvb.txt --preset dgx-h100 --json /proc/c.json", "/proc"),
     # ---- report ----------------------------------------------------------------------------------
     Case("report-no-runs", "report", "Missing argument", 2),
     Case("report-missing-run", "report {fx}/missing.json -o {tmp}/r.html", "not found"),
@@ -522,6 +588,19 @@ def build_fixtures(folder: Path) -> None:
     (folder / "pattern-end.json").write_text(json.dumps({"groups": [[["gpu0", 1]]]}))
     (folder / "pattern-size.json").write_text(json.dumps({"groups": [[[0, 1, "-5"]]]}))
     (folder / "pattern.csv").write_text("0;1\n")
+    nvb = "nvbandwidth Version: v0.8\nRunning device_local_copy.\nmemcpy local GPU(column) bandwidth (GB/s)\n"
+    p2p8 = (Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "p2p-h100x8-disabled-nccl1264.txt").read_text()
+    nccl_head = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)\n"
+    for name, text in {"nvb.txt": nvb + "           0\n 0   1512.30\n", "nvb-ragged.txt": nvb + "   0   1\n 0  12.0\n",
+                       "nvb-word.txt": nvb + "   0\n 0  fast\n", "nvb-huge.txt": nvb + "   0\n 0  1e9\n",
+                       "nvb-gpu.txt": nvb + "   99999\n 0  1.0\n", "nvb-header.txt": "nvbandwidth Version: v0.8\n",
+                       "bad-nvb.json": '{"nvbandwidth": {"testcases": 3}}', "bad-nccl.json": '{"results": [{"size": -1}]}',
+                       "nccl-word.txt": nccl_head + "        8      2   float   sum   -1   1.0  x  y   0\n",
+                       "nccl-short.txt": nccl_head + "        8      2   float   sum   -1   1.0  2.0  3.0\n",
+                       "osu-empty.txt": "# OSU MPI Bandwidth Test v5.3\n12 34\n", "osu-headless.txt": "65536   7585.54\n",
+                       "p2p-ragged.txt": "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)\n   D\\D  0  1\n  0  1.0\n",
+                       "tb-empty.txt": "TransferBench v1.52\n", "p2p8.txt": p2p8}.items():
+        (folder / name).write_text(text)
     for name, text in {"e-nan.txt": "0 nan\n", "e-wnan.txt": "0 1 nan\n", "e-wneg.txt": "0 1 -2\n",
                        "e-frac.txt": "0.5 1\n", "e-neg.txt": "-1 2\n", "e-junk.txt": "a b\n",
                        "e-four.txt": "0 1 2 3\n", "e-99.txt": "0 1\n1 99\n", "e-huge.txt": "0 1\n1 60000\n",

@@ -53,8 +53,13 @@ def _render(result, console) -> None:
         console.print("* incomplete: some readings failed or a counter reset (see --json notes)")
     for note in result.notes:
         console.print(f"linkscope/watch: {note}", markup=False)
+    for sentence in result.link_issues:
+        console.print(f"link errors: {sentence}", markup=False)
+    if result.link_errors is not None and not result.link_issues and (result.link_errors.get("after") or {}).get("gpus"):
+        console.print("link errors: no error counter grew during the command; no link down or below its width",
+                      markup=False)
     if result.expect is not None:
-        status = "passed" if result.expect.passed else "FAILED"
+        status = {True: "passed", False: "FAILED", None: "undecided"}[result.expect.passed]
         console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)
 
 
@@ -81,7 +86,7 @@ def register(app: typer.Typer) -> None:
         Example: linkscope watch --expect nvlink --json watch.json -- python bench/copy_once.py 0 1 1GiB
         """
         from ..atomic import write_json_atomic, write_text_atomic
-        from ..counters.amdsmi import open_counter_source
+        from ..counters.sources import open_counter_source
         from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
         from ..errors import UserError
         from ..units import parse_duration_s

@@ -113,13 +113,15 @@ def parse_cpulist(text: str) -> list[int]:
 class SysReader:
     """Reads files under ``root`` as if it were ``/``, resolving symlinks relative to ``root``.
 
-    Remembers what it touched (``files``: relative path → text, ``links``: relative path → link
-    text, ``dirs``: listed folders) so a recorder can archive exactly that.
+    Remembers what it touched (``files``: relative path → text, ``blobs``: relative path → the
+    bytes of a binary file such as a PCI ``config``, ``links``: relative path → link text, ``dirs``:
+    listed folders) so a recorder can archive exactly that.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.files: dict[str, str] = {}
+        self.blobs: dict[str, bytes] = {}
         self.links: dict[str, str] = {}
         self.dirs: set[str] = set()
 
@@ -173,6 +175,19 @@ class SysReader:
             return None
         self.files[real] = text
         return text
+
+    def read_bytes(self, rel: str, limit: int = 4096) -> bytes | None:
+        """The bytes of a binary file (at most ``limit``), None when absent or unreadable. A PCI
+        ``config`` file gives as many bytes as the kernel lets this user read (64 without
+        CAP_SYS_ADMIN, see ``discovery.pcihealth``), and exactly those are remembered."""
+        real = self.resolve(rel)
+        try:
+            with open(self.root / real, "rb") as handle:
+                data = handle.read(limit)
+        except OSError:
+            return None
+        self.blobs[real] = data
+        return data
 
     def listdir(self, rel: str, *, required: bool = False) -> list[str]:
         real = self.resolve(rel)

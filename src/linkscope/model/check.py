@@ -99,7 +99,8 @@ def record_gpus(record: RunRecord) -> list[int]:
 
 def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry]:
     """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
-    collectives = CollectiveModel(model)
+    env = (record.context or {}).get("env")  # the NCCL_* variables the run had (NCCL_NVLS_ENABLE, NCCL_ALGO ...)
+    collectives = CollectiveModel(model, env=env if isinstance(env, dict) else None)
     gpus = record_gpus(record)
     out = []
     for i, m in enumerate(record.measurements):
@@ -110,7 +111,7 @@ def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry
         try:
             pred = collectives.predict(op, gpus, m.size_bytes)
             predicted = pred.chosen.algbw_gb_per_s
-            note = f"{pred.chosen.algorithm} on GPUs {','.join(map(str, gpus))}"
+            note = f"{pred.chosen.algorithm} ({pred.chosen.protocol}) on GPUs {','.join(map(str, gpus))}"
         except LinkscopeError as exc:
             note = str(exc)
         measured = m.median_gb_per_s
@@ -199,14 +200,20 @@ def topology_of(record: RunRecord, topology: Topology | None = None) -> Topology
 _MODEL_TOKEN = re.compile(r"(?<![a-z0-9])([a-z]{1,3}\d{2,4}[a-z]?)(?![a-z0-9])")
 
 
+def model_token(name: str) -> str | None:
+    """The GPU model token of a device name (``"NVIDIA H100 80GB HBM3"`` -> ``h100``), or None."""
+    match = _MODEL_TOKEN.search(str(name).lower())
+    return match.group(1) if match else None
+
+
 def _model_tokens(names: Any) -> set[str]:
     """GPU model tokens (``h200``, ``a100``, ``mi250x``) of a list of names; empty when none is recognisable."""
     out: set[str] = set()
     for name in names or ():
         name = name.get("name", "") if isinstance(name, Mapping) else name  # some records keep {"name": ...}
-        match = _MODEL_TOKEN.search(str(name).lower())
-        if match:
-            out.add(match.group(1))
+        token = model_token(name)
+        if token:
+            out.add(token)
     return out
 
 
@@ -292,4 +299,5 @@ def check(record: RunRecord, topology: Topology | None = None, params: ModelPara
     return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name, differences, provenance)
 
 
-__all__ = ["HOST", "CheckEntry", "CheckReport", "check", "entry_prediction", "measured_groups", "mismatches", "topology_of"]
+__all__ = ["HOST", "CheckEntry", "CheckReport", "check", "entry_prediction", "measured_groups", "mismatches", "model_token",
+           "topology_of"]
