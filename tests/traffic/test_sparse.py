@@ -112,3 +112,21 @@ def test_the_cluster_mapper_never_builds_a_dense_matrix(monkeypatch):
     t = stencil((4, 4, 2), periodic=True)
     a = map_onto(t, synthetic_topology("fattree:4x8"), "latency")
     assert len(a.gpu_of_rank) == 32 and a.cost <= a.default_cost
+
+
+def test_captured_rows_merge_sparse_and_the_file_is_csr():
+    from linkscope.traffic.capture.rows import Row, merge_rows
+
+    n = DENSE_UP_TO + 52
+    zeros = [0] * n
+    rows = []
+    for r in range(n):
+        sent = list(zeros)
+        sent[(r + 1) % n] = 4096
+        count = list(zeros)
+        count[(r + 1) % n] = 2
+        rows.append(Row(r, n, "h", r, tuple(sent), tuple(count), (0,) * 64))
+    t = merge_rows(rows, origin="captured:test")
+    assert t.is_sparse and t.talking_pairs == n and t.messages[0, 1] == 2
+    data = to_dict(t)
+    assert set(data["bytes"]) == {"indptr", "indices", "data"} and len(data["bytes"]["data"]) == n
