@@ -143,6 +143,8 @@ CASES: list[Case] = [
     Case("topo-output-is-input-dotdot", "topo --from {fx}/topo.json -o {fx}/folder/../topo.json", "same file"),
     Case("topo-output-empty-name", "topo --preset hgx-h200-4 -o ''", ""),
     Case("topo-sysfs-root-with-preset", "topo --preset hgx-h200-4 --sysfs-root /", "--sysfs-root"),
+    Case("topo-nccl-xml-of-preset-without-bus-ids", "topo --preset dgx-h100 --export nccl-xml -o {tmp}/n.xml",
+         "no PCI bus id"),
     Case("topo-export-raw-is-file", "topo export --raw {fx}/t.json", "not a folder"),
     Case("topo-export-raw-no-parent", "topo export --raw {tmp}/no/such/dir", "does not exist"),
     Case("topo-export-missing-raw", "topo export", "Missing option", 2),

@@ -111,7 +111,7 @@ def test_runner_stops_at_a_boundary_with_every_finished_size():
 def _interrupt_after_second_progress(monkeypatch):
     calls = []
 
-    def progress(text):
+    def progress(text, **_):
         calls.append(text)
         if len(calls) == 2:
             raise KeyboardInterrupt

@@ -22,7 +22,8 @@ from .conftest import ROOT, mpirun_available
 from .netns_hosts import NetnsHosts, unavailable
 
 WHY = unavailable() or ("" if mpirun_available() and shutil.which("mpicc") else "needs mpirun, mpicc and mpi4py")
-pytestmark = [pytest.mark.mpi, pytest.mark.skipif(bool(WHY), reason=WHY or "available")]
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(bool(WHY), reason=WHY or "available"),
+              pytest.mark.xdist_group("netns-hosts")]  # one set of namespaces and sshds, in one worker
 
 FORWARD = ("PYTHONPATH", "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "XDG_CACHE_HOME")
 

@@ -122,3 +122,25 @@ def test_a_first_step_that_does_not_fit_is_refused():
 
     with pytest.raises(ConfigError, match="does not fit"):
         run_survey(FakeEngine(TOPO, free_bytes=1024), TOPO, SMALL)
+
+
+def test_two_socket_pcie_survey_runs_concurrency_per_peer_island_and_staged_and_waives_peer_latency():
+    from linkscope.engines.sim import SimEngine
+    from linkscope.topology.presets import load_preset
+
+    topo = load_preset("pcie-8gpu-2socket")  # peer access within a socket only (p2p_max_level)
+    record = run_survey(SimEngine(topo, params=None), topo, SMALL)
+    ok = [m for m in record.measurements if m.status is Status.OK]
+    for pattern in ("ring", "all-to-one", "all-to-all"):
+        ce = [m for m in ok if m.pattern == pattern and m.method == "ce" and m.scope == "transfer"]
+        assert ce and all((m.src < 4) == (m.dst < 4) for m in ce)  # within one socket's island
+        staged = [m for m in ok if m.pattern == pattern and m.method == "ce-nopeer" and m.scope == "transfer"]
+        assert any((m.src < 4) != (m.dst < 4) for m in staged)  # across the sockets, through the host
+        assert not [m for m in record.measurements if m.pattern == pattern and m.status is not Status.OK]
+    for kind in ("remote-read", "flag-pingpong"):
+        cross = [m for m in record.measurements if m.method == kind and (m.src < 4) != (m.dst < 4)]
+        assert len(cross) == 32 and all(m.status is Status.WAIVED and "needs a peer mapping" in m.reason for m in cross)
+    text = " ".join(record.findings)
+    assert "Peer access (P2P) is missing for 16 GPU pairs" in text and "GPU0–GPU1" not in text
+    assert "within GPU0–GPU3 and within GPU4–GPU7" in text
+    assert "All-to-all (ce-nopeer" in text and "Ring (ce," in text

@@ -31,14 +31,17 @@ _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU i
                  "of --preset/--from/--synthetic (labelled SIMULATED).")
 
 
-def _progress(text: str) -> None:
-    """Progress line on stderr (rank 0 calls it; tests patch it to interrupt a sweep)."""
+def _progress(text: str, echo: bool = True) -> None:
+    """Progress line on stderr (rank 0 calls it; tests patch it to interrupt a sweep); ``echo`` False
+    where the command already prints that line's result on stdout (``bench nccl``'s rows)."""
     from ..comm.bench import progress_line
 
-    progress_line(text)
+    if echo:
+        progress_line(text)
 
 
-def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, Any] | None = None) -> None:
+def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, Any] | None = None,
+         echo_progress: bool = True) -> None:
     """Run a command body on every rank: paths checked first (``check_paths``), user errors
     reported by rank 0 only, exit codes kept."""
     from ..comm.bench import Session
@@ -46,7 +49,8 @@ def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, A
 
     environ = dict(os.environ)
     check_paths(inputs=inputs, outputs={"--json": json_path})
-    session = Session(environ, partial_writer(json_path), lambda text: _progress(text))
+    session = Session(environ, partial_writer(json_path),
+                      (lambda text: _progress(text)) if echo_progress else (lambda text: _progress(text, echo=False)))
     try:
         code = body(session)
     except UserError:
@@ -169,7 +173,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                                  not no_verify, inplace)
         topology = _topology(preset, from_file, synthetic)
         named = any(v is not None for v in (preset, from_file, synthetic))
-        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path)
+        # each size's row is on stdout as it finishes: no second copy on stderr
+        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path, echo_progress=False)
 
     @bench_app.command("stencil")
     def bench_stencil(

@@ -81,8 +81,7 @@ def _write_report(record, path: Path) -> None:
 
 
 def _after_write(record, output: Path, report: Path | None) -> None:
-    stderr_console().print(f"wrote {output}", markup=False)
-    if report is not None:
+    if report is not None:  # "wrote OUTPUT" is said by finish, as for every command
         _write_report(record, report)
 
 

@@ -37,6 +37,9 @@ def register(app: typer.Typer) -> None:
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
         export_format: str | None = typer.Option(None, "--export",
                                                  help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
+        placeholder_bus_ids: bool = typer.Option(False, "--placeholder-bus-ids",
+                                                 help="--export nccl-xml of a topology without PCI bus ids (a preset): write "
+                                                      "made-up ids, marked as placeholders in the file (else refused)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
         sysfs_root: Path | None = typer.Option(None, "--sysfs-root",
@@ -102,7 +105,7 @@ def register(app: typer.Typer) -> None:
             from ..atomic import write_text_atomic
             from ..discovery.nccl_xml import export_xml
 
-            text, notes = export_xml(topology)
+            text, notes = export_xml(topology, placeholders=placeholder_bus_ids)
             assert output is not None  # --export without -o was refused above
             try:
                 write_text_atomic(output, text)
@@ -117,6 +120,7 @@ def register(app: typer.Typer) -> None:
                 io.save(topology, output)
             except OSError as exc:
                 raise write_error(output, exc) from exc
+            stderr_console().print(f"wrote {output}", markup=False)
         if as_json:
             if selected is not None:
                 stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",

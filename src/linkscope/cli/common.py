@@ -345,8 +345,10 @@ def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | 
 def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None],
            before_exit: Callable[[Any], None] | None = None) -> None:
     """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors.
-    ``before_exit`` runs after the files are written (survey: its report), before the exit code."""
-    write_outputs(record, json_path=json_path, csv_path=csv_path)
+    ``before_exit`` runs after the files are written (survey: its report), before the exit code.
+    Each file written is named on stderr ("wrote FILE")."""
+    for path in write_outputs(record, json_path=json_path, csv_path=csv_path):
+        stderr_console().print(f"wrote {path}", markup=False)
     if before_exit is not None:
         before_exit(record)
     if osu:

@@ -11,7 +11,8 @@ Steps (each skipped or waived with its reason where the engine or the machine ca
 4. a device-local copy on each GPU (pattern ``local``): the memory reference line;
 5. host <-> device latency per GPU: latency kind ``host-read`` (a GPU pointer chase through pinned
    host memory, like nvbandwidth's host_device_latency_sm), waived where the engine lacks it;
-6. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``;
+6. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``; where some GPU pairs
+   lack peer access, on each peer island and over every GPU with ``ce-nopeer`` (``concurrency``);
 7. coarse size sweeps (pattern key ``sweep``): ``ce`` between GPU 0 and GPU 1, and every host
    method between the host and GPU 0.
 
@@ -56,6 +57,7 @@ from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status, now_utc
 from ..topology.model import Topology
 from ..units import KiB, MiB
+from .concurrency import concurrent_specs
 from .options import MeasureOptions
 from .runner import (
     BenchSpec,
@@ -171,8 +173,9 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
     if topology.gpu_count >= 2:
         for key in opts.concurrent_patterns:
             pattern = _CONCURRENT.get(key)
-            if pattern is not None:
-                steps.append((f"{CE.key} {key}", (CE.key, key, "uni"), bench(BenchSpec(pattern, (CE.key,), "uni"), [size])))
+            if pattern is not None:  # per peer island, and host-staged over every GPU, where some pairs lack P2P
+                for name, spec in concurrent_specs(engine, topology, pattern, offered):
+                    steps.append((name, (spec.methods[0], key, "uni"), bench(spec, [size])))
         sweep = [TransferPlan("sweep", "uni", CE.key, (Transfer(0, 1, size),), "none", "0->1")]
         steps.append((f"{CE.key} sweep 0->1", (CE.key, "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
     if host and gpus:
