@@ -298,7 +298,19 @@ CASES: list[Case] = [
     Case("gen-ring-one-rank", "traffic gen ring --ranks 1 -o {tmp}/t.json", "at least 2"),
     Case("gen-ranks-negative", "traffic gen ring --ranks -4 -o {tmp}/t.json", ""),
     Case("gen-all-to-all-60000", "traffic gen all-to-all --ranks 60000 -o {tmp}/t.npy", "8192"),
-    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "8192"),
+    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "1048576"),
+    Case("gen-grid-sparse-to-npy", "traffic gen stencil3d --grid 32x32x32 -o {tmp}/t.npy", "stored sparse"),
+    Case("gen-random-graph-degree", "traffic gen random-graph --ranks 4 --degree 4 -o {tmp}/t.json", "degree"),
+    Case("show-edges-junk", "traffic show {fx}/junk.edges", "SRC DST BYTES"),
+    Case("show-npz-not-zip", "traffic show {fx}/notzip.npz", "not a zip"),
+    Case("show-npz-dense", "traffic show {fx}/dense.npz", "scipy.sparse"),
+    Case("show-csr-bad-indptr", "traffic show {fx}/csr-indptr.json", "indptr"),
+    Case("show-csr-no-ranks", "traffic show {fx}/csr-noranks.json", "needs 'ranks'"),
+    # ---- audit -----------------------------------------------------------------------------------
+    Case("audit-no-records", "audit --preset dgx-h100 -- true", "no rank wrote"),
+    Case("audit-gpus-junk", "audit --preset dgx-h100 --gpus zero -- env", "--gpus"),
+    Case("audit-gpus-too-big", "audit --preset dgx-h100 --gpus 9 -- env", "has 8 GPUs"),
+    Case("audit-launcher-missing", "audit --preset dgx-h100 -- no-such-launcher -n 2", "command not found"),
     Case("gen-grid-overflow", "traffic gen stencil2d --grid 99999999999999999999x2 -o {tmp}/t.npy", ""),
     Case("gen-grid-junk", "traffic gen stencil2d --grid 4by4 -o {tmp}/t.json", "not a process grid"),
     Case("gen-grid-zero", "traffic gen stencil2d --grid 0x4 -o {tmp}/t.json", "below 1"),
@@ -631,6 +643,14 @@ def build_fixtures(folder: Path) -> None:
     (folder / "folder").mkdir()
     (folder / "folder.json").mkdir()
     (folder / "file.txt").write_text("hello\n")
+    (folder / "junk.edges").write_text("0 1 lots\n")
+    (folder / "notzip.npz").write_text("not a zip")
+    np.savez(folder / "dense.npz", a=np.ones((2, 2)))
+    head = '"format": "linkscope.traffic", "schema_version": 1'
+    (folder / "csr-indptr.json").write_text('{' + head + ', "ranks": 2, "bytes": {"indptr": [0, 2], "indices": [1], '
+                                            '"data": [5]}}')
+    (folder / "csr-noranks.json").write_text('{' + head + ', "bytes": {"indptr": [0, 1, 1], "indices": [1], '
+                                             '"data": [5]}}')
     (folder / "empty.json").write_text("")
     (folder / "empty.csv").write_text("# nothing\n")
     (folder / "bad.json").write_text("{bad")
