@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
+from .common import FROM_HELP, NIC_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
 
 model_app = typer.Typer(
     name="model",
@@ -102,6 +102,7 @@ def predict_cmd(
         help="Completion tolerance of the flow simulation, the speed/accuracy knob: 0 = exact (one event per "
              "completion); r > 0 = finishes within 2r of exact, far fewer events. Default: exact below 5,000 "
              "concurrent transfers, 0.01 above."),
+    nic: str | None = typer.Option(None, "--nic", help=NIC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Predict what a group of concurrent transfers gets (labelled predicted).
@@ -115,6 +116,7 @@ def predict_cmd(
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+    topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
     model = FabricModel(topology)
     groups: list[tuple[str, list[tuple]]] = []  # (label, flows) per size, each predicted as one concurrent group
@@ -132,7 +134,7 @@ def predict_cmd(
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
                          "provenance": "predicted"})
     if as_json:
-        typer.echo(json.dumps({"topology": topology.name, "predictions": rows}, indent=2))
+        typer.echo(json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows}, indent=2))
         return
     from ..report.console import Column, print_fitted
 
@@ -140,7 +142,8 @@ def predict_cmd(
                Column("GB/s"), Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
     table_rows = [[str(r["group"]), str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
-    print_fitted(stdout_console(), f"predicted on {topology.name} (model, not measured)", columns, table_rows)
+    nics = f", NICs {nic_choice}" if nic_choice else ""
+    print_fitted(stdout_console(), f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
 
 
 @model_app.command("calibrate")
