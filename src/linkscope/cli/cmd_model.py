@@ -130,7 +130,7 @@ def predict_cmd(
     for label, group in groups:
         for p in model.predict(group, method, rtol=rtol):
             rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
-                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6,
+                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
                          "provenance": "predicted"})
     if as_json:

@@ -8,7 +8,8 @@
    against the route's theoretical bottleneck, gives the efficiency the method determines:
    ``ce`` (else ``ce-write``/``ce-read``) -> ``link_efficiency.<bottleneck kind>``; ``h2d``/``d2h``
    -> ``link_efficiency`` of the host link; ``sm-push``/``sm-pull``/``ce-nopeer``/``staged-pinned``
-   -> ``method_efficiency.<method>``; pageable copies -> ``host_memcpy_gb_per_s``; ``local`` ->
+   -> ``method_efficiency.<method>``; pageable copies -> ``host_memcpy_gb_per_s.h2d`` / ``.d2h`` (their
+   rate where it is below the pinned DMA rate: ``model.host_copies``); ``local`` ->
    ``device_memory_bw_gb_per_s``. A vendor copy-engine cap is fitted when ``ce`` reaches the same
    rate over routes of clearly different capacity.
 3. Everything else keeps its previous value and is listed as not fitted, with the reason.
@@ -227,10 +228,18 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             continue
         effs = [r / (c.raw_gb_per_s * c.transit) for c, r in rates[method]]
         fitted[f"method_efficiency.{method}"] = statistics.median(effs)
-    memcpy = [r for m in keys_where(peer=False, pageable=True) for _, r in rates.get(m, [])]
-    if memcpy:
-        fitted["host_memcpy_gb_per_s"] = statistics.median(memcpy)
-    elif STAGED.key in rates:
+    # pageable copies run at min(host copy, pinned DMA) (model.host_copies): below the DMA, the rate is the copy's
+    for method in keys_where(peer=False, pageable=True):
+        if method not in rates:
+            continue
+        direction = "h2d" if get_method(method).host_ends == "src" else "d2h"
+        dma = _pinned_rate(model, method)
+        below = [r for _, r in rates[method] if r < 0.95 * dma]
+        if below:
+            fitted[f"host_memcpy_gb_per_s.{direction}"] = statistics.median(below)
+        else:
+            notes.append(f"{method}: at the pinned DMA rate; the host copy rate is not below it and is not fitted")
+    if not any(k.startswith("host_memcpy_gb_per_s.") for k in fitted) and STAGED.key in rates:
         fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates[STAGED.key])
         notes.append(f"host_memcpy_gb_per_s from {STAGED.key!r} assuming its two hops are memcpy-bound")
     if LOCAL.key in rates:
@@ -276,6 +285,13 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
 
 
 _LATENCY_BASES = {"remote-read": "remote_read_base_us", "flag-pingpong": "flag_base_us"}
+
+
+def _pinned_rate(model: FabricModel, method: str) -> float:
+    """What the pinned copy of a pageable method's direction reaches on GPU 0 (the DMA half of the staging)."""
+    pinned = H2D.key if get_method(method).host_ends == "src" else D2H.key
+    ends = ("host", 0) if pinned == H2D.key else (0, "host")
+    return model.predict([(*ends, 1 << 30)], pinned)[0].gb_per_s
 
 
 def _fit_latency_bases(model: FabricModel, record: RunRecord, fitted: dict[str, float], notes: list[str]) -> float:

@@ -33,7 +33,12 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 * ``overhead_us.<method>``: per-transfer software overhead (API call, launch, completion).
 * ``hop_latency_us``: latency of a hop whose link has no ``latency_us``.
 * ``host_memory_bw_gb_per_s``: host memory bandwidth of a CPU/NUMA node without ``memory_bw_gb_per_s``.
-* ``host_memcpy_gb_per_s``: rate of the CPU memcpy that pageable copies pay (per transfer).
+* ``host_memcpy_gb_per_s.h2d`` / ``host_memcpy_gb_per_s.d2h``: the host's one-thread copy rate between
+  a pageable buffer and the driver's pinned staging buffer, per direction (a machine fact of the socket:
+  one core's memory bandwidth is bounded by its outstanding misses, not by the channels). A pageable
+  copy is staged through pinned bounce buffers by the calling thread while the copy engine moves the
+  previous chunk, so it runs at the smaller of this rate and the pinned DMA rate (``host_copies``).
+  The plain ``host_memcpy_gb_per_s`` (older files) stands for both directions where set.
 * ``device_memory_bw_gb_per_s``: GPU memory bandwidth for ``local`` copies (read + write share it).
 * ``p2p_transit_efficiency.<kind>`` (pcie_switch, host_bridge, cpu, upi): per-transfer factor for
   a GPU peer copy over PCIe for each device of that kind it passes through (and each socket link it
@@ -96,6 +101,19 @@ _GCD_HOP = ("arXiv:2302.14827 (Pearson 2023), Sec. IV: GCD pairs without a direc
             "and measure below directly linked single-link pairs; about 5% per forwarding GCD (issue 14's comparison "
             "against those published figures)")
 
+# Pageable host copies (model/host_copies.py says how they are modelled). The rates are what one host
+# thread copies between pageable memory and the driver's staging buffer on the machine that measured
+# them: nvidia-h200 (one H200, PCIe Gen5 x16, pinned h2d/d2h 55.4/55.2 GB/s, so the copy, not the DMA,
+# bounds them), 2026-11-23, docs/benchmarks.md "One GPU": h2d-pageable 7.05 (bench/device_engine.py,
+# 256 MiB) and 8.54 GB/s (survey, 512 MiB), d2h-pageable 10.93 and 10.73 GB/s. Mean of the two runs.
+# A measured figure of another machine: `model calibrate` on a survey with pageable rows replaces it.
+_PAGEABLE_H2D_GB_PER_S = 7.8
+_PAGEABLE_D2H_GB_PER_S = 10.83
+_PAGEABLE_SRC = ("nvidia-h200 (1 x H200, PCIe Gen5 x16), 2026-11-23, docs/benchmarks.md 'One GPU' (engine 256 MiB and "
+                 "survey 512 MiB runs, mean); the copy into/out of the staging buffer bounds it (pinned: 55.4 GB/s)")
+_PAGEABLE_H2D = f"measured, h2d-pageable 7.05 and 8.54 GB/s: {_PAGEABLE_SRC}"
+_PAGEABLE_D2H = f"measured, d2h-pageable 10.93 and 10.73 GB/s: {_PAGEABLE_SRC}"
+
 # key -> (value, provenance, source)
 _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "link_efficiency.nvlink": (0.826, "measured", f"CE one-way 395 of 478 GB/s: {_H200}"),
@@ -128,7 +146,10 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "overhead_us.local": (4.0, "default", _ASSUME),
     "hop_latency_us": (0.3, "default", _ASSUME),
     "host_memory_bw_gb_per_s": (150.0, "default", _ASSUME),
-    "host_memcpy_gb_per_s": (20.0, "default", _ASSUME),
+    "host_memcpy_gb_per_s": (_PAGEABLE_H2D_GB_PER_S, "measured", "both directions where a topology sets it (older files); "
+                             "the direction keys below are the defaults"),
+    "host_memcpy_gb_per_s.h2d": (_PAGEABLE_H2D_GB_PER_S, "measured", _PAGEABLE_H2D),
+    "host_memcpy_gb_per_s.d2h": (_PAGEABLE_D2H_GB_PER_S, "measured", _PAGEABLE_D2H),
     "device_memory_bw_gb_per_s": (3000.0, "default", _ASSUME),
     "p2p_transit_efficiency.pcie_switch": (0.97, "default", _ASSUME),
     "p2p_transit_efficiency.host_bridge": (0.80, "default", _ASSUME),
@@ -314,6 +335,17 @@ class ModelParams:
         if not vendor:
             return float("inf")
         return float(self.values.get(f"engine_cap_gb_per_s.{vendor.lower()}", float("inf")))
+
+    def host_memcpy_gb_per_s(self, direction: str) -> float:
+        """One host thread's copy rate to (``h2d``) or from (``d2h``) the staging buffer: the direction
+        key, else the plain ``host_memcpy_gb_per_s`` where a topology or calibration set it (older
+        files name one rate for both), else the direction's default."""
+        key = f"host_memcpy_gb_per_s.{direction}"
+        if key in self.values and not self.is_default(key):
+            return float(self.values[key])
+        if not self.is_default("host_memcpy_gb_per_s"):
+            return float(self.values["host_memcpy_gb_per_s"])
+        return float(self.values[key])
 
     def transit_efficiency(self, kind: str) -> float:
         return float(self.values.get(f"p2p_transit_efficiency.{kind}", 1.0))

@@ -14,9 +14,10 @@ ce-nopeer           the driver stages through host memory of src's NUMA node, pi
                     stage over src -> CPU -> dst, host memory written and read (weight 2)
 staged-pinned       the same path through a pinned host buffer, double-buffered in chunks
                     (one chunk of pipeline fill added to the latency)
-staged              pageable staging, not pipelined: D2H then H2D, each capped by the host memcpy rate
+staged              pageable staging, not pipelined: D2H then H2D, each at its pageable rate
 h2d, d2h            host memory <-> GPU over PCIe (or the CPU-GPU fabric link), host memory weight 1
-h2d-pageable, ...   the same, capped by the host memcpy rate, host memory weight 2
+h2d-pageable, ...   the same through the driver's staging buffer: the smaller of the pinned rate and
+                    one host thread's copy rate of that direction, host memory weight 2 (host_copies)
 local               a copy inside one GPU's memory (read + write: device memory weight 2)
 =================  =========================================================================
 
@@ -26,6 +27,10 @@ GPU (an AMD GCD relaying xGMI traffic) it passes and each socket link it crosses
 NVSwitch planes cost nothing); per element where the device states it (``ModelParams.element_transit``).
 Each device passed also adds its ``transit_latency_us``. Time of a transfer = its latency (per-method overhead
 + per-hop latencies) + the bytes at the max-min fair rate, recomputed at every start and completion.
+
+The transfers of a group through pageable host memory (``h2d-pageable``, ``d2h-pageable``, ``staged``) do
+not overlap: the host thread that issues them waits for each (``host_copies.serialised``). Each then
+runs alone, starting when the one before it ends (``TransferPrediction.start_s``).
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, FabricGraph
+from .host_copies import serialised, staging_rate_gb_per_s
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
@@ -86,8 +92,10 @@ class TransferPrediction:
 
     Attributes:
         src, dst, method, size_bytes, role: the transfer.
-        elapsed_s: from the common start to the last byte, seconds.
+        elapsed_s: from its start to its last byte, seconds.
         gb_per_s: size_bytes / elapsed_s in GB/s (0.0 for an empty transfer).
+        start_s: when it starts after the group's common start: 0.0, except for copies through
+            pageable host memory, which run one after another (``host_copies``).
         latency_us: the fixed part: overhead + per-hop latency (+ pipeline fill).
         rate_gb_per_s: max-min fair rate of its first stage once everything has started.
         theoretical_gb_per_s: raw bottleneck capacity of its route.
@@ -103,6 +111,12 @@ class TransferPrediction:
     rate_gb_per_s: float
     theoretical_gb_per_s: float
     role: str = "measured"
+    start_s: float = 0.0
+
+    @property
+    def finish_s(self) -> float:
+        """From the group's common start to its last byte, seconds."""
+        return self.start_s + self.elapsed_s
 
 
 @dataclass
@@ -281,7 +295,8 @@ class FabricModel:
             cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
             weight = 1.0
             if get_method(eff_method).pageable:
-                cap = min(cap, p["host_memcpy_gb_per_s"])
+                direction = "h2d" if src == HOST else "d2h"
+                cap = staging_rate_gb_per_s(min(cap, self._eff_min(edges)), p.host_memcpy_gb_per_s(direction))
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
             wts = np.append(np.ones(edges.size), weight)
@@ -327,12 +342,12 @@ class FabricModel:
         leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
         mem = self.graph.host_memory_resource(cpu.id)
         engine = min(self._engine_cap(method, a), self._engine_cap(method, b))
-        if eff_method == STAGED.key:
-            memcpy = p["host_memcpy_gb_per_s"]
+        if eff_method == STAGED.key:  # D2H into pageable memory, then H2D from it
             out = []
-            for k, leg in enumerate((leg1, leg2)):
+            for k, (leg, direction) in enumerate(((leg1, "d2h"), (leg2, "h2d"))):
                 raw = self._raw(leg)
-                cap = min(p.method_efficiency(method) * raw, engine, memcpy)
+                dma = min(p.method_efficiency(method) * raw, engine, self._eff_min(leg))
+                cap = staging_rate_gb_per_s(dma, p.host_memcpy_gb_per_s(direction))
                 out.append(_Stage(np.append(leg, mem), np.append(np.ones(leg.size), 2.0), cap,
                                   (overhead_s if k == 0 else 0.0) + self._lat(leg), size_bytes, raw))
             return out
@@ -387,17 +402,26 @@ class FabricModel:
         flows = [self.stages(src, dst, size, method, chunk_bytes) for src, dst, size, _ in items]
         if not flows:
             return []
-        result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
+        if serialised(method) and len(flows) > 1:  # one after another, each alone (host_copies)
+            results = [simulate(self._problem([flow]), rtol=0.0) for flow in flows]
+            finish = [float(r.finish_s[0]) for r in results]
+            rates = [float(r.first_rate_gb_per_s[0]) for r in results]
+            starts = np.concatenate([[0.0], np.cumsum(finish)[:-1]]).tolist()
+        else:
+            result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
+            finish = [float(x) for x in result.finish_s]
+            rates = [float(x) for x in result.first_rate_gb_per_s]
+            starts = [0.0] * len(flows)
         out = []
-        for (src, dst, size, role), flow, fin, rate in zip(items, flows, result.finish_s, result.first_rate_gb_per_s):
-            fin = float(fin)
+        for (src, dst, size, role), flow, fin, rate, start in zip(items, flows, finish, rates, starts):
             out.append(TransferPrediction(
                 src=src, dst=dst, method=method, size_bytes=size, elapsed_s=fin,
                 gb_per_s=size / fin / _GB if size and fin > 0 else 0.0,
                 latency_us=sum(s.latency_s for s in flow) * 1e6,
-                rate_gb_per_s=float(rate),
+                rate_gb_per_s=rate,
                 theoretical_gb_per_s=min(s.raw_gb_per_s for s in flow),
                 role=role,
+                start_s=start,
             ))
         return out
 

@@ -1,0 +1,63 @@
+"""Copies through pageable host memory: how the driver moves them, as the model predicts them.
+
+Facts (each with its source):
+
+1. **Staging through pinned bounce buffers.** The GPU cannot DMA from pageable memory; the driver copies
+   the data into a page-locked staging buffer and the copy engine moves it from there (NVIDIA developer
+   blog, M. Harris, "How to Optimize Data Transfers in CUDA C/C++", 2012,
+   https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/). A host-to-device
+   ``cudaMemcpy`` from pageable memory returns "once the pageable buffer has been copied to the staging
+   memory for DMA transfer"; a device-to-host one returns once the copy has completed (CUDA Runtime API,
+   "API synchronization behavior", https://docs.nvidia.com/cuda/cuda-runtime-api/api-sync-behavior.html).
+   The staging copy is done by the calling host thread.
+2. **The staging copy and the DMA overlap, so the slower of the two sets the rate** (the model's reading;
+   the evidence is indirect). A pageable H2D sweep on the NVIDIA forum reaches 11.4 GB/s at 16-32 MB,
+   where the source still sits in the CPU caches, and falls to 8.3 GB/s from 64 MB up, where the copy
+   reads DRAM (forums.developer.nvidia.com/t/56270, "How to understand CPU memory transfer data to GPU
+   memory speed problem"): the rate follows the CPU copy. Its link is not stated; on a PCIe Gen3 x16 link
+   (12-13 GB/s pinned, the GPUs of that thread's time) a copy-then-DMA sequence (1/r = 1/copy + 1/DMA)
+   would need a one-thread copy near 90 GB/s to give 11.4, so the two overlap there. Two projects say
+   the driver's staging is serial (tracel-ai/cubecl#1404, gabotechs/libcudf-rs#35) in the sense of fact
+   4 (synchronous, one buffer), not with a rate that separates the readings. On the machines measured
+   here the two readings give the same prediction: the pinned DMA (55 GB/s on 2 x H100 and 1 x H200) is
+   the same, and ``host_memcpy_gb_per_s`` is measured through it. They differ on slow links (PCIe Gen3).
+3. **One thread's copy rate is a fact of the socket, far below its memory bandwidth.** A core's
+   bandwidth is its outstanding cache misses times 64 B over the memory latency (Little's law), so one
+   thread gets a fraction of what all cores get (J. McCalpin, "Single-core memory bandwidth: latency,
+   bandwidth and concurrency", 2025, https://sites.utexas.edu/jdm4372/2025/02/17/single-core-memory-bandwidth-latency-bandwidth-and-concurrency;
+   "The evolution of single-core bandwidth in multicore processors", 2023). The model keeps it per
+   direction (``host_memcpy_gb_per_s.h2d`` / ``.d2h``, ``params``): the two directions copy different
+   ways (DRAM -> staging vs staging -> DRAM) and were measured 1.3-1.6x apart on both H100 and H200 hosts.
+4. **Two pageable copies of one process do not overlap.** The copy is synchronous with the calling thread
+   (fact 1), and the driver stages through one device-wide staging buffer on which even copies of
+   different streams serialise (gabotechs/libcudf-rs#35, which measured it and moved to pinned buffers;
+   tracel-ai/cubecl#1404: the driver "stages internally and serially"). linkscope's engine issues a
+   group's pageable copies from one thread, one after another, and says so in the record's notes. The
+   model runs them one after another in the group's order (``serialised``): each at its rate alone, the
+   group's total time the sum of theirs.
+
+Not modelled: page-locking on the fly (``cudaHostRegister`` runs at about 1-2 GB/s, openvm-org/
+stark-backend#384; no linkscope method pins per copy), demand paging of a buffer not yet touched (the
+engine touches its buffers before timing), and several host threads issuing pageable copies at once.
+"""
+from __future__ import annotations
+
+from ..patterns.methods import get_method
+
+SERIAL_NOTE = "pageable copies are synchronous with the host: the group's transfers ran one after another"
+"""The note a record carries for a group of such copies (the CUDA engine and the simulated one)."""
+
+
+def serialised(method: str) -> bool:
+    """True when the transfers of one concurrent group with ``method`` run one after another: copies
+    through pageable host memory, synchronous with the one host thread that issues them (fact 4)."""
+    return get_method(method).pageable
+
+
+def staging_rate_gb_per_s(dma_gb_per_s: float, memcpy_gb_per_s: float) -> float:
+    """Rate of a copy staged through pinned bounce buffers: the host copy overlaps the DMA of the
+    previous chunk, so the slower of the two sets it (fact 2)."""
+    return min(dma_gb_per_s, memcpy_gb_per_s)
+
+
+__all__ = ["SERIAL_NOTE", "serialised", "staging_rate_gb_per_s"]
