@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from linkscope.topology import io
-from linkscope.topology.model import Device, Link, Topology
+from linkscope.topology.model import Device, Link, PeerAccess, Topology
 from linkscope.topology.model import DeviceKind as K
 from linkscope.topology.model import LinkKind as LK
 from linkscope.topology.model import Provenance as P
@@ -444,7 +444,7 @@ def k80_16():
                         "source": "peer traffic between two root ports of a Haswell-EP root complex: P2P is "
                                   "supported within the socket but forwarded slower and later than inside a switch ("
                                   + CIRRASCALE + "); factor 0.75 and 0.25 us are estimates [L]; P2P stops here: "
-                                  "model_params.p2p_max_level = PHB"}))
+                                  "peer_access.max_level = PHB"}))
         links.append(L(f"hb{s}", f"cpu{s}", LK.PCIE, 1, 39.4, 0.0,
                        "root complex inside the CPU: 40 PCIe Gen3 lanes x 0.985 GB/s = 39.4 GB/s (Intel ARK "
                        "E5-2600 v3); no extra latency", "PCIe Gen3 (40 lanes)"))
@@ -511,10 +511,9 @@ def k80_16():
             "selection on multi-GPU nodes, Parallel Computing 2017 (16-GPU node, 4 levels)",
             "Intel ARK Xeon E5-2600 v3 (40 PCIe Gen3 lanes, 2 QPI at 9.6 GT/s, 4 x DDR4-2133)",
         ),
+        peer_access=PeerAccess(max_level="PHB", source="GPUDirect P2P stops at the socket: no peer access across "
+                                                       "QPI (" + CAFFE + "; " + CIRRASCALE + ")"),
         model_params={
-            "p2p_max_level": "PHB",
-            "p2p_max_level_source": "GPUDirect P2P stops at the socket: no peer access across QPI (" + CAFFE + "; "
-                                    + CIRRASCALE + ")",
             "overhead_us.ce-nopeer@SYS": {
                 "value": 2.0, "provenance": "default",
                 "source": "host-staged copy across sockets: the driver's staging protocol adds a host-memory "
@@ -526,7 +525,7 @@ def k80_16():
             "root-complex transit factors and latencies",
             "levels come from per-element facts: one switch (PIX), three switches (PXB), three switches and the "
             "root complex twice over PLX (PHB); the pcie3 efficiency (NCCL's 12 of 15.75 GB/s) is the base",
-            "the QPI link is the physical 2 x 19.2 GB/s; peer copies across it are refused (p2p_max_level PHB)",
+            "the QPI link is the physical 2 x 19.2 GB/s; peer copies across it are refused (peer_access.max_level PHB)",
         ),
     )
 
@@ -596,7 +595,7 @@ def pcie_8gpu():
             "[L] CPU model, cores, UPI figures; GPU model (A100 80GB PCIe chosen)",
             "contention: 4 GPUs share one 31.5 GB/s uplink for host, NIC and cross-socket traffic (4:1)",
         ),
-        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
+        peer_access=PeerAccess(max_level="NODE", source=P2P_SOCKET),
     )
 
 
@@ -665,7 +664,7 @@ def v100_4():
             "[L] NVLink wiring (issue text reading; NV2 all-to-all is the likelier board wiring), PCIe switch "
             "layout, GPU memory size",
         ),
-        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
+        peer_access=PeerAccess(max_level="NODE", source=P2P_SOCKET),
     )
 
 

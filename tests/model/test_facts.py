@@ -44,7 +44,7 @@ def test_k80_levels_differ_at_each_pcie_level_and_p2p_stops_at_the_socket():
     by_id = topo.by_id
     assert by_id["k80sw0"].attributes["p2p_transit_efficiency"] != by_id["plx0"].attributes["p2p_transit_efficiency"]
     assert "PEX 8747" in by_id["k80sw0"].attributes["source"] and "Cirrascale" in by_id["hb0"].attributes["source"]
-    assert "caffe" in topo.model_params["p2p_max_level_source"]
+    assert "caffe" in topo.peer_access.source and topo.peer_access.max_level == "PHB"
 
 
 def test_nvlink2_pair_is_near_its_50_gb_per_s_at_large_sizes():

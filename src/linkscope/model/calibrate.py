@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..errors import UserError
-from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, keys_where
+from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, host_direction, keys_where
 from ..results.schema import RunRecord
 from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
@@ -232,7 +232,7 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     for method in keys_where(peer=False, pageable=True):
         if method not in rates:
             continue
-        direction = "h2d" if get_method(method).host_ends == "src" else "d2h"
+        direction = host_direction(method)
         dma = _pinned_rate(model, method)
         below = [r for _, r in rates[method] if r < 0.95 * dma]
         if below:

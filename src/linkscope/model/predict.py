@@ -146,7 +146,7 @@ class FabricModel:
                  nics: str | NicSpec | None = None, peer_fallback: bool = False) -> None:
         """``nics``: the NIC choice for inter-node transfers (``model.nics``: a UCX_NET_DEVICES /
         NCCL_IB_HCA style value, ``nearest`` or ``any``); default the topology's
-        ``model_params["nic_devices"]``, else nearest. ``peer_fallback``: a copy-engine peer copy
+        ``run_choices.nic_devices``, else nearest. ``peer_fallback``: a copy-engine peer copy
         between GPUs without peer access is modelled as the driver runs cudaMemcpyPeer there (staged
         through host memory, ``ce-nopeer``) instead of being refused."""
         self.topology = topology
@@ -196,9 +196,9 @@ class FabricModel:
         """None when GPUs a and b can access each other's memory, else the reason they cannot.
 
         The topology says so as the patterns package reads it (``patterns.base.no_peer_access_pairs``:
-        ``model_params["no_peer_access"]`` pairs, and NVML P2P statuses recorded in the GPU
+        ``peer_access.denied_pairs``, and NVML P2P statuses recorded in the GPU
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
-        ``model_params["p2p_max_level"]`` (e.g. ``"PHB"``: farther pairs have no P2P).
+        ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
         ga, gb = self.gpu(a), self.gpu(b)
         for g in (ga, gb):
@@ -211,16 +211,16 @@ class FabricModel:
             self._no_peer = no_peer_access_pairs(self.topology)
         if frozenset((ga.index, gb.index)) in self._no_peer:
             return f"no peer access between {ga.label} and {gb.label}"
-        max_level = (self.topology.model_params or {}).get("p2p_max_level")
+        max_level = self.topology.peer_access.max_level
         if max_level:
             family = "".join(ch for ch in str(max_level) if not ch.isdigit()) or str(max_level)
             if family not in DISTANCE_OF_CODE:
-                raise ConfigError(f"model_params.p2p_max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
+                raise ConfigError(f"peer_access.max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
             level = query.pair_level(self.topology, ga, gb)
             # within a node only: GPUs of two nodes meet through their NICs (GPUDirect RDMA), not P2P
             if not level.code.startswith("NET") and level.distance > DISTANCE_OF_CODE[family]:
                 return (f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} "
-                        "(topology model_params.p2p_max_level)")
+                        "(the topology's peer_access.max_level)")
         return None
 
     # ---- routes -> stages ---------------------------------------------------------------------------
@@ -295,7 +295,7 @@ class FabricModel:
             cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
             weight = 1.0
             if get_method(eff_method).pageable:
-                direction = "h2d" if src == HOST else "d2h"
+                direction = H2D.key if src == HOST else D2H.key
                 cap = staging_rate_gb_per_s(min(cap, self._eff_min(edges)), p.host_memcpy_gb_per_s(direction))
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
@@ -344,7 +344,7 @@ class FabricModel:
         engine = min(self._engine_cap(method, a), self._engine_cap(method, b))
         if eff_method == STAGED.key:  # D2H into pageable memory, then H2D from it
             out = []
-            for k, (leg, direction) in enumerate(((leg1, "d2h"), (leg2, "h2d"))):
+            for k, (leg, direction) in enumerate(((leg1, D2H.key), (leg2, H2D.key))):
                 raw = self._raw(leg)
                 dma = min(p.method_efficiency(method) * raw, engine, self._eff_min(leg))
                 cap = staging_rate_gb_per_s(dma, p.host_memcpy_gb_per_s(direction))
