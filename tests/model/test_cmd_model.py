@@ -120,3 +120,13 @@ def test_predict_nic_option_and_environment_pick_the_nics_like_bench_and_map(cap
     assert _predict_gb(capsys, "--nic", "nearest", env={"UCX_NET_DEVICES": "mlx5_1:1"}, monkeypatch=monkeypatch) == near
     assert main(["model", "predict", "--synthetic", "fattree:2x2:2", "--flows", "0->2", "--nic", "mlx5_7"]) == 1
     assert "no NIC named mlx5_7" in capsys.readouterr().err
+
+
+def test_predict_says_pageable_copies_run_one_after_another(capsys):
+    args = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "h2d-pageable", "--flows", "host->0,host->1",
+            "--sizes", "64MiB"]
+    assert main([*args, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    assert rows[0]["start_us"] == 0 and rows[1]["start_us"] == rows[0]["elapsed_us"]
+    assert main(args) == 0
+    assert "ran one after another" in capsys.readouterr().out

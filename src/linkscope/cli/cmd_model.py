@@ -143,7 +143,12 @@ def predict_cmd(
     table_rows = [[str(r["group"]), str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
     nics = f", NICs {nic_choice}" if nic_choice else ""
-    print_fitted(stdout_console(), f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    console = stdout_console()
+    print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    if any(r["start_us"] > 0 for r in rows):
+        from ..model.host_copies import SERIAL_NOTE
+
+        console.print(f"note: {SERIAL_NOTE} (each row's time is its own; --json gives each start_us)", markup=False)
 
 
 @model_app.command("calibrate")
