@@ -269,6 +269,10 @@ CASES: list[Case] = [
     Case("check-record-truncated", "model check {fx}/run-truncated.json", "not valid JSON"),
     Case("check-max-error-negative", "model check {fx}/run.json --max-error -1", "--max-error", 2),
     Case("check-bad-topology", "model check {fx}/run.json --topology banana:7", ""),
+    Case("check-params-from-missing", "model check {fx}/run.json --params-from {fx}/missing.json", "not found"),
+    Case("check-params-from-no-params", "model check {fx}/run.json --params-from {fx}/topo.json", "has no model_params"),
+    Case("check-params-from-and-topology", "model check {fx}/run.json --params-from {fx}/topo.json --topology hgx-h200-4",
+         "not both"),
     # ---- traffic ---------------------------------------------------------------------------------
     Case("gen-unknown-pattern", "traffic gen spiral --ranks 4 -o {tmp}/t.json", "unknown traffic pattern"),
     Case("gen-ring-no-ranks", "traffic gen ring -o {tmp}/t.json", "needs --ranks"),

@@ -130,3 +130,19 @@ def test_predict_says_pageable_copies_run_one_after_another(capsys):
     assert rows[0]["start_us"] == 0 and rows[1]["start_us"] == rows[0]["elapsed_us"]
     assert main(args) == 0
     assert "ran one after another" in capsys.readouterr().out
+
+
+def test_check_params_from_applies_another_runs_calibration_to_this_records_topology(tmp_path, capsys):
+    # calibrate on one run, check another: the parameters travel, the topology stays the record's own
+    truth = {"link_efficiency.nvlink": 0.75, "overhead_us.ce": 8.0}
+    cal = tmp_path / "cal.json"
+    assert main(["model", "calibrate", str(_record(tmp_path, truth)), "-o", str(cal)]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    second = _record(other, truth)  # another run of the same truth
+    capsys.readouterr()
+    assert main(["model", "check", str(second), "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
+    assert main(["model", "check", str(second), "--params-from", str(cal), "--json"]) == 0
+    after = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
+    assert before > 0.05 and after < 1e-3

@@ -207,6 +207,10 @@ def check_cmd(
     allow_mismatch: bool = typer.Option(False, "--allow-mismatch",
                                         help="Compare even when RESULTS comes from another machine than --topology (GPU count, models or "
                                              "links differ)."),
+    params_from: Path | None = typer.Option(
+        None, "--params-from",
+        help="Take the model parameters (model_params) of this topology file, e.g. one `model calibrate` wrote for another "
+             "machine, and apply them to RESULTS' own topology: calibrate on one run, check on another."),
 ) -> None:
     """Predicted vs measured for every bandwidth entry, with the relative error and a summary.
 
@@ -218,9 +222,21 @@ def check_cmd(
     from ..model.check import check
     from ..units import format_size
 
+    if params_from is not None and topology is not None:
+        raise ConfigError("--params-from applies another file's parameters to RESULTS' own topology; "
+                          "give --topology or --params-from, not both")
+    check_paths(inputs={"RESULTS": results, "--params-from": params_from})
     record = _load_record(results)
     topo = load_topology_arg(topology) if topology else None
-    report = check(record, topo)
+    params = None
+    if params_from is not None:
+        from ..topology import io as topo_io
+
+        params = dict(topo_io.load(params_from).model_params or {})
+        if not params:
+            raise UserError(f"--params-from {params_from}: the topology has no model_params",
+                            hint="give a topology that `linkscope model calibrate RUN -o FILE` wrote")
+    report = check(record, topo, params)
     if report.mismatches and not allow_mismatch:
         raise UserError(f"{results} does not come from a machine like {report.topology!r}: " + "; ".join(report.mismatches),
                         hint="check the record against its own topology (no --topology) or a calibrated copy of it; "
