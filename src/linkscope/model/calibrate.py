@@ -275,6 +275,9 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             reason = f"no ce/h2d/d2h entry whose bottleneck is a {rest} link"
         elif prefix == "engine_cap_gb_per_s":
             reason = "ce not measured over routes of different capacity"
+        elif prefix == "host_memcpy_gb_per_s":
+            reason = (f"no uncontended {rest}-pageable entry below the pinned rate" if rest
+                      else "the direction keys (host_memcpy_gb_per_s.h2d / .d2h) are fitted instead")
         elif key in _LATENCY_BASES.values():
             reason = "no remote-read / flag-pingpong latency entries"
         else:
