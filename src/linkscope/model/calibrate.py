@@ -163,6 +163,8 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             continue
         moved = m.moved_bytes or m.size_bytes
         t = moved / (m.median_gb_per_s * _GB)
+        if _cached_h2d(g.method, moved, base):  # its own class: the host copy reads the source from cache
+            route += _CACHED
         c = classes.setdefault((g.method, route), _Class(g.method, route, raw, transit, kind, hops_us, vendor))
         c.sizes.append(float(moved))
         c.times.append(t)
@@ -178,10 +180,13 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     rates: dict[str, list[tuple[_Class, float]]] = {}
     for (method, route), c in sorted(classes.items()):
         sizes, times = np.array(c.sizes), np.array(c.times)
-        lat_s, rate_bps, rms = _fit_line(sizes, times)
+        if sizes.min() >= _LATENCY_FIT_MAX_BYTES:  # latency is noise here: the rate is the median of the sizes' rates
+            lat_s, rate_bps, rms = None, float(np.median(sizes / times)), 0.0
+        else:
+            lat_s, rate_bps, rms = _fit_line(sizes, times)
         note = ""
         if lat_s is None:
-            note = "one size only: rate from it, latency not fitted"
+            note = ("one size only" if np.unique(sizes).size < 2 else "large sizes only") + ": rate from them, latency not fitted"
         lat_us = None if lat_s is None else lat_s * 1e6
         rate = rate_bps / _GB
         if lat_s is None:  # no latency fit: take the model's latency out of the single size's rate
@@ -234,11 +239,19 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             continue
         direction = host_direction(method)
         dma = _pinned_rate(model, method)
-        below = [r for _, r in rates[method] if r < 0.95 * dma]
+        below = [r for c, r in rates[method] if r < 0.95 * dma and not c.route.endswith(_CACHED)]
+        cached = [r for c, r in rates[method] if r < 0.95 * dma and c.route.endswith(_CACHED)]
+        key = f"host_memcpy_gb_per_s.{direction}"
         if below:
-            fitted[f"host_memcpy_gb_per_s.{direction}"] = statistics.median(below)
+            fitted[key] = statistics.median(below)
+        elif cached:
+            fitted[key] = statistics.median(cached) / base["host_copy_cache_speedup"]
+            notes.append(f"{method}: every size fits in the host cache ({base['host_cache_bytes'] / 2**20:g} MiB): "
+                         f"{key} is that rate over the host_copy_cache_speedup default")
         else:
             notes.append(f"{method}: at the pinned DMA rate; the host copy rate is not below it and is not fitted")
+        if below and cached:
+            fitted["host_copy_cache_speedup"] = statistics.median(cached) / fitted[key]
     if not any(k.startswith("host_memcpy_gb_per_s.") for k in fitted) and STAGED.key in rates:
         fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates[STAGED.key])
         notes.append(f"host_memcpy_gb_per_s from {STAGED.key!r} assuming its two hops are memcpy-bound")
@@ -288,6 +301,14 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
 
 
 _LATENCY_BASES = {"remote-read": "remote_read_base_us", "flag-pingpong": "flag_base_us"}
+_CACHED = ":cached"  # route-class suffix: host-to-device pageable copies whose source fits in the host cache
+_LATENCY_FIT_MAX_BYTES = 64 * 2**20  # a class measured only above this says nothing about a per-copy overhead
+
+
+def _cached_h2d(method: str, size_bytes: int, params: ModelParams) -> bool:
+    """A pageable host-to-device copy small enough that its source stays in the host cache (host_copies, fact 5)."""
+    m = get_method(method)
+    return m.pageable and host_direction(m) == H2D.key and size_bytes <= params["host_cache_bytes"]
 
 
 def _pinned_rate(model: FabricModel, method: str) -> float:

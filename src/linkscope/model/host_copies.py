@@ -36,13 +36,22 @@ Facts (each with its source):
    model runs them one after another in the group's order (``serialised``): each at its rate alone, the
    group's total time the sum of theirs.
 
+5. **A source that stays in the host's caches is copied faster.** The forum sweep of fact 2 runs at
+   10.9-11.4 GB/s from 8 to 32 MB and at 8.3-8.7 GB/s from 64 MB up, and the 2 x H100 survey of
+   2026-11-25 measured h2d-pageable 11.5 GB/s at 16 MiB against 6.4-8.0 GB/s at 256-512 MiB
+   (docs/runs/survey-h100x2-2026-11-25.json): a buffer copied again and again while it fits in the last-
+   level cache is read from there. The model takes ``host_copy_cache_speedup`` (1.37, the forum's
+   plateaus) for host-to-device staging copies of at most ``host_cache_bytes`` (32 MiB, the forum's
+   knee); the device-to-host copy writes the user's buffer and showed no such step on the H100 host
+   (9.8 GB/s at 16 MiB and 9.9 at 256 MiB). ``model calibrate`` fits both from a sweep.
+
 Not modelled: page-locking on the fly (``cudaHostRegister`` runs at about 1-2 GB/s, openvm-org/
 stark-backend#384; no linkscope method pins per copy), demand paging of a buffer not yet touched (the
 engine touches its buffers before timing), and several host threads issuing pageable copies at once.
 """
 from __future__ import annotations
 
-from ..patterns.methods import get_method
+from ..patterns.methods import H2D, get_method
 
 SERIAL_NOTE = "pageable copies are synchronous with the host: the group's transfers ran one after another"
 """The note a record carries for a group of such copies (the CUDA engine and the simulated one)."""
@@ -54,10 +63,19 @@ def serialised(method: str) -> bool:
     return get_method(method).pageable
 
 
+def host_copy_rate_gb_per_s(params, direction: str, size_bytes: int) -> float:
+    """One host thread's staging copy rate for a pageable copy of ``size_bytes`` (fact 3; fact 5 for a
+    host-to-device copy whose source fits in the host's caches). ``params``: a ``ModelParams``."""
+    rate = params.host_memcpy_gb_per_s(direction)
+    if direction == H2D.key and size_bytes <= params["host_cache_bytes"]:
+        rate *= params["host_copy_cache_speedup"]
+    return rate
+
+
 def staging_rate_gb_per_s(dma_gb_per_s: float, memcpy_gb_per_s: float) -> float:
     """Rate of a copy staged through pinned bounce buffers: the host copy overlaps the DMA of the
     previous chunk, so the slower of the two sets it (fact 2)."""
     return min(dma_gb_per_s, memcpy_gb_per_s)
 
 
-__all__ = ["SERIAL_NOTE", "serialised", "staging_rate_gb_per_s"]
+__all__ = ["SERIAL_NOTE", "host_copy_rate_gb_per_s", "serialised", "staging_rate_gb_per_s"]

@@ -39,6 +39,9 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   copy is staged through pinned bounce buffers by the calling thread while the copy engine moves the
   previous chunk, so it runs at the smaller of this rate and the pinned DMA rate (``host_copies``).
   The plain ``host_memcpy_gb_per_s`` (older files) stands for both directions where set.
+* ``host_cache_bytes``, ``host_copy_cache_speedup``: a pageable source of at most ``host_cache_bytes``
+  stays in the host's caches between copies, and the host-to-device staging copy then reads it
+  ``host_copy_cache_speedup`` times faster than from DRAM (``host_copies``, fact 5).
 * ``device_memory_bw_gb_per_s``: GPU memory bandwidth for ``local`` copies (read + write share it).
 * ``p2p_transit_efficiency.<kind>`` (pcie_switch, host_bridge, cpu, upi): per-transfer factor for
   a GPU peer copy over PCIe for each device of that kind it passes through (and each socket link it
@@ -112,6 +115,8 @@ _PAGEABLE_D2H_GB_PER_S = 10.83
 _PAGEABLE_SRC = ("nvidia-h200 (1 x H200, PCIe Gen5 x16), 2026-11-23, docs/benchmarks.md 'One GPU' (engine 256 MiB and "
                  "survey 512 MiB runs, mean); the copy into/out of the staging buffer bounds it (pinned: 55.4 GB/s)")
 _PAGEABLE_H2D = f"measured, h2d-pageable 7.05 and 8.54 GB/s: {_PAGEABLE_SRC}"
+_CACHE_SRC = ("NVIDIA developer forum t/56270 ('How to understand CPU memory transfer data to GPU memory speed "
+              "problem'): a pageable H2D sweep runs at 10.9-11.4 GB/s from 8 to 32 MB and 8.3-8.7 GB/s from 64 MB up")
 _PAGEABLE_D2H = f"measured, d2h-pageable 10.93 and 10.73 GB/s: {_PAGEABLE_SRC}"
 
 # key -> (value, provenance, source)
@@ -150,6 +155,9 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                              "the direction keys below are the defaults"),
     "host_memcpy_gb_per_s.h2d": (_PAGEABLE_H2D_GB_PER_S, "measured", _PAGEABLE_H2D),
     "host_memcpy_gb_per_s.d2h": (_PAGEABLE_D2H_GB_PER_S, "measured", _PAGEABLE_D2H),
+    "host_cache_bytes": (32 * 2**20, "measured", f"fitted to the knee of one sweep: 32 MB still fast, 64 MB slow: {_CACHE_SRC}; "
+                         "2 x H100 host 2026-11-25: 16 MiB fast, 256 MiB slow (docs/runs/survey-h100x2-2026-11-25.json)"),
+    "host_copy_cache_speedup": (1.37, "measured", f"fitted: 11.4 / 8.33 GB/s, the fast and slow plateaus of {_CACHE_SRC}"),
     "device_memory_bw_gb_per_s": (3000.0, "default", _ASSUME),
     "p2p_transit_efficiency.pcie_switch": (0.97, "default", _ASSUME),
     "p2p_transit_efficiency.host_bridge": (0.80, "default", _ASSUME),

@@ -48,7 +48,7 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, FabricGraph
-from .host_copies import serialised, staging_rate_gb_per_s
+from .host_copies import host_copy_rate_gb_per_s, serialised, staging_rate_gb_per_s
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
@@ -296,7 +296,7 @@ class FabricModel:
             weight = 1.0
             if get_method(eff_method).pageable:
                 direction = H2D.key if src == HOST else D2H.key
-                cap = staging_rate_gb_per_s(min(cap, self._eff_min(edges)), p.host_memcpy_gb_per_s(direction))
+                cap = staging_rate_gb_per_s(min(cap, self._eff_min(edges)), host_copy_rate_gb_per_s(p, direction, size_bytes))
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
             wts = np.append(np.ones(edges.size), weight)
@@ -347,7 +347,7 @@ class FabricModel:
             for k, (leg, direction) in enumerate(((leg1, D2H.key), (leg2, H2D.key))):
                 raw = self._raw(leg)
                 dma = min(p.method_efficiency(method) * raw, engine, self._eff_min(leg))
-                cap = staging_rate_gb_per_s(dma, p.host_memcpy_gb_per_s(direction))
+                cap = staging_rate_gb_per_s(dma, host_copy_rate_gb_per_s(p, direction, size_bytes))
                 out.append(_Stage(np.append(leg, mem), np.append(np.ones(leg.size), 2.0), cap,
                                   (overhead_s if k == 0 else 0.0) + self._lat(leg), size_bytes, raw))
             return out

@@ -1,0 +1,49 @@
+"""The model against the 2 x H100 (NV18) survey of 2026-11-25 (nvidia-h100-x2, driver 580.159.04, CuPy 14.2.0,
+`python3 -m linkscope survey -o survey.json --no-report` at main 240c13a; copied from /work/device-data/linkscope/
+into docs/runs/survey-h100x2-2026-11-25.json), pageable host copies included, and against a second record of the
+same machine and day (`linkscope bench --method ce,sm-push,sm-pull --gpus 0,1 --sizes 1MiB,4MiB,16MiB,64MiB`,
+docs/runs/bench-sizes-h100x2-2026-11-25.json). Numbers and their reading: docs/benchmarks.md."""
+from pathlib import Path
+
+from linkscope.model.calibrate import calibrate
+from linkscope.model.check import check
+from linkscope.results import io
+
+RUNS = Path(__file__).parents[2] / "docs" / "runs"
+SURVEY = RUNS / "survey-h100x2-2026-11-25.json"
+BENCH = RUNS / "bench-sizes-h100x2-2026-11-25.json"
+
+
+def _worst(report, methods):
+    return max(abs(e.rel_error) for e in report.entries if e.rel_error is not None and e.method in methods)
+
+
+def test_calibrated_on_the_h100_survey_the_model_predicts_it_pageable_rows_included():
+    record = io.load(SURVEY)
+    result = calibrate(record)
+    report = result.check
+    assert report.n_compared >= 60 and report.median_abs_rel_error < 0.05
+    # pinned and pageable host-to-device within 15% (the cached-source step at 16 MiB included)
+    assert _worst(report, {"h2d", "d2h", "h2d-pageable"}) < 0.15
+    assert 1.2 < result.fitted["host_copy_cache_speedup"] < 1.8
+    # every peer row and the concurrent patterns within 25% (both host directions at once: +24.6%)
+    assert _worst(report, {"ce", "sm-push", "local"}) < 0.25
+    # known gap, not hidden: pageable d2h at 64 KiB-1 MiB runs slower per byte than at 16 MiB+ (no cited
+    # mechanism), and the same 512 MiB copy measured 13.95 in the host step and 9.84 GB/s in the sweep
+    assert 0.25 < _worst(report, {"d2h-pageable"}) < 0.40
+
+
+def test_the_survey_calibration_predicts_another_record_of_the_same_machine():
+    result = calibrate(io.load(SURVEY))
+    report = check(io.load(BENCH), None, dict(result.topology.model_params))
+    assert _worst(report, {"ce"}) < 0.05  # CE at 1-64 MiB, sizes the survey fitted through
+    assert report.median_abs_rel_error < 0.05
+
+
+def test_the_default_host_copy_rates_come_within_about_20_percent_of_the_h100_host_uncalibrated():
+    report = check(io.load(SURVEY))
+    large = [e for e in report.entries if e.rel_error is not None and "pageable" in e.method and e.size_bytes >= 256 << 20]
+    assert len(large) == 8
+    h2d = [abs(e.rel_error) for e in large if e.method.startswith("h2d")]
+    d2h = [abs(e.rel_error) for e in large if e.method.startswith("d2h")]
+    assert max(h2d) < 0.25 and max(d2h) < 0.25  # now +21.7% / -22.4% at worst; before (20 GB/s): +212% / +103%
