@@ -35,7 +35,6 @@ Facts (each with its source):
    group's pageable copies from one thread, one after another, and says so in the record's notes. The
    model runs them one after another in the group's order (``serialised``): each at its rate alone, the
    group's total time the sum of theirs.
-
 5. **A source that stays in the host's caches is copied faster.** The forum sweep of fact 2 runs at
    10.9-11.4 GB/s from 8 to 32 MB and at 8.3-8.7 GB/s from 64 MB up, and the 2 x H100 survey of
    2026-11-25 measured h2d-pageable 11.5 GB/s at 16 MiB against 6.4-8.0 GB/s at 256-512 MiB
@@ -52,6 +51,7 @@ engine touches its buffers before timing), and several host threads issuing page
 from __future__ import annotations
 
 from ..patterns.methods import H2D, get_method
+from .params import ModelParams
 
 SERIAL_NOTE = "pageable copies are synchronous with the host: the group's transfers ran one after another"
 """The note a record carries for a group of such copies (the CUDA engine and the simulated one)."""
@@ -63,9 +63,9 @@ def serialised(method: str) -> bool:
     return get_method(method).pageable
 
 
-def host_copy_rate_gb_per_s(params, direction: str, size_bytes: int) -> float:
+def host_copy_rate_gb_per_s(params: ModelParams, direction: str, size_bytes: int) -> float:
     """One host thread's staging copy rate for a pageable copy of ``size_bytes`` (fact 3; fact 5 for a
-    host-to-device copy whose source fits in the host's caches). ``params``: a ``ModelParams``."""
+    host-to-device copy whose source fits in the host's caches)."""
     rate = params.host_memcpy_gb_per_s(direction)
     if direction == H2D.key and size_bytes <= params["host_cache_bytes"]:
         rate *= params["host_copy_cache_speedup"]
