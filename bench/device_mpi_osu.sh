@@ -60,7 +60,15 @@ source "$CUDA_MPI_PREFIX/env.sh"
 say "# MPI: $(ompi_info --parsable --all | grep -E 'mpi_built_with_cuda_support:value|^ompi:version:full' | tr '\n' ' ')"
 step which_libmpi 60 mpirun -n 1 "$py" -c "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0]); print([l.split()[-1] for l in open('/proc/self/maps') if 'libmpi.so' in l][0])"
 osu=$CUDA_MPI_PREFIX/osu
-run2() { mpirun -n 2 --bind-to none "$@"; }  # both tools launched alike
+# both tools launched alike; OSU 5.3 picks its GPU from LOCAL_RANK (GPU_PER_RANK=1: rank i on GPU i, else both on GPU 0)
+if [ "${GPU_PER_RANK:-0}" = 1 ]; then
+  run2() {  # leading --mca NAME VALUE triples stay mpirun's
+    local pre=(); while [ "${1:-}" = "--mca" ]; do pre+=("$1" "$2" "$3"); shift 3; done
+    mpirun -n 2 --bind-to none "${pre[@]}" bash -c 'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"' run2 "$@"
+  }
+else
+  run2() { mpirun -n 2 --bind-to none "$@"; }
+fi
 ls_mpi() { run2 "$py" -m linkscope bench mpi "$@"; }
 export -f run2 ls_mpi; export py
 ipc=(--mca btl_smcuda_cuda_ipc_verbose 10)

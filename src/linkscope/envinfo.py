@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import __version__
+from . import __version__, platforms
 
 
 def _version_of(module: str) -> str:
@@ -28,7 +28,7 @@ def _guard(name: str, probe: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return {"name": name, **result}
 
 
-def _cupy() -> dict[str, Any]:
+def cupy_row() -> dict[str, Any]:
     from .engines.gpu.runtime import cupy_module  # the one CuPy import
 
     try:
@@ -43,7 +43,7 @@ def _cupy() -> dict[str, Any]:
     return {"ok": True, "version": f"CuPy {cupy.__version__}, CUDA runtime {runtime.runtimeGetVersion()}, {count} GPU(s)"}
 
 
-def _nccl() -> dict[str, Any]:
+def nccl_row() -> dict[str, Any]:
     from .engines.gpu.runtime import cupy_module
 
     try:
@@ -66,7 +66,7 @@ def _mpi() -> dict[str, Any]:
     return {"ok": True, "version": f"mpi4py {mpi4py.__version__}; {library}"}
 
 
-def _rocm() -> dict[str, Any]:
+def rocm_smi_row() -> dict[str, Any]:
     for tool in ("amd-smi", "rocm-smi"):
         path = shutil.which(tool)
         if path:
@@ -74,10 +74,22 @@ def _rocm() -> dict[str, Any]:
     return {"ok": False, "reason": "neither amd-smi nor rocm-smi is on PATH (no ROCm installation)"}
 
 
-def _rocm_engine() -> dict[str, Any]:
+def rocm_install_row() -> dict[str, Any]:
+    """What this node lacks for the ROCm engine and the commands that add it (ROCm 6 vs 7)."""
+    from .engines.rocm.install import install_report
+
+    report = install_report()
+    if not report["ok"] and report.get("install"):
+        report = {**report, "reason": f"{report['reason']}; to install: {report['install']}"}
+    return report
+
+
+def rocm_engine_row() -> dict[str, Any]:
     from .engines.rocm import probe
 
-    note = "not yet run on AMD hardware: tested on CPU with the fake runtime (docs/amd.md)"
+    note = ("not yet run on AMD hardware: tested on CPU with the fake runtime and upstream-shaped amdsmi; "
+            "unverified on a GPU: the wall-clock attribute through CuPy, hipExtMallocWithFlags through ctypes, "
+            "NUMA placement with hipHostMallocNumaUser, the 1 MiB SDMA threshold of your ROCm (docs/amd.md)")
     why = probe()
     return {"ok": why is None, "reason": f"{why}; {note}" if why else note, "version": "cupy-rocm (HIP)" if why is None else None}
 
@@ -107,7 +119,10 @@ def collect() -> dict[str, Any]:
     except ImportError as exc:
         backends.append({"name": "discovery", "ok": False, "reason": f"discovery backends not importable: {exc}"})
     names = {b["name"] for b in backends}
-    for name, probe in (("cuda (CuPy)", _cupy), ("nccl", _nccl), ("mpi", _mpi), ("rocm", _rocm), ("rocm engine", _rocm_engine)):
+    rows = [(name, ref) for p in platforms.PLATFORMS for name, ref in p.env_rows]  # each vendor's rows, from the table
+    for name, ref in rows:
         if name not in names:
-            backends.append(_guard(name, probe))
+            backends.append(_guard(name, platforms.load(ref)))
+    if "mpi" not in names:
+        backends.append(_guard("mpi", _mpi))
     return {"versions": versions, "backends": backends}

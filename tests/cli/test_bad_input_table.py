@@ -60,6 +60,14 @@ def _file(name: str, text: str = "keep me\n") -> Callable[[Path], None]:
     return lambda tmp: (tmp / name).write_text(text)
 
 
+def _recording(name: str, files: dict[str, str]) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / name).mkdir()
+        for file, text in files.items():
+            (tmp / name / file).write_text(text)
+    return make
+
+
 def _huge_npy(tmp: Path) -> None:
     """A 60,000-rank .npy (sparse on disk): refused from its header, before 27 GiB are read."""
     array = np.lib.format.open_memmap(tmp / "huge.npy", mode="w+", dtype=np.uint8, shape=(60000, 60000))
@@ -105,6 +113,10 @@ CASES: list[Case] = [
     Case("topo-dangling-link", "topo --from {fx}/topo-dangling.json", "does not exist"),
     Case("topo-duplicate-device", "topo --from {fx}/topo-dup.json", "appears twice"),
     Case("topo-schema-99", "topo --from {fx}/topo-v99.json", "newer"),
+    Case("topo-amd-smi-json-unknown-layout", "topo --from {tmp}/rec", "unrecognised layout",
+         setup=_recording("rec", {"amd-smi-topology.json": '[{"gpu": 0, "peers": []}]'})),
+    Case("topo-amd-smi-json-no-gpu", "topo --from {tmp}/rec", "names no GPU",
+         setup=_recording("rec", {"amd-smi-topology.json": "[]"})),
     Case("topo-missing-links", "topo --from {fx}/topo-nolinks.json", "missing field 'links'"),
     Case("topo-synthetic-bad", "topo --synthetic banana", ""),
     Case("topo-synthetic-zero", "topo --synthetic nvswitch:0", ""),

@@ -45,5 +45,8 @@ def test_expect_nvlink():
     r = expect_nvlink([nv, decide(2, 0, 2_000_000_000)])
     assert not r.passed and "GPU 2 went over PCIe" in r.reason
     r = expect_nvlink([decide(0, None, None)])
-    assert not r.passed and "cannot confirm" in r.reason
+    assert r.passed is False and "cannot confirm" in r.reason
+    # amdsmi placeholders (MI200): neither passed nor failed (issue 21 item 3)
+    amd = decide(0, None, None, nvlink_reason="amdsmi placeholders for every xGMI counter")
+    assert amd.placeholder and expect_nvlink([amd]).passed is None and "undecided" in expect_nvlink([amd]).reason
     assert expect_nvlink([decide(0, 1_000_000_000, 1_000_000_000)]).passed  # mixed passes

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from linkscope.discovery import amdsmi, auto, rocm
 from linkscope.errors import BackendUnavailable
 from linkscope.topology import query
@@ -12,15 +14,54 @@ def _xgmi(topo):
     return {(int(l.a[3:]), int(l.b[3:])): l for l in topo.links if l.kind is LinkKind.XGMI}
 
 
-def test_amdsmi_link_metrics_give_counts_and_os_rate() -> None:
-    topo = amdsmi.discover(module=FakeAmdSmi())
+@pytest.mark.parametrize("layout", ["6", "7"])
+@pytest.mark.parametrize("gpu", ["mi250x", "mi300x"])
+def test_upstream_link_metrics_placeholders_fall_back_to_bandwidth(layout: str, gpu: str) -> None:
+    """Upstream fills all 8 link-metric slots, types each XGMI and leaves the peer unset: the
+    links still come out, counted from max/min bandwidth, and the topology says so (the old code
+    counted 0 links per pair and dropped every one, silently)."""
+    fake = FakeAmdSmi(layout=layout, gpu=gpu)
+    topo = amdsmi.discover(module=fake)
     links = _xgmi(topo)
-    assert {tuple(sorted(k)): l.count for k, l in links.items()} == MI250X_LINKS
-    assert all(l.provenance is Provenance.OS and l.link_gb_per_s == 50.0 for l in links.values())
+    assert {tuple(sorted(k)): l.count for k, l in links.items()} == fake.graph
+    rate = fake.link_mbps / 1000
+    assert all(l.provenance is Provenance.OS and l.link_gb_per_s == rate for l in links.values())
+    assert all("link count from amdsmi max/min bandwidth" in l.source for l in links.values())
+    assert any("placeholder" in n and "max/min bandwidth" in n for n in topo.notes)
+
+
+def test_resolved_peer_addresses_count_links_directly() -> None:
+    """7.x with the xgmi port map: the slots name their peers, and the count comes from them."""
+    fake = FakeAmdSmi(layout="7", resolve_peers=True)
+    fake.amdsmi_get_minmax_bandwidth_between_processors = lambda a, b: {"min_bandwidth": 50000, "max_bandwidth": 50000}
+    links = _xgmi(amdsmi.discover(module=fake))
+    assert {tuple(sorted(k)): l.count for k, l in links.items()} == MI250X_LINKS  # not max/min (which says 1)
+    assert all("amdsmi_get_link_metrics peer addresses" in l.source for l in links.values())
+
+
+def test_mi250x_facts_and_levels() -> None:
+    topo = amdsmi.discover(module=FakeAmdSmi())
     assert topo.gpu(0).name == "AMD Instinct MI250X" and topo.gpu(4).numa_node == 0
     assert topo.gpu(2).pci_bus_id == "0000:c9:00.0" and topo.gpu(0).hip_ordinal == 0
     assert str(query.pair_level(topo, 0, 1)) == "XGMI4" and str(query.pair_level(topo, 0, 7)).startswith("XGMI-")
     assert not any("hops is 1" in n for n in topo.notes)
+
+
+def test_numa_4294967295_is_unknown() -> None:
+    """amdsmi_topo_get_numa_node_number is a c_uint32: the kernel's -1 arrives as 2**32-1."""
+    topo = amdsmi.discover(module=FakeAmdSmi(numa_unknown=True))
+    assert all(g.numa_node is None for g in topo.gpus)
+    assert any("4294967295" in n for n in topo.notes)
+
+
+@pytest.mark.parametrize("layout", ["6", "7"])
+def test_enum_layouts_6_and_7(layout: str) -> None:
+    fake = FakeAmdSmi(layout=layout)
+    io_xgmi, slot_xgmi = amdsmi.xgmi_type_values(fake)
+    assert (io_xgmi, slot_xgmi) == ((2, 1) if layout == "6" else (2, 2))
+    pcie = 1  # PCIe pair: AmdSmiIoLinkType.PCIEXPRESS (6.x) and AMDSMI_LINK_TYPE_PCIE (7.x) are both 1
+    fake.amdsmi_topo_get_link_type = lambda a, b: {"hops": 2, "type": pcie}
+    assert not _xgmi(amdsmi.discover(module=fake))
 
 
 def test_older_amdsmi_without_link_metrics_uses_max_over_min() -> None:

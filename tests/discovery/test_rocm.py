@@ -143,3 +143,60 @@ def test_recorded_mi250x_agrees_with_the_preset() -> None:
     recorded = rocm.facts_to_topology(rocm.parse_outputs(_outputs("rocm-smi-showtopo.txt", "amd-smi-topology.json")))
     assert xgmi(recorded) == xgmi(preset)
     assert [g.numa_node for g in recorded.gpus] == [g.numa_node for g in preset.gpus]
+
+
+# ---- amd-smi topology --json of ROCm >= 6.1.2 (per-GPU "links" lists) ------------------------------
+
+def amdsmi_cli_topology_json(fake) -> str:
+    """What ``amd-smi topology --json`` prints from ROCm 6.1.2 on, built the way amdsmi_cli builds it
+    (ROCm/amdsmi rocm-6.2 ``amdsmi_cli/amdsmi_commands.py:3070-3210``: per source GPU ``gpu``,
+    ``bdf`` and a ``links`` list over every GPU, itself included as SELF with weight 0, hops 0 and
+    bandwidth "N/A"), over the fake amdsmi library."""
+    import json
+
+    handles = fake.amdsmi_get_processor_handles()
+    out = []
+    for i, src in enumerate(handles):
+        links = []
+        for j, dst in enumerate(handles):
+            same = i == j
+            bw = fake.amdsmi_get_minmax_bandwidth_between_processors(src, dst) if not same else None
+            links.append({"gpu": j, "bdf": fake.amdsmi_get_gpu_device_bdf(dst),
+                          "weight": 0 if same else fake.amdsmi_topo_get_link_weight(src, dst),
+                          "link_status": "ENABLED", "link_type": "SELF" if same else "XGMI",
+                          "num_hops": 0 if same else fake.amdsmi_topo_get_link_type(src, dst)["hops"],
+                          "bandwidth": "N/A" if same else f"{bw['min_bandwidth']}-{bw['max_bandwidth']}",
+                          "coherent": "SELF" if same else "C", "atomics": "SELF" if same else "64,32",
+                          "dma": "SELF" if same else "T", "bi_dir": "SELF" if same else "T"})
+        out.append({"gpu": i, "bdf": fake.amdsmi_get_gpu_device_bdf(src), "links": links})
+    return json.dumps(out, indent=4)
+
+
+@pytest.mark.parametrize("gpu", ["mi250x", "mi300x"])
+def test_amd_smi_topology_json_links_layout(gpu: str) -> None:
+    """ROCm >= 6.1.2 prints a per-GPU ``links`` list; the old parser found 0 GPUs in it, silently."""
+    from tests.discovery.fake_amdsmi import FakeAmdSmi
+
+    fake = FakeAmdSmi(gpu=gpu)
+    facts = rocm.parse_outputs({"amd-smi-topology.json": amdsmi_cli_topology_json(fake)})
+    topo = rocm.facts_to_topology(facts)
+    assert topo.gpu_count == 8 and topo.gpu(2).pci_bus_id == fake.bus[2]
+    links = {(int(l.a[3:]), int(l.b[3:])): l.count for l in topo.links if l.kind is LinkKind.XGMI}
+    assert links == fake.graph
+
+
+def test_amd_smi_topology_json_unknown_layout_is_one_clear_line() -> None:
+    with pytest.raises(UserError, match=r"unrecognised layout for GPU 0 \(keys: gpu, peers\)"):
+        rocm.parse_outputs({"amd-smi-topology.json": '[{"gpu": 0, "peers": []}]'})
+    with pytest.raises(UserError, match="names no GPU"):
+        rocm.parse_outputs({"amd-smi-topology.json": "[]"})
+
+
+def test_recorded_pcie_only_rocm_smi_from_rocm_smi_lib_108() -> None:
+    """A real rocm-smi --showtopo (4 GPUs on PCIe, ROCm/rocm_smi_lib#108): 4 GPUs, no xGMI link."""
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "smi" / "rocm-smi-showtopo-4gpu-pcie.txt").read_text()
+    parsed = rocm.parse_showtopo(text)
+    assert parsed["weight"][(0, 1)] == 52 and parsed["hops"][(2, 3)] == 3
+    assert set(parsed["link_type"].values()) == {"PCIE"}
+    topo = rocm.facts_to_topology(rocm.parse_outputs({"rocm-smi-showtopo.txt": text}))
+    assert topo.gpu_count == 4 and not [l for l in topo.links if l.kind is LinkKind.XGMI]

@@ -54,7 +54,7 @@ def _render(result, console) -> None:
     for note in result.notes:
         console.print(f"linkscope/watch: {note}", markup=False)
     if result.expect is not None:
-        status = "passed" if result.expect.passed else "FAILED"
+        status = {True: "passed", False: "FAILED", None: "undecided"}[result.expect.passed]
         console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)
 
 
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         Example: linkscope watch --expect nvlink --json watch.json -- python bench/copy_once.py 0 1 1GiB
         """
         from ..atomic import write_json_atomic, write_text_atomic
-        from ..counters.amdsmi import open_counter_source
+        from ..counters.sources import open_counter_source
         from ..counters.watch import WatchOptions, resolve_command, run_watch, timeline_csv, to_dict
         from ..errors import UserError
         from ..units import parse_duration_s

@@ -231,6 +231,13 @@ def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
     return wrong
 
 
+#: Back-to-back launches of the captured graph per timed run, at least (nccl-tests' -G 10): with one
+#: launch of a 20-op graph, the skew between the GPUs' graph launches (issued one after another from
+#: one thread) was spread over 20 operations only: allreduce 8 B read 8.5 us on 2 x H100 where
+#: nccl-tests -G 10 read 6.4 (2026-11-25).
+MIN_GRAPH_LAUNCHES = 10
+
+
 def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int) -> float:
     """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers)."""
     backend.sync(peers)
@@ -312,7 +319,10 @@ def run_nccl(
                 times = []
                 for _ in range(runs):
                     job.comm.Barrier()
-                    t = time_op(backend, peers, launch, max(1, iters // per_launch)) / per_launch
+                    launches = max(1, iters // per_launch)
+                    if graph_used:  # nccl-tests -G 10 -n 20 times 10 launches of a 20-op graph
+                        launches = max(launches, MIN_GRAPH_LAUNCHES)
+                    t = time_op(backend, peers, launch, launches) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
                 checked = verify and not (in_place and op in UNCHECKED_IN_PLACE)

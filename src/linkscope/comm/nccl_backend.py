@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .. import platforms
 from ..errors import UserError
 
 
@@ -100,7 +101,9 @@ class CupyNccl:
     def version(self) -> str:
         v = int(self.nccl.get_version())
         text = f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
-        return f"RCCL {text}" if getattr(self.cp.cuda.runtime, "is_hip", False) else text
+        runtime = "rocm" if getattr(self.cp.cuda.runtime, "is_hip", False) else "cuda"
+        library = platforms.by_key(platforms.vendor_of_runtime()[runtime]).collective_library
+        return text if library == platforms.NVIDIA.collective_library else f"{library} {text}"
 
     def device_count(self) -> int:
         return int(self.cp.cuda.runtime.getDeviceCount())
@@ -455,7 +458,7 @@ def _match_sends(calls: Sequence[_Call], *, deliver: bool) -> list[tuple[int, in
     return flows
 
 
-BACKEND_CHOICES = ("auto", "cuda", "rocm", "sim")
+BACKEND_CHOICES = platforms.engine_names()  # auto, cuda, rocm, sim: the platform table's engines
 
 
 def collective_backend(name: str, topology: Callable[[], Any], *,

@@ -6,20 +6,23 @@ received for each link in KB", ``write`` = "total data transferred for each link
 cumulative uint64): TX = ``write``, RX = ``read``, diffed between samples like NVML's NVLink KiB
 counters (KB taken as 1024 bytes, as NVML's KiB). Where ``amdsmi_get_link_metrics`` is missing
 (older amdsmi), ``amdsmi_get_gpu_metrics_info``'s ``xgmi_write_data_acc`` / ``xgmi_read_data_acc``
-per-link accumulators (KB) are read instead; "N/A" entries are links without a counter. PCIe byte
-counters are not read on AMD (reported as unsupported, never as zero).
+per-link accumulators (KB) are read instead. Placeholders (all ones, "N/A": ``discovery/amdsmi_values``)
+are "no counter", never a value: MI200 (gpu metrics v1.3) has no xGMI accumulators at all, so every
+slot is 2**64-1 and watch reports the GPU's xGMI counters unsupported (its verdict neither passes
+nor fails ``--expect``). PCIe byte counters are not read on AMD (unsupported, never zero).
 
 The link index is the position in amdsmi's link list; a link counts as active when its type is
 xGMI (link metrics) or its accumulator is reported (gpu metrics). Only this module and
 ``discovery/amdsmi.py`` import ``amdsmi``. No AMD GPU was available: tested with a fake module that
-follows the documented API, never on hardware.
+returns what upstream returns on MI200 and MI300 (tests/discovery/fake_amdsmi.py), never on hardware.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ..discovery.amdsmi import LINK_TYPE_XGMI, import_amdsmi
+from ..discovery.amdsmi import import_amdsmi, xgmi_type_values
+from ..discovery.amdsmi_values import PLACEHOLDER_REASON, reading
 from ..errors import BackendUnavailable
 from .nvml import (
     FI_NVLINK_DATA_RX_KIB,
@@ -43,9 +46,7 @@ class AmdsmiSource:
     def __init__(self, amdsmi: Any) -> None:
         self._amd = amdsmi
         self._handles = list(amdsmi.amdsmi_get_processor_handles())
-        holder = getattr(amdsmi, "AmdSmiLinkType", None)
-        member = getattr(holder, "AMDSMI_LINK_TYPE_XGMI", None) if holder is not None else None
-        self._xgmi = int(member) if member is not None else LINK_TYPE_XGMI
+        self._xgmi = xgmi_type_values(amdsmi)[1]  # 6.x: 1, 7.x: 2
         self.counter_source = SOURCE_LINK_METRICS if getattr(amdsmi, "amdsmi_get_link_metrics", None) \
             else SOURCE_GPU_METRICS
 
@@ -77,17 +78,22 @@ class AmdsmiSource:
                 metrics = amd.amdsmi_get_link_metrics(h)
             except Exception as exc:
                 raise CounterUnsupported(f"amdsmi_get_link_metrics: {exc}") from None
-            links = metrics.get("links", [])[: metrics.get("num_links", len(metrics.get("links", [])))]
-            return [(_kb(l.get("write")), _kb(l.get("read"))) if int(l.get("link_type", -1)) == self._xgmi
-                    else (None, None) for l in links]
-        try:
-            info = amd.amdsmi_get_gpu_metrics_info(h)
-        except Exception as exc:
-            raise CounterUnsupported(f"amdsmi_get_gpu_metrics_info: {exc}") from None
-        writes, reads = info.get("xgmi_write_data_acc"), info.get("xgmi_read_data_acc")
-        if not isinstance(writes, list) or not isinstance(reads, list):
-            raise CounterUnsupported("amdsmi gpu metrics have no xgmi_*_data_acc counters on this GPU")
-        return [(_kb(w), _kb(r)) for w, r in zip(writes, reads)]
+            links = metrics.get("links", [])[: reading(metrics.get("num_links"), 32) or len(metrics.get("links", []))]
+            per_link = [(reading(l.get("write"), 64), reading(l.get("read"), 64))
+                        if reading(l.get("link_type"), 32) == self._xgmi else (None, None) for l in links]
+        else:
+            try:
+                info = amd.amdsmi_get_gpu_metrics_info(h)
+            except Exception as exc:
+                raise CounterUnsupported(f"amdsmi_get_gpu_metrics_info: {exc}") from None
+            writes, reads = info.get("xgmi_write_data_acc"), info.get("xgmi_read_data_acc")
+            if not isinstance(writes, list) or not isinstance(reads, list):
+                raise CounterUnsupported("amdsmi gpu metrics have no xgmi_*_data_acc counters on this GPU")
+            per_link = [(reading(w, 64), reading(r, 64)) for w, r in zip(writes, reads)]
+        if per_link and all(w is None and r is None for w, r in per_link):
+            raise CounterUnsupported(f"{PLACEHOLDER_REASON}s (all ones / N/A) for every xGMI byte counter of "
+                                     "this GPU: it has no xGMI accumulators (MI200: gpu metrics v1.3)")
+        return per_link
 
     def active_nvlinks(self, index: int) -> tuple[int, ...]:
         """Active xGMI links (the protocol's name is NVML's); CounterUnsupported without counters."""
@@ -125,10 +131,6 @@ class AmdsmiSource:
             pass
 
 
-def _kb(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def open_amdsmi() -> AmdsmiSource:
     """``AmdsmiSource`` over the real package; BackendUnavailable with the reason otherwise."""
     amd = import_amdsmi()
@@ -137,18 +139,3 @@ def open_amdsmi() -> AmdsmiSource:
         source.close()
         raise BackendUnavailable("amdsmi sees no AMD GPU")
     return source
-
-
-def open_counter_source() -> Any:
-    """NVML where an NVIDIA driver answers, else amdsmi; one BackendUnavailable naming both reasons."""
-    from .nvml import open_nvml
-
-    try:
-        return open_nvml()
-    except BackendUnavailable as nv_exc:
-        try:
-            return open_amdsmi()
-        except BackendUnavailable as amd_exc:
-            raise BackendUnavailable(f"no link counters here: {nv_exc}; AMD: {amd_exc}",
-                                     hint="watch needs an NVIDIA driver (NVML) or the amdsmi package on an AMD node"
-                                     ) from None

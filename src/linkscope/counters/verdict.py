@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..discovery.amdsmi_values import PLACEHOLDER_REASON
+
 IDLE_BYTES = 64 * 10**6
 NVLINK_SHARE = 0.75
 
@@ -51,6 +53,8 @@ class GpuVerdict:
         nvlink_complete, pcie_complete: every sampling interval was known.
         kind: idle | nvlink | pcie | mixed | unknown.
         message: the sentence for people.
+        placeholder: no counter could be read because the library returned placeholders for them
+            (amdsmi on MI200): ``--expect`` neither passes nor fails on such a GPU.
     """
 
     gpu: int
@@ -60,6 +64,7 @@ class GpuVerdict:
     pcie_complete: bool
     kind: str
     message: str
+    placeholder: bool = False
 
 
 def decide(
@@ -84,7 +89,9 @@ def decide(
     head = f"NVLink carried {nv_text}, PCIe {pc_text}"
 
     def verdict(kind: str, tail: str) -> GpuVerdict:
-        return GpuVerdict(gpu, nvlink_bytes, pcie_bytes, nvlink_complete, pcie_complete, kind, f"{head}: {tail}")
+        return GpuVerdict(gpu, nvlink_bytes, pcie_bytes, nvlink_complete, pcie_complete, kind, f"{head}: {tail}",
+                          placeholder=nvlink_bytes is None and pcie_bytes is None
+                          and nvlink_reason.startswith(PLACEHOLDER_REASON))
 
     nv = nvlink_bytes or 0
     pc = pcie_bytes or 0
@@ -112,10 +119,11 @@ def decide(
 
 @dataclass(frozen=True)
 class ExpectResult:
-    """Outcome of ``--expect``: passed, and why (one line)."""
+    """Outcome of ``--expect``: passed (True), failed (False) or undecided (None: no GPU had a usable
+    counter, e.g. amdsmi placeholders on MI200), and why (one line)."""
 
     expected: str
-    passed: bool
+    passed: bool | None
     reason: str
 
 
@@ -132,6 +140,10 @@ def expect_nvlink(verdicts: list[GpuVerdict]) -> ExpectResult:
         return ExpectResult("nvlink", False, f"traffic of GPU {', '.join(map(str, on_pcie))} went over PCIe, not NVLink")
     if confirmed:
         return ExpectResult("nvlink", True, f"NVLink carried the traffic of GPU {', '.join(map(str, confirmed))}")
+    blind = [v.gpu for v in verdicts if v.placeholder]
+    if verdicts and len(blind) == len(verdicts):
+        return ExpectResult("nvlink", None, f"undecided: the link counters of GPU {', '.join(map(str, blind))} are "
+                            "library placeholders (unsupported, not zero); neither passed nor failed")
     if unknown:
         return ExpectResult("nvlink", False, f"cannot confirm NVLink: counters unsupported on GPU {', '.join(map(str, unknown))}")
     return ExpectResult("nvlink", False, "no significant traffic on any watched GPU")

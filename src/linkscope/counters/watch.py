@@ -106,7 +106,7 @@ class WatchResult:
         if self.interrupted:
             return 130
         code = self.exit_code if self.exit_code is not None else 1
-        if code == 0 and self.expect is not None and not self.expect.passed:
+        if code == 0 and self.expect is not None and self.expect.passed is False:
             return EXIT_EXPECT_FAILED
         return code
 

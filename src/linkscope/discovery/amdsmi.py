@@ -16,28 +16,39 @@ Calls (amdsmi Python API, ROCm/amdsmi ``py-interface/amdsmi_interface.py`` and t
   ``{"min_bandwidth", "max_bandwidth"}`` in MB/s (amdkfd io_link: min = one xGMI link, max = links ×
   min, 0 for a routed peer);
 * ``amdsmi_get_link_metrics`` (newer releases) → ``{"num_links", "links": [{"bdf", "bit_rate",
-  "max_bandwidth", "link_type", "read", "write"}]}``: the destination ``bdf`` of every physical link,
-  which counts the xGMI links per peer directly.
+  "max_bandwidth", "link_type", "read", "write"}]}``, always 8 slots, every one typed XGMI; the
+  peer's ``bdf`` is a placeholder (6.x: never set; 7.x: all ones) unless the kernel exposes the
+  xgmi port map. Link counts come from it only where every GPU's slots name real peers; else from
+  max/min bandwidth (each pair records which: ``link_count_from``). Placeholders are read by the
+  one rule of ``amdsmi_values``.
+
+The 6.x and 7.x enum layouts differ (``xgmi_type_values``): 6.x ``AmdSmiIoLinkType.XGMI`` = 2 for
+the pair type and ``AmdSmiLinkType`` XGMI = 1 for link slots; 7.x only ``AmdSmiLinkType``, XGMI = 2.
 
 NICs are not amdsmi's business: they come from sysfs, as on the rocm-smi path.
 
-No AMD GPU was available while this was written: it is tested against a fake module that follows
-that documented API (tests/discovery/fake_amdsmi.py), never on real hardware.
+No AMD GPU was available while this was written: it is tested against a fake module that returns
+what the amdsmi 6.x and 7.x code returns on MI200 and MI300 (tests/discovery/fake_amdsmi.py names
+the upstream lines), never on real hardware.
 """
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import BackendUnavailable
 from ..topology.model import Topology
+from . import rocm
+from .amdsmi_values import reading, unresolved_bdf
 from .base import Availability
 from .rocm import facts_to_topology
 from .sysfs import normalise_bdf
 
-IOLINK_TYPE_XGMI = 2  # AMDSMI_IOLINK_TYPE_XGMI in amdsmi.h (UNDEFINED 0, PCIEXPRESS 1, XGMI 2)
-LINK_TYPE_XGMI = 1  # AMDSMI_LINK_TYPE_XGMI in amdsmi_link_type_t (INTERNAL 0, XGMI 1, PCIE 2)
+IOLINK_TYPE_XGMI = 2  # 6.x amdsmi_io_link_type_t (UNDEFINED 0, PCIEXPRESS 1, XGMI 2): topo_get_link_type
+LINK_TYPE_XGMI_6 = 1  # 6.x amdsmi_link_type_t (INTERNAL 0, XGMI 1, PCIE 2): link metrics' link_type
+LINK_TYPE_XGMI_7 = 2  # 7.x amdsmi_link_type_t (INTERNAL 0, PCIE 1, XGMI 2): both calls (7.0.2 amdsmi_wrapper.py:1231-1235)
+LINK_TYPE_XGMI = LINK_TYPE_XGMI_7
 FACTS_FORMAT = "linkscope.rocm-facts"
 
 
@@ -91,64 +102,110 @@ def _try(call: Any, *args: Any) -> Any:
         return None
 
 
+def xgmi_type_values(mod: Any) -> tuple[int, int]:
+    """(xGMI value of ``amdsmi_topo_get_link_type``'s ``type``, xGMI value of a link-metrics slot's
+    ``link_type``), from the module's own enums: 6.x has ``AmdSmiIoLinkType`` for the first and an
+    ``AmdSmiLinkType`` with XGMI = 1 for the second; 7.x dropped ``AmdSmiIoLinkType`` and uses
+    ``AmdSmiLinkType`` (XGMI = 2) for both."""
+    link_xgmi = _enum(mod, "AmdSmiLinkType", "AMDSMI_LINK_TYPE_XGMI", LINK_TYPE_XGMI_7)
+    if getattr(mod, "AmdSmiIoLinkType", None) is not None:
+        return _enum(mod, "AmdSmiIoLinkType", "XGMI", IOLINK_TYPE_XGMI), link_xgmi
+    return link_xgmi, link_xgmi
+
+
+def _metric_slots(metrics: Any) -> list[dict[str, Any]]:
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("links"), list):
+        return []
+    slots = [s for s in metrics["links"] if isinstance(s, dict)]
+    num = reading(metrics.get("num_links"), 32)
+    return slots[:num] if num is not None else slots
+
+
+def link_counts_from_metrics(mod: Any, handles: list[Any], bdfs: list[str | None],
+                             link_xgmi: int) -> tuple[dict[tuple[int, int], int] | None, str]:
+    """xGMI links per GPU pair counted from ``amdsmi_get_link_metrics``'s peer addresses, or None
+    with the reason when they cannot be counted there. Upstream fills all 8 slots, types every one
+    XGMI and leaves the peer's address unset (6.x: zero) or all ones (7.x) unless the kernel
+    exposes the xgmi port map, so only slots whose address names one of this node's GPUs count;
+    a GPU none of whose slots does makes the whole answer unknown (the bandwidth fallback decides)."""
+    fn = getattr(mod, "amdsmi_get_link_metrics", None)
+    if not callable(fn):
+        return None, "amdsmi_get_link_metrics not available (older amdsmi)"
+    index_of = {b: i for i, b in enumerate(bdfs) if b}
+    counts: dict[tuple[int, int], int] = {}
+    placeholders = 0
+    for i, h in enumerate(handles):
+        slots = _metric_slots(_try(fn, h))
+        resolved = 0
+        for slot in slots:
+            if reading(slot.get("link_type"), 32) != link_xgmi:
+                continue
+            if unresolved_bdf(slot.get("bdf")):
+                placeholders += 1
+                continue
+            j = index_of.get(normalise_bdf(str(slot["bdf"])))
+            if j is None:
+                continue
+            resolved += 1
+            if i < j:  # each physical link once, from its lower-numbered end
+                counts[(i, j)] = counts.get((i, j), 0) + 1
+        if not resolved:
+            why = (f"its {placeholders} xGMI slots name no peer (unset address: amdsmi placeholder)" if placeholders
+                   else "no slot names a GPU of this node")
+            return None, f"amdsmi_get_link_metrics cannot count xGMI links on GPU {i}: {why}"
+    return counts, ""
+
+
 def read_facts(mod: Any) -> dict[str, Any]:
     """What amdsmi says, as JSON-able facts (the same shape ``rocm.parse_outputs`` returns, so
-    ``rocm.facts_to_topology`` builds the Topology)."""
+    ``rocm.facts_to_topology`` builds the Topology). Each pair says where its link count came from."""
     handles = list(mod.amdsmi_get_processor_handles())
-    xgmi_io = _enum(mod, "AmdSmiIoLinkType", "XGMI", IOLINK_TYPE_XGMI)
-    xgmi_link = _enum(mod, "AmdSmiLinkType", "AMDSMI_LINK_TYPE_XGMI", LINK_TYPE_XGMI)
+    xgmi_io, xgmi_link = xgmi_type_values(mod)
     notes: list[str] = []
     gpus = []
-    bdfs = []
+    bdfs: list[str | None] = []
+    unknown_numa = []
     for i, h in enumerate(handles):
         bdf = _try(mod.amdsmi_get_gpu_device_bdf, h)
-        bdfs.append(normalise_bdf(str(bdf)) if bdf else None)
+        bdfs.append(None if unresolved_bdf(bdf) else normalise_bdf(str(bdf)))
         asic = _try(mod.amdsmi_get_gpu_asic_info, h) or {}
         name = asic.get("market_name") if isinstance(asic, dict) else None
-        numa = _try(mod.amdsmi_topo_get_numa_node_number, h)
+        numa = reading(_try(mod.amdsmi_topo_get_numa_node_number, h), 32)  # c_uint32: -1 arrives as 2**32-1
+        if numa is None:
+            unknown_numa.append(i)
         pcie = _try(mod.amdsmi_get_pcie_info, h) or {}
         metric = pcie.get("pcie_metric", {}) if isinstance(pcie, dict) else {}
-        speed_mt, width = metric.get("pcie_speed"), metric.get("pcie_width")
+        speed_mt, width = reading(metric.get("pcie_speed"), 32), reading(metric.get("pcie_width"), 16)
         gpus.append({"index": i, "pci_bus_id": bdfs[-1], "name": name if name and name != "N/A" else None,
                      "uuid": _try(mod.amdsmi_get_gpu_device_uuid, h),
-                     "numa_node": numa if isinstance(numa, int) and numa >= 0 else None,
+                     "numa_node": numa if numa is not None and numa >= 0 else None,
                      "pcie": {"speed_gt_per_s": speed_mt / 1000, "width": width}
-                     if isinstance(speed_mt, (int, float)) and speed_mt > 0 and isinstance(width, int) and width > 0
-                     else None})
-    # xGMI links per peer from link metrics, where this amdsmi has them
-    counts: dict[tuple[int, int], int] = {}
-    have_metrics = True
-    index_of = {b: i for i, b in enumerate(bdfs) if b}
-    metrics_fn = getattr(mod, "amdsmi_get_link_metrics", None)
-    for i, h in enumerate(handles):
-        metrics = _try(metrics_fn, h) if metrics_fn else None
-        if not isinstance(metrics, dict) or not isinstance(metrics.get("links"), list):
-            have_metrics = False
-            break
-        for link in metrics["links"][: metrics.get("num_links", len(metrics["links"]))]:
-            if int(link.get("link_type", -1)) != xgmi_link or not link.get("bdf"):
-                continue
-            j = index_of.get(normalise_bdf(str(link["bdf"])))
-            if j is not None and i < j:  # each physical link once, from its lower-numbered end
-                counts[(i, j)] = counts.get((i, j), 0) + 1
-    link_counts = counts if have_metrics else None
+                     if speed_mt and width else None})
+    if unknown_numa:
+        notes.append(f"amdsmi reports no NUMA node for GPU(s) {', '.join(map(str, unknown_numa))} "
+                     "(4294967295 = the kernel's -1, no affinity): NUMA unknown")
+    link_counts, why = link_counts_from_metrics(mod, handles, bdfs, xgmi_link)
     if link_counts is None:
-        notes.append("amdsmi_get_link_metrics not available: xGMI link counts from max/min bandwidth")
+        notes.append(f"{why}; xGMI link counts from max/min bandwidth (amdkfd: max = links x min)")
     pairs = []
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):
             kind = _try(mod.amdsmi_topo_get_link_type, handles[a], handles[b]) or {}
             bw = _try(mod.amdsmi_get_minmax_bandwidth_between_processors, handles[a], handles[b]) or {}
-            is_xgmi = int(kind.get("type", -1)) == xgmi_io
+            is_xgmi = reading(kind.get("type"), 32) == xgmi_io
+            lo, hi = (reading(bw.get("min_bandwidth"), 64), reading(bw.get("max_bandwidth"), 64)) \
+                if isinstance(bw, dict) else (None, None)
             pair: dict[str, Any] = {
                 "a": a, "b": b, "link_type": "XGMI" if is_xgmi else ("PCIE" if kind else None),
-                "weight": _try(mod.amdsmi_topo_get_link_weight, handles[a], handles[b]),
-                "hops": kind.get("hops"),
-                "bandwidth_mbps": [int(bw["min_bandwidth"]), int(bw["max_bandwidth"])]
-                if isinstance(bw, dict) and "min_bandwidth" in bw else None,
+                "weight": reading(_try(mod.amdsmi_topo_get_link_weight, handles[a], handles[b]), 64),
+                "hops": reading(kind.get("hops"), 64),
+                "bandwidth_mbps": [lo, hi] if lo is not None and hi is not None else None,
             }
             if is_xgmi and link_counts is not None:
                 pair["link_count"] = link_counts.get((a, b), 0)
+                pair["link_count_from"] = "amdsmi_get_link_metrics peer addresses"
+            elif is_xgmi:
+                pair["link_count_from"] = "amdsmi max/min bandwidth"
             pairs.append(pair)
     return {"format": FACTS_FORMAT, "version": 1, "from": ["amdsmi"], "gpus": gpus, "pairs": pairs,
             "xgmi_rate_from_min_bandwidth": True, "notes": notes}
@@ -162,3 +219,31 @@ def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = 
     finally:
         _try(mod.amdsmi_shut_down)
     return facts_to_topology(facts, sysfs_facts, name=socket.gethostname())
+
+
+def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes: list[str]) -> Topology:
+    """The AMD row of the platform table: the amdsmi package first, the rocm-smi / amd-smi text
+    parsers as the fallback (with a note); BackendUnavailable naming both reasons where neither works."""
+    facts = None
+    try:
+        module = import_amdsmi()
+    except BackendUnavailable as exc:
+        reason = str(exc)
+    else:
+        try:
+            if module.amdsmi_get_processor_handles():
+                facts = read_facts(module)
+                reason = ""
+            else:
+                reason = "amdsmi sees no AMD GPU"
+        except Exception as exc:
+            reason = f"amdsmi failed: {type(exc).__name__}: {exc}"
+        finally:
+            _try(module.amdsmi_shut_down)
+    if facts is None:
+        text = rocm.probe()
+        if not text.ok:
+            raise BackendUnavailable(f"amdsmi: {reason}; ROCm: {text.reason}")
+        facts = rocm.parse_outputs(rocm.read_outputs())
+        notes.append(f"amdsmi not used ({reason}): ROCm SMI text output parsed instead")
+    return rocm.facts_to_topology(facts, host_facts(), name=socket.gethostname())

@@ -1,21 +1,22 @@
 """Which topology a command works on: a preset, a file, a synthetic spec, or this machine.
 
-``discover_live`` asks the GPU backends in order (NVML, then ROCm SMI) and merges what they find
-with the sysfs PCIe tree. ``resolve_topology`` is what the CLI calls for ``--preset / --from /
---synthetic`` or none of them (live, falling back to a simulated preset when asked to).
+``discover_live`` asks the hardware platforms of the platform table in order (NVIDIA: NVML; AMD:
+amdsmi, then ROCm SMI text) and merges what they find with the sysfs PCIe tree.
+``resolve_topology`` is what the CLI calls for ``--preset / --from / --synthetic`` or none of them
+(live, falling back to a simulated preset when asked to).
 """
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import platforms
 from ..errors import BackendUnavailable, ConfigError, UserError
 from ..topology.io import load as load_file
 from ..topology.model import Topology
 from ..topology.presets import load_preset
 from ..topology.synthetic import synthetic_topology
-from . import amdsmi, nvml, rocm, sysfs
+from . import amdsmi, nvml, rocm, sysfs  # noqa: F401  (nvml, amdsmi, rocm: the platforms' discovery; tests patch them here)
 
 DEFAULT_FALLBACK_PRESET = "hgx-h200-4"
 
@@ -42,41 +43,22 @@ def discover_live(sysfs_root: Path | None = None, *, strict_sysfs: bool = False)
     root = Path(sysfs_root) if sysfs_root is not None else Path("/")
     notes: list[str] = []
     host_facts = _sysfs_facts(root, notes, strict=True) if strict_sysfs else None
-    nv = nvml.probe()
-    if nv.ok:
-        facts = nvml.read_facts(nvml._import_pynvml())
-        topology = nvml.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes))
-        source = "nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml"
-    else:
-        facts = None
-        try:  # AMD: the amdsmi package first, the rocm-smi / amd-smi text parsers as the fallback
-            module = amdsmi.import_amdsmi()
+
+    def host() -> dict | None:
+        return host_facts if strict_sysfs else _sysfs_facts(root, notes)
+
+    reasons = []
+    for platform in platforms.hardware_platforms():  # NVIDIA, then AMD (the platform table's order)
+        if not platform.discover:
+            continue
+        try:
+            topology = platforms.load(platform.discover)(host, notes)
+            break
         except BackendUnavailable as exc:
-            amd_reason = str(exc)
-        else:
-            try:
-                if module.amdsmi_get_processor_handles():
-                    facts = amdsmi.read_facts(module)
-                    amd_reason = ""
-                else:
-                    amd_reason = "amdsmi sees no AMD GPU"
-            except Exception as exc:
-                amd_reason = f"amdsmi failed: {type(exc).__name__}: {exc}"
-            finally:
-                try:
-                    module.amdsmi_shut_down()
-                except Exception:
-                    pass
-        if facts is None:
-            rc = rocm.probe()
-            if not rc.ok:
-                raise BackendUnavailable(f"no GPU discovered here (NVML: {nv.reason}; amdsmi: {amd_reason}; "
-                                         f"ROCm: {rc.reason})")
-            facts = rocm.parse_outputs(rocm.read_outputs())
-            notes.append(f"amdsmi not used ({amd_reason}): ROCm SMI text output parsed instead")
-        topology = rocm.facts_to_topology(facts, host_facts if strict_sysfs else _sysfs_facts(root, notes),
-                                          name=socket.gethostname())
-        source = topology.source
+            reasons.append(str(exc))
+    else:
+        raise BackendUnavailable(f"no GPU discovered here ({'; '.join(reasons)})")
+    source = topology.source
     return topology.replace(is_this_system=True, source=source, notes=tuple(notes) + topology.notes)
 
 

@@ -438,3 +438,24 @@ def _nvlinks(records: list[Mapping[str, Any]], by_bus: Mapping[str, int],
 def discover(sysfs_facts: Mapping[str, Any] | None = None) -> Topology:
     """Live: read NVML now and build the Topology (``is_this_system`` is set by the caller)."""
     return facts_to_topology(read_facts(_import_pynvml()), sysfs_facts)
+
+
+def driver_version() -> str:
+    """The NVIDIA driver version (the run context's ``nvidia_driver``, a platform-table version probe)."""
+    pynvml = _import_pynvml()
+    pynvml.nvmlInit()
+    try:
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes: list[str]) -> Topology:
+    """The NVIDIA row of the platform table: this machine's GPUs through NVML, merged with the sysfs
+    facts ``host_facts()`` gives; BackendUnavailable ("NVML: why") where NVML sees none."""
+    nv = probe()
+    if not nv.ok:
+        raise BackendUnavailable(f"NVML: {nv.reason}")
+    topology = facts_to_topology(read_facts(_import_pynvml()), host_facts())
+    return topology.replace(source="nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml")

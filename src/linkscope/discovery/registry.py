@@ -36,14 +36,14 @@ def _probe_rocm() -> Availability:
 PROBES: dict[str, Callable[[], Availability]] = {"nvml": _probe_nvml, "sysfs": _probe_sysfs, "amdsmi": _probe_amdsmi,
                                                  "rocm": _probe_rocm}
 
-# Where each path has run. No AMD GPU was available: the AMD paths are tested against recordings
-# and a fake amdsmi module that follow the documented formats, never on real hardware.
+# Where each path has run. No AMD GPU was available: the AMD paths are tested against a real
+# rocm-smi recording and a fake amdsmi that reproduces the upstream code, never on real hardware.
 TESTED_ON: dict[str, str] = {
     "nvml": "real hardware (NVIDIA H100/H200)",
     "sysfs": "real hardware (GPU machine, CPU machine)",
-    "amdsmi": "fake amdsmi module only (documented API; no AMD GPU)",
-    "rocm": "recorded rocm-smi/amd-smi output only (documented formats; no AMD GPU)",
-    "amdsmi counters (watch)": "fake amdsmi module only (documented API; no AMD GPU)",
+    "amdsmi": "fake amdsmi returning what upstream 6.x/7.x returns on MI200/MI300 (no AMD GPU)",
+    "rocm": "recorded rocm-smi output of a real node + outputs built as amd-smi builds them (no AMD GPU)",
+    "amdsmi counters (watch)": "fake amdsmi returning what upstream returns on MI200/MI300 (no AMD GPU)",
 }
 
 

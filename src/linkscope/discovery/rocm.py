@@ -43,8 +43,7 @@ MI250X_CPU_GCD_GB_PER_S = 36.0
 XGMI_SOURCE = ("ROCm MI250 microarchitecture: 25 GT/s x16 = 50 GB/s per link per direction (datasheet; "
                "amdkfd assumes the same: x16 x 25 Gbps / 8)")
 
-XGMI_OS_SOURCE = ("amdsmi_get_minmax_bandwidth_between_processors: min = one xGMI link (MB/s, amdkfd io_link), "
-                  "link count from amdsmi_get_link_metrics")
+XGMI_OS_SOURCE = "amdsmi_get_minmax_bandwidth_between_processors: min = one xGMI link (MB/s, amdkfd io_link)"
 
 # what raw recording runs, and the file each output is stored in
 COMMANDS: dict[str, list[str]] = {
@@ -170,9 +169,38 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _store_topology_cell(out: dict[str, Any], target: str, src: int, dst: int, value: Any) -> None:
+    value = _cell(value)
+    if target in ("weight", "hops") and isinstance(value, int) and not isinstance(value, bool):
+        out[target][(src, dst)] = value
+    elif target == "link_type" and isinstance(value, str):
+        out[target][(src, dst)] = "XGMI" if value.upper() in ("XGMI", "XMGI") else value.upper()
+    elif target == "bandwidth_mbps" and isinstance(value, str):
+        bw = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", value)
+        if bw:
+            out[target][(src, dst)] = (int(bw.group(1)), int(bw.group(2)))
+    elif target == "accessible" and isinstance(value, bool):
+        out[target][(src, dst)] = value
+    elif target == "accessible" and isinstance(value, str) and value.upper() in ("ENABLED", "DISABLED"):
+        out[target][(src, dst)] = value.upper() == "ENABLED"
+
+
+#: ``amd-smi topology --json`` before ROCm 6.1.2: per GPU, one object per property keyed ``gpu_<id>``.
+_KEYED_FIELDS = (("weight", "weight"), ("hops", "hops"), ("link_type", "link_type"),
+                 ("numa_bandwidth", "bandwidth_mbps"), ("link_accessibility", "accessible"))
+#: ROCm >= 6.1.2 (ROCm/amdsmi rocm-6.2 ``amdsmi_cli/amdsmi_commands.py:3070-3210``): per GPU a
+#: ``links`` list of {gpu, bdf, weight, link_status, link_type, num_hops, bandwidth, ...}.
+_LINK_FIELDS = (("weight", "weight"), ("num_hops", "hops"), ("link_type", "link_type"),
+                ("bandwidth", "bandwidth_mbps"), ("link_status", "accessible"))
+
+
 def parse_amdsmi_topology_json(text: str) -> dict[str, Any]:
     """``amd-smi topology --json`` → the same shape as ``parse_showtopo`` plus
-    "bandwidth_mbps": {(i, j): (min, max)} and "accessible": {(i, j): bool}."""
+    "bandwidth_mbps": {(i, j): (min, max)}, "accessible": {(i, j): bool} and "bdf": {i: str}.
+
+    Both layouts amd-smi has printed are read: the keyed one (``"weight": {"gpu_1": 15}``) and,
+    from ROCm 6.1.2, the per-GPU ``links`` list. Anything else is one UserError naming what was
+    found, never an empty machine."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -181,37 +209,51 @@ def parse_amdsmi_topology_json(text: str) -> dict[str, Any]:
         data = data.get("gpu_data") or data.get("topology") or [data]
     if not isinstance(data, list):
         raise UserError("amd-smi topology --json: expected a list of GPU objects")
-    out: dict[str, Any] = {"weight": {}, "hops": {}, "link_type": {}, "bandwidth_mbps": {}, "accessible": {}, "numa_node": {}}
+    out: dict[str, Any] = {"weight": {}, "hops": {}, "link_type": {}, "bandwidth_mbps": {}, "accessible": {},
+                           "numa_node": {}, "bdf": {}}
     for item in data:
         if not isinstance(item, dict) or "gpu" not in item:
             raise UserError("amd-smi topology --json: an entry has no 'gpu' field")
-        src = int(item["gpu"])
-        for key, target in (("weight", "weight"), ("hops", "hops"), ("link_type", "link_type"),
-                            ("numa_bandwidth", "bandwidth_mbps"), ("link_accessibility", "accessible")):
+        try:
+            src = int(item["gpu"])
+        except (TypeError, ValueError):
+            raise UserError(f"amd-smi topology --json: 'gpu' is not a GPU index: {item['gpu']!r}") from None
+        if isinstance(item.get("bdf"), str):
+            out["bdf"][src] = item["bdf"]
+        if isinstance(item.get("links"), list):  # ROCm >= 6.1.2
+            for link in item["links"]:
+                if not isinstance(link, dict) or not isinstance(link.get("gpu"), int):
+                    raise UserError("amd-smi topology --json: a 'links' entry has no integer 'gpu'")
+                dst = int(link["gpu"])
+                if isinstance(link.get("bdf"), str):
+                    out["bdf"].setdefault(dst, link["bdf"])
+                if dst == src:
+                    continue
+                for key, target in _LINK_FIELDS:
+                    if key in link:
+                        _store_topology_cell(out, target, src, dst, link[key])
+            continue
+        keyed = [key for key, _ in _KEYED_FIELDS if isinstance(item.get(key), dict)]
+        if not keyed:
+            found = ", ".join(sorted(str(k) for k in item)) or "nothing"
+            raise UserError(f"amd-smi topology --json: unrecognised layout for GPU {src} (keys: {found}); "
+                            "expected a 'links' list (ROCm >= 6.1.2) or per-property tables keyed gpu_<id>",
+                            hint="record it with linkscope topo export --raw DIR and attach it to a bug report")
+        for key, target in _KEYED_FIELDS:
             for dst_key, raw in (item.get(key) or {}).items():
                 match = re.fullmatch(r"gpu_?(\d+)", str(dst_key))
                 if not match:
                     continue
                 dst = int(match.group(1))
-                if dst == src:
-                    continue
-                value = _cell(raw)
-                if target in ("weight", "hops") and isinstance(value, int) and not isinstance(value, bool):
-                    out[target][(src, dst)] = value
-                elif target == "link_type" and isinstance(value, str):
-                    out[target][(src, dst)] = "XGMI" if value.upper() in ("XGMI", "XMGI") else value.upper()
-                elif target == "bandwidth_mbps" and isinstance(value, str):
-                    bw = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", value)
-                    if bw:
-                        out[target][(src, dst)] = (int(bw.group(1)), int(bw.group(2)))
-                elif target == "accessible" and isinstance(value, bool):
-                    out[target][(src, dst)] = value
+                if dst != src:
+                    _store_topology_cell(out, target, src, dst, raw)
     return out
 
 
 def parse_outputs(outputs: Mapping[str, str]) -> dict[str, Any]:
     """Recorded SMI outputs (file name → text, see COMMANDS) → JSON-able facts."""
     topo: dict[str, Any] = {"weight": {}, "hops": {}, "link_type": {}, "bandwidth_mbps": {}, "numa_node": {}}
+    topo_bdf: dict[int, str] = {}
     used = []
     if "rocm-smi-showtopo.txt" in outputs:
         topo.update({k: v for k, v in parse_showtopo(outputs["rocm-smi-showtopo.txt"]).items() if v})
@@ -221,10 +263,11 @@ def parse_outputs(outputs: Mapping[str, str]) -> dict[str, Any]:
         for key in ("weight", "hops", "link_type", "bandwidth_mbps"):
             if amd[key]:
                 topo[key] = {**topo.get(key, {}), **amd[key]}
+        topo_bdf = amd["bdf"]
         used.append("amd-smi topology --json")
     if not used:
         raise BackendUnavailable("no rocm-smi --showtopo or amd-smi topology --json output to read")
-    bus = parse_gpu_lines(outputs.get("rocm-smi-showbus.txt", ""), "PCI Bus")
+    bus = {**topo_bdf, **parse_gpu_lines(outputs.get("rocm-smi-showbus.txt", ""), "PCI Bus")}
     names = parse_gpu_lines(outputs.get("rocm-smi-showproductname.txt", ""), "Card Series")
     uuids: dict[int, str] = {}
     if "amd-smi-list.json" in outputs:
@@ -240,6 +283,9 @@ def parse_outputs(outputs: Mapping[str, str]) -> dict[str, Any]:
                     uuids[int(item["gpu"])] = str(item["uuid"])
     indices = sorted({i for cells in (topo["weight"], topo["link_type"], topo["hops"]) for pair in cells for i in pair}
                      | set(topo["numa_node"]) | set(bus))
+    if not indices:
+        raise UserError(f"{' and '.join(used)} output names no GPU",
+                        hint="record it with linkscope topo export --raw DIR and attach it to a bug report")
     gpus = [{"index": i, "pci_bus_id": normalise_bdf(bus[i]) if i in bus else None, "name": names.get(i),
              "uuid": uuids.get(i), "numa_node": topo["numa_node"].get(i)} for i in indices]
     pairs = []
@@ -299,8 +345,9 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         else:
             count, unknown_count = 1, True
         if rate_from_os and bw and bw[0] > 0:
+            counted = p.get("link_count_from") or ("max/min bandwidth" if have_bw else "weight (1 assumed)")
             links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, bw[0] / 1000, provenance=Provenance.OS,
-                              source=XGMI_OS_SOURCE, generation="xGMI (Infinity Fabric)"))
+                              source=f"{XGMI_OS_SOURCE}; link count from {counted}", generation="xGMI (Infinity Fabric)"))
             continue
         links.append(Link(f"gpu{a}", f"gpu{b}", LinkKind.XGMI, count, XGMI_MI200_GB_PER_S,
                           provenance=Provenance.DATASHEET, source=XGMI_SOURCE, generation="xGMI (Infinity Fabric)"))

@@ -28,13 +28,14 @@ from types import MappingProxyType
 from typing import Literal
 
 from ..errors import ConfigError
+from ..platforms import hardware_platforms
 from .plan import HOST, Endpoint
 
 HostEnds = Literal["none", "src", "dst", "either"]
 EndpointRule = Literal["peer", "gpu-pair", "host-to-gpu", "gpu-to-host", "same-gpu"]
 Unit = Literal["copy-engine", "kernel", "host-staging"]
 
-VENDORS = ("nvidia", "amd")
+VENDORS = tuple(p.key for p in hardware_platforms())  # the platform table's hardware vendors
 UNIT_TEXT = {
     "copy-engine": "copy/DMA engine (NVIDIA copy engine, AMD SDMA)",
     "kernel": "SM/CU kernel",
@@ -87,7 +88,8 @@ CE = Method("ce", "copy engine peer copy with peer access enabled (host end: a p
             peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine",
             answers="The link's best case for bulk copies: what `cudaMemcpy`/`hipMemcpy`-based libraries get; the reference line.",
             meaning={"nvidia": "cudaMemcpyPeerAsync on the source's stream (copy engine)",
-                     "amd": "hipMemcpyPeerAsync on the source's stream, done by an SDMA engine"})
+                     "amd": "hipMemcpyPeerAsync on the source's stream: an SDMA engine above 1 MiB, a blit "
+                            "kernel at <= 1 MiB (ROC_P2P_SDMA_SIZE)"})
 CE_BLIT = Method("ce-blit", "the same runtime copy done by the runtime's blit kernels (no DMA engine)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel",
                  answers='On AMD: the same copy without the SDMA engines; SDMA against blit kernels per GCD pair (SDMA is capped per '
@@ -98,17 +100,20 @@ CE_READ = Method("ce-read", "copy engine peer copy issued by the destination GPU
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine", issuer="dst",
                  answers='Whether reading a peer is slower than writing to it. Asymmetries show up here.',
             meaning={"nvidia": "cudaMemcpyAsync (UVA) on the destination's stream",
-                          "amd": "hipMemcpyAsync on the destination's stream (its SDMA engine)"})
+                          "amd": "hipMemcpyAsync on the destination's stream; ROCr still copies with the "
+                                 "source GCD's SDMA engine (a blit kernel at <= 1 MiB): not a read"})
 CE_WRITE = Method("ce-write", "copy engine peer copy issued by the source GPU (it writes the peer)",
                   peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="copy-engine",
                   answers='The write-side counterpart of `ce-read`.',
             meaning={"nvidia": "cudaMemcpyAsync (UVA) on the source's stream",
-                           "amd": "hipMemcpyAsync on the source's stream (its SDMA engine)"})
+                           "amd": "hipMemcpyAsync on the source's stream: the source GCD's SDMA engine "
+                                  "(a blit kernel at <= 1 MiB)"})
 CE_NOPEER = Method("ce-nopeer", "the peer copy with peer access disabled (the driver stages through host memory)",
                    peer=True, needs_peer_access=False, host_ends="none", endpoints="gpu-pair", unit="copy-engine",
                    answers='What an application gets without peer access (forgotten, or not allowed across sockets / in some VMs).',
             meaning={"nvidia": "cudaMemcpyPeerAsync, peer access disabled for the pair",
-                            "amd": "hipMemcpyPeerAsync, peer access disabled for the pair"})
+                            "amd": "hipMemcpyPeerAsync, peer access disabled; ROCclr ignores that where the GPUs "
+                                   "reach each other (p2pAgents), so on xGMI it is ce's copy"})
 SM_PUSH = Method("sm-push", "kernel on the source GPU storing into peer memory (16-byte accesses, unrolled)",
                  peer=True, needs_peer_access=True, host_ends="either", endpoints="peer", unit="kernel",
                  answers='What a kernel writing to remote memory gets (NVSHMEM-style puts, custom all-reduce kernels).',

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import platforms
+
 #: Exact names kept from the environment.
 ENV_NAMES = (
     "CUDA_VISIBLE_DEVICES",
@@ -25,6 +27,7 @@ ENV_NAMES = (
     "ROCR_VISIBLE_DEVICES",
     "HSA_ENABLE_SDMA",
     "HSA_FORCE_FINE_GRAIN_PCIE",
+    "GPU_MAX_HW_QUEUES",
     "OMP_NUM_THREADS",
     "SLURM_JOB_ID",
     "SLURM_NTASKS",
@@ -32,7 +35,7 @@ ENV_NAMES = (
 )
 #: Prefixes kept from the environment (NCCL, UCX, MPI implementations, libfabric, Cray MPICH).
 ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "MPICH_", "FI_", "PMIX_RANK", "I_MPI_", "MV2_",
-                "HSA_", "HIP_", "ROCR_", "RCCL_")
+                "HSA_", "HIP_", "ROCR_", "ROC_", "RCCL_")
 #: Launcher-internal variables under those prefixes: Open MPI's plumbing, not behaviour.
 ENV_EXCLUDED_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_",
                          "OMPI_MCA_rmaps_base_oversubscribe", "OMPI_MCA_mpi_oversubscribe")
@@ -64,53 +67,16 @@ def _guard(probe: Callable[[], Any]) -> Any:
         return f"unavailable ({type(exc).__name__}{': ' + text[:120] if text else ''})"
 
 
-def _cuda_version_text(value: int) -> str:
-    """CUDA encodes 12.4 as 12040."""
-    return f"{value // 1000}.{(value % 1000) // 10}"
-
-
-def _driver_version() -> str:
-    import pynvml  # nvidia-ml-py
-
-    pynvml.nvmlInit()
-    try:
-        version = pynvml.nvmlSystemGetDriverVersion()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _cupy(name: str = "cupy"):
-    from ..engines.gpu.runtime import cupy_module  # the one CuPy import
-
-    return cupy_module(name)
-
-
-def _cupy_version() -> str:
-    return str(_cupy().__version__)
-
-
-def _cuda_runtime_version() -> str:
-    return _cuda_version_text(int(_cupy("cupy.cuda.runtime").runtimeGetVersion()))
-
-
-def _cuda_driver_api_version() -> str:
-    return _cuda_version_text(int(_cupy("cupy.cuda.runtime").driverGetVersion()))
-
-
-def _nccl_version() -> str:
-    nccl = _cupy("cupy.cuda.nccl")
-
-    value = int(nccl.get_version())  # e.g. 21803 -> 2.18.3
-    if value >= 10000:
-        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
-    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
-
-
 def _mpi4py_version() -> str:
     import mpi4py
 
     return str(mpi4py.__version__)
+
+
+def _version_probe(ref: str) -> Callable[[], str]:
+    def probe() -> str:
+        return str(platforms.load(ref)())
+    return probe
 
 
 def library_versions(probe_vendor: bool = True) -> dict[str, str]:
@@ -119,14 +85,10 @@ def library_versions(probe_vendor: bool = True) -> dict[str, str]:
 
     versions = {"linkscope": __version__, "python": platform.python_version()}
     if probe_vendor:
-        versions.update({
-            "nvidia_driver": _guard(_driver_version),
-            "cuda_driver_api": _guard(_cuda_driver_api_version),
-            "cuda_runtime": _guard(_cuda_runtime_version),
-            "cupy": _guard(_cupy_version),
-            "nccl": _guard(_nccl_version),
-            "mpi4py": _guard(_mpi4py_version),
-        })
+        for p in platforms.PLATFORMS:  # each vendor's probes, named by the platform table
+            for key, ref in p.version_probes:
+                versions[key] = _guard(_version_probe(ref))
+        versions["mpi4py"] = _guard(_mpi4py_version)
     return versions
 
 

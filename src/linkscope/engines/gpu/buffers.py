@@ -18,8 +18,13 @@ import numpy as np
 
 from ...errors import MeasurementError
 
+MPOL_DEFAULT = 0
 MPOL_PREFERRED = 1
+MPOL_F_NODE = 1
+MPOL_F_ADDR = 2
 SYS_MBIND_X86_64 = 237
+SYS_SET_MEMPOLICY_X86_64 = 238
+SYS_GET_MEMPOLICY_X86_64 = 239
 
 
 @dataclass
@@ -30,14 +35,18 @@ class DeviceBuffer:
     size_bytes: int
     ptr: int = 0
     rt: Any = field(default=None, repr=False)
+    uncached: bool = False
 
     @classmethod
-    def allocate(cls, rt: Any, ordinal: int, size_bytes: int) -> DeviceBuffer:
+    def allocate(cls, rt: Any, ordinal: int, size_bytes: int, *, uncached: bool = False) -> DeviceBuffer:
+        """``uncached``: memory another GPU's stores become visible in while a kernel polls it
+        (``runtime.malloc_uncached``: hipDeviceMallocUncached on ROCm)."""
         try:
-            ptr = rt.malloc(ordinal, max(size_bytes, 256))
+            n = max(size_bytes, 256)
+            ptr = rt.malloc_uncached(ordinal, n) if uncached else rt.malloc(ordinal, n)
         except Exception as exc:
             raise MeasurementError(f"device allocation of {size_bytes} bytes on device {ordinal} failed: {exc}") from exc
-        return cls(ordinal, size_bytes, ptr, rt)
+        return cls(ordinal, size_bytes, ptr, rt, uncached)
 
     @property
     def kind(self) -> str:
@@ -55,8 +64,12 @@ class PinnedHostBuffer:
     write it through the same address, as UVA guarantees for mapped pinned memory).
 
     When ``numa_node`` is given and the machine has several NUMA nodes, the pages are placed on that
-    node (anonymous mmap + ``mbind(MPOL_PREFERRED)`` + first touch + ``cudaHostRegister``); else
-    ``cudaHostAlloc`` places them where the OS likes. ``numa_placed`` says which happened.
+    node: anonymous mmap + ``mbind(MPOL_PREFERRED)`` + first touch + ``cudaHostRegister``; where the
+    runtime refuses to register (CuPy's HIP build), the thread's policy is set to prefer the node
+    and ``hipHostMalloc(hipHostMallocNumaUser)`` allocates under it (TransferBench's way,
+    src/TransferBench.cpp:1377-1396). Else ``cudaHostAlloc`` places them where the OS likes.
+    ``numa_placed`` says whether placement was asked and done; ``numa_landed`` is the node the first
+    page is on (``get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR)``), None where it cannot be read.
     """
 
     size_bytes: int
@@ -65,6 +78,7 @@ class PinnedHostBuffer:
     numa_placed: bool = False
     _mmap: Any = field(default=None, repr=False)
     rt: Any = field(default=None, repr=False)
+    numa_landed: int | None = None
 
     @classmethod
     def allocate(cls, rt: Any, size_bytes: int, numa_node: int | None = None) -> PinnedHostBuffer:
@@ -75,14 +89,24 @@ class PinnedHostBuffer:
                 mm, ptr = placed
                 try:
                     rt.host_register(ptr, n)
-                    return cls(size_bytes, ptr, numa_node, True, mm, rt)
+                    return cls(size_bytes, ptr, numa_node, True, mm, rt, page_node(ptr))
                 except Exception:
                     mm.close()
+            if _prefer_node(numa_node):
+                try:
+                    ptr = rt.host_alloc(n, numa_user=True)
+                except Exception:
+                    ptr = 0
+                finally:
+                    _prefer_node(None)
+                if ptr:
+                    ctypes.memset(ptr, 0, n)
+                    return cls(size_bytes, ptr, numa_node, True, None, rt, page_node(ptr))
         try:
             ptr = rt.host_alloc(n)
         except Exception as exc:
             raise MeasurementError(f"pinned host allocation of {size_bytes} bytes failed: {exc}") from exc
-        return cls(size_bytes, ptr, numa_node, False, None, rt)
+        return cls(size_bytes, ptr, numa_node, False, None, rt, page_node(ptr) if numa_node_count() > 1 else None)
 
     @property
     def kind(self) -> str:
@@ -171,6 +195,32 @@ def _mmap_on_node(size_bytes: int, node: int) -> tuple[mmap.mmap, int] | None:
         return mm, ptr
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+def _prefer_node(node: int | None) -> bool:
+    """Make this thread's allocations prefer NUMA ``node`` (None: back to the default policy)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if node is None:
+            return libc.syscall(SYS_SET_MEMPOLICY_X86_64, MPOL_DEFAULT, None, ctypes.c_ulong(0)) == 0
+        mask = ctypes.c_ulong(1 << node)
+        return libc.syscall(SYS_SET_MEMPOLICY_X86_64, MPOL_PREFERRED, ctypes.byref(mask), ctypes.c_ulong(64)) == 0
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
+
+
+def page_node(ptr: int) -> int | None:
+    """The NUMA node the page at ``ptr`` is on, or None where the kernel does not say."""
+    if not ptr:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        node = ctypes.c_int(-1)
+        rc = libc.syscall(SYS_GET_MEMPOLICY_X86_64, ctypes.byref(node), None, ctypes.c_ulong(0),
+                          ctypes.c_void_p(ptr), MPOL_F_NODE | MPOL_F_ADDR)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return node.value if rc == 0 and node.value >= 0 else None
 
 
 class PeerAccess:

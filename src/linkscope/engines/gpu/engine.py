@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ... import platforms
 from ...errors import ConfigError, UserError
 from ...model.host_copies import SERIAL_NOTE
 from ...patterns.methods import (
@@ -47,7 +48,8 @@ from .ops import HOST, OpContext, Place, SmLaunch, TransferOp
 from .sm_copy import SmCopyOp
 
 MiB = 1024 * 1024
-REGION_TARGET_BYTES = 64 * MiB  # small sizes repeat back to back up to this many bytes per region
+REGION_TARGET_BYTES = 256 * MiB  # sizes below this repeat back to back up to this many bytes per region
+# (was 64 MiB: one 64 MiB copy per region read 376 GB/s where nvbandwidth's 16 read 388, H100 NV18, 2026-11-25)
 MAX_INNER = 128  # at most this many copies per stream behind one gate
 GATE_MAX_QUEUED = 256  # above this many stream entries, run ungated (a full queue would block the host)
 
@@ -59,6 +61,38 @@ def inner_count(size_bytes: int) -> int:
     if size_bytes <= 0:
         return MAX_INNER
     return max(1, min(MAX_INNER, math.ceil(REGION_TARGET_BYTES / size_bytes)))
+
+
+def _bus_key(bus: object) -> str | None:
+    """A PCI bus id compared across tools: CUDA's ``00000000:07:00.0``, amdsmi's ``0000:c1:00.0``."""
+    if not isinstance(bus, str) or bus.count(":") != 2:
+        return None
+    domain, rest = bus.lower().split(":", 1)
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:
+        return None
+
+
+def _ordinals_by_bus(gpus: Sequence[Any], declared: list[int],
+                     props_of: dict[int, dict[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
+    """The runtime ordinal of each topology GPU, matched by PCI bus id where both sides know it
+    (amdsmi / rocm-smi and HIP, or nvidia-smi and CUDA without CUDA_DEVICE_ORDER=PCI_BUS_ID, may
+    number the same devices differently), else the declared ordinal; and a note where they differ."""
+    by_bus = {_bus_key(p.get("pci_bus_id")): o for o, p in props_of.items()}
+    by_bus.pop(None, None)
+    out, moved = [], []
+    for g, ordinal in zip(gpus, declared):
+        found = by_bus.get(_bus_key(getattr(g, "pci_bus_id", None)))
+        if found is not None and found != ordinal:
+            moved.append(f"GPU {g.index} ({g.pci_bus_id}) is runtime device {found}, not {ordinal}")
+            ordinal = found
+        out.append(ordinal)
+    if len(set(out)) != len(out):  # a bus id matched twice: trust the declared order
+        return declared, ()
+    note = ("device order differs between discovery and the runtime; matched by PCI bus id: " + "; ".join(moved),) \
+        if moved else ()
+    return out, note
 
 
 class GpuEngine:
@@ -77,7 +111,7 @@ class GpuEngine:
         #: how the runner builds this engine again in a child process (``"module:callable"``, kwargs)
         self.child_factory = child_factory
         self.process_env: dict[str, str] = dict(process_env or {})
-        self.name = name or {"cuda": "cuda", "rocm": "rocm"}.get(runtime.platform, runtime.platform)
+        self.name = name or next((p.engine for p in platforms.PLATFORMS if p.runtime == runtime.platform), runtime.platform)
         self.vendor: str = runtime.vendor
         self._methods: tuple[Method, ...] = methods_for(self.vendor)
         visible = int(runtime.device_count())
@@ -94,10 +128,16 @@ class GpuEngine:
             ordinals = list(range(visible))
             numa = {}
         self._ordinals: list[int] = [int(o) for o in ordinals]
+        props_of = {o: runtime.properties(o) for o in range(visible)}
+        #: where the runtime's device order differs from the topology's (matched by PCI bus id)
+        self.order_notes: tuple[str, ...] = ()
+        if gpus:
+            self._ordinals, self.order_notes = _ordinals_by_bus(gpus, self._ordinals, props_of)
+            numa = {o: g.numa_node for o, g in zip(self._ordinals, gpus)}
         sm_count: dict[int, int] = {}
         self._names: dict[int, str] = {}
         for o in self._ordinals:
-            props = runtime.properties(o)
+            props = props_of[o]
             sm_count[o] = int(props["sm_count"])
             self._names[o] = str(props.get("name", ""))
             if numa.get(o) is None:
@@ -177,6 +217,16 @@ class GpuEngine:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
+    def chase_cache_bytes(self, ordinal: int) -> int:
+        """The reader's cache that would hold the pointer chase's lines of remote memory (the chain
+        is sized past it); 0 where remote lines are not cached by the reader (NVIDIA)."""
+        return 0
+
+    def runtime_notes(self, method: str, ops: Sequence[TransferOp]) -> list[str]:
+        """What the vendor's runtime did differently from what the method names, for the run's notes
+        (the ROCm engine's say where HIP chose a kernel, or shares hardware queues); none here."""
+        return []
+
     @property
     def _runtime_copies(self) -> frozenset[str]:
         """Kernel-unit methods that are a runtime copy call (the runtime's blit kernels: ce-blit),
@@ -229,6 +279,14 @@ class GpuEngine:
             verified = [op.check_destination(seed=i + 1) if verify else None for i, op in enumerate(ops)]
             if numa_node_count() > 1 and any(isinstance(op, StagedPinnedOp) and not op.numa_placed for op in ops):
                 notes.append("pinned staging buffers not NUMA-placed (one NUMA node, or mbind unavailable)")
+            for op in ops:
+                if isinstance(op, StagedPinnedOp) and op.numa_landed[1] and op.numa_landed[0] is not None:
+                    wanted, landed = op.numa_landed
+                    if landed != (wanted,):
+                        notes.append(f"pinned staging buffers for NUMA node {wanted} landed on node(s) "
+                                     f"{', '.join(map(str, landed))}")
+            notes.extend(self.runtime_notes(plan.method, ops))
+            notes.extend(self.order_notes)
             if inner > 1:
                 notes.append(f"{inner} copies per timed region; times are per copy")
             timings = tuple(TransferTiming(elapsed_s=tuple(per_op[i]), moved_bytes=op.moved_bytes, verified=verified[i])
@@ -332,7 +390,9 @@ class GpuEngine:
         if kind == LATENCY_HOST_READ.key:
             if src != PLAN_HOST or not isinstance(dst, int):
                 raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
-            return remote_read_us(self._ctx, self._gate, HOST, self._ordinal(dst), size_bytes, reps, warmup)
+            reader = self._ordinal(dst)
+            return remote_read_us(self._ctx, self._gate, HOST, reader, size_bytes, reps, warmup,
+                                  reader_cache_bytes=self.chase_cache_bytes(reader))
         if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
@@ -342,7 +402,8 @@ class GpuEngine:
                 if not (self._ctx.peer.can_access(reader, mem)):
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
-            return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup)
+            return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup,
+                                  reader_cache_bytes=self.chase_cache_bytes(reader))
         if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")

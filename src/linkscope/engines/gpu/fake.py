@@ -91,6 +91,13 @@ class FakeRuntime:
     _peer_enabled: set[tuple[int, int]] = field(default_factory=set)
     _streams: int = 0
     _used: dict[int, int] = field(default_factory=dict)
+    bus_ids: Sequence[str] = ()  # PCI bus id per ordinal (empty: unknown)
+    wall_clock_khz_value: int = 25_000  # AMD: what hipDeviceAttributeWallClockRate answers (MI200)
+    l2_cache_bytes: int = 8 * 1024 * 1024  # MI250X GCD: 8 MB L2
+    host_register_fails: bool = False  # CuPy's HIP build: hipHostRegister through CuPy returns an error
+    compile_options: list[tuple[str, ...]] = field(default_factory=list)
+    uncached: set[int] = field(default_factory=set)  # pointers from malloc_uncached
+    numa_user_allocs: list[int] = field(default_factory=list)  # pointers from host_alloc(numa_user=True)
     launches: list[str] = field(default_factory=list)
     launch_grids: list[tuple[str, int, int]] = field(default_factory=list)  # (kernel, GPU ordinal, grid)
 
@@ -99,7 +106,13 @@ class FakeRuntime:
         return self.gpus
 
     def properties(self, ordinal: int) -> dict[str, Any]:
-        return {"name": f"Fake {self.vendor} GPU {ordinal}", "sm_count": 4, "pci_bus_id": None}
+        return {"name": f"Fake {self.vendor} GPU {ordinal}", "sm_count": 4,
+                "pci_bus_id": self.bus_ids[ordinal] if ordinal < len(self.bus_ids) else None,
+                "gcn_arch": "gfx90a:sramecc+:xnack-" if self.vendor == "amd" else "",
+                "l2_cache_bytes": self.l2_cache_bytes}
+
+    def wall_clock_khz(self, ordinal: int) -> int:
+        return self.wall_clock_khz_value if self.vendor == "amd" else 0
 
     def mem_get_info(self, ordinal: int) -> tuple[int, int]:
         return self.memory_bytes - self._used.get(ordinal, 0), self.memory_bytes
@@ -125,18 +138,28 @@ class FakeRuntime:
         return self._alloc(size_bytes, ordinal)
 
     def free(self, ordinal: int, ptr: int) -> None:
+        self.uncached.discard(ptr)
         arr, device = self._arrays.pop(ptr)
         if device is not None:
             self._used[device] -= arr.nbytes
 
-    def host_alloc(self, size_bytes: int) -> int:
-        return self._alloc(size_bytes, None)
+    def malloc_uncached(self, ordinal: int, size_bytes: int) -> int:
+        ptr = self.malloc(ordinal, size_bytes)
+        self.uncached.add(ptr)
+        return ptr
+
+    def host_alloc(self, size_bytes: int, numa_user: bool = False) -> int:
+        ptr = self._alloc(size_bytes, None)
+        if numa_user:
+            self.numa_user_allocs.append(ptr)
+        return ptr
 
     def free_host(self, ptr: int) -> None:
         self._arrays.pop(ptr)
 
     def host_register(self, ptr: int, size_bytes: int) -> None:
-        return None
+        if self.host_register_fails:
+            raise MeasurementError("hipHostRegister: hipErrorInvalidValue (fake)")
 
     def host_unregister(self, ptr: int) -> None:
         return None
@@ -217,6 +240,7 @@ class FakeRuntime:
 
     # ---- kernels -------------------------------------------------------------------------------
     def compile(self, source: str, options: Sequence[str], names: Sequence[str], ordinals: Sequence[int]) -> Any:
+        self.compile_options.append(tuple(options))
         missing = [n for n in names if not hasattr(self, "_k_" + n.split("_u4_")[0].split("_bulk_")[0])]
         if missing:
             raise MeasurementError(f"fake runtime has no kernel for {missing}")
@@ -236,12 +260,14 @@ class FakeRuntime:
         return 0.0
 
     def _k_copy(self, src: int, dst: int, n: int, *tail: int) -> float:
-        if tail:  # copy_u4_U: (src, dst, n_vec, src_tail, dst_tail, n_tail)
+        loops = 1
+        if tail:  # copy_u4_U: (src, dst, n_vec, src_tail, dst_tail, n_tail, loops)
             total = n * 16 + tail[2]
+            loops = tail[3]
         else:  # copy_bulk: (src, dst, n_bytes)
             total = n
         ctypes.memmove(dst, src, total)
-        return total / FAKE_RATE_B_PER_S["kernel"]
+        return loops * total / FAKE_RATE_B_PER_S["kernel"]
 
     def _k_fill_pattern(self, p: int, n: int, seed: int) -> float:
         _view(p, n)[:] = _pattern_bytes(n, seed)

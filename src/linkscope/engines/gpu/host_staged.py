@@ -33,6 +33,8 @@ class StagedPinnedOp(TransferOp):
         staging = min(self.chunk_bytes, max(size_bytes, 1))
         self.host = [ctx.pinned_buffer(staging, ctx.numa_node.get(src)) for _ in range(self.n_buffers)]
         self.numa_placed = all(h.numa_placed for h in self.host)
+        #: (node asked for, nodes the staging pages landed on) for the run's notes
+        self.numa_landed = (ctx.numa_node.get(src), tuple(sorted({h.numa_landed for h in self.host if h.numa_landed is not None})))
         self.lane_src = ctx.new_lane(src)
         self.lane_dst = ctx.new_lane(dst)
         self.lanes = [self.lane_src, self.lane_dst]

@@ -14,8 +14,11 @@ Kernels (all ``extern "C"``, names below):
   second flag.
 * ``copy_u4_<U>``: device copy with 16-byte (``uint4``) accesses, ``U`` independent loads in flight
   per thread before the stores, grid-stride; the bytes beyond the last whole ``uint4`` are copied
-  byte by byte. Used for ``sm-push`` (run on the source GPU, storing into peer memory) and
-  ``sm-pull`` (run on the destination GPU, loading from peer memory).
+  byte by byte. ``loops`` copies of the buffer in one launch (the repetitions of one timed region,
+  as nvbandwidth's copy kernels loop ``loopCount`` times inside the kernel): back-to-back launches
+  would pay each kernel's ramp-up and drain, a third of the time of a 1 MiB copy on H100.
+  Used for ``sm-push`` (run on the source GPU, storing into peer memory) and ``sm-pull`` (run on
+  the destination GPU, loading from peer memory).
 * ``fill_pattern`` / ``check_pattern``: a position-dependent pattern (a 32-bit hash of the word
   index and a seed), written to a source and counted for mismatches in a destination;
   ``poison`` overwrites with 0xA5 bytes, which the pattern check rejects.
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from ...errors import ConfigError
 
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
 COPY_UNROLLS = (1, 2, 4, 8)
@@ -47,19 +52,25 @@ __device__ __forceinline__ u64 global_ns() {
 }
 #define LOAD_STREAM(p) __ldcs(p)
 #define STORE_STREAM(p, v) __stcs((p), (v))
+#define LOAD_CHASE(p) __ldcg(p)
 """
 
-# wall_clock64() counts at a constant rate: 100 MHz on MI200 and MI300 (hipDeviceAttributeWallClockRate);
-# WALL_CLOCK_NS_PER_TICK is passed by the engine from the device when known (default 10 ns).
+# wall_clock64() counts at a constant rate that differs by architecture: 25 MHz on gfx9 up to gfx90a
+# (MI200), 100 MHz from gfx940 (MI300) (llvm-project libc/src/time/gpu/time_utils.h; TransferBench and
+# RCCL read it from the device). The engine passes the device's hipDeviceAttributeWallClockRate as
+# -DWALL_CLOCK_KHZ (timer_options); without it the source does not compile, so no default can be wrong.
+# hipRTC includes hip/hip_runtime.h itself; an offline hipcc needs HIP_OFFLINE_INCLUDE put first.
+HIP_OFFLINE_INCLUDE = "#include <hip/hip_runtime.h>\n"
 HIP_PRELUDE = r"""
 typedef unsigned long long u64;
 typedef unsigned int u32;
-#ifndef WALL_CLOCK_NS_PER_TICK
-#define WALL_CLOCK_NS_PER_TICK 10
+#ifndef WALL_CLOCK_KHZ
+#error "WALL_CLOCK_KHZ (hipDeviceAttributeWallClockRate of the device, kHz) must be defined"
 #endif
-__device__ __forceinline__ u64 global_ns() { return (u64)wall_clock64() * WALL_CLOCK_NS_PER_TICK; }
+__device__ __forceinline__ u64 global_ns() { return (u64)((double)wall_clock64() * (1000000.0 / WALL_CLOCK_KHZ)); }
 #define LOAD_STREAM(p) (*(p))
 #define STORE_STREAM(p, v) (*(p) = (v))
+#define LOAD_CHASE(p) (*(const volatile u64*)(p))
 """
 
 SOURCE = r"""
@@ -84,22 +95,25 @@ extern "C" __global__ void gate_spin(const volatile u32* flag, volatile u32* tim
 extern "C" __global__ void __launch_bounds__(1024) copy_u4_##U(const uint4* __restrict__ src,   \
                                                    uint4* __restrict__ dst, u64 n_vec,        \
                                                    const unsigned char* src_tail,             \
-                                                   unsigned char* dst_tail, u32 n_tail) {     \
+                                                   unsigned char* dst_tail, u32 n_tail,       \
+                                                   u32 loops) {                               \
     const u64 block_span = (u64)blockDim.x * U;                                                \
     const u64 grid_span = block_span * gridDim.x;                                              \
-    u64 base = (u64)blockIdx.x * block_span + threadIdx.x;                                     \
-    for (; base + (U - 1) * (u64)blockDim.x < n_vec; base += grid_span) {                      \
-        uint4 v[U];                                                                            \
-        _Pragma("unroll")                                                                      \
-        for (int j = 0; j < U; ++j) v[j] = LOAD_STREAM(src + base + (u64)j * blockDim.x);      \
-        _Pragma("unroll")                                                                      \
-        for (int j = 0; j < U; ++j) STORE_STREAM(dst + base + (u64)j * blockDim.x, v[j]);       \
+    for (u32 r = 0; r < loops; ++r) {                                                          \
+        u64 base = (u64)blockIdx.x * block_span + threadIdx.x;                                 \
+        for (; base + (U - 1) * (u64)blockDim.x < n_vec; base += grid_span) {                  \
+            uint4 v[U];                                                                        \
+            _Pragma("unroll")                                                                  \
+            for (int j = 0; j < U; ++j) v[j] = LOAD_STREAM(src + base + (u64)j * blockDim.x);  \
+            _Pragma("unroll")                                                                  \
+            for (int j = 0; j < U; ++j) STORE_STREAM(dst + base + (u64)j * blockDim.x, v[j]);   \
+        }                                                                                      \
+        for (int j = 0; j < U; ++j) {                                                          \
+            u64 k = base + (u64)j * blockDim.x;                                                \
+            if (k < n_vec) dst[k] = src[k];                                                    \
+        }                                                                                      \
+        if (blockIdx.x == 0 && threadIdx.x < n_tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x]; \
     }                                                                                          \
-    for (int j = 0; j < U; ++j) {                                                              \
-        u64 k = base + (u64)j * blockDim.x;                                                    \
-        if (k < n_vec) dst[k] = src[k];                                                        \
-    }                                                                                          \
-    if (blockIdx.x == 0 && threadIdx.x < n_tail) dst_tail[threadIdx.x] = src_tail[threadIdx.x]; \
 }
 
 DEFINE_COPY(1)
@@ -140,11 +154,13 @@ extern "C" __global__ void check_pattern(const unsigned char* p, u64 n_bytes, u3
 }
 
 // One thread follows a linked list whose nodes hold the address of the next node (the list may
-// live in a peer GPU's memory or in mapped host memory). Volatile loads: no L1 hit can shorten a
-// hop; each load depends on the previous one.
-extern "C" __global__ void pointer_chase(const volatile u64* start, u64 hops, u64* sink) {
-    const volatile u64* p = start;
-    for (u64 h = 0; h < hops; ++h) p = (const volatile u64*)(*p);
+// live in a peer GPU's memory or in mapped host memory); each load depends on the previous one.
+// CUDA: ld.global.cg (cached in L2, never in the reader's L1), a weak load as nvbandwidth's chase
+// uses: a volatile load is a system-scope access and added about 20 ns a hop over NVLink on H100
+// (0.85 against nvbandwidth's 0.83 us, 2026-11-25). HIP: a volatile load (see the HIP prelude).
+extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink) {
+    const u64* p = start;
+    for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
     *sink = (u64)p;
 }
 
@@ -279,9 +295,24 @@ class KernelSet:
         self.rt.launch(self.module, name, lane.ordinal, lane.stream, grid, threads, args)
 
 
+def timer_options(rt: Any, ordinals: tuple[int, ...]) -> tuple[str, ...]:
+    """``-DWALL_CLOCK_KHZ=<rate>`` for AMD runtimes (every device's hipDeviceAttributeWallClockRate;
+    one module serves all devices, so they must agree); nothing on NVIDIA (%globaltimer is in ns)."""
+    if rt.vendor != "amd":
+        return ()
+    rates = {o: int(rt.wall_clock_khz(o)) for o in ordinals}
+    if len(set(rates.values())) > 1:
+        raise ConfigError(f"devices tick at different wall-clock rates (kHz by device: {rates}): one kernel module "
+                          "cannot time them all", hint="select devices of one kind (HIP_VISIBLE_DEVICES)")
+    rate = next(iter(rates.values()), 0)
+    if rate <= 0:
+        raise ConfigError("the HIP runtime reports no wall-clock rate: device-side times cannot be converted")
+    return (f"-DWALL_CLOCK_KHZ={rate}",)
+
+
 def compile_and_preload(rt: Any, ordinals: tuple[int, ...], options: tuple[str, ...] = OPTIONS) -> KernelSet:
     """Compile the platform's source and load every kernel on every ordinal (KernelCompileError
     with the source, options and compiler log when that fails)."""
-    source, names = source_for(rt.platform)
-    module = rt.compile(source, options, names, ordinals)
+    source, names = source_for("rocm" if rt.vendor == "amd" else rt.platform)
+    module = rt.compile(source, tuple(options) + timer_options(rt, tuple(ordinals)), names, ordinals)
     return KernelSet(rt=rt, module=module, ordinals=tuple(ordinals), names=names)

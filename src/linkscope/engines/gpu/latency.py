@@ -21,6 +21,10 @@ from .kernels import GATE_TIMEOUT_NS
 from .ops import HOST, OpContext, Place, u64
 
 STRIDE_BYTES = 256  # beyond a 128-byte line and its 32-byte sectors
+LINE_BYTES = 128  # what one node occupies in a cache (one line; the rest of its stride is never read)
+#: The chain's cache footprint is at least this many times the reader's L2, so a hop is a miss
+#: (2 MiB fits an MI250X GCD's 8 MB L2 and an H100's 50 MB; the chase then measured the L2).
+L2_FOOTPRINT_FACTOR = 2
 DEFAULT_CHASE_BYTES = 2 * 1024 * 1024
 MIN_CHASE_BYTES = 64 * 1024
 HOPS = 10_000
@@ -40,9 +44,26 @@ def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: in
     return nodes
 
 
+def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE_BYTES) -> int:
+    """The chain's size: the requested size (at least MIN_CHASE_BYTES, else DEFAULT_CHASE_BYTES),
+    grown until its cache footprint (one LINE_BYTES line per node) is L2_FOOTPRINT_FACTOR x the
+    reader's L2, so the chase measures the memory, not the reader's cache."""
+    wanted = size_bytes if size_bytes >= MIN_CHASE_BYTES else DEFAULT_CHASE_BYTES
+    past_l2 = L2_FOOTPRINT_FACTOR * max(int(l2_cache_bytes), 0) * max(stride_bytes, LINE_BYTES) // LINE_BYTES
+    return max(wanted, past_l2)
+
+
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
-                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES) -> list[float]:
-    buffer_bytes = size_bytes if size_bytes >= MIN_CHASE_BYTES else DEFAULT_CHASE_BYTES
+                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0) -> list[float]:
+    """µs per dependent load; each timed region continues where the previous one stopped.
+
+    ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
+    engine says: an AMD GCD's L2 caches coarse-grained peer and host memory, so the chain is sized
+    past it with ``chase_bytes`` and every hop is a miss served over the link). 0 keeps the
+    requested size: on NVIDIA a peer's lines are not kept in the reader's L2 (flat 0.85 µs from
+    64 KiB to 32 MiB on H200, docs/benchmarks.md), and the 2 MiB default measures the link plus the
+    owner's L2, the quantity nvbandwidth's latency test reports."""
+    buffer_bytes = chase_bytes(size_bytes, reader_cache_bytes, stride_bytes)
     stride_words = max(1, stride_bytes // 8)
     n_nodes = max(2, buffer_bytes // (stride_words * 8))
     nbytes = n_nodes * stride_words * 8
@@ -58,17 +79,21 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     try:
         ctx.memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
         lane.stream.synchronize()
+        del nodes
         samples: list[float] = []
+        start = np.zeros(1, dtype=np.uint64)
+        start[0] = buf.ptr
         for rep in range(max(warmup, 1) + reps):
             gate.arm()
             gate.hold(lane)
             events.record_start(lane)
-            ctx.launch(lane, "pointer_chase", 1, 1, (u64(buf.ptr), u64(hops), u64(sink.ptr)))
+            ctx.launch(lane, "pointer_chase", 1, 1, (u64(int(start[0])), u64(hops), u64(sink.ptr)))
             events.record_end(lane)
             gate.release()
             elapsed = events.elapsed_s()
             if gate.timed_out():
                 raise MeasurementError("start gate timed out during the pointer chase")
+            ctx.rt.memcpy(reader, int(start.ctypes.data), sink.ptr, 8)  # the next region starts here
             if rep >= max(warmup, 1):
                 samples.append(elapsed / hops * 1e6)
         return samples
@@ -80,7 +105,10 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
 
 def flag_pingpong_us(ctx: OpContext, a: int, b: int, reps: int, warmup: int, rounds: int = PINGPONG_ROUNDS) -> list[float]:
     rt = ctx.rt
-    flag_a, flag_b = ctx.device_buffer(a, 256), ctx.device_buffer(b, 256)
+    # The flags are polled by a running kernel while the peer stores into them: on ROCm plain
+    # hipMalloc memory is coarse-grained and those stores need not become visible (TransferBench and
+    # RCCL allocate such flags with hipDeviceMallocUncached), so the flags are uncached memory.
+    flag_a, flag_b = ctx.device_buffer(a, 256, uncached=True), ctx.device_buffer(b, 256, uncached=True)
     out_a, out_b = ctx.device_buffer(a, 32), ctx.device_buffer(b, 32)
     lane_a, lane_b = ctx.pool.lane(a, 997), ctx.pool.lane(b, 997)
     try:

@@ -73,8 +73,8 @@ class OpContext:
     def memcpy_async(self, dst: int, src: int, n: int, lane: Lane) -> None:
         self.rt.memcpy_async(lane.ordinal, dst, src, n, lane.stream)
 
-    def device_buffer(self, ordinal: int, size_bytes: int) -> DeviceBuffer:
-        return DeviceBuffer.allocate(self.rt, ordinal, size_bytes)
+    def device_buffer(self, ordinal: int, size_bytes: int, *, uncached: bool = False) -> DeviceBuffer:
+        return DeviceBuffer.allocate(self.rt, ordinal, size_bytes, uncached=uncached)
 
     def pinned_buffer(self, size_bytes: int, numa_node: int | None = None) -> PinnedHostBuffer:
         return PinnedHostBuffer.allocate(self.rt, size_bytes, numa_node)

@@ -20,10 +20,17 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...errors import BackendUnavailable, KernelCompileError, MeasurementError
+from ...platforms import by_key, vendor_of_runtime
 
 HOST_ALLOC_PORTABLE = 1
 HOST_ALLOC_MAPPED = 2
 HIP_HOST_MALLOC_COHERENT = 0x40000000  # fine-grained: the GPU sees host stores while it polls
+HIP_HOST_MALLOC_NUMA_USER = 0x20000000  # hipHostMalloc: honour the calling thread's NUMA policy
+HIP_DEVICE_MALLOC_UNCACHED = 0x3  # hipExtMallocWithFlags: fine-grained and uncached (hip_runtime_api.h)
+#: hipDeviceAttributeWallClockRate: the AMD-specific attribute after hipDeviceAttributeFineGrainSupport
+#: (10016 in hip_runtime_api.h, counted from hipDeviceAttributeAmdSpecificBegin = 10000; the test
+#: checks it against the installed HIP header); in kHz, the rate ``wall_clock64()`` ticks at.
+HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE = 10017
 HOST_REGISTER_PORTABLE = 1
 HOST_REGISTER_MAPPED = 2
 EVENT_DISABLE_TIMING = 2
@@ -31,7 +38,30 @@ MEMCPY_DEFAULT = 4
 ERROR_PEER_ACCESS_ALREADY_ENABLED = 704  # cudaError / hipError: same value
 ERROR_PEER_ACCESS_NOT_ENABLED = 705
 
-VENDOR_OF_PLATFORM = {"cuda": "nvidia", "rocm": "amd"}
+VENDOR_OF_PLATFORM = vendor_of_runtime()  # CuPy build -> vendor, from the platform table
+
+WALL_CLOCK_KHZ_MI300 = 100_000
+WALL_CLOCK_KHZ_GFX9 = 25_000
+
+
+def wall_clock_khz_for_arch(gcn_arch: str) -> int:
+    """The rate (kHz) ``wall_clock64()`` ticks at on an AMD architecture, for runtimes that do not
+    answer hipDeviceAttributeWallClockRate: 100 MHz on gfx940/941/942 (MI300) and on gfx10/11/12;
+    25 MHz on the other gfx9 parts up to gfx90a (MI200). Sources: llvm-project
+    libc/src/time/gpu/time_utils.h (the AMDGPU clock_freq table) and TransferBench
+    src/include/EnvVars.hpp:550-567 (wallClockPerDeviceMhz: gfx940/941/942 -> 100000, else 25000).
+    gfx950 (MI350) is taken as MI300's rate: a belief, not in either table.
+
+    >>> wall_clock_khz_for_arch("gfx90a:sramecc+:xnack-"), wall_clock_khz_for_arch("gfx942")
+    (25000, 100000)
+    """
+    arch = (gcn_arch or "").split(":")[0].strip().lower()
+    if arch in ("gfx940", "gfx941", "gfx942", "gfx950") or arch.startswith(("gfx10", "gfx11", "gfx12")):
+        return WALL_CLOCK_KHZ_MI300
+    if arch.startswith("gfx9"):
+        return WALL_CLOCK_KHZ_GFX9
+    raise MeasurementError(f"the wall-clock rate of AMD architecture {gcn_arch!r} is not known and the HIP "
+                           "runtime did not report hipDeviceAttributeWallClockRate: kernel times cannot be trusted")
 
 
 def cupy_module(name: str = "cupy") -> Any:
@@ -48,14 +78,16 @@ class DeviceRuntime(Protocol):
     vendor: str  # "nvidia" | "amd"
 
     def device_count(self) -> int: ...
-    def properties(self, ordinal: int) -> dict[str, Any]: ...  # name, sm_count, pci_bus_id
+    def properties(self, ordinal: int) -> dict[str, Any]: ...  # name, sm_count, pci_bus_id, gcn_arch, l2_cache_bytes
     def mem_get_info(self, ordinal: int) -> tuple[int, int]: ...
     def versions(self) -> str: ...
     def synchronize(self, ordinal: int) -> None: ...
     # memory
     def malloc(self, ordinal: int, size_bytes: int) -> int: ...
     def free(self, ordinal: int, ptr: int) -> None: ...
-    def host_alloc(self, size_bytes: int) -> int: ...  # pinned, portable, mapped
+    def host_alloc(self, size_bytes: int, numa_user: bool = False) -> int: ...  # pinned, portable, mapped
+    def malloc_uncached(self, ordinal: int, size_bytes: int) -> int: ...  # a peer's stores seen by a running kernel
+    def wall_clock_khz(self, ordinal: int) -> int: ...  # rate of the kernels' AMD timer; 0 where unused
     def free_host(self, ptr: int) -> None: ...
     def host_register(self, ptr: int, size_bytes: int) -> None: ...
     def host_unregister(self, ptr: int) -> None: ...
@@ -91,7 +123,7 @@ class CupyRuntime:
             raise ValueError(f"platform must be cuda or rocm, got {platform!r}")
         self.platform = platform
         self.vendor = VENDOR_OF_PLATFORM[platform]
-        wheel = "cupy-cuda12x (or cupy-cuda13x)" if platform == "cuda" else "cupy-rocm-7-0 (pip install 'linkscope[rocm7]')"
+        wheel = by_key(self.vendor).cupy_wheel
         try:
             self.cp = cupy_module()
             self.rt = cupy_module("cupy.cuda.runtime")
@@ -125,7 +157,8 @@ class CupyRuntime:
         arch = props.get("gcnArchName", b"")  # AMD only (e.g. gfx90a:sramecc+:xnack-)
         return {"name": name.decode() if isinstance(name, bytes) else str(name),
                 "sm_count": int(props["multiProcessorCount"]), "pci_bus_id": bus,
-                "gcn_arch": arch.decode() if isinstance(arch, bytes) else str(arch or "")}
+                "gcn_arch": arch.decode() if isinstance(arch, bytes) else str(arch or ""),
+                "l2_cache_bytes": int(props.get("l2CacheSize", 0) or 0)}
 
     def mem_get_info(self, ordinal: int) -> tuple[int, int]:
         with self._dev(ordinal):
@@ -148,11 +181,51 @@ class CupyRuntime:
         with self._dev(ordinal):
             self.rt.free(ptr)
 
-    def host_alloc(self, size_bytes: int) -> int:
+    def host_alloc(self, size_bytes: int, numa_user: bool = False) -> int:
+        """Pinned, portable, mapped host memory. On ROCm, coherent (fine-grained), and with
+        ``numa_user`` placed by the calling thread's NUMA policy (hipHostMallocNumaUser, as
+        TransferBench allocates its host buffers: src/TransferBench.cpp:1388-1396)."""
         flags = HOST_ALLOC_PORTABLE | HOST_ALLOC_MAPPED
         if self.platform == "rocm":
-            flags |= HIP_HOST_MALLOC_COHERENT
+            flags |= HIP_HOST_MALLOC_COHERENT | (HIP_HOST_MALLOC_NUMA_USER if numa_user else 0)
         return int(self.rt.hostAlloc(size_bytes, flags))
+
+    def _hip(self) -> Any:
+        """The HIP runtime library CuPy's ROCm build uses, for the calls CuPy does not expose."""
+        import ctypes
+
+        if getattr(self, "_libhip", None) is None:
+            self._libhip = ctypes.CDLL("libamdhip64.so", mode=ctypes.RTLD_GLOBAL)
+        return self._libhip
+
+    def malloc_uncached(self, ordinal: int, size_bytes: int) -> int:
+        """Device memory a kernel polling it sees a peer's stores in: on ROCm
+        ``hipExtMallocWithFlags(hipDeviceMallocUncached)`` (TransferBench src/TransferBench.cpp:1431,
+        RCCL's flags likewise); plain ``hipMalloc`` memory is coarse-grained and may be cached.
+        On CUDA, ordinary memory with volatile accesses and a system fence is enough."""
+        if self.platform != "rocm":
+            return self.malloc(ordinal, size_bytes)
+        import ctypes
+
+        ptr = ctypes.c_void_p()
+        with self._dev(ordinal):
+            rc = self._hip().hipExtMallocWithFlags(ctypes.byref(ptr), ctypes.c_size_t(size_bytes),
+                                                   ctypes.c_uint(HIP_DEVICE_MALLOC_UNCACHED))
+        if rc != 0 or not ptr.value:
+            raise MeasurementError(f"hipExtMallocWithFlags(hipDeviceMallocUncached) of {size_bytes} bytes on "
+                                   f"device {ordinal} failed (hipError {rc})")
+        return int(ptr.value)
+
+    def wall_clock_khz(self, ordinal: int) -> int:
+        """hipDeviceAttributeWallClockRate (kHz) on ROCm, else the rate the GPU's architecture is
+        known to have (``kernels.wall_clock_khz_for_arch``); 0 on CUDA (%globaltimer is in ns)."""
+        if self.platform != "rocm":
+            return 0
+        try:
+            value = int(self.rt.deviceGetAttribute(HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE, ordinal))
+        except Exception:
+            value = 0
+        return value if value > 0 else wall_clock_khz_for_arch(self.properties(ordinal).get("gcn_arch", ""))
 
     def free_host(self, ptr: int) -> None:
         self.rt.freeHost(ptr)
@@ -251,4 +324,30 @@ class CupyRuntime:
             fn((grid,), (block,), args)
 
 
-__all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module"]
+def _cuda_version_text(value: int) -> str:
+    """CUDA encodes 12.4 as 12040."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def cupy_version() -> str:
+    """The run context's ``cupy`` version (the platform table's version probes)."""
+    return str(cupy_module().__version__)
+
+
+def cuda_runtime_version() -> str:
+    return _cuda_version_text(int(cupy_module("cupy.cuda.runtime").runtimeGetVersion()))
+
+
+def cuda_driver_api_version() -> str:
+    return _cuda_version_text(int(cupy_module("cupy.cuda.runtime").driverGetVersion()))
+
+
+def nccl_version() -> str:
+    """``cupy.cuda.nccl.get_version()``: 21803 -> 2.18.3 (older 4-digit codes: 2708 -> 2.7.8)."""
+    value = int(cupy_module("cupy.cuda.nccl").get_version())
+    if value >= 10000:
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
+
+
+__all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module", "wall_clock_khz_for_arch"]

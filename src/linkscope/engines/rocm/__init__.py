@@ -14,16 +14,75 @@ see docs/amd.md.
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...errors import BackendUnavailable
+from ...patterns.methods import CE_NOPEER, CE_READ, get_method
 from ..gpu.engine import GpuEngine
 from ..gpu.ops import SmLaunch
 
 __all__ = ["RocmEngine", "SmLaunch", "probe"]
 
 #: Environment variables that change how the HIP runtime copies (recorded with the engine).
-ENV_KEYS = ("HSA_ENABLE_SDMA", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_FORCE_FINE_GRAIN_PCIE")
+ENV_KEYS = ("HSA_ENABLE_SDMA", "HSA_ENABLE_PEER_SDMA", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+            "HSA_FORCE_FINE_GRAIN_PCIE", "ROC_P2P_SDMA_SIZE", "GPU_MAX_HW_QUEUES")
+#: ROCclr sends a copy between two devices of at most this many KiB to a blit kernel, not SDMA
+#: (clr rocclr/utils/flags.hpp:220 ``ROC_P2P_SDMA_SIZE`` default 1024, "the minimum size in KB for
+#: P2P transfer with SDMA"; rocclr/device/rocm/rocblit.cpp:2249 ``sizeIn[0] > sdma_p2p_threshold_``).
+#: No per-call kind overrides it: hipMemcpyDeviceToDeviceNoCU is checked only after the P2P case
+#: (hipamd/src/hip_memory.cpp:484-490).
+P2P_SDMA_MIN_KIB_DEFAULT = 1024
+#: HIP gives each device this many hardware queues; more streams share them (clr
+#: rocclr/utils/flags.hpp:152 ``GPU_MAX_HW_QUEUES`` default 4; TransferBench warns past it,
+#: src/TransferBench.cpp:498-506).
+HW_QUEUES_DEFAULT = 4
+
+
+def _int_env(env: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(env.get(key, default))
+    except ValueError:
+        return default
+
+
+def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, str]) -> list[str]:
+    """Where HIP does something else than the method's name says, for one (plan, size):
+
+    * a runtime copy between two GPUs of at most ROC_P2P_SDMA_SIZE KiB (1 MiB by default) is done by
+      a blit kernel on the CUs, not by SDMA: ``ce``, ``ce-read``, ``ce-write``, ``ce-nopeer`` rows
+      at those sizes are kernel copies (``ce-blit`` is one at every size);
+    * more streams on one device than GPU_MAX_HW_QUEUES (4) share hardware queues, so "concurrent"
+      transfers may run one after another."""
+    notes: list[str] = []
+    info = get_method(method)
+    sdma_off = process_env.get("HSA_ENABLE_SDMA") == "0" or bool(info.env_for("amd"))
+    threshold = _int_env(process_env, "ROC_P2P_SDMA_SIZE", P2P_SDMA_MIN_KIB_DEFAULT) * 1024
+    if info.unit == "copy-engine" and not sdma_off:
+        small = sorted({op.size_bytes for op in ops if isinstance(op.src_place, int) and isinstance(op.dst_place, int)
+                        and op.src_place != op.dst_place and op.size_bytes <= threshold})
+        if small:
+            notes.append(f"runtime chose a kernel: HIP copies between GPUs of <= {threshold // 1024} KiB with a blit "
+                         f"kernel on the CUs, not SDMA (ROC_P2P_SDMA_SIZE; set ROC_P2P_SDMA_SIZE=0 before start "
+                         f"to force SDMA): {method} at this size is a kernel copy")
+    if method == CE_READ.key and not sdma_off:
+        notes.append("ce-read on ROCm: ROCr copies between two GPUs with the source GPU's engine whichever stream "
+                     "issues the copy (rocr-runtime core/runtime/runtime.cpp:574): this row is the source pushing, "
+                     "like ce-write; only its stream ordering differs")
+    if method == CE_NOPEER.key:
+        notes.append("ce-nopeer on ROCm: HIP picks the copy path by whether the GPUs can reach each other "
+                     "(ROCclr p2pAgents, rocvirtual.cpp:2155-2170), not by hipDeviceEnablePeerAccess; where they "
+                     "can (xGMI), this is ce's copy, not a host-staged one")
+    queues = _int_env(process_env, "GPU_MAX_HW_QUEUES", HW_QUEUES_DEFAULT)
+    per_device = Counter(lane.ordinal for op in ops for lane in {id(l): l for l in op.lanes}.values())
+    crowded = {d: n for d, n in sorted(per_device.items()) if n > queues}
+    if crowded:
+        worst = max(crowded.values())
+        notes.append(f"{', '.join(f'{n} streams on device {d}' for d, n in crowded.items())} share "
+                     f"GPU_MAX_HW_QUEUES={queues} hardware queues: concurrent transfers may serialise "
+                     f"(start with GPU_MAX_HW_QUEUES={worst} to give each its own)")
+    return notes
 KFD_TOPOLOGY = "/sys/class/kfd/kfd/topology/nodes"
 
 
@@ -70,3 +129,11 @@ class RocmEngine(GpuEngine):
         env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
         super().__init__(runtime, topology, name="rocm", process_env=env,
                          child_factory=("linkscope.engines.rocm:RocmEngine", {}), **kwargs)
+
+    def runtime_notes(self, method: str, ops: Sequence[Any]) -> list[str]:
+        return rocm_runtime_notes(method, ops, self.process_env)
+
+    def chase_cache_bytes(self, ordinal: int) -> int:
+        """A GCD's L2 caches coarse-grained peer and host memory (8 MB per MI250X GCD, the CDNA2
+        white paper; the runtime's l2CacheSize is used): the chase is sized past it."""
+        return int(self.rt.properties(ordinal).get("l2_cache_bytes", 0) or 0)

@@ -1,0 +1,117 @@
+"""The platform table: which GPU vendors linkscope knows, and for each where its pieces live.
+
+One row per platform (NVIDIA, AMD, and the simulated twin). Discovery (``discovery/auto``), the
+engine registry (``engines/registry``), the device runtime's vendor (``engines/gpu/runtime``), the
+link counters of ``watch`` (``counters/sources``), ``linkscope env`` (``envinfo``) and a run's
+context versions (``results/context``) read this table instead of their own if-chains, so a third
+vendor (Level Zero, say) is one row here plus its backend modules. The table names its pieces by
+``"module:attribute"`` and ``load`` imports them when asked: nothing is imported here, so every
+layer may read it (tests/test_layers.py: ground).
+
+Order matters: live discovery, ``--backend auto`` and ``watch`` try the hardware platforms in
+table order and say every reason when none works.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UserError
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One vendor's pieces. ``None`` / ``()``: the platform has no such piece.
+
+    Attributes:
+        key: the vendor name records and method meanings use (``nvidia``, ``amd``, ``sim``).
+        label: for people.
+        hardware: True when it measures this machine's GPUs (``sim`` does not).
+        engine: the ``--backend`` name; ``engine_factory``: ``"module:callable"`` building it
+            from a Topology; ``engine_probe``: a cheap check returning None/"" when usable, else the
+            reason (a string, or an object with ``ok`` and ``reason``).
+        runtime: the CuPy build the engine runs on (``cuda`` / ``rocm``), ``runtime.platform``.
+        cupy_wheel: what to install for that runtime.
+        discover: ``"module:callable"`` (sysfs facts, notes) -> Topology, raising
+            BackendUnavailable with the reason when the platform finds no GPU here.
+        discovery_backends: names in ``discovery/registry`` this platform's discovery uses.
+        counters: ``"module:callable"`` opening its link-counter source for ``watch``.
+        collective_library: the NCCL-API library CuPy's build of this runtime binds (``cupy.cuda.nccl``).
+        env_rows: ``linkscope env`` rows: (row name, ``"module:callable"`` returning a row dict).
+        version_probes: RunRecord context versions: (key, ``"module:callable"`` returning a string).
+    """
+
+    key: str
+    label: str
+    hardware: bool
+    engine: str
+    engine_factory: str
+    engine_probe: str | None = None
+    runtime: str | None = None
+    cupy_wheel: str = ""
+    discover: str | None = None
+    discovery_backends: tuple[str, ...] = ()
+    counters: str | None = None
+    collective_library: str | None = None
+    env_rows: tuple[tuple[str, str], ...] = ()
+    version_probes: tuple[tuple[str, str], ...] = ()
+
+
+NVIDIA = Platform(
+    key="nvidia", label="NVIDIA", hardware=True, engine="cuda",
+    engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.gpu.probe:probe",
+    runtime="cuda", cupy_wheel="cupy-cuda12x (or cupy-cuda13x)",
+    discover="linkscope.discovery.nvml:discover_platform", discovery_backends=("nvml",),
+    counters="linkscope.counters.nvml:open_nvml", collective_library="NCCL",
+    env_rows=(("cuda (CuPy)", "linkscope.envinfo:cupy_row"), ("nccl", "linkscope.envinfo:nccl_row")),
+    version_probes=(("nvidia_driver", "linkscope.discovery.nvml:driver_version"),
+                    ("cuda_driver_api", "linkscope.engines.gpu.runtime:cuda_driver_api_version"),
+                    ("cuda_runtime", "linkscope.engines.gpu.runtime:cuda_runtime_version"),
+                    ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
+                    ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
+)
+AMD = Platform(
+    key="amd", label="AMD", hardware=True, engine="rocm",
+    engine_factory="linkscope.engines.rocm:RocmEngine", engine_probe="linkscope.engines.rocm:probe",
+    runtime="rocm", cupy_wheel="cupy-rocm-7-0 (pip install 'linkscope[rocm7]'; ROCm 6: docs/amd.md)",
+    discover="linkscope.discovery.amdsmi:discover_platform", discovery_backends=("amdsmi", "rocm"),
+    counters="linkscope.counters.amdsmi:open_amdsmi", collective_library="RCCL",
+    env_rows=(("rocm", "linkscope.envinfo:rocm_smi_row"), ("rocm install", "linkscope.envinfo:rocm_install_row"),
+              ("rocm engine", "linkscope.envinfo:rocm_engine_row")),
+)
+SIM = Platform(key="sim", label="simulated (the fabric model)", hardware=False, engine="sim",
+               engine_factory="linkscope.engines.sim:SimEngine")
+
+PLATFORMS: tuple[Platform, ...] = (NVIDIA, AMD, SIM)
+
+
+def hardware_platforms() -> tuple[Platform, ...]:
+    return tuple(p for p in PLATFORMS if p.hardware)
+
+
+def by_key(key: str) -> Platform:
+    for p in PLATFORMS:
+        if p.key == key:
+            return p
+    raise UserError(f"unknown platform {key!r}", hint=f"known: {', '.join(p.key for p in PLATFORMS)}")
+
+
+def by_engine(name: str) -> Platform | None:
+    return next((p for p in PLATFORMS if p.engine == name), None)
+
+
+def vendor_of_runtime() -> dict[str, str]:
+    """CuPy build (``cuda`` / ``rocm``) -> vendor key."""
+    return {p.runtime: p.key for p in PLATFORMS if p.runtime}
+
+
+def engine_names() -> tuple[str, ...]:
+    """``--backend`` choices: ``auto`` and every platform's engine, in table order."""
+    return ("auto", *(p.engine for p in PLATFORMS))
+
+
+def load(ref: str) -> Any:
+    """The object a ``"package.module:attribute"`` reference names (imported now)."""
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
