@@ -426,7 +426,10 @@ CAFFE = ("BVLC/caffe#3319 (P2P across QPI/IOH unsupported, or 100s of MB/s where
 ROOT_P2P = ("peer DMA through one Xeon root complex measured: 7.1 GB/s SSD-to-GPU where the same three SSDs reach "
             "9.4-9.5 GB/s into host memory (Xeon E5-2650 v4, Broadwell-EP, one socket; NVIDIA developer forum "
             "t/55564 'P2P DMA performance limitation? where a single CPU is invoked'): 7.1 / 9.45 = 0.75, the factor "
-            "used here (fitted to that one figure; no Haswell-EP GPU-to-GPU figure was found); NVIDIA's GPUDirect "
+            "used here (fitted to that one figure; no Haswell-EP GPU-to-GPU figure was found); the same ratio in a "
+            "2016 8-GPU box of two 80-lane PLX switches on one CPU (Maxwell Titan X, PCIe Gen3): NCCL all_reduce on 2 "
+            "GPUs 11.28 GB/s under one switch, 8.23 GB/s across the switches through the CPU, 0.73 (NVIDIA/nccl#44); "
+            "NVIDIA's GPUDirect "
             "RDMA guide, 'Supported systems': through a single CPU/IOH P2P works but performs worse, and peer read "
             "bandwidth is severely limited on some processor architectures (docs.nvidia.com/cuda/gpudirect-rdma); "
             "NCCL's maintainer: 'recent Intel CPUs have horrible P2P performance', so NCCL does not use P2P through "
@@ -469,7 +472,9 @@ def k80_16():
                             "source": "chassis PLX switch of an 8 x K80 server (Cray CS-Storm, HP SL270 class: two "
                                       "K80 boards per switch, two switches per socket [L]); a PXB path crosses it "
                                       "and both boards' switches: cut-through, about 0.1-0.15 us per switch ("
-                                      + PEX8747 + "); bandwidth factor 0.95 per chassis switch is an estimate [L]"}))
+                                      + PEX8747 + "); bandwidth factor 0.95 per chassis switch is an estimate [L]; "
+                                      "P2P under one PLX switch in a 2016 Gen3 box ran at 11.28 GB/s (NCCL all_reduce, "
+                                      "2 GPUs, NVIDIA/nccl#44), 0.72 of the 15.75 GB/s link, near NCCL's 12 GB/s"}))
             links.append(L(plx, f"hb{s}", LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + " (x16 uplink). "
                            + LAT_K80_LINK_SRC, "PCIe Gen3 x16"))
             for q in range(2):

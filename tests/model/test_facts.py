@@ -53,7 +53,7 @@ def test_k80_root_complex_factor_is_the_cited_public_figure_and_says_it_was_fitt
     hb = load_preset("k80-16").by_id["hb0"]
     assert hb.attributes["p2p_transit_efficiency"] == pytest.approx(7.1 / 9.45, abs=0.005)
     src = hb.attributes["source"]
-    assert "t/55564" in src and "fitted to that one figure" in src and "nccl#428" in src
+    assert "t/55564" in src and "fitted to that one figure" in src and "nccl#428" in src and "nccl#44" in src
     notes = " ".join(load_preset("k80-16").notes)
     assert "btl_smcuda_component.c" in notes and "not modelled" in notes  # MPI's staging: cited, not modelled
 
