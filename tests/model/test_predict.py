@@ -222,3 +222,17 @@ def test_pageable_h2d_source_that_fits_the_host_cache_is_copied_faster(pcie):
     assert big.rate_gb_per_s == pytest.approx(7.8, rel=1e-6)
     d2h = [pcie.predict([(0, "host", s)], "d2h-pageable")[0].rate_gb_per_s for s in (16 << 20, 256 << 20)]
     assert d2h[0] == pytest.approx(d2h[1])
+
+
+def test_a_pageable_copy_of_one_staging_chunk_is_dma_then_host_copy_one_after_the_other(pcie):
+    # the 2 x H100 host: pageable d2h of 64 KiB-1 MiB = the pinned copy's time + the host copy's; from 16 MiB
+    # the host copy alone sets the pace, after one chunk of DMA (model.host_copies, staging_fill_s)
+    p = pcie.params
+    dma = pcie.predict([(0, "host", 1 << 30)], "d2h")[0].rate_gb_per_s
+    copy = p.host_memcpy_gb_per_s("d2h")
+    lat = p.overhead_us("d2h-pageable") * 1e-6 + pcie._lat(pcie._path(pcie.gpu(0), pcie.router.local_cpu(pcie.gpu(0))))
+    small = pcie.predict([(0, "host", 1 << 20)], "d2h-pageable")[0]
+    assert small.elapsed_s == pytest.approx(lat + (1 << 20) / (dma * 1e9) + (1 << 20) / (copy * 1e9), rel=1e-6)
+    big = pcie.predict([(0, "host", 256 << 20)], "d2h-pageable")[0]
+    chunk = p["pageable_staging_chunk_bytes"]
+    assert big.elapsed_s == pytest.approx(lat + chunk / (dma * 1e9) + (256 << 20) / (copy * 1e9), rel=1e-6)

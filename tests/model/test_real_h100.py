@@ -28,9 +28,11 @@ def test_calibrated_on_the_h100_survey_the_model_predicts_it_pageable_rows_inclu
     assert 1.2 < result.fitted["host_copy_cache_speedup"] < 1.8
     # every peer row and the concurrent patterns within 25% (both host directions at once: +24.6%)
     assert _worst(report, {"ce", "sm-push", "local"}) < 0.25
-    # known gap, not hidden: pageable d2h at 64 KiB-1 MiB runs slower per byte than at 16 MiB+ (no cited
-    # mechanism), and the same 512 MiB copy measured 13.95 in the host step and 9.84 GB/s in the sweep
-    assert 0.25 < _worst(report, {"d2h-pageable"}) < 0.40
+    # pageable d2h within 25%: small copies are staged then copied, one after the other (the staging fill);
+    # the same 512 MiB copy measured 13.95 in the host step and 9.84 GB/s in the sweep, so one rate is +-17% at best
+    assert _worst(report, {"d2h-pageable"}) < 0.25
+    # issue 22's bar for this survey, pageable rows included
+    assert report.median_abs_rel_error <= 0.05 and report.worst_abs_rel_error <= 0.25
 
 
 def test_the_survey_calibration_predicts_another_record_of_the_same_machine():

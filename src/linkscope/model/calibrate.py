@@ -32,6 +32,7 @@ from ..results.schema import RunRecord
 from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
+from .host_copies import staging_fill_s
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
 from .predict import COPY_ENGINE_METHODS, PEER_METHODS, FabricModel
 
@@ -155,6 +156,7 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     groups, _ = measured_groups(record)
     classes: dict[tuple[str, str], _Class] = {}
     notes: list[str] = []
+    pinned: dict[str, float] = {}  # method -> its pinned DMA rate (the staging fill of pageable copies)
     for g, src, dst, m in _uncontended(model, groups):
         try:
             route, raw, transit, kind, hops_us, vendor = _route_info(model, src, dst, g.method)
@@ -165,6 +167,12 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
         t = moved / (m.median_gb_per_s * _GB)
         if _cached_h2d(g.method, moved, base):  # its own class: the host copy reads the source from cache
             route += _CACHED
+        if get_method(g.method).pageable and get_method(g.method).host_ends != "none":
+            # the staging pipeline's fill (host_copies): fit latency + size / rate to what is left
+            dma = pinned.get(g.method)
+            if dma is None:
+                dma = pinned[g.method] = _pinned_rate(model, g.method)
+            t -= staging_fill_s(base, moved, dma)
         c = classes.setdefault((g.method, route), _Class(g.method, route, raw, transit, kind, hops_us, vendor))
         c.sizes.append(float(moved))
         c.times.append(t)

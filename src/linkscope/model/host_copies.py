@@ -21,6 +21,11 @@ Facts (each with its source):
    4 (synchronous, one buffer), not with a rate that separates the readings. On the machines measured
    here the two readings give the same prediction: the pinned DMA (55 GB/s on 2 x H100 and 1 x H200) is
    the same, and ``host_memcpy_gb_per_s`` is measured through it. They differ on slow links (PCIe Gen3).
+   The overlap needs a first chunk: a copy of at most one staging chunk is DMA'd, then copied (one after
+   the other), a longer one pays one chunk of DMA before the overlap (``staging_fill_s``). The 2 x H100
+   host shows it: a pageable d2h of 64 KiB-1 MiB takes the pinned d2h's time plus the host copy's
+   (1 MiB: 22 + 106 us of 148), from 16 MiB the host copy's alone; ``pageable_staging_chunk_bytes`` is
+   2 MiB, fitted to that (the driver's buffer size is not documented).
 3. **One thread's copy rate is a fact of the socket, far below its memory bandwidth.** A core's
    bandwidth is its outstanding cache misses times 64 B over the memory latency (Little's law), so one
    thread gets a fraction of what all cores get (J. McCalpin, "Single-core memory bandwidth: latency,
@@ -72,10 +77,17 @@ def host_copy_rate_gb_per_s(params: ModelParams, direction: str, size_bytes: int
     return rate
 
 
+def staging_fill_s(params: ModelParams, size_bytes: int, dma_gb_per_s: float) -> float:
+    """Seconds of the staging pipeline's fill: the first chunk (``pageable_staging_chunk_bytes``, or the
+    whole copy if smaller) crosses the DMA before the host copy overlaps anything (fact 2): a copy of at
+    most one chunk is staged-then-copied, one after the other."""
+    return min(size_bytes, params["pageable_staging_chunk_bytes"]) / (dma_gb_per_s * 1e9)
+
+
 def staging_rate_gb_per_s(dma_gb_per_s: float, memcpy_gb_per_s: float) -> float:
     """Rate of a copy staged through pinned bounce buffers: the host copy overlaps the DMA of the
     previous chunk, so the slower of the two sets it (fact 2)."""
     return min(dma_gb_per_s, memcpy_gb_per_s)
 
 
-__all__ = ["SERIAL_NOTE", "host_copy_rate_gb_per_s", "serialised", "staging_rate_gb_per_s"]
+__all__ = ["SERIAL_NOTE", "host_copy_rate_gb_per_s", "serialised", "staging_fill_s", "staging_rate_gb_per_s"]

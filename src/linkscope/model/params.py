@@ -157,6 +157,10 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "host_memcpy_gb_per_s.d2h": (_PAGEABLE_D2H_GB_PER_S, "measured", _PAGEABLE_D2H),
     "host_cache_bytes": (32 * 2**20, "measured", f"fitted to the knee of one sweep: 32 MB still fast, 64 MB slow: {_CACHE_SRC}; "
                          "2 x H100 host 2026-11-25: 16 MiB fast, 256 MiB slow (docs/runs/survey-h100x2-2026-11-25.json)"),
+    "pageable_staging_chunk_bytes": (2 * 2**20, "measured", "fitted: on the 2 x H100 host (docs/runs/survey-h100x2-2026-11-25.json) "
+                                     "a pageable d2h of 64 KiB-1 MiB takes the pinned copy's time plus the host copy's (one "
+                                     "after the other), one of 16 MiB and more the host copy's alone: the staging chunk lies "
+                                     "between 1 and 16 MiB; 2 MiB taken (the driver's buffer size is not documented)"),
     "host_copy_cache_speedup": (1.37, "measured", f"fitted: 11.4 / 8.33 GB/s, the fast and slow plateaus of {_CACHE_SRC}"),
     "device_memory_bw_gb_per_s": (3000.0, "default", _ASSUME),
     "p2p_transit_efficiency.pcie_switch": (0.97, "default", _ASSUME),

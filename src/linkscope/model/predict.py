@@ -48,7 +48,7 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, FabricGraph
-from .host_copies import host_copy_rate_gb_per_s, serialised, staging_rate_gb_per_s
+from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, staging_rate_gb_per_s
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
@@ -294,13 +294,16 @@ class FabricModel:
             raw = self._raw(edges)
             cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
             weight = 1.0
+            fill_s = 0.0
             if get_method(eff_method).pageable:
                 direction = H2D.key if src == HOST else D2H.key
-                cap = staging_rate_gb_per_s(min(cap, self._eff_min(edges)), host_copy_rate_gb_per_s(p, direction, size_bytes))
+                dma = min(cap, self._eff_min(edges))
+                cap = staging_rate_gb_per_s(dma, host_copy_rate_gb_per_s(p, direction, size_bytes))
+                fill_s = staging_fill_s(p, size_bytes, dma)
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
             wts = np.append(np.ones(edges.size), weight)
-            return [_Stage(res, wts, cap, overhead_s + self._lat(edges), size_bytes, raw)]
+            return [_Stage(res, wts, cap, overhead_s + self._lat(edges) + fill_s, size_bytes, raw)]
         a, b = self.gpu(src), self.gpu(dst)
         if eff_method != LOCAL.key and a.id != b.id:
             overhead_s += self._level_overhead_s(cap_method, a, b)
@@ -349,7 +352,8 @@ class FabricModel:
                 dma = min(p.method_efficiency(method) * raw, engine, self._eff_min(leg))
                 cap = staging_rate_gb_per_s(dma, host_copy_rate_gb_per_s(p, direction, size_bytes))
                 out.append(_Stage(np.append(leg, mem), np.append(np.ones(leg.size), 2.0), cap,
-                                  (overhead_s if k == 0 else 0.0) + self._lat(leg), size_bytes, raw))
+                                  (overhead_s if k == 0 else 0.0) + self._lat(leg) + staging_fill_s(p, size_bytes, dma),
+                                  size_bytes, raw))
             return out
         edges = np.concatenate([leg1, leg2])
         raw = self._raw(edges)
