@@ -6,7 +6,7 @@ from linkscope.comm.launch import CollectiveError, serial_job
 from linkscope.comm.nccl import make_peers, run_nccl
 from linkscope.comm.nccl_backend import SimNccl
 from linkscope.comm.records import nccl_record
-from linkscope.model.collectives import OPS
+from linkscope.model.collectives import OP_TABLE, OPS
 from linkscope.report import textformats
 from linkscope.topology.synthetic import synthetic_topology
 
@@ -91,7 +91,7 @@ def test_in_place_runs_every_op_with_nccl_tests_offsets(op):
     be = sim_backend(3)
     job = serial_job()
     result = run_nccl(job, be, make_peers(job, be, None), op, [4096, 1 << 16], iters=2, warmup=1, inplace=True)
-    chunked = op in ("allgather", "reduce_scatter", "alltoall")  # rounded down to whole chunks of 3 ranks
+    chunked = OP_TABLE[op].layout != "whole"  # rounded down to whole chunks of 3 ranks
     sizes = [4092, 65532] if chunked else [4096, 65536]
     assert [(r.size_bytes, r.inplace) for r in result.rows] == [(s, p) for s in sizes for p in (False, True)]
     for r in result.rows:
@@ -174,3 +174,19 @@ def test_simulated_repeats_advance_the_clock_each_time_but_move_data_once():
     assert len(be._unsynced) == 1 and recv[0].tolist() == [0.0] * 4
     be.sync(peers)
     assert recv[0].tolist() == recv[1].tolist() == [3.0] * 4 and not be._unsynced
+
+
+def test_simulated_buffers_are_bounded_and_unmoved_data_is_not_checked():
+    """A simulated 1 GiB collective must not allocate 1 GiB buffers (issue 22: the old backend was
+    killed at 23.7 GB for an 8-rank 1 GiB allreduce); sizes beyond the limit are timed, #wrong N/A."""
+    from linkscope.topology.presets import load_preset
+
+    be = SimNccl(load_preset("dgx-h100"))
+    job = serial_job()
+    peers = make_peers(job, be, None)
+    assert be.alloc(peers[0], 1 << 28).nbytes <= 4 << 20
+    result = run_nccl(job, be, peers, "allreduce", [1 << 20, 1 << 30], iters=2, warmup=1)
+    assert [r.wrong for r in result.rows] == [0, None]  # 1 MiB checked, 1 GiB timed only
+    assert result.rows[1].busbw_gb_per_s > 300 and any("#wrong N/A" in n for n in result.notes)
+    unchecked = run_nccl(job, be, peers, "allgather", [8 << 20], iters=1, warmup=0, verify=False)
+    assert unchecked.rows[0].wrong is None and not unchecked.notes  # --no-verify: N/A, no data note

@@ -25,14 +25,16 @@ def test_sim_nccl_on_a_preset_is_labelled_and_follows_its_links(tmp_path, capsys
                  "--sizes", "8,1MiB", "--iters", "2", "--warmup", "0", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "SIMULATED" in text and "simulated (fabric model of dgx-h100)" in text
-    assert "ring chosen" in text
+    assert "# simulated 8 B: ring/LL chosen (1 channels; NCCL's estimate 15.00 us" in text  # NCCL's pick at 8 B
     rows = _rows(text)
     assert [int(r[0]) for r in rows] == [8, 1 << 20] and all(r[8] == "0" for r in rows)
     record = load(out)
     assert record.provenance.value == "simulated" and record.topology["name"] == "dgx-h100"
     m = record.measurements[-1]
-    assert m.extra["prediction"]["algorithm"] == "ring"
-    assert m.extra["busbw_gb_per_s"] == pytest.approx(m.extra["prediction"]["algorithms"]["ring"]["busbw_gb_per_s"],
+    assert (m.extra["prediction"]["algorithm"], m.extra["prediction"]["protocol"]) == ("nvls", "Simple") or \
+        m.extra["prediction"]["algorithm"] == "ring"
+    key = f"{m.extra['prediction']['algorithm']}/{m.extra['prediction']['protocol']}"
+    assert m.extra["busbw_gb_per_s"] == pytest.approx(m.extra["prediction"]["algorithms"][key]["busbw_gb_per_s"],
                                                       rel=1e-6)
     assert textformats.nccl_tests_text(record).splitlines()[0].endswith("(SIMULATED)")
     report = check(record)  # model check reads NCCL records: a simulated one agrees with its model
@@ -64,7 +66,12 @@ def test_model_check_on_a_real_nccl_record(tmp_path):
     record = nccl_record(result, serial_job().context(), {"gpus": [0, 1]})
     report = check(record, load_preset("hgx-h200-4"))
     assert report.n_compared == 1 and report.worst_abs_rel_error < 0.10
-    assert "ring on GPUs 0,1" in report.entries[0].note
+    assert "ring (Simple) on GPUs 0,1" in report.entries[0].note
+    # the record's NCCL_* environment is what the check predicts with: NCCL_ALGO=tree makes it a tree
+    ctx = serial_job().context()
+    ctx["env"] = {**ctx.get("env", {}), "NCCL_ALGO": "tree"}
+    forced = check(nccl_record(result, ctx, {"gpus": [0, 1]}), load_preset("hgx-h200-4"))
+    assert "tree (" in forced.entries[0].note
 
 
 def test_backends_follow_the_protocol():
@@ -99,3 +106,56 @@ def test_auto_with_a_named_topology_simulates_it(capsys):
                  "--warmup", "0"]) == 0
     captured = capsys.readouterr()
     assert "SIMULATED" in captured.out and "simulated on hgx-h200-4" in captured.err
+
+
+def test_real_backend_takes_memory_streams_and_events_from_the_device_runtime():
+    """CupyNccl's device side goes through the engines' DeviceRuntime (issue 22): checked with fakes,
+    since the real path needs a GPU; every timing event it creates is destroyed after it is read."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from linkscope.comm.nccl import time_op
+    from linkscope.comm.nccl_backend import Peer
+
+    calls = []
+
+    class FakeRuntime:
+        def device_count(self):
+            return 2
+
+        def mem_get_info(self, ordinal):
+            calls.append(("mem", ordinal))
+            return (123 + ordinal, 999)
+
+        def stream(self, ordinal):
+            return f"stream{ordinal}"
+
+        def event_create(self, ordinal, timing=True):
+            calls.append(("create", ordinal))
+            return len(calls)
+
+        def event_record(self, event, stream):
+            calls.append(("record", event, stream))
+
+        def event_elapsed_s(self, start, end):
+            return 0.5
+
+        def event_destroy(self, event):
+            calls.append(("destroy", event))
+
+        def synchronize(self, ordinal):
+            calls.append(("sync", ordinal))
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(is_hip=False),
+                                              Device=lambda d: contextlib.nullcontext()))
+    nccl = SimpleNamespace(NcclCommunicator=SimpleNamespace(initAll=lambda devs: [f"comm{d}" for d in devs]))
+    be = CupyNccl(cp=cp, nccl=nccl, runtime=FakeRuntime())
+    peers = be.init_all([0, 1])
+    assert [(p.rank, p.device, p.comm, p.stream) for p in peers] == [(0, 0, "comm0", "stream0"), (1, 1, "comm1", "stream1")]
+    assert be.device_count() == 2 and be.free_bytes(Peer(0, 1, None, None)) == 124
+    assert time_op(be, peers, lambda: None, 5) == pytest.approx(0.1)
+    created = [c[1] for c in calls if c[0] == "create"]
+    destroyed = sorted(c[1] for c in calls if c[0] == "destroy")
+    assert len(created) == 4 and len(destroyed) == 4  # no event leaks
+    assert ("record", 3, "stream0") in calls or any(c[0] == "record" and c[2] == "stream0" for c in calls)
+    assert [c for c in calls if c[0] == "sync"] == [("sync", 0), ("sync", 1)] * 2

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from linkscope.errors import UserError
@@ -69,17 +70,23 @@ def test_numbers_come_from_the_links():
     full = CollectiveModel.of(synthetic_topology("nvswitch:4:18"))
     half = CollectiveModel.of(synthetic_topology("nvswitch:4:9"))
     big_full, big_half = (m.predict("allreduce", [0, 1, 2, 3], GIB).chosen for m in (full, half))
-    assert big_half.busbw_gb_per_s == pytest.approx(big_full.busbw_gb_per_s / 2, rel=0.02)
+    # about half: the local receive pass of each ring loop does not use the links
+    assert big_half.busbw_gb_per_s == pytest.approx(big_full.busbw_gb_per_s / 2, rel=0.05)
     small_full, small_half = (m.predict("allreduce", [0, 1, 2, 3], 8).time_us for m in (full, half))
     assert small_full == pytest.approx(small_half, rel=0.01) and small_full >= full.launch_us
 
 
+NVLS_OFF = {"NCCL_NVLS_ENABLE": "0"}
+
+
 def test_ring_latency_grows_with_ranks_and_busbw_does_not():
-    model = CollectiveModel.of(load_preset("dgx-h100"))
+    model = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
     two, eight = (model.predict("allreduce", list(range(n)), 8).time_us for n in (2, 8))
-    assert eight > two  # 2(n-1) ring steps, each paying the route latency
+    assert eight > two  # 2(n-1) ring steps, each paying NCCL's per-step latency
     bw2, bw8 = (model.predict("allreduce", list(range(n)), GIB).chosen.busbw_gb_per_s for n in (2, 8))
-    assert bw8 == pytest.approx(bw2, rel=0.02)  # busbw is normalised for n
+    # busbw is normalised for n, but each ring loop ends with a local receive pass: 1 step in 3 with 2
+    # ranks, 1 in 15 with 8 (measured: 2 x H200 326.8, 4 x H200 356.7 GB/s, docs/benchmarks.md)
+    assert bw2 < bw8 < 1.15 * bw2
 
 
 def test_pcie_ring_crossing_sockets_is_slower_than_within_a_switch():
@@ -89,22 +96,71 @@ def test_pcie_ring_crossing_sockets_is_slower_than_within_a_switch():
     assert far < near
 
 
-def test_alltoall_shares_each_gpus_links():
+def test_alltoall_is_grouped_p2p_sharing_each_gpus_links():
     model = CollectiveModel.of(load_preset("hgx-h200-4"))
     pred = model.predict("alltoall", [0, 1, 2, 3], GIB).chosen
     one_link = model.predict("sendrecv", [0, 1], GIB).chosen
-    # each GPU sends 3 chunks at once through its one NVSwitch uplink: the uplink, not the per-flow cap, limits
-    assert pred.algorithm == "pairwise" and pred.busbw_gb_per_s > one_link.busbw_gb_per_s
+    # 256 MiB per peer: 16 of the 32 p2p channels each (enqueue.cc:891-901); rounds 0 and 1 start at
+    # channels 0 and 16, rounds 2 and 3 at 8 and 24 (bit-reversed bases, channel.h:19-31): two waves
+    assert pred.algorithm == "p2p" and pred.protocol == "Simple" and pred.steps == 2
+    assert 0.6 * one_link.busbw_gb_per_s < pred.busbw_gb_per_s < one_link.busbw_gb_per_s
 
 
-def test_tree_is_considered_only_across_nodes():
-    single = CollectiveModel.of(load_preset("dgx-h100")).predict("allreduce", list(range(8)), GIB)
-    assert [a.algorithm for a in single.algorithms] == ["ring"]
-    cluster = CollectiveModel.of(synthetic_topology("fattree:2x4"))
-    multi = cluster.predict("allreduce", list(range(8)), GIB)
-    assert {a.algorithm for a in multi.algorithms} == {"ring", "tree"}
-    assert multi.chosen.time_us == min(a.time_us for a in multi.algorithms)
-    assert set(multi.as_dict()["algorithms"]) == {"ring", "tree"}
+def test_two_h200_alltoall_64mib_within_10_percent_of_the_measurement():
+    """docs/benchmarks.md (2 x H200 NV18, NCCL 2.28.9, 2026-11-22): alltoall 64 MiB 138 us, busbw 242.8 GB/s.
+    The old model ran every pair at once at the SM-copy cap (347.7, +43%); NCCL's p2p uses 8 of its 16
+    p2p channels per peer at this size (enqueue.cc:1053-1056)."""
+    model = CollectiveModel.of(load_preset("hgx-h200-4"), env=NVLS_OFF)
+    pred = model.predict("alltoall", [0, 1], 64 << 20).chosen
+    assert pred.channels == 16
+    assert abs(pred.busbw_gb_per_s / 242.8 - 1) <= 0.10
+
+
+def test_dgx_h100_allreduce_takes_nvls_like_nccl_and_lands_on_the_public_figures():
+    """nccl-tests#290/#212, nccl#1374: ~476-480 GB/s busbw on 8 x H100 with NVLS (the old model: 326.6,
+    no NVLS path); NCCL_NVLS_ENABLE=0: 330-360 (nccl#1221, nccl-tests#326)."""
+    on = CollectiveModel.of(load_preset("dgx-h100")).predict("allreduce", list(range(8)), GIB).chosen
+    assert (on.algorithm, on.protocol) == ("nvls", "Simple")
+    assert abs(on.busbw_gb_per_s / 478 - 1) <= 0.10
+    off = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", list(range(8)), GIB).chosen
+    assert (off.algorithm, off.protocol) == ("ring", "Simple")
+    assert 330 * 0.9 <= off.busbw_gb_per_s <= 360 * 1.1
+
+
+def test_protocol_follows_size_as_nccl_chooses():
+    model = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
+    chosen = [model.predict("allreduce", [0, 1], s).chosen for s in (8, 1 << 20, 64 << 20)]
+    assert [(c.algorithm, c.protocol) for c in chosen] == [("ring", "LL"), ("ring", "LL"), ("ring", "Simple")]
+    # enqueue.cc:1888-1891; search: 12 x 30 GB/s, run on 24 channels (connect.cc:452), as NCCL 2.28.9 logs
+    assert chosen[0].channels == 1 and chosen[2].channels == 24
+    for c in chosen:  # NCCL's own estimate is printed beside the twin's
+        assert c.nccl_estimate_us is not None and c.nccl_estimate_us > 0
+
+
+def test_nccl_algo_proto_and_channel_limits_are_honoured():
+    topo = load_preset("dgx-h100")
+    forced = CollectiveModel.of(topo, env={**NVLS_OFF, "NCCL_PROTO": "Simple"}).predict("allreduce", [0, 1], 8).chosen
+    assert forced.protocol == "Simple"
+    tree = CollectiveModel.of(topo, env={"NCCL_ALGO": "allreduce:tree"}).predict("allreduce", list(range(8)), GIB)
+    assert {a.algorithm for a in tree.algorithms} == {"tree"}
+    not_ll = CollectiveModel.of(topo, env={**NVLS_OFF, "NCCL_PROTO": "^LL"}).predict("allreduce", [0, 1], 8).chosen
+    assert not_ll.protocol != "LL"
+    wide = CollectiveModel.of(topo, env=NVLS_OFF).predict("allreduce", [0, 1], 64 << 20).chosen
+    narrow = CollectiveModel.of(topo, env={**NVLS_OFF, "NCCL_MAX_NCHANNELS": "2"}).predict("allreduce", [0, 1], 64 << 20)
+    assert narrow.chosen.channels == 2 and narrow.chosen.busbw_gb_per_s < 0.5 * wide.busbw_gb_per_s
+    with pytest.raises(UserError, match="NCCL_ALGO"):
+        CollectiveModel.of(topo, env={"NCCL_ALGO": "rings"}).predict("allreduce", [0, 1], 8)
+    with pytest.raises(UserError, match="no NCCL algorithm"):
+        CollectiveModel.of(topo, env={"NCCL_ALGO": "broadcast:tree"}).predict("broadcast", [0, 1], 8)
+
+
+def test_nccl_considers_tree_on_one_node_and_picks_the_least_estimate():
+    single = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", list(range(8)), GIB)
+    assert {a.algorithm for a in single.algorithms} == {"ring", "tree"}
+    assert {a.protocol for a in single.algorithms} == {"LL", "LL128", "Simple"}
+    best = min(single.algorithms, key=lambda a: a.nccl_estimate_us or 0.0)
+    assert single.chosen == best  # NCCL's choice is by its estimate, the twin times it
+    assert set(single.as_dict()["algorithms"]) == {a.key for a in single.algorithms}
 
 
 def test_bad_ranks_are_clear_errors():
@@ -114,3 +170,94 @@ def test_bad_ranks_are_clear_errors():
     with pytest.raises(Exception, match="GPU 9"):
         model.predict("allreduce", [0, 9], 8)
     assert model.predict("allreduce", [2], 1 << 20).chosen.algorithm == "local"
+
+
+def test_op_table_describes_gather_and_scatter_like_nccl_tests():
+    from linkscope.model.collectives import OP_TABLE
+
+    assert busbw_factor("gather", 4) == pytest.approx(0.75) and busbw_factor("scatter", 8) == pytest.approx(0.875)
+    g = layout("gather", 1 << 20, 4)
+    assert (g.send_count, g.recv_count) == (65536, 262144)
+    sends, recvs = OP_TABLE["scatter"].exchanges(0, 4, layout("scatter", 1 << 20, 4))
+    assert [peer for peer, _, _ in sends] == [0, 1, 2, 3] and recvs == [(0, 0, 65536)]
+    assert OP_TABLE["gather"].reference(np, 1, 4, g, 0) is None  # only the root receives
+    pred = CollectiveModel.of(load_preset("hgx-h200-4")).predict("gather", [0, 1, 2, 3], GIB).chosen
+    assert pred.algorithm == "p2p"
+
+
+@pytest.mark.parametrize("size,measured", [(64 << 20, 265.9), (512 << 20, 316.8)])
+def test_two_h100_allreduce_mid_and_large_sizes_within_10_percent(size, measured):
+    """Issue 22: nccl-tests 2.19.6 on the lent 2 x H100 (NV18), NVLS off: 265.9 / 316.8 GB/s busbw at
+    64 / 512 MiB. The old model (one flat rate, no channels, no pipeline fill) gave 317 (+19%) at 64 MiB."""
+    pred = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", [0, 1], size).chosen
+    assert (pred.algorithm, pred.protocol) == ("ring", "Simple")
+    assert abs(pred.busbw_gb_per_s / measured - 1) <= 0.10
+
+
+def test_dgx_a100_allreduce_within_10_percent_of_the_public_figure():
+    """nccl-tests#175 (as cited by issue 22): 232.5 GB/s busbw on 8 x A100; the old model gave 204.9 (-12%)."""
+    pred = CollectiveModel.of(load_preset("dgx-a100")).predict("allreduce", list(range(8)), 4 << 30).chosen
+    assert pred.algorithm == "ring" and abs(pred.busbw_gb_per_s / 232.5 - 1) <= 0.10
+
+
+def _recorded(name):
+    """size -> (time us, busbw) of an nccl-tests table in the 2 x H100 fixture (out-of-place columns)."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "fixtures/nccl/h100x2-2026-11-25" / name
+    rows = {}
+    for line in path.read_text().splitlines():
+        cols = line.split()
+        if len(cols) >= 8 and cols[0].isdigit():
+            rows[int(cols[0])] = (float(cols[5]), float(cols[7]))
+    return rows
+
+
+@pytest.mark.parametrize("name,op,env,sizes", [
+    ("all_reduce.txt", "allreduce", {}, (64 << 20, 1 << 30)),
+    ("all_reduce_Ring_Simple.txt", "allreduce", {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}, (64 << 20, 1 << 30)),
+    ("all_reduce_Tree_Simple.txt", "allreduce", {"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}, (64 << 20, 1 << 30)),
+    ("sendrecv.txt", "sendrecv", {}, (64 << 20, 256 << 20, 1 << 30)),
+    ("alltoall.txt", "alltoall", {}, (64 << 20, 512 << 20, 1 << 30)),
+    ("broadcast.txt", "broadcast", {}, (64 << 20, 1 << 30)),
+    ("all_gather.txt", "allgather", {}, (64 << 20, 1 << 30)),
+    ("reduce_scatter.txt", "reduce_scatter", {}, (64 << 20, 1 << 30)),
+])
+def test_two_h100_recordings_within_10_percent(name, op, env, sizes):
+    """The lent 2 x H100 (tests/fixtures/nccl/h100x2-2026-11-25, NCCL 2.28.9, NVLS off). The old model:
+    allreduce 64 MiB +19%, alltoall 64 MiB +43% (on H200), allgather 1 GiB +34%, no tree;
+    nccl_p2p_channel_factor is fitted to the sendrecv slope between 2 and 16 MiB per channel, so the
+    sendrecv rows test its fit only."""
+    model = CollectiveModel.of(load_preset("dgx-h100"), env={**NVLS_OFF, **env})
+    rows = _recorded(name)
+    for size in sizes:
+        pred = model.predict(op, [0, 1], size).chosen
+        assert abs(pred.busbw_gb_per_s / rows[size][1] - 1) <= 0.10, (size, pred.busbw_gb_per_s, rows[size][1])
+
+
+def test_two_h100_allreduce_1mib_with_cuda_graphs_within_25_percent():
+    """all_reduce_G10.txt (nccl-tests -G 10): 14.02 us at 1 MiB; NCCL and the twin pick ring/LL."""
+    pred = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", [0, 1], 1 << 20).chosen
+    assert pred.protocol == "LL" and abs(pred.time_us / _recorded("all_reduce_G10.txt")[1 << 20][0] - 1) <= 0.25
+
+
+def test_collnet_needs_the_env_and_a_sharp_network_like_nccl():
+    """NCCL runs CollNet only with NCCL_COLLNET_ENABLE=1 and a network that reduces (the SHARP plugin):
+    the twin offers collnet_direct / collnet_chain only when the topology marks a switch ``sharp``."""
+    import dataclasses
+
+    from linkscope.topology.model import DeviceKind
+
+    base = synthetic_topology("fattree:2x4")
+    devices = [dataclasses.replace(d, name="NVIDIA H100 80GB HBM3") if d.is_gpu else d for d in base.devices]
+    plain = dataclasses.replace(base, devices=type(base.devices)(devices))
+    sharp = dataclasses.replace(plain, devices=type(base.devices)(
+        dataclasses.replace(d, attributes={**(d.attributes or {}), "sharp": True})
+        if d.kind is DeviceKind.NETWORK_SWITCH else d for d in devices))
+    env = {"NCCL_COLLNET_ENABLE": "1"}
+
+    def algos(topo, env):
+        return {a.algorithm for a in CollectiveModel.of(topo, env=env).predict("allreduce", list(range(8)), GIB).algorithms}
+
+    assert "collnet_direct" not in algos(plain, env) and "collnet_direct" not in algos(sharp, {})
+    assert {"collnet_direct", "collnet_chain"} <= algos(sharp, env)

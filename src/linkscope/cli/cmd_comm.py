@@ -131,7 +131,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
     @bench_app.command("nccl")
     def bench_nccl(
         op: str = typer.Option("allreduce", "--op",
-                               help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | sendrecv."),
+                               help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | sendrecv | gather | "
+                                    "scatter (gather/scatter: grouped send/recv to/from rank 0, as nccl-tests)."),
         sizes: str = typer.Option("8:128MiB", "--sizes", help="Sizes (nccl-tests' S): list or power-of-two range."),
         iters: int = typer.Option(20, "--iters", "-n", min=1, help="Timed operations per size (nccl-tests -n)."),
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, help="Untimed operations per size (nccl-tests -w)."),

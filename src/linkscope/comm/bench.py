@@ -63,8 +63,9 @@ def _bcast_code(job: Job, body: Callable[[], int]) -> int:
     return int(job.comm.bcast(run_collectively(job, body), root=0))
 
 
-def _backend(name: str, topology: Callable[[], Any], named_topology: bool = False) -> CollectiveBackend:
-    backend, note = collective_backend(name, topology, named_topology=named_topology)
+def _backend(name: str, topology: Callable[[], Any], named_topology: bool = False,
+             env: Mapping[str, str] | None = None) -> CollectiveBackend:
+    backend, note = collective_backend(name, topology, named_topology=named_topology, env=env)
     if note:
         progress_line(f"note: {note}")
     return backend
@@ -178,7 +179,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
     from .records import nccl_record
 
     environ = session.environ
-    backend = _backend(opts.backend, topology, named_topology)
+    backend = _backend(opts.backend, topology, named_topology, session.environ)
     job = job_for(environ)
 
     def inner() -> int:
@@ -249,7 +250,7 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
     from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers
 
     environ = session.environ
-    backend = _backend(opts.backend, sim_topology)
+    backend = _backend(opts.backend, sim_topology, env=session.environ)
     job = job_for(environ)
 
     def inner() -> int:
@@ -317,7 +318,7 @@ def bench_p2p(session: Session, opts: P2POptions, topology: Callable[[], Any]) -
     if opts.buffers == "H":
         job = start_mpi(environ)
     else:
-        backend = _backend(opts.backend, topology)
+        backend = _backend(opts.backend, topology, env=session.environ)
         job = job_for(environ) if backend.simulated else start_mpi(environ)
 
     def inner() -> int:

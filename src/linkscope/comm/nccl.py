@@ -8,9 +8,10 @@ the times are averaged over ranks as nccl-tests does. algbw and busbw come from
 
 Placement: out-of-place by default (separate send and receive buffers). With ``inplace=True``
 every size is also timed in place, right after the out-of-place run, with nccl-tests' buffer
-offsets: allreduce, broadcast, reduce, alltoall and sendrecv pass one buffer as both send and
-receive buffer; allgather sends from its own slot of the receive buffer
-(``recv + rank * count``); reduce_scatter receives into its own slot of the send buffer
+offsets (``model.collectives.OP_TABLE``, one descriptor per operation): allreduce, broadcast, reduce,
+alltoall and sendrecv pass one buffer as both send and receive buffer; allgather and gather send
+from their own slot of the receive buffer
+(``recv + rank * count``); reduce_scatter and scatter receive into their own slot of the send buffer
 (``send + rank * recv_count``). NCCL defines no in-place alltoall or sendrecv (grouped
 send/recv on one buffer race), so, as in nccl-tests, those are timed but their ``#wrong`` is
 not checked (None, shown as N/A).
@@ -19,8 +20,9 @@ Data check (``#wrong``): after timing, every rank's send buffer is filled with
 ``(i mod 13) + rank + 1`` (exact in float32 for any sum here), the receive buffer is poisoned,
 one operation runs, and every element is compared with the value the operation must produce.
 
-alltoall and sendrecv are grouped ``ncclSend``/``ncclRecv`` as in nccl-tests (NCCL has no
-alltoall primitive): alltoall sends chunk k to rank k (itself included); sendrecv sends to
+alltoall, sendrecv, gather and scatter are grouped ``ncclSend``/``ncclRecv`` as in nccl-tests (NCCL
+has no such primitives; the op table's ``exchanges``): alltoall sends chunk k to rank k (itself
+included); gather sends every rank's chunk to rank 0, scatter chunk k from rank 0 to rank k; sendrecv sends to
 rank+1 and receives from rank-1 (a ring shift).
 
 With ``graph_iters`` > 0 the timed loop is captured once into a CUDA graph per GPU and the graph
@@ -37,13 +39,13 @@ from typing import Any
 import numpy as np
 
 from ..measure.sweep import StopSignal, boundaries, interrupted
-from ..model.collectives import OPS, Layout, algbw_gb_per_s, busbw_factor, layout
+from ..model.collectives import OP_TABLE, OPS, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..units import format_size
 from .launch import Job, agree, require
-from .nccl_backend import Peer
+from .nccl_backend import Peer, moves_data
 
 POISON = -7.0
-UNCHECKED_IN_PLACE = ("alltoall", "sendrecv")
+UNCHECKED_IN_PLACE = tuple(op.name for op in OP_TABLE.values() if op.in_place == "undefined")
 """Operations NCCL does not define in place: timed, but #wrong is N/A (nccl-tests does the same)."""
 
 
@@ -119,16 +121,6 @@ def peer_devices(job: Job, peers: Sequence[Peer]) -> list[tuple[int, ...]]:
     return job.comm.allgather(mine) if job.size > 1 else [mine]
 
 
-def _values(xp: Any, rank: int, start: int, count: int) -> Any:
-    idx = xp.arange(start, start + count, dtype=xp.int64)
-    return ((idx % 13) + rank + 1).astype(xp.float32)
-
-
-def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
-    idx = xp.arange(start, start + count, dtype=xp.int64)
-    return (n * (idx % 13) + n * (n + 1) // 2).astype(xp.float32)
-
-
 class _Buffers:
     """Send and receive buffer of every local peer (views; in place they overlap)."""
 
@@ -146,13 +138,14 @@ class _Buffers:
             return _Buffers([b[:max(lay.send_count, 1)] for b in self.send],
                             [b[:max(lay.recv_count, 1)] for b in self.recv])
         c = lay.chunk_count
+        rule = OP_TABLE[op].in_place
         send, recv = [], []
         for p, sb, rb in zip(peers, self.send, self.recv):
-            if op == "allgather":
+            if rule == "recv_slot":
                 base = rb[:max(lay.recv_count, 1)]
                 send.append(base[p.rank * c:p.rank * c + max(c, 1)])
                 recv.append(base)
-            elif op == "reduce_scatter":
+            elif rule == "send_slot":
                 base = sb[:max(lay.send_count, 1)]
                 send.append(base)
                 recv.append(base[p.rank * c:p.rank * c + max(c, 1)])
@@ -179,36 +172,19 @@ def enqueue(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: L
                 backend.broadcast(p, s, r, lay.send_count, 0)
             elif op == "reduce":
                 backend.reduce(p, s, r, lay.send_count, 0)
-            elif op == "alltoall":
-                c = lay.chunk_count
-                for k in range(nranks):
-                    backend.send(p, s[k * c:(k + 1) * c], c, k)
-                    backend.recv(p, r[k * c:(k + 1) * c], c, k)
-            elif op == "sendrecv":
-                backend.send(p, s, lay.send_count, (p.rank + 1) % nranks)
-                backend.recv(p, r, lay.recv_count, (p.rank - 1) % nranks)
+            else:  # grouped send/recv (the op table's exchanges)
+                sends, recvs = OP_TABLE[op].exchanges(p.rank, nranks, lay)
+                for peer, offset, count in sends:
+                    backend.send(p, s[offset:offset + count], count, peer)
+                for peer, offset, count in recvs:
+                    backend.recv(p, r[offset:offset + count], count, peer)
     finally:
         backend.group_end()
 
 
 def expected(xp: Any, op: str, rank: int, nranks: int, lay: Layout) -> Any | None:
-    """What rank ``rank``'s receive buffer must hold after ``op`` (None: nothing to check)."""
-    n, c = nranks, lay.chunk_count
-    if op == "allreduce":
-        return _sum_values(xp, n, 0, lay.recv_count)
-    if op == "broadcast":
-        return _values(xp, 0, 0, lay.recv_count)
-    if op == "reduce":
-        return _sum_values(xp, n, 0, lay.recv_count) if rank == 0 else None
-    if op == "allgather":
-        return xp.concatenate([_values(xp, k, 0, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
-    if op == "reduce_scatter":
-        return _sum_values(xp, n, rank * c, c)
-    if op == "alltoall":
-        return xp.concatenate([_values(xp, k, rank * c, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
-    if op == "sendrecv":
-        return _values(xp, (rank - 1) % n, 0, lay.recv_count)
-    raise ValueError(op)
+    """What rank ``rank``'s receive buffer must hold after ``op`` (None: nothing to check), root 0."""
+    return OP_TABLE[op].reference(xp, rank, nranks, lay, 0)
 
 
 def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> int:
@@ -218,7 +194,7 @@ def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
     for i, p in enumerate(peers):
         with backend.on(p):
             bufs.recv[i][:lay.recv_count] = POISON
-            bufs.send[i][:lay.send_count] = _values(xp, p.rank, 0, lay.send_count)
+            bufs.send[i][:lay.send_count] = check_values(xp, p.rank, 0, lay.send_count)
     backend.sync(peers)
     enqueue(backend, op, peers, bufs, lay, nranks)
     backend.sync(peers)
@@ -325,13 +301,17 @@ def run_nccl(
                     t = time_op(backend, peers, launch, launches) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
-                checked = verify and not (in_place and op in UNCHECKED_IN_PLACE)
+                moved = moves_data(backend, max(lay.send_count, lay.recv_count))
+                if verify and not moved:
+                    notes.append(f"simulated: data moves only in buffers up to {format_size(backend.data_limit_bytes)}; "
+                                 "larger sizes are timed without data (#wrong N/A)")
+                checked = verify and moved and not (in_place and op in UNCHECKED_IN_PLACE)
                 wrong = check(backend, op, peers, view, lay, nranks) if checked else None
                 if wrong is not None and job.size > 1:
                     wrong = job.comm.allreduce(wrong)
                 t_med = float(np.median(times))
                 algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
-                rows.append(NcclRow(op, lay.size_bytes, lay.send_count if op != "allgather" else lay.recv_count,
+                rows.append(NcclRow(op, lay.size_bytes, lay.recv_count if OP_TABLE[op].layout == "gather" else lay.send_count,
                                     t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
                                     tuple(t * 1e6 for t in times), graph_used, in_place))
             if job.rank == 0:

@@ -21,7 +21,7 @@ together; send/recv pairs never deadlock). Timing goes through per-peer events.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,22 +41,14 @@ class Peer:
     stream: Any
 
 
-class CollectiveBackend(Protocol):
-    """What the NCCL runners (nccl, stencil, p2p) need from a collective library."""
-
-    @property
-    def simulated(self) -> bool: ...
-    @property
-    def xp(self) -> Any: ...
+class CollectiveCalls(Protocol):
+    """The collective library itself: communicators and the calls of one NCCL group. Buffers,
+    streams and events come from the device side."""
 
     def version(self) -> str: ...
-    def device_count(self) -> int: ...
     def init_all(self, devices: Sequence[int]) -> list[Peer]: ...
     def unique_id(self) -> Any: ...
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer: ...
-    def on(self, peer: Peer) -> contextlib.AbstractContextManager[None]: ...
-    def free_bytes(self, peer: Peer) -> int: ...
-    def alloc(self, peer: Peer, count: int) -> Any: ...
     def group_start(self) -> None: ...
     def group_end(self) -> None: ...
     def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
@@ -66,6 +58,27 @@ class CollectiveBackend(Protocol):
     def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None: ...
     def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None: ...
+    def destroy(self, peers: Sequence[Peer]) -> None: ...
+
+
+class DeviceSide(Protocol):
+    """What the runners need from the devices around the calls: memory, events, synchronisation,
+    CUDA graphs. The real backend takes device count, free memory, streams, events and
+    synchronisation from the engines' device runtime (``engines.gpu.runtime.CupyRuntime``); its
+    array buffers stay CuPy arrays (the data checks index them)."""
+
+    @property
+    def simulated(self) -> bool: ...
+    @property
+    def xp(self) -> Any: ...
+    @property
+    def data_limit_bytes(self) -> int | None:
+        """Largest buffer (bytes) whose data really moves; None: every buffer (real backends)."""
+
+    def device_count(self) -> int: ...
+    def on(self, peer: Peer) -> contextlib.AbstractContextManager[None]: ...
+    def free_bytes(self, peer: Peer) -> int: ...
+    def alloc(self, peer: Peer, count: int) -> Any: ...
     def pinned(self, count: int) -> np.ndarray: ...
     def new_event(self, peer: Peer) -> Any: ...
     def staged_copy(self, src: Peer, src_buf: Any, host: np.ndarray, dst: Peer, dst_buf: Any, count: int,
@@ -75,22 +88,29 @@ class CollectiveBackend(Protocol):
     def sync(self, peers: Sequence[Peer]) -> None: ...
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]: ...
     def launch(self, peers: Sequence[Peer], graphs: Sequence[Any]) -> None: ...
-    def destroy(self, peers: Sequence[Peer]) -> None: ...
     def to_numpy(self, buf: Any) -> np.ndarray: ...
+
+
+class CollectiveBackend(CollectiveCalls, DeviceSide, Protocol):
+    """What the NCCL runners (nccl, stencil, p2p) need: the collective calls and the device side."""
 
 
 class CupyNccl:
     """The real thing: CuPy arrays, NCCL (or RCCL on ROCm) communicators, device events."""
 
     simulated = False
+    data_limit_bytes: int | None = None
 
-    def __init__(self) -> None:
-        from ..engines.gpu.runtime import cupy_module
+    def __init__(self, *, cp: Any = None, nccl: Any = None, runtime: Any = None) -> None:
+        """``cp``, ``nccl``, ``runtime``: CuPy, its NCCL module and the engines' device runtime
+        (imported / built here unless given, as tests give fakes)."""
+        from ..engines.gpu.runtime import CupyRuntime, cupy_module
 
-        cupy = cupy_module()
-        nccl = cupy_module("cupy.cuda.nccl")
-        self.cp = cupy
-        self.nccl = nccl
+        self.cp = cp if cp is not None else cupy_module()
+        self.nccl = nccl if nccl is not None else cupy_module("cupy.cuda.nccl")
+        if runtime is None:
+            runtime = CupyRuntime("rocm" if getattr(self.cp.cuda.runtime, "is_hip", False) else "cuda")
+        self.runtime = runtime
 
     @property
     def xp(self) -> Any:
@@ -106,15 +126,11 @@ class CupyNccl:
         return text if library == platforms.NVIDIA.collective_library else f"{library} {text}"
 
     def device_count(self) -> int:
-        return int(self.cp.cuda.runtime.getDeviceCount())
+        return int(self.runtime.device_count())
 
     def init_all(self, devices: Sequence[int]) -> list[Peer]:
         comms = self.nccl.NcclCommunicator.initAll(list(devices))
-        peers = []
-        for rank, (dev, comm) in enumerate(zip(devices, comms)):
-            with self.cp.cuda.Device(dev):
-                peers.append(Peer(rank, dev, comm, self.cp.cuda.Stream(non_blocking=True)))
-        return peers
+        return [Peer(rank, dev, comm, self.runtime.stream(dev)) for rank, (dev, comm) in enumerate(zip(devices, comms))]
 
     def unique_id(self) -> Any:
         return self.nccl.get_unique_id()
@@ -122,7 +138,7 @@ class CupyNccl:
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer:
         with self.cp.cuda.Device(device):
             comm = self.nccl.NcclCommunicator(nranks, uid, rank)
-            return Peer(rank, device, comm, self.cp.cuda.Stream(non_blocking=True))
+        return Peer(rank, device, comm, self.runtime.stream(device))
 
     @contextlib.contextmanager
     def on(self, peer: Peer) -> Iterator[None]:
@@ -130,8 +146,7 @@ class CupyNccl:
             yield
 
     def free_bytes(self, peer: Peer) -> int:
-        with self.on(peer):
-            return int(self.cp.cuda.runtime.memGetInfo()[0])
+        return int(self.runtime.mem_get_info(peer.device)[0])
 
     def alloc(self, peer: Peer, count: int) -> Any:
         with self.on(peer):
@@ -191,20 +206,25 @@ class CupyNccl:
 
     # -- timing ---------------------------------------------------------------------------
     def record(self, p: Peer) -> Any:
-        with self.on(p):
-            ev = self.cp.cuda.Event()
-            ev.record(p.stream)
-            return ev
+        """A timing event recorded on the peer's stream (the device runtime's; ``elapsed_s`` frees it)."""
+        event = self.runtime.event_create(p.device)
+        self.runtime.event_record(event, p.stream)
+        return event
 
     def elapsed_s(self, start: Any, stop: Any) -> float:
-        stop.synchronize()
-        return float(self.cp.cuda.get_elapsed_time(start, stop)) / 1e3
+        """Seconds between two ``record`` events (waits for ``stop``); both events are freed: the
+        runners read each pair once."""
+        try:
+            return float(self.runtime.event_elapsed_s(start, stop))
+        finally:
+            self.runtime.event_destroy(start)
+            self.runtime.event_destroy(stop)
 
     def sync(self, peers: Sequence[Peer]) -> None:
         """Whole-device synchronisation: fills and checks run on the legacy default stream, NCCL on
         each peer's non-blocking stream, which does not order itself after the default stream."""
         for p in peers:
-            self.cp.cuda.Device(p.device).synchronize()
+            self.runtime.synchronize(p.device)
 
     # -- CUDA graphs (optional, small messages) -------------------------------------------------
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
@@ -243,29 +263,47 @@ class _SimClock:
 _Call = tuple[str, Peer, Any, Any, int, Any]
 
 
+SIM_DATA_LIMIT_BYTES = 4 << 20
+"""A simulated buffer holds at most this many bytes: larger operations are timed, their data does not
+move and is not checked (#wrong N/A), so a simulated 1 GiB collective needs no 1 GiB buffers."""
+
+
+def moves_data(backend: Any, count: int) -> bool:
+    """True when a buffer of ``count`` float32 elements really carries data on ``backend``."""
+    limit = backend.data_limit_bytes
+    return limit is None or count * 4 <= limit
+
+
 class SimNccl:
     """Simulated collective backend for one process driving the GPUs of a topology.
 
-    Data: every grouped call runs with NumPy at the next ``sync`` (so ``#wrong`` checks are real).
-    Time: the group's collectives are predicted by ``CollectiveModel.predict`` (ring/tree on the
-    fabric model), its send/recv pairs as concurrent flows of the fabric model, plus the launch
-    floor; staged copies (emulated slow pairs) as a pinned host-staged transfer.
+    Data: every grouped call whose buffers fit ``data_limit_bytes`` runs with NumPy at the next
+    ``sync`` (so ``#wrong`` checks are real); buffers are never larger than that limit, larger
+    operations only advance the clock (the runners report #wrong N/A for them).
+    Time: the group's collectives are predicted by ``CollectiveModel.predict`` (NCCL's algorithm and
+    protocol choice, timed on the fabric model), its send/recv pairs as NCCL's grouped p2p on the
+    fabric model; staged copies (emulated slow pairs) as a pinned host-staged transfer.
 
     Attributes:
         topology: the topology whose GPUs are the devices (device i = GPU index i).
         params: model parameter overrides (ModelParams or a mapping), or None.
         free: bytes each simulated device reports free (default: the GPU's memory, else 16 GiB).
+        env: the NCCL_* environment the simulated NCCL honours (NCCL_ALGO, NCCL_PROTO, ...).
+        data_limit_bytes: the largest buffer that holds data.
     """
 
     simulated = True
     xp = np
+    data_limit_bytes: int | None = SIM_DATA_LIMIT_BYTES
 
-    def __init__(self, topology: Any, params: Any = None, *, free: int | None = None) -> None:
+    def __init__(self, topology: Any, params: Any = None, *, free: int | None = None,
+                 env: Mapping[str, str] | None = None, data_limit_bytes: int = SIM_DATA_LIMIT_BYTES) -> None:
         from ..model.collectives import CollectiveModel
 
         self.topology = topology
-        self.model = CollectiveModel.of(topology, params)
+        self.model = CollectiveModel.of(topology, params, env=env)
         self.free = free
+        self.data_limit_bytes = data_limit_bytes
         self.clock = _SimClock()
         self._pending: list[_Call] | None = None
         self._unsynced: list[tuple[tuple, list[_Call]]] = []
@@ -304,7 +342,9 @@ class SimNccl:
         return int(mem) if mem else 1 << 34
 
     def alloc(self, peer: Peer, count: int) -> np.ndarray:
-        return np.empty(max(count, 1), dtype=np.float32)
+        """A buffer of ``count`` elements, or of the data limit when that is smaller (module doc)."""
+        limit = max(1, (self.data_limit_bytes or count * 4) // 4)
+        return np.empty(max(min(count, limit), 1), dtype=np.float32)
 
     def group_start(self) -> None:
         self._pending = []
@@ -356,18 +396,25 @@ class SimNccl:
             elapsed_s += self.model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
         flows = _match_sends(calls, deliver=False)
         if flows:
-            elapsed_s += self.model.launch_us * 1e-6 + self.model.flows_time_s(flows)
+            devices = {c[1].rank: c[1].device for c in calls}
+            order = sorted(devices)
+            sends = [(order.index(c[1].rank), order.index(c[5]), float(c[4] * 4)) for c in calls if c[0] == "send"]
+            elapsed_s += self.model.p2p(sends, [devices[r] for r in order]).time_us * 1e-6
         return elapsed_s
 
     def _move_data(self) -> None:
         groups, self._unsynced = self._unsynced, []
         for _, calls in groups:
+            kinds = [c[0] for c in calls]
+            if not all(_fits(c, kinds.count(c[0])) for c in calls):
+                continue  # beyond the data limit: timed only (module doc)
             for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
                 _execute(kind, sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank))
             _match_sends(calls, deliver=True)
 
     def pinned(self, count: int) -> np.ndarray:
-        return np.empty(max(count, 1), dtype=np.float32)
+        limit = max(1, (self.data_limit_bytes or count * 4) // 4)
+        return np.empty(max(min(count, limit), 1), dtype=np.float32)
 
     def new_event(self, peer: Peer) -> Any:
         return None
@@ -377,8 +424,9 @@ class SimNccl:
         from ..model.collectives import NO_PEER_METHOD
 
         self._move_data()  # stream order: the groups before it land first
-        host[:count] = src_buf[:count]
-        dst_buf[:count] = host[:count]
+        if count <= min(len(src_buf), len(dst_buf), len(host)):
+            host[:count] = src_buf[:count]
+            dst_buf[:count] = host[:count]
         self.clock.now_s += self.model.flows_time_s([(src.device, dst.device, count * 4)], method=NO_PEER_METHOD)
 
     def record(self, p: Peer) -> float:
@@ -402,6 +450,18 @@ class SimNccl:
     def to_numpy(self, buf: Any) -> np.ndarray:
         self._move_data()
         return np.asarray(buf)
+
+
+def _fits(call: _Call, n: int) -> bool:
+    """Whether a call's buffers hold all the elements it moves (bounded simulated buffers may not);
+    ``n``: ranks of the collective."""
+    kind, send, recv, count = call[0], call[2], call[3], call[4]
+    if kind in ("send", "recv"):
+        buf = send if kind == "send" else recv
+        return buf is not None and len(buf) >= count
+    need_send = count * n if kind == "reduce_scatter" else count
+    need_recv = count * n if kind == "allgather" else count
+    return len(send) >= need_send and len(recv) >= need_recv
 
 
 def _address(buf: Any) -> int | None:
@@ -461,22 +521,22 @@ def _match_sends(calls: Sequence[_Call], *, deliver: bool) -> list[tuple[int, in
 BACKEND_CHOICES = platforms.engine_names()  # auto, cuda, rocm, sim: the platform table's engines
 
 
-def collective_backend(name: str, topology: Callable[[], Any], *,
-                       named_topology: bool = False) -> tuple[CollectiveBackend, str | None]:
+def collective_backend(name: str, topology: Callable[[], Any], *, named_topology: bool = False,
+                       env: Mapping[str, str] | None = None) -> tuple[CollectiveBackend, str | None]:
     """The backend for ``--backend name`` and a note when ``auto`` chose the simulated one.
 
     ``topology()`` resolves the topology the simulated backend runs on (called only when needed).
     ``cuda`` and ``rocm`` use CuPy's NCCL module (RCCL on a ROCm build of CuPy). ``auto`` is the
     real backend when it is usable, except when the user named a topology (``named_topology``:
     ``--preset/--from/--synthetic``), which describes another machine: then it simulates that one,
-    as ``bench --backend auto`` does.
+    as ``bench --backend auto`` does. ``env``: the NCCL_* variables the simulated NCCL honours.
     """
     if name not in BACKEND_CHOICES:
         raise UserError(f"--backend {name!r} is not valid", hint=f"valid choices: {', '.join(BACKEND_CHOICES)}")
     if name == "sim":
-        return SimNccl(topology()), None
+        return SimNccl(topology(), env=env), None
     if name == "auto" and named_topology:
-        sim = SimNccl(topology())
+        sim = SimNccl(topology(), env=env)
         return sim, f"a topology was named: simulated on {sim.topology.name} (--backend cuda measures this machine)"
     try:
         real = CupyNccl()
@@ -485,11 +545,11 @@ def collective_backend(name: str, topology: Callable[[], Any], *,
         if name != "auto":
             raise UserError(f"--backend {name} needs CuPy with NCCL/RCCL support and a GPU ({type(exc).__name__}: {exc})",
                             hint="pip install cupy-cuda12x; or --backend sim for a simulated run") from exc
-        sim = SimNccl(topology())
+        sim = SimNccl(topology(), env=env)
         return sim, f"no usable GPU/NCCL here ({type(exc).__name__}): simulated on {sim.topology.name}"
     if count < 1:
         if name != "auto":
             raise UserError(f"--backend {name}: no GPU visible", hint="or --backend sim for a simulated run")
-        sim = SimNccl(topology())
+        sim = SimNccl(topology(), env=env)
         return sim, f"no GPU visible: simulated on {sim.topology.name}"
     return real, None

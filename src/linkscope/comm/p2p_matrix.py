@@ -21,7 +21,7 @@ from .buffers import BufferSpace
 from .launch import Job, agree, require
 from .mpi_p2p import Schedule, _bw_loop, _Side
 from .nccl import nccl_ranks, peer_devices, time_op
-from .nccl_backend import Peer
+from .nccl_backend import Peer, moves_data
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def run_p2p_nccl(
                 launch()
             t = time_op(backend, involved, launch, iters)
         wrong = None
-        if verify and dst in local:
+        if verify and dst in local and moves_data(backend, count):
             with backend.on(local[dst]):
                 wrong = int(xp.count_nonzero(recv[dst][:count] != _pattern(xp, src, count)))
         if job.size > 1:

@@ -99,7 +99,8 @@ def record_gpus(record: RunRecord) -> list[int]:
 
 def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry]:
     """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
-    collectives = CollectiveModel(model)
+    env = (record.context or {}).get("env")  # the NCCL_* variables the run had (NCCL_NVLS_ENABLE, NCCL_ALGO ...)
+    collectives = CollectiveModel(model, env=env if isinstance(env, dict) else None)
     gpus = record_gpus(record)
     out = []
     for i, m in enumerate(record.measurements):
@@ -110,7 +111,7 @@ def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry
         try:
             pred = collectives.predict(op, gpus, m.size_bytes)
             predicted = pred.chosen.algbw_gb_per_s
-            note = f"{pred.chosen.algorithm} on GPUs {','.join(map(str, gpus))}"
+            note = f"{pred.chosen.algorithm} ({pred.chosen.protocol}) on GPUs {','.join(map(str, gpus))}"
         except LinkscopeError as exc:
             note = str(exc)
         measured = m.median_gb_per_s

@@ -21,6 +21,9 @@ per-GPU link speed whatever the number of ranks n:
   does not leave the GPU.
 * **sendrecv** ``1``: each rank sends S to its right neighbour and receives S from its left one
   (a ring shift); each byte crosses one link once.
+* **gather**, **scatter** ``(n-1)/n``: S is the root's total (n chunks of S/n); the root receives
+  (sends) the n-1 chunks of the other ranks. NCCL has no gather/scatter call: nccl-tests, and
+  linkscope, group ``ncclSend``/``ncclRecv`` to/from root 0.
 
 Sizes: ``count`` elements of ``dtype_bytes`` each are rounded down so the per-rank chunks are
 whole (nccl-tests does the same), and the size actually used is reported.
@@ -36,17 +39,114 @@ whole (nccl-tests does the same), and the size actually used is reported.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import SM_PUSH, STAGED_PINNED
+from ..topology.model import DeviceKind, LinkKind
+from ..topology.query import nearest_nics, node_labels, pair_level
+from . import nccl_tuning as nt
 from .contention import simulate
+from .params import generation_key
 from .predict import FabricModel
 
-OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+
+def check_values(xp: Any, rank: int, start: int, count: int) -> Any:
+    """The data check's input: element i of rank r's send buffer is ``(i mod 13) + r + 1`` (exact in float32)."""
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return ((idx % 13) + rank + 1).astype(xp.float32)
+
+
+def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
+    """The sum of ``check_values`` over n ranks."""
+    idx = xp.arange(start, start + count, dtype=xp.int64)
+    return (n * (idx % 13) + n * (n + 1) // 2).astype(xp.float32)
+
+
+def _concat(xp: Any, parts: list[Any]) -> Any:
+    return xp.concatenate(parts) if parts else xp.zeros(0, xp.float32)
+
+
+def _ref_allgather(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
+    return _concat(xp, [check_values(xp, k, 0, lay.chunk_count) for k in range(n)]) if lay.chunk_count else xp.zeros(0, xp.float32)
+
+
+def _ref_alltoall(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
+    c = lay.chunk_count
+    return _concat(xp, [check_values(xp, k, rank * c, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
+
+
+@dataclass(frozen=True)
+class CollectiveOp:
+    """One collective as nccl-tests describes it (one descriptor per operation, like its ``testColl``):
+    read by the real runner (comm/nccl.py), the simulated backend and the model.
+
+    Attributes:
+        name: the operation (``--op``).
+        layout: ``whole`` (send and receive S), ``gather`` (send S/n, receive S), ``scatter`` (send S,
+            receive S/n) or ``exchange`` (send and receive S in n chunks).
+        busbw: ``allreduce`` (2(n-1)/n), ``chunks`` ((n-1)/n) or ``one`` (1): nccl-tests' factor.
+        in_place: ``same`` (one buffer), ``recv_slot`` (send from the rank's slot of the receive
+            buffer), ``send_slot`` (receive into the rank's slot of the send buffer) or ``undefined``
+            (NCCL defines none: timed, not checked).
+        nccl_func: the function NCCL's tuner times (None: grouped send/recv).
+        reference: what rank r's receive buffer must hold (None: nothing to check on that rank).
+    """
+
+    name: str
+    layout: str
+    busbw: str
+    in_place: str
+    nccl_func: str | None
+    reference: Callable[[Any, int, int, Layout, int], Any | None]
+
+    def busbw_factor(self, ranks: int) -> float:
+        n = float(ranks)
+        return 2.0 * (n - 1.0) / n if self.busbw == "allreduce" else (n - 1.0) / n if self.busbw == "chunks" else 1.0
+
+    def bytes_per_rank(self, size_bytes: int, ranks: int) -> float:
+        """Bytes each rank's links carry at size S on the best algorithm (S x the busbw factor)."""
+        return size_bytes * self.busbw_factor(ranks)
+
+    def exchanges(self, rank: int, n: int, lay: Layout, root: int = 0) -> tuple[list[tuple[int, int, int]],
+                                                                                  list[tuple[int, int, int]]]:
+        """Grouped send/recv operations: (peer, element offset, count) of this rank's sends and receives
+        (nccl-tests' alltoall, sendrecv, gather and scatter); empty for NCCL collectives."""
+        c = lay.chunk_count
+        if self.name == "alltoall":
+            return [(k, k * c, c) for k in range(n)], [(k, k * c, c) for k in range(n)]
+        if self.name == "sendrecv":
+            return [((rank + 1) % n, 0, lay.send_count)], [((rank - 1) % n, 0, lay.recv_count)]
+        if self.name == "gather":
+            return [(root, 0, c)], ([(k, k * c, c) for k in range(n)] if rank == root else [])
+        if self.name == "scatter":
+            return ([(k, k * c, c) for k in range(n)] if rank == root else []), [(root, 0, c)]
+        return [], []
+
+
+OP_TABLE: dict[str, CollectiveOp] = {op.name: op for op in (
+    CollectiveOp("allreduce", "whole", "allreduce", "same", "allreduce",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count)),
+    CollectiveOp("allgather", "gather", "chunks", "recv_slot", "allgather", _ref_allgather),
+    CollectiveOp("reduce_scatter", "scatter", "chunks", "send_slot", "reduce_scatter",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, r * lay.chunk_count, lay.chunk_count)),
+    CollectiveOp("broadcast", "whole", "one", "same", "broadcast",
+                 lambda xp, r, n, lay, root: check_values(xp, root, 0, lay.recv_count)),
+    CollectiveOp("reduce", "whole", "one", "same", "reduce",
+                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count) if r == root else None),
+    CollectiveOp("alltoall", "exchange", "chunks", "undefined", None, _ref_alltoall),
+    CollectiveOp("sendrecv", "whole", "one", "undefined", None,
+                 lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count)),
+    CollectiveOp("gather", "gather", "chunks", "recv_slot", None,
+                 lambda xp, r, n, lay, root: _ref_allgather(xp, r, n, lay, root) if r == root else None),
+    CollectiveOp("scatter", "scatter", "chunks", "send_slot", None,
+                 lambda xp, r, n, lay, root: check_values(xp, root, r * lay.chunk_count, lay.chunk_count)),
+)}
+OPS = tuple(OP_TABLE)
 
 
 def busbw_factor(op: str, ranks: int) -> float:
@@ -54,12 +154,7 @@ def busbw_factor(op: str, ranks: int) -> float:
     _check_op(op)
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
-    n = float(ranks)
-    if op == "allreduce":
-        return 2.0 * (n - 1.0) / n
-    if op in ("allgather", "reduce_scatter", "alltoall"):
-        return (n - 1.0) / n
-    return 1.0  # broadcast, reduce, sendrecv
+    return OP_TABLE[op].busbw_factor(ranks)
 
 
 def algbw_gb_per_s(size_bytes: int, time_s: float) -> float:
@@ -82,7 +177,8 @@ class Layout:
         ranks: number of ranks.
         send_count: elements each rank's send buffer holds.
         recv_count: elements each rank's receive buffer holds.
-        chunk_count: elements per peer (alltoall), per rank (allgather, reduce_scatter), else count.
+        chunk_count: elements per peer (alltoall), per rank (allgather, reduce_scatter, gather,
+            scatter), else count.
         size_bytes: the size S nccl-tests reports (after rounding), used for algbw.
     """
 
@@ -100,41 +196,52 @@ def layout(op: str, size_bytes: int, ranks: int, dtype_bytes: int = 4) -> Layout
     if size_bytes < 0 or ranks < 1 or dtype_bytes < 1:
         raise ValueError("size, ranks and dtype size must be positive")
     count = size_bytes // dtype_bytes
-    if op in ("allgather", "reduce_scatter", "alltoall"):
-        chunk = count // ranks
-        total = chunk * ranks
-        if op == "allgather":
-            return Layout(op, ranks, chunk, total, chunk, total * dtype_bytes)
-        if op == "reduce_scatter":
-            return Layout(op, ranks, total, chunk, chunk, total * dtype_bytes)
-        return Layout(op, ranks, total, total, chunk, total * dtype_bytes)
-    return Layout(op, ranks, count, count, count, count * dtype_bytes)
+    kind = OP_TABLE[op].layout
+    if kind == "whole":
+        return Layout(op, ranks, count, count, count, count * dtype_bytes)
+    chunk = count // ranks
+    total = chunk * ranks
+    if kind == "gather":
+        return Layout(op, ranks, chunk, total, chunk, total * dtype_bytes)
+    if kind == "scatter":
+        return Layout(op, ranks, total, chunk, chunk, total * dtype_bytes)
+    return Layout(op, ranks, total, total, chunk, total * dtype_bytes)
 
 
 def _check_op(op: str) -> None:
-    if op not in OPS:
-        raise UserError(f"unknown collective {op!r}", hint=f"valid operations: {', '.join(OPS)}")
+    if op not in OP_TABLE:
+        raise UserError(f"unknown collective {op!r}", hint=f"valid operations: {', '.join(OP_TABLE)}")
 
 
-# ---- predicted time: ring / tree / pairwise on the fabric model ---------------------------------------
+# ---- predicted time: NCCL's algorithms and protocols on the fabric model ------------------------------
 TRANSPORT_METHOD = SM_PUSH.key
 """How NCCL moves bytes between GPUs with peer access: its kernels load and store peer memory (P2P
-transport, Simple protocol), so a transfer's cap is the model's SM-copy cap."""
+transport), so a transfer's cap is the model's SM-copy cap."""
 NO_PEER_METHOD = STAGED_PINNED.key
 """Between GPUs without peer access NCCL goes through pinned host memory (SHM transport)."""
-ALGORITHMS = ("ring", "tree", "pairwise", "local")
+ALGORITHMS = nt.ALGOS + ("p2p", "local")
+PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
+"""Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
+``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:105-107); Simple only data."""
+P2P_OPS = tuple(op.name for op in OP_TABLE.values() if op.nccl_func is None)
 
 
 @dataclass(frozen=True)
 class AlgorithmPrediction:
-    """One algorithm's predicted time for one collective at one size.
+    """One algorithm and protocol's predicted time for one collective at one size.
 
     Attributes:
-        algorithm: ring (ring steps; a pipelined chain for broadcast/reduce; the ring shift of
-            sendrecv), tree (double binary tree, allreduce only), pairwise (alltoall), local (one rank).
-        time_us: launch floor + transport time.
+        algorithm: NCCL's algorithm (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat),
+            p2p (grouped send/recv: alltoall, sendrecv, gather, scatter), or local (one rank).
+        time_us: the twin's time: launch floor + NCCL's per-step latency + data time on the fabric.
         algbw_gb_per_s, busbw_gb_per_s: nccl-tests' S / t and algbw x busbw_factor.
-        steps: sequential communication steps (each pays the route latency).
+        steps: sequential communication steps.
+        protocol: LL, LL128 or Simple.
+        channels: NCCL channels (CTAs) the call runs on.
+        nccl_estimate_us: NCCL's own estimate (its tuner's latency + bytes / bandwidth), None where
+            NCCL's tuner does not time the call (grouped send/recv, one rank, non-NVIDIA GPUs).
+        basis: ``fabric`` (data time from the fabric model), ``fabric+nccl`` (NVLS: fabric link rate
+            times NCCL's NVLS efficiency) or ``nccl-model`` (NCCL's own bandwidth: CollNet, NVLS-tree, PAT).
     """
 
     algorithm: str
@@ -142,12 +249,21 @@ class AlgorithmPrediction:
     algbw_gb_per_s: float
     busbw_gb_per_s: float
     steps: int
+    protocol: str = "Simple"
+    channels: int = 0
+    nccl_estimate_us: float | None = None
+    basis: str = "fabric"
+
+    @property
+    def key(self) -> str:
+        return f"{self.algorithm}/{self.protocol}"
 
 
 @dataclass(frozen=True)
 class CollectivePrediction:
-    """Every algorithm considered for ``op`` on ``gpus`` at ``size_bytes``; ``chosen`` is the fastest
-    one that NCCL would consider (tree only when the ranks span more than one node)."""
+    """Every algorithm/protocol NCCL would consider for ``op`` on ``gpus`` at ``size_bytes``;
+    ``chosen`` is the one NCCL picks (the least of NCCL's own estimates, as its tuner does), timed by
+    the twin."""
 
     op: str
     gpus: tuple[int, ...]
@@ -160,9 +276,13 @@ class CollectivePrediction:
         return self.chosen.time_us
 
     def as_dict(self) -> dict[str, object]:
-        return {"algorithm": self.chosen.algorithm,
-                "algorithms": {a.algorithm: {"time_us": a.time_us, "algbw_gb_per_s": a.algbw_gb_per_s,
-                                             "busbw_gb_per_s": a.busbw_gb_per_s, "steps": a.steps}
+        return {"algorithm": self.chosen.algorithm, "protocol": self.chosen.protocol,
+                "channels": self.chosen.channels, "time_us": self.chosen.time_us,
+                "nccl_estimate_us": self.chosen.nccl_estimate_us,
+                "algorithms": {a.key: {"time_us": a.time_us, "algbw_gb_per_s": a.algbw_gb_per_s,
+                                       "busbw_gb_per_s": a.busbw_gb_per_s, "steps": a.steps,
+                                       "channels": a.channels, "nccl_estimate_us": a.nccl_estimate_us,
+                                       "basis": a.basis}
                                for a in self.algorithms}}
 
 
@@ -170,22 +290,25 @@ Flow = tuple[int, int, float]
 
 
 class CollectiveModel:
-    """NCCL-style collectives timed by the fabric model of one topology.
+    """NCCL collectives timed by the fabric model of one topology, with NCCL's choices.
 
-    Every step of an algorithm is a group of concurrent GPU-to-GPU flows, simulated with max-min
-    contention on the topology's links (``FabricModel``); a reducing step costs its bytes divided by
-    ``nccl_reduce_efficiency``; one operation pays ``nccl_launch_us`` once (the latency floor).
+    NCCL's tuner (``model.nccl_tuning``, from NCCL's source) decides the algorithm, protocol and
+    channels; the twin times that choice: every step of the algorithm is a group of concurrent
+    GPU-to-GPU flows simulated with max-min contention on the topology's links (``FabricModel``),
+    carrying the protocol's wire bytes, capped per flow by the channels' bandwidth, plus NCCL's
+    per-step latencies and one launch floor (``nccl_launch_us``). docs/comm.md has the method.
     """
 
-    def __init__(self, fabric: FabricModel) -> None:
+    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None) -> None:
         self.fabric = fabric
         self.launch_us = fabric.params["nccl_launch_us"]
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
-        self._multi_node = fabric.graph.has_network()
+        self.settings = nt.NcclSettings.from_env(env)
+        self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
 
     @classmethod
-    def of(cls, topology: object, params: object = None) -> CollectiveModel:
-        return cls(FabricModel(topology, params))  # type: ignore[arg-type]
+    def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None) -> CollectiveModel:
+        return cls(FabricModel(topology, params), env)  # type: ignore[arg-type]
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
@@ -193,36 +316,55 @@ class CollectiveModel:
             return "local"
         return TRANSPORT_METHOD if self.fabric.peer_access(src, dst) is None else NO_PEER_METHOD
 
-    def flows_time_s(self, flows: Sequence[Flow], *, reduce: bool = False, method: str | None = None) -> float:
+    def flows_time_s(self, flows: Sequence[Flow], *, reduce: bool = False, method: str | None = None,
+                     cap_gb_per_s: float = float("inf"), wire: float = 1.0) -> float:
         """Seconds until the last of concurrent flows (src GPU, dst GPU, bytes) ends: route latency
         plus bytes at the max-min fair rate (no per-call overhead: the launch is counted once per
-        operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency)."""
+        operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency);
+        ``wire``: bytes on the wire per payload byte (the protocol); ``cap_gb_per_s``: a per-flow
+        wire-rate cap (the channels' bandwidth) on flows between two GPUs."""
         if not flows:
             return 0.0
         stages, overhead = [], []
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
-            size = float(nbytes) / (self.reduce_efficiency if reduce else 1.0)
+            size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
             stages.append(self.fabric.stages(src, dst, round(size), how))
             overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
         problem = self.fabric._problem(stages)
         first = problem.flow_first
         latency = problem.stage_latency_s.copy()
         latency[first] = np.maximum(latency[first] - np.asarray(overhead), 0.0)
-        result = simulate(replace(problem, stage_latency_s=latency))
+        caps = problem.stage_cap_gb_per_s
+        if np.isfinite(cap_gb_per_s):  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
+            remote = np.zeros(len(caps), dtype=bool)
+            remote[first] = [src != dst for src, dst, _ in flows]
+            caps = np.where(remote, np.minimum(caps, cap_gb_per_s), caps)
+        result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
 
     def _route_latency_s(self, flows: Sequence[tuple[int, int]]) -> float:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
 
-    def _algorithm(self, name: str, op: str, n: int, size_bytes: int, time_s: float, steps: int) -> AlgorithmPrediction:
-        t_us = self.launch_us + time_s * 1e6
-        algbw = size_bytes / (t_us * 1e-6) / 1e9 if size_bytes else 0.0
-        return AlgorithmPrediction(name, t_us, algbw, algbw * busbw_factor(op, n), steps)
+    def _prediction(self, name: str, op: str, n: int, size_bytes: int, time_us: float, steps: int, protocol: str = "Simple",
+                    channels: int = 0, estimate: float | None = None, basis: str = "fabric") -> AlgorithmPrediction:
+        algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
+        return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
+                                   estimate, basis)
 
+    # ---- NCCL's view of the ranks ---------------------------------------------------------------------
+    def nccl_system(self, ranks: Sequence[int]) -> nt.NcclSystem | None:
+        """What NCCL's tuner knows of a communicator over ``ranks`` (None for GPUs NCCL's tuner does
+        not describe: other vendors, unknown generations)."""
+        key = tuple(ranks)
+        if key not in self._systems:
+            self._systems[key] = _nccl_system(self.fabric, list(ranks), self.settings)
+        return self._systems[key]
+
+    # ---- prediction ----------------------------------------------------------------------------------
     def predict(self, op: str, gpus: Sequence[int], size_bytes: int) -> CollectivePrediction:
         """Predicted time of ``op`` over ranks on ``gpus`` (rank order = ring order) at nccl-tests'
-        size S (``layout(...).size_bytes``)."""
+        size S (``layout(...).size_bytes``), with the algorithm and protocol NCCL would choose."""
         _check_op(op)
         ranks = [int(g) for g in gpus]
         n = len(ranks)
@@ -232,44 +374,136 @@ class CollectiveModel:
             raise ConfigError(f"a GPU appears twice among the ranks: {ranks}")
         for g in ranks:
             self.fabric.gpu(g)  # an unknown GPU index is a clear error
-        S = float(size_bytes)
-        options: list[AlgorithmPrediction] = []
         if n == 1:
-            copy = self.flows_time_s([(ranks[0], ranks[0], S)]) if op != "reduce_scatter" else 0.0
-            options.append(self._algorithm("local", op, 1, size_bytes, copy, 0))
-        elif op in ("allreduce", "allgather", "reduce_scatter"):
+            copy = self.flows_time_s([(ranks[0], ranks[0], float(size_bytes))]) if op != "reduce_scatter" else 0.0
+            local = self._prediction("local", op, 1, size_bytes, self.launch_us + copy * 1e6, 0, channels=1)
+            return CollectivePrediction(op, tuple(ranks), int(size_bytes), local, (local,))
+        system = self.nccl_system(ranks)
+        if op in P2P_OPS:
+            chosen = self._p2p(op, ranks, int(size_bytes), system)
+            return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, (chosen,))
+        if system is None:  # not NCCL's tuner (RCCL, unknown GPUs): ring / chain with Simple
+            ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+            return CollectivePrediction(op, tuple(ranks), int(size_bytes), ring, (ring,))
+        tuning = nt.tune(system)
+        choice = nt.choose(tuning, system, op, int(size_bytes))
+        options = []
+        for (algo, proto), estimate in choice.estimates_us.items():
+            a, p = nt.ALGOS.index(algo), nt.PROTOS.index(proto)
+            channels = nt.channels_for(system, op, a, p, int(size_bytes))
+            options.append(self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate))
+        chosen = next(o for o in options if (o.algorithm, o.protocol) == (choice.algorithm, choice.protocol))
+        return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, tuple(options))
+
+    def _latency_us(self, system: nt.NcclSystem, tuning: nt.Tuning, op: str, a: int, p: int) -> float:
+        """The launch floor plus NCCL's latency for the algorithm and protocol without its base part
+        (tuning.cc:353-401: per-step hardware latencies; the base latency is a launch cost, which the
+        twin takes from the measured ``nccl_launch_us``)."""
+        f = nt.FUNCS.index(op)
+        return self.launch_us + max(0.0, tuning.latency_us[f][a][p] - nt.BASE_LATENCY_US[a][p])
+
+    def _nccl_algorithm(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem, tuning: nt.Tuning,
+                        a: int, p: int, channels: int, estimate: float) -> AlgorithmPrediction:
+        n = len(ranks)
+        algo, proto = nt.ALGOS[a], nt.PROTOS[p]
+        lat_us = self._latency_us(system, tuning, op, a, p)
+        S = float(size_bytes)
+        if a == nt.RING:
+            return self._ring_like(op, ranks, S, proto, channels, system, lat_us, estimate)
+        if a == nt.TREE:
+            return self._tree(op, ranks, S, proto, channels, system, lat_us, estimate)
+        if a == nt.NVLS and system.n_nodes == 1:  # across nodes NVLS runs with CollNet: NCCL's bandwidth below
+            rate = self._nvls_rate_gb_per_s(ranks, system)
+            per_link = S * (1.0 + 1.0 / n) if op == "allreduce" else S * (n - 1) / n
+            t_us = lat_us + per_link / (rate * 1e3)
+            return self._prediction(algo, op, n, size_bytes, t_us, 2 if op == "allreduce" else 1, proto, channels,
+                                    estimate, "fabric+nccl")
+        f = nt.FUNCS.index(op)  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
+        t_us = lat_us + S / (1000.0 * tuning.bandwidth[f][a][p])
+        return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
+
+    def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
+        """Per-flow payload-rate cap (GB/s) of ``channels`` channels: NCCL's per-channel bandwidth
+        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps)."""
+        if system is None or channels <= 0:
+            return float("inf")
+        ci = system.cc_index
+        idx2 = system.n_nodes - 1 if system.n_nodes <= 2 else 2
+        ll_max = nt.LL_MAX_BW[ci if system.n_nodes == 1 else (1 if system.amd_cpu else 0)][idx2]
+        per_channel = _per_channel_gb_per_s(system)
+        if algo == nt.TREE:  # NCCL's tree graph and factors: LL 1/3.8, LL128 7/9 on one node (tuning.cc:306-308)
+            graph = system.tree
+            tree_channel = graph.n_channels * graph.bw_intra / min(nt.MAXCHANNELS, 2 * system.ring.n_channels)
+            tree = channels * min(tree_channel, nt.PER_CH_MAX_TREE_BW[ci][idx2])
+            if proto == "LL":
+                return min(ll_max, tree / 3.8)
+            if proto == "LL128":
+                factor = 7.0 / 9.0 if system.n_nodes == 1 else 120.0 / 128.0
+                return min(tree * factor, channels * nt.PER_CH_MAX_TREE_LL128_BW[ci][idx2])
+            return tree
+        if proto == "LL":
+            return min(ll_max, channels * per_channel * 0.5)
+        if proto == "LL128":
+            return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
+        return channels * per_channel
+
+    def _fill_s(self, step_s: float, step_bytes: float, slice_bytes: float, channels: int) -> float:
+        """Pipeline fill of a Simple ring: each channel forwards in slices, so one slice per channel
+        crosses before the pipeline is full (time at the step's rate)."""
+        if step_bytes <= 0 or channels <= 0:
+            return 0.0
+        return step_s * min(1.0, channels * slice_bytes / step_bytes)
+
+    def _ring_like(self, op: str, ranks: list[int], S: float, proto: str, channels: int,
+                   system: nt.NcclSystem | None, lat_us: float | None, estimate: float | None = None) -> AlgorithmPrediction:
+        """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce."""
+        n = len(ranks)
+        wire = 1.0 / PAYLOAD_FRACTION[proto]
+        cap = self._caps(system, nt.RING, proto, channels) * wire
+        step_bytes = (system.settings.buffsize if system else nt.DEFAULT_BUFFSIZE) // nt.NCCL_STEPS
+        fill = 0.0
+        if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             chunk = S / n
-            red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True)
-            cpy = self.flows_time_s([(a, b, chunk) for a, b in ring])
+            red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
+            cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
             steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
             t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
-            options.append(self._algorithm("ring", op, n, size_bytes, t, steps))
-            if op == "allreduce" and self._multi_node:
-                options.append(self._tree(op, ranks, size_bytes))
-        elif op in ("broadcast", "reduce"):
+            # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
+            # reduces (reduce_scatter: reads two inputs) the arriving chunk into the output, a local memory
+            # pass that the CTA runs after its sends, with the links idle (prims: ... recvReduceCopySend,
+            # recvCopySend ..., then recv / recvReduceCopy). Over the whole call: S/n bytes on every GPU.
+            local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
+            t += self.flows_time_s([(g, g, local) for g in ranks])
+            if proto == "Simple" and channels:
+                real_chunk = min(step_bytes * nt.ALLREDUCE_CHUNKSTEPS, -(-S // (channels * n)))
+                slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
+                                  real_chunk * nt.ALLREDUCE_SLICESTEPS / nt.ALLREDUCE_CHUNKSTEPS)
+                fill = self._fill_s(cpy, chunk, slice_bytes, channels)
+        else:  # broadcast, reduce: a pipelined chain from / to the root
             chain = [(ranks[i], ranks[i + 1]) for i in range(n - 1)]
             if op == "reduce":
                 chain = [(b, a) for a, b in reversed(chain)]
-            t = self.flows_time_s([(a, b, S) for a, b in chain], reduce=op == "reduce")
-            t += (n - 2) * self._route_latency_s(chain)  # pipeline fill along the chain
-            options.append(self._algorithm("ring", op, n, size_bytes, t, n - 1))
-        elif op == "alltoall":
-            chunk = S / n
-            flows = [(a, b, chunk) for a in ranks for b in ranks if a != b]
-            options.append(self._algorithm("pairwise", op, n, size_bytes, self.flows_time_s(flows), 1))
-        else:  # sendrecv: the ring shift
-            flows = [(ranks[i], ranks[(i + 1) % n], S) for i in range(n)]
-            options.append(self._algorithm("ring", op, n, size_bytes, self.flows_time_s(flows), 1))
-        chosen = min(options, key=lambda a: a.time_us)
-        return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, tuple(options))
+            t = self.flows_time_s([(a, b, S) for a, b in chain], reduce=op == "reduce", cap_gb_per_s=cap, wire=wire)
+            steps = n - 1
+            if proto == "Simple" and channels:  # BROADCAST_SLICESTEPS = 1 step (collectives.h:25-26)
+                fill = (n - 2) * self._fill_s(t, S, min(step_bytes, S / channels), channels)
+            else:
+                fill = (n - 2) * self._route_latency_s(chain)
+        if lat_us is None:
+            lat_us = self.launch_us
+        return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
 
-    def _tree(self, op: str, ranks: list[int], size_bytes: int) -> AlgorithmPrediction:
+    def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
+              lat_us: float, estimate: float) -> AlgorithmPrediction:
         """Double binary tree (NCCL 2.4+): two complementary trees, each reducing half the data up to
         its root and broadcasting it down, pipelined; here tree A is a heap over the rank order and
         tree B the same over the reversed order, all four directions of traffic concurrent."""
         n = len(ranks)
-        half = size_bytes / 2.0
+        half = S / 2.0
+        wire = 1.0 / PAYLOAD_FRACTION[proto]
+        # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
+        cap = self._caps(system, nt.TREE, proto, channels) * wire / 2.0
         up: list[Flow] = []
         down: list[Flow] = []
         for order in (ranks, ranks[::-1]):
@@ -278,7 +512,203 @@ class CollectiveModel:
                 up.append((child, parent, half))
                 down.append((parent, child, half))
         depth = int(np.floor(np.log2(n))) + 1
-        t = max(self.flows_time_s(up, reduce=True), self.flows_time_s(down))
-        t += (2 * depth - 2) * self._route_latency_s([(a, b) for a, b, _ in up])
-        return self._algorithm("tree", op, n, size_bytes, t, 2 * (depth - 1))
+        # up (reducing) and down run pipelined at once and share the links: one simulation of both
+        reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
+        t = self.flows_time_s(reduced + down, cap_gb_per_s=cap, wire=wire)
+        # as in the ring, the final receive into the output is a local pass after the sends: every GPU
+        # ends one tree as a leaf or root and writes S/2 of output per tree
+        t += self.flows_time_s([(g, g, half) for g in ranks])
+        if proto == "Simple" and channels >= 2:  # pipeline fill: one step (chunkSteps 1) per channel of a
+            # tree (half the channels) per extra hop (up, then down)
+            step_bytes = system.settings.buffsize // nt.NCCL_STEPS
+            per_tree = channels // 2
+            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
+        return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
 
+    def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:
+        """NVLS per-GPU rate: the GPU's raw NVLink bandwidth to the NVSwitches, at the SM-copy cap
+        (``method_efficiency.sm-push``: NVLS moves data with SM multimem loads and stores), times
+        NCCL's NVLS efficiency (tuning.cc:134-139: 0.85 on Hopper), the least over ranks."""
+        topo = self.fabric.topology
+        by_id = topo.by_id
+        best = float("inf")
+        for g in ranks:
+            gid = self.fabric.gpu(g).id
+            total = 0.0
+            for link in topo.links:
+                if link.kind is LinkKind.NVLINK and gid in (link.a, link.b):
+                    other = by_id[link.b if link.a == gid else link.a]
+                    if other.kind is DeviceKind.NVSWITCH:
+                        total += link.capacity_gb_per_s
+            best = min(best, total)
+        return best * self.fabric.params.method_efficiency(TRANSPORT_METHOD) * nt.NVLS_EFFICIENCY[system.cc_index]
+
+    # ---- grouped send/recv (alltoall, sendrecv, gather, scatter) -------------------------------------------
+    def p2p_flows(self, op: str, ranks: list[int], size_bytes: int, root: int = 0) -> list[tuple[int, int, float]]:
+        """(src rank, dst rank, bytes) of every send of a grouped p2p operation (the op table's exchanges)."""
+        n = len(ranks)
+        lay = layout(op, size_bytes, n)
+        out = []
+        for r in range(n):
+            for peer, _, count in OP_TABLE[op].exchanges(r, n, lay, root)[0]:
+                out.append((r, peer, float(count * 4)))
+        return out
+
+    def _p2p(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem | None) -> AlgorithmPrediction:
+        plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
+        return self._prediction("p2p", op, len(ranks), size_bytes, plan.time_us, plan.waves, plan.protocol,
+                                plan.channels)
+
+    def p2p(self, sends: Sequence[tuple[int, int, float]], ranks: Sequence[int]) -> P2pTime:
+        """One NCCL group of send/recv pairs (src rank, dst rank, bytes) over ranks on GPUs ``ranks``,
+        as NCCL schedules it (enqueue.cc:1040-1110): peers in rounds (round d: send to rank + d,
+        receive from rank - d), each send striped over ``p2p_plan`` channels with its protocol; rounds
+        whose channels overlap on a sender (or on a receiver) run one after the other, the others at once."""
+        ranks = [int(r) for r in ranks]
+        n = len(ranks)
+        system = self.nccl_system(ranks) if n > 1 else None
+        if system is None:
+            flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
+            return P2pTime(self.launch_us + self.flows_time_s(flows) * 1e6, 1, "Simple", 0)
+        waves: list[tuple[dict[tuple[int, str], set[int]], list[tuple[int, int, float, nt.P2pPlan]]]] = []
+        protocols = set()
+        max_channels = 0
+        for a, b, nbytes in sorted(sends, key=lambda s: ((s[1] - s[0]) % n, s[0])):
+            delta = (b - a) % n
+            plan = nt.p2p_plan(system, int(nbytes), self_send=a == b)
+            protocols.add(plan.protocol)
+            max_channels = max(max_channels, plan.channels)
+            used = nt.p2p_round_channels(system, delta, plan.channels)
+            # a channel's send and receive connections are separate (the sender's CTA pushes, the
+            # receiver's pulls): a round conflicts with another send of the sender or receive of the receiver
+            free = (w for w in waves if not (w[0].get((a, "send"), set()) & used)
+                    and not (w[0].get((b, "recv"), set()) & used))
+            busy, members = next(free, ({}, []))
+            if not members:
+                waves.append((busy, members))
+            busy.setdefault((a, "send"), set()).update(used)
+            busy.setdefault((b, "recv"), set()).update(used)
+            members.append((a, b, nbytes, plan))
+        total_s = 0.0
+        if system.n_nodes == 1:
+            per_channel = _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
+        else:
+            per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
+        for _, members in waves:
+            groups: dict[tuple[str, int, int], list[Flow]] = {}
+            for a, b, nbytes, plan in members:
+                groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append((ranks[a], ranks[b], nbytes))
+            slowest = 0.0
+            for (proto, channels, chunk), flows in groups.items():
+                wire = 1.0 / PAYLOAD_FRACTION[proto]
+                rate = per_channel * (0.5 if proto == "LL" else 1.0)
+                t = self.flows_time_s(flows, cap_gb_per_s=channels * rate * wire, wire=wire)
+                if proto == "Simple":  # pipeline fill: one chunk per channel before the receiver drains it
+                    remote = [nbytes for a, b, nbytes in flows if a != b]
+                    if remote:
+                        t += min(float(chunk), max(remote) / channels) / (rate * 1e9)
+                slowest = max(slowest, t)
+            total_s += slowest  # groups of one wave run at once; the slowest ends it (contention across groups ignored)
+        proto = "LL" if protocols == {"LL"} else "Simple"
+        hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
+        return P2pTime(self.launch_us + hw * len(waves) + total_s * 1e6, len(waves), proto, max_channels)
+
+
+@dataclass(frozen=True)
+class P2pTime:
+    """A grouped send/recv: time (launch floor + NCCL's per-round latency + data), the rounds that
+    ran one after the other, the protocol and the most channels one send used."""
+
+    time_us: float
+    waves: int
+    protocol: str
+    channels: int
+
+
+def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:
+    """What one run-time channel carries: the ring graph's bandwidth (search channels x speed) over
+    the channels NCCL runs (twice the search channels, connect.cc:452): 12 x 30 / 24 = 15 GB/s on
+    NV18 H100/H200."""
+    graph = system.ring
+    bw = graph.bw_intra if system.n_nodes <= 2 else graph.bw_inter
+    return graph.n_channels * bw / min(nt.MAXCHANNELS, 2 * graph.n_channels)
+
+
+def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSettings) -> nt.NcclSystem | None:
+    """NCCL's view of a communicator over ``ranks`` from the topology (``nccl_tuning.build_system``)."""
+    topo = fabric.topology
+    gpus = [fabric.gpu(g) for g in ranks]
+    ccs = [nt.compute_capability(g) for g in gpus]
+    if any(c is None for c in ccs):
+        return None
+    cc = min(c for c in ccs if c is not None)
+    labels = node_labels(topo)
+    index = {d.id: k for k, d in enumerate(topo.devices)}
+    nodes = [labels[index[g.id]] for g in gpus]
+    n_nodes = len(set(nodes))
+    nvl = nt.nvlink_bw(cc)
+    by_id = topo.by_id
+    gpu_bw, nvswitch, pci = [], False, []
+    for g in gpus:
+        links = 0
+        for link in topo.links:
+            if gid_in(link, g.id):
+                other = by_id[link.b if link.a == g.id else link.a]
+                if link.kind is LinkKind.NVLINK:
+                    links += link.count
+                    nvswitch = nvswitch or other.kind is DeviceKind.NVSWITCH
+                elif link.kind is LinkKind.PCIE:
+                    pci.append(_nccl_pci_bw(link))
+        gpu_bw.append(links * nvl)
+    pair_levels = [pair_level(topo, gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
+                   if nodes[i] == nodes[(i + 1) % len(gpus)]]
+    all_nv = all(lv.family == "NV" for lv in pair_levels) and min(gpu_bw) > 0
+    if all_nv:
+        pair_bw = min((lv.count or 1) * nvl for lv in pair_levels) if pair_levels else min(gpu_bw)
+        total = min(gpu_bw)
+        peer_channels = 2 * max(1, int(pair_bw / nvl))  # paths.cc:828-831
+        hw = nt.HW_NVLINK
+    else:
+        total = pair_bw = min(pci) if pci else nt.PCI_GEN_SPEED[3] * 16 / 80.0
+        peer_channels = 2  # paths.cc:832-833
+        hw = nt.HW_PCI
+    inter = 0.0
+    if n_nodes > 1:
+        shares: dict[str, int] = {}
+        nic_of = {}
+        for g in gpus:
+            nics = nearest_nics(topo, g)
+            if nics:
+                nic_of[g.id] = nics[0]
+                shares[nics[0].id] = shares.get(nics[0].id, 0) + 1
+        rates = [(nic_of[g.id].line_rate_gbit_per_s or 100.0) / 8.0 / shares[nic_of[g.id].id] for g in gpus
+                 if g.id in nic_of]  # topo.cc:373: NET bw = Mbps / 8000
+        inter = min(rates) if rates else 12.0
+        peer_channels = max(peer_channels, 2)
+    cpus = topo.of_kind(DeviceKind.CPU)
+    amd = bool(cpus) and all((c.vendor or "").lower() == "amd" for c in cpus)
+    # CollNet needs in-network reduction: a network switch or NIC the topology marks with the attribute
+    # ``sharp`` (or ``collnet``) true, e.g. InfiniBand switches with SHARP
+    sharp = any(bool((d.attributes or {}).get("sharp") or (d.attributes or {}).get("collnet"))
+                for d in topo.devices if d.kind in (DeviceKind.NETWORK_SWITCH, DeviceKind.NIC))
+    return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
+                           nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
+                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings)
+
+
+def gid_in(link: object, device_id: str) -> bool:
+    return device_id in (getattr(link, "a", None), getattr(link, "b", None))
+
+
+def _nccl_pci_bw(link: object) -> float:
+    """NCCL's PCIe bandwidth of a link: width x per-lane speed / 80 (topo.cc:423-424), from the
+    link's generation text (``PCIe Gen4 x16``); else its GB/s scaled like Gen3 x16 (12 of 15.75)."""
+    gen_text = (getattr(link, "generation", None) or "").lower().replace(" ", "")
+    gen = generation_key("pcie", gen_text)
+    width = 16
+    if "x" in gen_text:
+        tail = gen_text.rsplit("x", 1)[1]
+        width = int(tail) if tail.isdigit() else 16
+    if gen and gen[-1].isdigit() and int(gen[-1]) in nt.PCI_GEN_SPEED:
+        return width * nt.PCI_GEN_SPEED[int(gen[-1])] / 80.0
+    return float(getattr(link, "link_gb_per_s", 15.75)) * 12.0 / 15.75

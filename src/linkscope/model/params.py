@@ -52,6 +52,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   of a simulated collective (``model.collectives``).
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
+* ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
+  per-channel ring bandwidth (``model.collectives``).
 """
 from __future__ import annotations
 
@@ -176,9 +178,13 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_reduce_efficiency": (0.79, "measured", "fitted: 2 x H200 NV18 ring allreduce 326.8 GB/s busbw at 1 GiB with "
-                               "copy steps at the SM-copy cap (370 GB/s): 1/326.8 = 0.5/(e x 370) + 0.5/370 "
-                               "(docs/benchmarks.md, docs/comm.md)"),
+    "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
+                               "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
+                               "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
+    "nccl_p2p_channel_factor": (1.31, "measured", "fitted: what one NCCL p2p channel (send/recv) carries relative to "
+                                "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
+                                "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
+                                "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }

@@ -224,6 +224,20 @@ def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
     return line + "\n"
 
 
+def _prediction_line(size_bytes: int, pred: dict[str, Any]) -> str:
+    """One simulated size: NCCL's choice (algorithm/protocol, channels, NCCL's own estimate) and the
+    twin's busbw of every algorithm/protocol NCCL considered."""
+    chosen = pred["algorithm"] + (f"/{pred['protocol']}" if pred.get("protocol") else "")
+    extra = []
+    if pred.get("channels"):
+        extra.append(f"{pred['channels']} channels")
+    if pred.get("nccl_estimate_us") is not None:
+        extra.append(f"NCCL's estimate {pred['nccl_estimate_us']:.2f} us, twin {pred.get('time_us', 0.0):.2f} us")
+    algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f}" for name, v in pred["algorithms"].items())
+    detail = f" ({'; '.join(extra)})" if extra else ""
+    return f"# simulated {size_bytes} B: {chosen} chosen{detail}; busbw GB/s per algorithm/protocol: {algos}"
+
+
 def nccl_tests_footer(record: RunRecord) -> str:
     wrong = sum(int(m.extra.get("wrong") or 0) for m in record.measurements)
     lines = [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}"]
@@ -231,8 +245,7 @@ def nccl_tests_footer(record: RunRecord) -> str:
     for m in record.measurements:
         pred = m.extra.get("prediction")
         if pred and not m.extra.get("inplace"):
-            algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f} GB/s" for name, v in pred["algorithms"].items())
-            lines.append(f"# simulated {m.size_bytes} B: {pred['algorithm']} chosen (busbw per algorithm: {algos})")
+            lines.append(_prediction_line(m.size_bytes, pred))
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,114 @@
+"""NCCL's tuner replayed from its source (model.nccl_tuning): the graphs, tables and choices it gives."""
+import pytest
+
+from linkscope.errors import UserError
+from linkscope.model import nccl_tuning as nt
+
+
+def system(n=8, cc=90, links=18, env=None, nodes=1, nvswitch=True):
+    bw = links * nt.nvlink_bw(cc)
+    return nt.build_system(n_ranks=n, n_nodes=nodes, cc=cc, intra_hw=nt.HW_NVLINK, gpu_bw=bw, pair_bw=bw,
+                           nvswitch=nvswitch, inter_bw=50.0, p2p_peer_channels=2 * links,
+                           settings=nt.NcclSettings.from_env(env))
+
+
+def test_ring_search_on_nvswitch_machines():
+    # H100/H200 NV18: 6 x 60 GB/s found first (search.cc:981), duplicated to 12 x 30 (:1036-1047)
+    assert system().ring == nt.Graph(12, 30.0, 30.0)
+    # trees: chains alternating direction, as many channels as the rings; 2 x H100: NCCL logs 12 x 60
+    assert system(n=2).tree == nt.Graph(12, 60.0, 60.0)
+    # A100 NV12: 6 x 40 fills the 240 GB/s (search.cc:1099), duplicated to 12 x 20
+    assert system(cc=80, links=12).ring == nt.Graph(12, 20.0, 20.0)
+    # NVLS: one channel per GPU, each taking its speed n + 1 times from every GPU: 8 x 40 on H100
+    assert system().nvls == nt.Graph(8, 40.0, 40.0)
+    assert system(env={"NCCL_NVLS_ENABLE": "0"}).nvls_support is False
+
+
+def test_tuned_bus_bandwidths_match_ncclS_formulas():
+    s = system()
+    t = nt.tune(s)
+    f = nt.FUNCS.index("allreduce")
+    ratio = 8 / 14  # nRanks / nsteps (tuning.cc:348)
+    assert t.bandwidth[f][nt.RING][nt.SIMPLE] == pytest.approx(360 * ratio)
+    assert t.bandwidth[f][nt.RING][nt.LL] == pytest.approx(141.0 * ratio)  # llMaxBw Hopper (tuning.cc:172)
+    assert t.bandwidth[f][nt.RING][nt.LL128] == pytest.approx(min(360 * 0.92, 12 * 36.7) * ratio)
+    # NVLS: 40 x 0.85 x 7/8 x 2 per channel, 8 channels (tuning.cc:290-301) = 476 GB/s busbw
+    assert t.bandwidth[f][nt.NVLS][nt.SIMPLE] / ratio == pytest.approx(8 * 40 * 0.85 * 7 / 8 * 2)
+    assert t.latency_us[f][nt.RING][nt.LL] == pytest.approx(6.6 + 14 * 0.6)  # base + nsteps x NVLink LL
+    assert t.bandwidth[f][nt.NVLS_TREE][nt.SIMPLE] == 0  # NVLS-tree needs several nodes (tuning.cc:466)
+
+
+def test_choice_per_size_on_two_h100():
+    s = system(n=2, env={"NCCL_NVLS_ENABLE": "0"})
+    t = nt.tune(s)
+    picks = [nt.choose(t, s, "allreduce", b) for b in (8, 1 << 20, 64 << 20)]
+    assert [(c.algorithm, c.protocol) for c in picks] == [("ring", "LL"), ("ring", "LL"), ("ring", "Simple")]
+    assert picks[1].estimate_us == pytest.approx(6.6 + 2 * 0.6 + (1 << 20) / (1000 * 141.0))
+
+
+def test_parse_list_follows_nccl():
+    names = nt.NCCL_FUNC_NAMES
+    table = nt.parse_list("ring,tree", names, nt.NCCL_ALGO_NAMES, "NCCL_ALGO")
+    assert table[4][nt.RING] and table[4][nt.TREE] and not table[4][nt.NVLS]
+    table = nt.parse_list("^ll128;allreduce:ll", names, nt.PROTOS, "NCCL_PROTO")
+    assert table[0] == [True, False, True] and table[4] == [True, False, False]
+    with pytest.raises(UserError, match="function prefix"):
+        nt.parse_list("ring;tree", names, nt.NCCL_ALGO_NAMES, "NCCL_ALGO")
+    with pytest.raises(UserError, match="unknown function"):
+        nt.parse_list("allreduc:ring", names, nt.NCCL_ALGO_NAMES, "NCCL_ALGO")
+    with pytest.raises(UserError, match="not an integer"):
+        nt.NcclSettings.from_env({"NCCL_MAX_NCHANNELS": "many"})
+
+
+def test_p2p_channels_and_protocol():
+    s = system(n=2, env={"NCCL_NVLS_ENABLE": "0"})
+    # NCCL 2.28.9 on 2 x H100 logs "24 coll channels, ..., 32 p2p channels, 32 p2p channels per peer"
+    assert (s.n_channels, s.p2p_channels, s.p2p_channels_per_peer, nt.p2p_min_channels(s)) == (24, 32, 32, 16)
+    assert nt.p2p_plan(s, 32 << 20) == nt.P2pPlan(16, "Simple", 1 << 19)
+    assert nt.p2p_plan(s, 1 << 30).channels == 32
+    assert nt.p2p_plan(s, 4096).protocol == "LL"  # <= channels per peer x NCCL_P2P_LL_THRESHOLD (enqueue.cc:821, 834)
+    assert nt.p2p_plan(s, 4096, self_send=True).protocol == "Simple"
+    small = system(n=2, env={"NCCL_P2P_NVL_CHUNKSIZE": "131072"})
+    assert nt.p2p_plan(small, 32 << 20).chunk_bytes == 131072
+    assert nt.p2p_round_channels(s, 0, 16) == frozenset(range(16))
+    assert nt.p2p_round_channels(s, 1, 16) == frozenset(range(16, 32))  # bit-reversed round base (channel.h:19-31)
+
+
+def test_compute_capability_from_names():
+    class G:
+        def __init__(self, name, vendor="nvidia", attributes=None):
+            self.name, self.vendor, self.attributes = name, vendor, attributes or {}
+    assert nt.compute_capability(G("NVIDIA H100 80GB HBM3")) == 90
+    assert nt.compute_capability(G("NVIDIA A100-SXM4-80GB")) == 80
+    assert nt.compute_capability(G("AMD Instinct MI250X", vendor="amd")) is None
+    assert nt.compute_capability(G("x", attributes={"compute_capability": "9.0"})) == 90
+
+
+def test_replay_matches_the_tuning_table_nccl_logged_on_two_h100():
+    """tests/fixtures/nccl/h100x2-2026-11-25/tuning_debug.txt: NCCL 2.28.9's own latency/bandwidth table
+    (NCCL_DEBUG_SUBSYS=TUNING) on the lent 2 x H100, NVLS off. The replay from the dgx-h100 preset
+    (GPUs 0, 1) must give the same numbers for tree and ring, every function and protocol."""
+    import re
+    from pathlib import Path
+
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.presets import load_preset
+
+    text = (Path(__file__).parents[1] / "fixtures/nccl/h100x2-2026-11-25/tuning_debug.txt").read_text()
+    logged = {}
+    for line in text.splitlines():
+        m = re.search(r"\[0\] NCCL INFO\s+(Broadcast|Reduce|AllGather|ReduceScatter|AllReduce) \|(.*)", line)
+        if m and m.group(1) not in logged:  # the first block: Tree, Ring, CollNetDirect
+            cells = re.findall(r"([\d.]+)/\s*([\d.]+)", m.group(2))
+            logged[m.group(1)] = [(float(a), float(b)) for a, b in cells]
+    assert set(logged) == set(nt.NCCL_FUNC_NAMES)
+    system = CollectiveModel.of(load_preset("dgx-h100"), env={"NCCL_NVLS_ENABLE": "0"}).nccl_system([0, 1])
+    assert system is not None and system.n_channels == 24
+    table = nt.tune(system)
+    for f, name in enumerate(nt.NCCL_FUNC_NAMES):
+        for a in (nt.TREE, nt.RING):
+            for p in range(3):
+                lat, bw = logged[name][a * 3 + p]
+                assert table.bandwidth[f][a][p] == pytest.approx(bw, abs=0.06), (name, a, p)
+                if bw:
+                    assert table.latency_us[f][a][p] == pytest.approx(lat, abs=0.06), (name, a, p)
