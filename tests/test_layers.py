@@ -13,7 +13,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "linkscope"
 
-#: Layer of every top-level package or module, bottom first (cli → comm/measure → engines/mapping →
+#: Layer of every top-level package or module, bottom first (cli → comm/measure → engines/mapping/judge →
 #: model → patterns/report → results/discovery/counters → topology/traffic → units/errors).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "units", "atomic", "userfiles", "rankenv", "endpoints", "__init__", "platforms", "engines.gpu.runtime"),
@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("results", "discovery", "counters"),
     ("patterns", "report"),
     ("model",),
-    ("engines", "mapping"),
+    ("engines", "mapping", "judge"),
     ("comm", "measure", "envinfo"),
     ("cli", "__main__"),
 )

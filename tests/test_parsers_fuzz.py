@@ -271,6 +271,94 @@ def test_gpu_lists(text):
     only_user_errors(lambda: parse_gpu_list(text))
 
 
+# ---- peer tools' outputs (linkscope check) ---------------------------------------------------------------
+
+PEER_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "peertools"
+PEER_TEXTS = [p.read_text() for p in sorted(PEER_FIXTURES.glob("*.txt"))]
+PEER_FORMATS = (None, "nvbandwidth", "nccl-tests", "osu", "p2p", "transferbench")
+
+
+def _judge():
+    from linkscope.judge.expect import Judge
+
+    return Judge(load_preset("dgx-h100"))
+
+
+_JUDGE = _judge()
+
+
+@st.composite
+def mutated_lines(draw) -> str:
+    """A real output with a few lines replaced, duplicated, cut or made of arbitrary text."""
+    lines = draw(st.sampled_from(PEER_TEXTS)).splitlines()
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        action = draw(st.integers(0, 3))
+        if action == 0:
+            lines[i] = draw(st.text(alphabet=string.printable, max_size=60))
+        elif action == 1:
+            lines.insert(i, lines[i])
+        elif action == 2:
+            lines[i] = lines[i][: draw(st.integers(0, max(len(lines[i]), 1)))]
+        else:
+            tokens = lines[i].split()
+            if tokens:
+                tokens[draw(st.integers(0, len(tokens) - 1))] = draw(st.sampled_from(["N/A", "-1", "1e999", "nan", "x", "99999",
+                                                                                       "", "0", "3.5"]))
+                lines[i] = " ".join(tokens)
+    return "\n".join(lines)
+
+
+@FUZZ
+@given(mutated_lines(), st.sampled_from(PEER_FORMATS))
+def test_peer_outputs_mutated(text, fmt):
+    from linkscope.results.peertools.detect import parse
+
+    only_user_errors(lambda: parse(text, "fuzz.txt", fmt))
+
+
+@FUZZ
+@given(st.text(max_size=200), st.sampled_from(PEER_FORMATS))
+def test_peer_outputs_any_text(text, fmt):
+    from linkscope.results.peertools.detect import parse
+
+    only_user_errors(lambda: parse(text, "fuzz.txt", fmt))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # each judges up to 170 numbers
+@given(mutated_lines())
+def test_peer_outputs_mutated_are_judged_without_tracebacks(text):
+    """What parses is judged: a verdict per number, or one UserError (a GPU that does not fit)."""
+    from linkscope.judge.runs import judge_runs
+    from linkscope.results.peertools.detect import parse
+
+    def run() -> None:
+        parsed = parse(text, "fuzz.txt")
+        judged = judge_runs([parsed], _JUDGE)[0]
+        assert len(judged.judgements) == len(parsed.measurements)
+
+    only_user_errors(run)
+
+
+NVB_JSON = {"nvbandwidth": {"version": "v0.8", "GPU Device list": ["0: NVIDIA H100 80GB HBM3 (00000000:19:00): (h)"],
+                            "testcases": [{"name": "device_to_device_bidirectional_memcpy_read_ce", "status": "Passed",
+                                           "bandwidth_matrix": [["N/A", "1"], ["2", "N/A"], ["N/A", "1"], ["2", "N/A"],
+                                                                ["N/A", "3"], ["4", "N/A"]]},
+                                          {"name": "host_to_device_memcpy_ce", "status": "Passed", "bandwidth_matrix": [["55.1"]]}]}}
+NCCL_JSON = {"version": 1, "args": ["all_reduce_perf"], "devices": [{"device_info": "NVIDIA H100"}],
+             "results": [{"size": 1024, "count": 256, "type": "float", "redop": "sum", "root": "-1",
+                          "out_of_place": {"time": 5.0, "alg_bw": 0.2, "bus_bw": 0.3, "nwrong": 0}, "in_place": None}]}
+
+
+@FUZZ
+@given(st.one_of(mutated(NVB_JSON), mutated(NCCL_JSON), json_values))
+def test_peer_json_mutated(doc):
+    from linkscope.results.peertools.detect import parse
+
+    text = json.dumps(doc)
+    only_user_errors(lambda: parse(text if text.startswith("{") else "{" + text, "fuzz.json"))
+
+
 def test_the_fuzzers_find_what_they_look_for():
     """The properties can fail: a parser that raises something else is caught."""
     with pytest.raises(ValueError):

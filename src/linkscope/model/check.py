@@ -202,14 +202,20 @@ def topology_of(record: RunRecord, topology: Topology | None = None) -> Topology
 _MODEL_TOKEN = re.compile(r"(?<![a-z0-9])([a-z]{1,3}\d{2,4}[a-z]?)(?![a-z0-9])")
 
 
+def model_token(name: str) -> str | None:
+    """The GPU model token of a device name (``"NVIDIA H100 80GB HBM3"`` -> ``h100``), or None."""
+    match = _MODEL_TOKEN.search(str(name).lower())
+    return match.group(1) if match else None
+
+
 def _model_tokens(names: Any) -> set[str]:
     """GPU model tokens (``h200``, ``a100``, ``mi250x``) of a list of names; empty when none is recognisable."""
     out: set[str] = set()
     for name in names or ():
         name = name.get("name", "") if isinstance(name, Mapping) else name  # some records keep {"name": ...}
-        match = _MODEL_TOKEN.search(str(name).lower())
-        if match:
-            out.add(match.group(1))
+        token = model_token(name)
+        if token:
+            out.add(token)
     return out
 
 
@@ -295,4 +301,5 @@ def check(record: RunRecord, topology: Topology | None = None, params: ModelPara
     return CheckReport(tuple(entries), 0, None, None, None, by_method, topo.name, differences, provenance)
 
 
-__all__ = ["HOST", "CheckEntry", "CheckReport", "check", "entry_prediction", "measured_groups", "mismatches", "topology_of"]
+__all__ = ["HOST", "CheckEntry", "CheckReport", "check", "entry_prediction", "measured_groups", "mismatches", "model_token",
+           "topology_of"]

@@ -21,6 +21,7 @@ from ..results.schema import RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import figures as F
 from . import plots
+from .checks import check_section
 
 MAX_PROBLEM_ROWS = 200
 
@@ -243,6 +244,7 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
                    "come from the fabric model, not from hardware.</div>")
     out.append(_runs_section(records, labels))
     out.append(_findings_section(records, labels))
+    out.append(check_section(records, labels))
     for section, heading in _SECTIONS:
         section_items = [i for i in items if i.section == section]
         extra = ""

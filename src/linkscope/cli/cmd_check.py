@@ -1,0 +1,140 @@
+"""``linkscope check FILE...``: is this number normal? Verdicts on linkscope's and peer tools' results."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import UserError
+from .common import FROM_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stdout_console, write_error
+
+EXIT_LOW = 3
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)
+
+
+def _fraction(value: float | None, option: str) -> float | None:
+    if value is not None and not 0.0 < value <= 10.0:
+        raise UserError(f"{option} must be a fraction of the expected value, e.g. 0.8; got {value:g}")
+    return value
+
+
+def check(
+    files: list[Path] = typer.Argument(
+        ..., metavar="FILE...",
+        help="Results files: linkscope RunRecord JSON, nvbandwidth (text or -j), nccl-tests / rccl-tests (text or -J), OSU, "
+             "p2pBandwidthLatencyTest, TransferBench."),
+    fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
+                                                          "transferbench (default: from the content)."),
+    preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),
+    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
+    gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
+                                                         "(default: 0..n-1)."),
+    calibration: Path | None = typer.Option(None, "--calibration",
+                                            help="A calibrated topology (model calibrate -o): judge against its twin."),
+    size: str | None = typer.Option(None, "--size", help="Buffer size where the output does not print it (nvbandwidth -b: "
+                                                         "default 512MiB; p2pBandwidthLatencyTest: 160MB)."),
+    low_below: float = typer.Option(0.8, "--low-below", help="Low below this fraction of the expected value."),
+    high_above: float = typer.Option(1.15, "--high-above", help="Suspicious-high above this fraction of the expected value."),
+    fail_below: float | None = typer.Option(None, "--fail-below",
+                                            help="Exit 3 when any number is below this fraction of its expected value "
+                                                 "(health checks), e.g. 0.8."),
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Print only the numbers that are not ok (the summary still counts every one)."),
+    json_path: str | None = typer.Option(None, "--json", help="Write every number, with its verdict, as a RunRecord to FILE "
+                                                              "('-' = stdout): report, model check and calibrate read it."),
+) -> None:
+    """Judge every number of the given results against the topology they ran on: the route's
+    theoretical bottleneck, the twin's prediction (and the calibrated twin's), and a verdict
+    (ok / low / suspicious-high) with the reason; a summary at the end. The topology is this
+    machine's unless --preset, --from or --synthetic names another (a linkscope record checked alone:
+    its own).
+
+    Example: linkscope check nvbandwidth.txt all_reduce.txt --preset dgx-h100 --gpus 0,1
+    """
+    from ..judge.expect import Judge
+    from ..judge.runs import below, judge_runs, summarize, to_record
+    from ..judge.verdict import Thresholds
+    from ..results.peertools.detect import FORMATS, read
+    from ..topology.io import load as load_topology
+    from ..units import parse_size
+
+    if fmt is not None and fmt not in FORMATS:
+        raise UserError(f"unknown --format {fmt!r}", hint=f"valid formats: {', '.join(FORMATS)}")
+    thresholds = Thresholds(low_below=low_below, high_above=high_above)
+    _fraction(fail_below, "--fail-below")
+    gpu_list = parse_gpu_list(gpus)
+    size_bytes = None
+    if size is not None:
+        size_bytes = parse_size(size)
+        if size_bytes <= 0:
+            raise UserError(f"--size must be positive, got {size!r}")
+    check_paths(inputs={"FILE": list(files), "--from": from_file, "--calibration": calibration},
+                outputs={"--json": json_path})
+    runs = [read(path, fmt, size_bytes) for path in files]
+    embedded = next((r.record.topology for r in runs if r.record is not None and r.record.topology), None)
+    if preset is None and from_file is None and synthetic is None and embedded is not None and len(runs) == 1:
+        from ..topology.io import from_dict
+
+        topology = from_dict(dict(embedded))
+    else:
+        from ..errors import BackendUnavailable
+
+        try:
+            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
+                                                    "or --synthetic SPEC") from None
+    calibrated = load_topology(calibration) if calibration is not None else None
+    judge = Judge(topology, gpus=gpu_list, calibrated=calibrated, thresholds=thresholds)
+    judged = judge_runs(runs, judge)
+    summary = summarize(judged)
+    if json_path is not None:
+        from .common import write_outputs
+
+        try:
+            write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None)
+        except OSError as exc:
+            raise write_error(json_path, exc) from exc
+    if json_path != "-":
+        console = stdout_console()
+        selected = ",".join(map(str, judge.gpus))
+        console.print(f"judged against {topology.name!r} (GPUs {selected}); {thresholds.text()}", markup=False, soft_wrap=True)
+        for jr in judged:
+            run = jr.run
+            version = f" {run.version}" if run.version else ""
+            console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
+            for note in run.notes:
+                console.print(f"  note: {note}", markup=False, soft_wrap=True)
+            if run.record is not None and run.record.provenance.value != "measured":
+                console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
+                              "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
+            differ = judge.mismatch(run.gpus)
+            if differ:
+                console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
+            hidden = 0
+            for i, j in enumerate(jr.judgements):
+                if problems_only and j.verdict.value == "ok":
+                    hidden += 1
+                    continue
+                style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
+                console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)
+            if hidden:
+                console.print(f"  ({hidden} ok not shown: --problems-only)", markup=False)
+        console.print(f"\nsummary: {summary.line()}", markup=False, soft_wrap=True)
+        for line in summary.tool_lines():
+            console.print(f"  {line}", markup=False, soft_wrap=True)
+    if fail_below is not None:
+        failing = below(judged, fail_below)
+        if failing:
+            from .common import stderr_console
+
+            stderr_console().print(f"check: {len(failing)} number{'s' if len(failing) != 1 else ''} below {fail_below:.0%} of the "
+                                   f"expected value (--fail-below)", markup=False)
+            raise typer.Exit(EXIT_LOW)
+
+
+__all__ = ["check", "register"]

@@ -1,0 +1,425 @@
+"""Expectations from a topology: what each measured number should be, by the twin.
+
+``Judge(topology, ...)`` answers ``expect(m)`` and ``judge(m)`` for one
+:class:`~linkscope.results.schema.Measurement`, whoever made it (linkscope, or a peer tool's
+output turned into Measurements by ``results.peertools``). What it reads of a measurement:
+
+* a collective (pattern ``collective``, method ``nccl.<op>``): ``extra["ranks"]`` (default: every
+  selected GPU; ``extra["rank_gpus"]`` names each rank's GPU), ``extra["busbw_gb_per_s"]`` (busbw is
+  judged when present and ranks > 1, else algbw) and ``extra["time_us"]`` (the value is computed
+  from it, as nccl-tests computes algbw = size / time: the printed GB/s have two decimals); the
+  twin is ``CollectiveModel.predict(op, gpus, size_bytes)`` (model/collectives.py), the theoretical
+  bound the narrowest route between ring neighbours (busbw is comparable with it), and the
+  alternative the same collective without peer access (through host memory);
+* a copy of the method table (``ce``, ``sm-push``, ``h2d`` ...): one transfer, a ``bi`` pair total
+  (``scope`` total, both directions at once), or the concurrent group ``extra["transfers"]``
+  (``[[src, dst], ...]``; the entry is their total: bytes / the slowest); the twin is
+  ``FabricModel.predict`` (model/predict.py), the bound ``query.theoretical_gb_per_s``
+  (topology/query.py). Alternatives: the copy without peer access (``ce-nopeer``), and for host
+  copies pageable memory and a host link at half its width or generation. A ``ce-nopeer`` entry
+  with ``extra["peer_access"]`` false (a tool that turned peer access off, p2pBandwidthLatencyTest
+  P2P=Disabled) is judged against the pair with peer access, the staged path naming the cause;
+  ``extra["counts_read_and_write"]`` (a local copy counted twice) doubles the twin;
+* an MPI bandwidth (``mpi.bw``, ``mpi.bibw``) between device buffers (``extra["buffers"]`` ``D D``)
+  is judged as a ``ce`` copy (CUDA-aware MPI moves GPU buffers over the peer route with the copy
+  engine: Open MPI's smcuda / UCX cuda_ipc); host buffers are not judged (no host-memory model);
+* a latency (``extra["latency_kind"]`` remote-read, flag-pingpong, host-read, copy with the entry's
+  method and size): ``FabricModel.latency_us``.
+
+Every expectation also says which share of the twin's time is fixed cost (``fixed_share``): a
+latency-bound size is reported as such instead of being blamed on a link (verdict.decide).
+
+GPU numbers in the measurements are the tool's (0..n-1 of the GPUs it saw); ``gpus`` maps them onto
+the topology's (``--gpus 2,3``: the tool's GPU0 is the topology's GPU2), as ``bench --gpus`` picks them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeGuard
+
+from ..errors import LinkscopeError, TopologyError
+from ..model.check import model_token
+from ..model.collectives import OPS, CollectiveModel, busbw_factor
+from ..model.params import METHODS, ModelParams
+from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
+from ..patterns.base import NO_PEER_ACCESS_KEY
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
+from ..results.schema import ALL, HOST, Measurement
+from ..topology import query
+from ..topology.model import Topology
+from ..units import format_size
+from .verdict import Alternative, Expectation, Judgement, Thresholds, decide
+
+__all__ = ["Judge", "max_gpu_used"]
+
+_PAGEABLE = {H2D.key: H2D_PAGEABLE.key, D2H.key: D2H_PAGEABLE.key}
+_DEVICE_BUFFERS = {"D D", "DD", "D-D"}
+_NO_PEER_CAUSE = "peer access likely off"
+_NO_PEER_DECLARED = "peer access was off in this run (as the tool says)"
+
+
+def _is_gpu(end: Any) -> TypeGuard[int]:
+    return isinstance(end, int) and not isinstance(end, bool)
+
+
+def max_gpu_used(measurements: Sequence[Measurement]) -> int:
+    """How many of the tool's GPUs the measurements need: highest GPU index + 1, and the rank count
+    of collectives (0 when none)."""
+    need = 0
+    for m in measurements:
+        for end in (m.src, m.dst):
+            if _is_gpu(end):
+                need = max(need, int(end) + 1)
+        for pair in (m.extra or {}).get("transfers") or ():
+            for end in pair:
+                if _is_gpu(end):
+                    need = max(need, int(end) + 1)
+        ranks = (m.extra or {}).get("ranks")
+        if _is_collective(m) and _is_gpu(ranks):
+            need = max(need, int(ranks))
+    return need
+
+
+def _is_collective(m: Measurement) -> bool:
+    return m.pattern == "collective" and m.method.startswith("nccl.")
+
+
+class Judge:
+    """Expectations and verdicts for measurements taken on ``topology`` (GPUs ``gpus`` of it)."""
+
+    def __init__(self, topology: Topology, *, gpus: Sequence[int] | None = None, params: ModelParams | dict | None = None,
+                 calibrated: Topology | None = None, thresholds: Thresholds | None = None) -> None:
+        self.topology = topology
+        self.gpus = tuple(int(g) for g in gpus) if gpus is not None else tuple(range(topology.gpu_count))
+        for g in self.gpus:
+            topology.gpu(g)  # an unknown GPU is a clear TopologyError
+        self.thresholds = thresholds or Thresholds()
+        self.fabric = FabricModel(topology, params, peer_fallback=True)
+        self.calibrated = FabricModel(calibrated, peer_fallback=True) if calibrated is not None else None
+        if calibrated is not None and calibrated.gpu_count != topology.gpu_count:
+            raise TopologyError(f"the calibrated topology {calibrated.name!r} has {calibrated.gpu_count} GPUs, "
+                                f"{topology.name!r} has {topology.gpu_count}",
+                                hint="calibrate from a run on the same machine (linkscope model calibrate)")
+        self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._collective_cache: dict[tuple, Expectation] = {}
+
+    # ---- GPUs ------------------------------------------------------------------------------------
+    def check_fit(self, measurements: Sequence[Measurement], what: str = "the results") -> None:
+        """A one-line TopologyError when the measurements use more GPUs than are selected."""
+        need = max_gpu_used(measurements)
+        if need > len(self.gpus):
+            chosen = f"GPUs {','.join(map(str, self.gpus))} of {self.topology.name!r}" if len(self.gpus) < self.topology.gpu_count \
+                else f"{self.topology.name!r}"
+            raise TopologyError(f"{what} use{'s' if what != 'the results' else ''} {need} GPUs; {chosen} has {len(self.gpus)}",
+                                hint="check against a topology with enough GPUs (--preset, --from, --synthetic) or pick "
+                                     "them with --gpus")
+
+    def mismatch(self, names: Sequence[str]) -> str:
+        """How the GPUs a tool names differ from the selected GPUs' models ("" when they agree or
+        either side names no recognisable model): verdicts then compare with another machine."""
+        theirs = {t for t in (model_token(n) for n in names) if t}
+        mine = {t for t in (model_token(self.topology.gpu(g).name) for g in self.gpus) if t}
+        if theirs and mine and theirs != mine:
+            return (f"the results ran on {', '.join(sorted(theirs)).upper()}, {self.topology.name!r} has "
+                    f"{', '.join(sorted(mine)).upper()}: the verdicts compare them with another machine")
+        return ""
+
+    def gpu(self, end: Any) -> Any:
+        """The topology's endpoint for a tool's endpoint (GPU index mapped through ``gpus``)."""
+        if _is_gpu(end):
+            if not 0 <= end < len(self.gpus):
+                raise TopologyError(f"GPU {end} of the results is not among the {len(self.gpus)} selected GPUs")
+            return self.gpus[end]
+        return end
+
+    def _label(self, end: Any) -> str:
+        """``GPU3``, or ``GPU3(=4)`` when ``--gpus`` maps the tool's GPU3 onto the topology's GPU4."""
+        if not _is_gpu(end):
+            return str(end)
+        mapped = self.gpus[end] if 0 <= end < len(self.gpus) else end
+        return f"GPU{end}" if mapped == end else f"GPU{end}(={mapped})"
+
+    def _short_gpu(self, index: int) -> str:
+        name = self.topology.gpu(index).name or "GPU"
+        token = model_token(name)
+        return token.upper() if token else name
+
+    # ---- subjects --------------------------------------------------------------------------------
+    def subject(self, m: Measurement, measured: float | None, unit: str) -> str:
+        value = "N/A" if measured is None else (f"{measured:.1f}" if measured >= 10 else f"{measured:.3g}")
+        if _is_collective(m):
+            op = _op(m)
+            try:
+                gpus = self._rank_gpus(m)
+            except TopologyError:
+                gpus = []
+            where = ""
+            if gpus:
+                levels = sorted({query.pair_level(self.topology, gpus[i], gpus[(i + 1) % len(gpus)]).code
+                                 for i in range(len(gpus)) if len(gpus) > 1})
+                where = f" on {len(gpus)} x {self._short_gpu(gpus[0])}{' ' + '/'.join(levels) if levels else ''}"
+            quantity = "busbw" if self._busbw(m) else "algbw"
+            place = " in place" if (m.extra or {}).get("inplace") else ""
+            return f"{op} {format_size(m.size_bytes)}{place} {quantity} {value} {unit}{where}"
+        flow = f"{self._label(m.src)}->{self._label(m.dst)}" if m.src != ALL or m.dst != ALL else "all"
+        if m.direction == "bi" and m.src != m.dst:
+            flow = f"{self._label(m.src)}<->{self._label(m.dst)}"
+            if m.scope == "transfer":
+                flow += f" ({self._label(m.src)}->{self._label(m.dst)} while both run)"
+        size = f" {format_size(m.size_bytes)}" if m.size_bytes else ""
+        total = " total" if m.scope == "total" and m.direction == "bi" else ""
+        return f"{flow} {m.method}{size}{total} {value} {unit}"
+
+    # ---- expectations ----------------------------------------------------------------------------
+    def measured(self, m: Measurement) -> tuple[float | None, str]:
+        """The judged value of ``m`` and its unit."""
+        if m.bandwidth is not None:
+            extra = m.extra or {}
+            time_us = extra.get("time_us")
+            if _is_collective(m) and _op(m) in OPS and isinstance(time_us, (int, float)) and time_us > 0 and m.size_bytes > 0:
+                # from the time: the printed GB/s have two decimals (0.00 at small sizes); nccl-tests
+                # computes algbw = size / time the same way (src/common.cu)
+                algbw = m.size_bytes / time_us / 1e3
+                return (algbw * busbw_factor(_op(m), self._ranks(m)) if self._busbw(m) else algbw), "GB/s"
+            if self._busbw(m):
+                value = extra["busbw_gb_per_s"]
+                return (float(value) if isinstance(value, (int, float)) else None), "GB/s"
+            return m.bandwidth.median, "GB/s"
+        if m.latency is not None:
+            return m.latency.median, "us"
+        return None, "GB/s"
+
+    def expect(self, m: Measurement) -> Expectation:
+        """What ``m`` should be (a note instead of a prediction when the twin has none)."""
+        try:
+            if not m.ok:
+                return Expectation(note=f"status {m.status.value}{': ' + m.reason if m.reason else ''}")
+            if m.bandwidth is None and m.latency is not None:
+                return self._latency(m)
+            if m.size_bytes == 0 and m.bandwidth is not None:
+                return Expectation(note="size 0: nothing was moved")
+            if _is_collective(m):
+                return self._collective(m)
+            if m.method.startswith("mpi."):
+                return self._mpi(m)
+            if m.method in METHODS:
+                return self._copy(m, m.method)
+            return Expectation(note=f"method {m.method!r} is not modelled")
+        except LinkscopeError as exc:
+            return Expectation(note=str(exc).rstrip("."))
+
+    def judge(self, m: Measurement) -> Judgement:
+        measured, unit = self.measured(m)
+        exp = self.expect(m)
+        if exp.unit != unit:
+            exp = Expectation(unit=unit, note=exp.note or "the twin predicts another quantity")
+        return decide(self.subject(m, measured, unit), measured, exp, self.thresholds)
+
+    # collectives
+    def _busbw(self, m: Measurement) -> bool:
+        """Judge busbw (nccl-tests' per-link number) where the entry has it and there is more than one
+        rank (on one rank busbw is 0 by definition: the factor 2(n-1)/n); else algbw."""
+        return _is_collective(m) and "busbw_gb_per_s" in (m.extra or {}) and self._ranks(m) > 1
+
+    def _rank_gpus(self, m: Measurement) -> list[int]:
+        """The topology GPU of each rank: ``extra["rank_gpus"]`` (the tool's GPU numbers, e.g. from a
+        linkscope record's options) mapped through ``gpus``, else the first ``ranks`` selected GPUs."""
+        ranks = self._ranks(m)
+        listed = (m.extra or {}).get("rank_gpus")
+        if isinstance(listed, list) and len(listed) == ranks and all(_is_gpu(g) for g in listed):
+            return [int(self.gpu(g)) for g in listed]
+        if ranks > len(self.gpus):
+            raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
+        return list(self.gpus[:ranks])
+
+    def _ranks(self, m: Measurement) -> int:
+        ranks = (m.extra or {}).get("ranks")
+        return int(ranks) if _is_gpu(ranks) and ranks > 0 else len(self.gpus)
+
+    def _collective(self, m: Measurement) -> Expectation:
+        op = _op(m)
+        if op not in OPS:
+            return Expectation(note=f"collective {op!r} is not modelled (modelled: {', '.join(OPS)})")
+        ranks = self._ranks(m)
+        gpus = self._rank_gpus(m)
+        busbw = self._busbw(m)
+        key = (op, tuple(gpus), m.size_bytes, busbw)  # in-place and out-of-place rows share it
+        found = self._collective_cache.get(key)
+        if found is None:
+            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw)
+        return found
+
+    def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool) -> Expectation:
+
+        def value(model: CollectiveModel) -> tuple[float, str]:
+            pred = model.predict(op, gpus, size_bytes)
+            chosen = pred.chosen
+            how = [chosen.algorithm] + [str(getattr(chosen, k)) for k in ("protocol",) if getattr(chosen, k, None)]
+            if "nvls" not in chosen.algorithm.lower():
+                how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
+            return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
+
+        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric)
+        twin, detail = value(CollectiveModel(self.fabric))
+        calibrated = value(chosen_model)[0] if self.calibrated is not None else None
+        floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
+        full_us = chosen_model.predict(op, gpus, size_bytes).time_us
+        # (the floor may take another algorithm or protocol than the size does: at most all of it)
+        fixed_share = min(floor_us / full_us, 1.0) if full_us > 0 else None
+        theoretical = None
+        if ranks > 1:
+            bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
+            theoretical = bound if busbw else bound / max(busbw_factor(op, ranks), 1e-9)
+        alternatives: tuple[Alternative, ...] = ()
+        if ranks > 1 and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
+            alt = value(self._no_peer_model(tuple(gpus)))[0]
+            alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
+                                        "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
+                                        "collective-no-p2p"),)
+        return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
+
+    def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
+        found = self._no_peer.get(gpus)
+        if found is None:
+            params = dict(self.topology.model_params or {})
+            params[NO_PEER_ACCESS_KEY] = [[a, b] for a in gpus for b in gpus if a < b]
+            found = self._no_peer[gpus] = CollectiveModel.of(self.topology.replace(model_params=params))
+        return found
+
+    # copies
+    def _transfers(self, m: Measurement) -> tuple[list[tuple[Any, Any]], tuple[Any, Any] | None]:
+        """The concurrent transfers behind ``m`` (topology endpoints) and the one ``m`` measures
+        (None when ``m`` is their total)."""
+        listed = (m.extra or {}).get("transfers")
+        single = m.src != ALL and m.dst != ALL
+        a = self.gpu(m.src) if single else None
+        b = (self.gpu(m.dst) if m.method != LOCAL.key else a) if single else None
+        if listed:
+            flows = [(self.gpu(x), self.gpu(y)) for x, y in listed]
+        elif not single:
+            raise TopologyError("an aggregate without its transfers")
+        elif m.direction == "bi" and m.src != m.dst:
+            flows = [(a, b), (b, a)]
+        else:
+            flows = [(a, b)]
+        target = (a, b) if single and m.scope == "transfer" else None
+        if target is not None and target not in flows:
+            flows = [target] + flows
+        return flows, target
+
+    def _rate(self, model: FabricModel, m: Measurement, flows: list[tuple[Any, Any]], target: tuple[Any, Any] | None,
+              method: str) -> float:
+        """GB/s of ``m``: its own transfer's rate, or the total (bytes / the slowest) of all."""
+        if method in HOST_METHODS and any(x == HOST for x, _ in flows) and any(y == HOST for _, y in flows):
+            method = CE.key  # both directions at once: the copy engine's copy with a host end is h2d or d2h
+        return self._predicted(model, m, flows, target, method)[0]
+
+    def _predicted(self, model: FabricModel, m: Measurement, flows: list[tuple[Any, Any]], target: tuple[Any, Any] | None,
+                   method: str) -> tuple[float, float | None]:
+        """(GB/s of ``m``, the share of its predicted time that is fixed cost: overhead and latency)."""
+        if method in HOST_METHODS and any(x == HOST for x, _ in flows) and any(y == HOST for _, y in flows):
+            method = CE.key
+        preds = model.predict([(x, y, m.size_bytes) for x, y in flows], method)
+        if target is not None:
+            p = next(p for p in preds if (p.src, p.dst) == target)
+            return p.gb_per_s, (p.latency_us * 1e-6 / p.elapsed_s if p.elapsed_s > 0 else None)
+        slowest = max(preds, key=lambda p: p.elapsed_s)
+        if slowest.elapsed_s <= 0:
+            return 0.0, None
+        return sum(p.size_bytes for p in preds) / slowest.elapsed_s / 1e9, slowest.latency_us * 1e-6 / slowest.elapsed_s
+
+    def _copy(self, m: Measurement, method: str) -> Expectation:
+        flows, target = self._transfers(m)
+        declared_off = (m.extra or {}).get("peer_access") is False
+        if method == CE_NOPEER.key and declared_off and all(
+                _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
+            # a tool ran the peer copy with peer access off (p2pBandwidthLatencyTest P2P=Disabled): judged
+            # against what the pair gives with it; the staged path is the alternative that explains it
+            method = CE.key
+        twin, fixed_share = self._predicted(self.fabric, m, flows, target, method)
+        calibrated = None
+        if self.calibrated is not None:
+            calibrated, fixed_share = self._predicted(self.calibrated, m, flows, target, method)
+        if (m.extra or {}).get("counts_read_and_write") and method == LOCAL.key:  # the tool counts read + write
+            twin, calibrated = 2 * twin, (2 * calibrated if calibrated is not None else None)
+        first = target or flows[0]
+        route, theoretical = "", None
+        gpu_pair = all(_is_gpu(e) for e in first) and first[0] != first[1]
+        if gpu_pair:
+            route = query.pair_level(self.topology, first[0], first[1]).code
+        if (gpu_pair or HOST in first) and method != LOCAL.key:
+            if HOST in first:
+                gpu = self.fabric.gpu(first[1] if first[0] == HOST else first[0])
+                bound = query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(gpu), gpu)
+            else:
+                bound = query.theoretical_gb_per_s(self.topology, first[0], first[1])
+            if target is not None:
+                theoretical = bound
+            elif m.direction == "bi" and len(flows) == 2 and set(flows) == {first, first[::-1]}:
+                theoretical = 2 * bound
+        detail = method
+        alternatives: list[Alternative] = []
+        if gpu_pair and method in PEER_METHODS:
+            a, b = first
+            if self.fabric.peer_access(a, b) is not None:
+                detail = f"{method}; no peer access in the topology: the driver stages through host memory"
+            elif all(_is_gpu(x) and _is_gpu(y) for x, y in flows):
+                alt = self._rate(self.fabric, m, flows, target, CE_NOPEER.key)
+                alternatives.append(Alternative("PCIe staging through host memory", alt,
+                                                _NO_PEER_DECLARED if declared_off else _NO_PEER_CAUSE, "no-peer-access"))
+        if method in _PAGEABLE and all(HOST in f for f in flows) and len({f[0] == HOST for f in flows}) == 1:
+            alternatives.append(Alternative("pageable (not pinned) host memory",
+                                            self._rate(self.fabric, m, flows, target, _PAGEABLE[method]),
+                                            "host buffer likely pageable (not pinned)", "pageable-host-memory"))
+        if HOST in first and not get_method(method).pageable:  # a pageable copy is bound by the host memcpy, not the link
+            alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
+                                            "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
+                                            "pcie-link-degraded"))
+        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share)
+
+    def _mpi(self, m: Measurement) -> Expectation:
+        buffers = str((m.extra or {}).get("buffers", "")).strip().upper()
+        test = m.method.split(".", 1)[1]
+        if test not in ("bw", "bibw"):
+            return Expectation(note=f"MPI {test} is not modelled")
+        if buffers not in _DEVICE_BUFFERS:
+            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
+        if m.src == ALL or m.dst == ALL:
+            return Expectation(note="an aggregate over several pairs is not modelled")
+        # OSU keeps a window of 64 messages in flight (osu_bw.c), but CUDA-aware MPI copies them one
+        # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
+        # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
+        bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
+        return self._copy(bi, CE.key)
+
+    # latencies
+    def _latency(self, m: Measurement) -> Expectation:
+        kind = (m.extra or {}).get("latency_kind")
+        if kind not in ("remote-read", "flag-pingpong", "host-read", "copy"):
+            what = "MPI" if m.method.startswith("mpi.") else (kind or m.method)
+            return Expectation(unit="us", note=f"{what} latency is not modelled")
+        a, b = self.gpu(m.src), self.gpu(m.dst)
+        if kind == "host-read":
+            kind, a = "remote-read", HOST
+        method = m.method if kind == "copy" else None
+        if method == CE_NOPEER.key and (m.extra or {}).get("peer_access") is False and _is_gpu(a) and _is_gpu(b) \
+                and self.fabric.peer_access(a, b) is None:
+            method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
+        size = max(int(m.size_bytes), 1)
+
+        def value(model: FabricModel, how: str | None = method) -> float:
+            return model.latency_us(kind, a, b, method=how, size_bytes=size)
+
+        route = query.pair_level(self.topology, a, b).code if _is_gpu(a) and _is_gpu(b) else ""
+        calibrated = value(self.calibrated) if self.calibrated is not None else None
+        alternatives: tuple[Alternative, ...] = ()
+        if kind == "copy" and method in PEER_METHODS and _is_gpu(a) and _is_gpu(b) and self.fabric.peer_access(a, b) is None:
+            cause = _NO_PEER_DECLARED if (m.extra or {}).get("peer_access") is False else _NO_PEER_CAUSE
+            alternatives = (Alternative("PCIe staging through host memory", value(self.fabric, CE_NOPEER.key), cause,
+                                        "no-peer-access"),)
+        detail = f"{kind} {method}" if method else kind
+        return Expectation("us", None, value(self.fabric), calibrated, route, detail, alternatives)
+
+
+def _op(m: Measurement) -> str:
+    return m.method.split(".", 1)[1].split("+", 1)[0]

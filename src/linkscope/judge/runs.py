@@ -1,0 +1,168 @@
+"""Verdicts on whole files: every number of each parsed run judged, a summary, and the RunRecord
+that ``linkscope check --json`` writes (imported numbers with the topology's GPU numbers, the
+topology embedded, the verdicts in ``extra["check"]``), so ``report``, ``model check`` and
+``model calibrate`` read imported results like linkscope's own.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.check import record_gpus
+from ..results.peertools.common import PeerRun
+from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
+from ..topology import io as topo_io
+from .expect import Judge
+from .verdict import Judgement, Verdict
+
+VERDICT_ORDER = (Verdict.OK, Verdict.LOW, Verdict.HIGH, Verdict.UNJUDGED)
+
+
+@dataclass(frozen=True)
+class JudgedRun:
+    """One file: its parsed run and one judgement per measurement (same order)."""
+
+    run: PeerRun
+    judgements: tuple[Judgement, ...]
+
+    def where(self, index: int) -> str:
+        extra = self.run.measurements[index].extra or {}
+        line = extra.get("source_line")
+        if line:
+            return f"{self.run.source}:{line}"
+        return f"{self.run.source} #{index}" if self.run.record is not None else self.run.source
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Verdict counts, overall and per tool, and the worst judged number."""
+
+    counts: Mapping[str, int]
+    by_tool: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    worst: Judgement | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def line(self) -> str:
+        parts = [f"{self.counts.get(v.value, 0)} {v.value}" for v in VERDICT_ORDER if self.counts.get(v.value)]
+        text = f"{self.total} number{'s' if self.total != 1 else ''}: {', '.join(parts) or 'none'}"
+        if self.worst is not None and self.worst.fraction is not None and self.worst.verdict is not Verdict.OK:
+            text += f"; worst: {self.worst.subject} at {self.worst.fraction:.0%} of the {self.worst.expectation.source}"
+        return text
+
+    def tool_lines(self) -> list[str]:
+        out = []
+        for tool, counts in self.by_tool.items():
+            parts = [f"{counts.get(v.value, 0)} {v.value}" for v in VERDICT_ORDER if counts.get(v.value)]
+            out.append(f"{tool}: {', '.join(parts)}")
+        return out
+
+
+def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """linkscope's own records: entries that ran at the same time share ``group`` (and size, method,
+    pattern, direction); each bandwidth entry of a group with several transfers, or an aggregate
+    (``src``/``dst`` ``"*"``), gets the group's transfers in ``extra["transfers"]`` so it is judged
+    against the concurrent prediction, as ``model check`` groups them (model/check.py)."""
+    groups: dict[tuple, list[tuple[Any, Any]]] = {}
+    for m in measurements:
+        if m.group is None or m.bandwidth is None or (m.extra or {}).get("transfers"):
+            continue
+        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        flows = groups.setdefault(key, [])
+        if ALL in (m.src, m.dst) or m.src == m.dst:
+            continue
+        pairs = [(m.src, m.dst), (m.dst, m.src)] if m.direction == "bi" and m.scope != "transfer" else [(m.src, m.dst)]
+        for pair in pairs:
+            if pair not in flows:
+                flows.append(pair)
+    out = []
+    for m in measurements:
+        found = groups.get((m.group, m.size_bytes, m.method, m.pattern, m.direction)) \
+            if m.group is not None and m.bandwidth is not None else None
+        if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
+            m = m.with_(extra={**dict(m.extra or {}), "transfers": [list(f) for f in found]})
+        out.append(m)
+    return out
+
+
+def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
+    """Every number of every run judged (a run needing more GPUs than selected is a TopologyError)."""
+    out = []
+    for run in runs:
+        judge.check_fit(run.measurements, run.source)
+        measurements = list(run.measurements)
+        if run.record is not None:
+            measurements = with_group_transfers(measurements)
+            rank_gpus = record_gpus(run.record)
+            if rank_gpus:  # a linkscope collective record says which GPU each rank drove
+                measurements = [m.with_(extra={**dict(m.extra or {}), "rank_gpus": rank_gpus})
+                                if m.pattern == "collective" and "rank_gpus" not in (m.extra or {}) else m for m in measurements]
+        out.append(JudgedRun(run, tuple(judge.judge(m) for m in measurements)))
+    return out
+
+
+def summarize(judged: Sequence[JudgedRun]) -> Summary:
+    counts: Counter[str] = Counter()
+    by_tool: dict[str, Counter[str]] = {}
+    worst: Judgement | None = None
+    for jr in judged:
+        tool = jr.run.tool
+        for j in jr.judgements:
+            counts[j.verdict.value] += 1
+            by_tool.setdefault(tool, Counter())[j.verdict.value] += 1
+            if j.fraction is not None and j.verdict is not Verdict.OK:
+                distance = abs(j.fraction - 1)
+                if worst is None or worst.fraction is None or distance > abs(worst.fraction - 1):
+                    worst = j
+    return Summary(dict(counts), {k: dict(v) for k, v in by_tool.items()}, worst)
+
+
+def below(judged: Sequence[JudgedRun], fraction: float) -> list[tuple[JudgedRun, int]]:
+    """(run, index) of every judged number below ``fraction`` of its expectation."""
+    return [(jr, i) for jr in judged for i, j in enumerate(jr.judgements)
+            if j.fraction is not None and j.fraction < fraction]
+
+
+def _mapped(m: Measurement, judge: Judge) -> Measurement:
+    """``m`` with the topology's GPU numbers (``--gpus`` applied)."""
+    changes: dict[str, Any] = {"src": judge.gpu(m.src), "dst": judge.gpu(m.dst)}
+    extra = dict(m.extra or {})
+    if extra.get("transfers"):
+        extra["transfers"] = [[judge.gpu(a), judge.gpu(b)] for a, b in extra["transfers"]]
+    changes["extra"] = extra
+    return m.with_(**changes)
+
+
+def to_record(judged: Sequence[JudgedRun], judge: Judge) -> RunRecord:
+    """One RunRecord of every judged number: measurements in the topology's GPU numbers, the
+    topology embedded, the verdict of each in ``extra["check"]["verdicts"]`` (same order)."""
+    measurements: list[Measurement] = []
+    verdicts: list[dict[str, Any]] = []
+    sources = []
+    for jr in judged:
+        sources.append({"file": jr.run.source, "tool": jr.run.tool, "version": jr.run.version, "gpus": list(jr.run.gpus),
+                        "notes": list(jr.run.notes), "count": len(jr.judgements)})
+        for i, (m, j) in enumerate(zip(jr.run.measurements, jr.judgements)):
+            measurements.append(_mapped(m, judge))
+            verdicts.append({**j.as_dict(), "tool": jr.run.tool, "where": jr.where(i)})
+    tools = sorted({jr.run.tool for jr in judged})
+    summary = summarize(judged)
+    first = judged[0].run if len(judged) == 1 else None
+    context: dict[str, Any] = {"gpus": [judge.topology.gpu(g).name for g in judge.gpus], "tools": tools}
+    if first is not None and first.record is not None:
+        context = {**dict(first.record.context), **context}
+    options = {"command": "check", "gpus": list(judge.gpus), "sources": [s["file"] for s in sources]}
+    extra = {"check": {"thresholds": judge.thresholds.__dict__, "thresholds_text": judge.thresholds.text(),
+                       "topology": judge.topology.name, "sources": sources, "verdicts": verdicts,
+                       "summary": {"counts": dict(summary.counts), "by_tool": {k: dict(v) for k, v in summary.by_tool.items()},
+                                   "line": summary.line()}}}
+    notes = tuple(f"{jr.run.source}: {note}" for jr in judged for note in jr.run.notes)
+    return RunRecord("check", RunProvenance.MEASURED, now_utc(), context, options, topo_io.to_dict(judge.topology),
+                     tuple(measurements), notes, True, extra)
+
+
+__all__ = ["JudgedRun", "Summary", "below", "judge_runs", "summarize", "to_record"]

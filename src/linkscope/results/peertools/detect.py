@@ -1,0 +1,108 @@
+"""Which tool wrote a file (from its content), and the one entry point that reads any of them.
+
+``read(path, fmt=None)`` returns a :class:`~.common.PeerRun`: a linkscope RunRecord (JSON with
+``format: linkscope.run``), nvbandwidth (text or ``-j`` JSON), nccl-tests / rccl-tests (text or
+``-J`` JSON), OSU, p2pBandwidthLatencyTest or TransferBench output. ``fmt`` (``--format``) forces
+one of ``FORMATS``. Every failure is a one-line UserError naming the file.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...errors import SchemaError, UserError
+from ...userfiles import loads_strict, read_text
+from . import nccltests, nvbandwidth, osu, p2p_sample, transferbench
+from .common import MAX_TEXT_CHARS, PeerRun
+
+FORMATS = ("linkscope", "nvbandwidth", "nccl-tests", "osu", "p2p", "transferbench")
+"""``--format`` values (rccl-tests is read as nccl-tests; JSON or text is told from the content)."""
+
+_TEXT: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("nvbandwidth", nvbandwidth.looks_like),
+    ("nccl-tests", nccltests.looks_like),
+    ("p2p", p2p_sample.looks_like),
+    ("transferbench", transferbench.looks_like),
+    ("osu", osu.looks_like),
+)
+
+
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return loads_strict(text, source)
+    except RecursionError:
+        raise SchemaError(f"{source}: JSON nested too deeply") from None
+
+
+def _from_json(data: Any, source: str, fmt: str | None, size_bytes: int | None) -> PeerRun:
+    kind = fmt
+    if kind is None:
+        if isinstance(data, dict) and data.get("format") == "linkscope.run":
+            kind = "linkscope"
+        elif isinstance(data, dict) and "nvbandwidth" in data:
+            kind = "nvbandwidth"
+        elif isinstance(data, dict) and "results" in data:
+            kind = "nccl-tests"
+        else:
+            raise SchemaError(f"{source}: a JSON file of no tool linkscope reads",
+                              hint="linkscope check reads linkscope run records, nvbandwidth -j and nccl-tests -J JSON")
+    if kind == "linkscope":
+        from .. import io as run_io
+
+        record = run_io.from_dict(data)
+        return PeerRun("linkscope", str((record.context or {}).get("linkscope_version", "")), source,
+                       record.measurements, tuple(str(g) for g in (record.context or {}).get("gpus") or ()),
+                       record=record)
+    if kind == "nvbandwidth":
+        return nvbandwidth.parse_json(data, source, size_bytes or nvbandwidth.DEFAULT_SIZE_BYTES)
+    if kind == "nccl-tests":
+        return nccltests.parse_json(data, source)
+    raise SchemaError(f"{source}: --format {kind} output is text, but this file is JSON")
+
+
+def parse(text: str, source: str, fmt: str | None = None, size_bytes: int | None = None) -> PeerRun:
+    """The PeerRun of ``text`` (the content of ``source``)."""
+    if fmt is not None and fmt not in FORMATS:
+        raise UserError(f"unknown --format {fmt!r}", hint=f"valid formats: {', '.join(FORMATS)}")
+    if text.lstrip().startswith("{"):
+        return _from_json(_load_json(text, source), source, fmt, size_bytes)
+    kind = fmt
+    if kind is None:
+        kind = next((name for name, sniff in _TEXT if sniff(text)), None)
+        if kind is None:
+            raise SchemaError(f"{source}: not the output of a tool linkscope check reads",
+                              hint="it reads linkscope run records, nvbandwidth, nccl-tests / rccl-tests, OSU, "
+                                   "p2pBandwidthLatencyTest and TransferBench output; --format forces one")
+    if kind == "linkscope":
+        raise SchemaError(f"{source}: a linkscope run record is JSON; this file is not")
+    if kind == "nvbandwidth":
+        return nvbandwidth.parse_text(text, source, size_bytes or nvbandwidth.DEFAULT_SIZE_BYTES)
+    if kind == "nccl-tests":
+        return nccltests.parse_text(text, source)
+    if kind == "p2p":
+        return p2p_sample.parse_text(text, source, size_bytes or p2p_sample.DEFAULT_SIZE_BYTES)
+    if kind == "transferbench":
+        return transferbench.parse_text(text, source)
+    return osu.parse_text(text, source)
+
+
+def read(path: str | Path, fmt: str | None = None, size_bytes: int | None = None) -> PeerRun:
+    """Read and parse one results file (size-checked before it is read)."""
+    path = Path(path)
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        raise UserError(f"results file not found: {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read results file {path}: {exc.strerror}") from None
+    if path.is_file() and size > MAX_TEXT_CHARS:
+        raise SchemaError(f"{path}: {size:,} bytes is more than the {MAX_TEXT_CHARS:,} a tool output is allowed")
+    text = read_text(path, "results file")
+    if not text.strip():
+        raise SchemaError(f"{path} is empty")
+    return parse(text, str(path), fmt, size_bytes)
+
+
+__all__ = ["FORMATS", "PeerRun", "parse", "read"]

@@ -1,0 +1,316 @@
+"""nvbandwidth output (plain text and ``-j`` JSON) as Measurements.
+
+What each testcase measures, from nvbandwidth v0.8's sources (testcases_ce.cpp, testcases_sm.cpp,
+output.cpp, json_output.cpp, inline_common.h in ../shared/anchors/src/nvbandwidth):
+
+* a matrix per testcase, printed after its description line; rows are labelled by a number, the
+  header line holds the column numbers; ``N/A`` where nothing was measured (output.cpp
+  ``addTestcaseResults``, inline_common.h ``operator<<``). JSON keeps the same matrix as strings
+  under ``nvbandwidth.testcases[i].bandwidth_matrix`` (json_output.cpp); a testcase printing
+  several matrices (the bidirectional device-to-device ones: Read1/Read2/Total) appends their rows
+  to one matrix there, so it has 3 x n rows.
+* ``device_to_device_memcpy_write_ce``: value(row r, column c) = a copy from GPU r to GPU c in
+  r's context (``doMemcpy(srcBuffer, peerBuffer)``); ``..._read_ce``: a copy from c to r in r's
+  context (the destination reads). ``_sm`` variants are kernel copies (write: sm-push, read: sm-pull).
+  Bidirectional: "1" is the copy c -> r, "2" the copy r -> c running at the same time, "Total" their sum.
+* host tests: a 1 x n matrix, column = GPU; ``host_to_device`` copies host -> GPU,
+  ``device_to_host`` GPU -> host; bidirectional host tests report the named direction while the
+  other runs; ``all_to_host`` / ``host_to_all``: each GPU's copy while every GPU copies.
+* ``all_to_one`` / ``one_to_all``: a 1 x n matrix of totals (TOTAL_BW) into / out of GPU c while
+  every other GPU copies to / from it.
+* ``device_local_copy``: a copy inside GPU c; latency tests print nanoseconds.
+* the buffer size is not printed (nor written to the JSON): 512 MiB unless the caller says
+  (``nvbandwidth -b``, common.h ``defaultBufferSize``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import SchemaError
+from ...userfiles import refuse_malformed
+from ..schema import ALL, HOST, Endpoint
+from .common import Collector, Lines, PeerRun, check_rate, gpu_index, number
+
+TOOL = "nvbandwidth"
+DEFAULT_SIZE_BYTES = 512 * 1024 * 1024  # nvbandwidth common.h: defaultBufferSize = 512 (MiB)
+
+
+@dataclass(frozen=True)
+class _Case:
+    method: str
+    kind: str  # d2d, d2d-bi, h2d, d2h, h2d-bi, d2h-bi, all-to-host, host-to-all, all-to-one, one-to-all, local, latency-*
+    host_method: bool = False
+
+
+def _case(name: str) -> _Case | None:
+    """What testcase ``name`` measures (None for one this parser does not know)."""
+    sm = name.endswith("_sm")
+    if name == "device_local_copy":
+        return _Case("local", "local")
+    if name == "host_device_latency_sm":
+        return _Case("host-read", "latency-host")
+    if name == "device_to_device_latency_sm":
+        return _Case("remote-read", "latency-d2d")
+    base = name.removeprefix("multinode_")
+    if base.startswith("device_to_device"):
+        read = "_read_" in base
+        method = ("sm-pull" if read else "sm-push") if sm else ("ce-read" if read else "ce-write")
+        return _Case(method, "d2d-bi" if "bidirectional" in base else "d2d")
+    if base.startswith(("all_to_one", "one_to_all")):
+        read = "_read_" in base
+        method = ("sm-pull" if read else "sm-push") if sm else ("ce-read" if read else "ce-write")
+        return _Case(method, "all-to-one" if base.startswith("all_to_one") else "one-to-all")
+    host_kinds = (("host_to_device", "h2d"), ("device_to_host", "d2h"), ("all_to_host", "all-to-host"),
+                  ("host_to_all", "host-to-all"))
+    for prefix, kind in host_kinds:
+        if base.startswith(prefix):
+            to_gpu = kind in ("h2d", "host-to-all")
+            if sm:  # a kernel on the GPU loads host memory (host -> GPU) or stores into it
+                method = "sm-pull" if to_gpu else "sm-push"
+            else:
+                method = "h2d" if to_gpu else "d2h"
+            return _Case(method, kind + ("-bi" if "bidirectional" in base else ""), True)
+    return None
+
+
+def _case_of_description(desc: str) -> str | None:
+    """The testcase a description line belongs to when unambiguous (testcases_ce.cpp / _sm.cpp:
+    device-to-device read tests print ``GPU(row) -> GPU(column)``, write tests ``<-``; host tests
+    ``CPU(row) -> GPU(column)`` and ``<-``; the bidirectional ones are ambiguous)."""
+    m = re.match(r"^memcpy (CE|SM) (CPU|GPU)\(row\) (->|<-) GPU\(column\) bandwidth \(GB/s\)$", desc)
+    if m is None:
+        return None
+    engine, rows, arrow = m.group(1).lower(), m.group(2), m.group(3)
+    if rows == "GPU":
+        return f"device_to_device_memcpy_{'read' if arrow == '->' else 'write'}_{engine}"
+    return f"{'host_to_device' if arrow == '->' else 'device_to_host'}_memcpy_{engine}"
+
+
+_DESC = re.compile(r"\((GB/s|ns)\)\s*$")
+_VERSION = re.compile(r"^nvbandwidth Version:\s*(\S+)")
+_DEVICE = re.compile(r"^Device (\d+): (.*?)(?: \([0-9a-fA-F:]+\))?\s*$")
+
+
+def looks_like(text: str) -> bool:
+    head = text[:4000]
+    return bool(re.search(r"^nvbandwidth Version:", head, re.M)) or '"nvbandwidth"' in head or \
+        bool(re.search(r"^Running \w+_(ce|sm|copy)\.\s*$", head, re.M))
+
+
+class _Emitter:
+    def __init__(self, out: Collector, n_gpus: int, size_bytes: int) -> None:
+        self.out, self.n, self.size = out, n_gpus, size_bytes
+        # each cell ran alone (no group), except the three matrices of a bidirectional pair: one run
+        self.pair_groups: dict[tuple[str, int, int], int] = {}
+
+    def matrix(self, test: str, case: _Case, desc: str, rows: list[tuple[int, list[float | None]]], line_of: list[int]) -> None:
+        """Measurements of one printed matrix (``rows``: (row label, values by column))."""
+        unit_ns = desc.rstrip().endswith("(ns)")
+        part = "total" if " Total " in desc else ("1" if re.search(r"(Read|Write)1 ", desc) else
+                                                  ("2" if re.search(r"(Read|Write)2 ", desc) else ""))
+        n = max(self.n, max((len(v) for _, v in rows), default=0))
+        extra_base: dict[str, Any] = {"test": test, "description": desc.strip()}
+        for (r, values), line in zip(rows, line_of):
+            for c, value in enumerate(values):
+                if value is None:
+                    continue
+                extra = dict(extra_base)
+                if unit_ns:
+                    src, dst = ((HOST, c) if case.kind == "latency-host" else (c, r))
+                    if src == dst:
+                        continue
+                    extra["latency_kind"] = case.method
+                    self.out.add(line, src, dst, case.method, "latency", 0, latency_us=value / 1000.0, extra=extra)
+                    continue
+                check_rate(value, self.out_lines, line)
+                self._bandwidth(case, r, c, value, line, part, n, extra)
+
+    out_lines: Lines | None = None
+
+    def _bandwidth(self, case: _Case, r: int, c: int, value: float, line: int, part: str, n: int, extra: dict) -> None:
+        add, size = self.out.add, self.size
+        g = None
+        if case.kind == "d2d-bi":  # Read1/Write1 (c -> r), 2 (r -> c) and Total of one cell: one run
+            g = self.pair_groups.setdefault((str(extra.get("test")), r, c), len(self.pair_groups) + 1)
+        others = [o for o in range(n) if o != c]
+        kind = case.kind
+        if kind == "local":
+            add(line, c, c, case.method, "local", size, gb_per_s=value, group=g, extra=extra)
+        elif kind == "d2d":
+            src, dst = (c, r) if case.method in ("ce-read", "sm-pull") else (r, c)
+            add(line, src, dst, case.method, "matrix", size, gb_per_s=value, group=g, extra=extra)
+        elif kind == "d2d-bi":
+            if part == "total":
+                add(line, r, c, case.method, "matrix", size, gb_per_s=value, direction="bi", scope="total", group=g,
+                    extra=extra)
+            else:
+                src, dst = (c, r) if part == "1" else (r, c)
+                add(line, src, dst, case.method, "matrix", size, gb_per_s=value, direction="bi", group=g,
+                    extra={**extra, "transfers": [[c, r], [r, c]]})
+        elif kind in ("h2d", "d2h", "h2d-bi", "d2h-bi"):
+            to_gpu = kind.startswith("h2d")
+            src_end, dst_end = (HOST, c) if to_gpu else (c, HOST)
+            if kind.endswith("-bi"):
+                add(line, src_end, dst_end, case.method, "host", size, gb_per_s=value, direction="bi", group=g,
+                    extra={**extra, "transfers": [[HOST, c], [c, HOST]]})
+            else:
+                add(line, src_end, dst_end, case.method, "host", size, gb_per_s=value, group=g, extra=extra)
+        elif kind.startswith(("all-to-host", "host-to-all")):
+            to_gpu = kind.startswith("host-to-all")
+            src_end, dst_end = (HOST, c) if to_gpu else (c, HOST)
+            flows: list[list[Endpoint]] = [[HOST, o] if to_gpu else [o, HOST] for o in range(n)]
+            if kind.endswith("-bi"):
+                flows += [[o, HOST] if to_gpu else [HOST, o] for o in range(n)]
+            add(line, src_end, dst_end, case.method, "all-to-host" if not to_gpu else "host-to-all", size, gb_per_s=value,
+                direction="bi" if kind.endswith("-bi") else "uni", group=g, extra={**extra, "transfers": flows})
+        elif kind == "all-to-one":
+            add(line, ALL, c, case.method, "all-to-one", size, gb_per_s=value, scope="total", group=g,
+                extra={**extra, "transfers": [[o, c] for o in others]})
+        elif kind == "one-to-all":
+            add(line, c, ALL, case.method, "one-to-all", size, gb_per_s=value, scope="total", group=g,
+                extra={**extra, "transfers": [[c, o] for o in others]})
+
+
+def _cell(token: str, lines: Lines, line: int) -> float | None:
+    return None if token == "N/A" else number(token, lines, line)
+
+
+@refuse_malformed("nvbandwidth output")
+def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> PeerRun:
+    lines = Lines(text, source)
+    version = ""
+    gpus: list[str] = []
+    context: dict[str, str] = {}
+    notes: list[str] = []
+    out = Collector(TOOL, "", source)
+    emit = _Emitter(out, 0, size_bytes)
+    emit.out_lines = lines
+    test, case, desc = "", None, ""
+    header: list[int] | None = None
+    rows: list[tuple[int, list[float | None]]] = []
+    line_of: list[int] = []
+
+    def flush() -> None:
+        nonlocal rows, line_of, header
+        if case is not None and rows:
+            emit.n = max(emit.n, len(gpus))
+            emit.matrix(test, case, desc, rows, line_of)
+        rows, line_of, header = [], [], None
+
+    for number_, raw in lines:
+        line = raw.rstrip()
+        stripped = line.strip()
+        m = _VERSION.match(stripped)
+        if m:
+            version = out.version = m.group(1)
+            continue
+        m = _DEVICE.match(stripped)
+        if m and header is None:
+            index = gpu_index(m.group(1), lines, number_)
+            if index > len(gpus):
+                raise lines.error(number_, f"device {index} listed before device {len(gpus)}")
+            if index == len(gpus):
+                gpus.append(m.group(2).strip())
+            continue  # (an index seen before: a second run appended to the file lists its devices again)
+        for key in ("CUDA Runtime Version", "CUDA Driver Version", "Driver Version"):
+            if stripped.startswith(key + ":"):
+                context[key.lower().replace(" ", "_")] = stripped.split(":", 1)[1].strip()
+        if stripped.startswith("Running ") and stripped.endswith("."):
+            flush()
+            test = stripped[len("Running "):-1].strip()
+            case = _case(test)
+            if case is None:
+                notes.append(f"{source}:{number_}: testcase {test!r} is not known to this parser; left out")
+            desc = ""
+            continue
+        if stripped.startswith("Waived"):
+            flush()
+            if test:
+                notes.append(f"{test}: waived by nvbandwidth")
+            continue
+        if stripped.startswith("SUM "):
+            flush()
+            if stripped.split()[1:2] == [test]:  # the testcase ended (a bidirectional one prints
+                test, case = "", None            # SUM <test>_read1 ... between its matrices)
+            continue
+        if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
+            flush()
+            if case is None:  # the "Running <test>." line was cut from the output: the description says it
+                test = _case_of_description(stripped) or ""
+                case = _case(test)
+                notes.append(f"{source}:{number_}: no 'Running' line before {stripped!r}: read as {test}")
+            desc = stripped
+            continue
+        if desc and header is None and stripped and all(tok.isdigit() for tok in stripped.split()):
+            header = [gpu_index(tok, lines, number_) for tok in stripped.split()]
+            continue
+        if header is not None:
+            if not stripped:
+                flush()
+                desc = ""
+                continue
+            tokens = stripped.split()
+            label, cells = tokens[0], tokens[1:]
+            if len(cells) != len(header):
+                raise lines.error(number_, f"{len(cells)} values under {len(header)} columns in {test!r}")
+            rows.append((gpu_index(label, lines, number_), [_cell(tok, lines, number_) for tok in cells]))
+            line_of.append(number_)
+    flush()
+    if not out.items:
+        raise SchemaError(f"{source}: no nvbandwidth result in it (no testcase matrix)",
+                          hint="pass the output of nvbandwidth (text, or -j JSON)")
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes))
+
+
+_JSON_DEVICE = re.compile(r"^(\d+): (.*?)(?: \([0-9a-fA-F:]+\))?(?:: \(.*\))?$")
+
+
+@refuse_malformed("nvbandwidth JSON")
+def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> PeerRun:
+    if not isinstance(data, dict) or not isinstance(data.get(TOOL), dict):
+        raise SchemaError(f"{source}: not nvbandwidth -j output (no \"nvbandwidth\" object)")
+    root = data[TOOL]
+    version = str(root.get("version", ""))
+    gpus = []
+    for item in root.get("GPU Device list") or []:
+        m = _JSON_DEVICE.match(str(item))
+        gpus.append(m.group(2) if m else str(item))
+    context = {k.lower().replace(" ", "_"): root[k] for k in ("CUDA Runtime Version", "Driver Version") if k in root}
+    cases = root.get("testcases")
+    if not isinstance(cases, list):
+        raise SchemaError(f"{source}: nvbandwidth.testcases must be a list")
+    out = Collector(TOOL, version, source)
+    emit = _Emitter(out, len(gpus), size_bytes)
+    notes: list[str] = []
+    for i, tc in enumerate(cases):
+        if not isinstance(tc, dict):
+            raise SchemaError(f"{source}: testcase {i} must be an object")
+        name = str(tc.get("name", ""))
+        case = _case(name)
+        status = str(tc.get("status", ""))
+        if status != "Passed" or "bandwidth_matrix" not in tc:
+            notes.append(f"{name}: status {status or 'unknown'}{': ' + str(tc['error']) if 'error' in tc else ''}")
+            continue
+        if case is None:
+            notes.append(f"testcase {name!r} is not known to this parser; left out")
+            continue
+        matrix = tc["bandwidth_matrix"]
+        if not isinstance(matrix, list) or not all(isinstance(row, list) for row in matrix):
+            raise SchemaError(f"{source}: testcase {name!r}: bandwidth_matrix must be a list of rows")
+        desc = str(tc.get("bandwidth_description", ""))
+        values = [[None if str(v) == "N/A" else number(str(v), what=f"{name} value") for v in row] for row in matrix]
+        parts = [(desc, values)]
+        if case.kind == "d2d-bi" and len(values) % 3 == 0 and len(values) >= 3:
+            k = len(values) // 3  # Read1/Write1, Read2/Write2, Total appended to one matrix
+            word = "Read" if "read" in name else "Write"
+            parts = [(f"{word}1 bandwidth", values[:k]), (f"{word}2 bandwidth", values[k:2 * k]),
+                     (" Total bandwidth", values[2 * k:])]
+        for part_desc, part in parts:
+            emit.n = max(len(gpus), max((len(r) for r in part), default=0))
+            emit.matrix(name, case, part_desc + (" (ns)" if "latency" in name and "(ns)" not in part_desc else ""),
+                        list(enumerate(part)), [0] * len(part))
+    if not out.items and not notes:
+        raise SchemaError(f"{source}: no nvbandwidth testcase in it")
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes))

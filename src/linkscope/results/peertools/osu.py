@@ -1,0 +1,111 @@
+"""OSU micro-benchmarks output (pt2pt and collective text, host or ``-d cuda|rocm`` buffers) as
+Measurements.
+
+The layout, from OSU 5.3 (mpi/pt2pt/osu_pt2pt.c ``print_header``, osu_pt2pt.h / osu_coll.h
+``HEADER``, osu_bw.c / osu_latency.c / osu_bibw.c row printing, mpi/collective/osu_coll.c; in
+../shared/anchors/src/osu-micro-benchmarks), which later versions keep:
+
+* ``# OSU MPI[-CUDA|-ROCM|-OPENACC] <Name> Test v<version>``: ``Bandwidth``, ``Bi-Directional
+  Bandwidth``, ``Latency``, or a collective's ``<Op> Latency`` (``Allreduce``, ``Bcast`` ...);
+* ``# Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)`` with device buffers (none: host);
+* ``# Size`` and the column names: ``Bandwidth (MB/s)`` (OSU's MB = 10^6 bytes: size / 1e6 x
+  window x iterations / seconds), ``Latency (us)``, ``Avg Latency(us)`` (more columns after it in
+  later versions);
+* one row per size: ``%-10d%*.*f``.
+
+Point-to-point tests run between rank 0 and rank 1; OSU selects each rank's GPU by its local rank
+(GPU0 and GPU1 on one node), so the numbers are GPU0 -> GPU1 (``-d cuda D D``) unless the job
+placed the ranks otherwise. Several tests in one file (outputs appended) are read one after another.
+"""
+from __future__ import annotations
+
+import re
+
+from ...errors import SchemaError
+from ...userfiles import refuse_malformed
+from ..schema import ALL, HOST
+from .common import Collector, Lines, PeerRun, check_rate, integer, number
+
+TOOL = "osu"
+_TITLE = re.compile(r"^#\s*OSU MPI(?:-(CUDA|ROCM|OPENACC|MANAGED))?\s+(.+?)\s+Test(?:\s+v(\S+))?\s*$", re.I)
+_BUFFERS = re.compile(r"Send Buffer on \w+ \((\w)\) and Receive Buffer on \w+ \((\w)\)", re.I)
+
+
+def looks_like(text: str) -> bool:
+    return bool(re.search(r"^#\s*OSU MPI", text[:20000], re.M))
+
+
+def _test(name: str) -> tuple[str, str]:
+    """(method suffix, unit) of an OSU test title: ``bw``/``bibw`` (MB/s), ``latency`` or a
+    collective's name (us)."""
+    low = name.lower().strip()
+    if low == "bandwidth":
+        return "bw", "MB/s"
+    if low in ("bi-directional bandwidth", "bidirectional bandwidth"):
+        return "bibw", "MB/s"
+    if low == "latency":
+        return "latency", "us"
+    if low.endswith(" latency"):
+        return re.sub(r"[^a-z0-9_]", "", low[: -len(" latency")].replace(" ", "_").replace("-", "_")) or "collective", "us"
+    return re.sub(r"[^a-z0-9_]", "", low.replace(" ", "_")) or "unknown", "?"
+
+
+@refuse_malformed("OSU output")
+def parse_text(text: str, source: str) -> PeerRun:
+    lines = Lines(text, source)
+    out = Collector(TOOL, "", source)
+    test, unit, buffers, accel = "", "", "H H", ""
+    in_table = False
+    notes: list[str] = []
+    versions: set[str] = set()
+    for n, raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        m = _TITLE.match(line)
+        if m:
+            accel = (m.group(1) or "").lower()
+            test, unit = _test(m.group(2))
+            if m.group(3):
+                versions.add(m.group(3))
+                out.version = m.group(3)
+            buffers, in_table = ("H H", False)
+            if unit == "?":
+                notes.append(f"{source}:{n}: OSU test {m.group(2)!r} is not read by this parser; left out")
+            continue
+        m = _BUFFERS.search(line)
+        if m:
+            buffers = f"{m.group(1).upper()} {m.group(2).upper()}"
+            continue
+        if line.startswith("#"):
+            if line.lower().startswith("# size"):
+                if not test:
+                    raise lines.error(n, "a '# Size' column header before any '# OSU MPI ... Test' title")
+                in_table = unit in ("MB/s", "us")
+            continue
+        if not in_table:
+            if re.match(r"^\d+\s+[\d.]+", line) and not test:
+                raise lines.error(n, "a result row before any '# OSU MPI ... Test' title and '# Size' header")
+            continue
+        tokens = line.split()
+        if len(tokens) < 2 or not tokens[0].isdigit():
+            continue  # MPI warnings interleaved with the table
+        size = integer(tokens[0], lines, n, "size")
+        value = number(tokens[1], lines, n)
+        extra = {"test": f"osu_{test}", "buffers": buffers, "accelerator": accel or "none", "osu_value": value}
+        if unit == "MB/s":
+            gb = check_rate(value / 1000.0, lines, n)  # OSU MB/s = 10^6 B/s
+            bi = test == "bibw"
+            src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
+            out.add(n, src, dst, f"mpi.{test}", "pairs", size, gb_per_s=gb, direction="bi" if bi else "uni",
+                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value})
+        elif test == "latency":
+            src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
+            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra)
+        else:
+            out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", extra=extra)
+    if not out.items:
+        raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
+                          hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")
+    version = sorted(versions)[-1] if versions else ""
+    return PeerRun(TOOL, version, source, tuple(out.items), (), {}, tuple(notes))

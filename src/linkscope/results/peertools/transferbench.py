@@ -1,0 +1,256 @@
+"""TransferBench output (its summary text and its ``OUTPUT_TO_CSV=1`` form) as Measurements.
+
+The layout, from TransferBench 1.52's src/TransferBench.cpp (github.com/ROCm/TransferBench:
+``ReportResults``, ``RunPeerToPeerBenchmarks``, ``Transfer::SrcToStr``; fetched snapshot 788840d):
+
+* ``TransferBench v1.52`` first;
+* a Test of a config file or the command line: one line per Transfer,
+  ``Transfer 03 | 33.520 GB/s | 2.002 ms | 67108864 bytes | G0 -> GPU00:004 -> G1`` (``,``
+  instead of ``|`` in CSV), under ``Executor:`` lines (newer versions) and followed by
+  ``Aggregate (CPU)``; the Transfers of one Test run at the same time. Memory: ``G``/``F`` GPU
+  (coarse/fine grained), ``C``/``B`` pinned host, ``U`` unpinned host, ``N`` none; executor ``GPU``
+  (kernel on its CUs), ``DMA`` (copy engine), ``CPU`` (host threads);
+* the ``p2p`` preset: ``Bytes Per Direction N``, then ``Unidirectional|Bidirectional copy peak
+  bandwidth GB/s [Local read / Remote write] (GPU-Executor: GFX|DMA)``, a header of ``CPU nn`` /
+  ``GPU nn`` columns and rows ``GPU nn  ->`` (bidirectional also ``<-`` and ``<->``, the sum); with
+  SHOW_ITERATIONS also ``min``/``max``/``sd`` rows (left out: the ``->`` row is the mean). The
+  executor is the source with local read / remote write, the destination with remote read.
+
+* the ``healthcheck`` preset (``RunHealthCheck``, MI300 only): ``Testing unidirectional reads from
+  CPU``, ``... writes to  CPU``, ``Testing bidirectional  reads + writes`` (one GPU's kernel copying
+  64 MiB host -> GPU, GPU -> host, both at once: the sum), ``Testing all-to-all XGMI copies`` (every
+  GPU writing 64 MiB to every other at once), each ``PASS`` (no number printed) or ``FAIL`` with
+  `` GPU 00: Measured: 48.20 GB/s      Criteria: 50.00 GB/s`` / `` GPU 00 to GPU 01: ...`` lines.
+
+Methods: a GPU kernel executor is ``sm-push`` when it is the source GPU, ``sm-pull`` when it is the
+destination; a DMA executor is ``ce`` (source) or ``ce-read`` (destination); host memory is
+``host`` (``h2d``/``d2h`` with DMA, ``h2d-pageable`` for ``U``). CPU executors and transfers with
+several sources or destinations are kept with method ``transferbench.<exe>`` (not modelled).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...errors import SchemaError
+from ...userfiles import refuse_malformed
+from ..schema import HOST, Endpoint
+from .common import MAX_GPUS, Collector, Lines, PeerRun, check_rate, integer, number
+
+TOOL = "TransferBench"
+_VERSION = re.compile(r"^TransferBench v(\S+)")
+_TRANSFER = re.compile(r"^Transfer\s+(\d+)\s*[|,]\s*([\d.eE+-]+|N/A)\s*GB/s\s*[|,]\s*([\d.eE+-]+)\s*ms\s*[|,]\s*(\d+)\s*bytes\s*[|,]\s*"
+                       r"(\S+)\s*->\s*(CPU|GPU|DMA)\s*(\d+)(?:\.(?:\*|\d+))?(?::(\d+))?\s*->\s*(\S+)")
+_P2P_TITLE = re.compile(r"^(Uni|Bi)directional copy peak bandwidth GB/s \[(Local|Remote) read / (Local|Remote) write\] "
+                        r"\(GPU-Executor: (GFX|DMA)\)")
+_DEVICE_COL = re.compile(r"(CPU|GPU)\s*(\d+)")
+_MEM = re.compile(r"^([CGBFUNM])(\d*)$")
+_HEALTH_BYTES = 64 * 1024 * 1024  # RunHealthCheck: t.numBytes = 64*1024*1024
+
+
+def looks_like(text: str) -> bool:
+    head = text[:20000]
+    return bool(re.search(r"^TransferBench v|copy peak bandwidth GB/s|^\s*Transfer \d+\s*[|,].*GB/s|"
+                          r"^Testing (unidirectional|bidirectional|all-to-all XGMI)", head, re.M))
+
+
+def _memory(token: str, lines: Lines, n: int) -> tuple[Endpoint | None, str]:
+    """(endpoint, memory kind letter) of one memory token; None for several or none."""
+    m = _MEM.match(token.upper())
+    if not m:
+        return None, "?"
+    letter, index = m.group(1), m.group(2)
+    if letter == "N":
+        return None, "N"
+    if letter in "GF":
+        return integer(index or "0", lines, n, "GPU index", limit=MAX_GPUS), letter
+    return HOST, letter
+
+
+def _method(exe: str, exe_index: int, src: Endpoint | None, dst: Endpoint | None, src_kind: str, dst_kind: str) -> str:
+    """The method-table key of a TransferBench transfer (see the module doc)."""
+    if src is None or dst is None or exe == "CPU":
+        return f"transferbench.{exe.lower()}"
+    pageable = "U" in (src_kind, dst_kind)
+    if src == HOST and dst == HOST:
+        return f"transferbench.{exe.lower()}"
+    if exe == "DMA":
+        if src == HOST:
+            return "h2d-pageable" if pageable else "h2d"
+        if dst == HOST:
+            return "d2h-pageable" if pageable else "d2h"
+        if src == dst:
+            return "local"
+        return "ce" if exe_index == src else ("ce-read" if exe_index == dst else "transferbench.dma")
+    if src == dst:
+        return "local"
+    if exe_index == src:
+        return "sm-push"
+    if exe_index == dst:
+        return "sm-pull"
+    return "transferbench.gpu"
+
+
+@refuse_malformed("TransferBench output")
+def parse_text(text: str, source: str) -> PeerRun:
+    lines = Lines(text, source)
+    out = Collector(TOOL, "", source)
+    notes: list[str] = []
+    test = 0
+    pending: list[tuple[int, dict[str, Any]]] = []  # transfers of the current Test
+    p2p_size = 0
+    p2p: dict[str, Any] | None = None
+
+    health = ""  # the healthcheck test whose FAIL lines follow
+    health_pairs: list[tuple[int, int, float, float, int]] = []
+
+    def flush_health() -> None:
+        """All-to-all XGMI lines: every GPU wrote to every other at once (the GPUs named are the
+        least there were)."""
+        if not health_pairs:
+            return
+        n_gpus = max(max(a, b) for a, b, _, _, _ in health_pairs) + 1
+        flows = [[a, b] for a in range(n_gpus) for b in range(n_gpus) if a != b]
+        for a, b, gb, limit, n in health_pairs:
+            out.add(n, a, b, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=gb, group=-1,
+                    extra={"test": "healthcheck all-to-all XGMI", "criterion_gb_per_s": limit, "transfers": flows})
+        notes.append(f"healthcheck all-to-all: the concurrency is taken from the GPUs named ({n_gpus}); TransferBench "
+                     "prints only the failing pairs")
+        health_pairs.clear()
+
+    def flush_test() -> None:
+        flows = [[t["src"], t["dst"]] for _, t in pending if t["src"] is not None and t["dst"] is not None]
+        for n, t in pending:
+            extra = {"test": f"Test {test}", "transfer": t["index"], "executor": t["exe"], "subexecutors": t["ses"],
+                     "transferbench": t["text"]}
+            if len(flows) > 1:
+                extra["transfers"] = flows
+            src = t["src"] if t["src"] is not None else HOST
+            dst = t["dst"] if t["dst"] is not None else HOST
+            out.add(n, src, dst, t["method"], "transferbench", t["bytes"], gb_per_s=t["gb"], group=test, extra=extra)
+        pending.clear()
+
+    for n, raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        m = _VERSION.match(line)
+        if m:
+            out.version = m.group(1)
+            continue
+        m = re.match(r"^Testing (unidirectional reads from CPU|unidirectional writes to\s+CPU|bidirectional\s+reads \+ writes|"
+                     r"all-to-all XGMI copies)", line)
+        if m:
+            health = m.group(1).split()[0] + ("-read" if "reads from" in m.group(1) else "-write" if "writes to" in m.group(1) else "")
+            if line.rstrip(". ").endswith("PASS") or line.endswith("PASS"):
+                notes.append(f"{source}:{n}: healthcheck {m.group(1).split()[0]} {'reads' if 'read' in health else ''}: PASS "
+                             "(TransferBench prints no number for a pass)")
+            continue
+        m = re.match(r"^GPU (\d+) to GPU (\d+):\s*([\d.]+) GB/s\s+Criteria:\s*([\d.]+) GB/s", line)
+        if m and health.startswith("all-to-all"):
+            health_pairs.append((integer(m.group(1), lines, n, "GPU index", limit=MAX_GPUS),
+                                 integer(m.group(2), lines, n, "GPU index", limit=MAX_GPUS),
+                                 check_rate(number(m.group(3), lines, n), lines, n), number(m.group(4), lines, n), n))
+            continue
+        m = re.match(r"^GPU (\d+): Measured:\s*([\d.]+) GB/s\s+Criteria:\s*([\d.]+) GB/s", line)
+        if m and health:
+            gpu = integer(m.group(1), lines, n, "GPU index", limit=MAX_GPUS)
+            rate = check_rate(number(m.group(2), lines, n), lines, n)
+            extra = {"test": f"healthcheck {health}", "criterion_gb_per_s": number(m.group(3), lines, n)}
+            if health == "unidirectional-read":  # the GPU's kernel reads host memory
+                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+            elif health == "unidirectional-write":  # ... writes host memory
+                out.add(n, gpu, HOST, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+            else:  # both at once, the sum
+                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, direction="bi", scope="total",
+                        extra={**extra, "transfers": [[HOST, gpu], [gpu, HOST]]})
+            continue
+        if re.match(r"^Test \d+:", line):
+            flush_test()
+            test += 1
+            continue
+        m = _TRANSFER.match(line)
+        if m:
+            p2p = None
+            if not pending and test == 0:
+                test = 1
+            gb = None if m.group(2) == "N/A" else check_rate(number(m.group(2), lines, n), lines, n)
+            size = integer(m.group(4), lines, n, "bytes")
+            src, src_kind = _memory(m.group(5), lines, n)
+            dst, dst_kind = _memory(m.group(9), lines, n)
+            exe, exe_index = m.group(6), integer(m.group(7), lines, n, "executor index", limit=MAX_GPUS)
+            method = _method(exe, exe_index, src, dst, src_kind, dst_kind)
+            if gb is not None:
+                pending.append((n, {"index": int(m.group(1)), "gb": gb, "bytes": size, "src": src, "dst": dst, "exe": f"{exe}{exe_index}",
+                                    "ses": int(m.group(8)) if m.group(8) else None, "method": method,
+                                    "text": f"{m.group(5)} -> {exe}{exe_index} -> {m.group(9)}"}))
+            continue
+        if line.startswith("Aggregate (CPU)"):
+            flush_test()
+            test += 1
+            continue
+        m = re.match(r"^Bytes Per Direction\s*[,\s]\s*(\d+)", line)
+        if m:
+            p2p_size = integer(m.group(1), lines, n, "bytes")
+            continue
+        m = _P2P_TITLE.match(line)
+        if m:
+            flush_test()
+            p2p = {"bi": m.group(1) == "Bi", "remote_read": m.group(2) == "Remote", "dma": m.group(4) == "DMA",
+                   "cols": None, "group": 1000 + n}
+            continue
+        if p2p is not None:
+            if p2p["cols"] is None and ("\\" in line or "DST" in line):
+                p2p["cols"] = [(k, int(i)) for k, i in _DEVICE_COL.findall(line.split("\\", 1)[-1])]
+                continue
+            row = re.match(r"^(CPU|GPU)\s*(\d+)\s*(->|<-|<->|min|max|sd)\s*[,]?\s*(.*)$", line)
+            if row is None or p2p["cols"] is None:
+                continue
+            if row.group(3) in ("min", "max", "sd"):
+                continue
+            values = [c for c in re.split(r"[,\s]+", row.group(4)) if c]
+            cols = p2p["cols"]
+            if len(values) != len(cols):
+                raise lines.error(n, f"{len(values)} values under {len(cols)} columns")
+            _p2p_row(out, lines, n, p2p, (row.group(1), int(row.group(2))), row.group(3), cols, values, p2p_size)
+            continue
+    flush_test()
+    flush_health()
+    if not out.items:
+        raise SchemaError(f"{source}: no TransferBench result in it (no 'Transfer NN | ... GB/s' line or p2p matrix)",
+                          hint="pass the output of a TransferBench config run or of its p2p preset")
+    return PeerRun(TOOL, out.version, source, tuple(out.items), (), {}, tuple(notes))
+
+
+def _end(device: tuple[str, int]) -> Endpoint:
+    return HOST if device[0] == "CPU" else device[1]
+
+
+def _p2p_row(out: Collector, lines: Lines, n: int, p2p: dict[str, Any], row: tuple[str, int], arrow: str,
+             cols: list[tuple[str, int]], values: list[str], size: int) -> None:
+    """Measurements of one row of the p2p preset's matrix."""
+    exe_kind = "DMA" if p2p["dma"] else "GPU"
+    for col, token in zip(cols, values):
+        if token == "N/A":
+            continue
+        gb = check_rate(number(token, lines, n), lines, n)
+        src, dst = _end(row), _end(col)
+        if arrow == "<-":
+            src, dst = dst, src
+        # the executor: the destination with remote read, else the source
+        executor = (dst if p2p["remote_read"] else src) if arrow != "<-" else (src if p2p["remote_read"] else dst)
+        exe = exe_kind if executor != HOST else "CPU"
+        exe_index = executor if isinstance(executor, int) else 0
+        method = _method(exe, exe_index, src, dst, "G" if src != HOST else "C", "G" if dst != HOST else "C")
+        extra: dict[str, Any] = {"test": "p2p", "executor": f"{exe}{exe_index if exe != 'CPU' else ''}",
+                                 "numa_row": row[1] if row[0] == "CPU" else None,
+                                 "numa_col": col[1] if col[0] == "CPU" else None}
+        if p2p["bi"] and src != dst:
+            if arrow == "<->":
+                out.add(n, _end(row), _end(col), method, "p2p", size, gb_per_s=gb, direction="bi", scope="total",
+                        group=p2p["group"], extra=extra)
+            else:
+                out.add(n, src, dst, method, "p2p", size, gb_per_s=gb, direction="bi", group=p2p["group"],
+                        extra={**extra, "transfers": [[src, dst], [dst, src]]})
+        elif not p2p["bi"]:
+            out.add(n, src, dst, method, "p2p", size, gb_per_s=gb, group=p2p["group"], extra=extra)

@@ -1,0 +1,107 @@
+"""``linkscope check`` on the recordings of the lent 2 x H100 machine (tests/fixtures/peertools/h100x2,
+README there): judged against the machine's own recorded topology."""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from linkscope.discovery.raw import load_recording
+from linkscope.judge.expect import Judge
+from linkscope.judge.runs import judge_runs
+from linkscope.judge.verdict import Verdict
+from linkscope.results.peertools.detect import read
+
+H = Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2"
+NCCL = Path(__file__).resolve().parents[1] / "fixtures" / "nccl" / "h100x2-2026-11-25"  # the same recording's nccl-tests
+
+
+@pytest.fixture(scope="module")
+def judge() -> Judge:
+    return Judge(load_recording(H / "machine-raw"))
+
+
+def _judged(judge, name, **kw):
+    run = read(NCCL / name[len("nccl-tests-"):] if name.startswith("nccl-tests-") and name.endswith(".txt") else H / name, **kw)
+    return list(zip(run.measurements, judge_runs([run], judge)[0].judgements))
+
+
+def test_nvbandwidth_peer_copies_match_the_twin(judge):
+    pairs = [(m, j) for m, j in _judged(judge, "nvbandwidth.txt") if m.bandwidth is not None and m.src != m.dst
+             and "host" not in (m.src, m.dst)]
+    # read/write ce, sm: 2 cells each; bidirectional ce read/write and sm read: 1, 2 and Total, 2 cells each
+    assert len(pairs) == 26
+    assert sum(1 for m, _ in pairs if m.scope == "total") == 6
+    assert all(j.verdict is Verdict.OK for _, j in pairs), [j.line for _, j in pairs if j.verdict is not Verdict.OK]
+    assert all(0.85 < j.fraction < 1.05 for _, j in pairs)
+    json_pairs = [(m, j) for m, j in _judged(judge, "nvbandwidth.json") if m.bandwidth is not None and m.src != "host"]
+    assert json_pairs and all(j.verdict is Verdict.OK for _, j in json_pairs)
+
+
+def test_nccl_tests_large_sizes_match_the_twin(judge):
+    for name in ("nccl-tests-all_reduce.txt", "nccl-tests-all_reduce.json", "nccl-tests-sendrecv.txt"):
+        big = [(m, j) for m, j in _judged(judge, name) if m.size_bytes >= 512 << 20]
+        assert len(big) == 4 and all(j.verdict is Verdict.OK for _, j in big), name
+    one = next(j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes == 512 << 20 and not m.extra["inplace"])
+    assert one.line.startswith("allreduce 512 MiB busbw 310.2 GB/s on 2 x H100 NV18: twin ")
+    assert "(ring, Simple, NVLS off)" in one.line and one.line.endswith("ok")
+
+
+def test_small_collectives_are_latency_bound_not_blamed_on_links(judge):
+    small = [j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes <= 64 << 10]
+    assert all(j.verdict is Verdict.LOW and "latency-bound at this size" in j.reason and not j.cause for j in small)
+
+
+def test_p2p_disabled_is_low_with_the_reason_and_enabled_is_ok(judge):
+    judged = _judged(judge, "p2pBandwidthLatencyTest.txt")
+    off = [(m, j) for m, j in judged if m.method == "ce-nopeer" and m.bandwidth is not None]
+    on = [(m, j) for m, j in judged if m.method == "ce" and m.bandwidth is not None]
+    assert len(off) == 4 and len(on) == 4
+    assert all(j.verdict is Verdict.LOW and j.cause == "peer access was off in this run (as the tool says)" for _, j in off)
+    assert "GPU0->GPU1 ce-nopeer 153 MiB 37.2 GB/s: NV18 route expects ~389" in off[0][1].line
+    assert all(j.verdict is Verdict.OK for _, j in on)
+
+
+def test_osu_device_buffers_large_messages_ok_host_buffers_not_judged(judge):
+    judged = _judged(judge, "osu-DD.txt")
+    big = [j for m, j in judged if m.method == "mpi.bw" and m.size_bytes >= 8 << 20]
+    assert big and all(j.verdict is Verdict.OK for j in big)
+    assert all(j.verdict is Verdict.UNJUDGED for m, j in _judged(judge, "osu-HH.txt"))
+
+
+def test_small_buffer_size_is_taken_from_the_option(judge):
+    judged = _judged(judge, "nvbandwidth-b1.txt", size_bytes=1 << 20)
+    assert {m.size_bytes for m, _ in judged} == {1 << 20}
+    assert all(j.verdict is not Verdict.UNJUDGED for _, j in judged)
+
+
+def test_imported_numbers_calibrate_the_twin(judge):
+    """check --json's record feeds model calibrate: nvbandwidth's peer copies fit the NVLink efficiency."""
+    from linkscope.judge.runs import to_record
+    from linkscope.model.calibrate import calibrate
+
+    run = read(H / "nvbandwidth.txt")
+    record = to_record(judge_runs([run], judge), judge)
+    result = calibrate(record)
+    assert 0.8 < result.fitted["link_efficiency.nvlink"] < 0.9
+    assert result.check is not None and result.check.median_abs_rel_error < 0.05
+
+
+def test_small_collectives_sit_between_graph_and_plain_launches(judge):
+    """Below 64 KiB an allreduce is all fixed cost. The twin's (about 8 µs on 2 GPUs) lies between a
+    graph-launched run (-G 10: 6.4 µs, so above the twin) and plain launches (about 15 µs, below it);
+    either way the line says latency-bound (guide section 9)."""
+    graph = [j for m, j in _judged(judge, "nccl-tests-all_reduce_G10.txt") if m.size_bytes < 64 << 10]
+    plain = [j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes < 64 << 10]
+    assert graph and plain
+    assert statistics.median(j.fraction for j in graph) > 1.1 and statistics.median(j.fraction for j in plain) < 0.7
+    assert all("latency-bound" in j.reason for j in graph + plain if j.verdict is not Verdict.OK)
+
+
+def test_pageable_host_copies_are_not_blamed_on_the_pcie_link(judge):
+    """A pageable copy is bound by the host's memcpy, so 'PCIe link trained down' is never its cause
+    (the survey's pageable copies run at 7-14 GB/s on this VM, under the twin's 20)."""
+    judged = _judged(judge, "linkscope-survey.json")
+    pageable = [j for m, j in judged if m.method.endswith("-pageable") and m.bandwidth is not None]
+    assert pageable and all(j.cause_key != "pcie-link-degraded" for j in pageable)
