@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("uni", "bi")
 
+#: The model_params key that files and callers from before ``Topology.peer_access`` used for GPU pairs
+#: without peer access; a Topology built with it moves the pairs into ``peer_access.denied_pairs``.
+NO_PEER_ACCESS_KEY = "no_peer_access"
+
 
 class Pattern(Protocol):
     @property
