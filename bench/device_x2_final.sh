@@ -19,6 +19,14 @@ step() {
 }
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c)"
+# the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
+step linkscope/survey.txt 120 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
+step linkscope/topo-health.txt 60 python3 -m linkscope topo --health
+step linkscope/topo-health.json 60 python3 -m linkscope topo --health --json
+step linkscope/export-raw.txt 60 python3 -m linkscope topo export --raw "$r/linkscope/raw"
+step linkscope/peercheck.txt 90 python3 -m linkscope bench --method ce,ce-nopeer,staged-pinned --gpus 0,1 --sizes 256MiB --json "$r/linkscope/peercheck.json"
+step linkscope/health-run.txt 60 python3 -m linkscope topo --health --run "$r/linkscope/peercheck.json"
+step linkscope/watch.txt 60 python3 -m linkscope watch --json "$r/linkscope/watch.json" -- python3 bench/copy_once.py 0 1 1GiB
 wheel=$(python3 -c 'import importlib.util as u; print(list(u.find_spec("nvidia.nccl").submodule_search_locations)[0])' 2>/dev/null)
 step nccl/cupy-nccl.txt 30 python3 -c "import cupy, cupy.cuda.nccl as n; print('cupy', cupy.__version__, 'nccl', n.get_version()); print([l.split()[-1] for l in open('/proc/self/maps') if 'libnccl' in l][:1])"
 step nccl/estimate-build.log 60 /usr/local/cuda/bin/nvcc -O2 bench/nccl_estimate.cu -I"$wheel/include" -L"$wheel/lib" -lnccl -o /tmp/nccl_estimate
@@ -48,24 +56,32 @@ step linkscope/nccl-small.txt 90 python3 -m linkscope bench nccl --op allreduce 
 step mpi/build.txt 120 env CUDA_MPI_CACHE=$PWD/.cache27/cuda-mpi-prefix.tar.xz BUILD_OSU=0 bash bench/build_cuda_mpi.sh
 if [ -f /opt/cuda-mpi/env.sh ]; then
   source /opt/cuda-mpi/env.sh; osu=/opt/cuda-mpi/osu
-  run2() { mpirun -n 2 --bind-to none bash -c 'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"' run2 "$@"; }
+  # run2 is a file, not a shell function: step runs its command under timeout(1), which cannot run functions
+  run2=$r/run2; printf '%s\n' '#!/usr/bin/env bash' \
+    'exec mpirun -n 2 --bind-to none bash -c '"'"'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"'"'"' run2 "$@"' > "$run2"
+  chmod +x "$run2"
   for round in 1 2; do
     d=mpi/r$round; mkdir -p "$r/$d"
-    step $d/osu_lat_DD.txt 40 run2 $osu/osu_latency -d cuda D D
-    step $d/ls_lat_DD.txt 40 run2 python3 -m linkscope bench mpi --test latency --buffers DD --sizes 8,1KiB --json "$r/$d/ls_lat_DD.json"
-    step $d/osu_bw_DD.txt 40 run2 $osu/osu_bw_16m -d cuda D D
-    step $d/ls_bw_DD.txt 40 run2 python3 -m linkscope bench mpi --test bw --buffers DD --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bw_DD.json"
-    step $d/osu_bibw_DD.txt 40 run2 $osu/osu_bibw_16m -d cuda D D
-    step $d/ls_bibw_DD.txt 40 run2 python3 -m linkscope bench mpi --test bibw --buffers DD --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bibw_DD.json"
-    step $d/osu_lat_HH.txt 30 run2 $osu/osu_latency H H
-    step $d/ls_lat_HH.txt 30 run2 python3 -m linkscope bench mpi --test latency --buffers HH --sizes 8,1KiB --json "$r/$d/ls_lat_HH.json"
-    step $d/osu_bw_HH.txt 30 run2 $osu/osu_bw_16m -d cuda H H
-    step $d/ls_bw_HH.txt 30 run2 python3 -m linkscope bench mpi --test bw --buffers HH --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bw_HH.json"
+    step $d/osu_lat_DD.txt 40 $run2 $osu/osu_latency -d cuda D D
+    step $d/ls_lat_DD.txt 40 $run2 python3 -m linkscope bench mpi --test latency --buffers DD --sizes 8,1KiB --json "$r/$d/ls_lat_DD.json"
+    step $d/osu_bw_DD.txt 40 $run2 $osu/osu_bw_16m -d cuda D D
+    step $d/ls_bw_DD.txt 40 $run2 python3 -m linkscope bench mpi --test bw --buffers DD --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bw_DD.json"
+    step $d/osu_bibw_DD.txt 40 $run2 $osu/osu_bibw_16m -d cuda D D
+    step $d/ls_bibw_DD.txt 40 $run2 python3 -m linkscope bench mpi --test bibw --buffers DD --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bibw_DD.json"
+    step $d/osu_lat_HH.txt 30 $run2 $osu/osu_latency H H
+    step $d/ls_lat_HH.txt 30 $run2 python3 -m linkscope bench mpi --test latency --buffers HH --sizes 8,1KiB --json "$r/$d/ls_lat_HH.json"
+    step $d/osu_bw_HH.txt 30 $run2 $osu/osu_bw_16m -d cuda H H
+    step $d/ls_bw_HH.txt 30 $run2 python3 -m linkscope bench mpi --test bw --buffers HH --sizes 64KiB,1MiB,16MiB --json "$r/$d/ls_bw_HH.json"
+    # issue 27 (branch mpi): allreduce HH 8 B, and bench mpi at mpi4py's old thread level (MPI_THREAD_MULTIPLE) for the A/B
+    step $d/osu_ar_HH.txt 30 $run2 $osu/osu_allreduce -m 8
+    step $d/ls_ar_HH.txt 30 $run2 python3 -m linkscope bench mpi --test allreduce --buffers HH --sizes 8 --json "$r/$d/ls_ar_HH.json"
+    step $d/ls_lat_HH_multiple.txt 30 env MPI4PY_RC_THREAD_LEVEL=multiple $run2 python3 -m linkscope bench mpi --test latency --buffers HH --sizes 8,1KiB --json "$r/$d/ls_lat_HH_multiple.json"
+    step $d/ls_ar_HH_multiple.txt 30 env MPI4PY_RC_THREAD_LEVEL=multiple $run2 python3 -m linkscope bench mpi --test allreduce --buffers HH --sizes 8 --json "$r/$d/ls_ar_HH_multiple.json"
   done
+  step linkscope/p2p-mpi.txt 60 $run2 python3 -m linkscope bench p2p --mpi --sizes 1MiB,64MiB --json "$r/linkscope/p2p-mpi.json"
+  step linkscope/audit.txt 60 python3 -m linkscope audit -- mpirun -n 2 --bind-to none
 fi
-# the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
-step linkscope/survey.txt 120 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
-step linkscope/topo-health.txt 60 python3 -m linkscope topo --health
+# last: the GPU tests of the merged code
 step linkscope/gpu-tests.txt 120 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/comm/test_gpu_comm.py tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
 } 2>&1 | tee "$r/final.log"

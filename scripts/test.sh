@@ -2,6 +2,8 @@
 # Set up a virtual environment in .venv (once), run ruff and mypy, then the whole test suite.
 # GPU tests skip without a GPU; MPI tests need mpirun + mpicc (Debian: openmpi-bin libopenmpi-dev);
 # the browser test needs chromium. Extra pytest arguments pass through: bash scripts/test.sh -k topo
+# pytest runs on every core (pytest-xdist: -n auto); tests sharing one costly fixture stay in one
+# worker (--dist loadgroup). One process instead: bash scripts/test.sh -n 0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${LINKSCOPE_VENV:-.venv}
@@ -17,4 +19,4 @@ fi
 # static checks first (seconds; configured in pyproject.toml): lint findings or type errors fail the run
 "$VENV/bin/ruff" check --quiet .
 "$VENV/bin/mypy"
-exec "$VENV/bin/python" -m pytest -q "$@"
+exec "$VENV/bin/python" -m pytest -q -n auto --dist loadgroup "$@"

@@ -16,12 +16,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "linkscope"
 #: Layer of every top-level package or module, bottom first (cli → comm/measure → engines/mapping/judge →
 #: model → patterns/report → results/discovery/counters → topology/traffic → units/errors).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "units", "atomic", "userfiles", "rankenv", "endpoints", "__init__", "platforms", "engines.gpu.runtime"),
+    ("errors", "units", "atomic", "userfiles", "userschema", "rankenv", "endpoints", "__init__", "platforms",
+     "engines.gpu.runtime"),
     ("topology", "traffic", "patterns.plan", "patterns.methods"),
     ("results", "discovery", "counters"),
     ("patterns", "report"),
     ("model",),
-    ("engines", "mapping", "judge"),
+    ("engines", "mapping", "judge", "diagnose"),
     ("comm", "measure", "envinfo"),
     ("cli", "__main__"),
 )

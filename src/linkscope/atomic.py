@@ -25,9 +25,11 @@ from typing import Any
 from .errors import UserError
 
 __all__ = [
+    "check_file_name",
     "check_replaceable",
     "current_umask",
     "new_file_mode",
+    "sidecar_path",
     "write_bytes_atomic",
     "write_files_atomic",
     "write_json_atomic",
@@ -94,6 +96,25 @@ def check_replaceable(path: Path | str, option: str | None = None) -> None:
                     hint="use '-' for stdout where the option allows it")
 
 
+def check_file_name(path: Path | str, option: str | None = None) -> None:
+    """Refuse a file name that ends in a path separator (``-o newdir/``): the user named a folder,
+    and ``Path`` would silently drop the slash and write a file called ``newdir``."""
+    text = os.fspath(path)
+    if isinstance(text, str) and text.endswith(os.sep) and text.strip(os.sep):
+        where = f"{option} {text}" if option else text
+        raise UserError(f"{where}: ends with '{os.sep}', which names a folder; expected a file name",
+                        hint=f"give a file name inside it, e.g. {text}out.json")
+
+
+def sidecar_path(path: Path | str) -> Path:
+    """Where a run's checkpoints for ``path`` go: ``NAME.partial.SUFFIX`` beside it (``survey.json`` ->
+    ``survey.partial.json``), so a partial result never replaces the complete file at ``path``."""
+    target = Path(path)
+    if target.suffix and target.stem:
+        return target.with_name(f"{target.stem}.partial{target.suffix}")
+    return target.with_name(f"{target.name}.partial")
+
+
 def _os_error(path: Path, exc: OSError) -> UserError:
     return UserError(f"cannot write {path}: {exc.strerror or exc}")
 
@@ -152,11 +173,13 @@ def _write_atomic(path: Path, content: str | bytes) -> None:
 
 def write_text_atomic(path: Path | str, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
+    check_file_name(path)
     _write_atomic(Path(path), text)
 
 
 def write_bytes_atomic(path: Path | str, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
+    check_file_name(path)
     _write_atomic(Path(path), data)
 
 

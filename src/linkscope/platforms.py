@@ -37,9 +37,19 @@ class Platform:
             BackendUnavailable with the reason when the platform finds no GPU here.
         discovery_backends: names in ``discovery/registry`` this platform's discovery uses.
         counters: ``"module:callable"`` opening its link-counter source for ``watch``.
+        health_facts: ``"module:callable"`` returning this machine's discovery facts dump (P2P
+            status per pair, BAR1) for the P2P health check (``diagnose/gather``), raising
+            BackendUnavailable when the platform finds no GPU here.
         collective_library: the NCCL-API library CuPy's build of this runtime binds (``cupy.cuda.nccl``).
         env_rows: ``linkscope env`` rows: (row name, ``"module:callable"`` returning a row dict).
         version_probes: RunRecord context versions: (key, ``"module:callable"`` returning a string).
+        copy_loops_in_kernel: the SM copy between two GPUs repeats a timed region's copies inside one
+            launch (nvbandwidth's loopCount). Only where the copy kernel's loads skip the reader's
+            caches for peer memory: on H100 the L2-only loads (``ld.global.cg``) of peer lines are not
+            kept by the reader (remote-read latency 0.85 us, the link's, 2026-11-25), while streaming
+            loads (``ld.global.cs``) re-read from the reader's L1 inside one launch (sm-pull read
+            1,411-3,207 GB/s over an NV18 link at 1-16 MiB). On AMD a GCD's L2 caches coarse-grained
+            peer memory (docs/amd.md), so each copy stays a launch of its own there.
     """
 
     key: str
@@ -53,9 +63,11 @@ class Platform:
     discover: str | None = None
     discovery_backends: tuple[str, ...] = ()
     counters: str | None = None
+    health_facts: str | None = None
     collective_library: str | None = None
     env_rows: tuple[tuple[str, str], ...] = ()
     version_probes: tuple[tuple[str, str], ...] = ()
+    copy_loops_in_kernel: bool = False
 
 
 NVIDIA = Platform(
@@ -63,20 +75,23 @@ NVIDIA = Platform(
     engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.gpu.probe:probe",
     runtime="cuda", cupy_wheel="cupy-cuda12x (or cupy-cuda13x)",
     discover="linkscope.discovery.nvml:discover_platform", discovery_backends=("nvml",),
-    counters="linkscope.counters.nvml:open_nvml", collective_library="NCCL",
+    counters="linkscope.counters.nvml:open_nvml", health_facts="linkscope.discovery.nvml:live_facts",
+    collective_library="NCCL",
     env_rows=(("cuda (CuPy)", "linkscope.envinfo:cupy_row"), ("nccl", "linkscope.envinfo:nccl_row")),
     version_probes=(("nvidia_driver", "linkscope.discovery.nvml:driver_version"),
                     ("cuda_driver_api", "linkscope.engines.gpu.runtime:cuda_driver_api_version"),
                     ("cuda_runtime", "linkscope.engines.gpu.runtime:cuda_runtime_version"),
                     ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
                     ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
+    copy_loops_in_kernel=True,
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",
     engine_factory="linkscope.engines.rocm:RocmEngine", engine_probe="linkscope.engines.rocm:probe",
     runtime="rocm", cupy_wheel="cupy-rocm-7-0 (pip install 'linkscope[rocm7]'; ROCm 6: docs/amd.md)",
     discover="linkscope.discovery.amdsmi:discover_platform", discovery_backends=("amdsmi", "rocm"),
-    counters="linkscope.counters.amdsmi:open_amdsmi", collective_library="RCCL",
+    counters="linkscope.counters.amdsmi:open_amdsmi", health_facts="linkscope.discovery.amdsmi:live_facts",
+    collective_library="RCCL",
     env_rows=(("rocm", "linkscope.envinfo:rocm_smi_row"), ("rocm install", "linkscope.envinfo:rocm_install_row"),
               ("rocm engine", "linkscope.envinfo:rocm_engine_row")),
 )

@@ -43,7 +43,7 @@ _SUFFIX = {
 MAX_SIZE_BYTES = 1024**5
 """One transfer or message of at most 1 PiB: larger is a typo (and would overflow the byte counters)."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
 def parse_size(text: str | int) -> int:
@@ -116,7 +116,7 @@ def format_rate(value_gb_per_s: float | None, digits: int = 1) -> str:
 
 
 MAX_DURATION_S = 7 * 24 * 3600.0
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|min)?\s*$")
+_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(us|µs|ms|s|m|min)?\s*$")
 _DURATION_FACTOR = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0}
 
 

@@ -183,7 +183,7 @@ def test_export_raw_tells_on_stderr_what_it_could_not_record(tmp_path, capsys, m
     out = tmp_path / "rec"
     assert main(["topo", "export", "--raw", str(out), "--sysfs-root", str(root)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == [str(out / n) for n in ("sysfs.json", "sysfs.tar.gz", "manifest.json")]
+    assert captured.out.splitlines() == [str(out / n) for n in ("sysfs.json", "pcihealth.json", "sysfs.tar.gz", "manifest.json")]
     assert "note: not recorded: nvml: no NVML here" in captured.err
 
 
@@ -246,12 +246,12 @@ def test_bench_json_to_stdout_is_valid_json_only(fake, capsys):
     assert data["format"] == "linkscope.run" and len(data["measurements"]) == 2
 
 
-def test_bench_all_waived_says_so_on_stderr(fake, capsys, tmp_path):
+def test_bench_all_waived_says_so_on_stderr_and_exits_3(fake, capsys, tmp_path):
     out = tmp_path / "r.json"
-    assert main(["bench", "--synthetic", "nvswitch:1", *QUICK, "--json", str(out)]) == 0
+    assert main(["bench", "--synthetic", "nvswitch:1", *QUICK, "--json", str(out)]) == 3  # nothing measured
     captured = capsys.readouterr()
     assert "needs at least 2 GPUs" in captured.out
-    assert "note: nothing was measured: the only entry was waived" in captured.err
+    assert "linkscope: error: nothing was measured: the only entry was waived" in captured.err
     assert json.loads(out.read_text())["measurements"][0]["status"] == "waived"
 
 
@@ -323,7 +323,7 @@ def test_report_with_no_files_is_usage(capsys):
 @pytest.mark.parametrize("content, message", [
     ({**M, "median_gb_per_s": math.nan}, "NaN is not a number JSON allows"),
     ({**M, "src": [0]}, "src must be a GPU index"),
-    ({**M, "status": "fine"}, "bad value"),
+    ({**M, "status": "fine"}, "status must be one of ok, waived, error"),
 ])
 def test_report_bad_results_file(tmp_path, capsys, content, message):
     path = run_file(tmp_path, "r.json", [content])

@@ -106,6 +106,11 @@ CASES: list[Case] = [
     Case("topo-link-1e308", "topo --from {fx}/topo-1e308.json", "not a physical link"),
     Case("topo-link-zero", "topo --from {fx}/topo-zero.json", "no positive bandwidth"),
     Case("topo-link-count", "topo --from {fx}/topo-count.json", "bonded links"),
+    Case("topo-health-preset", "topo --health --preset hgx-h200-4", "--health reads this machine or a folder recorded"),
+    Case("topo-health-file", "topo --health --from {fx}/t.json", "--health reads this machine or a folder recorded"),
+    Case("topo-health-folder-not-recording", "topo --health --from {fx}/folder", "holds no recorded GPU discovery"),
+    Case("topo-run-without-health", "topo --preset hgx-h200-4 --run {fx}/run.json", "--run goes with --health"),
+    Case("topo-health-run-missing", "topo --health --from {fx}/folder --run {fx}/missing.json", "not found"),
     Case("topo-link-latency", "topo --from {fx}/topo-latency.json", "latency"),
     Case("topo-link-nan", "topo --from {fx}/topo-nan.json", "NaN"),
     Case("topo-link-negative-latency", "topo --from {fx}/topo-neglat.json", "must not be negative"),
@@ -138,6 +143,8 @@ CASES: list[Case] = [
     Case("topo-output-is-input-dotdot", "topo --from {fx}/topo.json -o {fx}/folder/../topo.json", "same file"),
     Case("topo-output-empty-name", "topo --preset hgx-h200-4 -o ''", ""),
     Case("topo-sysfs-root-with-preset", "topo --preset hgx-h200-4 --sysfs-root /", "--sysfs-root"),
+    Case("topo-nccl-xml-of-preset-without-bus-ids", "topo --preset dgx-h100 --export nccl-xml -o {tmp}/n.xml",
+         "no PCI bus id"),
     Case("topo-export-raw-is-file", "topo export --raw {fx}/t.json", "not a folder"),
     Case("topo-export-raw-no-parent", "topo export --raw {tmp}/no/such/dir", "does not exist"),
     Case("topo-export-missing-raw", "topo export", "Missing option", 2),
@@ -299,7 +306,19 @@ CASES: list[Case] = [
     Case("gen-ring-one-rank", "traffic gen ring --ranks 1 -o {tmp}/t.json", "at least 2"),
     Case("gen-ranks-negative", "traffic gen ring --ranks -4 -o {tmp}/t.json", ""),
     Case("gen-all-to-all-60000", "traffic gen all-to-all --ranks 60000 -o {tmp}/t.npy", "8192"),
-    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "8192"),
+    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "1048576"),
+    Case("gen-grid-sparse-to-npy", "traffic gen stencil3d --grid 32x32x32 -o {tmp}/t.npy", "stored sparse"),
+    Case("gen-random-graph-degree", "traffic gen random-graph --ranks 4 --degree 4 -o {tmp}/t.json", "degree"),
+    Case("show-edges-junk", "traffic show {fx}/junk.edges", "SRC DST BYTES"),
+    Case("show-npz-not-zip", "traffic show {fx}/notzip.npz", "not a zip"),
+    Case("show-npz-dense", "traffic show {fx}/dense.npz", "scipy.sparse"),
+    Case("show-csr-bad-indptr", "traffic show {fx}/csr-indptr.json", "indptr"),
+    Case("show-csr-no-ranks", "traffic show {fx}/csr-noranks.json", "needs 'ranks'"),
+    # ---- audit -----------------------------------------------------------------------------------
+    Case("audit-no-records", "audit --preset dgx-h100 -- true", "no rank wrote"),
+    Case("audit-gpus-junk", "audit --preset dgx-h100 --gpus zero -- env", "--gpus"),
+    Case("audit-gpus-too-big", "audit --preset dgx-h100 --gpus 9 -- env", "has 8 GPUs"),
+    Case("audit-launcher-missing", "audit --preset dgx-h100 -- no-such-launcher -n 2", "command not found"),
     Case("gen-grid-overflow", "traffic gen stencil2d --grid 99999999999999999999x2 -o {tmp}/t.npy", ""),
     Case("gen-grid-junk", "traffic gen stencil2d --grid 4by4 -o {tmp}/t.json", "not a process grid"),
     Case("gen-grid-zero", "traffic gen stencil2d --grid 0x4 -o {tmp}/t.json", "below 1"),
@@ -499,6 +518,114 @@ CASES: list[Case] = [
 ]
 
 
+# ---- issue 25: nothing unbounded (nesting, counts, digits, .npy headers, schemas, outputs) ---------
+def _sparse(name: str, size_bytes: int) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        with open(tmp / name, "wb") as handle:
+            handle.truncate(size_bytes)  # sparse on disk: nothing is written
+    return make
+
+
+def _npy_header(name: str, shape: tuple[int, ...]) -> Callable[[Path], None]:
+    """A .npy file of only a header describing ``shape`` (float64): refused from the header."""
+    def make(tmp: Path) -> None:
+        with open(tmp / name, "wb") as handle:
+            np.lib.format.write_array_header_1_0(handle, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return make
+
+
+ROBUST_CASES: list[Case] = [
+    Case("topo-json-nested-5000", "topo --from {fx}/deep.json", "nested more than 64 levels"),
+    Case("map-traffic-nested-5000", "map {fx}/deep.json --preset hgx-h200-4", "nested more than 64 levels"),
+    Case("report-run-nested-5000", "report {fx}/deep-object.json -o {tmp}/r.html", "nested more than 64 levels"),
+    Case("launch-mapping-nested-5000", "launch --mapping {fx}/deep.json -- true", "nested more than 64 levels",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("topo-json-300mib", "topo --from {tmp}/big.json", "reads at most 256 MiB", setup=_sparse("big.json", 300 * 2**20)),
+    Case("topo-xml-nested-100000", "topo --from {fx}/deep.xml", "nested more than 64 deep"),
+    Case("topo-xml-2000-gpus", "topo --from {fx}/gpus-2000.xml", "more than 1024 GPUs"),
+    Case("topo-xml-bitmap-huge", "topo --from {fx}/bitmap.xml", "hwloc bitmap"),
+    Case("topo-nccl-xml-cpulist-huge", "topo --from {fx}/nccl-cpus.xml", "beyond the 65536 CPUs"),
+    Case("topo-synthetic-superscript", "topo --synthetic nvswitch:²", "ASCII digits"),
+    Case("topo-synthetic-arabic-digit", "topo --synthetic nvswitch:٣", "ASCII digits"),
+    Case("topo-synthetic-cluster-superscript", "topo --synthetic cluster:k80-16:²", "ASCII digits"),
+    Case("topo-synthetic-links-text", "topo --synthetic nvswitch:4:abc", "nvswitch LINKS"),
+    Case("topo-synthetic-fattree-nan", "topo --synthetic fattree:2x8:64:nan", "NIC_GBIT"),
+    Case("bench-sizes-arabic-digit", f"bench {SIM} --sizes ٤MiB", "not a size"),
+    Case("nccl-iters-1e9", "bench nccl --backend sim -n 1000000000", "--iters", 2),
+    Case("nccl-warmup-1e9", "bench nccl --backend sim -w 1000000000", "--warmup", 2),
+    Case("nccl-runs-1e9", "bench nccl --backend sim --runs 1000000000", "--runs", 2),
+    Case("mpi-iterations-1e9", "bench mpi --iterations 1000000000", "--iterations", 2),
+    Case("stencil-runs-1e9", "bench stencil --backend sim --runs 1000000000", "--runs", 2),
+    Case("p2p-iters-1e9", "bench p2p --mpi --iters 1000000000", "--iters", 2),
+    Case("show-npy-3d-header-1e15", "traffic show {tmp}/cube.npy", "3-D", setup=_npy_header("cube.npy", (10**5,) * 3)),
+    Case("show-npy-1d-3gib", "traffic show {tmp}/line.npy", "1-D", setup=_npy_header("line.npy", (3 * 2**30,))),
+    Case("show-npy-truncated", "traffic show {tmp}/short.npy", "truncated", setup=_npy_header("short.npy", (64, 64))),
+    Case("traffic-collectives-lots", "traffic show {fx}/t-collectives.json", "allreduce must be an object"),
+    Case("traffic-hosts-newline", "traffic show {fx}/t-hosts.json", "one-word name"),
+    Case("report-size-1e30", "report {fx}/run-1e30.json -o {tmp}/r.html", "size_bytes must be between"),
+    Case("report-finding-escape", "report {fx}/run-escape.json -o {tmp}/r.html", "control character"),
+    Case("report-png-direction-slash", "report {fx}/run-slash.json -o {tmp}/r.html --png {tmp}/png",
+         "direction must be one of uni, bi"),
+    Case("calibrate-negative-bandwidth", "model calibrate {fx}/run-negative.json", "median_gb_per_s must be between"),
+    Case("check-status-unknown", "model check {fx}/run-status.json", "status must be one of"),
+    Case("launch-mapping-device-newline", "launch --mapping {fx}/m-newline.json -- true", "one-word name",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-mapping-nic-escape", "launch --mapping {fx}/m-nic-escape.json -- true", "one-word name",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("launch-mapping-metric-junk", "launch --mapping {fx}/m-metric.json -- true", "metric must be one of",
+         env={"OMPI_COMM_WORLD_LOCAL_RANK": "0"}),
+    Case("predict-fattree-all-to-all-budget", "model predict --synthetic fattree:128x8 --pattern all-to-all",
+         "the budget is 2.0 GiB"),
+    Case("bench-sim-fattree-matrix-budget", "bench --backend sim --synthetic fattree:128x8 --pattern all-to-all",
+         "the budget is 2.0 GiB"),
+    Case("bench-sizes-1tb-nothing-measured", f"bench {SIM} --sizes 1TB", "nothing was measured", 3),
+    Case("topo-output-trailing-slash", "topo --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
+    Case("bench-json-trailing-slash", f"bench {SIM} --sizes 1MiB --json {{tmp}}/newdir/", "names a folder"),
+    Case("survey-output-trailing-slash", "survey --preset hgx-h200-4 -o {tmp}/newdir/", "names a folder"),
+    Case("traffic-gen-output-trailing-slash", "traffic gen ring --ranks 4 --output={tmp}/newdir/", "names a folder"),
+]
+CASES.extend(ROBUST_CASES)
+
+
+def _robust_fixtures(folder: Path) -> None:
+    """Inputs of ROBUST_CASES: deep nesting, huge counts, hand-edited records and mappings."""
+    depth = 5000
+    (folder / "deep.json").write_text("[" * depth + "]" * depth)
+    (folder / "deep-object.json").write_text('{"a":' * depth + "1" + "}" * depth)
+    (folder / "deep.xml").write_text('<?xml version="1.0"?><topology version="2.0">' + '<object type="Group">' * 100000
+                                     + "</object>" * 100000 + "</topology>")
+    gpus = "".join(f'<object type="PCIDev" pci_busid="0000:{i // 256:02x}:{i % 256 // 8:02x}.{i % 8}" '
+                   f'pci_type="0302 [10de:2330] [10de:16c1] a1"/>' for i in range(2000))
+    (folder / "gpus-2000.xml").write_text(f'<?xml version="1.0"?><topology version="2.0"><object type="Machine">'
+                                          f'{gpus}</object></topology>')
+    words = ",".join(["0xffffffff"] * 100000)
+    (folder / "bitmap.xml").write_text(f'<?xml version="1.0"?><topology version="2.0"><object type="Machine" '
+                                       f'cpuset="{words}" nodeset="{words}"></object></topology>')
+    (folder / "nccl-cpus.xml").write_text('<system version="1"><cpu numaid="0" affinity="0-99999999999" arch="x86_64">'
+                                          "</cpu></system>")
+    traffic = json.loads((folder / "t.json").read_text())
+    (folder / "t-collectives.json").write_text(json.dumps({**traffic, "collectives": {"allreduce": "lots"}}))
+    (folder / "t-hosts.json").write_text(json.dumps({**traffic, "hosts": ["node1\nrm -rf /"] * traffic["ranks"]}))
+    run = json.loads((folder / "run.json").read_text())
+
+    def run_variant(name: str, key: str, value: object) -> None:
+        first = {**run["measurements"][0], key: value}
+        (folder / name).write_text(json.dumps({**run, "measurements": [first, *run["measurements"][1:]]}))
+
+    run_variant("run-1e30.json", "size_bytes", 1e30)
+    run_variant("run-negative.json", "median_gb_per_s", -5.0)
+    run_variant("run-slash.json", "direction", "../../etc")
+    run_variant("run-status.json", "status", "fine")
+    (folder / "run-escape.json").write_text(json.dumps({**run, "findings": ["\x1b[2J\x1b[31mall good"]}))
+    mapping = json.loads((folder / "m.json").read_text())
+    (folder / "m-newline.json").write_text(json.dumps({**mapping, "visible_device_of_rank": [
+        "0\nLD_PRELOAD=/tmp/x.so"] * len(mapping["gpu_of_rank"])}))
+    (folder / "m-metric.json").write_text(json.dumps({**mapping, "metric": "vibes"}))
+    nic = json.loads((folder / "m-nic.json").read_text())
+    (folder / "m-nic-escape.json").write_text(json.dumps({**nic, "nics_of_rank": [["mlx5_0\x1b]0;owned\x07"]]
+                                                             * len(nic["gpu_of_rank"])}))
+
+
 # ---- fixtures -------------------------------------------------------------------------------------
 
 def _topology_variant(folder: Path, name: str, change: Callable[[dict], None]) -> None:
@@ -524,6 +651,14 @@ def build_fixtures(folder: Path) -> None:
     (folder / "folder").mkdir()
     (folder / "folder.json").mkdir()
     (folder / "file.txt").write_text("hello\n")
+    (folder / "junk.edges").write_text("0 1 lots\n")
+    (folder / "notzip.npz").write_text("not a zip")
+    np.savez(folder / "dense.npz", a=np.ones((2, 2)))
+    head = '"format": "linkscope.traffic", "schema_version": 1'
+    (folder / "csr-indptr.json").write_text('{' + head + ', "ranks": 2, "bytes": {"indptr": [0, 2], "indices": [1], '
+                                            '"data": [5]}}')
+    (folder / "csr-noranks.json").write_text('{' + head + ', "bytes": {"indptr": [0, 1, 1], "indices": [1], '
+                                             '"data": [5]}}')
     (folder / "empty.json").write_text("")
     (folder / "empty.csv").write_text("# nothing\n")
     (folder / "bad.json").write_text("{bad")
@@ -589,6 +724,7 @@ def build_fixtures(folder: Path) -> None:
                        "e-four.txt": "0 1 2 3\n", "e-99.txt": "0 1\n1 99\n", "e-huge.txt": "0 1\n1 60000\n",
                        "e-ok.csv": "0,1\n1,2\n"}.items():
         (folder / name).write_text(text)
+    _robust_fixtures(folder)
 
 
 def _digest(folder: Path) -> dict[str, str]:

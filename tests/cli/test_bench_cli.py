@@ -100,7 +100,8 @@ def test_ctrl_c_writes_partial_json_and_exits_130(fake, tmp_path):
     out = tmp_path / "run.json"
     result = runner.invoke(app, ["bench", *SYN, *QUICK, "--json", str(out)])
     assert result.exit_code == 130
-    data = json.loads(out.read_text())
+    assert not out.exists()  # only a complete run takes the name given
+    data = json.loads((tmp_path / "run.partial.json").read_text())
     assert data["complete"] is False and len(data["measurements"]) == 5
     assert "interrupted; partial results written to" in result.stderr
     assert not list(tmp_path.glob(".*.tmp"))  # atomic write left no temporary file

@@ -27,9 +27,11 @@ def test_interrupt_claims_only_files_that_exist(tmp_path, monkeypatch, capsys, c
                  "--json", str(part_json), "--csv", str(part_csv)])
     err = capsys.readouterr().err
     assert code == 130 and "interrupted" in err
+    side_json, side_csv = tmp_path / "part.partial.json", tmp_path / "part.partial.csv"
+    assert not part_json.exists() and not part_csv.exists()  # only a complete run writes these
     if checkpoints:
-        assert part_json.exists() and part_csv.exists()
-        assert f"partial results written to {part_json}, {part_csv}" in " ".join(err.split())
+        assert side_json.exists() and side_csv.exists()
+        assert f"partial results written to {side_json}, {side_csv}" in " ".join(err.split())
     else:
-        assert not part_json.exists() and not part_csv.exists()
+        assert not side_json.exists() and not side_csv.exists()
         assert "partial results written" not in err

@@ -81,7 +81,8 @@ def test_survey_interrupted_writes_partial(fake, tmp_path):
     out = tmp_path / "survey.json"
     result = runner.invoke(app, ["survey", *ARGS, "-o", str(out)])
     assert result.exit_code == 130
-    data = json.loads(out.read_text())
+    assert not out.exists()  # a partial record never takes the complete file's name
+    data = json.loads((tmp_path / "survey.partial.json").read_text())
     assert data["complete"] is False and data["measurements"]
 
 

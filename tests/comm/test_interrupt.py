@@ -111,7 +111,7 @@ def test_runner_stops_at_a_boundary_with_every_finished_size():
 def _interrupt_after_second_progress(monkeypatch):
     calls = []
 
-    def progress(text):
+    def progress(text, **_):
         calls.append(text)
         if len(calls) == 2:
             raise KeyboardInterrupt
@@ -130,6 +130,8 @@ def test_cli_writes_partial_record_and_exits_130(tmp_path, monkeypatch, capsys, 
     _interrupt_after_second_progress(monkeypatch)
     out = tmp_path / "partial.json"
     assert main(args + ["--json", str(out)]) == 130
+    assert not out.exists()  # only a complete record takes the name given
+    out = tmp_path / "partial.partial.json"  # the checkpoints' sidecar
     rec = json.loads(out.read_text())
     assert rec["complete"] is False
     assert sorted({m["size_bytes"] for m in rec["measurements"]}) == expect_sizes
@@ -146,7 +148,7 @@ def test_cli_p2p_partial_matrix(tmp_path, monkeypatch):
     out = tmp_path / "p2p.json"
     assert main(["bench", "p2p", "--mpi", "--backend", "sim", "--sizes", "1KiB", "--iters", "2",
                  "--json", str(out)]) == 130
-    rec = json.loads(out.read_text())
+    rec = json.loads((tmp_path / "p2p.partial.json").read_text())
     assert rec["complete"] is False
     assert [(m["src"], m["dst"]) for m in rec["measurements"]] == [(0, 1), (0, 2)]  # the first two pairs
 
@@ -226,6 +228,8 @@ def test_ctrl_c_to_mpirun_keeps_finished_sizes(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = _finish(proc)
     assert proc.returncode in (130, 1, -signal.SIGINT), err  # 1: Open MPI 4.1 mpirun after a signal
+    assert not out.exists()
+    out = tmp_path / "lat.partial.json"
     _check_partial(out, err)
     if "linkscope: interrupted after" in err:
         assert f"partial results written to {out}" in err
@@ -245,6 +249,7 @@ def test_sigterm_to_every_rank_stops_them_together(tmp_path):
         os.kill(pid, signal.SIGTERM)
     _, err = _finish(proc)
     assert proc.returncode == 130, err
+    out = tmp_path / "lat.partial.json"
     assert "linkscope: interrupted after" in err and f"partial results written to {out}" in err
     rec = _check_partial(out, err)
     assert any(f.startswith("interrupted:") for f in rec["findings"])
@@ -262,17 +267,18 @@ def test_sigint_to_one_rank_stops_all_ranks_at_the_same_size(tmp_path):
     os.kill(ranks[-1], signal.SIGINT)
     stdout, err = _finish(proc)
     assert proc.returncode == 130, err
-    rec = _check_partial(out, err)
+    rec = _check_partial(tmp_path / "lat.partial.json", err)
     assert any(f.startswith("interrupted:") for f in rec["findings"])
 
 
 @pytest.mark.mpi
 @needs_mpi
 def test_p2p_matrix_checkpoints_every_cell_and_stops_on_a_signal(tmp_path):
-    out = tmp_path / "p2p.json"
+    target = tmp_path / "p2p.json"
+    out = tmp_path / "p2p.partial.json"  # the checkpoints' sidecar
     proc = mpirun_popen(2, "bench", "p2p", "--mpi", "--buffers", "H", "--sizes",
                         ",".join(str(s) for s in range(1, SIZES + 1)), "--iters", "2000", "--warmup", "1",
-                        "--json", str(out))
+                        "--json", str(target))
     deadline = time.time() + 60
     while not out.exists():  # the first checkpoint: one (pair, size) cell is done
         if proc.poll() is not None or time.time() > deadline:

@@ -1,6 +1,7 @@
 """Counter plans (what a GPU answers) and the sampler, on a fake NVML and a fake clock."""
 from __future__ import annotations
 
+import threading
 import time
 
 from linkscope.counters.nvml import FI_NVLINK_DATA_RX_KIB, FI_NVLINK_DATA_TX_KIB
@@ -65,11 +66,27 @@ def test_sampler_records_raw_values_and_failed_readings():
 
 
 def test_sampler_thread_samples_at_the_interval():
-    nv = FakeNVML([FakeGpu(links=1)])
-    sampler = Sampler(nv, [plan_gpu(nv, 0)], 0.01)
+    # Awaits an event (the fifth read), not a wall-clock sleep: a busy machine only makes it slower.
+    # The fixed-rate schedule never samples early: the k-th sample comes at least k intervals after start.
+    fifth = threading.Event()
+
+    class Counting(FakeNVML):
+        def read_fields(self, index, requests):
+            out = super().read_fields(index, requests)
+            if self.reads >= self.start_reads + 5:
+                fifth.set()
+            return out
+
+    nv = Counting([FakeGpu(links=1)])
+    nv.start_reads = 1 << 30
+    interval_s = 0.01
+    sampler = Sampler(nv, [plan_gpu(nv, 0)], interval_s)
+    nv.start_reads = nv.reads  # planning reads the fields too
+    t0 = time.monotonic()
     sampler.start()
-    time.sleep(0.2)
+    assert fifth.wait(timeout=600), "the sampler thread never read five times"
     sampler.stop()
-    n = len(sampler.series()[0].points)
-    assert 5 <= n <= 25
+    pts = sampler.series()[0].points
+    assert len(pts) >= 5
+    assert all(p.t_s - t0 >= (k + 1) * interval_s - 1e-3 for k, p in enumerate(pts))
     assert sampler.thread_error is None

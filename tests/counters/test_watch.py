@@ -209,3 +209,41 @@ def test_cli_without_nvml(monkeypatch, capfd):
     err = capfd.readouterr().err
     assert code == 1
     assert "counters need an NVIDIA driver (NVML not found: No module named 'pynvml')" in err
+
+
+class _WithLinkHealth(FakeNVML):
+    """The counter fake plus ``link_health`` read by the real reader from a pynvml-shaped double."""
+
+    def __init__(self, gpus, double):
+        super().__init__(gpus)
+        self.double = double
+
+    def link_health(self, index):
+        import pynvml
+
+        from linkscope.discovery.nvml import read_link_health
+
+        return read_link_health(self.double, index, pynvml.NVMLError)
+
+
+def test_watch_names_the_link_whose_errors_grew_during_the_command():
+    import pynvml
+
+    from tests.discovery import discovery_fakes as dfakes
+
+    double = dfakes.FakeNVML(gpus=[dfakes.FakeGpu(bus_id=f"00000000:{b:02x}:00.0", pcie=(5, 16),
+                                                  nvlinks=[("00000000:2a:00.0", 0, 6, 26562)] * 18) for b in (0x18, 0x2A)])
+    nv = _WithLinkHealth([FakeGpu(), FakeGpu()], double)
+    copy = _copy_0_to_1(nv)
+
+    def action():
+        copy()
+        double.gpus[0].nvlink_errors[(4, pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT)] = 2
+
+    result = _run(nv, action)
+    assert result.link_issues == ["GPU0 NVLink 4 error counters grew during 'the command': CRC (flit) +2 (0 -> 2)."]
+    data = to_dict(result)
+    assert data["link_errors"]["issues"][0]["link"] == 4
+    json.dumps(data, allow_nan=False)
+    quiet = _run(nv, _copy_0_to_1(nv))
+    assert quiet.link_issues == [] and quiet.link_errors["after"]["gpus"]["1"]["nvlink"]["active_count"] == 18

@@ -28,6 +28,15 @@ class FakeGpu:
     # per link: (remote bus id, remote type 0 GPU / 2 SWITCH, version, speed MB/s or None); None = no NVLink
     nvlinks: list[tuple[str, int, int, int | None]] | None = None
     inactive_links: int = 0
+    bar1_bytes: int | None = 128 * 1024**3    # None: nvmlDeviceGetBAR1MemoryInfo not supported
+    # error counters: (link, NVML_NVLINK_ERROR_DL_* index) -> count; links not named read 0
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)
+    nvlink_error_counter_supported: bool = True  # False: the per-link call says NOT_SUPPORTED (fields answer)
+    # which NVLink error field values answer: "scoped" (161-163 with scopeId = link, as the recorded
+    # H100 on driver 580 does), "legacy" (the _L0.._L11 and _TOTAL ids, older GPUs/drivers), "none"
+    error_fields: str = "scoped"
+    pcie_replay: int | None = 0               # None: not supported
+    pcie_fields: dict[int, int] = field(default_factory=dict)  # PCIe error field id -> value (others NOT_SUPPORTED)
 
 
 @dataclass
@@ -131,21 +140,66 @@ class FakeNVML:
             raise self._err(INVALID_ARGUMENT)
         return links[link]
 
+    def _error_field(self, h: int, field_id: int, scope: int = 0) -> int | None:
+        """NVLink error field values as NVML gives them (unsigned long long): scoped per link
+        (161 replay, 162 recovery, 163 CRC, scopeId = link) or legacy per link (L0-L11) and totals."""
+        g = self.gpus[h]
+        if g.error_fields == "scoped":
+            counter = {pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY: 0, pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY: 1,
+                       pynvml.NVML_FI_DEV_NVLINK_ERROR_DL_CRC: 2}.get(field_id)
+            if counter is None or scope >= len(g.nvlinks or []):
+                return None
+            return g.nvlink_errors.get((scope, counter), 0)
+        if g.error_fields != "legacy":
+            return None
+        for kind, counter in (("CRC_FLIT", 2), ("CRC_DATA", 3), ("REPLAY", 0), ("RECOVERY", 1)):
+            per_link = [getattr(pynvml, f"NVML_FI_DEV_NVLINK_{kind}_ERROR_COUNT_L{k}") for k in range(12)]
+            if field_id in per_link:
+                link = per_link.index(field_id)
+                return g.nvlink_errors.get((link, counter), 0) if link < len(g.nvlinks or []) else None
+            if field_id == getattr(pynvml, f"NVML_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL"):
+                return sum(v for (link, c), v in g.nvlink_errors.items() if c == counter)
+        return None
+
     def nvmlDeviceGetFieldValues(self, h: int, ids: list[Any]) -> list[Any]:
         out = []
         for item in ids:
             field_id, scope = item if isinstance(item, tuple) else (item, 0)
-            ret, value = pynvml.NVML_ERROR_NOT_SUPPORTED, 0
-            links = self.gpus[h].nvlinks
+            ret, value, vtype = pynvml.NVML_ERROR_NOT_SUPPORTED, 0, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+            g = self.gpus[h]
+            links = g.nvlinks
             if links is not None:
                 if field_id == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT:
-                    ret, value = 0, len(links) + self.gpus[h].inactive_links
+                    ret, value = 0, len(links) + g.inactive_links
                 elif field_id == pynvml.NVML_FI_DEV_NVLINK_GET_SPEED and scope < len(links) and links[scope][3]:
                     ret, value = 0, links[scope][3]
-            out.append(SimpleNamespace(fieldId=field_id, scopeId=scope, nvmlReturn=ret,
-                                       valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_INT,
-                                       value=SimpleNamespace(uiVal=value)))
+                elif (errors := self._error_field(h, field_id, scope)) is not None:
+                    ret, value, vtype = 0, errors, pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            if field_id == pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER and g.pcie_replay is not None:
+                ret, value = 0, g.pcie_replay
+            elif field_id in g.pcie_fields:
+                ret, value = 0, g.pcie_fields[field_id]
+            out.append(SimpleNamespace(fieldId=field_id, scopeId=scope, nvmlReturn=ret, valueType=vtype,
+                                       value=SimpleNamespace(uiVal=value, ullVal=value)))
         return out
+
+    def nvmlDeviceGetBAR1MemoryInfo(self, h: int) -> Any:
+        total = self.gpus[h].bar1_bytes
+        if total is None:
+            raise self._err(NOT_SUPPORTED)
+        return SimpleNamespace(bar1Total=total, bar1Free=total - 32 * 1024**2, bar1Used=32 * 1024**2)
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h: int, link: int, counter: int) -> int:
+        g = self.gpus[h]
+        self._link(h, link)
+        if not g.nvlink_error_counter_supported:
+            raise self._err(NOT_SUPPORTED)
+        return g.nvlink_errors.get((link, counter), 0)
+
+    def nvmlDeviceGetPcieReplayCounter(self, h: int) -> int:
+        if self.gpus[h].pcie_replay is None:
+            raise self._err(NOT_SUPPORTED)
+        return self.gpus[h].pcie_replay
 
     def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
         links = self._links(h)
@@ -226,11 +280,60 @@ class SysfsTree:
             self._write(f"{folder}/speed", str(speed_mbps))
         self._link(f"sys/class/net/{name}", "../../devices/" + "/".join(chain) + f"/net/{name}")
 
+    def config(self, bdf: str, data: bytes) -> None:
+        """The device's binary ``config`` file (as many bytes as the reader could read)."""
+        folder = self._device_folder(bdf)
+        (self.root / folder / "config").write_bytes(data)
+
+    def resource(self, bdf: str, bars: list[tuple[int, int, int]]) -> None:
+        """``resource``: (start, size, flags) per BAR line, empty lines for the rest (7 lines in all)."""
+        lines = [f"0x{start:016x} 0x{start + size - 1:016x} 0x{flags:016x}" for start, size, flags in bars]
+        lines += ["0x0000000000000000 0x0000000000000000 0x0000000000000000"] * (7 - len(lines))
+        self._write(f"{self._device_folder(bdf)}/resource", "\n".join(lines))
+
+    def iommu_group(self, bdf: str, group: int, kind: str | None) -> None:
+        folder = self._device_folder(bdf)
+        self._link(f"{folder}/iommu_group", os.path.relpath(f"sys/kernel/iommu_groups/{group}", folder))
+        (self.root / f"sys/kernel/iommu_groups/{group}").mkdir(parents=True, exist_ok=True)
+        if kind is not None:
+            self._write(f"sys/kernel/iommu_groups/{group}/type", kind)
+
+    def iommu_unit(self, name: str) -> None:
+        (self.root / f"sys/devices/virtual/iommu/{name}").mkdir(parents=True, exist_ok=True)
+        self._link(f"sys/class/iommu/{name}", f"../../devices/virtual/iommu/{name}")
+
+    def cmdline(self, text: str) -> None:
+        self._write("proc/cmdline", text)
+
+    def dmi(self, vendor: str, product: str) -> None:
+        self._write("sys/class/dmi/id/sys_vendor", vendor)
+        self._write("sys/class/dmi/id/product_name", product)
+
+    def _device_folder(self, bdf: str) -> str:
+        return os.path.relpath(os.path.realpath(self.root / f"sys/bus/pci/devices/{bdf}"), self.root)
+
     def numa_node(self, node: int, cpulist: str, mem_kb: int, socket: int, first_cpu: int) -> None:
         self._write(f"sys/devices/system/node/node{node}/cpulist", cpulist)
         self._write(f"sys/devices/system/node/node{node}/meminfo",
                     f"Node {node} MemTotal:       {mem_kb} kB\nNode {node} MemFree:        1000 kB")
         self._write(f"sys/devices/system/cpu/cpu{first_cpu}/topology/physical_package_id", str(socket))
+
+
+def config_space(acs_control: int | None = 0, *, acs_capability: int = 0x5F, size: int = 4096) -> bytes:
+    """PCI config space bytes of a PCIe bridge: a type-1 header, then extended capabilities at 0x100:
+    AER (id 0x0001) and, unless ``acs_control`` is None, ACS (id 0x000D) at 0x148 with its capability
+    and control registers at +4/+6 (PCIe base spec layout; include/uapi/linux/pci_regs.h offsets).
+    ``size`` cuts it as the kernel does for a reader without CAP_SYS_ADMIN (64)."""
+    import struct
+
+    data = bytearray(4096)
+    struct.pack_into("<HH", data, 0, 0x11F8, 0x4000)
+    data[0x0E] = 0x01  # header type 1 (bridge)
+    struct.pack_into("<I", data, 0x100, 0x0001 | (2 << 16) | ((0x148 if acs_control is not None else 0) << 20))
+    if acs_control is not None:
+        struct.pack_into("<I", data, 0x148, 0x000D | (1 << 16))
+        struct.pack_into("<HH", data, 0x14C, acs_capability, acs_control)
+    return bytes(data[:size])
 
 
 # ---- the synthetic dual-socket PCIe machine -----------------------------------------------------------
@@ -285,7 +388,7 @@ def pcie_2s_nvml() -> FakeNVML:
         for j in range(i + 1, 8):
             same = (i < 4) == (j < 4)
             ok = 0 if same else 1  # CHIPSET_NOT_SUPPORTED across the socket link
-            p2p[(i, j)] = {0: ok, 1: ok, 2: 5, 3: 5 if not same else 0}
+            p2p[(i, j)] = {0: ok, 1: ok, 2: 5, 3: 5 if not same else 0, 4: ok}
             ancestor[(i, j)] = 10 if same else 50  # SINGLE switch / SYSTEM
     return FakeNVML(gpus=gpus, p2p=p2p, ancestor=ancestor)
 

@@ -125,6 +125,9 @@ class FakeAmdSmi:
         self.write_kb = dict(self.read_kb)
         if not with_link_metrics:
             self.amdsmi_get_link_metrics = None  # type: ignore[assignment]
+        self.pcie_width: dict[int, int] = {}
+        self.pcie_replays: dict[int, int] = {}
+        self.xgmi_status: dict[int, int] = {}
 
     # -- library --
     def amdsmi_init(self, flags: int = 0) -> None:
@@ -159,8 +162,16 @@ class FakeAmdSmi:
         return MI250X_NUMA[h.gcd] if self.gpu == "mi250x" else h.gcd // 4
 
     def amdsmi_get_pcie_info(self, h) -> dict:
+        # amdsmi_pcie_info_t (amdsmi.h): speeds in MT/s; counters uint64, "N/A" in Python where unsupported
         return {"pcie_static": {"max_pcie_width": 16, "max_pcie_speed": 16000},
-                "pcie_metric": {"pcie_width": 16, "pcie_speed": 16000}}
+                "pcie_metric": {"pcie_width": self.pcie_width.get(h.gcd, 16), "pcie_speed": 16000,
+                                "pcie_replay_count": self.pcie_replays.get(h.gcd, 0), "pcie_l0_to_recovery_count": 0,
+                                "pcie_replay_roll_over_count": 0, "pcie_nak_sent_count": "N/A",
+                                "pcie_nak_received_count": "N/A"}}
+
+    def amdsmi_gpu_xgmi_error_status(self, h) -> int:
+        """AMDSMI_XGMI_STATUS_NO_ERRORS 0, _ERROR 1, _MULTIPLE_ERRORS 2."""
+        return self.xgmi_status.get(h.gcd, 0)
 
     # -- pairs --
     def _direct(self, a: int, b: int) -> int:

@@ -49,7 +49,7 @@ def test_read_facts_is_json_and_complete() -> None:
     assert g0["nvlinks"] == [] and "nvlink" in g0["errors"]  # no NVLink: NVML says Not Supported
     pair = next(p for p in facts["pairs"] if (p["a"], p["b"]) == (0, 4))
     assert pair["p2p"] == {"read": "CHIPSET_NOT_SUPPORTED", "write": "CHIPSET_NOT_SUPPORTED",
-                           "nvlink": "NOT_SUPPORTED", "atomics": "NOT_SUPPORTED"}
+                           "nvlink": "NOT_SUPPORTED", "atomics": "NOT_SUPPORTED", "pci": "CHIPSET_NOT_SUPPORTED"}
     assert pair["common_ancestor"] == "SYSTEM"
     assert len(facts["pairs"]) == 28
 

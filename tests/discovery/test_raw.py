@@ -17,7 +17,7 @@ def test_export_raw_records_what_discovery_reads(tmp_path: Path) -> None:
     build_pcie_2s_sysfs(root)
     out = tmp_path / "rec"
     written = raw.export_raw(out, root, nvml_module=pcie_2s_nvml(), which=lambda name: None)
-    assert [p.name for p in written] == ["nvml.json", "sysfs.json", "sysfs.tar.gz", "manifest.json"]
+    assert [p.name for p in written] == ["nvml.json", "sysfs.json", "pcihealth.json", "sysfs.tar.gz", "manifest.json"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["notes"][-1] == "rocm: no rocm-smi / amd-smi output recorded"
     assert manifest["notes"][0].startswith("amdsmi: ")  # no amdsmi package on the CPU machine: a note, not a failure

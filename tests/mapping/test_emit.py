@@ -77,3 +77,29 @@ def test_multi_node_uses_global_rank_and_hosts():
     a = _assignment(node_of_rank=(0, 0, 1, 1), host_of_rank=("a", "a", "b", "b"))
     assert launch_plan(a, {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}).rank == 3
     assert "rank 2=b slot=10-11" in rankfile(a)
+
+
+def test_open_mpi_4_rankfile_lists_one_hardware_thread_per_core():
+    # "slot=6,30" (a core and its SMT sibling) reads as two cores in Open MPI's logical numbering;
+    # one thread per physical core is the same core set with or without the physical flag's siblings
+    a = _assignment(cores_of_rank=((6, 30), (7, 31), (8, 9, 32, 33), (10, 34)),
+                    core_index_of_rank=((6,), (7,), (8, 9), (10,)))
+    text = rankfile(a)
+    assert "rank 0=localhost slot=6\n" in text and "rank 2=localhost slot=8-9\n" in text
+    assert "30" not in text.split("\n", 1)[1] and "rmaps_rank_file_physical 1" in text
+
+
+def test_sbatch_script_is_runnable_and_requests_the_gpus(tmp_path):
+    import subprocess
+
+    from linkscope.mapping.emit import sbatch_script
+
+    text = sbatch_script(_assignment())
+    assert text.startswith("#!/bin/bash\n")
+    assert "#SBATCH --ntasks=4\n" in text and "#SBATCH --gres=gpu:4\n" in text and "#SBATCH --gpus-per-node=4\n" in text
+    assert "\nsrun --gpu-bind=map_gpu:2,0,3,1 --cpu-bind=mask_cpu:0x300,0x3," in text and text.endswith(" ./app\n")
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    multi = sbatch_script(_assignment(node_of_rank=(0, 0, 1, 1), gpu_of_rank=(0, 1, 1, 0)))
+    assert "#SBATCH --nodes=2\n" in multi and "srun linkscope launch --mapping mapping.json -- ./app" in multi

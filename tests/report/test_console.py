@@ -122,3 +122,44 @@ def test_topo_view_at_80_columns_is_whole_and_explains_confidence_marks():
     text = console.export_text()
     assert "…" not in text and "[part 1 of" in text
     assert "confidence marks: [H] = taken from a vendor" in text
+
+
+def test_topo_matrix_has_nvidia_smi_layout_with_cpu_numa_and_nic_columns():
+    import io
+
+    from linkscope.report.topology_view import build_view, render_rich
+    from linkscope.topology.presets import load_preset
+
+    view = build_view(load_preset("pcie-8gpu-2socket"))
+    header = view.topo_m[0]
+    assert header[-2:] == ("CPU Affinity", "NUMA Affinity") and header[9:11] == ("NIC0", "NIC1")
+    gpu4 = next(r for r in view.topo_m if r[0] == "GPU4")
+    assert gpu4[-1] == "1" and gpu4[1] == "SYS" and gpu4[10] == "PIX"  # socket 1: its own NIC, the other socket's GPUs
+    assert view.nic_legend == (("NIC0", "mlx5_0"), ("NIC1", "mlx5_1"))
+    console = Console(record=True, width=200, file=io.StringIO())
+    render_rich(view, console)
+    text = console.export_text()
+    assert "CPU Affinity" in text and "NUMA Affinity" in text and "NIC Legend: NIC0: mlx5_0, NIC1: mlx5_1" in text
+
+
+def test_a_concurrent_flow_shows_its_share_uncoloured_and_a_pair_its_efficiency():
+    import io
+
+    from linkscope.report.console import entries_table
+    from linkscope.results.schema import Measurement
+    from linkscope.results.stats import Stats
+
+    def m(pattern, value):
+        return Measurement(src=1, dst=0, method="ce", pattern=pattern, direction="uni", size_bytes=1 << 28,
+                           bandwidth=Stats(n=5, median=value, min=value, max=value, mean=value, stddev=0.0),
+                           extra={"theoretical_gb_per_s": 478.1})
+
+    console = Console(record=True, width=160, file=io.StringIO())
+    for group in entries_table([m("all-to-one", 57.4), m("matrix", 57.4)], "t", 160):
+        console.print(group)
+    text = console.export_text(styles=True)
+    assert "12% share" in text
+    share_line = next(line for line in text.splitlines() if "12% share" in line)
+    assert "\x1b[31m" not in share_line  # not red
+    pair_line = next(line for line in text.splitlines() if "12%" in line and "share" not in line)
+    assert "\x1b[31m" in pair_line  # the pair matrix entry keeps its efficiency colour

@@ -13,6 +13,8 @@ from linkscope.results.io import save
 from linkscope.results.schema import RunProvenance
 from tests.report.report_samples import measured_record, simulated_record
 
+pytestmark = pytest.mark.xdist_group("html-report")  # the module's one full render, in one worker
+
 
 @pytest.fixture(scope="module")
 def records():
@@ -60,7 +62,10 @@ def test_report_has_every_section_and_figure(rendered):
     assert any(n.startswith("latency-") for n in names)
     assert sum(1 for n in names if n.startswith("bandwidth-node-a")) == 2  # ce and sm-push matrices
     assert "bandwidth-vs-size-transfer-1" in names and "bandwidth-vs-size-total-1" in names
-    assert text.count("<img ") == len(items)
+    # the matrices are tables in the page (their PNGs are drawn for --png only); every other figure an image
+    heat = [n for n in names if n.startswith(("bandwidth-node", "bandwidth-pcie", "latency-"))]
+    assert text.count("<img ") == len(items) - len(heat)
+    assert all(f'<figure id="fig-{n}"><table class="heat">' in text for n in heat)
     assert "CUDA error 700" in text and "pageable staging skipped" in text  # error and waived rows
     assert "All GPU pairs reach 82% of NVLink capacity" in text
     assert "branch-and-bound" in text and "20.8%" in text  # mapping table: saved fraction
@@ -69,7 +74,8 @@ def test_report_has_every_section_and_figure(rendered):
 def test_simulated_is_labelled(rendered, records):
     text, _, _ = rendered
     assert 'id="simulated-banner"' in text and "pcie:2x4 (sim)" in text
-    sim_figures = set(re.findall(r'<figure id="fig-([^"]+)"><img[^>]*><figcaption>[^<]*<span class="tag sim">', text))
+    figures = {chunk.split('"', 1)[0]: chunk.split("</figure>", 1)[0] for chunk in text.split('<figure id="fig-')[1:]}
+    sim_figures = {name for name, body in figures.items() if re.search(r'<figcaption>[^<]*<span class="tag sim">', body)}
     assert {"topology-pcie-2x4", "bandwidth-pcie-2x4-sim-ce-uni"} <= sim_figures
     assert "topology-nvswitch-4" not in sim_figures
     measured_only, _, _ = render_html([_small(records[0])])
@@ -169,3 +175,100 @@ def test_topology_caption_explains_confidence_marks_and_no_preset_speaks_of_this
     assert "[H] xGMI graph" in item.caption and "Confidence marks: [H] = taken from a vendor" in item.caption
     for name in preset_names():
         assert "this project" not in (load_preset(name).description or "").lower(), name
+
+
+def test_matrices_share_one_colour_scale_per_quantity():
+    """A contended flow (a ring's 131 GB/s) is not drawn as bright as a free pair (786 GB/s): every
+    GB/s matrix of the report uses one scale; the µs matrices another."""
+    from linkscope.report.figures import HeatPanel, heat_scales
+
+    def panel(name, quantity, value):
+        return HeatPanel(name, name, "", ("GPU0", "GPU1"), ((None, value), (value, None)), (("–", ""), ("", "–")),
+                         quantity, "GB/s", "{:.0f}", False)
+
+    panels = [panel("pairs", "bandwidth", 786.0), panel("ring", "bandwidth", 131.0), panel("lat", "latency", 2.0)]
+    scales = heat_scales(panels)
+    assert scales == {"bandwidth": (0.0, 786.0), "latency": (0.0, 2.0)}
+    from linkscope.report.html import _heat_table
+
+    free, contended = (_heat_table(p, scales["bandwidth"]) for p in panels[:2])
+    colour = re.compile(r'style="background:(#[0-9a-f]{6})')
+    assert colour.findall(free)[0] != colour.findall(contended)[0]
+
+
+def test_topology_section_has_the_topo_m_matrix():
+    from linkscope.results.schema import RunRecord
+    from linkscope.topology.io import to_dict
+    from linkscope.topology.presets import load_preset
+
+    rec = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="",
+                    topology=to_dict(load_preset("pcie-8gpu-2socket")))
+    text, _, _ = render_html([rec])
+    assert "pcie-8gpu-2socket: nvidia-smi topo -m layout" in text
+    assert "<th>CPU Affinity</th><th>NUMA Affinity</th>" in text and "NIC0: mlx5_0" in text
+
+
+def test_runs_table_drops_a_column_no_run_fills():
+    from linkscope.results.schema import RunRecord
+
+    bare = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="", context={"host": "vm"})
+    text, _, _ = render_html([bare])
+    runs = text.split('<section id="runs">', 1)[1].split("</section>", 1)[0]
+    assert "<th>driver</th>" not in runs and "<th>host</th>" in runs
+    with_driver = bare.with_(context={"host": "vm", "driver": "580.95"})
+    text, _, _ = render_html([with_driver])
+    assert "<th>driver</th>" in text and "580.95" in text
+
+
+def test_contention_bar_label_sits_at_its_bar_and_equal_groups_are_one_row():
+    from linkscope.report.figures import PatternTotal, contention_figure
+
+    totals = [PatternTotal("r", f"all-to-one all→GPU{g}", "ce", "uni", 1 << 29, 27.7, 31.5, 8, True, "ok", "")
+              for g in range(8)] + [PatternTotal("r", "ring", "ce", "uni", 1 << 29, 107.6, None, 1, True, "ok", "")]
+    item = contention_figure(totals)
+    ax = item.fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["all-to-one ×8 (all→GPU0 … all→GPU7, each) ce uni", "ring ce uni"]
+    values = {t.get_text().strip(): t.get_position()[0] for t in ax.texts if t.get_text().strip()[:1].isdigit()}
+    assert values == {"27.7": 27.7, "107.6": 107.6}  # not at the theoretical tick (31.5)
+
+
+def test_coinciding_size_series_are_one_line_with_one_legend_entry():
+    from linkscope.report.figures import Series, merge_identical
+
+    a = Series("run: h2d (sweep, uni)", (4096, 1 << 20), (7.3, 27.7), True, 1)
+    b = Series("run: d2h (sweep, uni)", (4096, 1 << 20), (7.3, 27.7), True, 1)
+    c = Series("run: ce (sweep, uni)", (4096, 1 << 20), (7.1, 26.9), True, 1)
+    merged = merge_identical([a, b, c])
+    assert [s.label for s in merged] == ["run: h2d, d2h (sweep, uni)", "run: ce (sweep, uni)"]
+
+
+def test_a_ring_is_a_row_of_flows_not_a_mostly_grey_matrix():
+    from linkscope.report.figures import HeatPanel
+    from linkscope.report.html import _heat_table
+
+    names = ("GPU0", "GPU1", "GPU2", "GPU3")
+    ring = {(0, 1), (1, 2), (2, 3), (3, 0)}
+    values = tuple(tuple(26.9 if (i, j) in ring else None for j in range(4)) for i in range(4))
+    marks = tuple(tuple("–" if i == j else "N/A" for j in range(4)) for i in range(4))
+    html = _heat_table(HeatPanel("ring", "ce ring", "", names, values, marks, "bandwidth", "GB/s", "{:.1f}", True), (0.0, 26.9))
+    assert "one column per flow" in html and "N/A" not in html
+    assert [h for h in re.findall(r"<th>([^<]*)</th>", html) if "→" in h] == ["GPU0→GPU1", "GPU1→GPU2", "GPU2→GPU3", "GPU3→GPU0"]
+
+
+def test_the_report_draws_no_image_for_a_matrix_unless_pngs_are_asked(tmp_path):
+    """The 8-GPU report's time went to drawing 9 heatmap images (6 s of an 8.5 s survey): the
+    matrices are HTML tables; Matplotlib draws them only for --png."""
+    from linkscope.engines.sim import SimEngine
+    from linkscope.measure.survey import SurveyOptions, run_survey
+    from linkscope.topology.presets import load_preset
+
+    topo = load_preset("dgx-h100")
+    record = run_survey(SimEngine(topo, params=None), topo, SurveyOptions(size_bytes=1 << 24, sweep_sizes_bytes=(4096, 1 << 24)))
+    result = write_report([record], tmp_path / "r.html")
+    assert not [n for n in result.figures if n.startswith(("bandwidth-dgx", "latency-"))]
+    assert len(result.figures) <= 5
+    text = result.path.read_text()
+    assert text.count('<table class="heat">') >= 6
+    with_pngs = write_report([record], tmp_path / "p.html", png_dir=tmp_path / "png")
+    assert any(n.startswith("latency-") for n in with_pngs.figures)

@@ -57,3 +57,18 @@ def test_csv_one_row_per_measurement_with_all_fields():
 def test_csv_of_empty_record_has_a_header():
     text = to_csv(RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc=""))
     assert text.startswith("src,dst,method,pattern,direction,size_bytes")
+
+
+def test_csv_cells_are_plain_and_floats_rounded():
+    from linkscope.results.schema import Measurement
+    from linkscope.results.stats import Stats
+
+    v = 115.48022287201577
+    m = Measurement(src=0, dst=1, method="ce", pattern="matrix", direction="uni", size_bytes=1 << 20,
+                    bandwidth=Stats(n=5, median=v, min=v, max=v, mean=v, stddev=0.0),
+                    extra={"theoretical_gb_per_s": 478.11600000000004, "notes": ["simulated by the model", "not checked"],
+                           "pcie": {"gen": 5, "width": 16}})
+    row = next(csv.DictReader(io.StringIO(to_csv(RECORD.with_(measurements=(m,))))))
+    assert row["median_gb_per_s"] == "115.48" and row["extra.theoretical_gb_per_s"] == "478.116"
+    assert row["extra.notes"] == "simulated by the model; not checked" and row["extra.pcie"] == "gen=5; width=16"
+    assert not any(cell.startswith(("[", "{")) for cell in row.values())

@@ -108,3 +108,31 @@ def test_host_line_summary_names_pinned_pageable_both_ways_local_and_latency():
 def test_no_slowest_pair_among_equal_pairs():
     text = findings(record(bw(0, 1, 393.1), bw(1, 0, 393.1)))
     assert not any("Slowest" in t for t in text) and any("looks uniform" in t for t in text)
+
+
+def test_a_pair_measured_with_peer_access_is_never_called_missing():
+    # a ring over GPUs 0,1,4 is waived for the one pair 1-4; its entry's ends (0 -> 1) were measured with ce
+    r = record(
+        bw(0, 1, 26.9), bw(1, 0, 26.9),
+        Measurement(src=0, dst=1, method="ce", pattern="ring", direction="uni", size_bytes=8, status=Status.WAIVED,
+                    reason="no peer access between GPU 1 and GPU 4; method 'ce' needs it (try ce-nopeer)"),
+        Measurement(src=0, dst=4, method="ce", pattern="matrix", direction="uni", size_bytes=8, status=Status.WAIVED,
+                    reason="no peer access between GPU 0 and GPU 4"),
+    )
+    line = next(t for t in findings(r) if t.startswith("Peer access"))
+    assert line.startswith("Peer access (P2P) is missing for 2 GPU pairs (GPU0–GPU4, GPU1–GPU4)")
+    assert "GPU0–GPU1" not in line
+
+
+def test_uniform_speaks_only_for_the_pairs_measured_and_names_the_others():
+    waived = [Measurement(src=a, dst=b, method="ce", pattern="matrix", direction="uni", size_bytes=256 << 20,
+                          status=Status.WAIVED, reason=f"no peer access between GPU {a} and GPU {b}")
+              for a, b in ((0, 2), (2, 0), (0, 3), (3, 0), (1, 2), (2, 1), (1, 3), (3, 1))]
+    r = record(bw(0, 1, 26.9), bw(1, 0, 26.9), bw(2, 3, 26.9), bw(3, 2, 26.9), *waived)
+    same_switch = {(a, b): ("PIX", 31.5) for a, b in ((0, 1), (1, 0), (2, 3), (3, 2))}
+    cross = {(a, b): ("SYS", 20.0) for a in range(4) for b in range(4) if a != b and (a, b) not in same_switch}
+    line = next(t for t in findings(r, uniform_topology=False, pair_classes={**same_switch, **cross}) if "uniform" in t)
+    assert "over the pairs measured: the 4 ordered pairs" in line
+    assert "not measured: 4 GPU pairs (GPU0–GPU2, GPU0–GPU3, GPU1–GPU2, GPU1–GPU3)" in line
+    # the measured pairs are all PIX: the topology's other levels are not held against them
+    assert "different link levels" not in line

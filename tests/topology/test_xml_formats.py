@@ -100,13 +100,18 @@ def test_export_round_trip_keeps_tree_counts_and_nics() -> None:
 def test_export_from_any_topology(source: str) -> None:
     topo = {"preset": lambda: load_preset("hgx-h200-4"), "hwloc": lambda: xmlfile.load(DGX2),
             "synthetic": lambda: resolve_topology(synthetic="pcie:2x4", allow_fallback=False)[0]}[source]()
-    text, notes = nccl_xml.export_xml(topo)
+    text, notes = nccl_xml.export_xml(topo, placeholders=True)
     again = nccl_xml.topology_from_xml(xmlfile.parse(text, "e"), origin="e")
     assert again.gpu_count == topo.gpu_count
     assert [str(query.pair_level(again, 0, j)) for j in range(1, topo.gpu_count)] == \
         [str(query.pair_level(topo, 0, j)) for j in range(1, topo.gpu_count)]
     if source != "hwloc":
         assert any("placeholder" in n for n in notes)  # presets have no bus ids: said, not hidden
+        assert xmlfile.parse(text, "e").get(nccl_xml.PLACEHOLDER_ATTRIBUTE)  # and in the file itself
+        with pytest.raises(UserError, match="no PCI bus id"):  # without the flag: refused
+            nccl_xml.export_xml(topo)
+    else:
+        assert nccl_xml.PLACEHOLDER_ATTRIBUTE not in text
 
 
 def test_sniffing_and_cli_round_trip(tmp_path: Path, capsys) -> None:
@@ -187,7 +192,7 @@ def test_fuzzed_xml_never_crashes(tmp_path_factory, text: str) -> None:
     except LinkscopeError as exc:  # UserError / TopologyError: one line, never a traceback
         assert "\n" not in exc.one_line()
     else:
-        nccl_xml.export_xml(topo) if topo.of_kind(DeviceKind.CPU) else None
+        nccl_xml.export_xml(topo, placeholders=True) if topo.of_kind(DeviceKind.CPU) else None
 
 
 def test_without_defusedxml_the_same_refusals(monkeypatch, tmp_path: Path) -> None:

@@ -7,12 +7,15 @@ does not depend on the order the modules are found in. This package is the only 
 ``os.environ`` and maps errors to exit codes:
 
 * 0 ok; 1 user error (one line, no traceback; ``--debug`` shows it); 2 usage;
-* 3 finished with errors; 130 interrupted (partial results already written).
+* 3 finished with errors; 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results already
+  written to ``NAME.partial.json``; a complete file of an earlier run is left as it was).
 """
 from __future__ import annotations
 
 import codecs
+import errno
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -29,6 +32,8 @@ except ImportError:  # older typer uses click itself
 
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
+from .keep import refuse_folder_names
+from .signals import interrupt_name, stop_signals
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -143,6 +148,36 @@ def _no_type(ctx=None) -> None:
     return None
 
 
+_OUTPUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+"""Write errors of a full or failing stdout (``> /dev/full``, a full disk, a lost terminal): one
+line and exit 1, not a traceback. Files linkscope writes itself report these through ``atomic``."""
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _flush_stdout(code: int) -> int:
+    """Flush stdout after any ending (an exit code 3 or 130 too); a full stdout is one line, exit 1."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            raise
+        _err(f"cannot write the output: {exc.strerror} (stdout or a file it was redirected to)")
+        _quiet_stdout()
+        return code or EXIT_USER_ERROR
+    except ValueError:  # closed by the caller
+        pass
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and exits with) the exit code."""
     _plain_streams()
@@ -154,7 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = typer.main.get_command(app)
     _tidy_help(command)
     try:
-        result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
+        refuse_folder_names(args)  # -o newdir/ names a folder, not a file (cli/keep.py)
+        with stop_signals():  # SIGTERM / SIGHUP end the command as Ctrl-C does (cli/signals.py)
+            result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
+            sys.stdout.flush()  # a full stdout (> /dev/full) fails here, not at exit
         code = result if isinstance(result, int) else EXIT_OK
     except typer.Exit as exc:
         code = exc.exit_code
@@ -176,13 +214,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _err(exc.one_line())
         code = exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        _err("interrupted")
+        name = interrupt_name(exc)
+        _err("interrupted" if name == "Ctrl-C" else f"interrupted by {name}")
         code = EXIT_INTERRUPTED
     except BrokenPipeError:
         code = EXIT_OK
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            raise
+        _err(f"cannot write the output: {exc.strerror} (stdout or a file it was redirected to)")
+        _quiet_stdout()
+        code = EXIT_USER_ERROR
+    code = _flush_stdout(code)
     if argv is None:
         sys.exit(code)
     return code

@@ -197,6 +197,9 @@ def bench(
         methods = check_methods(parse_list(method if method is not None else _default_methods(pat.key), "--method")
                                 or [_default_methods("")], engine)
         spec = BenchSpec(pat, methods, direction, gpu_sel)
+        from ..model.budget import check_pattern_budget  # a memory estimate before any plan is made
+
+        check_pattern_budget(pat, topology, select_gpus(topology, gpu_sel), size_list, methods, direction, "bench")
         on_partial = partial_writer(json_path, csv_path)
         try:
             with progress_bar() as progress:

@@ -23,6 +23,7 @@ from typing import Any
 import typer
 
 from ..errors import UserError
+from ..measure.options import MAX_REPS, MAX_RUNS
 from .common import FROM_HELP, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
@@ -31,14 +32,17 @@ _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU i
                  "of --preset/--from/--synthetic (labelled SIMULATED).")
 
 
-def _progress(text: str) -> None:
-    """Progress line on stderr (rank 0 calls it; tests patch it to interrupt a sweep)."""
+def _progress(text: str, echo: bool = True) -> None:
+    """Progress line on stderr (rank 0 calls it; tests patch it to interrupt a sweep); ``echo`` False
+    where the command already prints that line's result on stdout (``bench nccl``'s rows)."""
     from ..comm.bench import progress_line
 
-    progress_line(text)
+    if echo:
+        progress_line(text)
 
 
-def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, Any] | None = None) -> None:
+def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, Any] | None = None,
+         echo_progress: bool = True) -> None:
     """Run a command body on every rank: paths checked first (``check_paths``), user errors
     reported by rank 0 only, exit codes kept."""
     from ..comm.bench import Session
@@ -46,7 +50,8 @@ def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, A
 
     environ = dict(os.environ)
     check_paths(inputs=inputs, outputs={"--json": json_path})
-    session = Session(environ, partial_writer(json_path), lambda text: _progress(text))
+    session = Session(environ, partial_writer(json_path),
+                      (lambda text: _progress(text)) if echo_progress else (lambda text: _progress(text, echo=False)))
     try:
         code = body(session)
     except UserError:
@@ -97,11 +102,11 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                                  help="latency | bw | bibw | allreduce (osu_latency, osu_bw, osu_bibw, osu_allreduce)."),
         buffers: str = typer.Option("HH", "--buffers", help="HH | DD | DH | HD (H, D mean HH, DD); first letter: rank 0's side."),
         sizes: str = typer.Option("1:4MiB", "--sizes", help="Message sizes: list or power-of-two range, 1 B … 1 GiB."),
-        iterations: int | None = typer.Option(None, "--iterations", min=1,
+        iterations: int | None = typer.Option(None, "--iterations", min=1, max=MAX_REPS,
                                               help="Timed iterations per size (default: OSU's, scaled by size)."),
-        warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations per size (default: OSU's skip)."),
-        window: int = typer.Option(64, "--window", min=1, help="Back-to-back messages per bw iteration (OSU: 64)."),
-        runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
+        warmup: int | None = typer.Option(None, "--warmup", min=0, max=MAX_REPS, help="Untimed iterations per size (default: OSU's skip)."),
+        window: int = typer.Option(64, "--window", min=1, max=MAX_REPS, help="Back-to-back messages per bw iteration (OSU: 64)."),
+        runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
         stage_through_host: bool = typer.Option(False, "--stage-through-host",
                                                 help="Copy device buffers through host memory around each send/recv "
                                                      "(method mpi.*+staged)."),
@@ -134,11 +139,11 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                                help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | sendrecv | gather | "
                                     "scatter (gather/scatter: grouped send/recv to/from rank 0, as nccl-tests)."),
         sizes: str = typer.Option("8:128MiB", "--sizes", help="Sizes (nccl-tests' S): list or power-of-two range."),
-        iters: int = typer.Option(20, "--iters", "-n", min=1, help="Timed operations per size (nccl-tests -n)."),
-        warmup: int = typer.Option(5, "--warmup", "-w", min=0, help="Untimed operations per size (nccl-tests -w)."),
-        runs: int = typer.Option(1, "--runs", min=1, help="Timed runs per size (median reported)."),
+        iters: int = typer.Option(20, "--iters", "-n", min=1, max=MAX_REPS, help="Timed operations per size (nccl-tests -n)."),
+        warmup: int = typer.Option(5, "--warmup", "-w", min=0, max=MAX_REPS, help="Untimed operations per size (nccl-tests -w)."),
+        runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
-        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0,
+        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, max=MAX_REPS,
                                        help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so small sizes time NCCL, not"
                                             " Python launches (nccl-tests -G); 0: launch each operation from Python."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
@@ -169,7 +174,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
                                  not no_verify, inplace)
         topology = _topology(preset, from_file, synthetic)
         named = any(v is not None for v in (preset, from_file, synthetic))
-        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path)
+        # each size's row is on stdout as it finishes: no second copy on stderr
+        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path, echo_progress=False)
 
     @bench_app.command("stencil")
     def bench_stencil(
@@ -179,9 +185,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         mapping: str = typer.Option("default", "--mapping", help="default | auto | FILE (linkscope map output)."),
         grid: str | None = typer.Option(None, "--grid", help="Process grid AxB[xC] (default: balanced over the GPUs/ranks)."),
         sizes: str = typer.Option("1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB", "--sizes", help="Halo message sizes."),
-        iters: int = typer.Option(50, "--iters", min=1, help="Exchanges per timed run."),
-        warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed exchanges per size."),
-        runs: int = typer.Option(4, "--runs", min=1, help="Timed runs per size (mean and stddev)."),
+        iters: int = typer.Option(50, "--iters", min=1, max=MAX_REPS, help="Exchanges per timed run."),
+        warmup: int = typer.Option(5, "--warmup", min=0, max=MAX_REPS, help="Untimed exchanges per size."),
+        runs: int = typer.Option(4, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (mean and stddev)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
         emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs",
                                                       help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
@@ -214,8 +220,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         mpi: bool = typer.Option(False, "--mpi", help="Measure every rank pair of the MPI job (required)."),
         sizes: str = typer.Option("1MiB,64MiB", "--sizes", help="Message sizes."),
         buffers: str = typer.Option("D", "--buffers", help="D: GPU ranks over NCCL send/recv; H: MPI on host buffers."),
-        iters: int = typer.Option(20, "--iters", min=1, help="Timed messages per pair and size (NCCL)."),
-        warmup: int = typer.Option(5, "--warmup", min=0, help="Untimed messages per pair and size (NCCL)."),
+        iters: int = typer.Option(20, "--iters", min=1, max=MAX_REPS, help="Timed messages per pair and size (NCCL)."),
+        warmup: int = typer.Option(5, "--warmup", min=0, max=MAX_REPS, help="Untimed messages per pair and size (NCCL)."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP + " sim: single process only."),
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,

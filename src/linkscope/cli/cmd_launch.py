@@ -48,6 +48,10 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"command not found: {command[0]}")
         assignment = load_assignment(mapping)
         plan = launch_plan(assignment, os.environ, nic)
+        for var, value in plan.env.items():  # the mapping's schema refuses these; never exec with one
+            if not value.isprintable():
+                raise UserError(f"{mapping}: {var}={value[:60]!r} holds a control character or line break; "
+                                "not launching with it")
         env = dict(os.environ)
         for var in plan.unset:
             env.pop(var, None)

@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         emit: str | None = typer.Option(
             None, "--emit",
             help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; "
-                 "rankfile-logical: Open MPI 5) or Slurm options."),
+                 "rankfile-logical: Open MPI 5), Slurm options (slurm) or a runnable sbatch script (sbatch)."),
         emit_to: Path | None = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
         as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
     ) -> None:
@@ -98,8 +98,8 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--hosts {hosts!r}: host names must be non-empty and distinct")
         if host_list is not None and len(host_list) < nodes:
             raise ConfigError(f"--hosts names {len(host_list)} host(s) for --nodes {nodes}")
-        emit_target = emit_to if emit_to is not None or emit not in ("rankfile", "rankfile-logical") \
-            else Path("rankfile")
+        emit_target = emit_to if emit_to is not None or emit not in ("rankfile", "rankfile-logical", "sbatch") \
+            else Path("job.sbatch" if emit == "sbatch" else "rankfile")
         if emit == "env" and emit_target is None:
             emit_target = Path("linkscope-env")
         check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
@@ -115,6 +115,15 @@ def register(app: typer.Typer) -> None:
         if results is None or preset or from_file or synthetic:
             topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
             topology, nic_choice = with_nic_option(topology, nic)
+            from ..model.budget import check_budget, estimate_map_bytes  # a memory estimate before mapping
+
+            check_budget(estimate_map_bytes(topology.gpu_count * nodes),
+                         f"map of {matrix.ranks:,} ranks onto {nodes} x {topology.name} ({topology.gpu_count * nodes:,} GPUs)",
+                         hint="map onto a smaller fabric")
+            if host_list is None and nodes == 1 and topology.is_this_system:
+                import socket
+
+                host_list = [socket.gethostname()]  # this machine's topology: its name, not "localhost"
         measured = None
         if results is not None:
             measured = results_cost(_load_results(results), metric,
@@ -127,6 +136,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
             save_assignment(assignment, output)
+            err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)
         if as_json:
@@ -172,6 +182,10 @@ def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> N
         path = target or Path("rankfile")
         write_text_atomic(path, emitters.rankfile_logical(assignment, hosts))
         err.print(f"wrote rankfile {path} (logical core indexes: Open MPI 5 --map-by rankfile:file={path})")
+    elif kind == "sbatch":
+        path = target or Path("job.sbatch")
+        write_text_atomic(path, emitters.sbatch_script(assignment))
+        err.print(f"wrote {path} (sbatch {path}; edit ./app and mapping.json)")
     else:
         text = emitters.slurm_line(assignment)
         if target is None:

@@ -118,6 +118,13 @@ def predict_cmd(
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
     topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
+    if not flows:  # a memory estimate before any plan is made (model/budget.py)
+        from ..model.budget import check_pattern_budget
+        from ..patterns.base import select_gpus
+        from ..patterns.registry import get_pattern
+
+        check_pattern_budget(get_pattern(pattern), topology, select_gpus(topology, gpu_list), size_list, [method], "uni",
+                             "model predict")
     model = FabricModel(topology)
     groups: list[tuple[str, list[tuple]]] = []  # (label, flows) per size, each predicted as one concurrent group
     for size in size_list:

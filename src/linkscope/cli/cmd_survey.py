@@ -48,6 +48,24 @@ def _pcie_probe(engine, topology):
     return pcie_link_states
 
 
+def _diagnostics(engine, topology):
+    """The survey's diagnosis (health section, link error counters around each step, host-bounce
+    check) on real GPUs of this machine; None elsewhere (a simulated survey has no links to check)."""
+    if engine.capabilities().provenance == "simulated" or not topology.is_this_system:
+        return None
+    from ..counters.sources import open_counter_source
+    from ..diagnose import gather
+    from ..diagnose.survey import SurveyDiagnostics
+    from ..errors import BackendUnavailable
+
+    try:
+        source = open_counter_source()
+    except BackendUnavailable as exc:
+        stderr_console().print(f"note: link error counters not sampled: {exc}", style="yellow", markup=False)
+        source = None
+    return SurveyDiagnostics(topology, inputs=gather.live(), source=source)
+
+
 def _write_report(record, path: Path) -> None:
     err = stderr_console()
     try:
@@ -63,8 +81,7 @@ def _write_report(record, path: Path) -> None:
 
 
 def _after_write(record, output: Path, report: Path | None) -> None:
-    stderr_console().print(f"wrote {output}", markup=False)
-    if report is not None:
+    if report is not None:  # "wrote OUTPUT" is said by finish, as for every command
         _write_report(record, report)
 
 
@@ -82,6 +99,8 @@ def register(app: typer.Typer) -> None:
         time_budget: str | None = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
         osu: bool = typer.Option(False, "--osu", help="Print OSU-style text instead of tables."),
+        no_diagnosis: bool = typer.Option(False, "--no-diagnosis",
+                                          help="Skip the P2P routing health, the link error counters and the host-bounce check."),
     ) -> None:
         """Survey this machine: topology, CE and SM matrices (one way and both ways), the latency matrix,
         host<->device per GPU, concurrent patterns, a size sweep, and findings in plain words. Without
@@ -113,6 +132,7 @@ def register(app: typer.Typer) -> None:
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
         engine = make_engine(backend, topology)
         json_path = str(output)
+        diagnostics = None if no_diagnosis else _diagnostics(engine, topology)
         try:
             if engine.capabilities().provenance == "simulated":
                 stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
@@ -122,10 +142,12 @@ def register(app: typer.Typer) -> None:
                 with progress_bar() as progress:
                     record = run_survey(engine, topology, survey_options, progress=progress,
                                         on_partial=on_partial, context=run_context(topology, engine),
-                                        pcie_probe=_pcie_probe(engine, topology))
+                                        pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics)
             except KeyboardInterrupt:
                 raise interrupted(on_partial) from None
         finally:
             engine.close()
+            if diagnostics is not None:
+                diagnostics.close()
         finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology),
                before_exit=lambda r: _after_write(r, output, report))

@@ -37,10 +37,20 @@ def register(app: typer.Typer) -> None:
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
         export_format: str | None = typer.Option(None, "--export",
                                                  help="Write the topology in another tool's format to -o: nccl-xml (for NCCL_TOPO_FILE)."),
+        placeholder_bus_ids: bool = typer.Option(False, "--placeholder-bus-ids",
+                                                 help="--export nccl-xml of a topology without PCI bus ids (a preset): write "
+                                                      "made-up ids, marked as placeholders in the file (else refused)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Show only these GPUs, e.g. 0,1."),
         list_presets: bool = typer.Option(False, "--list-presets", help="List the shipped presets."),
         sysfs_root: Path | None = typer.Option(None, "--sysfs-root",
                                                help="Live discovery reads sysfs under this root instead of / (a recorded tree)."),
+        health: bool = typer.Option(False, "--health",
+                                    help="P2P routing health (ACS per bridge, IOMMU, BAR1, driver P2P status) and link "
+                                         "state/error counters, of this machine or a folder recorded by 'topo export --raw'."),
+        run: Path | None = typer.Option(None, "--run",
+                                        help="With --health: a RunRecord measured there (e.g. bench --method "
+                                             "ce,ce-nopeer,staged-pinned --json): pairs whose peer copies bounce "
+                                             "through the host, and the suspect element behind slow pairs."),
     ) -> None:
         """Show the GPU topology: levels (nvidia-smi codes), theoretical GB/s, NUMA, cores, nearest NIC.
 
@@ -48,7 +58,7 @@ def register(app: typer.Typer) -> None:
 
         Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json > t.json;
         linkscope topo --from tests/fixtures/machines/hgx-h200-2;  linkscope topo --from node.xml (hwloc or NCCL XML);
-        linkscope topo --export nccl-xml -o nccl-topo.xml
+        linkscope topo --export nccl-xml -o nccl-topo.xml;  sudo linkscope topo --health (ACS needs root)
         """
         if ctx.invoked_subcommand is not None:
             return
@@ -74,13 +84,28 @@ def register(app: typer.Typer) -> None:
             raise UserError("--sysfs-root applies to live discovery only",
                             hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
         discover = None if sysfs_root is None else (lambda: discover_live(sysfs_root, strict_sysfs=True))
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live, discover=discover)
+        if run is not None and not health:
+            raise UserError("--run goes with --health", hint="linkscope topo --health --run run.json")
+        check_paths(inputs={"--run": run})
+        record = None
+        if run is not None:  # read it first: a bad file fails before discovery
+            from ..results.io import load as load_record
+
+            record = load_record(run)
+        if health and (preset is not None or synthetic is not None or export_format is not None or output is not None
+                       or (from_file is not None and not Path(from_file).is_dir())):
+            raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
+                            hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover)
+        if health:
+            _print_health(topology, from_file, sysfs_root, as_json, run, record)
+            return
         selected = list(select_gpus(topology, requested)) if requested is not None else None
         if export_format == "nccl-xml":
             from ..atomic import write_text_atomic
             from ..discovery.nccl_xml import export_xml
 
-            text, notes = export_xml(topology)
+            text, notes = export_xml(topology, placeholders=placeholder_bus_ids)
             assert output is not None  # --export without -o was refused above
             try:
                 write_text_atomic(output, text)
@@ -95,6 +120,7 @@ def register(app: typer.Typer) -> None:
                 io.save(topology, output)
             except OSError as exc:
                 raise write_error(output, exc) from exc
+            stderr_console().print(f"wrote {output}", markup=False)
         if as_json:
             if selected is not None:
                 stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
@@ -131,6 +157,63 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"nothing was recorded in {raw} (see the notes above and {raw}/manifest.json)")
 
     app.add_typer(topo_app, name="topo")
+
+
+def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_json: bool, run: Path | None = None,
+                  record=None) -> None:
+    """The health section (and the link state and error counters NVML gave) of a live machine or a
+    recording; with ``run``, what its measurements prove (host bounces) and the suspects."""
+    import json
+
+    from ..counters import linkerrors
+    from ..diagnose import bounce, gather, suspect
+
+    inputs = gather.recorded(Path(from_file)) if from_file is not None else gather.live(sysfs_root or Path("/"))
+    report = inputs.report(topology)
+    snapshot = inputs.link_snapshot(topology)
+    issues = linkerrors.state_issues(snapshot)
+    proofs: list[str] = []
+    suspects: list = []
+    if record is not None:
+        from ..judge.expect import max_gpu_used
+
+        need = max_gpu_used(record.measurements)
+        if need > topology.gpu_count:
+            stderr_console().print(f"note: {run} uses {need} GPUs, {topology.name!r} has {topology.gpu_count}: the pairs "
+                                   "beyond are left out (was it measured on this machine?)", style="yellow", markup=False)
+        if record.provenance.value == "simulated":
+            stderr_console().print(f"note: {run} is SIMULATED: it proves nothing about this machine's links",
+                                   style="yellow", markup=False)
+        found = bounce.find_bounces(record, topology)
+        proofs = [bounce.explain(b, report) for b in found]
+        suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)
+    if as_json:
+        data = {"health": report.to_dict(), "link_health": snapshot, "link_issues": [i.as_dict() for i in issues]}
+        if record is not None:
+            data["host_bounce"] = proofs
+            data["suspects"] = [{"element": s.element, "evidence": list(s.evidence)} for s in suspects]
+        typer.echo(json.dumps(data, indent=2))
+        return
+    out = stdout_console()
+    where = f"recording {from_file}" if from_file is not None else "this machine"
+    out.print(f"[bold]P2P routing health[/bold] of {where} ({topology.name})")
+    for line in report.lines():
+        out.print(f"  {line}", markup=False)
+    out.print("[bold]Link state and error counters[/bold] (NVML/amdsmi, cumulative since the driver loaded)")
+    if snapshot["gpus"]:
+        lines = linkerrors.summary(snapshot)
+    elif inputs.nvml_facts is not None:
+        lines = ["not in these NVML facts (recorded before linkscope read link error counters)"]
+    elif inputs.amd_facts is not None:
+        lines = ["not recorded (amdsmi's link health is read live, not recorded)"]
+    else:
+        lines = ["not read (no NVML facts: an AMD node, or NVML unavailable)"]
+    for line in lines + [i.sentence for i in issues]:
+        out.print(f"  {line}", markup=False)
+    if record is not None:
+        out.print(f"[bold]What the measurements of {run} show[/bold]")
+        for line in proofs + [s.sentence for s in suspects] or ["no pair bounces through the host and no pair is slow"]:
+            out.print(f"  {line}", markup=False)
 
 
 def _manifest_notes(written: list[Path]) -> list[str]:

@@ -53,6 +53,11 @@ def _render(result, console) -> None:
         console.print("* incomplete: some readings failed or a counter reset (see --json notes)")
     for note in result.notes:
         console.print(f"linkscope/watch: {note}", markup=False)
+    for sentence in result.link_issues:
+        console.print(f"link errors: {sentence}", markup=False)
+    if result.link_errors is not None and not result.link_issues and (result.link_errors.get("after") or {}).get("gpus"):
+        console.print("link errors: no error counter grew during the command; no link down or below its width",
+                      markup=False)
     if result.expect is not None:
         status = {True: "passed", False: "FAILED", None: "undecided"}[result.expect.passed]
         console.print(f"--expect {result.expect.expected}: {status}: {result.expect.reason}", markup=False)

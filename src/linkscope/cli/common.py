@@ -50,10 +50,11 @@ def check_output_file(path: str | Path | None, option: str) -> None:
     a device (``atomic.check_replaceable``). ``None`` and ``"-"`` (stdout) pass."""
     import tempfile
 
-    from ..atomic import check_replaceable
+    from ..atomic import check_file_name, check_replaceable
 
     if path is None or str(path) == STDOUT:
         return
+    check_file_name(path, option)
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     if not str(path).strip() or not target.name:
@@ -268,10 +269,21 @@ def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, st
 
 
 def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> list[str]:
-    """The record as JSON and/or CSV (``-``: stdout), each file written atomically; returns the files written."""
+    """The record as JSON and/or CSV (``-``: stdout), each file written atomically; returns the files
+    written. A partial record (``complete`` False) goes to each file's sidecar, ``NAME.partial.json``
+    (``cli.keep``): only a complete record replaces the file the user named."""
     from ..atomic import write_text_atomic
     from ..report.textformats import to_csv
     from ..results.io import save, to_dict
+    from .keep import write_record_file
+
+    def guarded(write: Callable[[str], None]) -> Callable[[str], None]:
+        def run(path: str) -> None:
+            try:
+                write(path)
+            except OSError as exc:
+                raise write_error(path, exc) from exc
+        return run
 
     written: list[str] = []
     if json_path == "-":
@@ -279,35 +291,48 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> lis
 
         typer.echo(json.dumps(to_dict(record), indent=2, allow_nan=False))
     elif json_path:
-        try:
-            save(record, json_path)
-        except OSError as exc:
-            raise write_error(json_path, exc) from exc
-        written.append(str(json_path))
+        written.append(write_record_file(json_path, record.complete, guarded(lambda p: save(record, p))))
     if csv_path == "-":
         typer.echo(to_csv(record), nl=False)
     elif csv_path:
-        try:
-            write_text_atomic(csv_path, to_csv(record))
-        except OSError as exc:
-            raise write_error(csv_path, exc) from exc
-        written.append(str(csv_path))
+        written.append(write_record_file(csv_path, record.complete, guarded(lambda p: write_text_atomic(p, to_csv(record)))))
     return written
 
 
 def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None):
     """The sweep's Checkpoint for ``--json`` / ``--csv`` files (stdout gets only the final record):
-    each partial record is written atomically after every finished step."""
+    each partial record is written atomically to the files' sidecars (``NAME.partial.json``) after
+    every finished step; a checkpoint that cannot be written is a note, never the end of the run."""
     from ..measure.sweep import Checkpoint
 
     paths = {"json_path": str(json_path) if json_path and str(json_path) != STDOUT else None,
              "csv_path": str(csv_path) if csv_path and str(csv_path) != STDOUT else None}
-    return Checkpoint(lambda record: write_outputs(record, **paths) if any(paths.values()) else [])
+    warned: list[str] = []
+
+    def write(record) -> list[str]:
+        if not any(paths.values()):
+            return []
+        try:
+            return write_outputs(record, **paths)
+        except UserError as exc:
+            if record.complete:
+                raise
+            if not warned:  # once: the run goes on, the final write may still work
+                warned.append(exc.one_line())
+                stderr_console().print(f"note: checkpoint not written: {exc.one_line()}", style="yellow", markup=False)
+            return []
+
+    return Checkpoint(write, targets=[p for p in paths.values() if p])
 
 
 def interrupted(checkpoint) -> typer.Exit:
-    """Ctrl-C of a single-process sweep: one line naming only the partial files that exist; exit 130."""
-    stderr_console().print(f"linkscope: interrupted{checkpoint.where()}", style="bold red", markup=False)
+    """Ctrl-C (or SIGTERM/SIGHUP) of a single-process sweep: one line naming the signal and only the
+    partial files that exist; exit 130."""
+    from .signals import interrupt_name
+
+    name = interrupt_name()
+    by = "" if name == "Ctrl-C" else f" by {name}"
+    stderr_console().print(f"linkscope: interrupted{by}{checkpoint.where()}", style="bold red", markup=False)
     return typer.Exit(EXIT_INTERRUPTED)
 
 
@@ -345,8 +370,10 @@ def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | 
 def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, render: Callable[[Any], None],
            before_exit: Callable[[Any], None] | None = None) -> None:
     """Write files, print (tables, OSU text, or nothing when JSON/CSV go to stdout), exit 3 on errors.
-    ``before_exit`` runs after the files are written (survey: its report), before the exit code."""
-    write_outputs(record, json_path=json_path, csv_path=csv_path)
+    ``before_exit`` runs after the files are written (survey: its report), before the exit code.
+    Each file written is named on stderr ("wrote FILE")."""
+    for path in write_outputs(record, json_path=json_path, csv_path=csv_path):
+        stderr_console().print(f"wrote {path}", markup=False)
     if before_exit is not None:
         before_exit(record)
     if osu:
@@ -358,8 +385,9 @@ def finish(record, *, json_path: str | None, csv_path: str | None, osu: bool, re
     if record.measurements and all(m.status.value == "waived" for m in record.measurements):
         n = len(record.measurements)
         which = "the only entry was" if n == 1 else f"all {n} entries were"
-        stderr_console().print(f"note: nothing was measured: {which} waived (reasons above, or in the JSON 'reason' fields)",
-                               style="yellow", markup=False)
+        stderr_console().print(f"linkscope: error: nothing was measured: {which} waived (reasons above, or in the JSON "
+                               "'reason' fields)", style="bold red", markup=False)
+        raise typer.Exit(EXIT_WITH_ERRORS)  # a run that measured nothing did not do its job (README: exit 3)
     if record.errors:
         stderr_console().print(f"linkscope: finished with {len(record.errors)} error entr{'y' if len(record.errors) == 1 else 'ies'}",
                                style="bold red")

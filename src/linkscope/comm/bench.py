@@ -104,7 +104,10 @@ def bench_mpi(session: Session, opts: MpiOptions) -> int:
     from .records import osu_record
 
     environ = session.environ
-    job = start_mpi(environ)  # late: options are parsed
+    # late: options are parsed. MPI_THREAD_SINGLE as osu_latency/osu_bw/osu_allreduce get from MPI_Init
+    # (mpi4py asks for MPI_THREAD_MULTIPLE, which puts Open MPI's locks and atomics on every message:
+    # ping-pong 8 B 0.51 -> 0.46 us on the CPU box, mpi_p2p's docstring has the numbers).
+    job = start_mpi(environ, thread_level="single")
 
     def inner() -> int:
         awareness = None

@@ -118,6 +118,8 @@ class Job:
         local_rank: rank within this host where known.
         mpi_library: ``MPI_Get_library_version`` first line, or ``""`` without MPI.
         mpi_vendor: (name, version) from mpi4py, or None.
+        mpi_thread_level: the level MPI provided (``MPI_Query_thread``: "single" ... "multiple"),
+            ``""`` without MPI.
         out: where rank 0 writes data (stdout by default).
     """
 
@@ -128,6 +130,7 @@ class Job:
     local_rank: int | None
     mpi_library: str = ""
     mpi_vendor: tuple[str, str] | None = None
+    mpi_thread_level: str = ""
     out: Any = field(default=None, compare=False)
 
     @property
@@ -159,6 +162,8 @@ class Job:
             ctx["mpi_library"] = self.mpi_library
         if self.mpi_vendor:
             ctx["mpi_vendor"] = f"{self.mpi_vendor[0]} {self.mpi_vendor[1]}"
+        if self.mpi_thread_level:
+            ctx["mpi_thread_level"] = self.mpi_thread_level
         return ctx
 
 
@@ -166,9 +171,22 @@ def serial_job(out: Any = None) -> Job:
     return Job(SerialComm(), 0, 1, (socket.gethostname(),), 0, out=out)
 
 
-def start_mpi(environ: Mapping[str, str], out: Any = None) -> Job:
-    """Initialise MPI (late: call after parsing options) and describe the job."""
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+
+
+def start_mpi(environ: Mapping[str, str], out: Any = None, *, thread_level: str | None = None) -> Job:
+    """Initialise MPI (late: call after parsing options) and describe the job.
+
+    ``thread_level`` asks MPI for that level (one of THREAD_LEVELS) instead of mpi4py's default,
+    ``"multiple"``; it only takes effect when this call is the one that initialises MPI, and
+    ``MPI4PY_RC_THREAD_LEVEL`` in the environment still wins (mpi4py reads it when MPI starts). The
+    level MPI provided is recorded in the job either way.
+    """
     try:
+        import mpi4py
+
+        if thread_level is not None and "mpi4py.MPI" not in sys.modules:
+            mpi4py.rc.thread_level = thread_level
         from mpi4py import MPI
     except ImportError as exc:
         raise UserError("mpi4py is not installed", hint="pip install mpi4py (and an MPI library)") from exc
@@ -183,7 +201,9 @@ def start_mpi(environ: Mapping[str, str], out: Any = None) -> Job:
         library = ""
     vendor_name, vendor_version = MPI.get_vendor()
     version = ".".join(str(v) for v in vendor_version)
-    return Job(comm, rank, size, hosts, local_rank_from_env(environ), library, (vendor_name, version), out)
+    levels = {getattr(MPI, f"THREAD_{name.upper()}"): name for name in THREAD_LEVELS}
+    provided = levels.get(MPI.Query_thread(), str(MPI.Query_thread()))
+    return Job(comm, rank, size, hosts, local_rank_from_env(environ), library, (vendor_name, version), provided, out)
 
 
 def job_for(environ: Mapping[str, str], out: Any = None) -> Job:

@@ -7,12 +7,13 @@ owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device
 * **latency** (osu_latency): ping-pong; the first rank sends, the partner receives and sends back;
   latency = elapsed / (2 * iterations), in microseconds (half a round trip).
 * **bw** (osu_bw): per iteration the first rank posts ``window`` back-to-back sends and waits
-  for them all; the partner posts ``window`` receives, waits, and replies with a 1-byte ack that
-  the sender receives before the next iteration. Device and host buffers go as ``window`` persistent
-  requests started together (``_persistent``); staged ones as one ``Isend``/``Irecv`` a message.
-  MB/s = size * window * iterations / elapsed / 1e6.
-  The ack lives in host memory; osu_bw sends it through the benchmark's own buffers, so with D buffers
-  OSU adds one small device-to-device message (its latency) per window.
+  for them all; the partner posts ``window`` receives, waits, and replies with a 4-byte ack (tag 101)
+  that the sender receives before the next iteration. Device and host buffers go as ``window``
+  persistent requests started together (``_persistent``); staged ones as one ``Isend``/``Irecv`` a
+  message. MB/s = size * window * iterations / elapsed / 1e6.
+  The ack is osu_bw's: 4 bytes (``OSU_ACK_BYTES``) from the partner's send buffer into the sender's
+  receive buffer (osu_bw.c: ``MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...)``), so with D buffers it is
+  one small device-to-device message per window, as in OSU. Staged runs ack through host memory.
 * **bibw** (osu_bibw): both ranks post ``window`` receives and ``window`` sends (persistent requests,
   as for bw), wait for the sends, then for the receives; bytes count in both directions.
 
@@ -28,6 +29,16 @@ Warm-up (``skip``) and iteration counts shrink with the message size like OSU's 
 cheaper iterations for small messages), and for very large messages the window and iterations are
 capped so one size moves a bounded number of bytes. Every received buffer is compared with the
 sent pattern after the timed loop (``verified``).
+
+CPU-side cost (issue 27; numbers in docs/benchmarks.md, "CPU-side overhead of bench mpi vs OSU"):
+``bench mpi`` starts MPI at ``MPI_THREAD_SINGLE`` as OSU's ``MPI_Init`` does (mpi4py would ask for
+MULTIPLE, which costs Open MPI locks on every message: 8 B ping-pong 0.57 -> 0.51 us against OSU's
+0.25 on the CPU box). The timed loops hand MPI prebuilt ``[MPI.buffer, count, type]`` messages
+through bound methods with positional arguments; what is left is mpi4py's own cost per call
+(~0.1 us ``Send``, ~0.13 us ``Recv``, ~0.4 us ``Allreduce`` there, against 3-13 ns from C), a floor for
+a Python runner. Persistent requests cost more than ``Send``/``Recv`` for ping-pong (four calls
+instead of two), so only bw/bibw use them. The messages are OSU's: same count, sizes, tags and order
+(tests/comm/test_mpi_p2p.py counts them through the PMPI interposer).
 
 Device buffers go to MPI as ``__cuda_array_interface__`` objects (mpi4py reads them) only when the
 MPI is GPU-aware; with ``stage_through_host`` every message is copied device→host before it is
@@ -53,6 +64,7 @@ P2P_TESTS = ("latency", "bw", "bibw")
 BUFFER_CHOICES = ("HH", "DD", "DH", "HD")
 LARGE_MESSAGE_BYTES = 8192  # OSU's LARGE_MESSAGE_SIZE: above it, fewer iterations
 STAGING_SLOTS_BYTES = 256 * 1024 * 1024
+OSU_ACK_BYTES = 4  # osu_bw's ack: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...) once per window
 
 
 @dataclass(frozen=True)
@@ -276,9 +288,10 @@ def run_osu(
     agree(job, problem)
 
     window_max = max(schedule.plan(test, s)[2] for s in sizes)
-    side = _Side(space, max_size, staged, window_max,
+    # bw acks through the benchmark's own buffers (as osu_bw does): they hold at least the 4-byte ack
+    side = _Side(space, max(max_size, OSU_ACK_BYTES) if test == "bw" else max_size, staged, window_max,
                  need_send=True, need_recv=True)
-    ack = np.zeros(1, dtype=np.uint8)
+    ack = np.zeros(OSU_ACK_BYTES, dtype=np.uint8)
     rows: list[PairResult] = []
     pairs = ((0, job.size - 1),) if collective else tuple((a, a + half) for a in range(half))
 
@@ -358,18 +371,27 @@ def _fixed_msg(buf: Any, size: int) -> list[Any]:
     A device array handed to mpi4py is read through ``__cuda_array_interface__`` on every call
     (CuPy builds the dict, mpi4py parses it): microseconds per message, as long as a whole 1 MiB
     message takes over CUDA IPC. OSU passes the raw pointer; so does this (``MPI.buffer.fromaddress``,
-    read once per size). Host arrays go as they are (the buffer protocol is cheap).
+    read once per size). Host arrays are wrapped once in an ``MPI.buffer`` too: mpi4py then skips
+    asking numpy for a buffer view on every call (an 8 B ``Allreduce`` on COMM_SELF: 455 -> 396 ns of
+    CPU per call on the CPU box; point-to-point calls are level either way).
     """
     from mpi4py import MPI
 
     cai = getattr(buf, "__cuda_array_interface__", None)
     if cai is not None:
         buf = MPI.buffer.fromaddress(int(cai["data"][0]), size)
+    elif not isinstance(buf, MPI.buffer):
+        buf = MPI.buffer(buf)
     return [buf, size, MPI.BYTE]
 
 
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
                   clock: Callable[[], float]) -> float:
+    """osu_latency's loop: MPI_Send then MPI_Recv (tag 1) on the first rank, the reverse on the partner.
+
+    Blocking ``Send``/``Recv``, not persistent requests: ``Start`` + ``Wait`` twice per iteration
+    measured 0.56-0.59 us per half round trip against 0.48-0.50 for ``Send``/``Recv`` (8 B, CPU box).
+    """
     send, recv = comm.Send, comm.Recv
     if not side.staged:
         # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
@@ -432,16 +454,17 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
         msg = _fixed_msg(side.send_obj(size) if first else side.recv_obj(size), size)
         reqs = _persistent(comm, msg, partner, 100, window, send=first)
         start, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
+        # osu_bw's ack: the sender receives it into its receive buffer, the partner sends it from its
+        # send buffer (device memory with D buffers, as in OSU); one prebuilt message, positional args
+        reply = comm.Recv if first else comm.Send
+        ack_msg = _fixed_msg(side.recv_obj(OSU_ACK_BYTES) if first else side.send_obj(OSU_ACK_BYTES), OSU_ACK_BYTES)
         try:
             for i in range(iters + skip):
                 if i == skip:
                     t0 = clock()
                 start(reqs)
                 waitall(reqs)
-                if first:
-                    comm.Recv(ack, source=partner, tag=101)
-                else:
-                    comm.Send(ack, dest=partner, tag=101)
+                reply(ack_msg, partner, 101)
             return clock() - t0
         finally:
             _free(reqs)
@@ -532,13 +555,14 @@ def _allreduce_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, cl
     from mpi4py import MPI
 
     count = size // 4
-    allreduce, barrier, total = comm.Allreduce, comm.Barrier, 0.0
+    allreduce, barrier, total, op = comm.Allreduce, comm.Barrier, 0.0, MPI.SUM
     if not side.staged:
+        # prebuilt messages and a bound op: between the two clock reads only the Allreduce call
         sbuf = [_fixed_msg(side.send_obj(size), size)[0], count, MPI.FLOAT]
         rbuf = [_fixed_msg(side.recv_obj(size), size)[0], count, MPI.FLOAT]
         for i in range(iters + skip):
             t0 = clock()
-            allreduce(sbuf, rbuf, MPI.SUM)
+            allreduce(sbuf, rbuf, op)
             t1 = clock()
             if i >= skip:
                 total += t1 - t0

@@ -546,6 +546,10 @@ def collective_backend(name: str, topology: Callable[[], Any], *, named_topology
             raise UserError(f"--backend {name} needs CuPy with NCCL/RCCL support and a GPU ({type(exc).__name__}: {exc})",
                             hint="pip install cupy-cuda12x; or --backend sim for a simulated run") from exc
         sim = SimNccl(topology(), env=env)
+        from ..discovery.auto import is_fallback
+
+        if is_fallback(sim.topology):  # the no-GPU note of the topology already said it
+            return sim, None
         return sim, f"no usable GPU/NCCL here ({type(exc).__name__}): simulated on {sim.topology.name}"
     if count < 1:
         if name != "auto":

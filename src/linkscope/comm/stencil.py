@@ -88,7 +88,8 @@ def parse_slow_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
     pairs = []
     for part in text.split(","):
         a, sep, b = part.strip().partition("-")
-        if not sep or not a.strip().isdigit() or not b.strip().isdigit() or a.strip() == b.strip():
+        if not sep or not (a.strip().isascii() and a.strip().isdigit() and b.strip().isascii() and b.strip().isdigit()) \
+                or a.strip() == b.strip():
             raise UserError(f"bad GPU pair {part.strip()!r} in --emulate-slow-pairs",
                             hint="use distinct GPU indices like 0-1,2-3")
         pairs.append((int(a), int(b)))

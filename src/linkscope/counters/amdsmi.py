@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..discovery.amdsmi import import_amdsmi, xgmi_type_values
+from ..discovery.amdsmi import import_amdsmi, read_link_health, xgmi_type_values
 from ..discovery.amdsmi_values import PLACEHOLDER_REASON, reading
 from ..errors import BackendUnavailable
 from .nvml import (
@@ -123,6 +123,14 @@ class AmdsmiSource:
 
     def pcie_throughput_kb_per_s(self, index: int, tx: bool) -> int:
         raise CounterUnsupported("PCIe byte counters are not read on AMD GPUs")
+
+    def link_health(self, index: int) -> dict[str, Any]:
+        """PCIe state and error counters and the xGMI error status (``discovery.amdsmi.read_link_health``)."""
+        try:
+            links = list(self.active_nvlinks(index))
+        except CounterUnsupported:
+            links = []
+        return read_link_health(self._amd, self._handles[index], links)
 
     def close(self) -> None:
         try:

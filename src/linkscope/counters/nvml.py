@@ -191,6 +191,13 @@ class PynvmlSource:
         except nv.NVMLError as exc:
             raise CounterUnsupported(f"nvmlDeviceGetPcieThroughput: {exc}") from None
 
+    def link_health(self, index: int) -> dict[str, Any]:
+        """NVLink state and error counters per link, PCIe state and error counters, now
+        (``discovery.nvml.read_link_health``, the one reader, also used by recordings)."""
+        from ..discovery.nvml import read_link_health
+
+        return read_link_health(self._nv, self._handle(index), self._nv.NVMLError)
+
     def close(self) -> None:
         try:
             self._nv.nvmlShutdown()

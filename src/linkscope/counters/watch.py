@@ -2,9 +2,11 @@
 traffic went.
 
 Sequence: resolve the command (before anything else, so a typo fails fast with exit 127), plan the
-counters per GPU, take one sample, start the sampler thread, run the command with inherited
+counters per GPU, read the link state and error counters (``linkerrors.take``, where the source has
+them), take one sample, start the sampler thread, run the command with inherited
 stdin/stdout/stderr, stop the thread, wait ``settle_s`` (counters are updated asynchronously by the
-driver), take the last sample, and build a ``WatchResult``.
+driver), take the last sample, read the link error counters again, and build a ``WatchResult``
+(links whose error counters grew during the command, or that run below their width, are named).
 
 Exit codes (documented in docs/watch-and-report.md):
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from . import linkerrors
 from .nvml import CounterSource, GpuInfo, check_gpu_indices
 from .sampler import NVLINK, PCIE, RX, TX, CounterKey, GpuPlan, Sampler, plan_gpu
 from .timeline import CounterTotal, timeline_rows, total
@@ -99,6 +102,12 @@ class WatchResult:
     expect: ExpectResult | None
     interrupted: bool = False
     notes: tuple[str, ...] = field(default=())
+    link_errors: dict[str, Any] | None = None  # before/after snapshots, issues, summary (see counters.linkerrors)
+
+    @property
+    def link_issues(self) -> list[str]:
+        """Sentences naming the links whose errors grew during the command, went down, or run narrow."""
+        return [i["sentence"] for i in (self.link_errors or {}).get("issues", [])]
 
     @property
     def final_exit_code(self) -> int:
@@ -217,6 +226,7 @@ def run_watch(
     plans = [plan_gpu(source, g) for g in gpus]
     sampler = Sampler(source, plans, options.interval_s, clock=clock)
     started_utc = (now_utc or (lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))()
+    errors_before = linkerrors.take(source, gpus)
     sampler.sample()
     t0 = clock()
     interrupted = False
@@ -248,13 +258,18 @@ def run_watch(
         notes.append(f"sampler thread stopped early: {sampler.thread_error!r}")
     if exit_code is not None and exit_code < 0:
         exit_code = 128 - exit_code  # killed by signal N -> 128 + N, like a shell
+    errors_after = linkerrors.take(source, gpus)
+    step = "the command"
+    issues = linkerrors.state_issues(errors_before) + linkerrors.changes(errors_before, errors_after, step)
+    link_errors = {"before": errors_before, "after": errors_after, "issues": [i.as_dict() for i in issues],
+                   "summary": linkerrors.summary(errors_after)}
     reports, rows = build_reports(sampler, t0)
     expect = None
     if options.expect == "nvlink":
         expect = expect_nvlink([r.verdict for r in reports])
     samples = max((len(s.points) for s in sampler.series()), default=0)
     return WatchResult(tuple(options.command), exit_code, started_utc, round(t1 - t0, 6), options.interval_s,
-                       samples, tuple(reports), tuple(rows), expect, interrupted, tuple(notes))
+                       samples, tuple(reports), tuple(rows), expect, interrupted, tuple(notes), link_errors)
 
 
 # ---- serialisation -------------------------------------------------------------------------
@@ -322,6 +337,7 @@ def to_dict(result: WatchResult) -> dict[str, Any]:
         "gpus": gpus,
         "timeline": list(result.timeline),
         "notes": list(result.notes),
+        "link_errors": result.link_errors,
     }
 
 

@@ -200,6 +200,9 @@ def read_facts(mod: Any) -> dict[str, Any]:
                 "weight": reading(_try(mod.amdsmi_topo_get_link_weight, handles[a], handles[b]), 64),
                 "hops": reading(kind.get("hops"), 64),
                 "bandwidth_mbps": [lo, hi] if lo is not None and hi is not None else None,
+                # amdsmi_is_P2P_accessible: the driver's "can these two map each other's memory"
+                "p2p_accessible": _try(getattr(mod, "amdsmi_is_P2P_accessible", None) or (lambda *_: None),
+                                       handles[a], handles[b]),
             }
             if is_xgmi and link_counts is not None:
                 pair["link_count"] = link_counts.get((a, b), 0)
@@ -209,6 +212,24 @@ def read_facts(mod: Any) -> dict[str, Any]:
             pairs.append(pair)
     return {"format": FACTS_FORMAT, "version": 1, "from": ["amdsmi"], "gpus": gpus, "pairs": pairs,
             "xgmi_rate_from_min_bandwidth": True, "notes": notes}
+
+
+def live_facts() -> dict[str, Any]:
+    """``read_facts`` of this machine (the platform table's ``health_facts``); BackendUnavailable
+    when the amdsmi package is missing or sees no GPU."""
+    return read_facts_and_shut_down(import_amdsmi())
+
+
+def read_facts_and_shut_down(mod: Any) -> dict[str, Any]:
+    """``read_facts`` of an initialised module, then ``amdsmi_shut_down`` whatever happened (the
+    recorder and the health check both read once and let go)."""
+    try:
+        return read_facts(mod)
+    finally:
+        try:
+            mod.amdsmi_shut_down()
+        except Exception:
+            pass
 
 
 def discover(sysfs_facts: Mapping[str, Any] | None = None, module: Any | None = None) -> Topology:
@@ -247,3 +268,54 @@ def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes:
         facts = rocm.parse_outputs(rocm.read_outputs())
         notes.append(f"amdsmi not used ({reason}): ROCm SMI text output parsed instead")
     return rocm.facts_to_topology(facts, host_facts(), name=socket.gethostname())
+
+
+#: amdsmi_pcie_info_t pcie_metric fields (amdsmi.h: "total number of the replays issued on the PCIe
+#: link", "... transitioned from L0 to the recovery state", "... replay rollovers", "NAKs issued on the
+#: PCIe link by the device" / "by the receiver") -> the counter names NVML's link health uses.
+PCIE_METRIC_COUNTERS = {"pcie_replay_count": "replay", "pcie_l0_to_recovery_count": "l0_to_recovery",
+                        "pcie_replay_roll_over_count": "replay_rollover", "pcie_nak_sent_count": "naks_sent",
+                        "pcie_nak_received_count": "naks_received"}
+#: amdsmi_gpu_xgmi_error_status: AMDSMI_XGMI_STATUS_NO_ERRORS 0, _ERROR 1, _MULTIPLE_ERRORS 2.
+XGMI_STATUS_ERROR_COUNT = {0: 0, 1: 1, 2: 2}
+
+
+def read_link_health(mod: Any, h: Any, xgmi_links: list[int] | None = None) -> dict[str, Any]:
+    """One AMD GPU's link state and error counters, in the shape of ``nvml.read_link_health``:
+    ``pcie`` from ``amdsmi_get_pcie_info`` (current/max width, speed in MT/s as a generation, the
+    replay/recovery/NAK counters), and the xGMI error status (``amdsmi_gpu_xgmi_error_status``: 0 no
+    errors, 1 an error, 2 several; a GPU-wide status, kept as ``xgmi_error`` on every active link) for
+    the active xGMI links ``xgmi_links`` (the counter source's link indices)."""
+    from .sysfs import GT_OF_GEN
+
+    gen_of_mt = {int(gt * 1000): gen for gen, gt in GT_OF_GEN.items()}
+    errors: dict[str, str] = {}
+    pcie: dict[str, Any] = {}
+    try:
+        info = mod.amdsmi_get_pcie_info(h)
+    except Exception as exc:
+        errors["pcie"] = str(exc)
+        info = {}
+    metric = info.get("pcie_metric", {}) if isinstance(info, dict) else {}
+    static = info.get("pcie_static", {}) if isinstance(info, dict) else {}
+    # field widths of amdsmi_pcie_info_t (amdsmi.h): speeds uint32 (MT/s), widths uint16, counters uint64;
+    # an all-ones value or "N/A" is amdsmi's "not supported" (discovery.amdsmi_values.reading)
+    for key, source, bits, table in (("gen", metric.get("pcie_speed"), 32, gen_of_mt),
+                                     ("max_gen", static.get("max_pcie_speed"), 32, gen_of_mt),
+                                     ("width", metric.get("pcie_width"), 16, None),
+                                     ("max_width", static.get("max_pcie_width"), 16, None)):
+        raw = reading(source, bits)
+        value = (table.get(raw) if table is not None else raw) if raw else None
+        if value:
+            pcie[key] = int(value)
+    pcie["counters"] = {name: reading(metric.get(key), 64) for key, name in PCIE_METRIC_COUNTERS.items()}
+    status = None
+    fn = getattr(mod, "amdsmi_gpu_xgmi_error_status", None)
+    if fn is not None:
+        try:
+            status = XGMI_STATUS_ERROR_COUNT.get(int(fn(h)))
+        except Exception as exc:
+            errors["xgmi_error_status"] = str(exc)
+    links = [{"link": k, "active": True, "errors": {"xgmi_error": status}} for k in (xgmi_links or [])]
+    return {"fabric": "xgmi", "nvlink": {"links": links, "active_count": len(links), "link_count": len(links), "totals": {}},
+            "pcie": pcie, "errors": errors}

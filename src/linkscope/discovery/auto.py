@@ -20,6 +20,14 @@ from . import amdsmi, nvml, rocm, sysfs  # noqa: F401  (nvml, amdsmi, rocm: the 
 
 DEFAULT_FALLBACK_PRESET = "hgx-h200-4"
 
+#: how the note of the no-GPU fallback starts; the fallback topology carries the note in ``notes``
+FALLBACK_NOTE_START = "no GPU discovered here"
+
+
+def is_fallback(topology: Topology) -> bool:
+    """True for the simulated default preset put in place of a machine without GPUs (its note has
+    already told the user that the run is simulated: later layers need not say it again)."""
+    return any(note.startswith(FALLBACK_NOTE_START) for note in topology.notes)
 
 def _sysfs_facts(root: Path, notes: list[str], *, strict: bool = False) -> dict | None:
     """Sysfs facts under ``root``; a missing or incomplete tree is a note, or with ``strict`` (a root
@@ -103,9 +111,9 @@ def resolve_topology(
         if not allow_fallback:
             raise
         reason = str(exc)
-        prefix = "no GPU discovered here ("
+        prefix = f"{FALLBACK_NOTE_START} ("
         if reason.startswith(prefix) and reason.endswith(")"):
             reason = reason[len(prefix):-1]
-        note = f"no GPU discovered here ({reason}): using the simulated default preset {fallback_preset}"
+        note = f"{FALLBACK_NOTE_START} ({reason}): using the simulated default preset {fallback_preset}"
         topology = load_preset(fallback_preset)
         return topology.replace(notes=topology.notes + (note,)), note

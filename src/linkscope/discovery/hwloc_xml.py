@@ -36,7 +36,7 @@ from xml.etree.ElementTree import Element
 from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from .merge import GpuPart, assemble
-from .sysfs import VENDORS, normalise_bdf
+from .sysfs import MAX_CPUS, VENDORS, normalise_bdf
 from .xmlfile import attr_float, attr_int
 
 HWLOC_NVLINK_SOURCE = ("hwloc NVLinkBandwidth matrix (MB/s per pair; hwloc sums 20000 per NVLink1, 25000 per "
@@ -58,6 +58,9 @@ def parse_bitmap(text: str | None) -> list[int]:
     if not text:
         return []
     words = text.strip().split(",")
+    if len(words) > MAX_CPUS // 32:
+        raise UserError(f"hwloc bitmap {text[:60]!r}... has {len(words)} words; at most {MAX_CPUS // 32} "
+                        f"({MAX_CPUS} CPUs) are accepted")
     bits: list[int] = []
     for position, word in enumerate(reversed(words)):
         word = word.strip().lower()

@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S
 from .nvml import NVLINK_DATASHEET_GB_PER_S
-from .sysfs import GT_OF_GEN, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
+from .sysfs import GT_OF_GEN, MAX_CPUS, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
 from .xmlfile import attr_int
 
 NCCL_TOPO_XML_VERSION = 1
@@ -60,6 +60,8 @@ def cpumask_cores(mask: str) -> list[int]:
     if "-" in text or not re.fullmatch(r"[0-9a-fA-Fx,]+", text):
         return parse_cpulist(text)
     cores: list[int] = []
+    if len(text.split(",")) > MAX_CPUS // 32:
+        raise UserError(f"cpumask {text[:60]!r}... is longer than {MAX_CPUS} CPUs")
     for position, word in enumerate(reversed(text.split(","))):
         word = word.strip().lower().removeprefix("0x")
         value = int(word, 16) if word else 0
@@ -271,8 +273,18 @@ def _speed_width(link: Link) -> tuple[str, int, bool]:
     return f"{best[0]:.1f} GT/s PCIe", best[1], False
 
 
-def export_xml(topology: Topology) -> tuple[str, list[str]]:
-    """NCCL topology XML for ``topology`` and the notes on what had to be assumed or left out."""
+PLACEHOLDER_ATTRIBUTE = "linkscope_placeholder_busids"
+
+
+def export_xml(topology: Topology, *, placeholders: bool = False) -> tuple[str, list[str]]:
+    """NCCL topology XML for ``topology`` and the notes on what had to be assumed or left out.
+
+    NCCL matches the XML's ``busid``s to the machine's devices, so a topology without PCI bus ids
+    for its GPUs (a preset, a synthetic fabric) is refused: its file would describe no real machine
+    (a NIC or switch without one gets a placeholder and a note, as before). With
+    ``placeholders`` the made-up ids are written, and the file itself says so: the ``<system>``
+    element gets a ``linkscope_placeholder_busids`` attribute (NCCL reads attributes it does not
+    know and ignores them; its reader takes no comments and values up to 255 characters)."""
     notes: list[str] = []
     by_id = topology.by_id
     pcie: dict[str, list[Link]] = defaultdict(list)
@@ -387,7 +399,15 @@ def export_xml(topology: Topology) -> tuple[str, list[str]]:
     left = [d.id for d in topology.devices if d.kind in (DeviceKind.GPU, DeviceKind.NIC) and d.id not in placed]
     if left:
         notes.append("not reachable over PCIe from a CPU, left out: " + ", ".join(left))
-    if made:
+    made_gpus = sorted(d for d in made if by_id[d].kind is DeviceKind.GPU)
+    if made_gpus and not placeholders:
+        raise UserError(f"topology {topology.name!r} has no PCI bus id for {len(made_gpus)} GPU(s) ({', '.join(made_gpus[:4])}"
+                        f"{' …' if len(made_gpus) > 4 else ''}): NCCL matches its topology file's GPUs to the machine by "
+                        "bus id, so this file would match no real machine",
+                        hint="export on the machine itself (linkscope topo --export nccl-xml -o FILE), or add "
+                             "--placeholder-bus-ids to write made-up ids, marked as such in the file")
+    if made_gpus:
+        root.set(PLACEHOLDER_ATTRIBUTE, f"{len(made)} made-up bus ids (topology {topology.name[:60]}): not a real machine's")
         notes.append("no PCI bus id in the topology, placeholder ids written for: " + ", ".join(sorted(made)))
     if inexact:
         notes.append("PCIe gen/width not known, nearest to the link rate written for: " + ", ".join(sorted(set(inexact))))

@@ -4,8 +4,10 @@ Two layers:
 
 * ``read_facts(nvml)`` is the only code that calls NVML. It returns a JSON-able dump of everything
   read (per GPU: name, UUID, PCI bus id, memory, NUMA node, CPU affinity, PCIe generation/width, and
-  per NVLink: state, version, remote PCI bus id, remote device type, speed; per GPU pair: P2P status
-  for read/write/nvlink/atomics and the common-ancestor level). Calls a driver does not support are
+  per NVLink: state, version, remote PCI bus id, remote device type, speed; BAR1 size and use; the
+  link health (``read_link_health``: NVLink state and error counters per link, PCIe state and error
+  counters); per GPU pair: P2P status for read/write/nvlink/atomics/pci and the common-ancestor
+  level). Calls a driver does not support are
   recorded under ``errors`` and the rest goes on. Tests drive it with a FakeNVML double.
 * ``facts_to_topology(facts, sysfs_facts=None)`` works only from that dump, so recorded dumps
   (``tests/fixtures/machines/<name>/nvml.json``) rebuild the same Topology anywhere.
@@ -42,7 +44,7 @@ FACTS_VERSION = 1
 
 # NVML enums (nvml.h). pynvml spells NVML_P2P_CAPS_INDEX_READ as ``0,`` (a tuple), so the
 # values are written out here.
-P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
+P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3, "pci": 4}  # 4: NVML_P2P_CAPS_INDEX_PCI
 P2P_STATUS = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
               4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}
 TOPOLOGY_LEVEL = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
@@ -203,6 +205,8 @@ def _read(nvml: Any, error_type: type[BaseException], cpu_count: int, hostname: 
             gpu["cpu_affinity"] = _cpus_from_mask(mask)
         gpu["pcie"] = _read_pcie(nvml, h, functools.partial(attempt, errors))
         gpu["nvlinks"] = _read_links(nvml, error_type, h, errors)
+        gpu["bar1"] = read_bar1(nvml, h, error_type, errors)
+        gpu["link_health"] = read_link_health(nvml, h, error_type)
         facts["gpus"].append(gpu)
     for i in range(count):
         for j in range(i + 1, count):
@@ -237,6 +241,124 @@ def _read_pcie(nvml: Any, h: Any, attempt: Callable[[str, Callable[[], Any]], An
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             out[key] = int(value)
     return out if out.get("gen") and out.get("width") else None
+
+
+def read_bar1(nvml: Any, h: Any, error_type: type[BaseException], errors: dict[str, str]) -> dict[str, int] | None:
+    """BAR1 of one GPU (``nvmlDeviceGetBAR1MemoryInfo``: ``bar1Total``/``bar1Used``/``bar1Free`` in
+    bytes), None with the reason in ``errors`` where NVML does not answer."""
+    fn = getattr(nvml, "nvmlDeviceGetBAR1MemoryInfo", None)
+    if fn is None:
+        errors["bar1"] = "nvmlDeviceGetBAR1MemoryInfo not in this nvidia-ml-py"
+        return None
+    try:
+        info = fn(h)
+    except error_type as exc:
+        errors["bar1"] = str(exc)
+        return None
+    return {"total_bytes": int(info.bar1Total), "used_bytes": int(info.bar1Used), "free_bytes": int(info.bar1Free)}
+
+
+# ---- link health: NVLink state and error counters, PCIe link state and error counters ---------------
+
+#: nvmlNvLinkErrorCounter_t (nvml.h; pynvml ``NVML_NVLINK_ERROR_DL_*``), read per link with
+#: ``nvmlDeviceGetNvLinkErrorCounter(handle, link, counter)``.
+NVLINK_ERROR_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3, "ecc_data": 4}
+#: the per-link field values with ``scopeId`` = link (``NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY`` 161,
+#: ``_RECOVERY`` 162, ``_CRC`` 163): the fallback where the per-link call is not supported. On the
+#: recorded 2 x H100 (driver 580.159.04) they answer for all 18 links while the legacy ``_L0``..``_L11``
+#: ids below and the ``_TOTAL`` ids return NOT_SUPPORTED; 163 read 0 on every link where the call's
+#: DL_CRC_FLIT read 0 and DL_CRC_DATA read 3-16, so 163 is taken as the flit CRC count.
+NVLINK_ERROR_SCOPED_FIELDS = {"replay": 161, "recovery": 162, "crc_flit": 163}
+#: the same counters as field values, per link for links 0-11 only (pynvml
+#: ``NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0`` = 32 ... ``_L5`` = 37, ``_L6`` = 96 ... ``_L11`` = 101;
+#: CRC_DATA 39-44/102-107; REPLAY 46-51/108-113; RECOVERY 53-58/114-119): the fallback where the
+#: per-link call is not supported.
+NVLINK_ERROR_FIELDS = {name: tuple(range(low, low + 6)) + tuple(range(high, high + 6))
+                       for name, low, high in (("crc_flit", 32, 96), ("crc_data", 39, 102),
+                                               ("replay", 46, 108), ("recovery", 53, 114))}
+#: totals over all links (``NVML_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL``).
+NVLINK_ERROR_TOTAL_FIELDS = {"crc_flit": 38, "crc_data": 45, "replay": 52, "recovery": 59}
+#: PCIe error counters as field values (``NVML_FI_DEV_PCIE_REPLAY_COUNTER`` 94 and
+#: ``_REPLAY_ROLLOVER_COUNTER`` 95; ``NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER`` 169;
+#: ``NVML_FI_DEV_PCIE_COUNT_*`` 173-182, newer GPUs only). The replay count is read first with
+#: ``nvmlDeviceGetPcieReplayCounter``.
+PCIE_ERROR_FIELDS = {"replay_rollover": 95, "l0_to_recovery": 169, "correctable": 173, "naks_received": 174,
+                     "receiver_error": 175, "bad_tlp": 176, "naks_sent": 177, "bad_dllp": 178,
+                     "non_fatal": 179, "fatal": 180, "lcrc": 182}
+FI_PCIE_REPLAY_COUNTER = 94
+
+
+def _fields(nvml: Any, h: Any, error_type: type[BaseException], requests: list[tuple[int, int]]) -> list[int | None]:
+    try:
+        values = nvml.nvmlDeviceGetFieldValues(h, requests)
+    except error_type:
+        return [None] * len(requests)
+    out: list[int | None] = []
+    for fv in values:
+        value = _field_value(fv)
+        out.append(int(value) if value is not None else None)
+    return out
+
+
+def read_link_health(nvml: Any, h: Any, error_type: type[BaseException]) -> dict[str, Any]:
+    """One GPU's link state and error counters now (JSON-able; a counter NVML refuses is None, its
+    reason under ``errors``, never 0). ``nvlink``: per link ``active`` and the error counters
+    (replay, recovery, CRC flit, CRC data), the active count and NVML's totals; ``pcie``: the
+    current and maximum generation/width and the PCIe error counters."""
+    errors: dict[str, str] = {}
+
+    def attempt(key: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except error_type as exc:
+            errors[key] = str(exc)
+            return None
+
+    links: list[dict[str, Any]] = []
+    limit = MAX_LINKS
+    reported = _fields(nvml, h, error_type, [(FI_NVLINK_LINK_COUNT, 0)])[0]
+    if reported:
+        limit = int(reported)
+    for link in range(limit):
+        try:
+            state = nvml.nvmlDeviceGetNvLinkState(h, link)
+        except error_type as exc:
+            if link == 0:
+                errors["nvlink"] = str(exc)
+            break
+        links.append({"link": link, "active": bool(state), "errors": {}})
+    counter_fn = getattr(nvml, "nvmlDeviceGetNvLinkErrorCounter", None)
+    for entry in links:
+        if not entry["active"]:
+            continue
+        link = entry["link"]
+        for name, counter in NVLINK_ERROR_COUNTERS.items():
+            value = None
+            if counter_fn is not None:
+                value = attempt(f"nvlink{link}_{name}", functools.partial(counter_fn, h, link, counter))
+            if value is None and name in NVLINK_ERROR_SCOPED_FIELDS:
+                value = _fields(nvml, h, error_type, [(NVLINK_ERROR_SCOPED_FIELDS[name], link)])[0]
+            if value is None and link < 12 and name in NVLINK_ERROR_FIELDS:
+                value = _fields(nvml, h, error_type, [(NVLINK_ERROR_FIELDS[name][link], 0)])[0]
+            if value is not None:
+                errors.pop(f"nvlink{link}_{name}", None)
+            entry["errors"][name] = int(value) if value is not None else None
+    totals = {}
+    if links:
+        names = list(NVLINK_ERROR_TOTAL_FIELDS)
+        totals = dict(zip(names, _fields(nvml, h, error_type, [(NVLINK_ERROR_TOTAL_FIELDS[n], 0) for n in names])))
+    pcie: dict[str, Any] = dict(_read_pcie(nvml, h, attempt) or {})
+    counters: dict[str, int | None] = {}
+    replay_fn = getattr(nvml, "nvmlDeviceGetPcieReplayCounter", None)
+    counters["replay"] = attempt("pcie_replay", functools.partial(replay_fn, h)) if replay_fn else None
+    if counters["replay"] is None:
+        counters["replay"] = _fields(nvml, h, error_type, [(FI_PCIE_REPLAY_COUNTER, 0)])[0]
+    names = list(PCIE_ERROR_FIELDS)
+    counters.update(zip(names, _fields(nvml, h, error_type, [(PCIE_ERROR_FIELDS[n], 0) for n in names])))
+    pcie["counters"] = counters
+    return {"nvlink": {"links": links, "active_count": sum(1 for e in links if e["active"]), "link_count": len(links),
+                       "totals": totals},
+            "pcie": pcie, "errors": errors}
 
 
 def pcie_link_states(nvml: Any | None = None) -> dict[int, dict[str, int]]:
@@ -433,6 +555,16 @@ def _nvlinks(records: list[Mapping[str, Any]], by_bus: Mapping[str, int],
             links.append(Link(f"gpu{pos}", "nvswitch", LinkKind.NVLINK, len(entries), rate, provenance=provenance,
                               source=source, generation=generation))
     return links, devices
+
+
+def live_facts() -> dict[str, Any]:
+    """``read_facts`` of this machine (the platform table's ``health_facts``); BackendUnavailable
+    when nvidia-ml-py or the driver is missing."""
+    try:
+        module = _import_pynvml()
+    except ImportError:
+        raise BackendUnavailable("nvidia-ml-py is not installed (pip install nvidia-ml-py)") from None
+    return read_facts(module)
 
 
 def discover(sysfs_facts: Mapping[str, Any] | None = None) -> Topology:

@@ -7,6 +7,10 @@ A recording folder holds, where available:
 * ``sysfs.json`` — ``sysfs.read_facts`` output, and ``sysfs.tar.gz`` — every sysfs file, symlink
   and listed folder discovery touched (symlinks kept as symlinks, file sizes as read, not the
   4096 bytes sysfs claims), to be read again with ``sysfs.read_facts(root=<extracted folder>)``;
+* ``pcihealth.json`` — ``pcihealth.read_facts`` output (ACS per bridge from the PCI config space,
+  BARs, IOMMU groups and mode, the P2P-related kernel parameters, whether this is a VM); the config
+  files and ``/proc/cmdline`` it read are in ``sysfs.tar.gz`` too, so ``load_health_facts`` reads
+  them again (an edited config file in the archive gives a new diagnosis);
 * ``amdsmi.json`` — ``amdsmi.read_facts`` output where the amdsmi package works;
 * the ROCm SMI outputs named in ``rocm.COMMANDS`` (``rocm-smi-showtopo.txt``, ``amd-smi-topology.json``, ...);
 * ``manifest.json`` — what was recorded and why anything is missing.
@@ -16,7 +20,6 @@ Recording never fails for a missing backend: the reason goes into the manifest.
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import tempfile
 import time
@@ -27,7 +30,8 @@ from typing import Any
 from ..atomic import write_json_atomic, write_text_atomic
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
-from . import amdsmi, nvml, rocm, sysfs
+from ..userfiles import loads_strict, read_text
+from . import amdsmi, nvml, pcihealth, rocm, sysfs
 
 MANIFEST_FORMAT = "linkscope.raw-recording"
 
@@ -57,6 +61,11 @@ def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o444, 0
             tar.addfile(info, io.BytesIO(data))
+        for name, blob in sorted(reader.blobs.items()):  # binary files (PCI config space) byte for byte
+            add_dir(name.rsplit("/", 1)[0] if "/" in name else "")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(blob), 0o444, 0
+            tar.addfile(info, io.BytesIO(blob))
         for name, target in sorted(reader.links.items()):
             add_dir(name.rsplit("/", 1)[0] if "/" in name else "")
             info = tarfile.TarInfo(name)
@@ -96,12 +105,15 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
     reader = sysfs.SysReader(Path(sysfs_root))
     sysfs_error: UserError | None = None
     sysfs_facts: dict[str, Any] | None = None
+    health_facts: dict[str, Any] | None = None
     try:
         sysfs_facts = sysfs.read_facts(Path(sysfs_root), reader)
     except UserError as exc:
         if require_sysfs:
             raise
         sysfs_error = exc
+    else:
+        health_facts = pcihealth.read_facts(sysfs_facts["pci"], reader=reader)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -124,8 +136,9 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
         notes.append(f"sysfs: {sysfs_error.one_line()}")
     else:
         write_json_atomic(directory / "sysfs.json", sysfs_facts)
+        write_json_atomic(directory / "pcihealth.json", health_facts)
         archive_sysfs(reader, directory / "sysfs.tar.gz")
-        written += [directory / "sysfs.json", directory / "sysfs.tar.gz"]
+        written += [directory / "sysfs.json", directory / "pcihealth.json", directory / "sysfs.tar.gz"]
     amd_module = amdsmi_module
     try:
         if amd_module is None:
@@ -137,15 +150,10 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
         amd_module = None
     if amd_module is not None:
         try:
-            write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts(amd_module))
+            write_json_atomic(directory / "amdsmi.json", amdsmi.read_facts_and_shut_down(amd_module))
             written.append(directory / "amdsmi.json")
         except Exception as exc:
             notes.append(f"amdsmi: {type(exc).__name__}: {exc}")
-        finally:
-            try:
-                amd_module.amdsmi_shut_down()
-            except Exception:
-                pass
     kwargs: dict[str, Any] = {}
     if rocm_run is not None:
         kwargs["run"] = rocm_run
@@ -165,10 +173,7 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    return loads_strict(read_text(path, "recorded file"), str(path))
 
 
 def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:
@@ -181,6 +186,25 @@ def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:
             return sysfs.read_facts(Path(tmp))
     if (directory / "sysfs.json").exists():
         return _load_json(directory / "sysfs.json")
+    return None
+
+
+def load_health_facts(directory: Path) -> dict[str, Any] | None:
+    """P2P-health facts of a recording: read again from ``sysfs.tar.gz`` when it holds the config
+    files, else ``pcihealth.json``; None when the recording has neither."""
+    directory = Path(directory)
+    archive = directory / "sysfs.tar.gz"
+    if archive.exists():
+        with tempfile.TemporaryDirectory(prefix="linkscope-sysfs-") as tmp:
+            extract_sysfs(archive, Path(tmp))
+            reader = sysfs.SysReader(Path(tmp))
+            facts = sysfs.read_facts(Path(tmp), reader)
+            health = pcihealth.read_facts(facts["pci"], reader=reader)
+            if any(d["config"]["status"] != "missing" for d in health["devices"].values()) or \
+                    not (directory / "pcihealth.json").exists():
+                return health
+    if (directory / "pcihealth.json").exists():
+        return _load_json(directory / "pcihealth.json")
     return None
 
 

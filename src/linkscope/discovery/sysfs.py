@@ -95,31 +95,49 @@ def pcie_generation(speed_gt_per_s: float, width: int) -> str:
     return f"PCIe Gen{gen} x{width}" if gen else f"PCIe {speed_gt_per_s:g} GT/s x{width}"
 
 
+MAX_CPUS = 65536
+"""CPU ids accepted in CPU lists and masks: 8 x the largest NR_CPUS Linux builds on x86 (8192 with
+MAXSMP, arch/x86/Kconfig, from memory: not re-checked here). A list such as ``0-99999999999`` would
+otherwise become a Python list of 10^11 ints before anything looked at it."""
+
+
+def check_cpu_id(cpu: int, text: str) -> None:
+    """Refuse a CPU id outside ``0 .. MAX_CPUS - 1`` (``text`` is the list or mask it came from)."""
+    if not 0 <= cpu < MAX_CPUS:
+        raise UserError(f"CPU {cpu} in {text[:60]!r} is beyond the {MAX_CPUS} CPUs linkscope accepts")
+
+
 def parse_cpulist(text: str) -> list[int]:
-    """``"0-3,8,10-11"`` → ``[0, 1, 2, 3, 8, 10, 11]``; empty text → ``[]``."""
+    """``"0-3,8,10-11"`` → ``[0, 1, 2, 3, 8, 10, 11]``; empty text → ``[]``; ids of ``MAX_CPUS`` or
+    more are refused before the list is built."""
     cpus: list[int] = []
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        try:
-            cpus.extend(range(int(lo), int(hi or lo) + 1))
-        except ValueError:
-            raise UserError(f"not a CPU list: {text!r}") from None
+        if not re.fullmatch(r"[0-9]+", lo.strip()) or (hi and not re.fullmatch(r"[0-9]+", hi.strip())):
+            raise UserError(f"not a CPU list: {text[:60]!r}")
+        first, last = int(lo), int(hi or lo)
+        check_cpu_id(last, text)
+        cpus.extend(range(first, last + 1))
+        if len(cpus) > MAX_CPUS:
+            raise UserError(f"CPU list {text[:60]!r} names more than {MAX_CPUS} CPUs")
     return cpus
 
 
 class SysReader:
     """Reads files under ``root`` as if it were ``/``, resolving symlinks relative to ``root``.
 
-    Remembers what it touched (``files``: relative path → text, ``links``: relative path → link
-    text, ``dirs``: listed folders) so a recorder can archive exactly that.
+    Remembers what it touched (``files``: relative path → text, ``blobs``: relative path → the
+    bytes of a binary file such as a PCI ``config``, ``links``: relative path → link text, ``dirs``:
+    listed folders) so a recorder can archive exactly that.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.files: dict[str, str] = {}
+        self.blobs: dict[str, bytes] = {}
         self.links: dict[str, str] = {}
         self.dirs: set[str] = set()
 
@@ -173,6 +191,19 @@ class SysReader:
             return None
         self.files[real] = text
         return text
+
+    def read_bytes(self, rel: str, limit: int = 4096) -> bytes | None:
+        """The bytes of a binary file (at most ``limit``), None when absent or unreadable. A PCI
+        ``config`` file gives as many bytes as the kernel lets this user read (64 without
+        CAP_SYS_ADMIN, see ``discovery.pcihealth``), and exactly those are remembered."""
+        real = self.resolve(rel)
+        try:
+            with open(self.root / real, "rb") as handle:
+                data = handle.read(limit)
+        except OSError:
+            return None
+        self.blobs[real] = data
+        return data
 
     def listdir(self, rel: str, *, required: bool = False) -> list[str]:
         real = self.resolve(rel)

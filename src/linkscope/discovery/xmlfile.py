@@ -4,6 +4,11 @@ Parsing goes through defusedxml: entity declarations (the "billion laughs" expan
 entities or DTDs are refused, never expanded or fetched. The DOCTYPE line hwloc writes
 (``<!DOCTYPE topology SYSTEM "hwloc2.dtd">``) names a DTD that is not read. Every failure is one
 ``UserError`` line naming the file and what is wrong.
+
+Bounded before the work: a file over ``MAX_XML_BYTES`` is refused from its size; while parsing,
+nesting deeper than ``MAX_XML_DEPTH``, more than ``MAX_XML_ELEMENTS`` elements, or more GPUs than a
+synthetic node may have (``topology.synthetic.MAX_SYNTHETIC_GPUS``) stop the parser at that
+element, so neither the tree nor the readers' walks over it (which recurse) grow without bound.
 """
 from __future__ import annotations
 
@@ -17,6 +22,57 @@ from ..userfiles import read_text
 HWLOC = "hwloc"
 NCCL = "nccl"
 
+MAX_XML_BYTES = 64 * 2**20
+"""Largest topology XML read: lstopo's XML of a 2-socket, 8-GPU node is a few hundred KiB."""
+MAX_XML_DEPTH = 64
+"""Deepest element nesting: hwloc nests Machine > Package > caches > Core > PU and PCI bridges
+(about 20 levels on large nodes); NCCL's system > cpu > pci... > gpu > nvlink about 10."""
+MAX_XML_ELEMENTS = 200_000
+"""Most elements: a 2-socket, 256-thread node with its PCI tree is a few thousand."""
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _is_gpu(tag: str, attrs: dict[str, str]) -> bool:
+    """NCCL's ``<gpu>``, or an hwloc PCI device of class 03xx (display) / 12xx (accelerator)."""
+    if tag == "gpu":
+        return True
+    return tag == "object" and attrs.get("type") == "PCIDev" and attrs.get("pci_type", "").lstrip()[:2] in ("03", "12")
+
+
+def _bounded_builder() -> Any:
+    """A TreeBuilder that stops the parser at the element past a bound (``_TooLarge``)."""
+    from xml.etree.ElementTree import TreeBuilder
+
+    from ..topology.synthetic import MAX_SYNTHETIC_GPUS
+
+    class Bounded(TreeBuilder):
+        depth = 0
+        elements = 0
+        gpus = 0
+
+        def start(self, tag: str, attrs: dict[str, str]) -> Element:
+            self.depth += 1
+            self.elements += 1
+            if self.depth > MAX_XML_DEPTH:
+                raise _TooLarge(f"elements nested more than {MAX_XML_DEPTH} deep")
+            if self.elements > MAX_XML_ELEMENTS:
+                raise _TooLarge(f"more than {MAX_XML_ELEMENTS:,} elements")
+            if _is_gpu(tag, attrs):
+                self.gpus += 1
+                if self.gpus > MAX_SYNTHETIC_GPUS:
+                    raise _TooLarge(f"more than {MAX_SYNTHETIC_GPUS} GPUs (the most one node may have, as for "
+                                    "synthetic topologies)")
+            return super().start(tag, attrs)
+
+        def end(self, tag: str) -> Element:
+            self.depth -= 1
+            return super().end(tag)
+
+    return Bounded()
+
 
 class _EntityRefused(ValueError):
     pass
@@ -25,13 +81,12 @@ class _EntityRefused(ValueError):
 def _stdlib_fromstring(text: str) -> Element:
     """The same refusals as defusedxml, on the standard library's expat parser: used only where
     defusedxml is not installed (a GPU machine without internet)."""
-    from xml.etree.ElementTree import TreeBuilder
     from xml.parsers import expat
 
     def refuse(*_args: object) -> NoReturn:
         raise _EntityRefused("entity declaration or external reference")
 
-    builder = TreeBuilder()
+    builder = _bounded_builder()
     parser = expat.ParserCreate()
     parser.StartElementHandler = builder.start
     parser.EndElementHandler = builder.end
@@ -58,7 +113,12 @@ def parse(text: str, origin: str) -> Element:
     try:
         if safe_et is None:
             return _stdlib_fromstring(text)
-        return safe_et.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+        parser = safe_et.DefusedXMLParser(target=_bounded_builder(), forbid_dtd=False, forbid_entities=True,
+                                          forbid_external=True)
+        parser.feed(text)
+        return parser.close()
+    except _TooLarge as exc:
+        raise UserError(f"{origin}: refused before reading further: {exc}") from None
     except (DefusedXmlException, _EntityRefused) as exc:
         raise UserError(f"{origin}: XML entity or external reference refused ({type(exc).__name__}); "
                         "topology files must not declare entities") from None
@@ -95,7 +155,7 @@ def looks_like_xml(path: Path) -> bool:
 def load(path: str | Path) -> Any:
     """The Topology an hwloc or NCCL XML file describes (``is_this_system`` False)."""
     path = Path(path)
-    text = read_text(path, "topology file")
+    text = read_text(path, "topology file", max_bytes=MAX_XML_BYTES)
     root = parse(text, str(path))
     kind = kind_of(root)
     if kind == HWLOC:

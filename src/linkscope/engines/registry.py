@@ -132,6 +132,8 @@ def create_engine(backend: str, topology: Topology, *, on_note: NoteFn | None = 
         reason = "; ".join(reasons)
     else:
         reason = f"topology {topology.name!r} is not this machine ({topology.source or 'not discovered'})"
-    if on_note is not None:
+    from ..discovery.auto import is_fallback
+
+    if on_note is not None and not is_fallback(topology):  # the fallback's own note already said it
         on_note(f"using the SIMULATED engine: {reason}")
     return _create(platforms.SIM, topology)

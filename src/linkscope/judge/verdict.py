@@ -111,7 +111,7 @@ class Expectation:
         calibrated: the calibrated twin's prediction (``--calibration``), or None.
         route: the route in nvidia-smi words (``"NV18"``, ``"PIX"``), or "" (collectives say it
             in their subject).
-        detail: how the twin got it (``"ring"``, ``"ce"``).
+        detail: how the twin got it (``ring``, the ``ce`` method).
         alternatives: values under known causes (used to explain a low number).
         note: why there is no prediction (the verdict is then "not judged").
         fixed_share: the share of the twin's predicted time that is fixed cost (per-copy overhead,

@@ -181,6 +181,10 @@ def from_dict(data: Any, origin: str = "mapping") -> Assignment:
     gpus = data["gpu_of_rank"]
     if not isinstance(gpus, list) or not all(isinstance(g, int) and g >= 0 for g in gpus):
         raise SchemaError(f"{origin}: gpu_of_rank must be a list of GPU indices", path="$.gpu_of_rank")
+    from ..userschema import validate
+    from .schema import MAPPING  # imported here: mapping.schema reads the metric and mode tables of api/cost
+
+    validate(data, MAPPING, origin)
 
     def opt_tuple(key: str) -> tuple | None:
         value = data.get(key)

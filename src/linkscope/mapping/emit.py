@@ -14,7 +14,7 @@ from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_nam
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
 from .assignment import Assignment
 
-EMITTERS = ("env", "rankfile", "rankfile-logical", "slurm")
+EMITTERS = ("env", "rankfile", "rankfile-logical", "slurm", "sbatch")
 
 def _cpu_list(cores: tuple[int, ...]) -> str:
     """Compact CPU list: (0,1,2,3,8) -> '0-3,8'.
@@ -138,14 +138,29 @@ def _host(assignment: Assignment, rank: int, hosts: list[str] | None) -> str:
     return hosts[0] if hosts else "localhost"
 
 
+def first_threads(assignment: Assignment, rank: int) -> tuple[int, ...]:
+    """One OS CPU number per physical core of ``rank``: its cores' first hardware threads. Linux
+    numbers the first thread of every core before the second ones, so of a rank's sorted CPUs the
+    first (CPUs / threads per core) are one per core (binding.core_sets makes the same assumption
+    where discovery recorded no sibling sets)."""
+    cpus = tuple(sorted(assignment.cores_of_rank[rank])) if assignment.cores_of_rank else ()
+    physical = len(assignment.core_index_of_rank[rank]) if assignment.core_index_of_rank else 0
+    if physical and len(cpus) > physical and len(cpus) % physical == 0:
+        return cpus[:physical]
+    return cpus
+
+
 def rankfile(assignment: Assignment, hosts: list[str] | None = None) -> str:
     """Open MPI 4 rankfile with OS CPU numbers (``mpirun --rankfile FILE --mca
-    rmaps_rank_file_physical 1``): each rank on its host, bound to its whole physical cores
-    (Open MPI binds the core of each listed hardware thread, so SMT siblings come along)."""
-    lines = ["# linkscope rankfile (Open MPI 4, OS CPU numbers): mpirun --rankfile THIS --mca "
-             "rmaps_rank_file_physical 1 linkscope launch --mapping MAPPING -- ./app"]
+    rmaps_rank_file_physical 1``): each rank on its host with one hardware thread per physical core
+    it gets (Open MPI binds the core of each listed thread, so SMT siblings come along). Listing a
+    core and its sibling (``slot=6,30``) reads as two cores in Open MPI's logical numbering when the
+    physical flag is missing; one thread per core means the same cores either way only where the
+    OS numbers equal the logical ones, so the header says which flag it needs."""
+    lines = ["# linkscope rankfile (Open MPI 4, OS CPU numbers, one hardware thread per physical core): "
+             "mpirun --rankfile THIS --mca rmaps_rank_file_physical 1 linkscope launch --mapping MAPPING -- ./app"]
     for rank in range(assignment.ranks):
-        cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank else ()
+        cores = first_threads(assignment, rank)
         slot = _cpu_list(cores) if cores else "*"
         lines.append(f"rank {rank}={_host(assignment, rank, hosts)} slot={slot}")
     return "\n".join(lines) + "\n"
@@ -195,6 +210,37 @@ def slurm_line(assignment: Assignment) -> str:
         masks = [hex(sum(1 << c for c in cores)) for cores in assignment.cores_of_rank]
         line += f" --cpu-bind=mask_cpu:{','.join(masks)}"
     return "\n".join(head + [line]) + "\n"
+
+
+def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None) -> str:
+    """A runnable ``sbatch`` script: nodes, tasks, ``--gres=gpu:N`` (and ``--gpus-per-node``, the
+    same request for sites with GPU types configured by count), the whole node (the indexes count
+    its GPUs in topology order), then ``srun`` with the GPU and CPU binding of ``slurm_line``, or,
+    where the GPU order differs between nodes or GPU UUIDs are known, ``linkscope launch`` choosing
+    each rank's GPU. ``./app`` and ``mapping.json`` are the two words to change."""
+    node_of = assignment.node_of_rank if assignment.node_of_rank is not None else (0,) * assignment.ranks
+    nodes = len(set(node_of))
+    # the GPUs each node must hold: the highest GPU index used there + 1 (map_gpu counts the node's GPUs)
+    per_node = gpus_per_node or max(1, max(max(g for g, n in zip(assignment.gpu_of_rank, node_of) if n == node) + 1
+                                           for node in set(node_of)))
+    tasks_per_node = -(-assignment.ranks // nodes)
+    options = slurm_line(assignment)
+    binding = next((line for line in options.splitlines() if line.startswith("--exclusive")), None)
+    lines = ["#!/bin/bash",
+             "# linkscope: sbatch THIS (edit ./app and mapping.json); written by linkscope map --emit sbatch",
+             f"#SBATCH --nodes={nodes}",
+             f"#SBATCH --ntasks={assignment.ranks}",
+             f"#SBATCH --ntasks-per-node={tasks_per_node}",
+             f"#SBATCH --gres=gpu:{per_node}",
+             f"#SBATCH --gpus-per-node={per_node}",
+             "#SBATCH --exclusive",
+             "set -euo pipefail"]
+    lines += [line for line in options.splitlines() if line.startswith("#")]
+    if binding is not None:
+        lines.append(f"srun {binding.replace('--exclusive ', '')} ./app")
+    else:
+        lines.append("srun linkscope launch --mapping mapping.json -- ./app")
+    return "\n".join(lines) + "\n"
 
 
 def env_files(assignment: Assignment) -> dict[str, str]:

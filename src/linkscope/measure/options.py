@@ -8,7 +8,12 @@ from ..errors import ConfigError
 
 MAX_REPS = 100_000
 """Repetitions (and warm-up iterations) per plan and size at most: every sample is kept in memory
-and in the RunRecord, and 100,000 of the fastest copies still finish in seconds."""
+and in the RunRecord, and 100,000 of the fastest copies still finish in seconds. The MPI/NCCL
+benchmarks' ``--iterations/--iters/-n``, ``--warmup/-w``, ``--window`` and ``--cuda-graph`` have the
+same bound."""
+
+MAX_RUNS = 1_000
+"""``--runs`` (whole repeats of a benchmark's sweep) at most."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from typing import Any, TypeVar, cast
 from ..engines.base import EngineCapabilities, GroupResult, MethodInfo, TransferEngine
 from ..errors import BackendUnavailable, ConfigError, MeasurementError, TopologyError, UserError
 from ..patterns.base import Pattern, peer_waiver, select_gpus
-from ..patterns.methods import DEFAULT_METHOD, LATENCY_COPY
+from ..patterns.methods import CE, DEFAULT_METHOD, LATENCY_COPY, LATENCY_KINDS_TABLE
 from ..patterns.plan import ALL, HOST, Endpoint, Transfer, TransferPlan
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status, now_utc
 from ..results.stats import Stats
@@ -547,6 +547,34 @@ def all_ordered_pairs(gpus: Sequence[int]) -> list[tuple[int, int]]:
     return [(a, b) for a in gpus for b in gpus if a != b]
 
 
+_PEER_LATENCY_KINDS = frozenset(k.key for k in LATENCY_KINDS_TABLE if k.needs_peer_access)
+
+
+def pair_peer_waiver(engine: TransferEngine, topology: Topology | None, a: int, b: int) -> str | None:
+    """Why GPUs ``a`` and ``b`` have no peer access (the topology's recorded pairs, then the engine's own
+    answer for a peer copy: the one truth the matrices are waived by), or None when they have it."""
+    probe = TransferPlan("probe", "uni", CE.key, (Transfer(a, b, 8),), "none", f"{a}->{b}")
+    recorded = peer_waiver(topology, probe, CE) if topology is not None else None
+    if recorded is not None:
+        return recorded.reason.split(";")[0]
+    try:
+        answer = engine.waiver(probe)
+    except UserError:
+        return None
+    return answer if answer and "no peer access" in answer.lower() else None
+
+
+def _latency_peer_waiver(engine: TransferEngine, topology: Topology | None, kind: str, a: Endpoint, b: Endpoint) -> str | None:
+    """Why latency ``kind`` cannot run between GPUs ``a`` and ``b``: it goes through a peer mapping
+    (the latency table's ``needs_peer_access``) and the pair has none; else None."""
+    if kind not in _PEER_LATENCY_KINDS or not (isinstance(a, int) and isinstance(b, int)) or a == b:
+        return None
+    reason = pair_peer_waiver(engine, topology, a, b)
+    if reason is None:
+        return None
+    return f"{reason}; latency kind {kind!r} needs a peer mapping (the staged path: bench latency --kind copy --method ce-nopeer)"
+
+
 def run_latency(
     engine: TransferEngine,
     kind: str | Sequence[str],
@@ -600,6 +628,9 @@ def run_latency(
                                                              f"{offered})", **common)]
         if k == LATENCY_COPY.key and caps.method(entry_method) is None:
             return [Measurement(status=Status.WAIVED, reason=_method_missing(caps, entry_method), **common)]
+        no_peer = _latency_peer_waiver(engine, topology, k, a, b)
+        if no_peer is not None:
+            return [Measurement(status=Status.WAIVED, reason=no_peer, **common)]
         try:
             values = engine.latency_us(k, a, b, method=entry_method if k == LATENCY_COPY.key else method, size_bytes=size_bytes,
                                        reps=options.latency_reps, warmup=options.warmup)

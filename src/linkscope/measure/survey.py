@@ -11,9 +11,15 @@ Steps (each skipped or waived with its reason where the engine or the machine ca
 4. a device-local copy on each GPU (pattern ``local``): the memory reference line;
 5. host <-> device latency per GPU: latency kind ``host-read`` (a GPU pointer chase through pinned
    host memory, like nvbandwidth's host_device_latency_sm), waived where the engine lacks it;
-6. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``;
+6. concurrent patterns with ``ce``: ``ring``, ``all-to-one``, ``all-to-all``; where some GPU pairs
+   lack peer access, on each peer island and over every GPU with ``ce-nopeer`` (``concurrency``);
 7. coarse size sweeps (pattern key ``sweep``): ``ce`` between GPU 0 and GPU 1, and every host
    method between the host and GPU 0.
+
+With a diagnosis (``diagnose.survey.SurveyDiagnostics``: the CLI passes one on real GPUs of this
+machine) a **p2p routing check** step follows the matrices (``ce-nopeer`` and ``staged-pinned`` on
+every pair a->b, a<b), link error counters are read before the first step and after each one, and
+the health section, the link issues and the suspects join the findings (docs/diagnose.md).
 
 On one GPU the GPU-pair steps are left out and steps 3-5 and the host sweep answer "is this GPU's
 PCIe link healthy and what do I get"; the findings compare the link state with its maximum.
@@ -51,6 +57,8 @@ from ..results.findings import findings_for
 from ..results.schema import Measurement, RunRecord, Status, now_utc
 from ..topology.model import Topology
 from ..units import KiB, MiB
+from .concurrency import concurrent_specs
+from .consistency import check_consistency
 from .options import MeasureOptions
 from .runner import (
     BenchSpec,
@@ -119,8 +127,10 @@ Step = Callable[[int, ProgressFn | None, PartialFn], RunRecord]
 StepEntry = tuple[str, str, str]
 
 
-def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock) -> list[tuple[str, StepEntry, Step]]:
-    """(name, entry, step) in run order."""
+def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, clock: Clock,
+           peer_check: tuple[str, ...] = ()) -> list[tuple[str, StepEntry, Step]]:
+    """(name, entry, step) in run order. ``peer_check``: methods of the host-bounce check (every pair
+    a->b, a<b, with each), run after the matrices where a diagnosis asks for it."""
     caps = engine.capabilities()
     offered = {m.key for m in caps.methods}
     m_opts = opts.measure
@@ -136,6 +146,11 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
         for direction in ("uni", "bi"):
             steps.append((f"{method} matrix {direction}", (method, "matrix", direction),
                           bench(BenchSpec(MATRIX, (method,), direction), [size])))
+    if peer_check and topology.gpu_count >= 2:
+        n = topology.gpu_count
+        plans = [TransferPlan("p2p-check", "uni", m, (Transfer(a, b, size),), "none", f"{a}->{b}")
+                 for m in peer_check for a in range(n) for b in range(a + 1, n)]
+        steps.append(("p2p routing check", (peer_check[0], "p2p-check", "uni"), bench(plans, [size])))
     kinds = [k for k in opts.latency_kinds if k in caps.latency_kinds]
     if kinds and topology.gpu_count >= 2:
         steps.append(("latency", (kinds[0], "latency", "uni"), lambda offset, progress, partial: run_latency(
@@ -159,8 +174,9 @@ def _steps(engine: TransferEngine, topology: Topology, opts: SurveyOptions, cloc
     if topology.gpu_count >= 2:
         for key in opts.concurrent_patterns:
             pattern = _CONCURRENT.get(key)
-            if pattern is not None:
-                steps.append((f"{CE.key} {key}", (CE.key, key, "uni"), bench(BenchSpec(pattern, (CE.key,), "uni"), [size])))
+            if pattern is not None:  # per peer island, and host-staged over every GPU, where some pairs lack P2P
+                for name, spec in concurrent_specs(engine, topology, pattern, offered):
+                    steps.append((name, (spec.methods[0], key, "uni"), bench(spec, [size])))
         sweep = [TransferPlan("sweep", "uni", CE.key, (Transfer(0, 1, size),), "none", "0->1")]
         steps.append((f"{CE.key} sweep 0->1", (CE.key, "sweep", "uni"), bench(sweep, list(opts.sweep_sizes_bytes))))
     if host and gpus:
@@ -186,6 +202,7 @@ def run_survey(
     on_partial: PartialFn | None = None,
     context: Mapping[str, Any] | None = None,
     pcie_probe: Callable[[], Mapping[str, Any]] | None = None,
+    diagnostics: Any | None = None,
 ) -> RunRecord:
     """Run every step; one RunRecord of kind ``survey`` with findings. ``on_partial`` gets what was
     measured so far (complete=False) after every step (a checkpoint per job would rewrite the whole
@@ -195,9 +212,14 @@ def run_survey(
     ``pcie_probe`` (e.g. NVML's current PCIe generation and width per GPU index, see
     ``discovery.nvml.pcie_link_states``) is called right after the host copies, while the links are
     still up to speed (GPUs lower the PCIe generation when idle); its answer is kept in
-    ``extra["pcie_after_host_copies"]`` for the findings."""
+    ``extra["pcie_after_host_copies"]`` for the findings.
+
+    ``diagnostics`` (``diagnose.survey.SurveyDiagnostics``) samples link error counters before the
+    first step and after each one, may add the host-bounce step, and adds the health section, the
+    link issues and the suspects to ``extra`` and the findings."""
     caps = engine.capabilities()
-    steps = _steps(engine, topology, opts, clock)
+    peer_check = diagnostics.peer_check_methods([m.key for m in caps.methods]) if diagnostics is not None else ()
+    steps = _steps(engine, topology, opts, clock, peer_check)
     host_steps = [i for i, (name, _, _) in enumerate(steps) if name in HOST_BANDWIDTH_STEPS]
     probe_after = host_steps[-1] if host_steps and pcie_probe is not None else None
     extra: dict[str, Any] = {}
@@ -207,8 +229,11 @@ def run_survey(
     base = RunRecord(kind="survey", provenance=_provenance(caps), created_utc=now_utc(), context=dict(context or {}),
                      options=run_options, topology=_topology_dict(topology))
     parts: list[RunRecord] = []
+    step_of: dict[int, str] = {}  # group -> the step that measured it (self-consistency, measure/consistency.py)
     offset = 0
     scale = 1000
+    if diagnostics is not None:
+        diagnostics.start()
     for index, (name, entry, step) in enumerate(steps):
         captured: list[RunRecord] = []
 
@@ -234,6 +259,9 @@ def run_survey(
                 on_partial(partial.with_(findings=findings_for(partial, topology), complete=False))
             raise
         parts.append(part)
+        step_of.update({m.group: name for m in part.measurements if m.group is not None})
+        if diagnostics is not None:
+            diagnostics.after_step(name, loaded=name in HOST_BANDWIDTH_STEPS)
         if index == probe_after:
             try:
                 extra["pcie_after_host_copies"] = {str(k): dict(v) for k, v in pcie_probe().items()}  # type: ignore[misc]
@@ -248,4 +276,26 @@ def run_survey(
     record = _merge(parts, base, complete=True)
     if extra:
         record = record.with_(extra={**dict(record.extra), **extra})
-    return record.with_(findings=findings_for(record, topology))
+    try:
+        record = check_consistency(record, step_of, _remeasure(engine, topology, opts.measure, clock))
+    except KeyboardInterrupt:
+        if on_partial is not None:
+            on_partial(record.with_(findings=findings_for(record, topology), complete=False))
+        raise
+    # the consistency findings (if any) come after the ones computed from the (re-measured) entries
+    found = (*findings_for(record, topology), *record.findings)
+    if diagnostics is not None:  # the diagnosis's own findings come after the survey's
+        diag_extra, diag_lines = diagnostics.finish(record)
+        record = record.with_(extra={**dict(record.extra), **diag_extra})
+        found = (*found, *diag_lines)
+    return record.with_(findings=found)
+
+
+def _remeasure(engine: TransferEngine, topology: Topology, options: MeasureOptions, clock: Clock):
+    """Time one entry's transfer again, alone, as its step did (one plan, one size)."""
+    def again(m: Measurement) -> Measurement | None:
+        plan = TransferPlan(m.pattern, m.direction, m.method, (Transfer(m.src, m.dst, m.size_bytes),), "none",
+                            f"{m.src}->{m.dst} again")
+        rerun = run_bench(engine, topology, [plan], [m.size_bytes], options, clock=clock)
+        return next((e for e in rerun.measurements if e.scope == "transfer"), None)
+    return again

@@ -31,6 +31,7 @@ partial result attached; the CLI saves it with ``complete=False`` and exits 130.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -154,14 +155,17 @@ def stop_on_signal(job: Job) -> Iterator[StopSignal]:
 class Checkpoint:
     """Rank 0's latest partial record and the files it is in.
 
-    ``write(record)`` writes the record atomically to every file asked for and returns the paths
-    it wrote; ``Checkpoint(record)`` calls it after every finished step. ``written`` keeps the
-    files that exist, so an interrupt in the first seconds claims none.
+    ``write(record)`` writes the record atomically and returns the paths it wrote (the CLI's
+    writer sends a partial record to the sidecars ``NAME.partial.json`` and only a complete one to
+    the files the user named); ``Checkpoint(record)`` calls it after every finished step.
+    ``written`` keeps the files that exist, so an interrupt in the first seconds claims none;
+    ``targets`` are the files the user named, which a partial record never replaces.
     """
 
     write: Callable[[Any], Sequence[str]]
     record: Any = None
     written: list[str] = field(default_factory=list)
+    targets: Sequence[str] = ()
 
     def __call__(self, record: Any) -> None:
         self.record = record
@@ -170,8 +174,13 @@ class Checkpoint:
                 self.written.append(path)
 
     def where(self) -> str:
-        """``"; partial results written to a.json, a.csv"`` for the files that exist, else ``""``."""
-        return f"; partial results written to {', '.join(self.written)}" if self.written else ""
+        """``"; partial results written to a.partial.json (a.json left as it was)"`` for the files
+        that exist, else ``""``."""
+        if not self.written:
+            return ""
+        kept = [t for t in self.targets if t not in self.written and os.path.exists(t)]
+        left = f" ({', '.join(kept)} left as {'it was' if len(kept) == 1 else 'they were'})" if kept else ""
+        return f"; partial results written to {', '.join(self.written)}{left}"
 
 
 @dataclass(frozen=True)
@@ -223,6 +232,9 @@ def run_sweep(job: Job, run: Callable[[Callable[[Any], None] | None, StopSignal]
     echo(out.footer(result) if out.stream is not None and out.footer is not None else out.text(result))
     record = out.to_record(result, True)
     checkpoint(record)
+    if record.measurements and all(m.status.value == "waived" for m in record.measurements):
+        sys.stderr.write("linkscope: error: nothing was measured: every entry was waived (reasons in the JSON 'reason' fields)\n")
+        return EXIT_WITH_ERRORS
     return EXIT_WITH_ERRORS if record.errors else 0
 
 

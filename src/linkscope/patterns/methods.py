@@ -167,10 +167,13 @@ class LatencyKind:
     key: str
     description: str
     host_end: bool = False  # the memory (src) may be / must be host
+    needs_peer_access: bool = False  # between two GPUs it reads or stores through a peer mapping
 
 
-LATENCY_REMOTE_READ = LatencyKind("remote-read", "one GPU thread pointer-chasing through the memory of src (a GPU, or host)")
-LATENCY_FLAG = LatencyKind("flag-pingpong", "one-way flag latency between two GPUs (stores into peer memory)")
+LATENCY_REMOTE_READ = LatencyKind("remote-read", "one GPU thread pointer-chasing through the memory of src (a GPU, or host)",
+                                  needs_peer_access=True)
+LATENCY_FLAG = LatencyKind("flag-pingpong", "one-way flag latency between two GPUs (stores into peer memory)",
+                           needs_peer_access=True)
 LATENCY_COPY = LatencyKind("copy", "device time of one small copy with --method (default ce)")
 LATENCY_HOST_READ = LatencyKind("host-read", "one GPU thread pointer-chasing through pinned host memory (host -> GPU dst)",
                                 host_end=True)

@@ -28,7 +28,6 @@ reported per transfer plus its total (``sum``). A GPU the topology does not have
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
 from ..units import parse_size
-from ..userfiles import read_text, refuse_malformed
+from ..userfiles import loads_strict, read_text, refuse_malformed
 from .base import check_direction
 from .methods import endpoint_reason
 from .plan import HOST, Endpoint, Transfer, TransferPlan, Waiver
@@ -130,10 +129,7 @@ def _transfer(item: Any, where: str) -> FileTransfer:
 
 @refuse_malformed("pattern file")
 def parse_json_pattern(text: str, source: str = "") -> FilePattern:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"pattern file {source} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    data = loads_strict(text, f"pattern file {source}")
     groups_data = data.get("groups") if isinstance(data, dict) else data
     if not isinstance(groups_data, list) or not groups_data:
         raise UserError(f"pattern file {source}: expected a non-empty list of groups (or {{\"groups\": [...]}})")

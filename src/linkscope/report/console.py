@@ -24,6 +24,7 @@ _MAX_SWEEP_PAIRS = 8
 
 LEGEND = ("colour = measured / theoretical bandwidth of the route: "
           "[green]>= 85%[/green], [yellow]>= 60%[/yellow], [red]< 60%[/red]; "
+          "a concurrent pattern's flow shows its share of the route, uncoloured; "
           "N/A = not measured (waived or error, reasons below); GB/s = 10^9 B/s per direction unless marked total")
 
 
@@ -44,10 +45,27 @@ def efficiency_style(eff: float | None) -> str:
     return "red"
 
 
+def is_shared_flow(m: Measurement) -> bool:
+    """A flow of a concurrent pattern: it shares its links with the group's other flows, so its part
+    of the route's capacity is a share, not an efficiency to alarm about."""
+    from ..results.findings import CONCURRENT_PATTERNS
+
+    return m.pattern in CONCURRENT_PATTERNS and m.scope == "transfer"
+
+
 def _bw_cell(m: Measurement | None) -> Text:
     if m is None or m.status is not Status.OK or m.bandwidth is None:
         return Text("N/A", style="dim")
-    return Text(format_rate(m.bandwidth.median), style=efficiency_style(efficiency(m)))
+    return Text(format_rate(m.bandwidth.median), style="" if is_shared_flow(m) else efficiency_style(efficiency(m)))
+
+
+def _eff_cell(m: Measurement, shared: bool | None = None) -> Text | str:
+    eff = efficiency(m)
+    if eff is None:
+        return ""
+    if is_shared_flow(m) if shared is None else shared:
+        return Text(f"{eff * 100:.0f}% share")
+    return Text(f"{eff * 100:.0f}%", style=efficiency_style(eff))
 
 
 def _lat_cell(m: Measurement | None) -> Text:
@@ -192,8 +210,11 @@ ENTRY_COLUMNS = (Column("size", key=True), Column("flow", key=True, justify="lef
 
 def entries_table(ms: Sequence[Measurement], title: str, width: int | None = None) -> list[Group]:
     rows: list[list[Text | str]] = []
+    flows_in: dict[int | None, int] = {}
     for m in ms:
-        eff = efficiency(m)
+        if m.scope == "transfer":
+            flows_in[m.group] = flows_in.get(m.group, 0) + 1
+    for m in ms:
         bw = m.bandwidth if m.status is Status.OK else None
         theo = m.extra.get("theoretical_gb_per_s")
         rows.append([
@@ -201,7 +222,7 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
             f"{m.src} -> {m.dst}" + (" total" if m.scope != "transfer" else ""),
             _bw_cell(m),
             format_rate(theo) if theo else "",
-            Text(f"{eff * 100:.0f}%", style=efficiency_style(eff)) if eff is not None else "",
+            _eff_cell(m, shared=is_shared_flow(m) and (m.group is None or flows_in.get(m.group, 0) > 1)),
             m.status.value,
             format_rate(bw.min) if bw else "",
             format_rate(bw.max) if bw else "",

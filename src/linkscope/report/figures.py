@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..results.findings import CONCURRENT_PATTERNS
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import plots
@@ -86,112 +87,15 @@ def _is_pair(m: Measurement) -> bool:
 
 # ---- topology ---------------------------------------------------------------------------------
 
-_LAYER = {"gpu": 0, "nvswitch": -1, "pcie_switch": 1, "host_bridge": 1, "cpu": 2, "network_switch": 3}
-_ROW_Y = {-1: 4.3, 0: 3.0, 1: 1.75, 2: 0.5, 3: -0.75}
-
-
-def _layout(topology: Any) -> dict[str, tuple[float, float]]:
-    """Layered layout: NVSwitch planes above the GPUs, PCIe switches below, CPUs at the bottom;
-    each NIC beside the device it hangs from; every row centred under what it connects to."""
-    pos: dict[str, tuple[float, float]] = {}
-    gpus = topology.gpus
-    for i, d in enumerate(gpus):
-        pos[d.id] = (float(i), _ROW_Y[0])
-    neighbours: dict[str, list[str]] = defaultdict(list)
-    for link in topology.links:
-        neighbours[link.a].append(link.b)
-        neighbours[link.b].append(link.a)
-    width = max(len(gpus) - 1, 1)
-    for layer in (-1, 1, 2, 3):
-        members = [d for d in topology.devices
-                   if d.kind.value not in ("gpu", "nic") and _LAYER.get(d.kind.value, 3) == layer]
-        wanted = []
-        for d in members:
-            xs = [pos[n][0] for n in neighbours[d.id] if n in pos]
-            wanted.append((sum(xs) / len(xs) if xs else width / 2, d.id))
-        wanted.sort()
-        placed: list[float] = []
-        for x, _ in wanted:
-            placed.append(max(x, placed[-1] + 1.2) if placed else x)
-        if placed:  # recentre the row under what it connects to
-            shift = (sum(w[0] for w in wanted) / len(wanted)) - (sum(placed) / len(placed))
-            placed = [x + shift for x in placed]
-        for (_, dev_id), x in zip(wanted, placed):
-            pos[dev_id] = (x, _ROW_Y[layer])
-    taken: dict[tuple[float, float], int] = defaultdict(int)
-    for d in topology.devices:
-        if d.kind.value != "nic":
-            continue
-        anchor = next((pos[n] for n in neighbours[d.id] if n in pos), (width / 2 + 0.5, _ROW_Y[1]))
-        k = taken[anchor]
-        taken[anchor] += 1
-        pos[d.id] = (anchor[0] + 0.75 + 0.6 * k, anchor[1] - 0.55)
-    return pos
-
-
-def _link_label(link: Any) -> str:
-    cap = link.capacity_gb_per_s
-    cap_text = f"{cap:.0f}" if cap >= 100 else f"{cap:.3g}"
-    if link.kind.value == "nvlink":
-        return f"NV{link.count} {cap_text} GB/s"
-    if link.kind.value == "xgmi":
-        return f"XGMI{link.count} {cap_text} GB/s"
-    count = f"{link.count}x " if link.count > 1 else ""
-    return f"{count}{link.kind.value.upper()} {cap_text} GB/s"
-
-
 def topology_figure(topology: Any, title: str, simulated: bool) -> FigureItem:
-    n_gpus = max(topology.gpu_count, 1)
-    fig = plots.new_figure(max(6.5, 1.35 * n_gpus + 2.5), 5.0)
-    ax = fig.add_subplot(1, 1, 1)
-    pos = _layout(topology)
-    by_id = topology.by_id
-    for link in topology.links:
-        (x0, y0), (x1, y1) = pos[link.a], pos[link.b]
-        colour = plots.LINK_COLOURS.get(link.kind.value, "#444444")
-        width = 1.0 + 1.2 * math.log10(max(link.capacity_gb_per_s, 1.0))
-        same_row = abs(y0 - y1) < 1e-6
-        rad = 0.0
-        if same_row:
-            rad = min(0.35, 1.0 / max(abs(x1 - x0), 1e-9))  # sag about half a row, whatever the span
-            rad = -rad if (x1 - x0) > 0 else rad
-            if y0 < _ROW_Y[0]:  # rows below the GPUs bend downwards, away from the rest
-                rad = -rad
-        elif abs(y0 - y1) > 1.3:  # a link that skips a row: bend it so it does not cross the middle row
-            rad = 0.25
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops=dict(arrowstyle="-", color=colour, lw=width, alpha=0.85,
-                                    connectionstyle=f"arc3,rad={rad}", shrinkA=11, shrinkB=11))
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        if rad:
-            # midpoint of the quadratic arc, offset perpendicular to the chord
-            dx, dy = x1 - x0, y1 - y0
-            mx, my = mx + rad * dy / 2, my - rad * dx / 2
-        ax.text(mx, my, _link_label(link), fontsize=8, ha="center", va="center", color=colour,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
-    for dev_id, (x, y) in pos.items():
-        d = by_id[dev_id]
-        face, marker = plots.DEVICE_STYLE.get(d.kind.value, ("#dddddd", "o"))
-        ax.scatter([x], [y], s=900 if d.is_gpu else 700, c=face, marker=marker, edgecolors="#333333", zorder=3)
-        ax.text(x, y, d.label, ha="center", va="center", fontsize=8.5, zorder=4, weight="bold")
-        if d.kind.value in ("nic",) and d.line_rate_gbit_per_s:
-            ax.text(x, y - 0.33, f"{d.line_rate_gbit_per_s:g} Gb/s", ha="center", va="top", fontsize=8)
-    xs = [p[0] for p in pos.values()] or [0.0]
-    ys = [p[1] for p in pos.values()] or [0.0]
-    ax.set_xlim(min(xs) - 0.9, max(xs) + 0.9)
-    ax.set_ylim(min(ys) - 0.7, max(ys) + 1.0)
-    ax.axis("off")
-    kinds = sorted({link.kind.value for link in topology.links})
-    from matplotlib.lines import Line2D
+    """The topology by tiers (report/topology_figure.py), with its description, source and notes."""
+    from .topology_figure import draw
 
-    handles = [Line2D([0], [0], color=plots.LINK_COLOURS.get(k, "#444444"), lw=3, label=k) for k in kinds]
-    if handles:
-        ax.legend(handles=handles, loc="upper right", fontsize=8, frameon=False, ncols=len(handles))
-    ax.set_title(title, fontsize=10)
-    if simulated:
-        plots.stamp_simulated(fig)
-    caption = (f"{(topology.description or topology.name).rstrip('.')}. Link labels: bonded count and per-direction capacity "
-               f"(GB/s = 10^9 B/s); colours by link kind. Source: {topology.source or 'n/a'}.")
+    fig = draw(topology, title, simulated)
+    caption = (f"{(topology.description or topology.name).rstrip('.')}. Tiers top to bottom: fabric switches, GPUs, "
+               f"NICs beside their GPUs, PCIe switches, host bridges, CPUs / NUMA nodes; pass-through bridges are folded "
+               f"into their links; the legend gives each kind of link once, per direction (GB/s = 10^9 B/s). "
+               f"Source: {topology.source or 'n/a'}.")
     notes = tuple(getattr(topology, "notes", ()) or ())
     if notes:
         from .topology_view import confidence_legend
@@ -247,8 +151,31 @@ def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[flo
     return [_endpoint(e) for e in ends], values, marks
 
 
-def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
-    items: list[FigureItem] = []
+@dataclass(frozen=True)
+class HeatPanel:
+    """One matrix of the report (pure data): the HTML draws it as a coloured table, ``heatmap_figure``
+    as a Matplotlib figure (``--png``). ``quantity`` names its scale: every panel of one quantity
+    (``bandwidth``: GB/s per direction or per flow, ``total``: GB/s of both directions of a pair,
+    ``latency``: µs) shares one colour scale, so a contended flow never looks as bright as a free one."""
+
+    name: str
+    title: str
+    caption: str
+    names: tuple[str, ...]
+    values: tuple[tuple[float | None, ...], ...]
+    marks: tuple[tuple[str, ...], ...]
+    quantity: str
+    unit: str
+    fmt: str
+    simulated: bool
+
+
+#: sequential colour maps (light = little, dark = much): nothing here is an alarm
+HEAT_CMAPS = {"bandwidth": "viridis_r", "total": "viridis_r", "latency": "Purples"}
+
+
+def heatmap_panels(records: Sequence[RunRecord], labels: Sequence[str]) -> list[HeatPanel]:
+    panels: list[HeatPanel] = []
     for record, label in zip(records, labels):
         groups: dict[tuple[str, str, str], list[Measurement]] = defaultdict(list)
         for m in record.measurements:
@@ -271,49 +198,73 @@ def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list
             if bw_sizes:
                 size = max(bw_sizes)
                 chosen = [m for m in entries if m.size_bytes == size and (m.bandwidth is not None or m.latency is None)]
-                if len({(m.src, m.dst) for m in chosen}) >= 2 or len({e for m in chosen for e in (m.src, m.dst)}) >= 3:
-                    items.append(_heatmap(record, label, method, direction, size, chosen, "bandwidth"))
+                measured = [m for m in chosen if m.status is Status.OK]
+                # a pattern whose every entry was waived is a line in the problems table, not a grey matrix
+                if measured and (len({(m.src, m.dst) for m in chosen}) >= 2 or len({e for m in chosen for e in (m.src, m.dst)}) >= 3):
+                    panels.append(_panel(record, label, method, direction, size, chosen, "bandwidth"))
             lat = [m for m in entries if m.latency is not None or (m.bandwidth is None and m.status is not Status.OK)]
             lat_sizes = [m.size_bytes for m in lat if m.latency is not None]
             if lat_sizes:
                 size = min(lat_sizes)
                 chosen = [m for m in lat if m.size_bytes == size]
                 if len({(m.src, m.dst) for m in chosen}) >= 2:
-                    items.append(_heatmap(record, label, method, direction, size, chosen, "latency"))
-            if len(items) >= MAX_HEATMAPS:
-                return items
-    return items
+                    panels.append(_panel(record, label, method, direction, size, chosen, "latency"))
+            if len(panels) >= MAX_HEATMAPS:
+                return panels
+    return panels
 
 
-def _heatmap(record: RunRecord, label: str, method: str, direction: str, size: int,
-             entries: list[Measurement], what: str) -> FigureItem:
+def heat_scales(panels: Sequence[HeatPanel]) -> dict[str, tuple[float, float]]:
+    """One (vmin, vmax) per quantity over every panel of it."""
+    out: dict[str, tuple[float, float]] = {}
+    for quantity in {p.quantity for p in panels}:
+        finite = [v for p in panels if p.quantity == quantity for row in p.values for v in row if v is not None]
+        out[quantity] = (0.0, max(finite) if finite else 1.0)
+    return out
+
+
+def _panel(record: RunRecord, label: str, method: str, direction: str, size: int,
+           entries: list[Measurement], what: str) -> HeatPanel:
     simulated = is_simulated(record) or any(is_simulated(record, m) for m in entries)
     names, values, marks = _matrix(entries, (lambda m: m.median_gb_per_s) if what == "bandwidth" else (lambda m: m.latency_us))
-    n = len(names)
-    fig = plots.new_figure(min(max(5.0, 3.2 + 0.55 * n), 11), min(2.6 + 0.45 * n, 9))
-    ax = fig.add_subplot(1, 1, 1)
     finite = [v for row in values for v in row if v is not None]
     total = direction == "bi" and what == "bandwidth" and "total" in {m.scope for m in entries}
     if what == "bandwidth":
         fmt = "{:.0f}" if finite and max(finite) >= 100 else "{:.1f}"
-        plots.heatmap(ax, values, marks, names, names, "viridis", "GB/s", fig, fmt, vmin=0.0)
         what_text = "both ways (pair total)" if total else ("one way" if direction == "uni" else direction)
         title = f"{label}: {method} {what_text}, {format_size(size)}"
+        quantity, unit = ("total", "GB/s (pair total)") if total else ("bandwidth", "GB/s")
     else:
-        # light = fast, dark = slow; the top of the scale above the largest value keeps every cell readable
-        top = max(finite) * 1.25 if finite else None
-        plots.heatmap(ax, values, marks, names, names, "YlOrRd", "µs", fig, "{:.2f}", vmin=0.0, vmax=top)
+        fmt = "{:.2f}"
         size_text = f", {format_size(size)}" if size else ""
         title = f"{label}: {method}{'' if 'latency' in method else ' latency'}{size_text}"
-    ax.set_title(title, fontsize=10)
-    if simulated:
-        plots.stamp_simulated(fig)
+        quantity, unit = "latency", "µs"
     word = "simulated by the fabric model" if simulated else "median over repetitions"
-    unit = ("GB/s, total of both directions of the pair (the console's 'total of both directions')" if total
-            else "GB/s, per direction" if what == "bandwidth" else "µs, one way")
-    caption = (f"{word.capitalize()} ({unit}); "
+    unit_text = ("GB/s, total of both directions of the pair (the console's 'total of both directions')" if total
+                 else "GB/s, per direction" if what == "bandwidth" else "µs, one way")
+    caption = (f"{word.capitalize()} ({unit_text}); one colour scale for every {unit} matrix of the report; "
                "grey cells are not measured: N/A, waived (the pattern does not apply) or error.")
-    return FigureItem(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", "heatmaps", title, caption, fig, simulated)
+    return HeatPanel(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", title, caption, tuple(names),
+                     tuple(tuple(r) for r in values), tuple(tuple(r) for r in marks), quantity, unit, fmt, simulated)
+
+
+def heatmap_figure(panel: HeatPanel, scale: tuple[float, float]) -> FigureItem:
+    """The panel as a Matplotlib figure (for ``--png``), on the report's scale of its quantity."""
+    n = len(panel.names)
+    fig = plots.new_figure(min(max(5.0, 3.2 + 0.55 * n), 11), min(2.6 + 0.45 * n, 9))
+    ax = fig.add_subplot(1, 1, 1)
+    plots.heatmap(ax, [list(r) for r in panel.values], [list(r) for r in panel.marks], panel.names, panel.names,
+                  HEAT_CMAPS[panel.quantity], panel.unit, fig, panel.fmt, vmin=scale[0], vmax=scale[1])
+    ax.set_title(panel.title, fontsize=10)
+    if panel.simulated:
+        plots.stamp_simulated(fig)
+    return FigureItem(panel.name, "heatmaps", panel.title, panel.caption, fig, panel.simulated)
+
+
+def heatmap_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
+    panels = heatmap_panels(records, labels)
+    scales = heat_scales(panels)
+    return [heatmap_figure(p, scales[p.quantity]) for p in panels]
 
 
 # ---- bandwidth vs size ----------------------------------------------------------------------
@@ -428,11 +379,45 @@ def comm_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[Fi
     return items
 
 
+def _merged_label(labels: Sequence[str]) -> str:
+    """``run: ce, d2h, h2d (sweep, uni) [simulated]`` from labels that differ only in their method."""
+    parts = []
+    for label in labels:
+        run, _, rest = label.partition(": ")
+        method, _, tail = rest.partition(" (")
+        parts.append((run, method, tail))
+    if len({(run, tail) for run, _, tail in parts}) == 1:
+        run, _, tail = parts[0]
+        return f"{run}: {', '.join(m for _, m, _ in parts)} ({tail}"
+    return " = ".join(labels)
+
+
+def merge_identical(series: Sequence[Series], rel: float = 0.005) -> list[Series]:
+    """Series with the same sizes and values (within ``rel``) as one line with one legend entry
+    naming them all: lines drawn on top of each other would leave legend entries without a visible line."""
+    out: list[Series] = []
+    members: list[list[Series]] = []
+    for s in series:
+        for k, first in enumerate(out):
+            if (first.sizes == s.sizes and first.simulated == s.simulated and first.total == s.total
+                    and all(abs(a - b) <= rel * max(abs(a), abs(b), 1e-12) for a, b in zip(first.values, s.values))):
+                members[k].append(s)
+                break
+        else:
+            out.append(s)
+            members.append([s])
+    return [group[0] if len(group) == 1 else Series(_merged_label([g.label for g in group]), group[0].sizes,
+                                                     group[0].values, group[0].simulated,
+                                                     max(g.pairs for g in group), group[0].total)
+            for group in members]
+
+
 def curve_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> list[FigureItem]:
-    """Per-transfer and aggregate (concurrent total) curves apart, so one scale fits each."""
+    """Per-transfer and aggregate (concurrent total) curves apart, so one scale fits each; series that
+    coincide are one line (``merge_identical``), so every legend entry has a visible line."""
     items = []
     for what, unit, ylabel in (("bandwidth", "GB/s", "bandwidth (GB/s, per direction)"), ("latency", "µs", "latency (µs)")):
-        every = size_series(records, labels, what)
+        every = merge_identical(size_series(records, labels, what))
         for scope, scope_title in (("transfer", ""), ("total", " (aggregate of concurrent transfers)")):
             series = [s for s in every if s.total == (scope == "total")]
             if not series:
@@ -555,9 +540,12 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         if has_pred:
             ax.barh(y, predicted, h, label="predicted (model)", color="#ff7f0e")
         ax.barh(y - h if has_pred else y, theoretical, h, label="theoretical (links)", color="#bbbbbb")
-        for yi, mv, tv in zip(y, measured, theoretical):
+        for yi, mv, tv, g in zip(y, measured, theoretical, names):
             if not math.isnan(tv) and tv:
-                ax.text(mv, yi + h, f" {mv:.1f} GB/s = {100 * mv / tv:.0f}%", ha="left", va="center", fontsize=8)
+                # a concurrent pattern's flow shares its links: its part of the route is a share
+                share = g.split(" ")[1:2] != [] and g.split(" ")[1] in CONCURRENT_PATTERNS and not g.endswith(" total")
+                ax.text(mv, yi + h, f" {mv:.1f} GB/s = {100 * mv / tv:.0f}%{' share' if share else ''}", ha="left",
+                        va="center", fontsize=8)
         ax.set_yticks(y)
         ax.set_yticklabels([f"{g} ({len(groups[g])})" for g in names], fontsize=9)
         ax.set_xlabel("GB/s")
@@ -569,7 +557,8 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         if simulated:
             plots.stamp_simulated(fig)
         caption = (f"Median over the entries of each method/pattern (their count in brackets), at the largest size; "
-                   f"the percentage after a {word} bar is its efficiency ({word} / theoretical).")
+                   f"the percentage after a {word} bar is its efficiency ({word} / theoretical), or, for one flow of "
+                   f"a concurrent pattern, its share of the route it shares with the others.")
         out.append(FigureItem(f"measured-vs-predicted-{_slug(run)}", "model", title, caption, fig, simulated))
     return out
 
@@ -615,8 +604,34 @@ def pattern_totals(records: Sequence[RunRecord], labels: Sequence[str]) -> list[
     return out
 
 
+def _merge_equal_totals(totals: list[PatternTotal]) -> list[tuple[str, PatternTotal]]:
+    """(row label, total) with the groups of one pattern that reached the same total (within 0.5%)
+    as one row: ``all-to-one ×8 (all→GPU0 … all→GPU7, each)``."""
+    rows: list[tuple[list[PatternTotal], PatternTotal]] = []
+    for t in totals:
+        base = t.pattern.split(" ")[0]
+        for members, first in rows:
+            if ((first.run, first.pattern.split(" ")[0], first.method, first.direction, first.theoretical_gb_per_s)
+                    == (t.run, base, t.method, t.direction, t.theoretical_gb_per_s)
+                    and first.total_gb_per_s is not None and t.total_gb_per_s is not None
+                    and abs(first.total_gb_per_s - t.total_gb_per_s) <= 0.005 * max(first.total_gb_per_s, 1e-12)):
+                members.append(t)
+                break
+        else:
+            rows.append(([t], t))
+    out = []
+    for members, first in rows:
+        if len(members) == 1:
+            out.append((first.pattern, first))
+            continue
+        wheres = [m.pattern.split(" ", 1)[1] if " " in m.pattern else m.pattern for m in members]
+        out.append((f"{first.pattern.split(' ')[0]} ×{len(members)} ({wheres[0]} … {wheres[-1]}, each)", first))
+    return out
+
+
 def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
-    shown = [t for t in totals if t.total_gb_per_s is not None][:24]
+    rows = _merge_equal_totals([t for t in totals if t.total_gb_per_s is not None])[:24]
+    shown = [t for _, t in rows]
     if not shown:
         return None
     import numpy as np
@@ -631,12 +646,14 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
-    for yi, t, t_gb_per_s in zip(y, shown, total):  # the value after the bar and after the theoretical mark
-        ax.text(max(t_gb_per_s, t.theoretical_gb_per_s or 0.0), yi, f"  {t_gb_per_s:.1f}", ha="left",
-                va="center", fontsize=8)
+    top = max([v for v in total + theo if not np.isnan(v)] or [1.0]) * 1.2
+    for yi, t_gb_per_s in zip(y, total):  # the value at the end of its bar (inside when the bar is long enough)
+        inside = t_gb_per_s > 0.15 * top
+        ax.text(t_gb_per_s, yi, f"{t_gb_per_s:.1f} " if inside else f" {t_gb_per_s:.1f}", ha="right" if inside else "left",
+                va="center", fontsize=8, color="white" if inside else "black", zorder=4)
     multi_run = len({t.run for t in shown}) > 1
     ax.set_yticks(y)
-    ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{t.pattern} {t.method} {t.direction}" for t in shown],
+    ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{label} {t.method} {t.direction}" for label, t in rows],
                        fontsize=9)
     ax.set_xlabel("aggregate GB/s")
     ax.grid(True, axis="x", alpha=0.3)

@@ -41,6 +41,10 @@ th{background:#f0f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums
 .sim{background:#d62728;color:#fff} .meas{background:#2ca02c;color:#fff} .pred{background:#ff7f0e;color:#fff}
 .ok{color:#2ca02c} .waived{color:#8c6d1f} .error{color:#d62728;font-weight:600}
 ul.findings li{margin:3px 0} .muted{color:#777;font-size:12px}
+div.topo{overflow-x:auto} div.topo table{font-size:11px} div.topo td,div.topo th{padding:1px 4px;white-space:nowrap}
+table.heat caption{caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px}
+table.heat td,table.heat th{text-align:center;padding:3px 6px;min-width:3.2em} table.heat td.na{background:#e0e0e0;color:#666}
+.scale{font-size:11px;color:#555} .swatch{display:inline-block;width:14px;height:10px;margin:0 2px 0 8px;vertical-align:middle}
 """
 
 
@@ -91,6 +95,7 @@ def _gpus_text(context: Any) -> str:
 
 
 def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    """One row per run; the host and driver columns only where some run knows them."""
     rows = []
     for r, label in zip(records, labels):
         ctx = r.context or {}
@@ -102,8 +107,10 @@ def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
             f'<span class="{"error" if counts[Status.ERROR] else "ok"}">{counts[Status.ERROR]}</span>',
             "yes" if r.complete else '<span class="error">no (interrupted)</span>',
         ])
-    table = _table(["run", "kind", "provenance", "created (UTC)", "host", "GPUs", "driver", "ok", "waived", "errors",
-                    "complete"], rows, numeric=(7, 8, 9))
+    headers = ["run", "kind", "provenance", "created (UTC)", "host", "GPUs", "driver", "ok", "waived", "errors", "complete"]
+    keep = [i for i, h in enumerate(headers) if h not in ("host", "driver") or any(row[i] for row in rows)]
+    numeric = [keep.index(i) for i in (7, 8, 9)]
+    table = _table([headers[i] for i in keep], [[row[i] for i in keep] for row in rows], numeric=numeric)
     return f'<section id="runs"><h2>Runs</h2>{table}</section>'
 
 
@@ -185,11 +192,94 @@ def _problems_section(records: Sequence[RunRecord], labels: Sequence[str]) -> st
     return f'<section id="problems"><h2>Waived and failed entries</h2>{table}{more}</section>'
 
 
-def build_figures(records: Sequence[RunRecord]) -> tuple[list[F.FigureItem], dict[str, Any], list[str]]:
-    """All figures plus the tables' data (comparisons, totals, mappings) and notes."""
+def _heat_colour(cmap: Any, fraction: float) -> tuple[str, str]:
+    """(background, text colour) of a cell: the colour map at ``fraction``, black or white text by luminance."""
+    r, g, b, _ = cmap(0.06 + 0.8 * min(max(fraction, 0.0), 1.0))  # neither end of the map: no white, no black cells
+    text = "#000" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "#fff"
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}", text
+
+
+def _heat_table(panel: F.HeatPanel, scale: tuple[float, float]) -> str:
+    """A matrix as an HTML table with coloured cells (no image to draw: the report's matrices cost
+    nothing to render and their numbers stay text)."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps[F.HEAT_CMAPS[panel.quantity]]
+    lo, hi = scale
+    filled = [(a, b, v) for a, row in zip(panel.names, panel.values) for b, v in zip(panel.names, row) if v is not None]
+    sim = ' <span class="tag sim">SIMULATED</span>' if panel.simulated else ""
+    if len(panel.names) > 2 and len(filled) <= len(panel.names):  # a ring's n flows: a row of flows, not a grey matrix
+        flow_cells = []
+        for _, _, flow_gb in filled:
+            bg, fg = _heat_colour(cmap, (flow_gb - lo) / (hi - lo) if hi > lo else 0.0)
+            flow_cells.append(f'<td class="num" style="background:{bg};color:{fg}">{_e(panel.fmt.format(flow_gb))}</td>')
+        head = "".join(f"<th>{_e(a)}→{_e(b)}</th>" for a, b, _ in filled)
+        return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)}), '
+                f'one column per flow</caption><thead><tr><th>flow</th>{head}</tr></thead><tbody><tr><th>{_e(panel.unit)}</th>'
+                f'{"".join(flow_cells)}</tr></tbody></table>'
+                f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
+    head = "".join(f"<th>{_e(n)}</th>" for n in panel.names)
+    rows = []
+    for name, values, marks in zip(panel.names, panel.values, panel.marks):
+        cells = []
+        for v, mark in zip(values, marks):
+            if v is None:
+                cells.append(f'<td class="na">{_e(mark)}</td>')
+                continue
+            bg, fg = _heat_colour(cmap, (v - lo) / (hi - lo) if hi > lo else 0.0)
+            cells.append(f'<td class="num" style="background:{bg};color:{fg}">{_e(panel.fmt.format(v))}</td>')
+        rows.append(f"<tr><th>{_e(name)}</th>{''.join(cells)}</tr>")
+    legend_stops = [lo + (hi - lo) * k / 4 for k in range(5)]
+    legend = "".join(
+        f'<span class="swatch" style="background:{_heat_colour(cmap, k / 4)[0]}"></span>{_e(panel.fmt.format(v))} '
+        for k, v in enumerate(legend_stops))
+    return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)})</caption>'
+            f'<thead><tr><th>src \\ dst</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<div class="scale">{_e(panel.unit)}: {legend}</div>'
+            f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
+
+
+def _topo_m_tables(records: Sequence[RunRecord]) -> str:
+    """The ``nvidia-smi topo -m`` layout of each distinct embedded topology (levels, CPU and NUMA
+    affinity, NIC columns and the NIC legend); a topology that cannot be read is skipped (the
+    topology figure's note says why)."""
+    from ..errors import UserError
+    from ..topology.io import from_dict
+    from ..topology.model import DeviceKind
+    from .topology_view import topo_m_rows
+
+    out, seen = [], set()
+    for record in records:
+        if not record.topology:
+            continue
+        key = (record.topology.get("name"), len(record.topology.get("devices") or ()), len(record.topology.get("links") or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            topology = from_dict(record.topology)
+            rows, legend = topo_m_rows(topology, list(topology.gpus), list(topology.of_kind(DeviceKind.NIC)))
+        except UserError:
+            continue
+        if len(rows) > 1 + 24:  # a cluster's: nvidia-smi's view is one node's
+            out.append(f'<p class="muted">{_e(topology.name)}: {len(rows) - 1} GPUs and NICs, too many for one nvidia-smi '
+                       "topo -m matrix; linkscope topo --from the RunRecord's topology prints it, split to fit.</p>")
+            continue
+        table = _table(rows[0], [[_e(c) for c in row] for row in rows[1:]])
+        nic = f'<p class="muted">NIC Legend: {_e(", ".join(f"{n}: {name}" for n, name in legend))}</p>' if legend else ""
+        out.append(f'<h3>{_e(topology.name)}: nvidia-smi topo -m layout</h3><div class="topo">{table}</div>{nic}')
+    return "".join(out)
+
+
+def build_figures(records: Sequence[RunRecord], *, heatmap_pngs: bool = True) -> tuple[list[F.FigureItem], dict[str, Any], list[str]]:
+    """All figures plus the tables' data (comparisons, totals, mappings, heatmap panels) and notes.
+    ``heatmap_pngs`` False: the matrices are only data (the HTML draws them as tables)."""
     labels = F.run_labels(records)
     items, notes = F.topology_figures(records, labels)
-    items += F.heatmap_figures(records, labels)
+    panels = F.heatmap_panels(records, labels)
+    scales = F.heat_scales(panels)
+    if heatmap_pngs:
+        items += [F.heatmap_figure(p, scales[p.quantity]) for p in panels]
     items += F.curve_figures(records, labels)
     items += F.comm_figures(records, labels)
     comps = F.comparisons(records, labels)
@@ -210,7 +300,8 @@ def build_figures(records: Sequence[RunRecord]) -> tuple[list[F.FigureItem], dic
         seen[item.name] = n + 1
         unique.append(item if n == 0 else F.FigureItem(f"{item.name}-{n + 1}", item.section, item.title, item.caption,
                                                         item.fig, item.simulated))
-    return unique, {"labels": labels, "comparisons": comps, "totals": totals, "mappings": maps}, notes
+    return unique, {"labels": labels, "comparisons": comps, "totals": totals, "mappings": maps, "panels": panels,
+                    "scales": scales}, notes
 
 
 _SECTIONS = (
@@ -224,9 +315,11 @@ _SECTIONS = (
 )
 
 
-def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = None) -> tuple[str, list[F.FigureItem], list[str]]:
-    """The HTML text, the figures (for PNG output) and notes. ``pngs`` caches rendered PNGs by name."""
-    items, data, notes = build_figures(records)
+def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = None, *,
+                heatmap_pngs: bool = False) -> tuple[str, list[F.FigureItem], list[str]]:
+    """The HTML text, the figures (for PNG output) and notes. ``pngs`` caches rendered PNGs by name.
+    The matrices are HTML tables; ``heatmap_pngs`` also draws them as figures (for ``--png``)."""
+    items, data, notes = build_figures(records, heatmap_pngs=heatmap_pngs)
     labels = data["labels"]
     pngs = {} if pngs is None else pngs
     for item in items:
@@ -248,6 +341,11 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
     for section, heading in _SECTIONS:
         section_items = [i for i in items if i.section == section]
         extra = ""
+        if section == "topology":
+            extra = _topo_m_tables(records)
+        if section == "heatmaps":
+            section_items = []  # the tables stand for them (their PNGs, if drawn, go to --png only)
+            extra = "".join(_heat_table(p, data["scales"][p.quantity]) for p in data["panels"])
         if section == "model" and data["comparisons"]:
             extra = _comparison_table(data["comparisons"])
         elif section == "concurrency" and data["totals"]:
@@ -275,7 +373,7 @@ def write_report(records: list[RunRecord], path: str | Path, png_dir: str | Path
     if not records:
         raise UserError("no run records to report on")
     pngs: dict[str, bytes] = {}
-    text, items, notes = render_html(records, pngs)
+    text, items, notes = render_html(records, pngs, heatmap_pngs=png_dir is not None)
     path = Path(path)
     files: list[Path] = []
     if png_dir is not None:  # the figures first, all or none; then the report that describes them

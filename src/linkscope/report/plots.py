@@ -31,6 +31,7 @@ DEVICE_STYLE = {  # face colour, marker
     "network_switch": ("#d9d9d9", "p"),
 }
 SIMULATED_NOTE = "SIMULATED"
+WATERMARK_GID = "simulated-watermark"  # the one text drawn across others on purpose
 
 
 def new_figure(width_in: float = 7.0, height_in: float = 4.2) -> Any:
@@ -54,7 +55,7 @@ def png_bytes(fig: Any, dpi: int = 110) -> bytes:
 def stamp_simulated(fig: Any) -> None:
     """A diagonal SIMULATED watermark, so a screenshot of the figure alone cannot be mistaken."""
     fig.text(0.5, 0.5, SIMULATED_NOTE, fontsize=46, color="#d62728", alpha=0.13, rotation=25,
-             ha="center", va="center", weight="bold", zorder=0)
+             ha="center", va="center", weight="bold", zorder=0, gid=WATERMARK_GID)
 
 
 def log2_size_axis(ax: Any, sizes: Sequence[int]) -> None:

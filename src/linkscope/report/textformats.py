@@ -1,4 +1,5 @@
-"""Plain-text outputs of a RunRecord: CSV (one row per measurement, every JSON field), OSU-style
+"""Plain-text outputs of a RunRecord: CSV (one row per measurement, every JSON field, plain cells),
+OSU-style
 text (any record; ``bench mpi`` records in OSU's own layout), nccl-tests' table (``bench nccl``),
 the stencil and p2p-matrix tables. The comm commands stream the same lines as sizes finish.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,13 +24,22 @@ _SIZE_WIDTH = 10
 _FIELD_WIDTH = 20
 
 
+CSV_SIGNIFICANT = 6  # digits kept of a float: 478.11600000000004 -> 478.116 (the medians' own noise is larger)
+
+
 def _cell(value: Any) -> Any:
+    """A plain CSV cell: no JSON inside (lists joined with "; ", mappings as key=value), floats
+    rounded to ``CSV_SIGNIFICANT`` significant digits, booleans as true/false."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True)
+    if isinstance(value, float):
+        return repr(float(f"{value:.{CSV_SIGNIFICANT}g}")) if value == value else "nan"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={_cell(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(_cell(v)) for v in value)
     return value
 
 
@@ -165,10 +175,14 @@ def mpi_osu_text(record: RunRecord) -> str:
                                             for m in mpi_osu_lines(record)) + mpi_osu_footer(record)
 
 
-# ---- bench nccl: nccl-tests' table ---------------------------------------------------------------------
-_NCCL_GROUP_HEAD = f" {'time':>9} {'algbw':>8} {'busbw':>8} {'#wrong':>7}"
-_NCCL_GROUP_UNIT = f" {'(us)':>9} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}"
-
+# ---- bench nccl: nccl-tests' text layout -----------------------------------------------------------------
+# The layout of nccl-tests 2.19 (src/util.cu of /work/shared/anchors/src/nccl-tests: writeDeviceReport
+# lines 622-640 and 667-720, writeResultHeader 737-762, writeBenchmarkLinePreamble 454-457,
+# writeBenchmarkLineBody 497-510 with getFloatStr 488-493, writeResultFooter 777-780): its header lines,
+# "# Using devices", both column groups (out-of-place, in-place), "# Out of bounds values" and
+# "# Avg bus bandwidth" (the mean busbw over every timed line, both placements, as common.cu 895-896
+# and 1831 compute it), so parsers of nccl-tests output read this text as they read nccl-tests'.
+# An in-place group that was not run (no --inplace) is written N/A.
 
 def _nccl(record: RunRecord) -> dict[str, Any]:
     return dict(record.extra.get("nccl") or {})
@@ -183,33 +197,90 @@ def nccl_sizes(record: RunRecord) -> list[int]:
     return list(dict.fromkeys(m.size_bytes for m in record.measurements))
 
 
+def _float_str(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: 2 decimals, then 1, then 0, then exponent, whatever fits ``width``."""
+    for text in (f"{value:{width}.2f}", f"{value:{width}.1f}", f"{value:{width}.0f}"):
+        if len(text) <= width:
+            return text
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
+
+
+def _step(sizes: list[int]) -> str:
+    ordered = sorted(set(sizes))
+    if len(ordered) > 1 and all(b % a == 0 for a, b in itertools.pairwise(ordered)):
+        factors = {b // a for a, b in itertools.pairwise(ordered)}
+        if len(factors) == 1:
+            return f"{factors.pop()}(factor)"
+    steps = {b - a for a, b in itertools.pairwise(ordered)}
+    return f"{steps.pop()}(bytes)" if len(steps) == 1 else "0(list of sizes)"
+
+
+def _program(record: RunRecord) -> str:
+    """``linkscope_all_reduce (bench nccl --op allreduce)``: one word naming nccl-tests' binary of the
+    operation first, as readers take the operation from that word (all_reduce_perf -> allreduce)."""
+    from ..results.peertools.nccltests import OPS_OF_BINARY
+
+    op = _nccl(record).get("op")
+    binary = next((b for b, o in OPS_OF_BINARY.items() if o == op), str(op))
+    return f"linkscope_{binary} (bench nccl --op {op})"
+
+
+def _bus_id(topology: Any, device: int) -> str:
+    """``[0000:00:06]`` (domain:bus:device, as nccl-tests prints it) from the embedded topology, or dashes."""
+    for d in (topology or {}).get("devices", []):
+        if d.get("kind") == "gpu" and d.get("index") == device and d.get("pci_bus_id"):
+            return str(d["pci_bus_id"]).rsplit(".", 1)[0]
+    return "----:--:--"
+
+
 def nccl_tests_header(record: RunRecord) -> str:
-    """Title and column headers (nccl-tests' columns; a second group when in place was run)."""
+    """nccl-tests' header lines (version line replaced by linkscope's own), the device lines and the
+    column headers of both groups."""
     info = _nccl(record)
-    both = _nccl_has_inplace(record)
-    place = "out-of-place and in-place" if both else "out-of-place"
-    lines = [f"# linkscope nccl: op {info.get('op')}, {info.get('ranks')} ranks, NCCL {info.get('version')}, "
-             f"iters {info.get('iters')}, warm-up {info.get('warmup')}, float32, {place}"
-             + (" (SIMULATED)" if record.provenance.value == "simulated" else ""),
-             f"# devices per process: {info.get('devices_per_process')}"]
-    if both:
-        lines.append(f"#{'':>11} {'':>12} {'':>6} {'':>6} {'':>5} {'out-of-place':^35} {'in-place':^35}")
-    groups = 2 if both else 1
-    lines.append(f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>5}" + _NCCL_GROUP_HEAD * groups)
-    lines.append(f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>5}" + _NCCL_GROUP_UNIT * groups)
+    ctx = record.context or {}
+    opts = record.options or {}
+    sizes = list(opts.get("sizes") or nccl_sizes(record))
+    per_process = info.get("devices_per_process") or [[]]
+    names = list(ctx.get("gpus") or [])
+    hosts = list(ctx.get("hosts_per_rank") or [ctx.get("host") or "?"])
+    simulated = record.provenance.value == "simulated"
+    lines = [f"# linkscope bench nccl in nccl-tests' layout: NCCL {info.get('version')}, float32"
+             + (" (SIMULATED)" if simulated else ""),
+             f"# Collective test starting: {_program(record)}",
+             f"# nThread 1 nGpus {len(per_process[0]) if per_process else 1} minBytes {min(sizes) if sizes else 0} "
+             f"maxBytes {max(sizes) if sizes else 0} step: {_step(sizes)} warmup iters: {info.get('warmup')} "
+             f"iters: {info.get('iters')} agg iters: 1 validation: {1 if opts.get('verify', True) else 0} "
+             f"graph: {opts.get('cuda_graph') or 0} unalign: 0",
+             "#", "# Using devices"]
+    rank = 0
+    for process, devices in enumerate(per_process):
+        host = hosts[process] if process < len(hosts) else hosts[-1]
+        for device in devices:
+            name = names[device] if isinstance(device, int) and device < len(names) else "?"
+            # Pid 0: not recorded (no user process has it); a dash would break readers that expect digits
+            lines.append(f"#  Rank {rank:2d} Group  0 Pid {0:6d} on {host:>10} device {device:2d} "
+                         f"[{_bus_id(record.topology, device)}] {name}")
+            rank += 1
+    lines.append("#")
+    lines.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place                       in-place          ")
+    lines.append(f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  {'time':>7}  {'algbw':>6}  "
+                 f"{'busbw':>6}  {'#wrong':>6}  {'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ")
+    lines.append(f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
+                 f"{'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6} ")
     return "\n".join(lines) + "\n"
 
 
 def _nccl_group(m: Measurement | None) -> str:
     if m is None:
-        return f" {'N/A':>9} {'N/A':>8} {'N/A':>8} {'N/A':>7}"
+        return f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
     wrong = m.extra.get("wrong")
-    return (f" {m.extra['time_us']:>9.2f} {m.extra['algbw_gb_per_s']:>8.2f} {m.extra['busbw_gb_per_s']:>8.2f} "
-            f"{'N/A' if wrong is None else str(wrong):>7}")
+    body = (f"  {_float_str(m.extra['time_us'], 7)}  {_float_str(m.extra['algbw_gb_per_s'], 6)}  "
+            f"{_float_str(m.extra['busbw_gb_per_s'], 6)}")
+    return body + (f"  {'N/A':>6}" if wrong is None else f"  {wrong:6g}")
 
 
 def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
-    """The data line of one size: out-of-place group, then the in-place group when it was run."""
+    """The data line of one size: the out-of-place group, then the in-place group (N/A when not run)."""
     op = _nccl(record).get("op")
     at = [m for m in record.measurements if m.size_bytes == size_bytes]
     out = next((m for m in at if not m.extra.get("inplace")), None)
@@ -217,11 +288,8 @@ def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
     first = out or inp
     count = first.extra.get("count", 0) if first is not None else 0
     redop = "sum" if op in ("allreduce", "reduce", "reduce_scatter") else "none"
-    root = "0" if op in ("broadcast", "reduce") else "-1"
-    line = f" {size_bytes:>11d} {count:>12d} {'float':>6} {redop:>6} {root:>5}" + _nccl_group(out)
-    if _nccl_has_inplace(record):
-        line += _nccl_group(inp)
-    return line + "\n"
+    root = 0 if op in ("broadcast", "reduce") else -1
+    return f"{size_bytes:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}" + _nccl_group(out) + _nccl_group(inp) + "\n"
 
 
 def _prediction_line(size_bytes: int, pred: dict[str, Any]) -> str:
@@ -239,8 +307,14 @@ def _prediction_line(size_bytes: int, pred: dict[str, Any]) -> str:
 
 
 def nccl_tests_footer(record: RunRecord) -> str:
+    """nccl-tests' footer (out-of-bounds count, average busbw over every timed line, the concluding
+    line), then linkscope's notes and, for a simulated run, the model's algorithm per size."""
     wrong = sum(int(m.extra.get("wrong") or 0) for m in record.measurements)
-    lines = [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}"]
+    busbw = [float(m.extra["busbw_gb_per_s"]) for m in record.measurements if m.extra.get("busbw_gb_per_s") is not None]
+    avg = sum(busbw) / len(busbw) if busbw else 0.0
+    lines = [f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
+             f"# {'Avg bus bandwidth':<20} : {avg:g} ",
+             "#", f"# Collective test concluded: {_program(record)}", "#"]
     lines += [f"# note: {note}" for note in _nccl(record).get("notes", [])]
     for m in record.measurements:
         pred = m.extra.get("prediction")
@@ -250,7 +324,7 @@ def nccl_tests_footer(record: RunRecord) -> str:
 
 
 def nccl_tests_text(record: RunRecord) -> str:
-    """nccl-tests' table of an NCCL record: header, one line per size, the out-of-bounds summary."""
+    """nccl-tests' text of an NCCL record: header, one line per size, footer."""
     return nccl_tests_header(record) + "".join(nccl_tests_row(record, s) for s in nccl_sizes(record)) \
         + nccl_tests_footer(record)
 

@@ -54,6 +54,8 @@ class TopologyView:
     gpu_rows: tuple[tuple[str, ...], ...]  # label, name, pci, numa, cores, nearest NICs
     legend: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
+    topo_m: tuple[tuple[str, ...], ...] = ()  # nvidia-smi topo -m layout: header row, then one row per GPU and NIC
+    nic_legend: tuple[tuple[str, str], ...] = ()  # (NIC0, mlx5_0)
 
 
 def build_view(topology: Topology, gpus: list[int] | None = None) -> TopologyView:
@@ -78,6 +80,7 @@ def build_view(topology: Topology, gpus: list[int] | None = None) -> TopologyVie
                 ",".join(n.label for n in query.nearest_nics(topology, g)) or "-",
             )
         )
+    topo_m, nic_legend = topo_m_rows(topology, selected, nics)
     where = "this system" if topology.is_this_system else "NOT this system"
     title = f"{topology.name} ({topology.source or 'unknown source'}; {where})"
     return TopologyView(
@@ -89,16 +92,39 @@ def build_view(topology: Topology, gpus: list[int] | None = None) -> TopologyVie
         gpu_rows=tuple(rows),
         legend=LEGEND,
         notes=topology.notes,
+        topo_m=topo_m,
+        nic_legend=nic_legend,
     )
+
+
+def topo_m_rows(topology: Topology, gpus: list, nics: list) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, str], ...]]:
+    """The matrix in ``nvidia-smi topo -m``'s layout: GPUs then NICs (named NIC0, NIC1 ... with a NIC
+    legend, as nvidia-smi does) as rows and columns, then CPU Affinity and NUMA Affinity (the cores and
+    NUMA node of the CPU each device hangs from; N/A where the topology does not say)."""
+    devices = gpus + nics
+    names = [g.label for g in gpus] + [f"NIC{i}" for i in range(len(nics))]
+    header = ("", *names, "CPU Affinity", "NUMA Affinity")
+    rows = [header]
+    for name, a in zip(names, devices):
+        cpu = query.local_cpu(topology, a)
+        numa = a.numa_node if a.numa_node is not None else (cpu.numa_node if cpu else None)
+        cores = format_cpu_list(cpu.cores) if cpu and cpu.cores else "N/A"
+        rows.append((name, *(query.pair_level(topology, a, b).code for b in devices), cores, "N/A" if numa is None else str(numa)))
+    legend = tuple((f"NIC{i}", n.label) for i, n in enumerate(nics))
+    return tuple(rows), legend
 
 
 def render_rich(view: TopologyView, console) -> None:
     from .console import Column, print_fitted
 
     console.print(f"[bold]{view.title}[/bold]")
-    print_fitted(console, "pair levels (nvidia-smi topo -m codes)",
-                 [Column("", key=True, justify="left")] + [Column(label, justify="center") for label in view.labels],
-                 [[label, *row] for label, row in zip(view.labels, view.levels)])
+    header = view.topo_m[0]
+    print_fitted(console, "topology matrix (nvidia-smi topo -m layout: pair levels, CPU and NUMA affinity)",
+                 [Column("", key=True, justify="left")] + [Column(h, justify="center") for h in header[1:-2]]
+                 + [Column(header[-2], "CPUs", justify="left"), Column(header[-1], "NUMA", justify="left")],
+                 [list(row) for row in view.topo_m[1:]])
+    if view.nic_legend:
+        console.print("NIC Legend: " + ", ".join(f"{n}: {name}" for n, name in view.nic_legend), markup=False)
     print_fitted(console, "theoretical bandwidth per direction (GB/s, bottleneck of the route)",
                  [Column("src \\ dst", "src\\dst", key=True, justify="left")] + [Column(label) for label in view.gpu_labels],
                  [[label, *["-" if v is None else f"{v:.1f}" for v in row]]

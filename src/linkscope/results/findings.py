@@ -6,10 +6,11 @@ Pure: reads a RunRecord (and optionally its Topology), returns sentences.
 """
 from __future__ import annotations
 
+import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from ..patterns.methods import D2H, D2H_PAGEABLE, DEFAULT_METHOD, H2D, H2D_PAGEABLE, keys_where
+from ..patterns.methods import D2H, D2H_PAGEABLE, DEFAULT_METHOD, H2D, H2D_PAGEABLE, LATENCY_KINDS_TABLE, keys_where
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 
@@ -49,11 +50,33 @@ def _methods_in_order(record: RunRecord) -> list[str]:
     return sorted(seen, key=lambda k: (k != DEFAULT_METHOD.key, seen.index(k)))
 
 
-def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None) -> list[str]:
+PairClasses = Mapping[tuple[int, int], tuple[str, float]]
+
+
+def _pair_list(pairs: Iterable[tuple[int, int]], limit: int = 8) -> str:
+    """``GPU0–GPU4, GPU0–GPU5 …`` (unordered pairs, sorted, the first ``limit``)."""
+    ordered = sorted(pairs)
+    return ", ".join(f"GPU{a}–GPU{b}" for a, b in ordered[:limit]) + (" …" if len(ordered) > limit else "")
+
+
+def _unmeasured_pairs(record: RunRecord, measured: Iterable[tuple[int | str, int | str]]) -> set[tuple[int, int]]:
+    """Unordered GPU pairs of the record's GPUs that have no entry in ``measured``."""
+    gpus = sorted({e for m in record.measurements for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)})
+    seen = {(min(a, b), max(a, b)) for a, b in measured if isinstance(a, int) and isinstance(b, int)}
+    return {(a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:] if (a, b) not in seen}
+
+
+def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None,
+                   pair_classes: PairClasses | None = None) -> list[str]:
+    """The slowest pair and whether the pairs are alike, over the pairs measured (the others are named:
+    a pair without peer access is waived, so "uniform" never speaks for it)."""
     out: list[str] = []
     ms = _matrix_entries(record, method, "uni")
     if len(ms) < 2:
         return out
+    if pair_classes:  # the topology's verdict over the measured pairs only
+        classes = {pair_classes.get((m.src, m.dst)) for m in ms if isinstance(m.src, int) and isinstance(m.dst, int)}
+        uniform_topology = None if None in classes else len(classes) <= 1
     size = format_size(ms[0].size_bytes)
     values = [m.bandwidth.median for m in ms]  # type: ignore[union-attr]
     slow = min(ms, key=lambda m: m.bandwidth.median)  # type: ignore[union-attr]
@@ -61,17 +84,22 @@ def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None
     s, f = slow.bandwidth.median, fast.bandwidth.median  # type: ignore[union-attr]
     median = statistics.median(values)
     spread = (f - s) / median if median else 0.0
+    missing = _unmeasured_pairs(record, ((m.src, m.dst) for m in ms))
+    not_measured = (f"; not measured: {len(missing)} GPU pair{'s' if len(missing) != 1 else ''} ({_pair_list(missing)}), "
+                    f"see the waived entries" if missing else "")
     if spread > UNIFORM_SPREAD:  # a "slowest pair" among equals would be noise
         out.append(f"Slowest GPU pair ({method}, one way, {size}): GPU{slow.src} -> GPU{slow.dst} at {_gb(s)}, "
                    f"{_pct(1 - s / f)} below the fastest (GPU{fast.src} -> GPU{fast.dst}, {_gb(f)}).")
     if spread <= UNIFORM_SPREAD:
         tail = "" if uniform_topology is not False else " although the topology has different link levels"
-        out.append(f"The fabric looks uniform for {method}: all {len(ms)} pairs are within {_pct(spread)} of each other "
-                   f"(median {_gb(median)}){tail}.")
+        every = "all" if not missing else "the"
+        out.append(f"The fabric looks uniform for {method} over the pairs measured: {every} {len(ms)} ordered pairs are within "
+                   f"{_pct(spread)} of each other (median {_gb(median)}){tail}{not_measured}.")
     else:
         why = (" while the topology says every pair is alike: look at the slow pairs (a degraded link, clocks, or another job)"
                if uniform_topology else " as the topology's link levels predict" if uniform_topology is False else "")
-        out.append(f"The fabric is not uniform for {method}: pairs range from {_gb(s)} to {_gb(f)} ({_pct(spread)} spread){why}.")
+        out.append(f"The fabric is not uniform for {method}: pairs range from {_gb(s)} to {_gb(f)} ({_pct(spread)} spread){why}"
+                   f"{not_measured}.")
     return out
 
 
@@ -138,21 +166,67 @@ def _contention_findings(record: RunRecord) -> list[str]:
     return out
 
 
+_NO_PEER = re.compile(r"no peer access between GPU (\d+) and GPU (\d+)", re.IGNORECASE)
+
+
+def _peer_measured_pairs(record: RunRecord) -> set[tuple[int, int]]:
+    """Unordered GPU pairs measured OK with a method (or latency kind) that needs peer access."""
+    peer_methods = set(keys_where(needs_peer_access=True)) | {k.key for k in LATENCY_KINDS_TABLE if k.needs_peer_access}
+    out = set()
+    for m in record.measurements:
+        if (m.status is Status.OK and m.method in peer_methods and isinstance(m.src, int) and isinstance(m.dst, int)
+                and not isinstance(m.src, bool) and not isinstance(m.dst, bool) and m.src != m.dst):
+            out.add((min(m.src, m.dst), max(m.src, m.dst)))
+    return out
+
+
+def _peer_groups(gpus: Iterable[int], pairs: set[tuple[int, int]]) -> list[list[int]]:
+    """GPUs joined by peer access measured (connected components, each sorted; singletons left out)."""
+    parent = {g: g for g in gpus}
+
+    def root(g: int) -> int:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    for a, b in pairs:
+        if a in parent and b in parent:
+            parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for g in sorted(parent):
+        groups.setdefault(root(g), []).append(g)
+    return sorted((grp for grp in groups.values() if len(grp) > 1), key=lambda grp: grp[0])
+
+
+def _gpu_set(gpus: Sequence[int]) -> str:
+    if len(gpus) > 2 and list(gpus) == list(range(gpus[0], gpus[-1] + 1)):
+        return f"GPU{gpus[0]}–GPU{gpus[-1]}"
+    return ", ".join(f"GPU{g}" for g in gpus)
+
+
 def _peer_findings(record: RunRecord) -> list[str]:
+    """Which pairs lack peer access: the pair a waiver names (not the entry's ends: a ring is waived for one
+    pair of its group), less every pair that was measured with peer access."""
     missing: set[tuple[int, int]] = set()
     methods: set[str] = set()
     for m in record.measurements:
-        # the waiver text of the planner and of the engines; not any reason that merely mentions ce-nopeer
-        if m.status is not Status.OK and "no peer access" in m.reason.lower() and isinstance(m.src, int) and isinstance(m.dst, int):
-            missing.add((min(m.src, m.dst), max(m.src, m.dst)))
+        if m.status is Status.OK:
+            continue
+        for a, b in _NO_PEER.findall(m.reason or ""):
+            missing.add((min(int(a), int(b)), max(int(a), int(b))))
             methods.add(m.method)
+    measured = _peer_measured_pairs(record)
+    missing -= measured
     if missing:
-        pairs = ", ".join(f"GPU{a}–GPU{b}" for a, b in sorted(missing)[:8]) + (" …" if len(missing) > 8 else "")
-        return [f"Peer access (P2P) is missing for {len(missing)} GPU pair{'s' if len(missing) != 1 else ''} ({pairs}): "
-                f"{', '.join(sorted(methods))} could not run there; ce-nopeer or staged-pinned still move data through the host."]
-    peer_ok = [m for m in _ok_bw(record.measurements)
-               if isinstance(m.src, int) and isinstance(m.dst, int) and m.src != m.dst and m.method in keys_where(needs_peer_access=True)]
-    if peer_ok:
+        gpus = {g for pair in missing | measured for g in pair}
+        groups = _peer_groups(gpus, measured)
+        within = (f"; peer access works within {' and within '.join(_gpu_set(g) for g in groups)}"
+                  if groups and len(groups) > 1 else "")
+        return [f"Peer access (P2P) is missing for {len(missing)} GPU pair{'s' if len(missing) != 1 else ''} "
+                f"({_pair_list(missing)}){within}: {', '.join(sorted(methods))} could not run there; "
+                f"ce-nopeer or staged-pinned still move data through the host."]
+    if measured:
         return ["Peer access works between every GPU pair measured."]
     return []
 
@@ -323,8 +397,11 @@ def _pcie_findings(record: RunRecord) -> list[str]:
     return out
 
 
-def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tuple[str, ...]:
-    """Sentences for the survey; ``uniform_topology`` is ``topology.query.is_uniform`` where known."""
+def findings(record: RunRecord, *, uniform_topology: bool | None = None,
+             pair_classes: PairClasses | None = None) -> tuple[str, ...]:
+    """Sentences for the survey; ``uniform_topology`` is ``topology.query.is_uniform`` where known;
+    ``pair_classes`` (ordered GPU pair -> (level, theoretical GB/s)) lets the uniformity finding judge
+    the topology over the pairs measured only."""
     out: list[str] = []
     if record.provenance is RunProvenance.SIMULATED:
         out.append("SIMULATED: these numbers come from the fabric model, not from hardware.")
@@ -334,7 +411,7 @@ def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tupl
     methods = _methods_in_order(record)
     for i, method in enumerate(methods):
         if i == 0:
-            out.extend(_pair_findings(record, method, uniform_topology))
+            out.extend(_pair_findings(record, method, uniform_topology, pair_classes))
         out.extend(_efficiency_findings(record, method))
     out.extend(_contention_findings(record))
     out.extend(_peer_findings(record))
@@ -353,14 +430,21 @@ def findings(record: RunRecord, *, uniform_topology: bool | None = None) -> tupl
 def findings_for(record: RunRecord, topology: object | None = None) -> tuple[str, ...]:
     """``findings`` with the uniformity of ``topology`` (a Topology) filled in where given."""
     uniform: bool | None = None
+    classes: dict[tuple[int, int], tuple[str, float]] = {}
     if topology is not None:
         from ..topology import query
 
         try:
             uniform = query.is_uniform(topology)  # type: ignore[arg-type]
+            gpus = [g for g in topology.gpus if g.index is not None]  # type: ignore[attr-defined]
+            for g in gpus:
+                for h in gpus:
+                    if g.index != h.index:
+                        classes[(g.index, h.index)] = (query.pair_level(topology, g, h).code,  # type: ignore[arg-type]
+                                                       round(query.theoretical_gb_per_s(topology, g, h), 6))  # type: ignore[arg-type]
         except Exception:  # a topology that cannot route: no opinion
-            uniform = None
-    return findings(record, uniform_topology=uniform)
+            uniform, classes = None, {}
+    return findings(record, uniform_topology=uniform, pair_classes=classes or None)
 
 
 __all__: Sequence[str] = ("findings", "findings_for")

@@ -8,6 +8,8 @@ from typing import Any
 from ..atomic import write_json_atomic
 from ..errors import SchemaError
 from ..userfiles import loads_strict, read_text, refuse_malformed
+from ..userschema import validate
+from .record_schema import RUN_RECORD
 from .schema import RUN_FORMAT, RUN_SCHEMA_VERSION, Measurement, RunProvenance, RunRecord, Status
 from .stats import Stats
 
@@ -157,6 +159,7 @@ def from_dict(data: Any) -> RunRecord:
     measurements = data.get("measurements")
     if not isinstance(measurements, list):
         raise SchemaError("measurements must be a list", path="$.measurements")
+    validate(data, RUN_RECORD, "run record")  # one schema for the format (record_schema.py)
     try:
         provenance = RunProvenance(data.get("provenance", "measured"))
     except ValueError:

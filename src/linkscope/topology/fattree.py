@@ -18,7 +18,7 @@ import re
 
 from ..errors import UserError
 from . import synthetic
-from .model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from .model import MAX_LINK_GB_PER_S, Device, DeviceKind, Link, LinkKind, Provenance, Topology
 
 _SYN = Provenance.SYNTHETIC
 DEFAULT_RADIX = 64
@@ -26,15 +26,14 @@ DEFAULT_NIC_GBIT = 400.0
 
 
 def synthetic_fattree(args: list[str]) -> Topology:
-    match = re.fullmatch(r"(\d+)x(\d+)", args[0] if args else "")
-    if not match:
-        raise UserError("fattree spec is fattree:NODESxGPUS[:RADIX[:NIC_GBIT]], e.g. fattree:512x8")
+    usage = "fattree:NODESxGPUS[:RADIX[:NIC_GBIT]], e.g. fattree:512x8"
+    match = re.fullmatch(r"([0-9]+)x([0-9]+)", args[0] if args else "")
+    if not match or len(args) > 3:
+        raise UserError(f"fattree spec is {usage}")
     nodes, per = int(match.group(1)), int(match.group(2))
-    try:
-        radix = int(args[1]) if len(args) > 1 else DEFAULT_RADIX
-        nic_gbit = float(args[2]) if len(args) > 2 else DEFAULT_NIC_GBIT
-    except ValueError:
-        raise UserError(f"bad fattree spec {':'.join(args)!r}: RADIX is an integer, NIC_GBIT a number") from None
+    radix = synthetic.spec_int(args[1], "fattree RADIX", usage, low=2, high=4096) if len(args) > 1 else DEFAULT_RADIX
+    nic_gbit = (synthetic.spec_number(args[2], "fattree NIC_GBIT", usage, high=8 * MAX_LINK_GB_PER_S) if len(args) > 2
+                else DEFAULT_NIC_GBIT)
     if nodes < 1 or per < 1 or radix < 2 or radix % 2 or nic_gbit <= 0:
         raise UserError("fattree needs NODES >= 1, GPUS >= 1, an even RADIX >= 2 and NIC_GBIT > 0")
     nic_gb_per_s = nic_gbit / 8.0

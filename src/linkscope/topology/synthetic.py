@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 
 from ..errors import UserError
-from .model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from .model import MAX_LINK_COUNT, MAX_LINK_GB_PER_S, Device, DeviceKind, Link, LinkKind, Provenance, Topology
 
 PCIE_GEN4_X16_GB_PER_S = 31.5  # 16 GT/s x 16 lanes x 128/130 / 8 (PCI-SIG; hwloc reports 31.51)
 PCIE_GEN5_X16_GB_PER_S = 63.0  # 32 GT/s x 16 x 128/130 / 8
@@ -30,13 +30,44 @@ UPI_GB_PER_S = 62.4  # 3 UPI links x 20.8 GB/s (16 GT/s x 2 bytes x 0.65 payload
 
 _SYN = Provenance.SYNTHETIC
 
+_ASCII_INT = re.compile(r"[0-9]{1,12}")  # str.isdigit and \d accept '²' and other scripts' digits
+_ASCII_NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?")
+
+
+def spec_int(text: str, what: str, usage: str, *, low: int = 1, high: int | None = None) -> int:
+    """One whole number of a spec, ASCII digits only, in ``low .. high``; UserError naming ``what``
+    and the spec's ``usage`` otherwise."""
+    if not _ASCII_INT.fullmatch(text):
+        raise UserError(f"{what} must be a whole number written in ASCII digits, got {text[:40]!r}", hint=usage)
+    value = int(text)
+    if value < low or (high is not None and value > high):
+        bound = f"{low} .. {high}" if high is not None else f"at least {low}"
+        raise UserError(f"{what} must be {bound}, got {value}", hint=usage)
+    return value
+
+
+def spec_number(text: str, what: str, usage: str, *, high: float) -> float:
+    """One positive decimal number of a spec (``26.5``), ASCII digits only, at most ``high``."""
+    if not _ASCII_NUMBER.fullmatch(text):
+        raise UserError(f"{what} must be a number written in ASCII digits (e.g. 26.5), got {text[:40]!r}", hint=usage)
+    value = float(text)
+    if not 0 < value <= high:
+        raise UserError(f"{what} must be above 0 and at most {high:g}, got {text}", hint=usage)
+    return value
+
+
+_NVSWITCH_USAGE = "nvswitch:N[:LINKS[:GBPS]], e.g. nvswitch:8 or nvswitch:8:18:26.562"
+
 
 def _nvswitch(args: list[str]) -> Topology:
-    if not args or not args[0].isdigit() or int(args[0]) < 1:
+    if not args or not args[0]:
         raise UserError("nvswitch spec needs a GPU count: nvswitch:N[:LINKS[:GBPS]]")
-    n = int(args[0])
-    links_per_gpu = int(args[1]) if len(args) > 1 else 18
-    per_link = float(args[2]) if len(args) > 2 else NVLINK4_GB_PER_S
+    if len(args) > 3:
+        raise UserError(f"nvswitch spec has {len(args)} fields; expected at most 3", hint=_NVSWITCH_USAGE)
+    n = spec_int(args[0], "nvswitch GPU count N", _NVSWITCH_USAGE)
+    links_per_gpu = spec_int(args[1], "nvswitch LINKS", _NVSWITCH_USAGE, high=MAX_LINK_COUNT) if len(args) > 1 else 18
+    per_link = (spec_number(args[2], "nvswitch GBPS", _NVSWITCH_USAGE, high=MAX_LINK_GB_PER_S) if len(args) > 2
+                else NVLINK4_GB_PER_S)
     devices = [
         Device(id="cpu0", kind=DeviceKind.CPU, name="CPU", numa_node=0, socket=0, cores=tuple(range(32))),
         Device(id="nvswitch", kind=DeviceKind.NVSWITCH, name="NVSwitch plane"),
@@ -52,8 +83,8 @@ def _nvswitch(args: list[str]) -> Topology:
 
 
 def _pcie(args: list[str]) -> Topology:
-    match = re.fullmatch(r"(\d+)x(\d+)", args[0] if args else "")
-    if not match:
+    match = re.fullmatch(r"([0-9]+)x([0-9]+)", args[0] if args else "")
+    if not match or len(args) > 1:
         raise UserError("pcie spec is pcie:SxG (S sockets, G GPUs behind one switch per socket), e.g. pcie:2x4")
     sockets, per = int(match.group(1)), int(match.group(2))
     if sockets < 1 or per < 1:
@@ -93,11 +124,11 @@ def _cluster(args: list[str]) -> Topology:
     """
     from .presets import load_preset, preset_names
 
-    if len(args) < 2 or not args[1].isdigit() or int(args[1]) < 1:
-        raise UserError("cluster spec is cluster:PRESET:NODES[:rails|single], e.g. cluster:v100-4-nvlink-ib:2",
-                        hint=f"presets: {', '.join(preset_names())}")
+    usage = "cluster:PRESET:NODES[:rails|single], e.g. cluster:v100-4-nvlink-ib:2"
+    if len(args) < 2 or len(args) > 3:
+        raise UserError(f"cluster spec is {usage}", hint=f"presets: {', '.join(preset_names())}")
+    nodes = spec_int(args[1], "cluster NODES", usage, high=MAX_CLUSTER_GPUS)
     base = load_preset(args[0])
-    nodes = int(args[1])
     if nodes * base.gpu_count > MAX_CLUSTER_GPUS:
         raise UserError(f"cluster {':'.join(args)!r} has more than {MAX_CLUSTER_GPUS} GPUs")
     wiring = args[2] if len(args) > 2 else "rails"
@@ -167,7 +198,7 @@ def synthetic_topology(spec: str) -> Topology:
     gpus = 1
     limit = MAX_CLUSTER_GPUS if kind == "fattree" else MAX_SYNTHETIC_GPUS
     field = rest.split(":")[0] if kind != "cluster" else ""  # cluster: the builder checks nodes x preset GPUs
-    for number in re.findall(r"\d+", field):  # nvswitch:N[:..], pcie:SxG, fattree:NxG: the GPUs
+    for number in re.findall(r"[0-9]+", field):  # nvswitch:N[:..], pcie:SxG, fattree:NxG: the GPUs
         gpus *= int(number)
         if gpus > limit:
             raise UserError(f"synthetic topology {spec!r} has more than {limit} GPUs",

@@ -3,7 +3,8 @@
 * CSV: N lines of N comma-separated byte counts, row = sender (``#`` lines are comments);
 * ``.npy``: one N x N array of bytes;
 * JSON: ``{"format": "linkscope.traffic", "schema_version": 1, "bytes": [[...]], ...}`` with
-  message counts, histogram, hosts, local ranks, origin and collectives when known.
+  message counts, histogram, hosts, local ranks, origin and collectives when known;
+* sparse forms (``sparse_io``): CSR-like JSON (written when smaller), SciPy ``.npz``, ``.edges``.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import numpy as np
 from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
 from ..userfiles import loads_strict, read_text, refuse_malformed
-from .matrix import TrafficError, TrafficMatrix, check_rank_count
+from .matrix import TrafficError, TrafficMatrix
+from .sparse_io import SPARSE_SUFFIXES, csr_fields, csr_is_smaller, csr_matrix_of, is_csr_dict, load_sparse, save_sparse
 
 FORMAT = "linkscope.traffic"
 SCHEMA_VERSION = 1
-SUFFIXES = (".csv", ".npy", ".json")
+SUFFIXES = (".csv", ".npy", ".json") + SPARSE_SUFFIXES
 
 
 def _number(value: float) -> int | float:
@@ -33,13 +35,16 @@ def _matrix_rows(array: np.ndarray) -> list[list[int | float]]:
 
 
 def to_dict(matrix: TrafficMatrix) -> dict[str, Any]:
+    """The JSON object; the byte and message matrices in the CSR form where that is smaller."""
+    matrices = csr_fields(matrix) if csr_is_smaller(matrix) else {
+        "bytes": _matrix_rows(matrix.dense_bytes()),
+        "messages": None if (messages := matrix.dense_messages()) is None else _matrix_rows(messages)}
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "ranks": matrix.ranks,
         "origin": matrix.origin,
-        "bytes": _matrix_rows(matrix.bytes),
-        "messages": None if matrix.messages is None else _matrix_rows(matrix.messages),
+        **matrices,
         "size_histogram": None if matrix.size_histogram is None else list(matrix.size_histogram),
         "hosts": None if matrix.hosts is None else list(matrix.hosts),
         "local_ranks": None if matrix.local_ranks is None else list(matrix.local_ranks),
@@ -60,9 +65,11 @@ def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
                           f"(this linkscope reads {SCHEMA_VERSION})", path="$.schema_version")
     if "bytes" not in data:
         raise SchemaError(f"{origin or 'traffic JSON'}: missing the byte matrix", path="$.bytes")
+    _check_schema(data, origin)
+    bytes_, messages = csr_matrix_of(data, origin) if is_csr_dict(data) else (data["bytes"], data.get("messages"))
     matrix = TrafficMatrix(
-        bytes=data["bytes"],
-        messages=data.get("messages"),
+        bytes=bytes_,
+        messages=messages,
         size_histogram=data.get("size_histogram"),
         hosts=data.get("hosts"),
         local_ranks=data.get("local_ranks"),
@@ -73,6 +80,14 @@ def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
         raise SchemaError(f"{origin or 'traffic JSON'}: 'ranks' says {data['ranks']} but the matrix is "
                           f"{matrix.ranks} x {matrix.ranks}", path="$.ranks")
     return matrix
+
+
+def _check_schema(data: dict[str, Any], origin: str) -> None:
+    """The traffic format's schema (traffic/schema.py) before any value is used."""
+    from ..userschema import validate
+    from .schema import TRAFFIC
+
+    validate(data, TRAFFIC, origin or "traffic JSON")
 
 
 def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
@@ -95,7 +110,7 @@ def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
 
 
 def dumps_csv(matrix: TrafficMatrix) -> str:
-    return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.bytes)
+    return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.dense_bytes())
 
 
 def check_suffix(path: Path | str, option: str | None = None) -> str:
@@ -105,33 +120,22 @@ def check_suffix(path: Path | str, option: str | None = None) -> str:
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         where = f"{option} {path}" if option else str(path)
-        raise UserError(f"unknown traffic file type {path.suffix!r} for {where}", hint="use .csv, .npy or .json")
+        raise UserError(f"unknown traffic file type {path.suffix!r} for {where}",
+                        hint="use .csv, .npy, .json, .npz (scipy.sparse) or .edges")
     return suffix
 
 
 def load_traffic(path: Path | str) -> TrafficMatrix:
-    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json)."""
+    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json, .npz, .edges)."""
     path = Path(path)
     suffix = check_suffix(path)
     origin = f"file:{path.name}"
-    if suffix == ".npy":
-        if not path.is_file():
-            raise UserError(f"traffic file not found: {path}" if not path.exists() else
-                            f"traffic file {path} is a folder, expected a file")
-        try:
-            with open(path, "rb") as handle:
-                magic = handle.read(6)
-        except OSError as exc:
-            raise UserError(f"cannot read traffic file {path}: {exc.strerror}") from None
-        if magic != b"\x93NUMPY":
-            raise TrafficError(f"{path}: not a NumPy .npy file (it does not start with the .npy header)")
-        try:
-            array = np.load(path, allow_pickle=False, mmap_mode="r")  # the header first: shape and type
-        except (ValueError, EOFError, OSError) as exc:
-            raise TrafficError(f"{path}: not a plain NumPy array file ({exc})") from None
-        if array.ndim == 2 and array.shape[0] == array.shape[1]:
-            check_rank_count(array.shape[0], str(path))
-        return TrafficMatrix(bytes=np.array(array), origin=origin)
+    if suffix in SPARSE_SUFFIXES:
+        return load_sparse(path, suffix)
+    if suffix == ".npy":  # shape and dtype judged from the header before any data is read
+        from .npyfile import read_npy_matrix
+
+        return TrafficMatrix(bytes=read_npy_matrix(path), origin=origin)
     text = read_text(path, "traffic file")
     if suffix == ".csv":
         return loads_csv(text, origin=origin)
@@ -139,14 +143,16 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
 
 
 def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
-    """Write atomically; the format follows the suffix. CSV and .npy keep only the byte matrix."""
+    """Write atomically; the format follows the suffix. CSV, .npy and .npz keep only the byte matrix."""
     path = Path(path)
     suffix = check_suffix(path)
-    if suffix == ".csv":
+    if suffix in SPARSE_SUFFIXES:
+        save_sparse(matrix, path, suffix)
+    elif suffix == ".csv":
         write_text_atomic(path, dumps_csv(matrix))
     elif suffix == ".npy":
         buffer = io.BytesIO()
-        np.save(buffer, np.asarray(matrix.bytes))
+        np.save(buffer, matrix.dense_bytes())
         write_bytes_atomic(path, buffer.getvalue())
     else:
         write_json_atomic(path, to_dict(matrix))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import SchemaError
+from ...patterns.methods import CE_READ, CE_WRITE, D2H, H2D, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
 from ..schema import ALL, HOST, Endpoint
 from .common import Collector, Lines, PeerRun, check_rate, gpu_index, number
@@ -56,21 +57,21 @@ def _case(name: str) -> _Case | None:
     base = name.removeprefix("multinode_")
     if base.startswith("device_to_device"):
         read = "_read_" in base
-        method = ("sm-pull" if read else "sm-push") if sm else ("ce-read" if read else "ce-write")
+        method = (SM_PULL.key if read else SM_PUSH.key) if sm else (CE_READ.key if read else CE_WRITE.key)
         return _Case(method, "d2d-bi" if "bidirectional" in base else "d2d")
     if base.startswith(("all_to_one", "one_to_all")):
         read = "_read_" in base
-        method = ("sm-pull" if read else "sm-push") if sm else ("ce-read" if read else "ce-write")
+        method = (SM_PULL.key if read else SM_PUSH.key) if sm else (CE_READ.key if read else CE_WRITE.key)
         return _Case(method, "all-to-one" if base.startswith("all_to_one") else "one-to-all")
-    host_kinds = (("host_to_device", "h2d"), ("device_to_host", "d2h"), ("all_to_host", "all-to-host"),
+    host_kinds = (("host_to_device", H2D.key), ("device_to_host", D2H.key), ("all_to_host", "all-to-host"),
                   ("host_to_all", "host-to-all"))
     for prefix, kind in host_kinds:
         if base.startswith(prefix):
-            to_gpu = kind in ("h2d", "host-to-all")
+            to_gpu = kind in (H2D.key, "host-to-all")
             if sm:  # a kernel on the GPU loads host memory (host -> GPU) or stores into it
-                method = "sm-pull" if to_gpu else "sm-push"
+                method = SM_PULL.key if to_gpu else SM_PUSH.key
             else:
-                method = "h2d" if to_gpu else "d2h"
+                method = H2D.key if to_gpu else D2H.key
             return _Case(method, kind + ("-bi" if "bidirectional" in base else ""), True)
     return None
 
@@ -139,7 +140,7 @@ class _Emitter:
         if kind == "local":
             add(line, c, c, case.method, "local", size, gb_per_s=value, group=g, extra=extra)
         elif kind == "d2d":
-            src, dst = (c, r) if case.method in ("ce-read", "sm-pull") else (r, c)
+            src, dst = (c, r) if case.method in (CE_READ.key, SM_PULL.key) else (r, c)
             add(line, src, dst, case.method, "matrix", size, gb_per_s=value, group=g, extra=extra)
         elif kind == "d2d-bi":
             if part == "total":
@@ -149,8 +150,8 @@ class _Emitter:
                 src, dst = (c, r) if part == "1" else (r, c)
                 add(line, src, dst, case.method, "matrix", size, gb_per_s=value, direction="bi", group=g,
                     extra={**extra, "transfers": [[c, r], [r, c]]})
-        elif kind in ("h2d", "d2h", "h2d-bi", "d2h-bi"):
-            to_gpu = kind.startswith("h2d")
+        elif kind in (H2D.key, D2H.key, "h2d-bi", "d2h-bi"):
+            to_gpu = kind.startswith(H2D.key)
             src_end, dst_end = (HOST, c) if to_gpu else (c, HOST)
             if kind.endswith("-bi"):
                 add(line, src_end, dst_end, case.method, "host", size, gb_per_s=value, direction="bi", group=g,

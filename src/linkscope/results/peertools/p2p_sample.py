@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ...errors import SchemaError
+from ...patterns.methods import CE, CE_NOPEER, CE_READ
 from ...userfiles import refuse_malformed
 from .common import Collector, Lines, PeerRun, check_rate, gpu_index, number
 
@@ -117,8 +118,8 @@ def _method(enabled: bool, reads: bool) -> str:
     """``cudaMemcpyPeerAsync`` with peer access enabled is linkscope's ``ce`` (``ce-read`` when the
     destination issues it); without peer access the driver stages it through host memory: ``ce-nopeer``."""
     if not enabled:
-        return "ce-nopeer"
-    return "ce-read" if reads else "ce"
+        return CE_NOPEER.key
+    return CE_READ.key if reads else CE.key
 
 
 def line_title(title: re.Match) -> str:

@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from ...errors import SchemaError
+from ...patterns.methods import CE, CE_READ, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
 from ..schema import HOST, Endpoint
 from .common import MAX_GPUS, Collector, Lines, PeerRun, check_rate, integer, number
@@ -76,18 +77,18 @@ def _method(exe: str, exe_index: int, src: Endpoint | None, dst: Endpoint | None
         return f"transferbench.{exe.lower()}"
     if exe == "DMA":
         if src == HOST:
-            return "h2d-pageable" if pageable else "h2d"
+            return H2D_PAGEABLE.key if pageable else H2D.key
         if dst == HOST:
-            return "d2h-pageable" if pageable else "d2h"
+            return D2H_PAGEABLE.key if pageable else D2H.key
         if src == dst:
             return "local"
-        return "ce" if exe_index == src else ("ce-read" if exe_index == dst else "transferbench.dma")
+        return CE.key if exe_index == src else (CE_READ.key if exe_index == dst else "transferbench.dma")
     if src == dst:
         return "local"
     if exe_index == src:
-        return "sm-push"
+        return SM_PUSH.key
     if exe_index == dst:
-        return "sm-pull"
+        return SM_PULL.key
     return "transferbench.gpu"
 
 
@@ -112,7 +113,7 @@ def parse_text(text: str, source: str) -> PeerRun:
         n_gpus = max(max(a, b) for a, b, _, _, _ in health_pairs) + 1
         flows = [[a, b] for a in range(n_gpus) for b in range(n_gpus) if a != b]
         for a, b, gb, limit, n in health_pairs:
-            out.add(n, a, b, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=gb, group=-1,
+            out.add(n, a, b, SM_PUSH.key, "healthcheck", _HEALTH_BYTES, gb_per_s=gb, group=-1,
                     extra={"test": "healthcheck all-to-all XGMI", "criterion_gb_per_s": limit, "transfers": flows})
         notes.append(f"healthcheck all-to-all: the concurrency is taken from the GPUs named ({n_gpus}); TransferBench "
                      "prints only the failing pairs")
@@ -158,11 +159,11 @@ def parse_text(text: str, source: str) -> PeerRun:
             rate = check_rate(number(m.group(2), lines, n), lines, n)
             extra = {"test": f"healthcheck {health}", "criterion_gb_per_s": number(m.group(3), lines, n)}
             if health == "unidirectional-read":  # the GPU's kernel reads host memory
-                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+                out.add(n, HOST, gpu, SM_PULL.key, "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
             elif health == "unidirectional-write":  # ... writes host memory
-                out.add(n, gpu, HOST, "sm-push", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
+                out.add(n, gpu, HOST, SM_PUSH.key, "healthcheck", _HEALTH_BYTES, gb_per_s=rate, extra=extra)
             else:  # both at once, the sum
-                out.add(n, HOST, gpu, "sm-pull", "healthcheck", _HEALTH_BYTES, gb_per_s=rate, direction="bi", scope="total",
+                out.add(n, HOST, gpu, SM_PULL.key, "healthcheck", _HEALTH_BYTES, gb_per_s=rate, direction="bi", scope="total",
                         extra={**extra, "transfers": [[HOST, gpu], [gpu, HOST]]})
             continue
         if re.match(r"^Test \d+:", line):

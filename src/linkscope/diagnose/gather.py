@@ -1,0 +1,131 @@
+"""The facts a health report needs, read live from this machine or from a recorded folder
+(``topology export --raw``), so the same report comes out of both."""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import platforms
+from ..counters import linkerrors
+from ..discovery import pcihealth, raw, sysfs
+from ..errors import BackendUnavailable, UserError
+from ..topology.model import Topology
+from .health import HealthReport, build_report
+
+
+@dataclass(frozen=True)
+class HealthInputs:
+    """What ``build_report`` reads; None where a source was not available (said in ``notes``)."""
+
+    sysfs_facts: Mapping[str, Any] | None
+    health_facts: Mapping[str, Any] | None
+    nvml_facts: Mapping[str, Any] | None = None
+    amd_facts: Mapping[str, Any] | None = None
+    notes: tuple[str, ...] = field(default=())
+    live_link_health: Mapping[str, Any] | None = None  # PCI bus id -> link health, read live
+
+    def link_snapshot(self, topology: Topology) -> dict[str, Any]:
+        """The link state and error counters as a ``counters.linkerrors`` snapshot keyed by the
+        topology's GPU index: read live through the platform's counter source, or (a recording)
+        the ``link_health`` of the recorded NVML facts."""
+        by_bus = {(g.pci_bus_id or "").lower(): g.index for g in topology.gpus}
+        if self.live_link_health is not None:
+            return {"gpus": {str(by_bus.get(bus.lower(), k)): health
+                             for k, (bus, health) in enumerate(sorted(self.live_link_health.items()))}}
+        out: dict[str, Any] = {}
+        for g in (self.nvml_facts or {}).get("gpus", []):
+            if g.get("link_health"):
+                out[str(by_bus.get(str(g.get("pci_bus_id") or "").lower(), g.get("index")))] = g["link_health"]
+        return {"gpus": out}
+
+    def report(self, topology: Topology) -> HealthReport:
+        report = build_report(topology, sysfs_facts=self.sysfs_facts, health_facts=self.health_facts,
+                              nvml_facts=self.nvml_facts, amd_facts=self.amd_facts)
+        if self.notes:
+            from dataclasses import replace
+
+            report = replace(report, notes=tuple(self.notes) + report.notes)
+        return report
+
+
+def live(sysfs_root: Path = Path("/")) -> HealthInputs:
+    """Read sysfs (config space, IOMMU, cmdline), NVML and amdsmi now; never raises for a missing
+    backend (it becomes a note)."""
+    notes: list[str] = []
+    root = Path(sysfs_root)
+    sysfs_facts = health_facts = None
+    try:
+        reader = sysfs.SysReader(root)
+        sysfs_facts = sysfs.read_facts(root, reader)
+        health_facts = pcihealth.read_facts(sysfs_facts["pci"], reader=reader)
+    except UserError as exc:
+        notes.append(f"sysfs: {exc.one_line()}")
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    if euid not in (None, 0):
+        notes.append(f"Running as uid {euid}, not root: ACS (PCIe extended config space) cannot be read; "
+                     "'sudo linkscope topo --health' reads it.")
+    facts: dict[str, Any] = {}
+    for platform in platforms.hardware_platforms():  # the vendors' discovery facts, as the platform table says
+        if platform.health_facts:
+            try:
+                facts[platform.key] = platforms.load(platform.health_facts)()
+            except BackendUnavailable:
+                continue  # not this vendor's machine
+            except Exception as exc:
+                notes.append(f"{platform.label}: {type(exc).__name__}: {exc}")
+    return HealthInputs(sysfs_facts, health_facts, facts.get("nvidia"), facts.get("amd"), tuple(notes), _live_link_health(notes))
+
+
+def _live_link_health(notes: list[str]) -> dict[str, Any] | None:
+    """Link state and error counters of every GPU now, by PCI bus id, through the counter source
+    the platform table picks (NVML, amdsmi); None when none opens here."""
+    from ..counters.sources import open_counter_source
+
+    try:
+        source = open_counter_source()
+    except BackendUnavailable:
+        return None
+    try:
+        out = {}
+        for i in range(source.device_count()):
+            health = linkerrors.take(source, [i])["gpus"].get(str(i))
+            out[source.gpu_info(i).pci_bus_id or str(i)] = health
+        return out
+    except Exception as exc:
+        notes.append(f"link health: {type(exc).__name__}: {exc}")
+        return None
+    finally:
+        source.close()
+
+
+def recorded(directory: Path) -> HealthInputs:
+    """The facts of a recorded folder (``sysfs.tar.gz`` / ``sysfs.json``, ``pcihealth.json``,
+    ``nvml.json``, ``amdsmi.json``, and ``lspci*.txt`` hex dumps for config space the tree lacks)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"recording folder not found: {directory}")
+    notes = []
+
+    def load(name: str) -> dict[str, Any] | None:
+        path = directory / name
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path} is not readable JSON: {exc}") from None
+
+    sysfs_facts = raw.load_sysfs_facts(directory)
+    health_facts = raw.load_health_facts(directory)
+    for path in sorted(directory.glob("lspci*.txt")):  # a root 'lspci -vvv -xxxx' beside the tree has the full space
+        dumps = pcihealth.parse_lspci_hex(path.read_text(errors="replace"))
+        if dumps and health_facts is not None:
+            health_facts = pcihealth.overlay_config(health_facts, dumps, path.name)
+            notes.append(f"config space of bridges not readable in the sysfs tree taken from {path.name} where it has it")
+    if health_facts is None:
+        notes.append(f"{directory} has no config-space/IOMMU recording (recorded before linkscope recorded them?)")
+    return HealthInputs(sysfs_facts, health_facts, load("nvml.json"), load("amdsmi.json"), tuple(notes))

@@ -1,0 +1,59 @@
+"""Run linkscope's CLI in a child process and hold it at a chosen moment, so a test can kill it
+there (tests/cli/test_nothing_lost.py). Not a test module.
+
+    python tests/cli/hold_run.py HOLD -- linkscope arguments...
+
+HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans) or
+``final`` (the complete record is staged in its temporary file, before the rename over the target).
+At that moment the child writes ``HOLD`` on stderr and waits for a signal (``signal.pause``); the
+test waits for that line, never for a fixed time.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _hold() -> None:
+    sys.stderr.write("HOLD\n")
+    sys.stderr.flush()
+    while True:
+        signal.pause()
+
+
+def main() -> int:
+    hold, argv = sys.argv[1], sys.argv[3:]
+    if hold.startswith("run:"):
+        from linkscope.engines.sim import SimEngine
+
+        at, calls = int(hold[4:]), [0]
+        original = SimEngine.run
+
+        def run(self, *args, **kwargs):
+            calls[0] += 1
+            if calls[0] == at:
+                _hold()
+            return original(self, *args, **kwargs)
+
+        SimEngine.run = run  # type: ignore[method-assign]
+    elif hold == "final":
+        from linkscope import atomic
+
+        stage = atomic._stage
+
+        def staged(path, content):
+            tmp = stage(path, content)
+            if ".partial" not in path.name:
+                _hold()
+            return tmp
+
+        atomic._stage = staged  # type: ignore[assignment]
+    from linkscope.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_COLOR", "1")
+    sys.exit(main())

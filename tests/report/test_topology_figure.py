@@ -1,0 +1,82 @@
+"""The topology figure by tiers: no two texts overlap (Matplotlib's own text bounding boxes, from the
+renderer) at 4, 8, 16 and 64 GPUs; pass-through bridges folded; one legend entry per link kind and
+capacity; one unit (GB/s) in the whole figure."""
+from __future__ import annotations
+
+import pytest
+
+from linkscope.report import plots
+from linkscope.report.topology_figure import draw, fold_pass_through, link_legend
+from linkscope.topology.presets import load_preset
+from linkscope.topology.synthetic import synthetic_topology
+
+CASES = ["hgx-h200-4", "dgx-h100", "mi250x-8gcd", "pcie-8gpu-2socket", "cluster:dgx-h100:2", "nvswitch:64"]
+
+
+def _topology(spec):
+    return synthetic_topology(spec) if ":" in spec else load_preset(spec)
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or t.get_gid() == plots.WATERMARK_GID:
+            continue
+        out.append((t.get_text(), t.get_window_extent(renderer)))
+    return out
+
+
+def overlaps(fig, tolerance_px=0.5):
+    texts = _texts(fig)
+    found = []
+    for i, (a, ba) in enumerate(texts):
+        for b, bb in texts[i + 1:]:
+            if (min(ba.x1, bb.x1) - max(ba.x0, bb.x0) > tolerance_px
+                    and min(ba.y1, bb.y1) - max(ba.y0, bb.y0) > tolerance_px):
+                found.append((a, b))
+    return found
+
+
+@pytest.mark.parametrize("spec", CASES)
+def test_no_text_overlaps_another_and_every_text_is_inside_the_figure(spec):
+    topo = _topology(spec)
+    fig = draw(topo, f"Topology: {topo.name}", simulated=True)
+    assert overlaps(fig) == []
+    width, height = fig.canvas.get_width_height()
+    for text, box in _texts(fig):
+        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, text
+
+
+def test_the_overlap_check_finds_an_overlap():
+    fig = plots.new_figure(3, 2)
+    fig.text(0.5, 0.5, "GPU0 GPU1")
+    fig.text(0.52, 0.5, "mlx5_0")
+    assert overlaps(fig) == [("GPU0 GPU1", "mlx5_0")]
+
+
+def test_pass_through_bridges_fold_into_one_link_and_fan_outs_stay():
+    topo = load_preset("dgx-h100")
+    devices, edges = fold_pass_through(topo)
+    kinds = {d.id: d.kind.value for d in devices}
+    folded = {d.id for d in topo.devices} - set(kinds)
+    assert folded and all(topo.by_id[i].kind.value in ("pcie_switch", "host_bridge") for i in folded)
+    degree = {i: sum(1 for e in edges if i in (e.a, e.b)) for i in kinds}
+    assert all(degree[i] != 2 or any(e.kind != "pcie" for e in edges if i in (e.a, e.b))
+               for i, k in kinds.items() if k in ("pcie_switch", "host_bridge"))
+    # every GPU still reaches its CPU: the folded graph keeps the GPU -> switch -> CPU path
+    assert all(any(g.id in (e.a, e.b) and e.kind == "pcie" for e in edges) for g in topo.gpus)
+
+
+def test_one_legend_entry_per_link_kind_and_capacity_in_one_unit():
+    topo = load_preset("dgx-h100")
+    _, edges = fold_pass_through(topo)
+    entries = [text for _, text in link_legend(edges)]
+    assert len(entries) == len({(e.kind, round(e.capacity_gb_per_s, 1)) for e in edges})
+    fig = draw(topo, "t", simulated=False)
+    texts = [t for t, _ in _texts(fig)]
+    assert not any("Gb/s" in t for t in texts)  # NIC line rates in GB/s like every link
+    assert sum("NVLink" in t for t in texts) == 1  # one label for the 8 NVLink bundles, not one per edge
