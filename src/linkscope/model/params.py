@@ -63,6 +63,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..patterns.methods import method_keys
+from ..topology.model import LEGACY_MODEL_PARAM_KEYS
 
 METHODS = method_keys()  # the one method table (patterns/methods.py)
 LINK_KINDS = ("nvlink", "xgmi", "pcie", "upi", "network")
@@ -193,7 +194,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
 _OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.",
                   "p2p_transit_efficiency.device.", "transit_latency_us.", "p2p_transit_efficiency.")
 # non-numeric keys of Topology.model_params that belong to the model but are not parameters
-STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level", "p2p_max_level_source", "nic_devices")
+STRUCTURAL_KEYS = LEGACY_MODEL_PARAM_KEYS  # older files' peer-access facts and NIC choice (Topology migrates them)
 
 
 def default_keys() -> tuple[str, ...]:
