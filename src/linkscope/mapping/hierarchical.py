@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from .cluster import ClusterCost
 from .exact import solve_exact
+from .grid import Grid, detect_grid, grid_split
 from .heuristic import solve_heuristic
 from .partition import KL_UP_TO, partition, refine_with_distances
 from .problem import MappingProblem
@@ -147,11 +148,13 @@ def _bottom_up(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
 
 
 def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, bisection: bool = True,
-              memo: _Memo | None = None) -> np.ndarray:
+              memo: _Memo | None = None, grid: Grid | None = None) -> np.ndarray:
     """Host of each rank: split the ranks over groups of near hosts, then each group's ranks over
     its hosts, recursively (the partitioner sees the network's own hierarchy). With fewer ranks
-    than slots (``weight`` unpadded), each group gets its share in proportion to its slots."""
+    than slots (``weight`` unpadded), each group gets its share in proportion to its slots.
+    ``grid`` (``weight`` is that process grid): each split is a coordinate bisection instead."""
     host_of = np.zeros(weight.shape[0], dtype=int)
+    coords = grid.coords() if grid is not None else None
     small = bisection and weight.shape[0] <= KL_UP_TO
     memo = memo if memo is not None else _Memo()
     light = host_cost.shape[0] > LIGHT_ABOVE_HOSTS
@@ -164,7 +167,11 @@ def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, b
         if groups is None:
             groups = memo.groups[tuple(hosts)] = chunked(host_groups(host_cost, hosts))
         sizes = spread(len(ranks), [len(group) * g for group in groups])
-        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts, light=light)
+        if grid is not None and coords is not None:
+            parts = grid_split(grid, coords[ranks], sizes)
+        else:
+            parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts,
+                              light=light)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 
@@ -186,18 +193,22 @@ def _best_hosts(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
     # ranks, spread over the hosts in proportion (a partition without silent ranks to shuffle)
     graphs = [weight] if ranks == weight.shape[0] else [weight, weight[:ranks][:, :ranks].tocsr()]
     memo = _Memo()  # identical pieces (a stencil's blocks) are partitioned once
-    for s in seeds:
-        for graph in graphs:
-            for build in (_top_down, _bottom_up):
-                if build is _bottom_up and (hosts <= 2 or hosts > BOTTOM_UP_HOSTS_UP_TO):
-                    continue
-                placed = build(graph, host_cost, g, s, memo=memo)
-                if hosts <= REFINE_HOSTS_UP_TO:
-                    placed = refine_with_distances(graph, placed, scale)
-                placed = placed[:ranks]
-                value = float((coo.data * scale[placed[coo.row], placed[coo.col]]).sum())
-                if value < best_value * (1 - 1e-12):
-                    best, best_value = placed.copy(), value
+    grid = detect_grid(graphs[-1])  # the talking ranks form a process grid: boxes are a candidate too
+    tries = [(build, graph, s) for s in seeds for graph in graphs for build in (_top_down, _bottom_up)
+             if build is _top_down or 2 < hosts <= BOTTOM_UP_HOSTS_UP_TO]
+    if grid is not None:
+        tries.append((_top_down, graphs[-1], -1))
+    for build, graph, s in tries:
+        if s < 0:  # the grid's boxes (last: a tie keeps the partitioner's answer)
+            placed = _top_down(graph, host_cost, g, seed, memo=memo, grid=grid)
+        else:
+            placed = build(graph, host_cost, g, s, memo=memo)
+        if hosts <= REFINE_HOSTS_UP_TO:
+            placed = refine_with_distances(graph, placed, scale)
+        placed = placed[:ranks]
+        value = float((coo.data * scale[placed[coo.row], placed[coo.col]]).sum())
+        if value < best_value * (1 - 1e-12):
+            best, best_value = placed.copy(), value
     assert best is not None
     return best
 
