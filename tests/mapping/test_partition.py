@@ -51,6 +51,32 @@ def test_big_graphs_also_get_a_looser_metis_run_that_cuts_less(monkeypatch):
     assert cut_weight(w, loose) < cut_weight(w, tight)
 
 
+def test_huge_graphs_skip_the_looser_run_where_most_traffic_crosses_anyway(monkeypatch):
+    # issue 28: on 32,768 ranks of a random graph the looser run cost 2 CPU-s for nothing; a
+    # stencil's tight cut crosses little of its traffic and keeps the looser run
+    import pymetis
+
+    import linkscope.mapping.partition as part_module
+    from linkscope.traffic.synthetic import random_graph
+
+    monkeypatch.setattr(part_module, "HUGE_GRAPH", 100)  # these small graphs stand for huge ones
+    loose_runs: list[int] = []
+    real = pymetis.part_graph
+
+    def counting(*args, **kwargs):
+        if kwargs["options"].ufactor == part_module.LOOSE_UFACTOR:
+            loose_runs.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pymetis, "part_graph", counting)
+    dense_cut = sp.csr_matrix(random_graph(512, degree=16, seed=1).bytes)
+    parts = partition(dense_cut, [128] * 4, bisection=False)
+    assert np.bincount(parts).tolist() == [128] * 4 and not loose_runs
+    grid = sp.csr_matrix(stencil((8, 8, 8), periodic=True).bytes)
+    partition(grid, [128] * 4, bisection=False)
+    assert loose_runs
+
+
 def _random_graph(n: int, seed: int, density: float = 0.15) -> sp.csr_matrix:
     rng = np.random.default_rng(seed)
     w = sp.random(n, n, density=density, random_state=rng, format="csr") * 1000.0

@@ -92,8 +92,12 @@ class ClusterCost:
         """hosts x hosts: cost of a pair of local GPU 0s on two hosts (0 on the diagonal); the
         cross-host branch of ``pair_cost`` over whole rows (no hosts^2 index arrays: 4,096 hosts)."""
         switch = self.attach[:, 0]
-        acc, fab = float(self.access[term][0]), self.fabric[term][np.ix_(switch, switch)]
-        out = acc + fab + acc if self.combine[term] == "sum" else np.maximum(fab, acc)
+        acc, out = float(self.access[term][0]), self.fabric[term][np.ix_(switch, switch)]  # a fresh array
+        if self.combine[term] == "sum":  # in place (hosts^2 temporaries: 128 MiB each at 4,096 hosts)
+            out += acc
+            out += acc
+        else:
+            np.maximum(out, acc, out=out)
         np.fill_diagonal(out, 0.0)
         return out
 

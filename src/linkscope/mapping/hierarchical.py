@@ -266,25 +266,27 @@ def solve_cluster(
     host_cost = np.zeros((nodes, nodes))
     for term, f in enumerate(flows):
         mean_inner = cost.node.costs[term].sum() / max(g * (g - 1), 1)
-        term_hosts = cost.host_cost(term)
-        net = float(term_hosts[~np.eye(nodes, dtype=bool)].mean()) if nodes > 1 else mean_inner
+        term_hosts = cost.host_cost(term)  # 0 on the diagonal: the mean of the rest, without a mask
+        net = float(term_hosts.sum()) / (nodes * (nodes - 1)) if nodes > 1 else mean_inner
         scale = max(net - mean_inner, net * 1e-3, 1e-30)
         grown = sp.csr_matrix((f.data, f.indices, f.indptr), shape=(ranks, ranks))
         grown.resize((padded, padded))
         weight = weight + grown * scale
-        host_cost += term_hosts * max(float(f.sum()), 1e-300)
+        term_hosts *= max(float(f.sum()), 1e-300)
+        host_cost += term_hosts
     weight = weight.tocsr()
     node_of_rank = _best_hosts(weight, host_cost, g, seed, ranks)
     gpu_of_rank = np.zeros(ranks, dtype=int)
     uniform = cost.node.is_uniform()
     cache: dict[bytes, tuple[tuple[int, ...], bool]] = {}
     all_optimal = True
-    for node in range(nodes):
-        members = np.nonzero(node_of_rank == node)[0]
+    by_node = np.argsort(node_of_rank, kind="stable")  # ranks grouped by node, ascending within
+    starts = np.searchsorted(node_of_rank[by_node], np.arange(nodes + 1))
+    if uniform:  # each node's ranks on its GPUs 0, 1, ... in rank order
+        gpu_of_rank[by_node] = np.arange(ranks) - np.repeat(starts[:-1], np.diff(starts))
+    for node in range(0 if uniform else nodes):
+        members = by_node[starts[node]:starts[node + 1]]
         if len(members) == 0:
-            continue
-        if uniform:
-            gpu_of_rank[members] = np.arange(len(members))
             continue
         subs = tuple(f[members][:, members].toarray() for f in flows)
         key = b"".join(s.tobytes() for s in subs)

@@ -165,6 +165,12 @@ HUGE_GRAPH = 16384
 random graph of 16 neighbours each, into 32 parts: 2 cuts per kind 1.6 s, the looser run's 6 cuts
 2.5-3.9 s more, for cuts within 0.1 %; measured 2026-11-25 on the 2-core development machine,
 under load)."""
+LOOSE_SKIP_ABOVE_CUT = 0.5
+"""On a graph above ``HUGE_GRAPH`` vertices the looser run is skipped when the tight cut already
+crosses more than this fraction of the traffic (a random graph: most pairs cross whatever the cut;
+32,768 ranks with 16 random neighbours each into 32 parts: the looser run took 2 of 8.7 CPU-s and
+gave the same latency cost and a 0.2 % worse bandwidth cost; a 32x32x32 stencil's tight cut
+crosses about 10 % and the looser run gains 0.2-1.3 % there; measured 2026-11-25, issue 28)."""
 
 
 def _symmetric(weights: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
@@ -219,7 +225,10 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
     settings: list[tuple[int, int, tuple[bool, ...]]] = [(1, 1 if huge else 2, (False, True))]
     if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k and (not light or n > HUGE_GRAPH):  # light: the top split only
         settings.append((LOOSE_UFACTOR, 2 if huge else LOOSE_NCUTS, LOOSE_KINDS))
+    total = float(w.sum())
     for ufactor, ncuts, kinds in settings:
+        if best is not None and n > HUGE_GRAPH and best_cut > LOOSE_SKIP_ABOVE_CUT * total:
+            break  # the looser run (the only second setting) does not pay on a graph that dense in cuts
         options = pymetis.Options(seed=seed, ufactor=ufactor, ncuts=ncuts, niter=20)
         chosen, chosen_cut = None, float("inf")
         for recursive in kinds:
