@@ -43,6 +43,7 @@ class Case:
     low: float
     high: float
     source: str
+    launch: str = "graph"  # graph (nccl-tests -G, CUDA graphs) or eager (each operation launched by the host)
 
 
 CASES = (
@@ -56,13 +57,13 @@ CASES = (
     Case("DGX A100, 8 GPUs, allreduce", "dgx-a100", tuple(range(8)), "allreduce", 4 * GIB, {}, "busbw", 232.5, 232.5,
          "nccl-tests#175 (-b 8 -e 4G -g 8), as cited by issue 22 (not found in the search corpus)"),
     Case("2 x H100 (NV18), allreduce 1 MiB", "dgx-h100", (0, 1), "allreduce", MIB, NVLS_OFF, "busbw", 51.6, 51.6,
-         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine (20.3 us)"),
+         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine (20.3 us)", "eager"),
     Case("2 x H100 (NV18), allreduce 1 MiB, time", "dgx-h100", (0, 1), "allreduce", MIB, NVLS_OFF, "time", 20.3, 20.3,
-         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", "eager"),
     Case("2 x H100 (NV18), allreduce 64 MiB", "dgx-h100", (0, 1), "allreduce", 64 * MIB, NVLS_OFF, "busbw", 265.9,
-         265.9, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         265.9, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", "eager"),
     Case("2 x H100 (NV18), allreduce 512 MiB", "dgx-h100", (0, 1), "allreduce", 512 * MIB, NVLS_OFF, "busbw", 316.8,
-         316.8, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         316.8, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", "eager"),
     Case("2 x H200 (NV18), alltoall 64 MiB", "hgx-h200-4", (0, 1), "alltoall", 64 * MIB, NVLS_OFF, "busbw", 242.8,
          242.8, "docs/benchmarks.md, issue 7 (linkscope bench nccl, NCCL 2.28.9, 2026-11-22): 138 us"),
     Case("2 x H200 (NV18), allreduce 1 GiB", "hgx-h200-4", (0, 1), "allreduce", GIB, NVLS_OFF, "busbw", 326.8, 326.8,
@@ -111,7 +112,8 @@ def measured_cases() -> list[Case]:
             time_us, busbw = rows[size]
             quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
             cases.append(Case(f"2 x H100 {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
-                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}"))
+                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}",
+                              "graph" if name.endswith("_G10.txt") else "eager"))
     return cases
 
 
@@ -134,7 +136,7 @@ def _value(quantity: str, size_bytes: int, busbw: float, time_us: float) -> floa
 
 
 def evaluate(case: Case) -> Row:
-    model = CollectiveModel.of(load_preset(case.preset), env=case.env)
+    model = CollectiveModel.of(load_preset(case.preset), env=case.env, launch=case.launch)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
     twin = _value(case.quantity, case.size_bytes, c.busbw_gb_per_s, c.time_us)
