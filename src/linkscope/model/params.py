@@ -48,6 +48,10 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   crosses): peer traffic through a root complex or across sockets is forwarded worse than through a
   switch.
 * ``remote_read_base_us``, ``flag_base_us``: fixed parts of the pointer-chase and flag ping-pong latencies.
+* ``pcie_duplex_efficiency_down``, ``pcie_duplex_efficiency_up``: the share of its capacity the
+  host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
+  keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:
+  max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
 * ``nccl_eager_launch_us``: what one operation costs on top of that when the host launches it
@@ -180,6 +184,12 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "transit_latency_us.gpu": (0.0, "default", "0 unless the topology states it"),
     "remote_read_base_us": (0.0, "measured", "2 x H200 NV18, 2026-11-22: the 0.85 us remote-read round trip is all link "
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
+    "pcie_duplex_efficiency_down": (0.74, "measured", "fitted: 2 x H100 VM (PCIe Gen5 x16, driver 580.159.04), "
+                                    "nvbandwidth v0.8, 2026-11-25: host_to_device_bidirectional_memcpy_ce 40.19 / 40.41 "
+                                    "GB/s (H2D while D2H runs) over host_to_device_memcpy_ce 53.98 / 54.53 GB/s alone "
+                                    "(tests/fixtures/peertools/h100x2/nvbandwidth.txt)"),
+    "pcie_duplex_efficiency_up": (1.0, "default", "no measurement of the D2H direction alone under load is fitted (the "
+                                  "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
     "nccl_eager_launch_us": (7.6, "measured", "fitted: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25: median "
