@@ -91,7 +91,12 @@ CASES: list[Case] = [
     Case("float-option-text", "map {fx}/t.json --preset hgx-h200-4 --time-limit soon", "--time-limit", 2),
     # ---- env -----------------------------------------------------------------------------------
     Case("env-extra-argument", "env extra", "unexpected extra argument", 2),
-    Case("env-json-value", "env --json=yes", "does not take a value", 2),
+    Case("env-json-no-value", "env --json", "Option '--json' requires an argument", 2),  # the old switch: --json -
+    Case("env-json-option-as-file", "env --json --help", "--json takes a file name", 2),
+    Case("topo-json-option-as-file", "topo --synthetic pcie:2x4 --json --gpus 0,1", "--json takes a file name", 2),
+    Case("map-json-no-value", "map {fx}/t.json --preset hgx-h200-4 --json", "Option '--json' requires an argument", 2),
+    Case("model-check-json-folder", "model check {fx}/run.json --json {tmp}/", "ends with '/'"),
+    Case("traffic-show-json-over-input", "traffic show {fx}/t.json --json {fx}/t.json", "same file as input"),
     # ---- topo ----------------------------------------------------------------------------------
     Case("topo-unknown-preset", "topo --preset nope", "unknown preset 'nope'"),
     Case("topo-empty-preset", "topo --preset ''", "preset"),
@@ -283,7 +288,7 @@ CASES: list[Case] = [
     Case("calibrate-output-is-input", "model calibrate {fx}/run.json -o {fx}/run.json", "same file as input RESULTS"),
     Case("calibrate-output-is-topology", "model calibrate {fx}/run.json --topology {fx}/topo.json -o {fx}/topo.json",
          "same file as input --topology"),
-    Case("calibrate-json-needs-output", "model calibrate {fx}/run.json --json", "-o FILE"),
+    Case("calibrate-json-needs-output", "model calibrate {fx}/run.json --json -", "-o FILE"),
     Case("calibrate-bad-topology", "model calibrate {fx}/run.json --topology nope", "not a file, a preset"),
     Case("calibrate-output-proc", "model calibrate {fx}/run.json -o /proc/c.json", "/proc"),
     Case("check-missing", "model check {fx}/missing.json", "not found"),

@@ -19,7 +19,7 @@ def _record(tmp_path, truth=None):
 
 def test_check_json_and_table(tmp_path, capsys):
     path = _record(tmp_path)
-    assert main(["model", "check", str(path), "--json"]) == 0
+    assert main(["model", "check", str(path), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["n_compared"] == 15 and data["summary"]["worst_abs_rel_error"] > 0.05
     assert main(["model", "check", str(path), "--max-error", "0.01"]) == 3
@@ -40,7 +40,7 @@ def test_calibrate_then_check_passes(tmp_path, capsys):
 
 def test_predict_and_bad_input(tmp_path, capsys):
     assert main(["model", "predict", "--preset", "pcie-8gpu-2socket", "--flows", "0->1,2->3", "--method",
-                 "staged-pinned", "--json"]) == 0
+                 "staged-pinned", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["predictions"]) == 2 and data["predictions"][0]["provenance"] == "predicted"
     assert main(["model", "predict", "--synthetic", "nvswitch:4", "--pattern", "ring", "--sizes", "4KiB,1GiB"]) == 0
@@ -58,7 +58,7 @@ def test_check_refuses_a_topology_of_another_machine_and_allows_it_on_request(tm
     err = capsys.readouterr().err
     assert "the record has 4 GPUs, 'dgx-a100' has 8" in err and "the record ran on H200, 'dgx-a100' has A100" in err
     assert err.count("\n") == 1  # one line, no traceback
-    assert main(["model", "check", str(path), "--topology", "dgx-a100", "--allow-mismatch", "--json"]) == 0
+    assert main(["model", "check", str(path), "--topology", "dgx-a100", "--allow-mismatch", "--json", "-"]) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert any("GPU models differ" in m for m in data["mismatches"]) and "MISMATCH" in captured.err
@@ -84,7 +84,7 @@ def test_predict_takes_the_completion_tolerance(capsys):
     # so batching their completions (--rtol) moves some finish times, within its bound of 2 x rtol
     def elapsed(rtol):
         argv = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "ce-nopeer", "--pattern", "all-to-all",
-                "--sizes", "64MiB", "--json", "--rtol", rtol]
+                "--sizes", "64MiB", "--json", "-", "--rtol", rtol]
         assert main(argv) == 0
         return [p["elapsed_us"] for p in json.loads(capsys.readouterr().out)["predictions"]]
 

@@ -93,10 +93,11 @@ def check(
     judged = judge_runs(runs, judge)
     summary = summarize(judged)
     if json_path is not None:
-        from .common import write_outputs
+        from .common import stderr_console, write_outputs
 
         try:
-            write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None)
+            for path in write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None):
+                stderr_console().print(f"wrote {path}", markup=False)
         except OSError as exc:
             raise write_error(json_path, exc) from exc
     if json_path != "-":

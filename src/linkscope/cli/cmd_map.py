@@ -8,7 +8,17 @@ import typer
 
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, NIC_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
+from .common import (
+    FROM_HELP,
+    NIC_HELP,
+    check_paths,
+    json_option,
+    resolve_topology_cli,
+    stderr_console,
+    stdout_console,
+    with_nic_option,
+    write_json_output,
+)
 
 
 def _load_results(path: Path) -> dict:
@@ -50,7 +60,7 @@ def register(app: typer.Typer) -> None:
             help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; "
                  "rankfile-logical: Open MPI 5), Slurm options (slurm) or a runnable sbatch script (sbatch)."),
         emit_to: Path | None = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
+        json_path: str | None = json_option("the mapping"),
     ) -> None:
         """Map ranks to GPUs so that the ranks that talk most use the best links.
 
@@ -103,7 +113,7 @@ def register(app: typer.Typer) -> None:
         if emit == "env" and emit_target is None:
             emit_target = Path("linkscope-env")
         check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
-                    outputs={"--output": output, "--emit-to": emit_target if emit != "env" else None},
+                    outputs={"--output": output, "--json": json_path, "--emit-to": emit_target if emit != "env" else None},
                     output_dirs={"--emit-to": emit_target if emit == "env" else None})
         matrix = load_traffic(traffic)
         if nodes > matrix.ranks:
@@ -139,8 +149,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)
-        if as_json:
-            typer.echo(json.dumps(to_dict(assignment), indent=2))
+        if write_json_output(json_path, json.dumps(to_dict(assignment), indent=2)):
             return
         console = stdout_console()
         if assignment.mode == "reorder":

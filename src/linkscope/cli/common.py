@@ -147,6 +147,28 @@ def check_paths(*, inputs: dict[str, Any] | None = None, outputs: dict[str, Any]
         seen[key] = (role, option, path)
 
 
+def json_option(what: str) -> Any:
+    """The ``--json FILE`` option of every command: ``what`` (e.g. "the topology model") as JSON to
+    FILE, ``-`` for stdout (``write_json_output`` writes it)."""
+    return typer.Option(None, "--json", metavar="FILE", help=f"Write {what} as JSON to FILE ('-' = stdout).")
+
+
+def write_json_output(path: str | Path | None, text: str) -> bool:
+    """``--json PATH`` of a command that prints a table otherwise: ``text`` (JSON) on stdout for
+    ``-``, else atomically to the file (``atomic``) and "wrote FILE" on stderr. Returns True when
+    stdout got the JSON (the caller then prints nothing else there); ``None`` writes nothing."""
+    from ..atomic import write_text_atomic
+
+    if path is None:
+        return False
+    if str(path) == STDOUT:
+        typer.echo(text, nl=not text.endswith("\n"))
+        return True
+    write_text_atomic(path, text if text.endswith("\n") else text + "\n")
+    stderr_console().print(f"wrote {path}", markup=False)
+    return False
+
+
 def write_error(path: str | Path, exc: OSError) -> UserError:
     """An OSError while writing an output, as a one-line UserError."""
     return UserError(f"cannot write {path}: {exc.strerror or exc}")
