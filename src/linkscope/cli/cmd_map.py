@@ -130,10 +130,9 @@ def register(app: typer.Typer) -> None:
             check_budget(estimate_map_bytes(topology.gpu_count * nodes),
                          f"map of {matrix.ranks:,} ranks onto {nodes} x {topology.name} ({topology.gpu_count * nodes:,} GPUs)",
                          hint="map onto a smaller fabric")
-            if host_list is None and nodes == 1 and topology.is_this_system:
-                import socket
-
-                host_list = [socket.gethostname()]  # this machine's topology: its name, not "localhost"
+            known = emitters.known_host_name(topology) if host_list is None and nodes == 1 else None
+            if known is not None:
+                host_list = [known]  # this machine's (or the recorded machine's) name, not "localhost"
         measured = None
         if results is not None:
             measured = results_cost(_load_results(results), metric,
@@ -193,7 +192,7 @@ def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> N
         err.print(f"wrote rankfile {path} (logical core indexes: Open MPI 5 --map-by rankfile:file={path})")
     elif kind == "sbatch":
         path = target or Path("job.sbatch")
-        write_text_atomic(path, emitters.sbatch_script(assignment))
+        write_text_atomic(path, emitters.sbatch_script(assignment, hosts=hosts))
         err.print(f"wrote {path} (sbatch {path}; edit ./app and mapping.json)")
     else:
         text = emitters.slurm_line(assignment)
