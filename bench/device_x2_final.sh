@@ -78,6 +78,8 @@ if [ -f /opt/cuda-mpi/env.sh ]; then
     step $d/ls_lat_HH_multiple.txt 30 env MPI4PY_RC_THREAD_LEVEL=multiple $run2 python3 -m linkscope bench mpi --test latency --buffers HH --sizes 8,1KiB --json "$r/$d/ls_lat_HH_multiple.json"
     step $d/ls_ar_HH_multiple.txt 30 env MPI4PY_RC_THREAD_LEVEL=multiple $run2 python3 -m linkscope bench mpi --test allreduce --buffers HH --sizes 8 --json "$r/$d/ls_ar_HH_multiple.json"
   done
+  step linkscope/p2p-mpi.txt 60 $run2 python3 -m linkscope bench p2p --mpi --sizes 1MiB,64MiB --json "$r/linkscope/p2p-mpi.json"
+  step linkscope/audit.txt 60 python3 -m linkscope audit -- mpirun -n 2 --bind-to none
 fi
 # last: the GPU tests of the merged code
 step linkscope/gpu-tests.txt 120 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/comm/test_gpu_comm.py tests/measure

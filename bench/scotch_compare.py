@@ -19,6 +19,9 @@ least) and counted. The best Scotch mapping by linkscope's cost is compared with
 
     PYTHONPATH=src python bench/scotch_compare.py [out.json] [--quick] [--no-4096] [--only=fattree:4x8,k80-16]
         [--metric=latency,distance] [--case=63x65]   (metrics, and cases whose name contains a string)
+    PYTHONPATH=src python bench/scotch_compare.py [out.json] --scale [--metric=latency]
+        (only the 32,768-rank cases on fattree:4096x8: the 32x32x32 stencil and the random graph of 16
+        neighbours per rank, issue 28; latency and bandwidth)
 
 Prints a table per target (wins / ties / losses, times) and writes JSON to the path given, else
 ``$OUT/scotch_compare.json``, else ``scotch_compare.json``. Exit status 1 when linkscope loses a case.
@@ -48,11 +51,13 @@ from linkscope.mapping.problem import MappingProblem
 from linkscope.topology.presets import load_preset, preset_names
 from linkscope.topology.synthetic import synthetic_topology
 from linkscope.traffic.matrix import TrafficMatrix
-from linkscope.traffic.synthetic import stencil, tree
+from linkscope.traffic.synthetic import random_graph, stencil, tree
 
 METRICS = ("distance", "bandwidth", "latency", "alpha-beta")
 FATTREES = ("fattree:4x8", "fattree:8x8", "fattree:32x8", "fattree:512x8")
 AMK_UP_TO = 256
+BIG_WEIGHTS_UP_TO = 4096
+"""Up to this many GPUs Scotch's edge weights are scaled to 1e6, above to 1e3 (see scotch_best)."""
 GMAP_TIMEOUT_S = 120
 SCOTCH_CONTEXT = "-Cd"
 """Scotch's execution context: deterministic (fixed random seed). Debian's build otherwise draws a
@@ -182,6 +187,10 @@ def integer_costs(c: np.ndarray) -> np.ndarray:
     return np.maximum(scaled, 1 - np.eye(len(c), dtype=int))
 
 
+LAST_GMAP_ERROR: list[str] = [""]
+"""Why the last failed scotch_gmap run failed (its stderr's last line, or the timeout)."""
+
+
 def run_gmap(source: Path, target: Path, strategy: str, folder: Path, vertices: int) -> tuple[np.ndarray | None, float]:
     out = folder / "out.map"
     t0 = time.perf_counter()
@@ -189,9 +198,11 @@ def run_gmap(source: Path, target: Path, strategy: str, folder: Path, vertices: 
         proc = subprocess.run(["scotch_gmap", SCOTCH_CONTEXT, *strategy.split(), str(source), str(target), str(out)],
                               capture_output=True, text=True, timeout=GMAP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        LAST_GMAP_ERROR[0] = f"timed out after {GMAP_TIMEOUT_S} s"
         return None, time.perf_counter() - t0
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
+        LAST_GMAP_ERROR[0] = ((proc.stderr or proc.stdout).strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return None, seconds
     part = np.full(vertices, -1, dtype=int)
     for line in out.read_text().split("\n")[1:]:
@@ -208,7 +219,7 @@ class Scorer:
     def __init__(self, topology, metric: str, traffic: TrafficMatrix, cluster: ClusterCost | None,
                  node: CostModel | None) -> None:
         self.cluster, self.node = cluster, node
-        b, m = traffic.offdiagonal_bytes(), traffic.offdiagonal_messages()
+        b, m = traffic.sparse_offdiagonal_bytes(), traffic.sparse_offdiagonal_messages()  # no N x N array
         base = cluster.node if cluster is not None else node
         self.flows = [sp.csr_matrix(f) for f in base.flow_matrices(b, m)]
         self.ranks = traffic.ranks
@@ -324,7 +335,9 @@ def scotch_best(scorer: Scorer, gpus: int) -> dict:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        write_grf(folder / "src.grf", integer_weights(padded))
+        # 32,768 vertices: edge weights up to 1e6 times the tree-leaf level costs overflowed inside
+        # scotch_gmap 7.0 (SIGSEGV on the bandwidth stencil); 1e3 keeps 3 digits of the weights
+        write_grf(folder / "src.grf", integer_weights(padded, top=1e6 if gpus <= BIG_WEIGHTS_UP_TO else 1e3))
         targets = []
         cost_matrix = dense_cost(scorer, factors) if gpus <= AMK_UP_TO else None
         if cost_matrix is not None:
@@ -341,7 +354,8 @@ def scotch_best(scorer: Scorer, gpus: int) -> dict:
             for strategy in ("-cq", "-cb", "-cq -b0"):
                 part, seconds = run_gmap(folder / "src.grf", path, strategy, folder, gpus)
                 if part is None or (part < 0).any():
-                    runs.append({"target": name, "strategy": strategy, "failed": True, "seconds": seconds})
+                    runs.append({"target": name, "strategy": strategy, "failed": True, "seconds": seconds,
+                                 "error": LAST_GMAP_ERROR[0] if part is None else "ranks left unmapped"})
                     continue
                 gpu = order[part] if order is not None else part  # tleaf terminal -> GPU index
                 real, repaired = repair(gpu[: scorer.ranks], weight, gpus, cost_matrix)
@@ -353,6 +367,14 @@ def scotch_best(scorer: Scorer, gpus: int) -> dict:
 
 
 # ---- main -----------------------------------------------------------------------------------------
+SCALE_TARGET = "fattree:4096x8"
+
+
+def scale_cases() -> list[TrafficMatrix]:
+    """The 32,768-rank cases (issue 28), built sparse as bench/mapping_scale.py builds them."""
+    return [stencil((32, 32, 32), periodic=True), random_graph(32768, degree=16, seed=1)]
+
+
 def targets(include_4096: bool) -> list[tuple[str, object]]:
     out = [(name, load_preset(name)) for name in preset_names()]
     for spec in FATTREES:
@@ -401,15 +423,17 @@ def main(argv: list[str]) -> int:
     only = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--only=")), None)
     only_metrics = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--metric=")), None)
     only_case = next((a.split("=", 1)[1] for a in argv if a.startswith("--case=")), None)
-    for label, topology in targets("--no-4096" not in argv):
+    scale = "--scale" in argv
+    chosen = [(SCALE_TARGET, synthetic_topology(SCALE_TARGET))] if scale else targets("--no-4096" not in argv)
+    for label, topology in chosen:
         if only and label not in only:
             continue
         n = topology.gpu_count
-        metrics = METRICS if n < 1024 or not quick else ("bandwidth", "latency")
+        metrics = ("latency", "bandwidth") if scale else METRICS if n < 1024 or not quick else ("bandwidth", "latency")
         for metric in metrics:
             if only_metrics and metric not in only_metrics:
                 continue
-            for traffic in cases(n, quick):
+            for traffic in scale_cases() if scale else cases(n, quick):
                 if only_case and only_case not in traffic.origin:
                     continue
                 row = compare(label, topology, metric, traffic)

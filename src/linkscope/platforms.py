@@ -43,6 +43,13 @@ class Platform:
         collective_library: the NCCL-API library CuPy's build of this runtime binds (``cupy.cuda.nccl``).
         env_rows: ``linkscope env`` rows: (row name, ``"module:callable"`` returning a row dict).
         version_probes: RunRecord context versions: (key, ``"module:callable"`` returning a string).
+        copy_loops_in_kernel: the SM copy between two GPUs repeats a timed region's copies inside one
+            launch (nvbandwidth's loopCount). Only where the copy kernel's loads skip the reader's
+            caches for peer memory: on H100 the L2-only loads (``ld.global.cg``) of peer lines are not
+            kept by the reader (remote-read latency 0.85 us, the link's, 2026-11-25), while streaming
+            loads (``ld.global.cs``) re-read from the reader's L1 inside one launch (sm-pull read
+            1,411-3,207 GB/s over an NV18 link at 1-16 MiB). On AMD a GCD's L2 caches coarse-grained
+            peer memory (docs/amd.md), so each copy stays a launch of its own there.
     """
 
     key: str
@@ -60,6 +67,7 @@ class Platform:
     collective_library: str | None = None
     env_rows: tuple[tuple[str, str], ...] = ()
     version_probes: tuple[tuple[str, str], ...] = ()
+    copy_loops_in_kernel: bool = False
 
 
 NVIDIA = Platform(
@@ -75,6 +83,7 @@ NVIDIA = Platform(
                     ("cuda_runtime", "linkscope.engines.gpu.runtime:cuda_runtime_version"),
                     ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
                     ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
+    copy_loops_in_kernel=True,
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",

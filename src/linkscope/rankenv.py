@@ -32,6 +32,10 @@ LOCAL_RANK_VARS = (
     "LOCAL_RANK",  # torchrun and friends
 )
 """This process's rank on its host."""
+WORLD_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PALS_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
+"""The number of ranks in the job (MPI launchers, then srun, then torchrun)."""
+LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE")
+"""The number of ranks on this host, where the launcher says it."""
 
 
 def first_index(environ: Mapping[str, str], names: tuple[str, ...]) -> tuple[int, str] | None:
@@ -56,3 +60,19 @@ def world_rank_from_env(environ: Mapping[str, str]) -> int | None:
 def local_rank_from_env(environ: Mapping[str, str]) -> int | None:
     found = first_index(environ, LOCAL_RANK_VARS)
     return None if found is None else found[0]
+
+
+def world_size_from_env(environ: Mapping[str, str]) -> int | None:
+    found = first_index(environ, WORLD_SIZE_VARS)
+    return None if found is None else found[0]
+
+
+def rank_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """Every rank, size and local-rank variable of the lists above that is set (what a launcher
+    told this process), in list order.
+
+    >>> rank_variables({"SLURM_PROCID": "3", "HOME": "/root", "SLURM_LOCALID": "1"})
+    {'SLURM_PROCID': '3', 'SLURM_LOCALID': '1'}
+    """
+    names = dict.fromkeys(WORLD_RANK_VARS + LOCAL_RANK_VARS + WORLD_SIZE_VARS + LOCAL_SIZE_VARS + LAUNCHER_SIZE_VARS)
+    return {name: environ[name] for name in names if name in environ}

@@ -277,6 +277,10 @@ CASES: list[Case] = [
     Case("predict-bad-flow", "model predict --preset hgx-h200-4 --flows 0-1", "bad flow"),
     Case("predict-flow-endpoint", "model predict --preset hgx-h200-4 --flows a->1", "bad endpoint"),
     Case("predict-flow-gpu-99", "model predict --preset hgx-h200-4 --flows 0->99", "99"),
+    Case("predict-nic-unknown", "model predict --preset v100-4-nvlink-ib --nic mlx5_7", "no NIC named mlx5_7"),
+    Case("predict-nic-no-name", "model predict --preset v100-4-nvlink-ib --nic ,", "no NIC name"),
+    Case("predict-nic-env-unknown", "model predict --preset v100-4-nvlink-ib", "UCX_NET_DEVICES='mlx5_9:1' from the environment",
+         env={"UCX_NET_DEVICES": "mlx5_9:1"}),
     Case("predict-rtol-negative", "model predict --preset hgx-h200-4 --rtol -0.1", "rtol"),
     Case("predict-rtol-nan", "model predict --preset hgx-h200-4 --rtol nan", "rtol"),
     Case("predict-rtol-huge", "model predict --preset hgx-h200-4 --rtol 3", "rtol"),
@@ -300,13 +304,29 @@ CASES: list[Case] = [
     Case("check-record-truncated", "model check {fx}/run-truncated.json", "not valid JSON"),
     Case("check-max-error-negative", "model check {fx}/run.json --max-error -1", "--max-error", 2),
     Case("check-bad-topology", "model check {fx}/run.json --topology banana:7", ""),
+    Case("check-params-from-missing", "model check {fx}/run.json --params-from {fx}/missing.json", "not found"),
+    Case("check-params-from-no-params", "model check {fx}/run.json --params-from {fx}/topo.json", "has no model_params"),
+    Case("check-params-from-and-topology", "model check {fx}/run.json --params-from {fx}/topo.json --topology hgx-h200-4",
+         "not both"),
     # ---- traffic ---------------------------------------------------------------------------------
     Case("gen-unknown-pattern", "traffic gen spiral --ranks 4 -o {tmp}/t.json", "unknown traffic pattern"),
     Case("gen-ring-no-ranks", "traffic gen ring -o {tmp}/t.json", "needs --ranks"),
     Case("gen-ring-one-rank", "traffic gen ring --ranks 1 -o {tmp}/t.json", "at least 2"),
     Case("gen-ranks-negative", "traffic gen ring --ranks -4 -o {tmp}/t.json", ""),
     Case("gen-all-to-all-60000", "traffic gen all-to-all --ranks 60000 -o {tmp}/t.npy", "8192"),
-    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "8192"),
+    Case("gen-grid-huge", "traffic gen stencil3d --grid 1000x1000x1000 -o {tmp}/t.npy", "1048576"),
+    Case("gen-grid-sparse-to-npy", "traffic gen stencil3d --grid 32x32x32 -o {tmp}/t.npy", "stored sparse"),
+    Case("gen-random-graph-degree", "traffic gen random-graph --ranks 4 --degree 4 -o {tmp}/t.json", "degree"),
+    Case("show-edges-junk", "traffic show {fx}/junk.edges", "SRC DST BYTES"),
+    Case("show-npz-not-zip", "traffic show {fx}/notzip.npz", "not a zip"),
+    Case("show-npz-dense", "traffic show {fx}/dense.npz", "scipy.sparse"),
+    Case("show-csr-bad-indptr", "traffic show {fx}/csr-indptr.json", "indptr"),
+    Case("show-csr-no-ranks", "traffic show {fx}/csr-noranks.json", "needs 'ranks'"),
+    # ---- audit -----------------------------------------------------------------------------------
+    Case("audit-no-records", "audit --preset dgx-h100 -- true", "no rank wrote"),
+    Case("audit-gpus-junk", "audit --preset dgx-h100 --gpus zero -- env", "--gpus"),
+    Case("audit-gpus-too-big", "audit --preset dgx-h100 --gpus 9 -- env", "has 8 GPUs"),
+    Case("audit-launcher-missing", "audit --preset dgx-h100 -- no-such-launcher -n 2", "command not found"),
     Case("gen-grid-overflow", "traffic gen stencil2d --grid 99999999999999999999x2 -o {tmp}/t.npy", ""),
     Case("gen-grid-junk", "traffic gen stencil2d --grid 4by4 -o {tmp}/t.json", "not a process grid"),
     Case("gen-grid-zero", "traffic gen stencil2d --grid 0x4 -o {tmp}/t.json", "below 1"),
@@ -641,6 +661,14 @@ def build_fixtures(folder: Path) -> None:
     (folder / "folder").mkdir()
     (folder / "folder.json").mkdir()
     (folder / "file.txt").write_text("hello\n")
+    (folder / "junk.edges").write_text("0 1 lots\n")
+    (folder / "notzip.npz").write_text("not a zip")
+    np.savez(folder / "dense.npz", a=np.ones((2, 2)))
+    head = '"format": "linkscope.traffic", "schema_version": 1'
+    (folder / "csr-indptr.json").write_text('{' + head + ', "ranks": 2, "bytes": {"indptr": [0, 2], "indices": [1], '
+                                            '"data": [5]}}')
+    (folder / "csr-noranks.json").write_text('{' + head + ', "bytes": {"indptr": [0, 1, 1], "indices": [1], '
+                                             '"data": [5]}}')
     (folder / "empty.json").write_text("")
     (folder / "empty.csv").write_text("# nothing\n")
     (folder / "bad.json").write_text("{bad")

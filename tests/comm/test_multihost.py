@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from linkscope.traffic.io import load_traffic
+
 from .conftest import ROOT, mpirun_available
 from .netns_hosts import NetnsHosts, unavailable
 
@@ -90,7 +92,8 @@ def test_profile_map_launch_across_hosts(hosts, tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(traffic.read_text())
     assert data["hosts"] == ["lsn0", "lsn0", "lsn1", "lsn1"]
-    assert data["bytes"][0][2] == 1 << 20 and data["bytes"][2][0] == 1 << 20
+    captured = load_traffic(traffic).dense_bytes()  # the file holds it dense or as CSR, whichever is smaller
+    assert captured[0, 2] == 1 << 20 and captured[2, 0] == 1 << 20
 
     mapping, rankfile = tmp_path / "mapping.json", tmp_path / "rankfile"
     done = subprocess.run(_linkscope("map", str(traffic), "--synthetic", "nvswitch:2", "--nodes", "2",
@@ -123,3 +126,33 @@ def test_profile_map_launch_across_hosts(hosts, tmp_path):
     seen = {int(r): (h, d) for r, h, d in (f.read_text().split() for f in seen_dir.iterdir())}
     assert {r: h for r, (h, _) in seen.items()} == dict(enumerate(host_of_rank))
     assert {r: d for r, (_, d) in seen.items()} == {r: str(v) for r, v in enumerate(assigned["visible_device_of_rank"])}
+
+
+def test_audit_names_a_bad_placement_across_hosts(hosts, tmp_path):
+    """A deliberately bad placement under mpirun on two hosts, judged against dgx-h100 (GPUs 0-3 on
+    NUMA 0 with cores 0-55, GPUs 4-7 on NUMA 1): rank 1 bound to core 1 (NUMA 0) but on GPU 4,
+    ranks 2 and 3 (lsn1) both on GPU 2, and every rank told UCX_NET_DEVICES=mlx5_11 (on NUMA 1)."""
+    env = _env(tmp_path)
+    out = tmp_path / "audit.json"
+    args = hosts.mpirun_args(2, 4, FORWARD) + ["--bind-to", "core", "--map-by", "core",
+                                               "-x", "UCX_NET_DEVICES=mlx5_11:1"]
+    done = hosts.run(_linkscope("audit", "--preset", "dgx-h100", "--gpus", "0,4,2,2", "--json", str(out),
+                                "--dir", str(tmp_path / "probes"), "--", *args), env=env, timeout_s=90, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert [(r["rank"], r["host"], r["gpu"]) for r in report["ranks"]] == [
+        (0, "lsn0", 0), (1, "lsn0", 4), (2, "lsn1", 2), (3, "lsn1", 2)]
+    assert report["launcher"] == "ompi"
+    assert all(len(r["cpus"]) == 1 for r in report["ranks"])  # --bind-to core: one CPU each, as the probe saw
+    kinds = {(p["kind"], tuple(p["ranks"])) for p in report["problems"]}
+    assert ("numa-far", (1,)) in kinds  # GPU 4 is on NUMA 1, core 1 on NUMA 0
+    assert ("numa-far", (0,)) not in kinds  # GPU 0 and core 0 are both on NUMA 0
+    assert ("gpu-shared", (2, 3)) in kinds
+    assert {r for k, ranks in kinds if k == "nic-far" for r in ranks} == {0, 1, 2, 3}  # mlx5_11 is no GPU's nearest
+    text = done.stdout
+    assert "PROBLEM numa-far: rank 1 on lsn0 uses GPU 4" in text
+    assert "fix: rank 1: cores 56-111,168-223 (cpu1, local to GPU 4)" in text
+    assert "fix: mpirun --map-by ppr:4:numa --bind-to core" in text
+    assert "PROBLEM gpu-shared: ranks 2, 3 share GPU 2 on lsn1" in text
+    assert "UCX_NET_DEVICES=mlx5_0:1" in text and "UCX_NET_DEVICES=mlx5_4:1" in text  # GPU 0's and GPU 2's nearest
+    assert "simulated" in text

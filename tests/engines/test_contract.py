@@ -277,3 +277,26 @@ def test_sm_copies_of_one_region_are_one_launch():
     from linkscope.engines.gpu.fake import FAKE_RATE_B_PER_S
     per_copy = result.timings[0].elapsed_s[0]
     assert per_copy == pytest.approx(size / FAKE_RATE_B_PER_S["kernel"], rel=1e-2)
+
+
+def test_in_kernel_loops_only_between_gpus_on_platforms_that_allow_them():
+    """A copy with a host end, and every copy on AMD (a GCD's L2 keeps coarse-grained peer lines), is
+    one launch per copy: looping inside one kernel there would time the reader's caches, as sm-pull
+    did on H100 with streaming loads (1,411-3,207 GB/s over an NV18 link, 2026-11-25)."""
+    from linkscope.engines.gpu.engine import inner_count
+    from linkscope.patterns.methods import SM_PULL, SM_PUSH
+
+    size = 1024**2
+    inner = inner_count(size)
+
+    def copies(eng, plan):
+        eng.rt.launches.clear()
+        eng.run(plan, 1, warmup=0, verify=False)
+        return len([n for n in eng.rt.launches if n.startswith("copy_")])
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    pair = TransferPlan("pair", "uni", SM_PULL.key, (Transfer(0, 1, size),))
+    host = TransferPlan("host", "uni", SM_PUSH.key, (Transfer(0, HOST, size),))
+    assert copies(nvidia, pair) == 1
+    assert copies(nvidia, host) == inner
+    assert copies(amd, pair) == inner

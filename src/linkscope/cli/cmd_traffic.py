@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
     @traffic_app.command("gen")
     def gen(
-        pattern: str = typer.Argument(..., help="stencil2d | stencil3d | ring | all-to-all | tree | random | graph"),
+        pattern: str = typer.Argument(..., help="stencil2d | stencil3d | ring | all-to-all | tree | random | random-graph | graph"),
         output: Path = typer.Option(..., "-o", "--output", help="Where to write (.json, .csv or .npy)."),
         ranks: int | None = typer.Option(None, "--ranks", help="Number of ranks."),
         grid: str | None = typer.Option(None, "--grid", help="Process grid for stencils, e.g. 4x4 or 2x2x4."),
@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
         weights: str | None = typer.Option(None, "--weights", help="Stencil per-axis weights, e.g. 1,1,4."),
         op: str = typer.Option("bcast", "--op", help="tree: bcast or reduce."),
         density: float = typer.Option(0.3, "--density", help="random: probability that a pair talks."),
-        seed: int = typer.Option(0, "--seed", help="random: seed."),
+        seed: int = typer.Option(0, "--seed", help="random, random-graph: seed."),
+        degree: int = typer.Option(16, "--degree", help="random-graph: distinct ranks each rank sends to."),
         bidirectional: bool = typer.Option(False, "--bidirectional", help="ring: send both ways."),
         edges: Path | None = typer.Option(None, "--edges", help="graph: file of 'a b [weight]' lines."),
     ) -> None:
@@ -74,6 +75,7 @@ def register(app: typer.Typer) -> None:
             weights=_parse_weights(weights),
             op=op,
             density=density,
+            degree=degree,
             seed=seed,
             bidirectional=bidirectional,
             edges=_parse_edges(edges),
@@ -106,10 +108,8 @@ def register(app: typer.Typer) -> None:
         console.print(f"{path}: {matrix.ranks} ranks, {format_size(matrix.total_bytes)} between ranks ({matrix.origin})")
         if matrix.hosts:
             console.print(f"hosts: {', '.join(matrix.hosts_list())}")
-        b = matrix.offdiagonal_bytes()
-        for flat in np.argsort(-b, axis=None)[:5]:
-            r, s = divmod(int(flat), matrix.ranks)
-            if b[r, s] > 0:
-                console.print(f"  {r} -> {s}: {format_size(b[r, s])}")
+        b = matrix.sparse_offdiagonal_bytes().tocoo()
+        for k in np.argsort(-b.data, kind="stable")[:5]:
+            console.print(f"  {int(b.row[k])} -> {int(b.col[k])}: {format_size(float(b.data[k]))}")
         for name, item in sorted(matrix.collectives.items()):
             console.print(f"  {name}: {item.get('calls', 0)} calls, {format_size(item.get('bytes', 0))}")

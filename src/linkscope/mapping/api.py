@@ -263,13 +263,12 @@ def map_cluster(
     for a multi-host topology, ``cluster.copies`` for ``--nodes K``). ``node_topology`` is one
     host (NICs and cores); gpu_of_rank is the GPU within its host; ``nics`` the NIC choice (the
     one ``cost`` was built with)."""
-    import scipy.sparse as sp
-
     from .hierarchical import solve_cluster
 
     t0 = time.perf_counter()
-    bytes_, messages = traffic.offdiagonal_bytes(), traffic.offdiagonal_messages()
-    flows = [sp.csr_matrix(f) for f in cost.node.flow_matrices(bytes_, messages)]
+    # sparse end to end: no N x N array (a 32,768-rank job's dense matrix would be 8 GiB)
+    bytes_, messages = traffic.sparse_offdiagonal_bytes(), traffic.sparse_offdiagonal_messages()
+    flows = list(cost.node.flow_matrices(bytes_, messages))
     result = solve_cluster(flows, cost, node_budget=node_limit, seed=seed)
     model = cost.node.exchange_time is not None
     spec = nic_choice_of(node_topology, nics)

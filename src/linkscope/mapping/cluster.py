@@ -89,11 +89,11 @@ class ClusterCost:
         return np.where(host_a == host_b, inner, cross)
 
     def host_cost(self, term: int) -> np.ndarray:
-        """hosts x hosts: cost of a pair of local GPU 0s on two hosts (0 on the diagonal)."""
-        h = np.arange(self.hosts)
-        a, b = np.meshgrid(h, h, indexing="ij")
-        zero = np.zeros_like(a)
-        out = self.pair_cost(term, a.ravel(), zero.ravel(), b.ravel(), zero.ravel()).reshape(a.shape)
+        """hosts x hosts: cost of a pair of local GPU 0s on two hosts (0 on the diagonal); the
+        cross-host branch of ``pair_cost`` over whole rows (no hosts^2 index arrays: 4,096 hosts)."""
+        switch = self.attach[:, 0]
+        acc, fab = float(self.access[term][0]), self.fabric[term][np.ix_(switch, switch)]
+        out = acc + fab + acc if self.combine[term] == "sum" else np.maximum(fab, acc)
         np.fill_diagonal(out, 0.0)
         return out
 
@@ -160,8 +160,10 @@ def _host_topology(topology: Topology, members: Sequence[str], gpus: Sequence[in
     devices = tuple(replace(d, index=local[d.index]) if d.is_gpu and d.index is not None else d
                     for d in topology.devices if d.id in keep)
     links = tuple(link for link in topology.links if link.a in keep and link.b in keep)
+    denied = tuple((local[a], local[b]) for a, b in topology.peer_access.denied_pairs if a in local and b in local)
     return Topology(name=name, devices=devices, links=links, source=topology.source,
-                    description=f"one host of {topology.name}", model_params=topology.model_params)
+                    description=f"one host of {topology.name}", model_params=topology.model_params,
+                    peer_access=replace(topology.peer_access, denied_pairs=denied), run_choices=topology.run_choices)
 
 
 def _signatures(topology: Topology, hosts: Hosts) -> list[tuple]:
@@ -201,13 +203,20 @@ def _fabric(topology: Topology, switches: Sequence[str]) -> tuple[np.ndarray, np
     capacity = sp.csr_matrix((caps, (rows, cols)), shape=(m, m)).toarray()
     graph = sp.csr_matrix((weights, (rows, cols)), shape=(m, m))
     dist, pred = dijkstra(graph, directed=True, return_predecessors=True)
-    for s in range(m):
-        order = np.argsort(dist[s], kind="stable")
-        for t in order[1:]:
-            if np.isinf(dist[s, t]):
-                break
-            p = pred[s, t]
-            cap[s, t] = min(cap[s, p], capacity[p, t])
+    # the bottleneck along each path, for all pairs at once, one hop further per round: a pair's
+    # value is min(its predecessor pair's value, the last link), ready once that pair's is
+    done = np.eye(m, dtype=bool)
+    todo = np.isfinite(dist) & ~done
+    while todo.any():
+        s_idx, t_idx = np.nonzero(todo)
+        p_idx = pred[s_idx, t_idx]
+        ready = done[s_idx, p_idx]
+        if not ready.any():
+            break  # cannot happen on a predecessor tree; a guard against looping forever
+        s_idx, t_idx, p_idx = s_idx[ready], t_idx[ready], p_idx[ready]
+        cap[s_idx, t_idx] = np.minimum(cap[s_idx, p_idx], capacity[p_idx, t_idx])
+        done[s_idx, t_idx] = True
+        todo[s_idx, t_idx] = False
     return np.round(dist, 6), cap, index  # rounding drops the hop epsilon; inf: no path
 
 

@@ -9,6 +9,7 @@ is kept when the search does not beat it.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,14 +51,46 @@ def host_groups(host_cost: np.ndarray, hosts: Sequence[int]) -> list[list[int]]:
     if len(hosts) <= 1:
         return [hosts]
     sub = host_cost[np.ix_(hosts, hosts)]
-    off = sub[~np.eye(len(hosts), dtype=bool)]
-    near = sub <= off.min() * (1 + 1e-9) + 1e-300
+    np.fill_diagonal(sub, np.inf)  # sub is a copy: the smallest cost between two different hosts
+    near = sub <= sub.min() * (1 + 1e-9) + 1e-300
+    if near.sum() == len(hosts) * (len(hosts) - 1):  # every pair equally near (4,096 hosts: 16M pairs)
+        return [[h] for h in hosts]
     from scipy.sparse.csgraph import connected_components
 
-    count, label = connected_components(sp.csr_matrix(near), directed=False)
+    rows, cols = np.nonzero(near)
+    count, label = connected_components(sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=near.shape),
+                                        directed=False)
     if count == 1:
         return [[h] for h in hosts]
     return [[hosts[i] for i in np.nonzero(label == c)[0]] for c in range(count)]
+
+
+FANOUT_UP_TO = 256
+"""A split of the ranks into more groups of near hosts than this (4,096 hosts under 1,024 leaf
+switches) is done in two steps: first into about sqrt(groups) runs of consecutive groups, then
+each run into its groups. The partitioner's work per vertex grows with the number of parts
+(``partition._kway_refine`` keeps a vertices x parts table: 32,768 x 4,096 doubles is 1 GiB)."""
+BOTTOM_UP_HOSTS_UP_TO = 1024
+"""Up to this many hosts, the bottom-up placement (ranks straight into hosts) is tried as well;
+above, one part per host is the expensive split ``FANOUT_UP_TO`` avoids."""
+LIGHT_ABOVE_HOSTS = 1024
+"""Above this many hosts every piece is partitioned ``light`` (one METIS start, fewer cuts: 4,096
+hosts gave 1,024 pieces x 8 seeds x 2 kinds, 16,000 METIS calls, 15 of 24 s at 32,768 ranks)."""
+
+
+def chunked(groups: list[list[int]]) -> list[list[int]]:
+    """``groups`` as they are, or, when there are more than ``FANOUT_UP_TO``, joined into about
+    sqrt(len(groups)) runs of consecutive groups (the recursion then splits each run into its
+    groups again: ``host_groups`` of a run finds them, all its pairs being no nearer).
+
+    >>> [len(run) for run in chunked([[h] for h in range(300)])][:3]
+    [18, 18, 18]
+    """
+    if len(groups) <= FANOUT_UP_TO:
+        return groups
+    runs = int(np.ceil(np.sqrt(len(groups))))
+    bounds = np.linspace(0, len(groups), runs + 1).round().astype(int)
+    return [[h for group in groups[a:b] for h in group] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
 
 
 REFINE_HOSTS_UP_TO = 128
@@ -121,6 +154,7 @@ def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, b
     host_of = np.zeros(weight.shape[0], dtype=int)
     small = bisection and weight.shape[0] <= KL_UP_TO
     memo = memo if memo is not None else _Memo()
+    light = host_cost.shape[0] > LIGHT_ABOVE_HOSTS
 
     def recurse(ranks: np.ndarray, hosts: list[int]) -> None:
         if len(hosts) == 1:
@@ -128,9 +162,9 @@ def _top_down(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int, b
             return
         groups = memo.groups.get(tuple(hosts))
         if groups is None:
-            groups = memo.groups[tuple(hosts)] = host_groups(host_cost, hosts)
+            groups = memo.groups[tuple(hosts)] = chunked(host_groups(host_cost, hosts))
         sizes = spread(len(ranks), [len(group) * g for group in groups])
-        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts)
+        parts = partition(weight[ranks][:, ranks], sizes, seed=seed, bisection=small, memo=memo.parts, light=light)
         for k, group in enumerate(groups):
             recurse(ranks[parts == k], group)
 
@@ -155,7 +189,7 @@ def _best_hosts(weight: sp.csr_matrix, host_cost: np.ndarray, g: int, seed: int,
     for s in seeds:
         for graph in graphs:
             for build in (_top_down, _bottom_up):
-                if build is _bottom_up and hosts <= 2:
+                if build is _bottom_up and (hosts <= 2 or hosts > BOTTOM_UP_HOSTS_UP_TO):
                     continue
                 placed = build(graph, host_cost, g, s, memo=memo)
                 if hosts <= REFINE_HOSTS_UP_TO:

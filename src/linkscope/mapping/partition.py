@@ -160,6 +160,11 @@ LOOSE_PART_SIZE = 16
 switches, not into 512 hosts: the most expensive run, where it did not help)."""
 LOOSE_KINDS = (True,)
 """That run's kinds (True: recursive bisection, the one that won on the stencil; k-way did not)."""
+HUGE_GRAPH = 16384
+"""Above this many vertices METIS tries one cut per kind, and two in the looser run (32,768 ranks,
+random graph of 16 neighbours each, into 32 parts: 2 cuts per kind 1.6 s, the looser run's 6 cuts
+2.5-3.9 s more, for cuts within 0.1 %; measured 2026-11-25 on the 2-core development machine,
+under load)."""
 
 
 def _symmetric(weights: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
@@ -189,7 +194,7 @@ def _bisection_partition(w: sp.csr_matrix, part_sizes: Sequence[int]) -> np.ndar
 
 
 def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
-                     polished: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
+                     polished: dict[bytes, np.ndarray] | None = None, light: bool = False) -> np.ndarray:
     """METIS k-way and recursive bisection (pymetis, deterministic seed; the smaller cut) with
     target part weights, then exact sizes
     (``_balance``) and a boundary pass (``_kway_refine``). ``polished`` remembers the last two
@@ -210,9 +215,10 @@ def _metis_partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int = 0,
     # restarts, into big parts, also get a looser run with more cuts (a better cut once balanced:
     # 63x65 stencil into 128 x 32)
     # k-way and recursive bisection: each wins on some graphs (stencils: bisection)
-    settings: list[tuple[int, int, tuple[bool, ...]]] = [(1, 2, (False, True))]
-    if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k:
-        settings.append((LOOSE_UFACTOR, LOOSE_NCUTS, LOOSE_KINDS))
+    huge = light or n > HUGE_GRAPH
+    settings: list[tuple[int, int, tuple[bool, ...]]] = [(1, 1 if huge else 2, (False, True))]
+    if n > SEEDS_UP_TO and n >= LOOSE_PART_SIZE * k and (not light or n > HUGE_GRAPH):  # light: the top split only
+        settings.append((LOOSE_UFACTOR, 2 if huge else LOOSE_NCUTS, LOOSE_KINDS))
     for ufactor, ncuts, kinds in settings:
         options = pymetis.Options(seed=seed, ufactor=ufactor, ncuts=ncuts, niter=20)
         chosen, chosen_cut = None, float("inf")
@@ -377,14 +383,16 @@ def refine_with_distances(weights: sp.spmatrix, parts: np.ndarray, distance: np.
 
 
 def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed: int = 0,
-              bisection: bool = True, memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
+              bisection: bool = True, memo: dict[bytes, np.ndarray] | None = None, light: bool = False) -> np.ndarray:
     """Part index of each vertex; part ``k`` gets exactly ``part_sizes[k]`` vertices.
 
     ``weights`` is a (ranks x ranks) traffic matrix (symmetrised here); sum(part_sizes) must
     equal its size. METIS (multilevel k-way, through pymetis) does the work; graphs of up to
     ``KL_UP_TO`` vertices are also split by recursive Kernighan–Lin bisection and the smaller
     cut wins (``bisection=False`` skips it: callers splitting many small pieces of a big graph).
-    Deterministic for a given ``seed``. ``memo`` (a dict the caller keeps) answers a graph seen
+    Deterministic for a given ``seed``. ``light``: one METIS start, one cut per kind, and the looser
+    run only on a graph above ``HUGE_GRAPH`` (a caller splitting a huge job into thousands of pieces).
+    ``memo`` (a dict the caller keeps) answers a graph seen
     before with the same sizes, seed and ``bisection`` from memory (a stencil cut into blocks
     gives many identical pieces).
     """
@@ -398,26 +406,27 @@ def partition(weights: sp.spmatrix | np.ndarray, part_sizes: Sequence[int], seed
         return np.repeat(np.arange(len(part_sizes)), part_sizes)
     bisection = bisection and n <= KL_UP_TO
     if memo is None:
-        return _partition(w, part_sizes, seed, bisection)
+        return _partition(w, part_sizes, seed, bisection, light)
     digest = hashlib.blake2b(digest_size=32)  # a 256-bit digest, not a copy of a big graph
     for array in (w.indptr, w.indices, w.data, np.asarray(part_sizes, dtype=np.int64)):
         digest.update(f"{array.dtype}{array.shape}".encode())
         digest.update(np.ascontiguousarray(array).tobytes())
-    digest.update(str((seed, bisection)).encode())
+    digest.update(str((seed, bisection, light)).encode())
     key = digest.digest()
     if key not in memo:
-        memo[key] = _partition(w, part_sizes, seed, bisection)
+        memo[key] = _partition(w, part_sizes, seed, bisection, light)
     return memo[key].copy()
 
 
-def _partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int, bisection: bool) -> np.ndarray:
+def _partition(w: sp.csr_matrix, part_sizes: Sequence[int], seed: int, bisection: bool, light: bool = False
+               ) -> np.ndarray:
     n = w.shape[0]
     polished: dict[bytes, np.ndarray] = {}
-    best = _metis_partition(w, part_sizes, seed, polished)
+    best = _metis_partition(w, part_sizes, seed, polished, light)
     best_cut = cut_weight(w, best)
     tol = 1e-12 * max(float(w.sum()), 1.0)
     if n <= SEEDS_UP_TO:  # METIS is noisy on small graphs: restarts are cheap there
-        for other_seed in range(seed + 1, seed + SEEDS):
+        for other_seed in range(seed + 1, seed + (1 if light else SEEDS)):
             other = _metis_partition(w, part_sizes, other_seed, polished)
             cut = cut_weight(w, other)
             if cut < best_cut - tol:

@@ -3,7 +3,8 @@
 * CSV: N lines of N comma-separated byte counts, row = sender (``#`` lines are comments);
 * ``.npy``: one N x N array of bytes;
 * JSON: ``{"format": "linkscope.traffic", "schema_version": 1, "bytes": [[...]], ...}`` with
-  message counts, histogram, hosts, local ranks, origin and collectives when known.
+  message counts, histogram, hosts, local ranks, origin and collectives when known;
+* sparse forms (``sparse_io``): CSR-like JSON (written when smaller), SciPy ``.npz``, ``.edges``.
 """
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import SchemaError, UserError
 from ..userfiles import loads_strict, read_text, refuse_malformed
 from .matrix import TrafficError, TrafficMatrix
+from .sparse_io import SPARSE_SUFFIXES, csr_fields, csr_is_smaller, csr_matrix_of, is_csr_dict, load_sparse, save_sparse
 
 FORMAT = "linkscope.traffic"
 SCHEMA_VERSION = 1
-SUFFIXES = (".csv", ".npy", ".json")
+SUFFIXES = (".csv", ".npy", ".json") + SPARSE_SUFFIXES
 
 
 def _number(value: float) -> int | float:
@@ -33,13 +35,16 @@ def _matrix_rows(array: np.ndarray) -> list[list[int | float]]:
 
 
 def to_dict(matrix: TrafficMatrix) -> dict[str, Any]:
+    """The JSON object; the byte and message matrices in the CSR form where that is smaller."""
+    matrices = csr_fields(matrix) if csr_is_smaller(matrix) else {
+        "bytes": _matrix_rows(matrix.dense_bytes()),
+        "messages": None if (messages := matrix.dense_messages()) is None else _matrix_rows(messages)}
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
         "ranks": matrix.ranks,
         "origin": matrix.origin,
-        "bytes": _matrix_rows(matrix.bytes),
-        "messages": None if matrix.messages is None else _matrix_rows(matrix.messages),
+        **matrices,
         "size_histogram": None if matrix.size_histogram is None else list(matrix.size_histogram),
         "hosts": None if matrix.hosts is None else list(matrix.hosts),
         "local_ranks": None if matrix.local_ranks is None else list(matrix.local_ranks),
@@ -61,9 +66,10 @@ def from_dict(data: Any, origin: str = "") -> TrafficMatrix:
     if "bytes" not in data:
         raise SchemaError(f"{origin or 'traffic JSON'}: missing the byte matrix", path="$.bytes")
     _check_schema(data, origin)
+    bytes_, messages = csr_matrix_of(data, origin) if is_csr_dict(data) else (data["bytes"], data.get("messages"))
     matrix = TrafficMatrix(
-        bytes=data["bytes"],
-        messages=data.get("messages"),
+        bytes=bytes_,
+        messages=messages,
         size_histogram=data.get("size_histogram"),
         hosts=data.get("hosts"),
         local_ranks=data.get("local_ranks"),
@@ -104,7 +110,7 @@ def loads_csv(text: str, origin: str = "") -> TrafficMatrix:
 
 
 def dumps_csv(matrix: TrafficMatrix) -> str:
-    return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.bytes)
+    return "".join(",".join(str(_number(v)) for v in row) + "\n" for row in matrix.dense_bytes())
 
 
 def check_suffix(path: Path | str, option: str | None = None) -> str:
@@ -114,15 +120,18 @@ def check_suffix(path: Path | str, option: str | None = None) -> str:
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         where = f"{option} {path}" if option else str(path)
-        raise UserError(f"unknown traffic file type {path.suffix!r} for {where}", hint="use .csv, .npy or .json")
+        raise UserError(f"unknown traffic file type {path.suffix!r} for {where}",
+                        hint="use .csv, .npy, .json, .npz (scipy.sparse) or .edges")
     return suffix
 
 
 def load_traffic(path: Path | str) -> TrafficMatrix:
-    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json)."""
+    """Read a traffic matrix; the format follows the suffix (.csv, .npy, .json, .npz, .edges)."""
     path = Path(path)
     suffix = check_suffix(path)
     origin = f"file:{path.name}"
+    if suffix in SPARSE_SUFFIXES:
+        return load_sparse(path, suffix)
     if suffix == ".npy":  # shape and dtype judged from the header before any data is read
         from .npyfile import read_npy_matrix
 
@@ -134,14 +143,16 @@ def load_traffic(path: Path | str) -> TrafficMatrix:
 
 
 def save_traffic(matrix: TrafficMatrix, path: Path | str) -> None:
-    """Write atomically; the format follows the suffix. CSV and .npy keep only the byte matrix."""
+    """Write atomically; the format follows the suffix. CSV, .npy and .npz keep only the byte matrix."""
     path = Path(path)
     suffix = check_suffix(path)
-    if suffix == ".csv":
+    if suffix in SPARSE_SUFFIXES:
+        save_sparse(matrix, path, suffix)
+    elif suffix == ".csv":
         write_text_atomic(path, dumps_csv(matrix))
     elif suffix == ".npy":
         buffer = io.BytesIO()
-        np.save(buffer, np.asarray(matrix.bytes))
+        np.save(buffer, matrix.dense_bytes())
         write_bytes_atomic(path, buffer.getvalue())
     else:
         write_json_atomic(path, to_dict(matrix))

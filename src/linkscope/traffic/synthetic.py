@@ -10,16 +10,15 @@ side), as a real halo exchange does.
 """
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import UserError
-from .matrix import HISTOGRAM_BINS, TrafficMatrix, check_rank_count, histogram_bin
+from .matrix import HISTOGRAM_BINS, TrafficMatrix, check_rank_count, check_sparse_rank_count, from_entries, histogram_bin
 
-PATTERNS = ("stencil2d", "stencil3d", "ring", "all-to-all", "tree", "random", "graph")
+PATTERNS = ("stencil2d", "stencil3d", "ring", "all-to-all", "tree", "random", "random-graph", "graph")
 
 
 def parse_grid(text: str) -> tuple[int, ...]:
@@ -63,30 +62,61 @@ def stencil(
     _check_size(size_bytes, max(axis_weights))
     n = _grid_ranks(dims)
     strides = [int(np.prod(dims[i + 1:])) for i in range(len(dims))]
-    bytes_ = np.zeros((n, n))
-    messages = np.zeros((n, n))
-    sizes: dict[int, int] = {}
-    for coords in itertools.product(*(range(d) for d in dims)):
-        rank = sum(c * s for c, s in zip(coords, strides))
-        for axis, (d, w) in enumerate(zip(dims, axis_weights)):
-            for step in (-1, 1):
-                c = coords[axis] + step
-                if not 0 <= c < d:
-                    if not wrap[axis]:
-                        continue
-                    c %= d
-                peer = rank + (c - coords[axis]) * strides[axis]
-                if peer == rank:
-                    continue
-                amount = round(size_bytes * w)
-                bytes_[rank, peer] += amount
-                messages[rank, peer] += 1
-                sizes[amount] = sizes.get(amount, 0) + 1
+    coords = np.indices(dims).reshape(len(dims), n)  # row-major: rank r has coords[:, r]
+    ranks = np.arange(n)
+    src, dst, amounts = [], [], []
+    for axis, (d, w) in enumerate(zip(dims, axis_weights)):
+        for step in (-1, 1):
+            c = coords[axis] + step
+            keep = (c >= 0) & (c < d) if not wrap[axis] else np.ones(n, dtype=bool)
+            peer = ranks + (c % d - coords[axis]) * strides[axis]
+            keep &= peer != ranks
+            src.append(ranks[keep])
+            dst.append(peer[keep])
+            amounts.append(np.full(int(keep.sum()), round(size_bytes * w), dtype=np.float64))
     dims_text = "x".join(map(str, dims))
     name = f"stencil{len(dims)}d {dims_text}{' periodic' if all(wrap) else ''}"
     if weights is not None:
         name += f" weights={','.join(f'{w:g}' for w in axis_weights)}"
-    return _finish(bytes_, messages, sizes.items(), name)
+    return _finish_entries(n, np.concatenate(src), np.concatenate(dst), np.concatenate(amounts), name)
+
+
+def _finish_entries(ranks: int, src: np.ndarray, dst: np.ndarray, amounts: np.ndarray, origin: str) -> TrafficMatrix:
+    """One message of ``amounts[k]`` bytes from ``src[k]`` to ``dst[k]`` each, as a TrafficMatrix
+    built without an N x N array (``matrix.from_entries``: sparse above DENSE_UP_TO ranks)."""
+    hist = [0] * HISTOGRAM_BINS
+    values, counts = np.unique(amounts, return_counts=True)
+    for size_bytes, count in zip(values.tolist(), counts.tolist()):
+        hist[histogram_bin(int(size_bytes))] += int(count)
+    return from_entries(ranks, src, dst, amounts, np.ones_like(amounts), size_histogram=tuple(hist),
+                        origin=f"synthetic:{origin}")
+
+
+def random_graph(ranks: int, degree: int = 16, size_bytes: int = 1 << 20, seed: int = 0) -> TrafficMatrix:
+    """Each rank sends to ``degree`` distinct other ranks drawn uniformly at random, a volume drawn
+    uniformly from 1..16 times ``size_bytes / 16`` each; reproducible from ``seed``. Built without
+    an N x N array (sparse above DENSE_UP_TO ranks)."""
+    _check_ranks(ranks, 2, dense=False)
+    if not 1 <= degree < ranks:
+        raise UserError(f"random-graph degree must be in 1..{ranks - 1} for {ranks} ranks, got {degree}")
+    if seed < 0:
+        raise UserError(f"random seed must be a non-negative integer, got {seed}")
+    rng = np.random.default_rng(seed)
+    chosen = np.empty((ranks, degree), dtype=np.int64)
+    for r0 in range(0, ranks, 4096):  # blocks of ranks: a few MiB at a time
+        rows = np.arange(r0, min(r0 + 4096, ranks))
+        # a draw from the ranks other than r: 0..ranks-2, shifted past r; keys make them distinct
+        keys = rng.random((len(rows), ranks - 1)) if ranks <= 4 * degree else None
+        if keys is not None:
+            pick = np.argsort(keys, axis=1)[:, :degree]
+        else:
+            pick = np.empty((len(rows), degree), dtype=np.int64)
+            for k in range(len(rows)):
+                pick[k] = rng.choice(ranks - 1, size=degree, replace=False)
+        chosen[rows] = pick + (pick >= rows[:, None])
+    src = np.repeat(np.arange(ranks), degree)
+    amounts = rng.integers(1, 17, size=ranks * degree).astype(np.float64) * max(size_bytes // 16, 1)
+    return _finish_entries(ranks, src, chosen.ravel(), amounts, f"random-graph {ranks} degree={degree} seed={seed}")
 
 
 def ring(ranks: int, size_bytes: int = 1 << 20, bidirectional: bool = False) -> TrafficMatrix:
@@ -180,18 +210,21 @@ def random_sparse(
     return _finish(bytes_, messages, sizes.items(), f"random {ranks} density={density:g} seed={seed}")
 
 
-def _check_ranks(ranks: int, minimum: int) -> None:
+def _check_ranks(ranks: int, minimum: int, dense: bool = True) -> None:
+    """At least ``minimum`` ranks, and at most MAX_RANKS for a pattern built dense (MAX_SPARSE_RANKS
+    for one built from entries)."""
     if int(ranks) < minimum:
         raise UserError(f"need at least {minimum} ranks, got {ranks}")
-    check_rank_count(int(ranks), "the traffic pattern")
+    (check_rank_count if dense else check_sparse_rank_count)(int(ranks), "the traffic pattern")
 
 
 def _grid_ranks(dims: Sequence[int]) -> int:
-    """Ranks of a process grid, refused above MAX_RANKS (before a product can overflow)."""
+    """Ranks of a process grid, refused above MAX_SPARSE_RANKS (before a product can overflow):
+    a stencil is built sparse."""
     n = 1
     for d in dims:
         n *= int(d)
-        check_rank_count(n, f"grid {'x'.join(map(str, dims))}")
+        check_sparse_rank_count(n, f"grid {'x'.join(map(str, dims))}")
     return n
 
 
@@ -231,13 +264,14 @@ def generate(
     seed: int = 0,
     bidirectional: bool = False,
     edges: Iterable[Sequence[float]] | None = None,
+    degree: int = 16,
 ) -> TrafficMatrix:
     """One entry point for the CLI: the pattern by name with its options."""
     if pattern not in PATTERNS:
         raise UserError(f"unknown traffic pattern {pattern!r}", hint=f"valid: {', '.join(PATTERNS)}")
     _check_size(size_bytes)
     if ranks is not None:
-        _check_ranks(ranks, 1)
+        _check_ranks(ranks, 1, dense=pattern not in ("stencil2d", "stencil3d", "random-graph"))
     if pattern in ("stencil2d", "stencil3d"):
         want = 2 if pattern == "stencil2d" else 3
         if grid is None:
@@ -261,6 +295,8 @@ def generate(
             return tree(count, size_bytes, op)
         if pattern == "random":
             return random_sparse(count, size_bytes, density, seed)
+        if pattern == "random-graph":
+            return random_graph(count, degree, size_bytes, seed)
     if pattern == "graph":
         if edges is None:
             raise UserError("graph pattern needs edges")

@@ -50,7 +50,7 @@ __device__ __forceinline__ u64 global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-#define LOAD_STREAM(p) __ldcs(p)
+#define LOAD_STREAM(p) __ldcg(p)
 #define STORE_STREAM(p, v) __stcs((p), (v))
 #define LOAD_CHASE(p) __ldcg(p)
 """

@@ -7,7 +7,8 @@
 Hopper tuning (HOPPER.md, and the design of nvbandwidth's SM copies): ``uint4`` accesses
 coalesced across the warp, ``unroll`` independent loads issued before the first store (bytes in
 flight per SM = threads × blocks/SM × unroll × 16), a grid of SM count × blocks per SM walking the
-buffer grid-stride, streaming cache hints (``ld.global.cs`` / ``st.global.cs``) so the copy does
+buffer grid-stride, loads that skip the reader's L1 (``ld.global.cg``, as nvbandwidth's copy kernel) and
+streaming stores (``st.global.cs``) so the copy does
 not keep lines in L2. The whole buffer is copied (a byte tail after the last whole uint4 too), so
 ``moved_bytes == size_bytes``.
 
@@ -58,7 +59,12 @@ class SmCopyOp(TransferOp):
         else:
             self.args = (u64(self.src.ptr), u64(self.dst.ptr), u64(n_vec), u64(self.src.ptr + tail_off),
                          u64(self.dst.ptr + tail_off), np.uint32(self.n_tail))
-        self.looped = not self.kernel.startswith("copy_bulk")  # copy_u4 repeats the copy in one launch
+        # copy_u4 repeats a region's copies in one launch between two GPUs where the platform allows it
+        # (platforms.Platform.copy_loops_in_kernel); host ends and the bulk kernel launch once a copy
+        from ...platforms import by_key
+
+        self.looped = (not self.kernel.startswith("copy_bulk") and isinstance(src, int) and isinstance(dst, int)
+                       and by_key(ctx.rt.vendor).copy_loops_in_kernel)
 
     def share_sms(self, kernels_on_gpu: int) -> None:
         """Size the grid for ``kernels_on_gpu`` copy kernels running at once on this op's GPU.
@@ -81,5 +87,6 @@ class SmCopyOp(TransferOp):
         if self.looped:  # the region's count copies in one launch (nvbandwidth's loopCount)
             self.ctx.launch(lane, self.kernel, self.grid, self.threads, (*self.args, np.uint32(count)))
             return
+        args = self.args if self.kernel.startswith("copy_bulk") else (*self.args, np.uint32(1))
         for _ in range(count):
-            self.ctx.launch(lane, self.kernel, self.grid, self.threads, self.args)
+            self.ctx.launch(lane, self.kernel, self.grid, self.threads, args)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import UserError
-from ..matrix import HISTOGRAM_BINS, TrafficMatrix
+from ..matrix import HISTOGRAM_BINS, TrafficMatrix, from_entries
 
 MAGIC = "linkscope-traffic-row 1"
 
@@ -119,9 +119,24 @@ def merge_rows(rows: Sequence[Row], origin: str) -> TrafficMatrix:
     local = [r.local_rank for r in ordered]
     if any(v < 0 for v in local):
         local = _local_ranks_from_hosts([r.host for r in ordered])
-    return TrafficMatrix(
-        bytes=np.array([r.bytes for r in ordered], dtype=np.float64),
-        messages=np.array([r.messages for r in ordered], dtype=np.float64),
+    # entries from each row's non-zeros: no N x N array (sparse above DENSE_UP_TO ranks)
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    sent: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    for r in ordered:
+        b, m = np.asarray(r.bytes, dtype=np.float64), np.asarray(r.messages, dtype=np.float64)
+        talk = np.nonzero((b != 0) | (m != 0))[0]
+        src.append(np.full(len(talk), r.rank, dtype=np.int64))
+        dst.append(talk)
+        sent.append(b[talk])
+        counts.append(m[talk])
+    return from_entries(
+        size,
+        np.concatenate(src),
+        np.concatenate(dst),
+        np.concatenate(sent),
+        np.concatenate(counts),
         size_histogram=tuple(int(v) for v in hist),
         hosts=tuple(r.host for r in ordered),
         local_ranks=tuple(local),

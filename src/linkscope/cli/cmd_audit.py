@@ -1,0 +1,82 @@
+"""``linkscope audit -- LAUNCHER ARGS...``: is this job placed well? (``comm.audit``)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from ..errors import UserError
+from .common import FROM_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("audit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def audit_command(
+        command: list[str] = typer.Argument(..., help="The launcher and its options, after --."),
+        preset: str | None = typer.Option(None, "--preset", help="Judge against a shipped preset topology."),
+        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
+        synthetic: str | None = typer.Option(None, "--synthetic", help="Judge against a synthetic topology."),
+        gpus: str = typer.Option(
+            "auto", "--gpus",
+            help="Which GPU each rank uses where the probe cannot see GPUs (no NVIDIA driver): auto (NVML, else "
+                 "CUDA_VISIBLE_DEVICES, else the local rank), env (CUDA_VISIBLE_DEVICES entries as topology GPU "
+                 "numbers), local (the local rank), or one topology GPU number per rank: 0,4,2,2."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the audit as JSON."),
+        folder: Path | None = typer.Option(
+            None, "--dir", help="Folder the ranks write their records to (shared by every host; default: a new "
+                                "folder in the current directory, removed afterwards)."),
+        timeout: float | None = typer.Option(None, "--timeout", help="Give up on the launcher after this many seconds."),
+    ) -> None:
+        """Run a tiny probe as every rank under your launcher and judge what each rank got (CPUs, NUMA
+        node, memory policy, GPU, NIC variables) against the topology: GPU-CPU NUMA distance, ranks
+        sharing a GPU or a core, a NIC far from its GPU; each problem with its cost (simulated from the
+        topology and the fabric model) and the launcher options or linkscope map/launch that fix it.
+
+        Example: linkscope audit --preset dgx-h100 -- mpirun -n 8 --bind-to core ;
+        linkscope audit --preset dgx-h100 --gpus local -- srun -N 2 --ntasks-per-node 8
+        """
+        from ..comm.audit import audit
+        from ..mapping.cluster import node_topology, split_hosts
+
+        if not command or not command[0]:
+            raise UserError("no launcher command to audit", hint="linkscope audit --preset dgx-h100 -- mpirun -n 8")
+        check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+        if len(split_hosts(topology).gpus) > 1:
+            topology = node_topology(topology)  # every host of the job is judged as one node of it
+        option = (f"--preset {preset}" if preset else f"--from {from_file}" if from_file else
+                  f"--synthetic {synthetic}" if synthetic else f"--preset {topology.name}")
+        report, status = audit(list(command), topology, os.environ, gpus=gpus, folder=folder,
+                               topology_option=option, timeout_s=timeout)
+        out = stdout_console()
+        out.print(f"audit of {' '.join(command)} against {report.topology} ({report.launcher}): "
+                  f"{len(report.ranks)} ranks on {len({v.host for v in report.ranks})} host(s)", markup=False)
+        for v in report.ranks:
+            out.print(f"  rank {v.rank:>4} {v.host} local {v.local_rank if v.local_rank is not None else '?'}: "
+                      f"GPU {v.gpu if v.gpu is not None else '?'} ({v.gpu_source}), CPUs "
+                      f"{_cpus(v.cpus)} on {','.join(v.cpu_devices) or '?'} (GPU's: {v.gpu_cpu or '?'})"
+                      + (f", {v.nic_var}: {','.join(v.nics)}" if v.nic_var else ""), markup=False)
+        if not report.problems:
+            out.print("no placement problem found", markup=False)
+        for p in report.problems:
+            out.print(f"PROBLEM {p.kind}: {p.what}", markup=False)
+            out.print(f"  cost: {p.cost}", markup=False)
+            for line in p.fix:
+                out.print(f"  fix: {line}", markup=False)
+        err = stderr_console()
+        for note in report.notes:
+            err.print(f"note: {note}", markup=False)
+        if status != 0:
+            err.print(f"note: the launcher exited with status {status}", markup=False)
+        if json_path is not None:
+            from ..atomic import write_json_atomic
+
+            write_json_atomic(json_path, report.to_dict())
+            err.print(f"wrote {json_path}", markup=False)
+
+
+def _cpus(cpus: tuple[int, ...]) -> str:
+    from ..report.topology_view import format_cpu_list
+
+    return format_cpu_list(list(cpus)) or "?"
