@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from linkscope.topology import io
-from linkscope.topology.model import Device, Link, Topology
+from linkscope.topology.model import Device, Link, PeerAccess, Topology
 from linkscope.topology.model import DeviceKind as K
 from linkscope.topology.model import LinkKind as LK
 from linkscope.topology.model import Provenance as P
@@ -423,6 +423,22 @@ CIRRASCALE = ("Cirrascale, 'Exploring the PCIe Bus Routes' (Xeon E5-2600 8-GPU s
               "http://www.cirrascale.com/blog/index.php/exploring-the-pcie-bus-routes/")
 CAFFE = ("BVLC/caffe#3319 (P2P across QPI/IOH unsupported, or 100s of MB/s where the chipset allows it), "
          "https://github.com/BVLC/caffe/pull/3319")
+ROOT_P2P = ("peer DMA through one Xeon root complex measured: 7.1 GB/s SSD-to-GPU where the same three SSDs reach "
+            "9.4-9.5 GB/s into host memory (Xeon E5-2650 v4, Broadwell-EP, one socket; NVIDIA developer forum "
+            "t/55564 'P2P DMA performance limitation? where a single CPU is invoked'): 7.1 / 9.45 = 0.75, the factor "
+            "used here (fitted to that one figure; no Haswell-EP GPU-to-GPU figure was found); the same ratio in a "
+            "2016 8-GPU box of two 80-lane PLX switches on one CPU (Maxwell Titan X, PCIe Gen3): NCCL all_reduce on 2 "
+            "GPUs 11.28 GB/s under one switch, 8.23 GB/s across the switches through the CPU, 0.73 (NVIDIA/nccl#44); "
+            "NVIDIA's GPUDirect "
+            "RDMA guide, 'Supported systems': through a single CPU/IOH P2P works but performs worse, and peer read "
+            "bandwidth is severely limited on some processor architectures (docs.nvidia.com/cuda/gpudirect-rdma); "
+            "NCCL's maintainer: 'recent Intel CPUs have horrible P2P performance', so NCCL does not use P2P through "
+            "the CPU by default (NVIDIA/nccl#428)")
+MPI_STAGING = ("MPI libraries stage device buffers between ranks without CUDA IPC (across sockets here) through host "
+               "shared memory in fragments: Open MPI 4.1.4 smcuda, btl_cuda_max_send_size 128 KiB "
+               "(opal/mca/btl/smcuda/btl_smcuda_component.c lines 203-205); measured with the same library on "
+               "2 x H200 with CUDA IPC off: 4.5 GB/s for osu_bw D D at 1-16 MiB (docs/benchmarks.md, issue 15). The "
+               "twin's ce-nopeer is the driver's staging (cudaMemcpyPeer), not an MPI library's; MPI's is not modelled")
 LAT_K80_LINK = 0.05
 LAT_K80_LINK_SRC = ("0.05 us per PCIe Gen3 link traversal (PHY + data-link layer, tens of ns) [L]; the switches' own "
                     "latency is a per-device transit term (transit_latency_us)")
@@ -443,8 +459,8 @@ def k80_16():
             attributes={"p2p_transit_efficiency": 0.75, "transit_latency_us": 0.25,
                         "source": "peer traffic between two root ports of a Haswell-EP root complex: P2P is "
                                   "supported within the socket but forwarded slower and later than inside a switch ("
-                                  + CIRRASCALE + "); factor 0.75 and 0.25 us are estimates [L]; P2P stops here: "
-                                  "model_params.p2p_max_level = PHB"}))
+                                  + CIRRASCALE + "); factor 0.75 [M]: " + ROOT_P2P + "; 0.25 us is an estimate [L]; "
+                                  "P2P stops here: peer_access.max_level = PHB"}))
         links.append(L(f"hb{s}", f"cpu{s}", LK.PCIE, 1, 39.4, 0.0,
                        "root complex inside the CPU: 40 PCIe Gen3 lanes x 0.985 GB/s = 39.4 GB/s (Intel ARK "
                        "E5-2600 v3); no extra latency", "PCIe Gen3 (40 lanes)"))
@@ -456,7 +472,9 @@ def k80_16():
                             "source": "chassis PLX switch of an 8 x K80 server (Cray CS-Storm, HP SL270 class: two "
                                       "K80 boards per switch, two switches per socket [L]); a PXB path crosses it "
                                       "and both boards' switches: cut-through, about 0.1-0.15 us per switch ("
-                                      + PEX8747 + "); bandwidth factor 0.95 per chassis switch is an estimate [L]"}))
+                                      + PEX8747 + "); bandwidth factor 0.95 per chassis switch is an estimate [L]; "
+                                      "P2P under one PLX switch in a 2016 Gen3 box ran at 11.28 GB/s (NCCL all_reduce, "
+                                      "2 GPUs, NVIDIA/nccl#44), 0.72 of the 15.75 GB/s link, near NCCL's 12 GB/s"}))
             links.append(L(plx, f"hb{s}", LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + " (x16 uplink). "
                            + LAT_K80_LINK_SRC, "PCIe Gen3 x16"))
             for q in range(2):
@@ -510,11 +528,14 @@ def k80_16():
             "Faraji, Mirsadeghi, Afsahi: Exploiting heterogeneity of communication channels for efficient GPU "
             "selection on multi-GPU nodes, Parallel Computing 2017 (16-GPU node, 4 levels)",
             "Intel ARK Xeon E5-2600 v3 (40 PCIe Gen3 lanes, 2 QPI at 9.6 GT/s, 4 x DDR4-2133)",
+            "NVIDIA developer forum t/55564 (P2P DMA through one Broadwell-EP root complex: 7.1 vs 9.4-9.5 GB/s)",
+            "NVIDIA GPUDirect RDMA guide, Supported systems (PCIe switches only / single CPU/IOH / across QPI)",
+            "NVIDIA/nccl#428 (P2P through Intel CPUs: NCCL does not use it by default)",
+            "Open MPI 4.1.4 opal/mca/btl/smcuda/btl_smcuda_component.c (128 KiB CUDA fragments without CUDA IPC)",
         ),
+        peer_access=PeerAccess(max_level="PHB", source="GPUDirect P2P stops at the socket: no peer access across "
+                                                       "QPI (" + CAFFE + "; " + CIRRASCALE + ")"),
         model_params={
-            "p2p_max_level": "PHB",
-            "p2p_max_level_source": "GPUDirect P2P stops at the socket: no peer access across QPI (" + CAFFE + "; "
-                                    + CIRRASCALE + ")",
             "overhead_us.ce-nopeer@SYS": {
                 "value": 2.0, "provenance": "default",
                 "source": "host-staged copy across sockets: the driver's staging protocol adds a host-memory "
@@ -522,11 +543,15 @@ def k80_16():
         },
         notes=(
             "[M] the four levels and the on-board K80 switch",
-            "[L] switch fan-out (vendor-specific), CPU model and cores, HCA type, GPU ordering, per-switch and "
-            "root-complex transit factors and latencies",
+            "[L] switch fan-out (vendor-specific), CPU model and cores, HCA type, GPU ordering, per-switch transit "
+            "factors and the transit latencies (no public P2P matrix of a K80 node was found in the stored sources)",
+            "[M] root-complex transit factor 0.75: fitted to one public Broadwell-EP figure (see hb0's source)",
+            "pageable host copies use the model's default host copy rates, measured on a 2026 H200 host: a Haswell "
+            "host's one-thread copy rate is not cited",
+            MPI_STAGING,
             "levels come from per-element facts: one switch (PIX), three switches (PXB), three switches and the "
             "root complex twice over PLX (PHB); the pcie3 efficiency (NCCL's 12 of 15.75 GB/s) is the base",
-            "the QPI link is the physical 2 x 19.2 GB/s; peer copies across it are refused (p2p_max_level PHB)",
+            "the QPI link is the physical 2 x 19.2 GB/s; peer copies across it are refused (peer_access.max_level PHB)",
         ),
     )
 
@@ -596,7 +621,7 @@ def pcie_8gpu():
             "[L] CPU model, cores, UPI figures; GPU model (A100 80GB PCIe chosen)",
             "contention: 4 GPUs share one 31.5 GB/s uplink for host, NIC and cross-socket traffic (4:1)",
         ),
-        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
+        peer_access=PeerAccess(max_level="NODE", source=P2P_SOCKET),
     )
 
 
@@ -665,7 +690,7 @@ def v100_4():
             "[L] NVLink wiring (issue text reading; NV2 all-to-all is the likelier board wiring), PCIe switch "
             "layout, GPU memory size",
         ),
-        model_params={"p2p_max_level": "NODE", "p2p_max_level_source": P2P_SOCKET},
+        peer_access=PeerAccess(max_level="NODE", source=P2P_SOCKET),
     )
 
 

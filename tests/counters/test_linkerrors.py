@@ -145,3 +145,22 @@ def test_corrected_error_growth_is_its_own_kind_and_not_a_suspect_alone():
     assert lines[0] == "GPU1 NVLink 7 error counters grew during 'all-to-all': recovery +1 (0 -> 1)."
     assert lines[1].startswith("GPU0 NVLink corrected-error counters grew during 'all-to-all' on links 3, 4 "
                                "(ECC (data) +5 (0 -> 5); CRC (data) +2 (0 -> 2))")
+
+
+def test_corrected_growth_over_many_steps_is_one_line_per_gpu():
+    """A clean 2 x H100 survey added a few corrected CRC/ECC data errors on most links in every step; one
+    line per step and GPU made eight findings of a healthy machine (2026-11-25): now one line per GPU."""
+    fake = _h100_pair()
+    source = PynvmlSource(fake)
+    issues = []
+    for n, step in enumerate(("ce matrix uni", "ce matrix bi", "sm-push matrix uni"), start=1):
+        before = linkerrors.take(source, [0, 1])
+        for link in (n, n + 5):
+            fake.gpus[0].nvlink_errors[(link, pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA)] = n
+        issues += linkerrors.changes(before, linkerrors.take(source, [0, 1]), step)
+    from linkscope.diagnose.survey import _issue_lines
+
+    lines = _issue_lines(issues)
+    assert len(lines) == 1
+    assert lines[0].startswith("GPU0 NVLink corrected-error counters grew during 3 steps ('ce matrix uni' ... "
+                               "'sm-push matrix uni') on links 1, 2, 3, 6, 7, 8 (")

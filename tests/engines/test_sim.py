@@ -96,3 +96,17 @@ def test_staged_copies_report_chunk_effect():
     small = eng.run(_plan("staged-pinned", [(0, 1)], size=256 * MiB), 1, warmup=0, verify=False, chunk_bytes=1 * MiB)
     large = eng.run(_plan("staged-pinned", [(0, 1)], size=256 * MiB), 1, warmup=0, verify=False, chunk_bytes=64 * MiB)
     assert small.timings[0].elapsed_s[0] < large.timings[0].elapsed_s[0]
+
+
+def test_pageable_group_runs_one_after_another_as_the_cuda_engine_runs_it(engine):
+    # the cuda engine issues a group's pageable copies from one thread, one after another, times each alone
+    # and reports the group as their sum, with SERIAL_NOTE; the simulated twin now does the same
+    from linkscope.model.host_copies import SERIAL_NOTE
+
+    plan = TransferPlan("all-to-host", "uni", "d2h-pageable", (Transfer(0, "host", 64 * MiB), Transfer(1, "host", 64 * MiB)))
+    result = engine.run(plan, 3, warmup=0, verify=False, chunk_bytes=None)
+    alone = engine.run(_plan("d2h-pageable", [(0, "host")], pattern="host"), 1, warmup=0, verify=False,
+                       chunk_bytes=None).timings[0].elapsed_s[0]
+    assert result.timings[0].elapsed_s[0] == pytest.approx(alone) and result.timings[1].elapsed_s[0] == pytest.approx(alone)
+    assert result.group_elapsed_s[0] == pytest.approx(2 * alone)  # overlapped, it was less than 2x
+    assert SERIAL_NOTE in result.notes

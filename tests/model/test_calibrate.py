@@ -64,3 +64,33 @@ def test_calibrate_refuses_a_record_without_usable_entries():
     rec = record_from(SimEngine(load_preset("hgx-h200-4")), [plan("ce", [(0, 1), (2, 1)], "all-to-one")], [1 << 20])
     with pytest.raises(UserError, match="nothing to calibrate"):
         calibrate(rec)
+
+
+def test_calibrate_fits_the_host_copy_rate_of_each_direction_from_pageable_rows():
+    # pageable rates below the pinned DMA are the host thread's copy rate, one per direction (model.host_copies);
+    # the old fit put one median of both directions into host_memcpy_gb_per_s
+    truth = {"host_memcpy_gb_per_s.h2d": 9.0, "host_memcpy_gb_per_s.d2h": 13.5}
+    eng = SimEngine(load_preset("hgx-h200-4"), truth)
+    rec = record_from(eng, [plan("h2d-pageable", [("host", 0)], "host"), plan("d2h-pageable", [(0, "host")], "host"),
+                            plan("h2d", [("host", 0)], "host"), plan("d2h", [(0, "host")], "host"),
+                            plan("d2h-pageable", [(0, "host"), (1, "host")], "all-to-host", aggregate="total")],
+                      [1 << 28])
+    res = calibrate(rec)
+    assert res.fitted["host_memcpy_gb_per_s.h2d"] == pytest.approx(9.0, rel=2e-3)
+    assert res.fitted["host_memcpy_gb_per_s.d2h"] == pytest.approx(13.5, rel=2e-3)
+    assert "host_memcpy_gb_per_s" not in res.fitted
+    assert res.check.worst_abs_rel_error < 3e-3  # the serialised all-to-host group total included
+
+
+def test_calibrate_fits_the_cache_speedup_from_a_sweep_across_the_cache_size():
+    truth = {"host_memcpy_gb_per_s.h2d": 7.3, "host_copy_cache_speedup": 1.5, "host_memcpy_gb_per_s.d2h": 11.0,
+             "overhead_us.h2d-pageable": 7.0}
+    eng = SimEngine(load_preset("hgx-h200-4"), truth)
+    rec = record_from(eng, [plan("h2d-pageable", [("host", 0)], "sweep"), plan("d2h-pageable", [(0, "host")], "sweep"),
+                            plan("h2d", [("host", 0)], "sweep"), plan("d2h", [(0, "host")], "sweep")],
+                      [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 512 << 20])
+    res = calibrate(rec)
+    assert res.fitted["host_memcpy_gb_per_s.h2d"] == pytest.approx(7.3, rel=2e-3)
+    assert res.fitted["host_copy_cache_speedup"] == pytest.approx(1.5, rel=5e-3)
+    assert res.fitted["overhead_us.h2d-pageable"] == pytest.approx(7.0, rel=2e-2)
+    assert res.check.worst_abs_rel_error < 0.01

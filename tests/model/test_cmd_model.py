@@ -92,3 +92,57 @@ def test_predict_takes_the_completion_tolerance(capsys):
     assert exact != batched
     assert max(abs(b / e - 1) for b, e in zip(batched, exact)) < 2 * 0.5
     assert elapsed("0") == exact
+
+
+def _predict_gb(capsys, *args, env=None, monkeypatch=None):
+    if monkeypatch is not None:
+        for var in ("UCX_NET_DEVICES", "NCCL_IB_HCA"):
+            monkeypatch.delenv(var, raising=False)
+        for var, value in (env or {}).items():
+            monkeypatch.setenv(var, value)
+    assert main(["model", "predict", "--synthetic", "fattree:2x2:2", "--flows", "0->2", "--sizes", "256MiB",
+                 "--json", *args]) == 0
+    data = json.loads(capsys.readouterr().out)
+    return data["nic"], data["predictions"][0]["predicted_gb_per_s"]
+
+
+def test_predict_nic_option_and_environment_pick_the_nics_like_bench_and_map(capsys, monkeypatch):
+    # GPU0's nearest NIC is n0.mlx5_0 (PIX); mlx5_1 sits behind the host bridge (PHB) on both nodes
+    near = _predict_gb(capsys, monkeypatch=monkeypatch)
+    assert near[0] == "nearest"
+    far = _predict_gb(capsys, "--nic", "mlx5_1", monkeypatch=monkeypatch)
+    spread = _predict_gb(capsys, "--nic", "mlx5_0,mlx5_1", monkeypatch=monkeypatch)
+    assert far[0] == "mlx5_1" and far[1] < near[1]  # the far NIC costs the host-bridge hop
+    assert spread[0] == "mlx5_0,mlx5_1" and spread[1] > near[1]  # two NICs carry halves
+    # without --nic the libraries' variables decide, as for bench and map; --nic wins over them
+    assert _predict_gb(capsys, env={"UCX_NET_DEVICES": "mlx5_1:1"}, monkeypatch=monkeypatch) == far
+    assert _predict_gb(capsys, env={"NCCL_IB_HCA": "mlx5_0,mlx5_1"}, monkeypatch=monkeypatch) == spread
+    assert _predict_gb(capsys, "--nic", "nearest", env={"UCX_NET_DEVICES": "mlx5_1:1"}, monkeypatch=monkeypatch) == near
+    assert main(["model", "predict", "--synthetic", "fattree:2x2:2", "--flows", "0->2", "--nic", "mlx5_7"]) == 1
+    assert "no NIC named mlx5_7" in capsys.readouterr().err
+
+
+def test_predict_says_pageable_copies_run_one_after_another(capsys):
+    args = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "h2d-pageable", "--flows", "host->0,host->1",
+            "--sizes", "64MiB"]
+    assert main([*args, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    assert rows[0]["start_us"] == 0 and rows[1]["start_us"] == rows[0]["elapsed_us"]
+    assert main(args) == 0
+    assert "ran one after another" in capsys.readouterr().out
+
+
+def test_check_params_from_applies_another_runs_calibration_to_this_records_topology(tmp_path, capsys):
+    # calibrate on one run, check another: the parameters travel, the topology stays the record's own
+    truth = {"link_efficiency.nvlink": 0.75, "overhead_us.ce": 8.0}
+    cal = tmp_path / "cal.json"
+    assert main(["model", "calibrate", str(_record(tmp_path, truth)), "-o", str(cal)]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    second = _record(other, truth)  # another run of the same truth
+    capsys.readouterr()
+    assert main(["model", "check", str(second), "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
+    assert main(["model", "check", str(second), "--params-from", str(cal), "--json"]) == 0
+    after = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
+    assert before > 0.05 and after < 1e-3

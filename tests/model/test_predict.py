@@ -30,14 +30,43 @@ def test_pcie_same_switch_faster_than_cross_socket(pcie):
     assert same > 1.3 * cross
 
 
-@pytest.mark.parametrize("method", ["staged-pinned", "staged"])
-def test_pcie_host_staged_pairs_share_the_switch_uplink(pcie, method):
-    # staged through the host: both copies go up and down the one switch uplink
-    fast = FabricModel(pcie.topology, {"host_memcpy_gb_per_s": 1000.0})
-    alone = gbps(fast, [(0, 1)], method)[0]
-    both = gbps(fast, [(0, 1), (2, 3)], method)
+def test_pcie_host_staged_pairs_share_the_switch_uplink(pcie):
+    # staged through pinned host buffers: both copies go up and down the one switch uplink at once
+    alone = gbps(pcie, [(0, 1)], "staged-pinned")[0]
+    both = gbps(pcie, [(0, 1), (2, 3)], "staged-pinned")
     assert both[0] == pytest.approx(both[1])
     assert both[0] == pytest.approx(alone / 2, rel=0.1)
+
+
+@pytest.mark.parametrize("method,flows", [("staged", [(0, 1), (2, 3)]), ("staged", [(0, 4), (1, 5)]),
+                                          ("h2d-pageable", [("host", 0), ("host", 1)]),
+                                          ("d2h-pageable", [(0, "host"), (4, "host")])])
+def test_pageable_copies_of_one_host_run_one_after_another(pcie, method, flows):
+    # the seed system's 8-GPU PCIe box: two pageable copies at once are serialised (the host thread waits
+    # for each; the driver stages through one buffer), so together they move what one copy moves alone.
+    # The old model overlapped them: 1.39x one copy (staged 0->1 with 2->3), 2 x 0.69x (h2d-pageable).
+    size = 256 << 20
+    alone = [pcie.predict([(a, b, size)], method)[0] for a, b in flows]
+    both = pcie.predict([(a, b, size) for a, b in flows], method)
+    assert [p.gb_per_s for p in both] == pytest.approx([p.gb_per_s for p in alone], rel=1e-9)  # each at its own rate
+    assert both[0].start_s == 0.0 and both[1].start_s == pytest.approx(both[0].elapsed_s)  # the second waits
+    group_gb_per_s = 2 * size / max(p.finish_s for p in both) / 1e9
+    assert group_gb_per_s == pytest.approx(alone[0].gb_per_s, rel=0.01)
+
+
+def test_pageable_rate_is_the_host_copy_rate_below_the_pinned_dma(pcie):
+    # staged through pinned bounce buffers, the host thread's copy (per direction) bounds the rate;
+    # a copy faster than the link leaves the pinned DMA rate (model.host_copies, facts 1-3)
+    pinned = gbps(pcie, [("host", 0)], "h2d")[0]
+    assert gbps(pcie, [("host", 0)], "h2d-pageable")[0] == pytest.approx(7.8, rel=0.01)
+    assert gbps(pcie, [(0, "host")], "d2h-pageable")[0] == pytest.approx(10.83, rel=0.01)
+    fast = FabricModel(pcie.topology, {"host_memcpy_gb_per_s.h2d": 1000.0})
+    assert gbps(fast, [("host", 0)], "h2d-pageable")[0] == pytest.approx(pinned, rel=0.01)
+    legacy = FabricModel(pcie.topology, {"host_memcpy_gb_per_s": 5.0})  # older files: one rate, both directions
+    assert gbps(legacy, [("host", 0)], "h2d-pageable")[0] == pytest.approx(5.0, rel=0.01)
+    assert gbps(legacy, [(0, "host")], "d2h-pageable")[0] == pytest.approx(5.0, rel=0.01)
+    # staged: D2H into pageable memory, then H2D from it, each at its pageable rate
+    assert gbps(pcie, [(0, 1)], "staged")[0] == pytest.approx(1 / (1 / 7.8 + 1 / 10.83), rel=0.01)
 
 
 def test_pcie_driver_staged_copies_slow_each_other(pcie):
@@ -181,3 +210,29 @@ def test_no_peer_access_pairs_refuse_peer_methods():
     assert predict(topo, [(0, 4, 1 << 20)], "ce-nopeer")[0].gb_per_s > 0
     topo = topo.replace(model_params={"p2p_max_level": "PIX"})
     assert FabricModel(topo).peer_access(0, 4) and FabricModel(topo).peer_access(0, 1) is None
+
+
+def test_pageable_h2d_source_that_fits_the_host_cache_is_copied_faster(pcie):
+    # forum t/56270 and the 2 x H100 survey: 16 MiB pageable h2d runs at the cached copy rate, 256 MiB at
+    # the DRAM one (model.host_copies, fact 5); d2h writes the user's buffer and has no such step
+    p = pcie.params
+    small = pcie.predict([("host", 0, 16 << 20)], "h2d-pageable")[0]
+    big = pcie.predict([("host", 0, 256 << 20)], "h2d-pageable")[0]
+    assert small.rate_gb_per_s == pytest.approx(7.8 * p["host_copy_cache_speedup"], rel=1e-6)
+    assert big.rate_gb_per_s == pytest.approx(7.8, rel=1e-6)
+    d2h = [pcie.predict([(0, "host", s)], "d2h-pageable")[0].rate_gb_per_s for s in (16 << 20, 256 << 20)]
+    assert d2h[0] == pytest.approx(d2h[1])
+
+
+def test_a_pageable_copy_of_one_staging_chunk_is_dma_then_host_copy_one_after_the_other(pcie):
+    # the 2 x H100 host: pageable d2h of 64 KiB-1 MiB = the pinned copy's time + the host copy's; from 16 MiB
+    # the host copy alone sets the pace, after one chunk of DMA (model.host_copies, staging_fill_s)
+    p = pcie.params
+    dma = pcie.predict([(0, "host", 1 << 30)], "d2h")[0].rate_gb_per_s
+    copy = p.host_memcpy_gb_per_s("d2h")
+    lat = p.overhead_us("d2h-pageable") * 1e-6 + pcie._lat(pcie._path(pcie.gpu(0), pcie.router.local_cpu(pcie.gpu(0))))
+    small = pcie.predict([(0, "host", 1 << 20)], "d2h-pageable")[0]
+    assert small.elapsed_s == pytest.approx(lat + (1 << 20) / (dma * 1e9) + (1 << 20) / (copy * 1e9), rel=1e-6)
+    big = pcie.predict([(0, "host", 256 << 20)], "d2h-pageable")[0]
+    chunk = p["pageable_staging_chunk_bytes"]
+    assert big.elapsed_s == pytest.approx(lat + chunk / (dma * 1e9) + (256 << 20) / (copy * 1e9), rel=1e-6)

@@ -205,7 +205,7 @@ def test_k80_has_exactly_four_levels_with_non_increasing_bandwidth():
     for closer, farther in itertools.pairwise(order):
         assert max(by_level[farther]) <= min(by_level[closer])
     # no P2P across QPI: stated as the preset's p2p_max_level (the QPI link keeps its physical capacity)
-    assert t.model_params["p2p_max_level"] == "PHB"
+    assert t.peer_access.max_level == "PHB" and "p2p_max_level" not in t.model_params
     assert len(by_level["PIX"]) == 8  # one pair per board
 
 

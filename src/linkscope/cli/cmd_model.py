@@ -9,7 +9,7 @@ import typer
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console
+from .common import FROM_HELP, NIC_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
 
 model_app = typer.Typer(
     name="model",
@@ -102,6 +102,7 @@ def predict_cmd(
         help="Completion tolerance of the flow simulation, the speed/accuracy knob: 0 = exact (one event per "
              "completion); r > 0 = finishes within 2r of exact, far fewer events. Default: exact below 5,000 "
              "concurrent transfers, 0.01 above."),
+    nic: str | None = typer.Option(None, "--nic", help=NIC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Predict what a group of concurrent transfers gets (labelled predicted).
@@ -115,6 +116,7 @@ def predict_cmd(
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+    topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
     if not flows:  # a memory estimate before any plan is made (model/budget.py)
         from ..model.budget import check_pattern_budget
@@ -135,11 +137,11 @@ def predict_cmd(
     for label, group in groups:
         for p in model.predict(group, method, rtol=rtol):
             rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
-                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6,
+                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
                          "provenance": "predicted"})
     if as_json:
-        typer.echo(json.dumps({"topology": topology.name, "predictions": rows}, indent=2))
+        typer.echo(json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows}, indent=2))
         return
     from ..report.console import Column, print_fitted
 
@@ -147,7 +149,13 @@ def predict_cmd(
                Column("GB/s"), Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
     table_rows = [[str(r["group"]), str(r["src"]), str(r["dst"]), format_size(r["size_bytes"]), _fmt(r["predicted_gb_per_s"]),
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
-    print_fitted(stdout_console(), f"predicted on {topology.name} (model, not measured)", columns, table_rows)
+    nics = f", NICs {nic_choice}" if nic_choice else ""
+    console = stdout_console()
+    print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    if any(r["start_us"] > 0 for r in rows):
+        from ..model.host_copies import SERIAL_NOTE
+
+        console.print(f"note: {SERIAL_NOTE} (each row's time is its own; --json gives each start_us)", markup=False)
 
 
 @model_app.command("calibrate")
@@ -206,6 +214,10 @@ def check_cmd(
     allow_mismatch: bool = typer.Option(False, "--allow-mismatch",
                                         help="Compare even when RESULTS comes from another machine than --topology (GPU count, models or "
                                              "links differ)."),
+    params_from: Path | None = typer.Option(
+        None, "--params-from",
+        help="Take the model parameters (model_params) of this topology file, e.g. one `model calibrate` wrote for another "
+             "machine, and apply them to RESULTS' own topology: calibrate on one run, check on another."),
 ) -> None:
     """Predicted vs measured for every bandwidth entry, with the relative error and a summary.
 
@@ -217,9 +229,21 @@ def check_cmd(
     from ..model.check import check
     from ..units import format_size
 
+    if params_from is not None and topology is not None:
+        raise ConfigError("--params-from applies another file's parameters to RESULTS' own topology; "
+                          "give --topology or --params-from, not both")
+    check_paths(inputs={"RESULTS": results, "--params-from": params_from})
     record = _load_record(results)
     topo = load_topology_arg(topology) if topology else None
-    report = check(record, topo)
+    params = None
+    if params_from is not None:
+        from ..topology import io as topo_io
+
+        params = dict(topo_io.load(params_from).model_params or {})
+        if not params:
+            raise UserError(f"--params-from {params_from}: the topology has no model_params",
+                            hint="give a topology that `linkscope model calibrate RUN -o FILE` wrote")
+    report = check(record, topo, params)
     if report.mismatches and not allow_mismatch:
         raise UserError(f"{results} does not come from a machine like {report.topology!r}: " + "; ".join(report.mismatches),
                         hint="check the record against its own topology (no --topology) or a calibrated copy of it; "

@@ -39,6 +39,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..model.nics import choice_in_environment, choose_from, parse_nic_spec
+from ..patterns.methods import CE
 from ..report.topology_view import format_cpu_list
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
@@ -339,8 +340,8 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
             if model is None:
                 model = FabricModel(topology)
             k = len(sharing)
-            alone = model.predict([("host", gpu, SHARED_COPY_BYTES)], "ce")[0].gb_per_s
-            shared = model.predict([("host", gpu, SHARED_COPY_BYTES)] * k, "ce")
+            alone = model.predict([("host", gpu, SHARED_COPY_BYTES)], CE.key)[0].gb_per_s
+            shared = model.predict([("host", gpu, SHARED_COPY_BYTES)] * k, CE.key)
             each = min(p.gb_per_s for p in shared)
             problems.append(Problem(
                 "gpu-shared", host, tuple(v.rank for v in sharing),

@@ -31,6 +31,7 @@ from typing import Any
 from ..atomic import write_json_atomic
 from ..discovery.sysfs import parse_cpulist
 from ..errors import UserError
+from ..patterns.methods import D2H, H2D
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index, rank_variables
 
 FORMAT = "linkscope.audit-probe"
@@ -134,7 +135,7 @@ def measure_copies(runtime: Any, ordinal: int, size_bytes: int = MEASURE_BYTES, 
     stream = runtime.stream(ordinal)
     out: dict[str, Any] = {"ordinal": ordinal, "size_bytes": size_bytes, "reps": reps}
     try:
-        for name, dst, src in (("h2d", device, host), ("d2h", host, device)):
+        for name, dst, src in ((H2D.key, device, host), (D2H.key, host, device)):
             best = float("inf")
             for _ in range(reps):
                 start, end = runtime.event_create(ordinal), runtime.event_create(ordinal)

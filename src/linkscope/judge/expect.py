@@ -35,6 +35,7 @@ the topology's (``--gpus 2,3``: the tool's GPU0 is the topology's GPU2), as ``be
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 from ..errors import LinkscopeError, TopologyError
@@ -42,7 +43,6 @@ from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
-from ..patterns.base import NO_PEER_ACCESS_KEY
 from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
@@ -281,9 +281,9 @@ class Judge:
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
         found = self._no_peer.get(gpus)
         if found is None:
-            params = dict(self.topology.model_params or {})
-            params[NO_PEER_ACCESS_KEY] = [[a, b] for a in gpus for b in gpus if a < b]
-            found = self._no_peer[gpus] = CollectiveModel.of(self.topology.replace(model_params=params))
+            denied = tuple((a, b) for a in gpus for b in gpus if a < b)
+            peer = replace(self.topology.peer_access, denied_pairs=self.topology.peer_access.denied_pairs + denied)
+            found = self._no_peer[gpus] = CollectiveModel.of(self.topology.replace(peer_access=peer))
         return found
 
     # copies

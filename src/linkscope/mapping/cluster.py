@@ -160,8 +160,10 @@ def _host_topology(topology: Topology, members: Sequence[str], gpus: Sequence[in
     devices = tuple(replace(d, index=local[d.index]) if d.is_gpu and d.index is not None else d
                     for d in topology.devices if d.id in keep)
     links = tuple(link for link in topology.links if link.a in keep and link.b in keep)
+    denied = tuple((local[a], local[b]) for a, b in topology.peer_access.denied_pairs if a in local and b in local)
     return Topology(name=name, devices=devices, links=links, source=topology.source,
-                    description=f"one host of {topology.name}", model_params=topology.model_params)
+                    description=f"one host of {topology.name}", model_params=topology.model_params,
+                    peer_access=replace(topology.peer_access, denied_pairs=denied), run_choices=topology.run_choices)
 
 
 def _signatures(topology: Topology, hosts: Hosts) -> list[tuple]:

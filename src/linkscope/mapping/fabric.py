@@ -57,7 +57,7 @@ class ExchangePredictor:
         items = [(int(a), int(b), round(size)) for a, b, size in transfers if a != b and size > 0]
         if not items:
             return 0.0
-        return max(p.elapsed_s for p in self.model.predict(items, self.method))
+        return max(p.finish_s for p in self.model.predict(items, self.method))
 
 
 def exchange_transfers(bytes_: np.ndarray) -> list[tuple[int, int, float]]:

@@ -8,7 +8,8 @@
    against the route's theoretical bottleneck, gives the efficiency the method determines:
    ``ce`` (else ``ce-write``/``ce-read``) -> ``link_efficiency.<bottleneck kind>``; ``h2d``/``d2h``
    -> ``link_efficiency`` of the host link; ``sm-push``/``sm-pull``/``ce-nopeer``/``staged-pinned``
-   -> ``method_efficiency.<method>``; pageable copies -> ``host_memcpy_gb_per_s``; ``local`` ->
+   -> ``method_efficiency.<method>``; pageable copies -> ``host_memcpy_gb_per_s.h2d`` / ``.d2h`` (their
+   rate where it is below the pinned DMA rate: ``model.host_copies``); ``local`` ->
    ``device_memory_bw_gb_per_s``. A vendor copy-engine cap is fitted when ``ce`` reaches the same
    rate over routes of clearly different capacity.
 3. Everything else keeps its previous value and is listed as not fitted, with the reason.
@@ -26,11 +27,12 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..errors import UserError
-from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, keys_where
+from ..patterns.methods import D2H, H2D, LOCAL, STAGED, get_method, host_direction, keys_where
 from ..results.schema import RunRecord
 from ..topology.model import Provenance, Topology
 from .check import CheckReport, check, measured_groups, topology_of
 from .graph import KIND_CODE
+from .host_copies import staging_fill_s
 from .params import LINK_KINDS, METHODS, ModelParams, default_keys
 from .predict import COPY_ENGINE_METHODS, PEER_METHODS, FabricModel
 
@@ -154,6 +156,7 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     groups, _ = measured_groups(record)
     classes: dict[tuple[str, str], _Class] = {}
     notes: list[str] = []
+    pinned: dict[str, float] = {}  # method -> its pinned DMA rate (the staging fill of pageable copies)
     for g, src, dst, m in _uncontended(model, groups):
         try:
             route, raw, transit, kind, hops_us, vendor = _route_info(model, src, dst, g.method)
@@ -162,6 +165,14 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             continue
         moved = m.moved_bytes or m.size_bytes
         t = moved / (m.median_gb_per_s * _GB)
+        if _cached_h2d(g.method, moved, base):  # its own class: the host copy reads the source from cache
+            route += _CACHED
+        if get_method(g.method).pageable and get_method(g.method).host_ends != "none":
+            # the staging pipeline's fill (host_copies): fit latency + size / rate to what is left
+            dma = pinned.get(g.method)
+            if dma is None:
+                dma = pinned[g.method] = _pinned_rate(model, g.method)
+            t -= staging_fill_s(base, moved, dma)
         c = classes.setdefault((g.method, route), _Class(g.method, route, raw, transit, kind, hops_us, vendor))
         c.sizes.append(float(moved))
         c.times.append(t)
@@ -177,10 +188,13 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
     rates: dict[str, list[tuple[_Class, float]]] = {}
     for (method, route), c in sorted(classes.items()):
         sizes, times = np.array(c.sizes), np.array(c.times)
-        lat_s, rate_bps, rms = _fit_line(sizes, times)
+        if sizes.min() >= _LATENCY_FIT_MAX_BYTES:  # latency is noise here: the rate is the median of the sizes' rates
+            lat_s, rate_bps, rms = None, float(np.median(sizes / times)), 0.0
+        else:
+            lat_s, rate_bps, rms = _fit_line(sizes, times)
         note = ""
         if lat_s is None:
-            note = "one size only: rate from it, latency not fitted"
+            note = ("one size only" if np.unique(sizes).size < 2 else "large sizes only") + ": rate from them, latency not fitted"
         lat_us = None if lat_s is None else lat_s * 1e6
         rate = rate_bps / _GB
         if lat_s is None:  # no latency fit: take the model's latency out of the single size's rate
@@ -227,10 +241,26 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             continue
         effs = [r / (c.raw_gb_per_s * c.transit) for c, r in rates[method]]
         fitted[f"method_efficiency.{method}"] = statistics.median(effs)
-    memcpy = [r for m in keys_where(peer=False, pageable=True) for _, r in rates.get(m, [])]
-    if memcpy:
-        fitted["host_memcpy_gb_per_s"] = statistics.median(memcpy)
-    elif STAGED.key in rates:
+    # pageable copies run at min(host copy, pinned DMA) (model.host_copies): below the DMA, the rate is the copy's
+    for method in keys_where(peer=False, pageable=True):
+        if method not in rates:
+            continue
+        direction = host_direction(method)
+        dma = _pinned_rate(model, method)
+        below = [r for c, r in rates[method] if r < 0.95 * dma and not c.route.endswith(_CACHED)]
+        cached = [r for c, r in rates[method] if r < 0.95 * dma and c.route.endswith(_CACHED)]
+        key = f"host_memcpy_gb_per_s.{direction}"
+        if below:
+            fitted[key] = statistics.median(below)
+        elif cached:
+            fitted[key] = statistics.median(cached) / base["host_copy_cache_speedup"]
+            notes.append(f"{method}: every size fits in the host cache ({base['host_cache_bytes'] / 2**20:g} MiB): "
+                         f"{key} is that rate over the host_copy_cache_speedup default")
+        else:
+            notes.append(f"{method}: at the pinned DMA rate; the host copy rate is not below it and is not fitted")
+        if below and cached:
+            fitted["host_copy_cache_speedup"] = statistics.median(cached) / fitted[key]
+    if not any(k.startswith("host_memcpy_gb_per_s.") for k in fitted) and STAGED.key in rates:
         fitted["host_memcpy_gb_per_s"] = 2 * statistics.median(r for _, r in rates[STAGED.key])
         notes.append(f"host_memcpy_gb_per_s from {STAGED.key!r} assuming its two hops are memcpy-bound")
     if LOCAL.key in rates:
@@ -266,6 +296,9 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
             reason = f"no ce/h2d/d2h entry whose bottleneck is a {rest} link"
         elif prefix == "engine_cap_gb_per_s":
             reason = "ce not measured over routes of different capacity"
+        elif prefix == "host_memcpy_gb_per_s":
+            reason = (f"no uncontended {rest}-pageable entry below the pinned rate" if rest
+                      else "the direction keys (host_memcpy_gb_per_s.h2d / .d2h) are fitted instead")
         elif key in _LATENCY_BASES.values():
             reason = "no remote-read / flag-pingpong latency entries"
         else:
@@ -276,6 +309,21 @@ def calibrate(record: RunRecord, topology: Topology | None = None, *, source: st
 
 
 _LATENCY_BASES = {"remote-read": "remote_read_base_us", "flag-pingpong": "flag_base_us"}
+_CACHED = ":cached"  # route-class suffix: host-to-device pageable copies whose source fits in the host cache
+_LATENCY_FIT_MAX_BYTES = 64 * 2**20  # a class measured only above this says nothing about a per-copy overhead
+
+
+def _cached_h2d(method: str, size_bytes: int, params: ModelParams) -> bool:
+    """A pageable host-to-device copy small enough that its source stays in the host cache (host_copies, fact 5)."""
+    m = get_method(method)
+    return m.pageable and host_direction(m) == H2D.key and size_bytes <= params["host_cache_bytes"]
+
+
+def _pinned_rate(model: FabricModel, method: str) -> float:
+    """What the pinned copy of a pageable method's direction reaches on GPU 0 (the DMA half of the staging)."""
+    pinned = H2D.key if get_method(method).host_ends == "src" else D2H.key
+    ends = ("host", 0) if pinned == H2D.key else (0, "host")
+    return model.predict([(*ends, 1 << 30)], pinned)[0].gb_per_s
 
 
 def _fit_latency_bases(model: FabricModel, record: RunRecord, fitted: dict[str, float], notes: list[str]) -> float:

@@ -130,8 +130,10 @@ def entry_prediction(m: Measurement, group: MeasuredGroup, preds: list[TransferP
         chosen = [p for p in preds if (m.src in (ALL, p.src)) and (m.dst in (ALL, p.dst))]
     else:
         chosen = [by_pair[(m.src, m.dst)]]
+    if len(chosen) == 1:
+        return chosen[0].gb_per_s
     total = sum(p.size_bytes for p in chosen)
-    slowest = max(p.elapsed_s for p in chosen)
+    slowest = max(p.finish_s for p in chosen) - min(p.start_s for p in chosen)
     return total / slowest / _GB if slowest > 0 else 0.0
 
 

@@ -25,7 +25,7 @@ names a mapping stored (``pick_named``, ``unknown_names``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..topology import query
@@ -125,10 +125,10 @@ def as_spec(spec: NicSpec | str | None) -> NicSpec:
 
 
 def nic_choice_of(topology: Topology | None, spec: NicSpec | str | None = None) -> NicSpec:
-    """``spec`` when given, else the topology's own choice (``model_params["nic_devices"]``, set by
+    """``spec`` when given, else the topology's own choice (``run_choices.nic_devices``, set by
     ``with_nic_choice``), else nearest: what the model, the mapping and ``bench`` go by."""
     if spec is None and topology is not None:
-        spec = (topology.model_params or {}).get("nic_devices")
+        spec = topology.run_choices.nic_devices
     return as_spec(spec)
 
 
@@ -174,7 +174,7 @@ def select_nics(topology: Topology, gpu: int | Device, spec: NicSpec | str | Non
 
 
 def with_nic_choice(topology: Topology, choice: str | None) -> Topology:
-    """``topology`` whose model uses ``choice`` for inter-node transfers (``model_params["nic_devices"]``).
+    """``topology`` whose model uses ``choice`` for inter-node transfers (``run_choices.nic_devices``).
 
     Checks the names against the topology's NICs (one clear error naming the valid ones)."""
     if choice is None:
@@ -186,4 +186,4 @@ def with_nic_choice(topology: Topology, choice: str | None) -> Topology:
         if unknown:
             have = ", ".join(sorted({(d.device_name or d.id).rsplit(".", 1)[-1] for d in nics})) or "none"
             raise ConfigError(f"no NIC named {', '.join(unknown)} in {topology.name!r}", hint=f"its NICs: {have}")
-    return topology.replace(model_params={**dict(topology.model_params or {}), "nic_devices": spec.text})
+    return topology.replace(run_choices=replace(topology.run_choices, nic_devices=spec.text))

@@ -1,7 +1,7 @@
 """Per GPU pair, what the fabric model says one transfer alone gets: for costs that need a number per pair
 (the mapping's bandwidth and latency metrics), from the same facts the predictions use.
 
-A pair without peer access (beyond the topology's ``p2p_max_level``, e.g. across QPI on a K80 node)
+A pair without peer access (beyond the topology's ``peer_access.max_level``, e.g. across QPI on a K80 node)
 gets the host-staged method's figures instead: what the driver does for cudaMemcpyPeer there.
 """
 from __future__ import annotations

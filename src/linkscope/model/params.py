@@ -33,7 +33,15 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 * ``overhead_us.<method>``: per-transfer software overhead (API call, launch, completion).
 * ``hop_latency_us``: latency of a hop whose link has no ``latency_us``.
 * ``host_memory_bw_gb_per_s``: host memory bandwidth of a CPU/NUMA node without ``memory_bw_gb_per_s``.
-* ``host_memcpy_gb_per_s``: rate of the CPU memcpy that pageable copies pay (per transfer).
+* ``host_memcpy_gb_per_s.h2d`` / ``host_memcpy_gb_per_s.d2h``: the host's one-thread copy rate between
+  a pageable buffer and the driver's pinned staging buffer, per direction (a machine fact of the socket:
+  one core's memory bandwidth is bounded by its outstanding misses, not by the channels). A pageable
+  copy is staged through pinned bounce buffers by the calling thread while the copy engine moves the
+  previous chunk, so it runs at the smaller of this rate and the pinned DMA rate (``host_copies``).
+  The plain ``host_memcpy_gb_per_s`` (older files) stands for both directions where set.
+* ``host_cache_bytes``, ``host_copy_cache_speedup``: a pageable source of at most ``host_cache_bytes``
+  stays in the host's caches between copies, and the host-to-device staging copy then reads it
+  ``host_copy_cache_speedup`` times faster than from DRAM (``host_copies``, fact 5).
 * ``device_memory_bw_gb_per_s``: GPU memory bandwidth for ``local`` copies (read + write share it).
 * ``p2p_transit_efficiency.<kind>`` (pcie_switch, host_bridge, cpu, upi): per-transfer factor for
   a GPU peer copy over PCIe for each device of that kind it passes through (and each socket link it
@@ -55,6 +63,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..patterns.methods import method_keys
+from ..topology.model import LEGACY_MODEL_PARAM_KEYS
 
 METHODS = method_keys()  # the one method table (patterns/methods.py)
 LINK_KINDS = ("nvlink", "xgmi", "pcie", "upi", "network")
@@ -98,6 +107,21 @@ _GCD_HOP = ("arXiv:2302.14827 (Pearson 2023), Sec. IV: GCD pairs without a direc
             "and measure below directly linked single-link pairs; about 5% per forwarding GCD (issue 14's comparison "
             "against those published figures)")
 
+# Pageable host copies (model/host_copies.py says how they are modelled). The rates are what one host
+# thread copies between pageable memory and the driver's staging buffer on the machine that measured
+# them: nvidia-h200 (one H200, PCIe Gen5 x16, pinned h2d/d2h 55.4/55.2 GB/s, so the copy, not the DMA,
+# bounds them), 2026-11-23, docs/benchmarks.md "One GPU": h2d-pageable 7.05 (bench/device_engine.py,
+# 256 MiB) and 8.54 GB/s (survey, 512 MiB), d2h-pageable 10.93 and 10.73 GB/s. Mean of the two runs.
+# A measured figure of another machine: `model calibrate` on a survey with pageable rows replaces it.
+_PAGEABLE_H2D_GB_PER_S = 7.8
+_PAGEABLE_D2H_GB_PER_S = 10.83
+_PAGEABLE_SRC = ("nvidia-h200 (1 x H200, PCIe Gen5 x16), 2026-11-23, docs/benchmarks.md 'One GPU' (engine 256 MiB and "
+                 "survey 512 MiB runs, mean); the copy into/out of the staging buffer bounds it (pinned: 55.4 GB/s)")
+_PAGEABLE_H2D = f"measured, h2d-pageable 7.05 and 8.54 GB/s: {_PAGEABLE_SRC}"
+_CACHE_SRC = ("NVIDIA developer forum t/56270 ('How to understand CPU memory transfer data to GPU memory speed "
+              "problem'): a pageable H2D sweep runs at 10.9-11.4 GB/s from 8 to 32 MB and 8.3-8.7 GB/s from 64 MB up")
+_PAGEABLE_D2H = f"measured, d2h-pageable 10.93 and 10.73 GB/s: {_PAGEABLE_SRC}"
+
 # key -> (value, provenance, source)
 _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "link_efficiency.nvlink": (0.826, "measured", f"CE one-way 395 of 478 GB/s: {_H200}"),
@@ -130,7 +154,17 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "overhead_us.local": (4.0, "default", _ASSUME),
     "hop_latency_us": (0.3, "default", _ASSUME),
     "host_memory_bw_gb_per_s": (150.0, "default", _ASSUME),
-    "host_memcpy_gb_per_s": (20.0, "default", _ASSUME),
+    "host_memcpy_gb_per_s": (_PAGEABLE_H2D_GB_PER_S, "measured", "both directions where a topology sets it (older files); "
+                             "the direction keys below are the defaults"),
+    "host_memcpy_gb_per_s.h2d": (_PAGEABLE_H2D_GB_PER_S, "measured", _PAGEABLE_H2D),
+    "host_memcpy_gb_per_s.d2h": (_PAGEABLE_D2H_GB_PER_S, "measured", _PAGEABLE_D2H),
+    "host_cache_bytes": (32 * 2**20, "measured", f"fitted to the knee of one sweep: 32 MB still fast, 64 MB slow: {_CACHE_SRC}; "
+                         "2 x H100 host 2026-11-25: 16 MiB fast, 256 MiB slow (docs/runs/survey-h100x2-2026-11-25.json)"),
+    "pageable_staging_chunk_bytes": (2 * 2**20, "measured", "fitted: on the 2 x H100 host (docs/runs/survey-h100x2-2026-11-25.json) "
+                                     "a pageable d2h of 64 KiB-1 MiB takes the pinned copy's time plus the host copy's (one "
+                                     "after the other), one of 16 MiB and more the host copy's alone: the staging chunk lies "
+                                     "between 1 and 16 MiB; 2 MiB taken (the driver's buffer size is not documented)"),
+    "host_copy_cache_speedup": (1.37, "measured", f"fitted: 11.4 / 8.33 GB/s, the fast and slow plateaus of {_CACHE_SRC}"),
     "device_memory_bw_gb_per_s": (3000.0, "default", _ASSUME),
     "p2p_transit_efficiency.pcie_switch": (0.97, "default", _ASSUME),
     "p2p_transit_efficiency.host_bridge": (0.80, "default", _ASSUME),
@@ -160,7 +194,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
 _OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.",
                   "p2p_transit_efficiency.device.", "transit_latency_us.", "p2p_transit_efficiency.")
 # non-numeric keys of Topology.model_params that belong to the model but are not parameters
-STRUCTURAL_KEYS = ("no_peer_access", "p2p_max_level", "p2p_max_level_source", "nic_devices")
+STRUCTURAL_KEYS = LEGACY_MODEL_PARAM_KEYS  # older files' peer-access facts and NIC choice (Topology migrates them)
 
 
 def default_keys() -> tuple[str, ...]:
@@ -320,6 +354,17 @@ class ModelParams:
         if not vendor:
             return float("inf")
         return float(self.values.get(f"engine_cap_gb_per_s.{vendor.lower()}", float("inf")))
+
+    def host_memcpy_gb_per_s(self, direction: str) -> float:
+        """One host thread's copy rate to (``h2d``) or from (``d2h``) the staging buffer: the direction
+        key, else the plain ``host_memcpy_gb_per_s`` where a topology or calibration set it (older
+        files name one rate for both), else the direction's default."""
+        key = f"host_memcpy_gb_per_s.{direction}"
+        if key in self.values and not self.is_default(key):
+            return float(self.values[key])
+        if not self.is_default("host_memcpy_gb_per_s"):
+            return float(self.values["host_memcpy_gb_per_s"])
+        return float(self.values[key])
 
     def transit_efficiency(self, kind: str) -> float:
         return float(self.values.get(f"p2p_transit_efficiency.{kind}", 1.0))

@@ -14,9 +14,10 @@ ce-nopeer           the driver stages through host memory of src's NUMA node, pi
                     stage over src -> CPU -> dst, host memory written and read (weight 2)
 staged-pinned       the same path through a pinned host buffer, double-buffered in chunks
                     (one chunk of pipeline fill added to the latency)
-staged              pageable staging, not pipelined: D2H then H2D, each capped by the host memcpy rate
+staged              pageable staging, not pipelined: D2H then H2D, each at its pageable rate
 h2d, d2h            host memory <-> GPU over PCIe (or the CPU-GPU fabric link), host memory weight 1
-h2d-pageable, ...   the same, capped by the host memcpy rate, host memory weight 2
+h2d-pageable, ...   the same through the driver's staging buffer: the smaller of the pinned rate and
+                    one host thread's copy rate of that direction, host memory weight 2 (host_copies)
 local               a copy inside one GPU's memory (read + write: device memory weight 2)
 =================  =========================================================================
 
@@ -26,6 +27,10 @@ GPU (an AMD GCD relaying xGMI traffic) it passes and each socket link it crosses
 NVSwitch planes cost nothing); per element where the device states it (``ModelParams.element_transit``).
 Each device passed also adds its ``transit_latency_us``. Time of a transfer = its latency (per-method overhead
 + per-hop latencies) + the bytes at the max-min fair rate, recomputed at every start and completion.
+
+The transfers of a group through pageable host memory (``h2d-pageable``, ``d2h-pageable``, ``staged``) do
+not overlap: the host thread that issues them waits for each (``host_copies.serialised``). Each then
+runs alone, starting when the one before it ends (``TransferPrediction.start_s``).
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, FabricGraph
+from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, staging_rate_gb_per_s
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
@@ -86,8 +92,10 @@ class TransferPrediction:
 
     Attributes:
         src, dst, method, size_bytes, role: the transfer.
-        elapsed_s: from the common start to the last byte, seconds.
+        elapsed_s: from its start to its last byte, seconds.
         gb_per_s: size_bytes / elapsed_s in GB/s (0.0 for an empty transfer).
+        start_s: when it starts after the group's common start: 0.0, except for copies through
+            pageable host memory, which run one after another (``host_copies``).
         latency_us: the fixed part: overhead + per-hop latency (+ pipeline fill).
         rate_gb_per_s: max-min fair rate of its first stage once everything has started.
         theoretical_gb_per_s: raw bottleneck capacity of its route.
@@ -103,6 +111,12 @@ class TransferPrediction:
     rate_gb_per_s: float
     theoretical_gb_per_s: float
     role: str = "measured"
+    start_s: float = 0.0
+
+    @property
+    def finish_s(self) -> float:
+        """From the group's common start to its last byte, seconds."""
+        return self.start_s + self.elapsed_s
 
 
 @dataclass
@@ -132,7 +146,7 @@ class FabricModel:
                  nics: str | NicSpec | None = None, peer_fallback: bool = False) -> None:
         """``nics``: the NIC choice for inter-node transfers (``model.nics``: a UCX_NET_DEVICES /
         NCCL_IB_HCA style value, ``nearest`` or ``any``); default the topology's
-        ``model_params["nic_devices"]``, else nearest. ``peer_fallback``: a copy-engine peer copy
+        ``run_choices.nic_devices``, else nearest. ``peer_fallback``: a copy-engine peer copy
         between GPUs without peer access is modelled as the driver runs cudaMemcpyPeer there (staged
         through host memory, ``ce-nopeer``) instead of being refused."""
         self.topology = topology
@@ -182,9 +196,9 @@ class FabricModel:
         """None when GPUs a and b can access each other's memory, else the reason they cannot.
 
         The topology says so as the patterns package reads it (``patterns.base.no_peer_access_pairs``:
-        ``model_params["no_peer_access"]`` pairs, and NVML P2P statuses recorded in the GPU
+        ``peer_access.denied_pairs``, and NVML P2P statuses recorded in the GPU
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
-        ``model_params["p2p_max_level"]`` (e.g. ``"PHB"``: farther pairs have no P2P).
+        ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
         ga, gb = self.gpu(a), self.gpu(b)
         for g in (ga, gb):
@@ -197,16 +211,16 @@ class FabricModel:
             self._no_peer = no_peer_access_pairs(self.topology)
         if frozenset((ga.index, gb.index)) in self._no_peer:
             return f"no peer access between {ga.label} and {gb.label}"
-        max_level = (self.topology.model_params or {}).get("p2p_max_level")
+        max_level = self.topology.peer_access.max_level
         if max_level:
             family = "".join(ch for ch in str(max_level) if not ch.isdigit()) or str(max_level)
             if family not in DISTANCE_OF_CODE:
-                raise ConfigError(f"model_params.p2p_max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
+                raise ConfigError(f"peer_access.max_level {max_level!r} is not a level", hint=f"valid: {', '.join(DISTANCE_OF_CODE)}")
             level = query.pair_level(self.topology, ga, gb)
             # within a node only: GPUs of two nodes meet through their NICs (GPUDirect RDMA), not P2P
             if not level.code.startswith("NET") and level.distance > DISTANCE_OF_CODE[family]:
                 return (f"no peer access between {ga.label} and {gb.label}: {level.code} is beyond {max_level} "
-                        "(topology model_params.p2p_max_level)")
+                        "(the topology's peer_access.max_level)")
         return None
 
     # ---- routes -> stages ---------------------------------------------------------------------------
@@ -280,12 +294,16 @@ class FabricModel:
             raw = self._raw(edges)
             cap = min(p.method_efficiency(cap_method) * raw, self._engine_cap(eff_method, gpu))
             weight = 1.0
+            fill_s = 0.0
             if get_method(eff_method).pageable:
-                cap = min(cap, p["host_memcpy_gb_per_s"])
+                direction = H2D.key if src == HOST else D2H.key
+                dma = min(cap, self._eff_min(edges))
+                cap = staging_rate_gb_per_s(dma, host_copy_rate_gb_per_s(p, direction, size_bytes))
+                fill_s = staging_fill_s(p, size_bytes, dma)
                 weight = 2.0
             res = np.append(edges, self.graph.host_memory_resource(cpu.id))
             wts = np.append(np.ones(edges.size), weight)
-            return [_Stage(res, wts, cap, overhead_s + self._lat(edges), size_bytes, raw)]
+            return [_Stage(res, wts, cap, overhead_s + self._lat(edges) + fill_s, size_bytes, raw)]
         a, b = self.gpu(src), self.gpu(dst)
         if eff_method != LOCAL.key and a.id != b.id:
             overhead_s += self._level_overhead_s(cap_method, a, b)
@@ -327,14 +345,15 @@ class FabricModel:
         leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
         mem = self.graph.host_memory_resource(cpu.id)
         engine = min(self._engine_cap(method, a), self._engine_cap(method, b))
-        if eff_method == STAGED.key:
-            memcpy = p["host_memcpy_gb_per_s"]
+        if eff_method == STAGED.key:  # D2H into pageable memory, then H2D from it
             out = []
-            for k, leg in enumerate((leg1, leg2)):
+            for k, (leg, direction) in enumerate(((leg1, D2H.key), (leg2, H2D.key))):
                 raw = self._raw(leg)
-                cap = min(p.method_efficiency(method) * raw, engine, memcpy)
+                dma = min(p.method_efficiency(method) * raw, engine, self._eff_min(leg))
+                cap = staging_rate_gb_per_s(dma, host_copy_rate_gb_per_s(p, direction, size_bytes))
                 out.append(_Stage(np.append(leg, mem), np.append(np.ones(leg.size), 2.0), cap,
-                                  (overhead_s if k == 0 else 0.0) + self._lat(leg), size_bytes, raw))
+                                  (overhead_s if k == 0 else 0.0) + self._lat(leg) + staging_fill_s(p, size_bytes, dma),
+                                  size_bytes, raw))
             return out
         edges = np.concatenate([leg1, leg2])
         raw = self._raw(edges)
@@ -387,17 +406,26 @@ class FabricModel:
         flows = [self.stages(src, dst, size, method, chunk_bytes) for src, dst, size, _ in items]
         if not flows:
             return []
-        result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
+        if serialised(method) and len(flows) > 1:  # one after another, each alone (host_copies)
+            results = [simulate(self._problem([flow]), rtol=0.0) for flow in flows]
+            finish = [float(r.finish_s[0]) for r in results]
+            rates = [float(r.first_rate_gb_per_s[0]) for r in results]
+            starts = np.concatenate([[0.0], np.cumsum(finish)[:-1]]).tolist()
+        else:
+            result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
+            finish = [float(x) for x in result.finish_s]
+            rates = [float(x) for x in result.first_rate_gb_per_s]
+            starts = [0.0] * len(flows)
         out = []
-        for (src, dst, size, role), flow, fin, rate in zip(items, flows, result.finish_s, result.first_rate_gb_per_s):
-            fin = float(fin)
+        for (src, dst, size, role), flow, fin, rate, start in zip(items, flows, finish, rates, starts):
             out.append(TransferPrediction(
                 src=src, dst=dst, method=method, size_bytes=size, elapsed_s=fin,
                 gb_per_s=size / fin / _GB if size and fin > 0 else 0.0,
                 latency_us=sum(s.latency_s for s in flow) * 1e6,
-                rate_gb_per_s=float(rate),
+                rate_gb_per_s=rate,
                 theoretical_gb_per_s=min(s.raw_gb_per_s for s in flow),
                 role=role,
+                start_s=start,
             ))
         return out
 

@@ -11,7 +11,7 @@ concurrent groups to run, in order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import TopologyError, UserError
 from ..topology.model import Topology
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("uni", "bi")
 
-#: Topology.model_params key: GPU index pairs without peer (P2P) access, e.g. ``[[0, 4], [1, 5]]``.
-#: A hint for planning on a recorded or preset machine; a live engine's own ``waiver`` is the authority.
+#: The model_params key that files and callers from before ``Topology.peer_access`` used for GPU pairs
+#: without peer access; a Topology built with it moves the pairs into ``peer_access.denied_pairs``.
 NO_PEER_ACCESS_KEY = "no_peer_access"
 
 
@@ -68,17 +68,11 @@ _P2P_NEEDED = ("read", "write")
 
 
 def no_peer_access_pairs(topology: Topology) -> set[frozenset[int]]:
-    """GPU pairs the topology says have no peer access: ``model_params["no_peer_access"]``, and the
+    """GPU pairs the topology says have no peer access: ``peer_access.denied_pairs``, and the
     pairs whose P2P read or write status, as NVML discovery recorded it, is not ``OK`` (a recorded
-    PCIe machine across sockets, for example). A status that was not recorded is not a refusal."""
-    pairs: Any = topology.model_params.get(NO_PEER_ACCESS_KEY) or ()
-    out: set[frozenset[int]] = set()
-    for pair in pairs:
-        try:
-            a, b = (int(x) for x in pair)
-        except (TypeError, ValueError):
-            continue
-        out.add(frozenset((a, b)))
+    PCIe machine across sockets, for example). A status that was not recorded is not a refusal.
+    A hint for planning on a recorded or preset machine; a live engine's own ``waiver`` is the authority."""
+    out: set[frozenset[int]] = {frozenset(pair) for pair in topology.peer_access.denied_pairs}
     index_of = {d.id: d.index for d in topology.gpus if d.index is not None}
     for gpu in topology.gpus:
         recorded = gpu.attributes.get(P2P_ATTRIBUTE) if gpu.attributes else None

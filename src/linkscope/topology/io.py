@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import SchemaError, TopologyError
 from ..userfiles import loads_strict, read_text, refuse_malformed
-from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, PeerAccess, Provenance, RunChoices, Topology
 
 FORMAT = "linkscope.topology"
 SCHEMA_FILE = Path(__file__).parent / "schema" / "topology-1.json"
@@ -67,6 +67,12 @@ def to_dict(topology: Topology) -> dict[str, Any]:
     }
     if topology.model_params:
         out["model_params"] = dict(topology.model_params)
+    if not topology.peer_access.is_default:
+        peer = topology.peer_access
+        out["peer_access"] = {"max_level": peer.max_level, "source": peer.source,
+                              "denied_pairs": [list(p) for p in peer.denied_pairs]}
+    if not topology.run_choices.is_default:
+        out["run_choices"] = {"nic_devices": topology.run_choices.nic_devices}
     if topology.notes:
         out["notes"] = list(topology.notes)
     return out
@@ -174,6 +180,8 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
     if not isinstance(model_params, dict):
         raise SchemaError("model_params must be an object", path="$.model_params")
     return Topology(
+        peer_access=_peer_access(data.get("peer_access")),
+        run_choices=_run_choices(data.get("run_choices")),
         name=_need(data, "name", "$", str),
         devices=tuple(devices),
         links=tuple(links),
@@ -184,6 +192,34 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
         model_params=model_params,
         notes=tuple(str(s) for s in data.get("notes", [])),
     )
+
+
+def _peer_access(raw: Any) -> PeerAccess:
+    """``peer_access`` of a file (absent: none stated; files written before it keep these facts in
+    ``model_params``, which the Topology migrates)."""
+    if raw is None:
+        return PeerAccess()
+    if not isinstance(raw, dict):
+        raise SchemaError("peer_access must be an object", path="$.peer_access")
+    level = raw.get("max_level")
+    if level is not None and not isinstance(level, str):
+        raise SchemaError(f"max_level must be a level code such as PHB, got {level!r}", path="$.peer_access.max_level")
+    pairs = raw.get("denied_pairs", [])
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in p) for p in pairs):
+        raise SchemaError("denied_pairs must be a list of [gpu, gpu] index pairs", path="$.peer_access.denied_pairs")
+    return PeerAccess(max_level=level, source=str(raw.get("source", "")), denied_pairs=tuple(tuple(p) for p in pairs))
+
+
+def _run_choices(raw: Any) -> RunChoices:
+    if raw is None:
+        return RunChoices()
+    if not isinstance(raw, dict):
+        raise SchemaError("run_choices must be an object", path="$.run_choices")
+    nic = raw.get("nic_devices")
+    if nic is not None and not isinstance(nic, str):
+        raise SchemaError(f"nic_devices must be a string such as mlx5_0, got {nic!r}", path="$.run_choices.nic_devices")
+    return RunChoices(nic_devices=nic)
 
 
 def dumps(topology: Topology) -> str:

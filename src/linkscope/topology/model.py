@@ -167,6 +167,60 @@ class Link:
         return {self.a, self.b} == {x, y}
 
 
+LEGACY_MODEL_PARAM_KEYS = ("p2p_max_level", "p2p_max_level_source", "no_peer_access", "nic_devices")
+"""Keys that files (and callers) written before ``PeerAccess`` / ``RunChoices`` kept in ``model_params``;
+a Topology built with them moves them into those typed fields (``migrate_model_params``)."""
+
+
+@dataclass(frozen=True)
+class PeerAccess:
+    """Facts of the machine about GPU peer (P2P) access that its links do not say.
+
+    Attributes:
+        max_level: the farthest pair level (nvidia-smi code: PIX, PXB, PHB, NODE, SYS) at which GPUs
+            have peer access; farther pairs (e.g. across QPI on a K80 node) have none. None: no limit stated.
+        source: where that limit comes from (a citation or a discovery note).
+        denied_pairs: GPU index pairs without peer access (each ``(low, high)``), beyond ``max_level``.
+    """
+
+    max_level: str | None = None
+    source: str = ""
+    denied_pairs: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        pairs = []
+        for pair in self.denied_pairs:
+            try:
+                a, b = (int(x) for x in pair)
+            except (TypeError, ValueError):
+                raise TopologyError(f"peer_access.denied_pairs: {pair!r} is not a pair of GPU indices") from None
+            pairs.append((min(a, b), max(a, b)))
+        object.__setattr__(self, "denied_pairs", tuple(sorted(set(pairs))))
+        if self.max_level is not None and not isinstance(self.max_level, str):
+            raise TopologyError(f"peer_access.max_level must be a level code such as PHB, got {self.max_level!r}")
+
+    @property
+    def is_default(self) -> bool:
+        return self == PeerAccess()
+
+
+@dataclass(frozen=True)
+class RunChoices:
+    """Explicit choices of a run, not facts of the machine, carried with its topology so that the
+    model, the mapping and the engines all go by them.
+
+    Attributes:
+        nic_devices: the NIC choice for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA
+            name NICs (``model.nics``); None: the nearest NIC.
+    """
+
+    nic_devices: str | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self == RunChoices()
+
+
 @dataclass(frozen=True)
 class Topology:
     """A node (or cluster) as devices and links.
@@ -179,9 +233,11 @@ class Topology:
         source: how it was obtained (``nvml+sysfs``, ``preset:dgx-h100``, ``synthetic:nvswitch:8``, a file).
         description: one human sentence.
         sources: citations for the numbers in it.
-        model_params: parameters of the fabric model (engine limits, efficiencies, overheads)
+        model_params: numeric parameters of the fabric model (engine limits, efficiencies, overheads)
             where calibrated or stated by a preset; the model package defines their meaning.
         notes: warnings from discovery (a fallback, a missing file), kept with the data.
+        peer_access: facts on GPU peer access (a P2P level limit, pairs without it).
+        run_choices: choices of the run carried with the topology (the NIC choice).
     """
 
     name: str
@@ -193,8 +249,11 @@ class Topology:
     sources: tuple[str, ...] = ()
     model_params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     notes: tuple[str, ...] = ()
+    peer_access: PeerAccess = field(default_factory=PeerAccess)
+    run_choices: RunChoices = field(default_factory=RunChoices)
 
     def __post_init__(self) -> None:
+        migrate_model_params(self)
         validate(self)
 
     # ---- lookups -------------------------------------------------------------------------
@@ -240,6 +299,36 @@ class Topology:
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+def migrate_model_params(topology: Topology) -> None:
+    """Move the legacy keys of ``model_params`` (LEGACY_MODEL_PARAM_KEYS: older files, older callers)
+    into ``peer_access`` and ``run_choices``; a key given there wins over the typed field it replaces."""
+    params = topology.model_params or {}
+    legacy = {k: params[k] for k in LEGACY_MODEL_PARAM_KEYS if k in params}
+    if not legacy:
+        return
+    from dataclasses import replace
+
+    peer = topology.peer_access
+    if "p2p_max_level" in legacy:
+        level = legacy["p2p_max_level"]
+        peer = replace(peer, max_level=None if level is None else str(level),
+                       source=str(legacy.get("p2p_max_level_source", "")))
+    elif "p2p_max_level_source" in legacy:
+        peer = replace(peer, source=str(legacy["p2p_max_level_source"]))
+    if "no_peer_access" in legacy:
+        pairs = legacy["no_peer_access"] or ()
+        if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Iterable):
+            raise TopologyError(f"model_params.no_peer_access must be a list of GPU index pairs, got {pairs!r}")
+        peer = replace(peer, denied_pairs=tuple(pairs))
+    choices = topology.run_choices
+    if "nic_devices" in legacy:
+        nic = legacy["nic_devices"]
+        choices = replace(choices, nic_devices=None if nic is None else str(nic))
+    object.__setattr__(topology, "peer_access", peer)
+    object.__setattr__(topology, "run_choices", choices)
+    object.__setattr__(topology, "model_params", {k: v for k, v in params.items() if k not in legacy})
 
 
 def validate(topology: Topology) -> None:

@@ -171,7 +171,10 @@ def _cluster(args: list[str]) -> Topology:
                     description=f"{nodes} x {base.name} ({base.gpu_count} GPUs and {len(nics)} NIC(s) each, PCIe places "
                                 f"kept), {'one switch per NIC rail, rails joined by a spine' if wiring == 'rails' else 'one switch'} "
                                 "(synthetic)",
-                    sources=base.sources, model_params=dict(base.model_params or {}))
+                    sources=base.sources, model_params=dict(base.model_params or {}),
+                    peer_access=dc_replace(base.peer_access, denied_pairs=tuple(
+                        (n * per + a, n * per + b) for n in range(nodes) for a, b in base.peer_access.denied_pairs)),
+                    run_choices=base.run_choices)
 
 
 MAX_SYNTHETIC_GPUS = 1024  # one flat node (nvswitch, pcie): pair and route tables grow with the square

@@ -20,6 +20,7 @@ from typing import Any
 
 from ... import platforms
 from ...errors import ConfigError, UserError
+from ...model.host_copies import SERIAL_NOTE
 from ...patterns.methods import (
     CE_NOPEER,
     DEFAULT_METHOD,
@@ -304,7 +305,7 @@ class GpuEngine:
         total = warmup + reps
         if any(op.host_timed for op in ops):
             if len(ops) > 1:
-                notes.append("pageable copies are synchronous with the host: the group's transfers ran one after another")
+                notes.append(SERIAL_NOTE)
             notes.append("host-timed (pageable host memory)")
             for rep in range(total):
                 if poison_last and rep == total - 1:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import ConfigError, TopologyError, UserError
+from ...model.host_copies import SERIAL_NOTE
 from ...model.params import ModelParams
 from ...model.predict import FabricModel
 from ...patterns.methods import (
@@ -115,8 +116,11 @@ class SimEngine:
             TransferTiming(elapsed_s=tuple(float(x) for x in samples[:, k]), moved_bytes=int(t.size_bytes), verified=None)
             for k, t in enumerate(plan.transfers)
         )
-        group = tuple(float(row.max()) if row.size else 0.0 for row in samples)
+        one_after_another = any(p.start_s > 0 for p in predictions)  # pageable copies (model.host_copies)
+        group = tuple(float(row.sum() if one_after_another else row.max()) if row.size else 0.0 for row in samples)
         notes = [f"simulated by the linkscope fabric model ({self.topology.name})"]
+        if one_after_another:
+            notes.append(SERIAL_NOTE)
         if verify:
             notes.append(f"{NOT_CHECKED} simulated transfers move no bytes")
         return GroupResult(timings=timings, group_elapsed_s=group, notes=tuple(notes))
