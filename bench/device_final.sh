@@ -11,7 +11,7 @@ echo "== GPU tests"; timeout 240 python3 -m pytest -q -m "gpu or multi_gpu or nc
 echo "== topo"; lsc topo
 echo "== survey (default options)"; /usr/bin/time -f "survey wall %e s" python3 -m linkscope survey -o "$out/survey.json"
 echo "== model calibrate + check"; lsc model calibrate "$out/survey.json" -o "$out/calibrated.json" 2>&1 | tail -3
-lsc model check "$out/survey.json" --topology "$out/calibrated.json" --json > "$out/check.json"; lsc model check "$out/survey.json" --topology "$out/calibrated.json" | tail -6
+lsc model check "$out/survey.json" --topology "$out/calibrated.json" --json "$out/check.json"; lsc model check "$out/survey.json" --topology "$out/calibrated.json" | tail -6
 echo "== latency kinds"; lsc bench latency --kind remote-read,flag-pingpong,copy --gpus 0,1 2>&1 | tail -25
 echo "== watch"; lsc watch --expect nvlink -- python3 bench/copy_once.py 0 1 1GiB; echo "watch exit $?"
 echo "== nccl sendrecv"; lsc bench nccl --op sendrecv --sizes 8,1MiB,1GiB --json "$out/nccl_sendrecv.json"

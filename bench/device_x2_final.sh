@@ -22,7 +22,7 @@ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --forma
 # the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
 step linkscope/survey.txt 120 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
 step linkscope/topo-health.txt 60 python3 -m linkscope topo --health
-step linkscope/topo-health.json 60 python3 -m linkscope topo --health --json
+step linkscope/topo-health.json 60 python3 -m linkscope topo --health --json -
 step linkscope/export-raw.txt 60 python3 -m linkscope topo export --raw "$r/linkscope/raw"
 step linkscope/peercheck.txt 90 python3 -m linkscope bench --method ce,ce-nopeer,staged-pinned --gpus 0,1 --sizes 256MiB --json "$r/linkscope/peercheck.json"
 step linkscope/health-run.txt 60 python3 -m linkscope topo --health --run "$r/linkscope/peercheck.json"

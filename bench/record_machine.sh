@@ -16,6 +16,6 @@ export PYTHONPATH=src NCCL_NVLS_ENABLE=0
   python3 -m linkscope env
   python3 -m linkscope topo
   python3 -c "from pathlib import Path; from linkscope.discovery.raw import export_raw; print(export_raw(Path('/tmp/rec/$name')))"
-  python3 -m linkscope topo --json > /tmp/rec/$name/live_topology.json
+  python3 -m linkscope topo --json - > /tmp/rec/$name/live_topology.json
 } 2>&1 | tee "$out/record.log"
 tar -C /tmp/rec -czf "$out/$name.tar.gz" "$name"

@@ -8,9 +8,12 @@ Run from the repository root (no GPU, a few seconds):
 Every row names the machine (a preset), the GPUs, the NCCL environment the reference ran with, the
 reference figure and where it comes from; the script predicts the same case with
 ``CollectiveModel`` (the twin: NCCL's algorithm and protocol choice timed on the fabric model) and
-prints NCCL's own estimate (its tuner's formula, ``model.nccl_tuning``) beside it. The error is
+prints beside it linkscope's replay of NCCL's tuner (its ``latency + bytes / bandwidth``,
+``model.nccl_tuning``) and, on the lent 2 x H100, NCCL's own estimate as NCCL 2.28.9 returned it
+(``ncclGroupSimulateEnd``, bench/nccl_estimate.cu; fixture estimate-*.txt). The error is
 twin / reference - 1 on the quantity the reference gives (busbw, or time). Targets (issue 22):
-within 10% at >= 64 MiB, within 25% at 1 MiB.
+within 10% at >= 64 MiB, within 25% at 1 MiB. A second table puts, per size, NCCL's estimate, the
+replay, the twin and the nccl-tests time of the 2 x H100 side by side.
 
 Rows whose reference is a range (e.g. 476-480 GB/s) are scored against the middle of the range and
 pass when the twin lies within the target of any point of it.
@@ -21,6 +24,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 
 from linkscope.atomic import write_text_atomic
@@ -43,6 +47,8 @@ class Case:
     low: float
     high: float
     source: str
+    h100x2: bool = False  # the lent 2 x H100, where NCCL's own estimate was recorded
+    launch: str = "graph"  # graph (nccl-tests -G, CUDA graphs) or eager (each operation launched by the host)
 
 
 CASES = (
@@ -56,13 +62,13 @@ CASES = (
     Case("DGX A100, 8 GPUs, allreduce", "dgx-a100", tuple(range(8)), "allreduce", 4 * GIB, {}, "busbw", 232.5, 232.5,
          "nccl-tests#175 (-b 8 -e 4G -g 8), as cited by issue 22 (not found in the search corpus)"),
     Case("2 x H100 (NV18), allreduce 1 MiB", "dgx-h100", (0, 1), "allreduce", MIB, NVLS_OFF, "busbw", 51.6, 51.6,
-         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine (20.3 us)"),
+         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine (20.3 us)", True, launch="eager"),
     Case("2 x H100 (NV18), allreduce 1 MiB, time", "dgx-h100", (0, 1), "allreduce", MIB, NVLS_OFF, "time", 20.3, 20.3,
-         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", True, launch="eager"),
     Case("2 x H100 (NV18), allreduce 64 MiB", "dgx-h100", (0, 1), "allreduce", 64 * MIB, NVLS_OFF, "busbw", 265.9,
-         265.9, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         265.9, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", True, launch="eager"),
     Case("2 x H100 (NV18), allreduce 512 MiB", "dgx-h100", (0, 1), "allreduce", 512 * MIB, NVLS_OFF, "busbw", 316.8,
-         316.8, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine"),
+         316.8, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", True, launch="eager"),
     Case("2 x H200 (NV18), alltoall 64 MiB", "hgx-h200-4", (0, 1), "alltoall", 64 * MIB, NVLS_OFF, "busbw", 242.8,
          242.8, "docs/benchmarks.md, issue 7 (linkscope bench nccl, NCCL 2.28.9, 2026-11-22): 138 us"),
     Case("2 x H200 (NV18), allreduce 1 GiB", "hgx-h200-4", (0, 1), "allreduce", GIB, NVLS_OFF, "busbw", 326.8, 326.8,
@@ -84,6 +90,29 @@ def nccl_tests_rows(path: Path) -> dict[int, tuple[float, float]]:
         if len(cols) >= 8 and cols[0].isdigit() and not line.startswith("#"):
             out[int(cols[0])] = (float(cols[5]), float(cols[7]))
     return out
+
+
+@cache
+def nccl_simulated(tag: str = "default") -> dict[tuple[str, int], float | None]:
+    """(op, size_bytes) -> NCCL's own estimate in us from fixture estimate-TAG.txt (TAG: default or
+    ALGO-PROTO); None where NCCL gives none: -1 for point-to-point ops (estimatedTime keeps its
+    initializer), ``error:`` where the forced algorithm cannot run the op."""
+    out: dict[tuple[str, int], float | None] = {}
+    for line in (FIXTURE / f"estimate-{tag}.txt").read_text().splitlines():
+        cols = line.split()
+        if len(cols) < 3 or line.startswith("#"):
+            continue
+        value = None if cols[2].startswith("error") else float(cols[2])
+        out[(cols[0], int(cols[1]))] = value if value is not None and value >= 0 else None
+    return out
+
+
+def simulated_us(case: Case) -> float | None:
+    """NCCL's recorded estimate for the case's op, size and forced NCCL_ALGO/NCCL_PROTO (2 x H100 only)."""
+    if not case.h100x2:
+        return None
+    algo, proto = case.env.get("NCCL_ALGO"), case.env.get("NCCL_PROTO")
+    return nccl_simulated(f"{algo}-{proto}" if algo and proto else "default").get((case.op, case.size_bytes))
 
 
 def measured_cases() -> list[Case]:
@@ -111,7 +140,8 @@ def measured_cases() -> list[Case]:
             time_us, busbw = rows[size]
             quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
             cases.append(Case(f"2 x H100 {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
-                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}"))
+                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}", True,
+                              launch="graph" if name.endswith("_G10.txt") else "eager"))
     return cases
 
 
@@ -120,7 +150,8 @@ class Row:
     name: str
     reference: str
     twin: float
-    nccl_estimate: float | None
+    replay_estimate: float | None
+    nccl_simulated: float | None
     chosen: str
     channels: int
     error: float
@@ -134,31 +165,93 @@ def _value(quantity: str, size_bytes: int, busbw: float, time_us: float) -> floa
 
 
 def evaluate(case: Case) -> Row:
-    model = CollectiveModel.of(load_preset(case.preset), env=case.env)
+    model = CollectiveModel.of(load_preset(case.preset), env=case.env, launch=case.launch)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
     twin = _value(case.quantity, case.size_bytes, c.busbw_gb_per_s, c.time_us)
-    estimate = None
-    if c.nccl_estimate_us:
-        est_busbw = c.busbw_gb_per_s * c.time_us / c.nccl_estimate_us
-        estimate = _value(case.quantity, case.size_bytes, est_busbw, c.nccl_estimate_us)
+
+    def as_quantity(time_us: float | None) -> float | None:
+        if not time_us:
+            return None
+        return _value(case.quantity, case.size_bytes, c.busbw_gb_per_s * c.time_us / time_us, time_us)
+
     mid = (case.low + case.high) / 2
     nearest = min(max(twin, case.low), case.high)
     target = 0.10 if case.size_bytes >= 64 * MIB else 0.25
     ref = f"{case.low:g}" if case.low == case.high else f"{case.low:g}-{case.high:g}"
     unit = "GB/s" if case.quantity == "busbw" else "us"
-    return Row(case.name, f"{ref} {unit}", twin, estimate, f"{c.algorithm}/{c.protocol}", c.channels,
+    return Row(case.name, f"{ref} {unit}", twin, as_quantity(c.nccl_estimate_us), as_quantity(simulated_us(case)),
+               f"{c.algorithm}/{c.protocol}", c.channels,
                twin / mid - 1, target, abs(twin / nearest - 1) <= target, case.source)
 
 
 def markdown(rows: list[Row]) -> str:
-    lines = ["| case | reference | twin | NCCL's estimate | twin's choice (channels) | twin error | target | source |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| case | reference | twin | NCCL estimate (replay) | NCCL (ncclGroupSimulateEnd) | twin's choice (channels) "
+             "| twin error | target | source |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        est = f"{r.nccl_estimate:.1f}" if r.nccl_estimate is not None else "n/a"
         verdict = "met" if r.passed else "**missed**"
-        lines.append(f"| {r.name} | {r.reference} | {r.twin:.1f} | {est} | {r.chosen} ({r.channels}) | "
+        lines.append(f"| {r.name} | {r.reference} | {r.twin:.1f} | {_num(r.replay_estimate)} | "
+                     f"{_num(r.nccl_simulated)} | {r.chosen} ({r.channels}) | "
                      f"{r.error * 100:+.1f}% | {r.target * 100:.0f}%: {verdict} | {r.source} |")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None, fmt: str = ".1f") -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+PER_SIZE_OPS = (("allreduce", "all_reduce.txt"), ("allgather", "all_gather.txt"),
+                ("reduce_scatter", "reduce_scatter.txt"), ("broadcast", "broadcast.txt"))
+PER_SIZE_BYTES = (8, 64 << 10, MIB, 64 * MIB, 512 * MIB, GIB)
+
+
+@dataclass(frozen=True)
+class SizeRow:
+    """One op and size on the lent 2 x H100, times in us: NCCL's own estimate, the replay of its tuner,
+    the twin (fabric-timed) and nccl-tests' out-of-place time (None where nccl-tests has no row)."""
+
+    op: str
+    size_bytes: int
+    nccl_us: float | None
+    replay_us: float | None
+    twin_us: float
+    measured_us: float | None
+    chosen: str
+
+
+def per_size_rows() -> list[SizeRow]:
+    model = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
+    out = []
+    for op, name in PER_SIZE_OPS:
+        measured = nccl_tests_rows(FIXTURE / name)
+        for size in PER_SIZE_BYTES:
+            c = model.predict(op, [0, 1], size).chosen
+            time_us = measured[size][0] if size in measured else None
+            out.append(SizeRow(op, size, nccl_simulated()[(op, size)], c.nccl_estimate_us, c.time_us, time_us,
+                               f"{c.algorithm}/{c.protocol} ({c.channels})"))
+    return out
+
+
+def _size(size_bytes: int) -> str:
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", 1 << 10)):
+        if size_bytes >= scale:
+            return f"{size_bytes // scale} {unit}"
+    return f"{size_bytes} B"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.3f}"
+
+
+def per_size_markdown(rows: list[SizeRow]) -> str:
+    lines = ["| op | size | NCCL (ncclGroupSimulateEnd) us | replay us | twin us | measured us | replay / NCCL | "
+             "NCCL / measured | twin / measured | choice (channels) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r.op} | {_size(r.size_bytes)} | {_num(r.nccl_us, '.3f')} | {_num(r.replay_us, '.3f')} | "
+                     f"{r.twin_us:.2f} | {_num(r.measured_us, '.2f')} | {_ratio(r.replay_us, r.nccl_us)} | "
+                     f"{_ratio(r.nccl_us, r.measured_us)} | {_ratio(r.twin_us, r.measured_us)} | {r.chosen} |")
     return "\n".join(lines) + "\n"
 
 
@@ -172,8 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))
     met = sum(r.passed for r in rows + measured)
     sys.stdout.write(f"\n{met} of {len(rows) + len(measured)} rows within target\n")
+    sizes = per_size_rows()
+    sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:
-        write_text_atomic(args.json, json.dumps([asdict(r) for r in rows + measured], indent=2) + "\n")
+        doc = {"rows": [asdict(r) for r in rows + measured], "per_size": [asdict(r) for r in sizes]}
+        write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
     return 0
 
 

@@ -115,14 +115,14 @@ def test_topo_unwritable_output_creates_nothing(tmp_path, capsys):
 
 
 def test_topo_json_is_clean_json_on_stdout(capsys):
-    assert main(["topo", "--preset", "mi250x-8gcd", "--json"]) == 0
+    assert main(["topo", "--preset", "mi250x-8gcd", "--json", "-"]) == 0
     captured = capsys.readouterr()
     assert topo_io.from_dict(json.loads(captured.out)) == load_preset("mi250x-8gcd")
     assert captured.err == ""
 
 
 def test_topo_json_with_gpus_says_the_whole_model_is_written(capsys):
-    assert main(["topo", "--preset", "hgx-h200-4", "--json", "--gpus", "0,1"]) == 0
+    assert main(["topo", "--preset", "hgx-h200-4", "--json", "-", "--gpus", "0,1"]) == 0
     captured = capsys.readouterr()
     json.loads(captured.out)
     assert "--json writes the whole model" in captured.err
@@ -131,7 +131,7 @@ def test_topo_json_with_gpus_says_the_whole_model_is_written(capsys):
 # ---- recorded machines and sysfs dumps -----------------------------------------------------------
 
 def test_topo_from_a_recorded_folder(capsys):
-    assert main(["topo", "--from", str(FIXTURES / "hgx-h200-2"), "--json"]) == 0
+    assert main(["topo", "--from", str(FIXTURES / "hgx-h200-2"), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert sum(1 for d in data["devices"] if d["kind"] == "gpu") == 2
 
@@ -195,7 +195,7 @@ def test_no_nvml_topo_falls_back_with_a_note_on_stderr(capsys, monkeypatch):
         raise BackendUnavailable("no GPU discovered here (NVML: NVML library not found; ROCm: no rocm-smi)")
 
     monkeypatch.setattr(auto, "discover_live", discover)
-    assert main(["topo", "--json"]) == 0
+    assert main(["topo", "--json", "-"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["name"] == "hgx-h200-4"
     assert captured.err.count("\n") == 1  # one line even though it is longer than 80 columns

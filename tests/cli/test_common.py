@@ -80,7 +80,7 @@ def test_a_gpu_that_does_not_exist_is_still_checked_against_the_topology(capsys,
 
 
 def test_model_predict_uses_the_gpus_given(capsys):
-    assert main(["model", "predict", "--synthetic", "nvswitch:4", "--gpus", "2,3", "--pattern", "ring", "--json"]) == 0
+    assert main(["model", "predict", "--synthetic", "nvswitch:4", "--gpus", "2,3", "--pattern", "ring", "--json", "-"]) == 0
     import json
 
     rows = json.loads(capsys.readouterr().out)["predictions"]

@@ -39,6 +39,9 @@ def test_a_named_preset_still_says_the_engine_is_simulated(capsys):
     (["bench", "latency", "--preset", "hgx-h200-4", "--gpus", "0,1", "--json", "{d}/l.json"], ["l.json"]),
     (["topo", "--preset", "hgx-h200-4", "-o", "{d}/t.json"], ["t.json"]),
     (["survey", "--preset", "hgx-h200-4", "--size", "16MiB", "-o", "{d}/s.json", "--no-report"], ["s.json"]),
+    # the comm sweeps (measure/sweep.py): the complete record's file, once (checkpoints go to the sidecar silently)
+    (["bench", "nccl", "--backend", "sim", "--preset", "hgx-h200-4", "--gpus", "0,1", "--sizes", "8,1KiB,1MiB",
+      "--iters", "1", "--warmup", "0", "--json", "{d}/n.json"], ["n.json"]),
 ])
 def test_every_file_written_is_named_once(tmp_path, capsys, argv, files):
     assert main([a.format(d=tmp_path) for a in argv]) == 0

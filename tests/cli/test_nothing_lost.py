@@ -151,7 +151,7 @@ def test_bench_json_and_csv_stopped_mid_run_leave_the_old_files(tmp_path, signum
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("argv", [["topo", "--preset", "hgx-h200-4"], ["topo", "--preset", "hgx-h200-4", "--json"],
+@pytest.mark.parametrize("argv", [["topo", "--preset", "hgx-h200-4"], ["topo", "--preset", "hgx-h200-4", "--json", "-"],
                                   ["bench", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "1MiB", "--reps", "3",
                                    "--json", "-"]])
 def test_stdout_to_a_full_device_is_one_line(argv):

@@ -17,7 +17,7 @@ def test_topo_synthetic_table(capsys):
 
 
 def test_topo_json_round_trips(capsys, tmp_path):
-    code, out, _ = run(capsys, "topo", "--synthetic", "nvswitch:4", "--json")
+    code, out, _ = run(capsys, "topo", "--synthetic", "nvswitch:4", "--json", "-")
     assert code == 0
     data = json.loads(out)
     assert data["format"] == "linkscope.topology" and len([d for d in data["devices"] if d["kind"] == "gpu"]) == 4
@@ -46,7 +46,7 @@ def test_usage_error_exit_code(capsys):
 
 
 def test_env_json_never_crashes(capsys):
-    code, out, _ = run(capsys, "env", "--json")
+    code, out, _ = run(capsys, "env", "--json", "-")
     assert code == 0
     data = json.loads(out)
     assert data["versions"]["linkscope"]

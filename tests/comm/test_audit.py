@@ -111,6 +111,13 @@ def test_torchrun_runs_the_probe_without_python_prefix_and_reads_local_rank(laun
     assert "torchrun --numa-binding=node" in capsys.readouterr().out
 
 
+def test_json_dash_prints_the_audit_alone_on_stdout(launchers, tmp_path, capsys):
+    assert main(["audit", "--preset", "dgx-h100", "--json", "-", "--", "torchrun", "--nproc-per-node=2"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["launcher"] == "torchrun"  # the JSON alone, not the table
+    assert not (tmp_path / "-").exists() and "wrote" not in captured.err
+
+
 def test_probe_command_per_launcher():
     assert probe_command(["torchrun", "--nproc-per-node=8"], Path("/d"), "py") == [
         "torchrun", "--nproc-per-node=8", "--no-python", "py", "-m", "linkscope.comm.probe", "/d"]

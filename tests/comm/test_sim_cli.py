@@ -159,3 +159,24 @@ def test_real_backend_takes_memory_streams_and_events_from_the_device_runtime():
     assert len(created) == 4 and len(destroyed) == 4  # no event leaks
     assert ("record", 3, "stream0") in calls or any(c[0] == "record" and c[2] == "stream0" for c in calls)
     assert [c for c in calls if c[0] == "sync"] == [("sync", 0), ("sync", 1)] * 2
+
+
+def test_model_check_times_eager_nccl_rows_with_the_host_launch():
+    """bench nccl records whether a row ran from a CUDA graph (extra.cuda_graph): the check predicts
+    graph rows with the graph floor and eager rows with the host's per-operation cost too. Numbers:
+    the 2 x H100 allreduce at 1 MiB, -G 10 14.02 us and eager 19.35 us (tests/fixtures/nccl/h100x2-2026-11-25)."""
+    from linkscope.comm.launch import serial_job
+    from linkscope.comm.nccl import NcclResult, NcclRow
+    from linkscope.comm.records import nccl_record
+
+    size = 1 << 20
+    rows = tuple(NcclRow("allreduce", size, size // 4, t, size / t / 1e3, size / t / 1e3, 0, (t,), graph)
+                 for t, graph in ((14.02, True), (19.35, False)))
+    ctx = serial_job().context()
+    ctx["env"] = {**ctx.get("env", {}), "NCCL_NVLS_ENABLE": "0"}
+    record = nccl_record(NcclResult("allreduce", 2, ((0, 1),), "2.28.9", rows, 20, 5), ctx, {"gpus": [0, 1]})
+    report = check(record, load_preset("dgx-h100"))
+    graph, eager = report.entries
+    assert "graph launch" in graph.note and "eager launch" in eager.note
+    assert eager.predicted_gb_per_s < graph.predicted_gb_per_s * 0.8  # 7.6 us more on a 15 us operation
+    assert abs(graph.rel_error) <= 0.25 and abs(eager.rel_error) <= 0.25

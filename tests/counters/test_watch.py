@@ -169,6 +169,7 @@ def test_cli_passes_output_and_exit_code_through(fake_nvml, capfd, tmp_path):
     assert code == 7
     assert captured.out.strip() == "hello from the command"  # stdout belongs to the command
     assert "GPU 0: NVLink carried 0 B, PCIe 0 B: no significant traffic" in captured.err
+    assert captured.err.count(f"wrote {out_json}") == 1 and captured.err.count(f"wrote {out_csv}") == 1, captured.err
     data = json.loads(out_json.read_text())
     assert data["format"] == "linkscope.watch" and data["exit_code"] == 7 and len(data["gpus"]) == 2
     assert out_csv.read_text().startswith("t_start_s,")

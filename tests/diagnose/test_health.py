@@ -164,7 +164,7 @@ def test_topo_health_reads_a_recording_and_names_the_redirecting_port(tmp_path, 
     fake.gpus[6].pcie_max = (4, 16)
     raw.export_raw(tmp_path / "rec", root, require_sysfs=True, nvml_module=fake, rocm_run=lambda argv: None,
                    which=lambda name: None, amdsmi_module=None)
-    code = main(["topo", "--health", "--from", str(tmp_path / "rec"), "--json"])
+    code = main(["topo", "--health", "--from", str(tmp_path / "rec"), "--json", "-"])
     out, err = capsys.readouterr()
     assert code == 0, err
     import json

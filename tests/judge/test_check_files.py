@@ -69,6 +69,7 @@ def test_json_record_feeds_model_check(tmp_path):
     nccl.write_text((FX / "rccl-tests-mi300x8-hpc-ai-envs30.txt").read_text().replace("AMD Instinct MI300X", "NVIDIA H100 80GB HBM3"))
     code, _, err = _run(["check", str(P2P_OFF), str(nccl), "--preset", "dgx-h100", "--json", str(path)])
     assert code == 0, err
+    assert err.count(f"wrote {path}") == 1, err  # every file written is named, once
     record = from_dict(json.loads(path.read_text()))
     assert record.kind == "check" and len(record.measurements) == 66
     verdicts = record.extra["check"]["verdicts"]

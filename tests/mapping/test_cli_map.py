@@ -135,7 +135,7 @@ def test_map_on_a_fat_tree_is_hierarchical_with_logical_rankfile(tmp_path, capsy
     assert main(["traffic", "gen", "stencil3d", "--grid", "4x4x2", "-o", str(traffic)]) == 0
     rf = tmp_path / "rf"
     assert main(["map", str(traffic), "--synthetic", "fattree:4x8", "--metric", "latency", "--emit", "rankfile",
-                 "--emit-to", str(rf), "--json"]) == 0
+                 "--emit-to", str(rf), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["solver"].startswith("hierarchical") and sorted(set(data["host_of_rank"])) == ["n0", "n1", "n2", "n3"]
     assert any("fixed software cost" in n for n in data["notes"])

@@ -34,7 +34,7 @@ def _map_json(tmp_path, capsys, synthetic: str, *nic: str) -> dict:
     if not traffic.exists():
         assert main(["traffic", "gen", "all-to-all", "--ranks", "8", "-o", str(traffic)]) == 0
     capsys.readouterr()
-    assert main(["map", str(traffic), "--synthetic", synthetic, "--json", *nic]) == 0, capsys.readouterr().err
+    assert main(["map", str(traffic), "--synthetic", synthetic, "--json", "-", *nic]) == 0, capsys.readouterr().err
     return json.loads(capsys.readouterr().out)
 
 

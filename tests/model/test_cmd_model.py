@@ -19,7 +19,7 @@ def _record(tmp_path, truth=None):
 
 def test_check_json_and_table(tmp_path, capsys):
     path = _record(tmp_path)
-    assert main(["model", "check", str(path), "--json"]) == 0
+    assert main(["model", "check", str(path), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["n_compared"] == 15 and data["summary"]["worst_abs_rel_error"] > 0.05
     assert main(["model", "check", str(path), "--max-error", "0.01"]) == 3
@@ -40,7 +40,7 @@ def test_calibrate_then_check_passes(tmp_path, capsys):
 
 def test_predict_and_bad_input(tmp_path, capsys):
     assert main(["model", "predict", "--preset", "pcie-8gpu-2socket", "--flows", "0->1,2->3", "--method",
-                 "staged-pinned", "--json"]) == 0
+                 "staged-pinned", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["predictions"]) == 2 and data["predictions"][0]["provenance"] == "predicted"
     assert main(["model", "predict", "--synthetic", "nvswitch:4", "--pattern", "ring", "--sizes", "4KiB,1GiB"]) == 0
@@ -58,7 +58,7 @@ def test_check_refuses_a_topology_of_another_machine_and_allows_it_on_request(tm
     err = capsys.readouterr().err
     assert "the record has 4 GPUs, 'dgx-a100' has 8" in err and "the record ran on H200, 'dgx-a100' has A100" in err
     assert err.count("\n") == 1  # one line, no traceback
-    assert main(["model", "check", str(path), "--topology", "dgx-a100", "--allow-mismatch", "--json"]) == 0
+    assert main(["model", "check", str(path), "--topology", "dgx-a100", "--allow-mismatch", "--json", "-"]) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert any("GPU models differ" in m for m in data["mismatches"]) and "MISMATCH" in captured.err
@@ -84,7 +84,7 @@ def test_predict_takes_the_completion_tolerance(capsys):
     # so batching their completions (--rtol) moves some finish times, within its bound of 2 x rtol
     def elapsed(rtol):
         argv = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "ce-nopeer", "--pattern", "all-to-all",
-                "--sizes", "64MiB", "--json", "--rtol", rtol]
+                "--sizes", "64MiB", "--json", "-", "--rtol", rtol]
         assert main(argv) == 0
         return [p["elapsed_us"] for p in json.loads(capsys.readouterr().out)["predictions"]]
 
@@ -101,7 +101,7 @@ def _predict_gb(capsys, *args, env=None, monkeypatch=None):
         for var, value in (env or {}).items():
             monkeypatch.setenv(var, value)
     assert main(["model", "predict", "--synthetic", "fattree:2x2:2", "--flows", "0->2", "--sizes", "256MiB",
-                 "--json", *args]) == 0
+                 "--json", "-", *args]) == 0
     data = json.loads(capsys.readouterr().out)
     return data["nic"], data["predictions"][0]["predicted_gb_per_s"]
 
@@ -125,7 +125,7 @@ def test_predict_nic_option_and_environment_pick_the_nics_like_bench_and_map(cap
 def test_predict_says_pageable_copies_run_one_after_another(capsys):
     args = ["model", "predict", "--preset", "pcie-8gpu-2socket", "--method", "h2d-pageable", "--flows", "host->0,host->1",
             "--sizes", "64MiB"]
-    assert main([*args, "--json"]) == 0
+    assert main([*args, "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)["predictions"]
     assert rows[0]["start_us"] == 0 and rows[1]["start_us"] == rows[0]["elapsed_us"]
     assert main(args) == 0
@@ -141,8 +141,8 @@ def test_check_params_from_applies_another_runs_calibration_to_this_records_topo
     other.mkdir()
     second = _record(other, truth)  # another run of the same truth
     capsys.readouterr()
-    assert main(["model", "check", str(second), "--json"]) == 0
+    assert main(["model", "check", str(second), "--json", "-"]) == 0
     before = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
-    assert main(["model", "check", str(second), "--params-from", str(cal), "--json"]) == 0
+    assert main(["model", "check", str(second), "--params-from", str(cal), "--json", "-"]) == 0
     after = json.loads(capsys.readouterr().out)["summary"]["worst_abs_rel_error"]
     assert before > 0.05 and after < 1e-3

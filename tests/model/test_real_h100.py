@@ -5,6 +5,8 @@ same machine and day (`linkscope bench --method ce,sm-push,sm-pull --gpus 0,1 --
 docs/runs/bench-sizes-h100x2-2026-11-25.json). Numbers and their reading: docs/benchmarks.md."""
 from pathlib import Path
 
+import pytest
+
 from linkscope.model.calibrate import calibrate
 from linkscope.model.check import check
 from linkscope.results import io
@@ -26,7 +28,8 @@ def test_calibrated_on_the_h100_survey_the_model_predicts_it_pageable_rows_inclu
     # pinned and pageable host-to-device within 15% (the cached-source step at 16 MiB included)
     assert _worst(report, {"h2d", "d2h", "h2d-pageable"}) < 0.15
     assert 1.2 < result.fitted["host_copy_cache_speedup"] < 1.8
-    # every peer row and the concurrent patterns within 25% (both host directions at once: +24.6%)
+    # every peer row and the concurrent patterns within 25% (both host directions at once: +24.6% before
+    # pcie_duplex_efficiency_down, -8.0% with it)
     assert _worst(report, {"ce", "sm-push", "local"}) < 0.25
     # pageable d2h within 25%: small copies are staged then copied, one after the other (the staging fill);
     # the same 512 MiB copy measured 13.95 in the host step and 9.84 GB/s in the sweep, so one rate is +-17% at best
@@ -61,10 +64,33 @@ def test_calibrated_on_one_h100_survey_the_model_predicts_the_other():
     report = check(two, None, dict(first.topology.model_params))
     assert report.median_abs_rel_error < 0.05
     assert _worst(report, {"h2d-pageable", "d2h-pageable", "h2d", "d2h", "sm-push", "local"}) < 0.20
-    # the one row family beyond 25%: both host directions at once (H2D drops to 40.8-42.8 GB/s while D2H
-    # runs; the twin keeps PCIe directions independent)
-    beyond = {(e.method, e.pattern, e.direction) for e in report.entries if e.rel_error is not None and abs(e.rel_error) > 0.25}
-    assert beyond == {("ce", "host", "bi")}
+    # both host directions at once: H2D drops to 40.8-42.8 GB/s while D2H runs. With the PCIe directions
+    # independent the twin was +27.3% / +33.6% there; pcie_duplex_efficiency_down (fitted to nvbandwidth's
+    # bidirectional host copy, not to these surveys) brings every such row within 15%
+    bi = [abs(e.rel_error) for e in report.entries if e.rel_error is not None and (e.method, e.pattern) == ("ce", "host")
+          and e.direction == "bi"]
+    assert len(bi) == 6 and max(bi) < 0.15
+    assert report.worst_abs_rel_error <= 0.25  # issue 22's bar, out of sample (was 33.6%)
     # run 1 with run 2's parameters: issue 22's bar, out of sample
     back = check(one, None, dict(second.topology.model_params))
     assert back.median_abs_rel_error <= 0.05 and back.worst_abs_rel_error <= 0.25
+
+
+def test_both_directions_of_a_gpus_pcie_link_share_it_as_measured():
+    """nvbandwidth on the same VM: H2D 40.2-40.4 GB/s while D2H runs, 54.0-54.5 alone
+    (tests/fixtures/peertools/h100x2/nvbandwidth.txt). Max-min sharing alone keeps the two directions of
+    a link independent (H2D stayed at its 54.5 alone). A one-way staged-pinned copy 0 -> 1, whose legs use
+    GPU 0's link up and GPU 1's link down, is not slowed (49.9 GB/s measured in run 2)."""
+    from linkscope.model.predict import FabricModel
+    from linkscope.patterns.plan import HOST
+
+    model = FabricModel(calibrate(io.load(RUN2)).topology)
+    size = 512 << 20
+    alone = model.predict([(HOST, 0, size)], "ce")[0].gb_per_s
+    h2d, d2h = (p.gb_per_s for p in model.predict([(HOST, 0, size), (0, HOST, size)], "ce"))
+    assert h2d / alone == pytest.approx(model.params["pcie_duplex_efficiency_down"], rel=0.02)
+    assert abs(h2d / 40.3 - 1) < 0.05 and d2h > 0.95 * alone
+    other = model.predict([(HOST, 0, size), (1, HOST, size)], "ce")  # different GPUs' links: independent
+    assert other[0].gb_per_s == pytest.approx(alone, rel=0.01)
+    staged = model.predict([(0, 1, size)], "staged-pinned")[0].gb_per_s
+    assert abs(staged / 49.9 - 1) < 0.10

@@ -120,7 +120,7 @@ def test_sniffing_and_cli_round_trip(tmp_path: Path, capsys) -> None:
     assert out.read_text().startswith('<system version="1"')
     no_suffix = tmp_path / "dump"
     no_suffix.write_text(out.read_text())
-    assert main(["topo", "--from", str(no_suffix), "--json"]) == 0
+    assert main(["topo", "--from", str(no_suffix), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert sum(1 for d in data["devices"] if d["kind"] == "gpu") == 16
     assert main(["topo", "--preset", "hgx-h200-4", "--export", "nccl-xml"]) == 1

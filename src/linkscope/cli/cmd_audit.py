@@ -1,13 +1,23 @@
 """``linkscope audit -- LAUNCHER ARGS...``: is this job placed well? (``comm.audit``)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import typer
 
 from ..errors import UserError
-from .common import FROM_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console
+from .common import (
+    FROM_HELP,
+    STDOUT,
+    check_paths,
+    json_option,
+    resolve_topology_cli,
+    stderr_console,
+    stdout_console,
+    write_json_output,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +32,7 @@ def register(app: typer.Typer) -> None:
             help="Which GPU each rank uses where the probe cannot see GPUs (no NVIDIA driver): auto (NVML, else "
                  "CUDA_VISIBLE_DEVICES, else the local rank), env (CUDA_VISIBLE_DEVICES entries as topology GPU "
                  "numbers), local (the local rank), or one topology GPU number per rank: 0,4,2,2."),
-        json_path: Path | None = typer.Option(None, "--json", help="Write the audit as JSON."),
+        json_path: str | None = json_option("the audit"),
         folder: Path | None = typer.Option(
             None, "--dir", help="Folder the ranks write their records to (shared by every host; default: a new "
                                 "folder in the current directory, removed afterwards)."),
@@ -49,31 +59,28 @@ def register(app: typer.Typer) -> None:
                   f"--synthetic {synthetic}" if synthetic else f"--preset {topology.name}")
         report, status = audit(list(command), topology, os.environ, gpus=gpus, folder=folder,
                                topology_option=option, timeout_s=timeout)
-        out = stdout_console()
-        out.print(f"audit of {' '.join(command)} against {report.topology} ({report.launcher}): "
-                  f"{len(report.ranks)} ranks on {len({v.host for v in report.ranks})} host(s)", markup=False)
-        for v in report.ranks:
-            out.print(f"  rank {v.rank:>4} {v.host} local {v.local_rank if v.local_rank is not None else '?'}: "
-                      f"GPU {v.gpu if v.gpu is not None else '?'} ({v.gpu_source}), CPUs "
-                      f"{_cpus(v.cpus)} on {','.join(v.cpu_devices) or '?'} (GPU's: {v.gpu_cpu or '?'})"
-                      + (f", {v.nic_var}: {','.join(v.nics)}" if v.nic_var else ""), markup=False)
-        if not report.problems:
-            out.print("no placement problem found", markup=False)
-        for p in report.problems:
-            out.print(f"PROBLEM {p.kind}: {p.what}", markup=False)
-            out.print(f"  cost: {p.cost}", markup=False)
-            for line in p.fix:
-                out.print(f"  fix: {line}", markup=False)
+        if json_path != STDOUT:  # with --json - stdout holds the JSON alone
+            out = stdout_console()
+            out.print(f"audit of {' '.join(command)} against {report.topology} ({report.launcher}): "
+                      f"{len(report.ranks)} ranks on {len({v.host for v in report.ranks})} host(s)", markup=False)
+            for v in report.ranks:
+                out.print(f"  rank {v.rank:>4} {v.host} local {v.local_rank if v.local_rank is not None else '?'}: "
+                          f"GPU {v.gpu if v.gpu is not None else '?'} ({v.gpu_source}), CPUs "
+                          f"{_cpus(v.cpus)} on {','.join(v.cpu_devices) or '?'} (GPU's: {v.gpu_cpu or '?'})"
+                          + (f", {v.nic_var}: {','.join(v.nics)}" if v.nic_var else ""), markup=False)
+            if not report.problems:
+                out.print("no placement problem found", markup=False)
+            for p in report.problems:
+                out.print(f"PROBLEM {p.kind}: {p.what}", markup=False)
+                out.print(f"  cost: {p.cost}", markup=False)
+                for line in p.fix:
+                    out.print(f"  fix: {line}", markup=False)
         err = stderr_console()
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
         if status != 0:
             err.print(f"note: the launcher exited with status {status}", markup=False)
-        if json_path is not None:
-            from ..atomic import write_json_atomic
-
-            write_json_atomic(json_path, report.to_dict())
-            err.print(f"wrote {json_path}", markup=False)
+        write_json_output(json_path, json.dumps(report.to_dict(), indent=2, allow_nan=False))
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:

@@ -24,11 +24,13 @@ from .common import (
     interrupted,
     make_engine,
     measure_options,
+    one_size_bytes,
     parse_gpu_list,
     partial_writer,
     progress_bar,
     resolve_topology_cli,
     run_context,
+    size_alias_option,
     stderr_console,
     stdout_console,
     with_nic_option,
@@ -246,7 +248,8 @@ def latency(
                                          " between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else "
                                          "copy)."),
     method: str | None = typer.Option(None, "--method", help="Copy method of --kind copy (default ce)."),
-    size: str = typer.Option("8", "--size", help="Bytes per copy for --kind copy."),
+    sizes: str | None = typer.Option(None, "--sizes", help="Bytes per copy for --kind copy (one size; default 8)."),
+    size: str | None = size_alias_option(),
     gpus: str | None = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default all)."),
     json_path: str | None = typer.Option(None, "--json", help="Write the RunRecord JSON to FILE ('-' = stdout)."),
     csv_path: str | None = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
@@ -269,7 +272,6 @@ def latency(
         PAIR_LATENCY_KINDS,
     )
     from ..patterns.plan import HOST
-    from ..units import parse_size
 
     method = DEFAULT_METHOD.key if method is None else method
     check_backend(backend)
@@ -282,9 +284,8 @@ def latency(
             raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
         if kinds.count(k) > 1:
             raise UserError(f"latency kind {k!r} is listed twice in --kind {kind!r}")
-    size_bytes = parse_size(size)
-    if size_bytes <= 0:
-        raise UserError(f"--size must be positive, got {size!r}", hint="e.g. --size 8 or --size 4KiB")
+    size_bytes = one_size_bytes(sizes, size, "8", "4KiB")
+    assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))

@@ -6,7 +6,16 @@ from pathlib import Path
 import typer
 
 from ..errors import UserError
-from .common import FROM_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stdout_console, write_error
+from .common import (
+    FROM_HELP,
+    check_paths,
+    one_size_bytes,
+    parse_gpu_list,
+    resolve_topology_cli,
+    size_alias_option,
+    stdout_console,
+    write_error,
+)
 
 EXIT_LOW = 3
 
@@ -35,8 +44,9 @@ def check(
                                                          "(default: 0..n-1)."),
     calibration: Path | None = typer.Option(None, "--calibration",
                                             help="A calibrated topology (model calibrate -o): judge against its twin."),
-    size: str | None = typer.Option(None, "--size", help="Buffer size where the output does not print it (nvbandwidth -b: "
-                                                         "default 512MiB; p2pBandwidthLatencyTest: 160MB)."),
+    sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
+                                                           "default 512MiB; p2pBandwidthLatencyTest: 160MB)."),
+    size: str | None = size_alias_option(),
     low_below: float = typer.Option(0.8, "--low-below", help="Low below this fraction of the expected value."),
     high_above: float = typer.Option(1.15, "--high-above", help="Suspicious-high above this fraction of the expected value."),
     fail_below: float | None = typer.Option(None, "--fail-below",
@@ -60,18 +70,13 @@ def check(
     from ..judge.verdict import Thresholds
     from ..results.peertools.detect import FORMATS, read
     from ..topology.io import load as load_topology
-    from ..units import parse_size
 
     if fmt is not None and fmt not in FORMATS:
         raise UserError(f"unknown --format {fmt!r}", hint=f"valid formats: {', '.join(FORMATS)}")
     thresholds = Thresholds(low_below=low_below, high_above=high_above)
     _fraction(fail_below, "--fail-below")
     gpu_list = parse_gpu_list(gpus)
-    size_bytes = None
-    if size is not None:
-        size_bytes = parse_size(size)
-        if size_bytes <= 0:
-            raise UserError(f"--size must be positive, got {size!r}")
+    size_bytes = one_size_bytes(sizes, size, None, "512MiB")
     check_paths(inputs={"FILE": list(files), "--from": from_file, "--calibration": calibration},
                 outputs={"--json": json_path})
     runs = [read(path, fmt, size_bytes) for path in files]
@@ -93,10 +98,11 @@ def check(
     judged = judge_runs(runs, judge)
     summary = summarize(judged)
     if json_path is not None:
-        from .common import write_outputs
+        from .common import stderr_console, write_outputs
 
         try:
-            write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None)
+            for path in write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None):
+                stderr_console().print(f"wrote {path}", markup=False)
         except OSError as exc:
             raise write_error(json_path, exc) from exc
     if json_path != "-":

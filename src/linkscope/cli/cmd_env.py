@@ -5,21 +5,21 @@ import json
 
 import typer
 
-from .common import stdout_console
+from .common import check_paths, json_option, stdout_console, write_json_output
 
 
 def register(app: typer.Typer) -> None:
     @app.command("env")
-    def env(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    def env(json_path: str | None = json_option("the versions and backends")) -> None:
         """Versions, and the backends available here (NVML, CUDA/CuPy, ROCm, MPI, NCCL) and why not.
 
-        Example: linkscope env --json
+        Example: linkscope env --json -
         """
         from ..envinfo import collect
 
+        check_paths(outputs={"--json": json_path})
         report = collect()
-        if as_json:
-            typer.echo(json.dumps(report, indent=2))
+        if write_json_output(json_path, json.dumps(report, indent=2)):
             return
         from rich.table import Table
 

@@ -8,7 +8,17 @@ import typer
 
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, NIC_HELP, check_paths, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
+from .common import (
+    FROM_HELP,
+    NIC_HELP,
+    check_paths,
+    json_option,
+    resolve_topology_cli,
+    stderr_console,
+    stdout_console,
+    with_nic_option,
+    write_json_output,
+)
 
 
 def _load_results(path: Path) -> dict:
@@ -50,7 +60,7 @@ def register(app: typer.Typer) -> None:
             help="Also write env files, an Open MPI rankfile (rankfile: Open MPI 4, OS CPU numbers; "
                  "rankfile-logical: Open MPI 5), Slurm options (slurm) or a runnable sbatch script (sbatch)."),
         emit_to: Path | None = typer.Option(None, "--emit-to", help="Where --emit writes (dir for env; file otherwise)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the mapping JSON on stdout."),
+        json_path: str | None = json_option("the mapping"),
     ) -> None:
         """Map ranks to GPUs so that the ranks that talk most use the best links.
 
@@ -103,7 +113,7 @@ def register(app: typer.Typer) -> None:
         if emit == "env" and emit_target is None:
             emit_target = Path("linkscope-env")
         check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
-                    outputs={"--output": output, "--emit-to": emit_target if emit != "env" else None},
+                    outputs={"--output": output, "--json": json_path, "--emit-to": emit_target if emit != "env" else None},
                     output_dirs={"--emit-to": emit_target if emit == "env" else None})
         matrix = load_traffic(traffic)
         if nodes > matrix.ranks:
@@ -120,10 +130,9 @@ def register(app: typer.Typer) -> None:
             check_budget(estimate_map_bytes(topology.gpu_count * nodes),
                          f"map of {matrix.ranks:,} ranks onto {nodes} x {topology.name} ({topology.gpu_count * nodes:,} GPUs)",
                          hint="map onto a smaller fabric")
-            if host_list is None and nodes == 1 and topology.is_this_system:
-                import socket
-
-                host_list = [socket.gethostname()]  # this machine's topology: its name, not "localhost"
+            known = emitters.known_host_name(topology) if host_list is None and nodes == 1 else None
+            if known is not None:
+                host_list = [known]  # this machine's (or the recorded machine's) name, not "localhost"
         measured = None
         if results is not None:
             measured = results_cost(_load_results(results), metric,
@@ -139,8 +148,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)
-        if as_json:
-            typer.echo(json.dumps(to_dict(assignment), indent=2))
+        if write_json_output(json_path, json.dumps(to_dict(assignment), indent=2)):
             return
         console = stdout_console()
         if assignment.mode == "reorder":
@@ -184,7 +192,7 @@ def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> N
         err.print(f"wrote rankfile {path} (logical core indexes: Open MPI 5 --map-by rankfile:file={path})")
     elif kind == "sbatch":
         path = target or Path("job.sbatch")
-        write_text_atomic(path, emitters.sbatch_script(assignment))
+        write_text_atomic(path, emitters.sbatch_script(assignment, hosts=hosts))
         err.print(f"wrote {path} (sbatch {path}; edit ./app and mapping.json)")
     else:
         text = emitters.slurm_line(assignment)

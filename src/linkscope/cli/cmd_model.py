@@ -9,7 +9,18 @@ import typer
 
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import FROM_HELP, NIC_HELP, check_paths, parse_gpu_list, resolve_topology_cli, stderr_console, stdout_console, with_nic_option
+from .common import (
+    FROM_HELP,
+    NIC_HELP,
+    check_paths,
+    json_option,
+    parse_gpu_list,
+    resolve_topology_cli,
+    stderr_console,
+    stdout_console,
+    with_nic_option,
+    write_json_output,
+)
 
 model_app = typer.Typer(
     name="model",
@@ -103,7 +114,7 @@ def predict_cmd(
              "completion); r > 0 = finishes within 2r of exact, far fewer events. Default: exact below 5,000 "
              "concurrent transfers, 0.01 above."),
     nic: str | None = typer.Option(None, "--nic", help=NIC_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    json_path: str | None = json_option("the predictions"),
 ) -> None:
     """Predict what a group of concurrent transfers gets (labelled predicted).
 
@@ -113,6 +124,7 @@ def predict_cmd(
     from ..units import format_size, parse_sizes
 
     gpu_list = parse_gpu_list(gpus)
+    check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
     topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
@@ -140,8 +152,8 @@ def predict_cmd(
                          "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
                          "provenance": "predicted"})
-    if as_json:
-        typer.echo(json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows}, indent=2))
+    if write_json_output(json_path, json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows},
+                                               indent=2)):
         return
     from ..report.console import Column, print_fitted
 
@@ -163,7 +175,7 @@ def calibrate_cmd(
     results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the calibrated topology here (default: stdout)."),
     topology: str | None = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the fit report as JSON on stdout (needs -o for the topology)."),
+    json_path: str | None = json_option("the fit report (--json - needs -o for the topology)"),
 ) -> None:
     """Fit link efficiencies and per-method overheads/caps from measurements; write a calibrated topology.
 
@@ -174,9 +186,9 @@ def calibrate_cmd(
     from ..topology import io as topo_io
 
     check_paths(inputs={"RESULTS": results, "--topology": topology if topology and Path(topology).is_file() else None},
-                outputs={"--output": output})
-    if as_json and output is None:
-        raise ConfigError("--json prints the fit report on stdout; give -o FILE for the calibrated topology")
+                outputs={"--output": output, "--json": json_path})
+    if json_path == "-" and output is None:
+        raise ConfigError("--json - prints the fit report on stdout; give -o FILE for the calibrated topology")
     record = _load_record(results)
     topo = load_topology_arg(topology) if topology else None
     result = calibrate(record, topo, source=str(results))
@@ -186,8 +198,8 @@ def calibrate_cmd(
             write_text_atomic(output, topo_io.dumps(result.topology))
         except OSError as exc:
             raise UserError(f"cannot write {output}: {exc.strerror or exc}") from exc
-    if as_json:
-        typer.echo(json.dumps(result.as_dict(), indent=2))
+    if json_path == "-":
+        write_json_output(json_path, json.dumps(result.as_dict(), indent=2))
     elif output is None:
         typer.echo(topo_io.dumps(result.topology), nl=False)
     for key, value in sorted(result.fitted.items()):
@@ -202,13 +214,15 @@ def calibrate_cmd(
                   f"worst {result.check.worst_abs_rel_error:.1%} over {result.check.n_compared} entries", markup=False)
     if output is not None:
         err.print(f"wrote {output}", markup=False)
+    if json_path not in (None, "-"):
+        write_json_output(json_path, json.dumps(result.as_dict(), indent=2))
 
 
 @model_app.command("check")
 def check_cmd(
     results: Path = typer.Argument(..., help="A measured RunRecord (bench --json output)."),
     topology: str | None = typer.Option(None, "--topology", help="Topology file/preset/spec (default: the one in RESULTS)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    json_path: str | None = json_option("every entry and the summary"),
     max_error: float | None = typer.Option(None, "--max-error", min=0.0,
                                            help="Exit 3 when the worst |relative error| exceeds this (e.g. 0.1)."),
     allow_mismatch: bool = typer.Option(False, "--allow-mismatch",
@@ -232,7 +246,7 @@ def check_cmd(
     if params_from is not None and topology is not None:
         raise ConfigError("--params-from applies another file's parameters to RESULTS' own topology; "
                           "give --topology or --params-from, not both")
-    check_paths(inputs={"RESULTS": results, "--params-from": params_from})
+    check_paths(inputs={"RESULTS": results, "--params-from": params_from}, outputs={"--json": json_path})
     record = _load_record(results)
     topo = load_topology_arg(topology) if topology else None
     params = None
@@ -255,9 +269,7 @@ def check_cmd(
     err_console = stderr_console()
     for note in notes:
         err_console.print(f"warning: {note}", style="bold yellow", markup=False)
-    if as_json:
-        typer.echo(json.dumps(report.as_dict(), indent=2, allow_nan=False))
-    else:
+    if not write_json_output(json_path, json.dumps(report.as_dict(), indent=2, allow_nan=False)):
         from ..report.console import Column, print_fitted
 
         what = "measured" if not report.compares_model_with_itself else report.record_provenance

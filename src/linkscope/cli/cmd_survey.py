@@ -14,10 +14,12 @@ from .common import (
     interrupted,
     make_engine,
     measure_options,
+    one_size_bytes,
     partial_writer,
     progress_bar,
     resolve_topology_cli,
     run_context,
+    size_alias_option,
     stderr_console,
     stdout_console,
     write_error,
@@ -95,7 +97,9 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-        size: str = typer.Option("512MiB", "--size", help="Transfer size of the matrices and patterns."),
+        sizes: str | None = typer.Option(None, "--sizes",
+                                         help="Transfer size of the matrices and patterns (one size; default 512MiB)."),
+        size: str | None = size_alias_option(),
         time_budget: str | None = typer.Option(None, "--time-budget", help="Per plan and size (default 150ms)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
         osu: bool = typer.Option(False, "--osu", help="Print OSU-style text instead of tables."),
@@ -111,7 +115,6 @@ def register(app: typer.Typer) -> None:
         from dataclasses import replace
 
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
-        from ..units import parse_size
 
         check_backend(backend)
         if report is None and not no_report:
@@ -122,9 +125,8 @@ def register(app: typer.Typer) -> None:
         if no_report:
             report = None
         check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--report": report})
-        size_bytes = parse_size(size)
-        if size_bytes <= 0:
-            raise UserError(f"--size must be positive, got {size!r}", hint="e.g. --size 256MiB")
+        size_bytes = one_size_bytes(sizes, size, "512MiB", "256MiB")
+        assert size_bytes is not None  # a default is given
         options = measure_options(reps=None, warmup=None, time_budget=time_budget, target_ci=None, no_verify=no_verify,
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)

@@ -10,11 +10,13 @@ from .common import (
     FROM_HELP,
     check_output_dir,
     check_paths,
+    json_option,
     parse_gpu_list,
     resolve_topology_cli,
     stderr_console,
     stdout_console,
     write_error,
+    write_json_output,
 )
 
 EXPORT_FORMATS = ("nccl-xml",)
@@ -32,7 +34,7 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
-        as_json: bool = typer.Option(False, "--json", help="Print the topology model as JSON."),
+        json_path: str | None = json_option("the topology model (with --health: the health report)"),
         output: Path | None = typer.Option(None, "-o", "--output",
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
         export_format: str | None = typer.Option(None, "--export",
@@ -56,7 +58,7 @@ def register(app: typer.Typer) -> None:
 
         Of this machine (live discovery), a preset, a file, a recorded folder or a synthetic spec.
 
-        Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json > t.json;
+        Examples: linkscope topo;  linkscope topo --preset mi250x-8gcd;  linkscope topo --json t.json;
         linkscope topo --from tests/fixtures/machines/hgx-h200-2;  linkscope topo --from node.xml (hwloc or NCCL XML);
         linkscope topo --export nccl-xml -o nccl-topo.xml;  sudo linkscope topo --health (ACS needs root)
         """
@@ -72,7 +74,7 @@ def register(app: typer.Typer) -> None:
         from ..discovery.auto import discover_live
         from ..patterns.base import select_gpus
 
-        check_paths(inputs={"--from": from_file}, outputs={"--output": output})
+        check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--json": json_path})
         if export_format is not None:
             if export_format not in EXPORT_FORMATS:
                 raise UserError(f"unknown --export format {export_format!r}", hint=f"valid: {', '.join(EXPORT_FORMATS)}")
@@ -98,7 +100,7 @@ def register(app: typer.Typer) -> None:
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover)
         if health:
-            _print_health(topology, from_file, sysfs_root, as_json, run, record)
+            _print_health(topology, from_file, sysfs_root, json_path, run, record)
             return
         selected = list(select_gpus(topology, requested)) if requested is not None else None
         if export_format == "nccl-xml":
@@ -121,12 +123,12 @@ def register(app: typer.Typer) -> None:
             except OSError as exc:
                 raise write_error(output, exc) from exc
             stderr_console().print(f"wrote {output}", markup=False)
-        if as_json:
+        if json_path is not None:
             if selected is not None:
                 stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
                                        style="yellow", markup=False)
-            typer.echo(io.dumps(topology), nl=False)
-            return
+            if write_json_output(json_path, io.dumps(topology)):
+                return
         from ..report.topology_view import build_view, render_rich
 
         render_rich(build_view(topology, selected), stdout_console())
@@ -159,7 +161,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(topo_app, name="topo")
 
 
-def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_json: bool, run: Path | None = None,
+def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, json_path: str | None, run: Path | None = None,
                   record=None) -> None:
     """The health section (and the link state and error counters NVML gave) of a live machine or a
     recording; with ``run``, what its measurements prove (host bounces) and the suspects."""
@@ -187,13 +189,13 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, as_
         found = bounce.find_bounces(record, topology)
         proofs = [bounce.explain(b, report) for b in found]
         suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)
-    if as_json:
+    if json_path is not None:
         data = {"health": report.to_dict(), "link_health": snapshot, "link_issues": [i.as_dict() for i in issues]}
         if record is not None:
             data["host_bounce"] = proofs
             data["suspects"] = [{"element": s.element, "evidence": list(s.evidence)} for s in suspects]
-        typer.echo(json.dumps(data, indent=2))
-        return
+        if write_json_output(json_path, json.dumps(data, indent=2)):
+            return
     out = stdout_console()
     where = f"recording {from_file}" if from_file is not None else "this machine"
     out.print(f"[bold]P2P routing health[/bold] of {where} ({topology.name})")

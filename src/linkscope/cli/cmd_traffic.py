@@ -6,7 +6,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UserError
-from .common import stderr_console, stdout_console
+from .common import check_paths, json_option, stderr_console, stdout_console, write_json_output
 
 
 def _parse_weights(text: str | None) -> list[float] | None:
@@ -60,7 +60,6 @@ def register(app: typer.Typer) -> None:
         Example: linkscope traffic gen stencil2d --grid 4x4 --periodic --bytes 1MiB -o traffic.json
         """
         from ..traffic.io import check_suffix, save_traffic
-        from .common import check_paths
 
         check_suffix(output, "--output")
         check_paths(inputs={"--edges": edges}, outputs={"--output": output})
@@ -88,7 +87,7 @@ def register(app: typer.Typer) -> None:
     @traffic_app.command("show")
     def show(
         path: Path = typer.Argument(..., help="A traffic file (.json, .csv, .npy)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the matrix as linkscope JSON."),
+        json_path: str | None = json_option("the matrix (linkscope traffic JSON)"),
     ) -> None:
         """Summarise a traffic matrix: ranks, bytes, busiest pairs, hosts.
 
@@ -101,9 +100,9 @@ def register(app: typer.Typer) -> None:
         from ..traffic.io import load_traffic, to_dict
         from ..units import format_size
 
+        check_paths(inputs={"PATH": path}, outputs={"--json": json_path})
         matrix = load_traffic(path)
-        if as_json:
-            typer.echo(json.dumps(to_dict(matrix)))
+        if write_json_output(json_path, json.dumps(to_dict(matrix))):
             return
         console = stdout_console()
         console.print(f"{path}: {matrix.ranks} ranks, {format_size(matrix.total_bytes)} between ranks ({matrix.origin})")

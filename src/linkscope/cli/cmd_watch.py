@@ -112,6 +112,9 @@ def register(app: typer.Typer) -> None:
         except OSError as exc:
             raise write_error(exc.filename or json_path or csv_path, exc) from exc
         _render(result, stderr_console())
+        for path in (json_path, csv_path):
+            if path:
+                stderr_console().print(f"wrote {path}", markup=False)
         code = result.final_exit_code
         if code:
             raise typer.Exit(code)

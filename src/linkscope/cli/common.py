@@ -147,6 +147,53 @@ def check_paths(*, inputs: dict[str, Any] | None = None, outputs: dict[str, Any]
         seen[key] = (role, option, path)
 
 
+def json_option(what: str) -> Any:
+    """The ``--json FILE`` option of every command: ``what`` (e.g. "the topology model") as JSON to
+    FILE, ``-`` for stdout (``write_json_output`` writes it)."""
+    return typer.Option(None, "--json", metavar="FILE", help=f"Write {what} as JSON to FILE ('-' = stdout).")
+
+
+def write_json_output(path: str | Path | None, text: str) -> bool:
+    """``--json PATH`` of a command that prints a table otherwise: ``text`` (JSON) on stdout for
+    ``-``, else atomically to the file (``atomic``) and "wrote FILE" on stderr. Returns True when
+    stdout got the JSON (the caller then prints nothing else there); ``None`` writes nothing."""
+    from ..atomic import write_text_atomic
+
+    if path is None:
+        return False
+    if str(path) == STDOUT:
+        typer.echo(text, nl=not text.endswith("\n"))
+        return True
+    write_text_atomic(path, text if text.endswith("\n") else text + "\n")
+    stderr_console().print(f"wrote {path}", markup=False)
+    return False
+
+
+def size_alias_option() -> Any:
+    """``--size``: the hidden old spelling of ``--sizes`` in a command that measures at one size."""
+    return typer.Option(None, "--size", hidden=True, help="Old spelling of --sizes.")
+
+
+def one_size_bytes(sizes: str | None, size: str | None, default: str | None, example: str) -> int | None:
+    """The one size of ``--sizes`` (or its hidden old spelling ``--size``) in bytes, ``default``
+    when neither is given (``None`` stays ``None``). A list or range is refused here, where the
+    command measures at one size; so are both spellings at once and a size that is not positive."""
+    from ..units import parse_size
+
+    if sizes is not None and size is not None:
+        raise ConfigError("--sizes and --size are one option (--size is its old spelling); give it once")
+    option = "--size" if size is not None else "--sizes"
+    text = sizes if sizes is not None else size if size is not None else default
+    if text is None:
+        return None
+    if "," in text or ":" in text:
+        raise ConfigError(f"{option} {text!r}: this command takes one size, not a list or range", hint=f"e.g. {option} {example}")
+    size_bytes = parse_size(text)
+    if size_bytes <= 0:
+        raise UserError(f"{option} must be positive, got {text!r}", hint=f"e.g. {option} {example}")
+    return size_bytes
+
+
 def write_error(path: str | Path, exc: OSError) -> UserError:
     """An OSError while writing an output, as a one-line UserError."""
     return UserError(f"cannot write {path}: {exc.strerror or exc}")

@@ -57,10 +57,18 @@ def write_record_file(path: str | Path, complete: bool, write: Callable[[str], N
 FILE_OUTPUT_OPTIONS = ("-o", "--output", "--json", "--csv", "--report")
 
 
+class OptionAsFileName(UserError):
+    """An output option followed by another option (``topo --json --preset x``): a usage error."""
+
+    exit_code = 2
+
+
 def refuse_folder_names(args: list[str]) -> None:
     """Refuse ``-o newdir/`` (and the other file outputs) before the command runs: typer turns the
     value into a ``Path``, which drops the trailing slash, and a file named ``newdir`` would be
-    written. Words after ``--`` belong to the user's command and are left alone."""
+    written. Refuse an option word as the file name too (``--json --health``, the old switch
+    spelling of ``--json``), which would write a file called ``--health`` (exit 2, a usage error).
+    Words after ``--`` belong to the user's command and are left alone."""
     from ..atomic import check_file_name
 
     cut = args.index("--") if "--" in args else len(args)
@@ -73,4 +81,7 @@ def refuse_folder_names(args: list[str]) -> None:
             if i + 1 >= len(words):
                 continue
             value = words[i + 1]
+        if value.startswith("-") and value != "-":
+            raise OptionAsFileName(f"{option} {value}: {option} takes a file name ('-' = stdout), not the option {value}",
+                                   hint=f"{option} FILE, or {option} - for stdout; a file named {value}: ./{value}")
         check_file_name(value, option)

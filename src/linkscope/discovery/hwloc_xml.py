@@ -114,7 +114,10 @@ class _Reader:
         top = root.find("object")
         if top is None:
             raise UserError(f"{origin}: hwloc XML has no <object> (is it lstopo --of xml output?)")
-        self.machine_infos = _infos(top)
+        # hwloc 3.x XML keeps the topology's own infos (HostName, OSName ...) as <info> children of
+        # <topology>, after the objects (open-mpi/hwloc tests/hwloc/xml/power8gpudistances.xml, our
+        # fixture hwloc-test-power8gpudistances.xml:236); 2.x keeps them in the Machine object
+        self.machine_infos = {**_infos(root), **_infos(top)}
         self._walk(top, package=None, nodes=None, chain=None)
 
     # -- tree ---------------------------------------------------------------------------------

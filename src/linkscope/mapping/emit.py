@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
+from ..topology.model import Topology
 from .assignment import Assignment
 
 EMITTERS = ("env", "rankfile", "rankfile-logical", "slurm", "sbatch")
@@ -132,6 +133,30 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpe
     return LaunchPlan(rank, name, rank_environment(assignment, rank, spec), tuple(cores), _unset(assignment, spec))
 
 
+def known_host_name(topology: Topology) -> str | None:
+    """The host name a single-node topology knows for itself, else ``None`` (then ``localhost``):
+
+    * discovered live here: this machine's name (``socket.gethostname()``);
+    * read from NVML facts (a recording by ``topo export --raw``, or a linkscope JSON saved from
+      one): the ``hostname`` NVML discovery recorded, which became the topology's name (``nvml``
+      when the facts had none);
+    * read from hwloc XML: the ``HostName`` info of its Machine object, which became the name
+      (the file's stem when the XML had none).
+
+    Presets, synthetic specs and NCCL XML name no host."""
+    import socket
+    from pathlib import PurePath
+
+    if topology.is_this_system:
+        return socket.gethostname()
+    source = topology.source or ""
+    if source.split("+")[0] == "nvml":
+        return topology.name if topology.name != "nvml" else None
+    if source.startswith("hwloc-xml:"):
+        return topology.name if topology.name != PurePath(source.removeprefix("hwloc-xml:")).stem else None
+    return None
+
+
 def _host(assignment: Assignment, rank: int, hosts: list[str] | None) -> str:
     if assignment.host_of_rank is not None:
         return assignment.host_of_rank[rank]
@@ -212,12 +237,14 @@ def slurm_line(assignment: Assignment) -> str:
     return "\n".join(head + [line]) + "\n"
 
 
-def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None) -> str:
+def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None, hosts: list[str] | None = None) -> str:
     """A runnable ``sbatch`` script: nodes, tasks, ``--gres=gpu:N`` (and ``--gpus-per-node``, the
     same request for sites with GPU types configured by count), the whole node (the indexes count
     its GPUs in topology order), then ``srun`` with the GPU and CPU binding of ``slurm_line``, or,
     where the GPU order differs between nodes or GPU UUIDs are known, ``linkscope launch`` choosing
-    each rank's GPU. ``./app`` and ``mapping.json`` are the two words to change."""
+    each rank's GPU. ``./app`` and ``mapping.json`` are the two words to change. ``hosts`` (the
+    user's ``--hosts``, or the host the topology knows: ``known_host_name``) become ``--nodelist``:
+    the mapping was made for those machines."""
     node_of = assignment.node_of_rank if assignment.node_of_rank is not None else (0,) * assignment.ranks
     nodes = len(set(node_of))
     # the GPUs each node must hold: the highest GPU index used there + 1 (map_gpu counts the node's GPUs)
@@ -233,8 +260,11 @@ def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None) -> s
              f"#SBATCH --ntasks-per-node={tasks_per_node}",
              f"#SBATCH --gres=gpu:{per_node}",
              f"#SBATCH --gpus-per-node={per_node}",
-             "#SBATCH --exclusive",
-             "set -euo pipefail"]
+             "#SBATCH --exclusive"]
+    if hosts:
+        lines += ["# the machines this mapping was made for (drop the line to run on any node of the same kind)",
+                  f"#SBATCH --nodelist={','.join(hosts[:nodes])}"]
+    lines += ["set -euo pipefail"]
     lines += [line for line in options.splitlines() if line.startswith("#")]
     if binding is not None:
         lines.append(f"srun {binding.replace('--exclusive ', '')} ./app")

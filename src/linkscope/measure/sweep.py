@@ -167,11 +167,14 @@ class Checkpoint:
     written: list[str] = field(default_factory=list)
     targets: Sequence[str] = ()
 
-    def __call__(self, record: Any) -> None:
+    def __call__(self, record: Any) -> list[str]:
+        """Write ``record``; returns the files this call wrote."""
         self.record = record
-        for path in self.write(record):
+        paths = list(self.write(record))
+        for path in paths:
             if path not in self.written:
                 self.written.append(path)
+        return paths
 
     def where(self) -> str:
         """``"; partial results written to a.partial.json (a.json left as it was)"`` for the files
@@ -231,7 +234,8 @@ def run_sweep(job: Job, run: Callable[[Callable[[Any], None] | None, StopSignal]
         return 0
     echo(out.footer(result) if out.stream is not None and out.footer is not None else out.text(result))
     record = out.to_record(result, True)
-    checkpoint(record)
+    for path in checkpoint(record):  # the complete record: each file the user named, said once
+        sys.stderr.write(f"wrote {path}\n")
     if record.measurements and all(m.status.value == "waived" for m in record.measurements):
         sys.stderr.write("linkscope: error: nothing was measured: every entry was waived (reasons in the JSON 'reason' fields)\n")
         return EXIT_WITH_ERRORS

@@ -8,7 +8,7 @@ was stopped. Here the work is estimated first and refused in one line above ``ME
   extrapolated to all of them with the power law those two counts give (all-to-all grows with
   n^2, a ring with n, hub patterns with n^2 over n plans); exact when there are 16 GPUs or fewer.
 * Bytes: ``BASE_BYTES + transfers x BYTES_PER_FLOW``; both fitted to peak RSS (``/usr/bin/time
-  %M``) of ``model predict --pattern all-to-all --sizes 1MiB --json`` on fattree:16x8, 32x8 and
+  %M``) of ``model predict --pattern all-to-all --sizes 1MiB --json -`` on fattree:16x8, 32x8 and
   64x8 on this 2-core CPU machine (2026-11-25): 16,256 flows 283 MiB, 65,280 flows 384 MiB,
   261,632 flows 1,005 MiB, i.e. about 3.2 KiB per flow above a 240 MiB base (interpreter,
   NumPy/SciPy/Numba, the topology). An estimate, rounded up, not a guarantee.

@@ -8,7 +8,8 @@ matching transfers (bytes / time of the slowest).
 
 Collective entries (``nccl.<op>``, pattern ``collective``, from ``bench nccl``) are compared with
 ``CollectiveModel.predict`` of the op over the record's GPUs (``options["gpus"]``, else the devices
-each process drove): the predicted algbw ``S / t`` against the measured one.
+each process drove): the predicted algbw ``S / t`` against the measured one, launched as the entry
+says (``extra.cuda_graph``: from a CUDA graph, or eager with the host's per-operation cost).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ..errors import LinkscopeError, UserError
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord
 from ..topology import io as topo_io
 from ..topology.model import Topology
-from .collectives import CollectiveModel
+from .collectives import LAUNCH_MODES, CollectiveModel
 from .params import METHODS, ModelParams
 from .predict import FabricModel, TransferPrediction
 
@@ -97,10 +98,19 @@ def record_gpus(record: RunRecord) -> list[int]:
     return [int(g) for g in gpus]
 
 
+def entry_launch(m: Measurement) -> str:
+    """How a measured ``bench nccl`` entry's operations were launched: its ``extra.cuda_graph`` says
+    whether the timed loop ran from a CUDA graph; older records without it are taken as graphs, and
+    simulated entries were timed by the twin's graph floor (the simulated backend issues no launches)."""
+    used = (m.extra or {}).get("cuda_graph")
+    return "eager" if used is False and m.provenance is RunProvenance.MEASURED else "graph"
+
+
 def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry]:
     """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
     env = (record.context or {}).get("env")  # the NCCL_* variables the run had (NCCL_NVLS_ENABLE, NCCL_ALGO ...)
-    collectives = CollectiveModel(model, env=env if isinstance(env, dict) else None)
+    env = env if isinstance(env, dict) else None
+    models = {launch: CollectiveModel(model, env=env, launch=launch) for launch in LAUNCH_MODES}
     gpus = record_gpus(record)
     out = []
     for i, m in enumerate(record.measurements):
@@ -109,9 +119,10 @@ def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry
         op = m.method.split(".", 1)[1]
         note, predicted = "", None
         try:
-            pred = collectives.predict(op, gpus, m.size_bytes)
+            launch = entry_launch(m)
+            pred = models[launch].predict(op, gpus, m.size_bytes)
             predicted = pred.chosen.algbw_gb_per_s
-            note = f"{pred.chosen.algorithm} ({pred.chosen.protocol}) on GPUs {','.join(map(str, gpus))}"
+            note = f"{pred.chosen.algorithm} ({pred.chosen.protocol}) on GPUs {','.join(map(str, gpus))}, {launch} launch"
         except LinkscopeError as exc:
             note = str(exc)
         measured = m.median_gb_per_s

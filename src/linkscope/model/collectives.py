@@ -288,6 +288,10 @@ class CollectivePrediction:
 
 Flow = tuple[int, int, float]
 
+#: How the operations are launched (a run choice of ``CollectiveModel``): from a CUDA graph or one by
+#: one from the host.
+LAUNCH_MODES = ("graph", "eager")
+
 
 class CollectiveModel:
     """NCCL collectives timed by the fabric model of one topology, with NCCL's choices.
@@ -297,18 +301,28 @@ class CollectiveModel:
     GPU-to-GPU flows simulated with max-min contention on the topology's links (``FabricModel``),
     carrying the protocol's wire bytes, capped per flow by the channels' bandwidth, plus NCCL's
     per-step latencies and one launch floor (``nccl_launch_us``). docs/comm.md has the method.
+
+    ``launch`` is a run choice: ``graph`` (the operations replayed from a CUDA graph, nccl-tests
+    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default), which adds the measured
+    host cost ``nccl_eager_launch_us`` to every operation.
     """
 
-    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph") -> None:
+        if launch not in LAUNCH_MODES:
+            raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
         self.fabric = fabric
-        self.launch_us = fabric.params["nccl_launch_us"]
+        self.launch = launch
+        # the floor of one operation: from a CUDA graph, or issued by the host one by one (eager)
+        self.launch_us = fabric.params["nccl_launch_us"] + (
+            fabric.params["nccl_eager_launch_us"] if launch == "eager" else 0.0)
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
 
     @classmethod
-    def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None) -> CollectiveModel:
-        return cls(FabricModel(topology, params), env)  # type: ignore[arg-type]
+    def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
+           launch: str = "graph") -> CollectiveModel:
+        return cls(FabricModel(topology, params), env, launch)  # type: ignore[arg-type]
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""

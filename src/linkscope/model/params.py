@@ -48,8 +48,15 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   crosses): peer traffic through a root complex or across sockets is forwarded worse than through a
   switch.
 * ``remote_read_base_us``, ``flag_base_us``: fixed parts of the pointer-chase and flag ping-pong latencies.
+* ``pcie_duplex_efficiency_down``, ``pcie_duplex_efficiency_up``: the share of its capacity the
+  host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
+  keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:
+  max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
-  of a simulated collective (``model.collectives``).
+  of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
+* ``nccl_eager_launch_us``: what one operation costs on top of that when the host launches it
+  (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph`` false); the run choice
+  ``launch="eager"`` of ``CollectiveModel`` adds it.
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
@@ -177,8 +184,17 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "transit_latency_us.gpu": (0.0, "default", "0 unless the topology states it"),
     "remote_read_base_us": (0.0, "measured", "2 x H200 NV18, 2026-11-22: the 0.85 us remote-read round trip is all link "
                             "latency (4 x 0.2125 us GPU-NVSwitch hops); docs/runs/survey-512MiB-h200x2-2026-11-22.json"),
+    "pcie_duplex_efficiency_down": (0.74, "measured", "fitted: 2 x H100 VM (PCIe Gen5 x16, driver 580.159.04), "
+                                    "nvbandwidth v0.8, 2026-11-25: host_to_device_bidirectional_memcpy_ce 40.19 / 40.41 "
+                                    "GB/s (H2D while D2H runs) over host_to_device_memcpy_ce 53.98 / 54.53 GB/s alone "
+                                    "(tests/fixtures/peertools/h100x2/nvbandwidth.txt)"),
+    "pcie_duplex_efficiency_up": (1.0, "default", "no measurement of the D2H direction alone under load is fitted (the "
+                                  "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
+    "nccl_eager_launch_us": (7.6, "measured", "fitted: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25: median "
+                             "of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs 6.4-8.2 us; "
+                             "tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt)"),
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),

@@ -38,16 +38,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csc_matrix
+from scipy.sparse import csc_matrix, csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 from ..errors import ConfigError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
 from ..topology.levels import DISTANCE_OF_CODE
-from ..topology.model import Device, LinkKind, Topology
+from ..topology.model import Device, DeviceKind, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
-from .graph import KIND_CODE, FabricGraph
+from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, staging_rate_gb_per_s
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
@@ -177,9 +178,47 @@ class FabricModel:
         self._edge_transit_log = np.where(self.graph.edge_kind == KIND_CODE[LinkKind.UPI.value],
                                           np.log(p.transit_efficiency("upi")), 0.0)
         self._gpu_by_index = {g.index: g for g in topology.gpus}
+        self._duplex = self._duplex_efficiency()
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
+
+    def _duplex_efficiency(self) -> np.ndarray:
+        """Per directed edge, the share of its capacity it keeps while its reverse carries a flow too:
+        ``pcie_duplex_efficiency_down`` on a GPU's own PCIe link in the direction away from the
+        nearest CPU (host to device), ``_up`` towards it, 1 elsewhere. Only a GPU's link: that is
+        where it was measured (nvbandwidth's bidirectional host copy), and on the 2 x H100 VM a
+        one-way ``staged-pinned`` copy 0 -> 1, whose two legs cross the shared host-bridge link in
+        opposite directions, keeps its full rate (49.9 GB/s, docs/runs/survey-h100x2-2026-11-25-run2.json)."""
+        g = self.graph
+        out = np.ones(g.n_edges)
+        gpu = g.node_kind == NODE_KIND_CODE[DeviceKind.GPU.value]
+        pcie = (g.edge_kind == KIND_CODE[LinkKind.PCIE.value]) & (gpu[g.edge_src] | gpu[g.edge_dst])
+        cpus = [g.node_index[c] for c in g.cpu_ids]
+        if not pcie.any() or not cpus:
+            return out
+        adjacency = csr_matrix((np.ones(g.n_edges), (g.edge_src, g.edge_dst)), shape=(len(g.node_ids),) * 2)
+        hops = shortest_path(adjacency, unweighted=True, indices=cpus).min(axis=0)
+        down = pcie & (hops[g.edge_dst] > hops[g.edge_src])
+        up = pcie & (hops[g.edge_dst] < hops[g.edge_src])
+        out[down] = self.params["pcie_duplex_efficiency_down"]
+        out[up] = self.params["pcie_duplex_efficiency_up"]
+        return out
+
+    def _capacity_for(self, A: csc_matrix) -> np.ndarray:
+        """Resource capacities for one plan: a PCIe edge whose reverse also carries a stage of the plan
+        keeps its duplex share (static over the plan: the share stays after the reverse flow ends)."""
+        n = self.graph.n_edges
+        used = np.zeros(n, dtype=bool)
+        rows = A.indices[A.indices < n]
+        used[rows] = True
+        both = used & used[np.arange(n) ^ 1]  # edges 2i and 2i + 1 are the two directions of link i
+        shrink = both & (self._duplex < 1.0)
+        if not shrink.any():
+            return self.capacity
+        capacity = self.capacity.copy()
+        capacity[:n][shrink] *= self._duplex[shrink]
+        return capacity
 
     # ---- endpoints and access ---------------------------------------------------------------------
     def gpu(self, ref: int | str) -> Device:
@@ -383,7 +422,7 @@ class FabricModel:
             k += len(flow)
         return FlowProblem(
             A=A,
-            capacity_gb_per_s=self.capacity,
+            capacity_gb_per_s=self._capacity_for(A),
             stage_bytes=np.array([s.size_bytes for s in stages], dtype=float),
             stage_cap_gb_per_s=np.array([s.cap_gb_per_s for s in stages], dtype=float),
             stage_latency_s=np.array([s.latency_s for s in stages], dtype=float),
