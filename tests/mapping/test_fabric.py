@@ -109,7 +109,10 @@ def _exchange_us(topo: Topology, traffic: TrafficMatrix, gpu_of_rank) -> float:
 
 
 @pytest.mark.parametrize("name,grid,periodic,strict", [
-    ("pcie-8gpu-2socket", (2, 4), False, True),
+    # not strict since the duplex share of a GPU link carrying host-staged legs both ways (fitted on the
+    # 2 x H100 host copies, issue 22): the cross-socket pairs' staging now binds on the GPU links, and the
+    # mapped order's gain over the default fell from 25% to 1% (122.4 -> 160.9 us against 162.5)
+    ("pcie-8gpu-2socket", (2, 4), False, False),
     ("pcie-8gpu-2socket", (2, 4), True, True),
     ("pcie-8gpu-2socket", (2, 2, 2), False, False),
     ("pcie-8gpu-2socket", (2, 2, 2), True, False),

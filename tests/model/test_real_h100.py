@@ -94,3 +94,16 @@ def test_both_directions_of_a_gpus_pcie_link_share_it_as_measured():
     assert other[0].gb_per_s == pytest.approx(alone, rel=0.01)
     staged = model.predict([(0, 1, size)], "staged-pinned")[0].gb_per_s
     assert abs(staged / 49.9 - 1) < 0.10
+
+
+def test_peer_traffic_both_ways_on_a_pcie_link_keeps_its_full_rate():
+    """The duplex share was measured on host copies (h2d and d2h of one GPU at once); peer copies both
+    ways through a PCIe switch are not slowed by it (a stencil mapped on pcie-8gpu-2socket lost its
+    advantage over the default order when they were)."""
+    from linkscope.model.predict import FabricModel
+    from linkscope.topology.presets import load_preset
+
+    model = FabricModel(load_preset("pcie-8gpu-2socket"))
+    one = model.predict([(0, 1, 1 << 28)], "ce")[0].gb_per_s
+    both = model.predict([(0, 1, 1 << 28), (1, 0, 1 << 28)], "ce")
+    assert all(p.gb_per_s == pytest.approx(one, rel=1e-6) for p in both)

@@ -206,12 +206,22 @@ class FabricModel:
         return out
 
     def _capacity_for(self, A: csc_matrix) -> np.ndarray:
-        """Resource capacities for one plan: a PCIe edge whose reverse also carries a stage of the plan
-        keeps its duplex share (static over the plan: the share stays after the reverse flow ends)."""
+        """Resource capacities for one plan: a GPU's PCIe edge whose reverse also carries a stage of the
+        plan keeps its duplex share, where both stages move host memory (a host copy, or a leg of a
+        staged copy: the stages that use a host-memory resource). That is what was measured
+        (nvbandwidth's bidirectional host copy); peer traffic in both directions of a GPU's link is not
+        slowed by it (no measurement says so: on the PCIe presets a stencil exchange is P2P both ways).
+        Static over the plan: the share stays after the reverse flow ends."""
         n = self.graph.n_edges
+        if not (self._duplex < 1.0).any():
+            return self.capacity
+        host_rows = np.arange(n, n + len(self.graph.cpu_ids))
+        col_of = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
+        host_cols = np.zeros(A.shape[1], dtype=bool)
+        host_cols[col_of[np.isin(A.indices, host_rows)]] = True
         used = np.zeros(n, dtype=bool)
-        rows = A.indices[A.indices < n]
-        used[rows] = True
+        on_edge = (A.indices < n) & host_cols[col_of]
+        used[A.indices[on_edge]] = True
         both = used & used[np.arange(n) ^ 1]  # edges 2i and 2i + 1 are the two directions of link i
         shrink = both & (self._duplex < 1.0)
         if not shrink.any():
