@@ -107,23 +107,14 @@ def topology_figure(topology: Any, title: str, simulated: bool) -> FigureItem:
 
 def topology_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> tuple[list[FigureItem], list[str]]:
     """One drawing per distinct embedded topology; problems (a malformed topology) come back as notes."""
-    from ..errors import UserError
-    from ..topology.io import from_dict
+    from .topology_view import embedded_topologies
 
-    items, notes, seen = [], [], set()
-    for record, label in zip(records, labels):
-        if not record.topology:
+    items, notes = [], []
+    for item in embedded_topologies(records, labels):
+        if item.topology is None:
+            notes.append(f"{item.label}: embedded topology not drawn ({item.error})")
             continue
-        key = (record.topology.get("name"), len(record.topology.get("devices") or ()), len(record.topology.get("links") or ()))
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            topology = from_dict(record.topology)
-        except UserError as exc:
-            notes.append(f"{label}: embedded topology not drawn ({exc.one_line()})")
-            continue
-        items.append(topology_figure(topology, f"Topology: {topology.name}", is_simulated(record)))
+        items.append(topology_figure(item.topology, f"Topology: {item.topology.name}", is_simulated(item.record)))
     return items, notes
 
 

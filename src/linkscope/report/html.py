@@ -244,20 +244,15 @@ def _topo_m_tables(records: Sequence[RunRecord]) -> str:
     affinity, NIC columns and the NIC legend); a topology that cannot be read is skipped (the
     topology figure's note says why)."""
     from ..errors import UserError
-    from ..topology.io import from_dict
     from ..topology.model import DeviceKind
-    from .topology_view import topo_m_rows
+    from .topology_view import embedded_topologies, topo_m_rows
 
-    out, seen = [], set()
-    for record in records:
-        if not record.topology:
+    out = []
+    for item in embedded_topologies(records):
+        topology = item.topology
+        if topology is None:
             continue
-        key = (record.topology.get("name"), len(record.topology.get("devices") or ()), len(record.topology.get("links") or ()))
-        if key in seen:
-            continue
-        seen.add(key)
         try:
-            topology = from_dict(record.topology)
             rows, legend = topo_m_rows(topology, list(topology.gpus), list(topology.of_kind(DeviceKind.NIC)))
         except UserError:
             continue

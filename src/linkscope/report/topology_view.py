@@ -2,7 +2,9 @@
 bandwidth matrix, per-GPU affinity. Renderers (Rich, JSON) sit on top of these rows."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..topology import query
 from ..topology.levels import LEGEND
@@ -140,3 +142,38 @@ def render_rich(view: TopologyView, console) -> None:
     legend = confidence_legend(view.notes)
     if legend:
         console.print(f"confidence marks: {legend}", style="dim", markup=False)
+
+
+@dataclass(frozen=True)
+class EmbeddedTopology:
+    """One distinct topology embedded in a list of RunRecords: the first record's label, the topology
+    (None when it does not load) and, then, the one-line reason."""
+
+    label: str
+    record: Any
+    topology: Topology | None
+    error: str = ""
+
+
+def embedded_topologies(records: Sequence[Any], labels: Sequence[str] | None = None) -> list[EmbeddedTopology]:
+    """Each distinct embedded topology of ``records`` once (same name, device and link counts: the same
+    machine), in record order; the report's drawing and its ``topo -m`` tables read the same list."""
+    from ..errors import UserError
+    from ..topology.io import from_dict
+
+    out: list[EmbeddedTopology] = []
+    seen: set[tuple[Any, int, int]] = set()
+    for i, record in enumerate(records):
+        raw = record.topology
+        if not raw:
+            continue
+        key = (raw.get("name"), len(raw.get("devices") or ()), len(raw.get("links") or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        label = labels[i] if labels is not None else str(raw.get("name"))
+        try:
+            out.append(EmbeddedTopology(label, record, from_dict(raw)))
+        except UserError as exc:
+            out.append(EmbeddedTopology(label, record, None, exc.one_line()))
+    return out
