@@ -11,7 +11,8 @@ import functools
 import json
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,21 +37,37 @@ def _check_size(path: Path, what: str, max_bytes: int) -> None:
                         f"{max_bytes / 2**20:,.0f} MiB of text", hint="large traffic matrices belong in a .npy file")
 
 
+@contextmanager
+def user_file_errors(path: str | Path, what: str) -> Iterator[None]:
+    """The one translation of a user file's OS errors into one line: missing, a folder, unreadable.
+    ``what`` names the file (``"traffic file"``, ``"results file"``)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise UserError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"{what} {path} is a folder, expected a file") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def require_regular_file(path: Path, what: str) -> None:
+    """Refuse a missing path, and anything that is not a regular file (a folder, a FIFO that would
+    block the reader), before a reader opens it."""
+    if not path.is_file():
+        raise UserError(f"{what} not found: {path}" if not path.exists() else f"{what} {path} is a folder, expected a file")
+
+
 def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """The file's text; ``what`` names it in errors (``"topology file"``, ``"results file"``). A file
     larger than ``max_bytes`` is refused before it is read."""
     path = Path(path)
     _check_size(path, what, max_bytes)
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{what} not found: {path}") from None
-    except IsADirectoryError:
-        raise UserError(f"{what} {path} is a folder, expected a file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{what} {path} is not a text file") from None
-    except OSError as exc:
-        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    with user_file_errors(path, what):
+        try:
+            return path.read_text()
+        except UnicodeDecodeError:
+            raise UserError(f"{what} {path} is not a text file") from None
 
 
 class _NonFinite(ValueError):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..userfiles import require_regular_file, user_file_errors
 from .matrix import TrafficError, check_rank_count
 
 __all__ = ["read_npy_header", "read_npy_matrix"]
@@ -32,7 +32,7 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
     """(shape, dtype, offset of the data) of a ``.npy`` file, from its header alone."""
     fmt = np.lib.format
     try:
-        with open(path, "rb") as handle:
+        with user_file_errors(path, "traffic file"), open(path, "rb") as handle:
             if handle.read(6) != _MAGIC:
                 raise TrafficError(f"{path}: not a NumPy .npy file (it does not start with the .npy header)")
             handle.seek(0)
@@ -44,12 +44,6 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
             else:
                 raise TrafficError(f"{path}: .npy format version {version[0]}.{version[1]} is not one NumPy writes")
             offset = handle.tell()
-    except FileNotFoundError:
-        raise UserError(f"traffic file not found: {path}") from None
-    except IsADirectoryError:
-        raise UserError(f"traffic file {path} is a folder, expected a file") from None
-    except OSError as exc:
-        raise UserError(f"cannot read traffic file {path}: {exc.strerror}") from None
     except (ValueError, SyntaxError, TypeError, EOFError) as exc:
         raise TrafficError(f"{path}: not a plain NumPy array file (its header: {str(exc)[:100]})") from None
     return tuple(int(n) for n in shape), np.dtype(dtype), offset
@@ -58,8 +52,8 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
 def read_npy_matrix(path: Path | str) -> np.ndarray:
     """The N x N array of a ``.npy`` traffic file, after its header passed every check above."""
     path = Path(path)
-    if path.exists() and not path.is_file():
-        raise UserError(f"traffic file {path} is a folder, expected a file")
+    if path.exists():
+        require_regular_file(path, "traffic file")  # a FIFO would block the header read
     shape, dtype, offset = read_npy_header(path)
     if len(shape) != 2 or shape[0] != shape[1]:
         raise TrafficError(f"{path}: the array is {len(shape)}-D of shape {shape}; a traffic matrix is a square "

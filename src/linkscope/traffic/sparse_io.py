@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..atomic import write_bytes_atomic, write_text_atomic
-from ..errors import SchemaError, UserError
-from ..userfiles import read_text
+from ..errors import SchemaError
+from ..userfiles import read_text, require_regular_file
 from .matrix import MAX_NONZEROS, TrafficError, TrafficMatrix, check_sparse_rank_count, from_entries
 
 SPARSE_SUFFIXES = (".npz", ".edges")
@@ -207,9 +207,7 @@ def dumps_edges(matrix: TrafficMatrix) -> str:
 # ---- the two entries traffic.io calls ---------------------------------------------------------------
 def load_sparse(path: Path, suffix: str) -> TrafficMatrix:
     if suffix == ".npz":
-        if not path.is_file():
-            raise UserError(f"traffic file not found: {path}" if not path.exists() else
-                            f"traffic file {path} is a folder, expected a file")
+        require_regular_file(path, "traffic file")
         return load_npz(path)
     return loads_edges(read_text(path, "traffic file"), origin=f"file:{path.name}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SchemaError, UserError
-from ...userfiles import loads_strict, read_text
+from ...userfiles import loads_strict, read_text, user_file_errors
 from . import nccltests, nvbandwidth, osu, p2p_sample, transferbench
 from .common import MAX_TEXT_CHARS, PeerRun
 
@@ -91,12 +91,8 @@ def parse(text: str, source: str, fmt: str | None = None, size_bytes: int | None
 def read(path: str | Path, fmt: str | None = None, size_bytes: int | None = None) -> PeerRun:
     """Read and parse one results file (size-checked before it is read)."""
     path = Path(path)
-    try:
+    with user_file_errors(path, "results file"):
         size = os.stat(path).st_size
-    except FileNotFoundError:
-        raise UserError(f"results file not found: {path}") from None
-    except OSError as exc:
-        raise UserError(f"cannot read results file {path}: {exc.strerror}") from None
     if path.is_file() and size > MAX_TEXT_CHARS:
         raise SchemaError(f"{path}: {size:,} bytes is more than the {MAX_TEXT_CHARS:,} a tool output is allowed")
     text = read_text(path, "results file")
