@@ -179,6 +179,8 @@ class FabricModel:
                                           np.log(p.transit_efficiency("upi")), 0.0)
         self._gpu_by_index = {g.index: g for g in topology.gpus}
         self._duplex = self._duplex_efficiency()
+        self._duplex_edges = self._duplex < 1.0  # the edges whose share can shrink, fixed per model
+        self._host_memory_rows = np.array([self.graph.host_memory_resource(c) for c in self.graph.cpu_ids], dtype=np.int64)
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
@@ -213,17 +215,16 @@ class FabricModel:
         slowed by it (no measurement says so: on the PCIe presets a stencil exchange is P2P both ways).
         Static over the plan: the share stays after the reverse flow ends."""
         n = self.graph.n_edges
-        if not (self._duplex < 1.0).any():
+        if not self._duplex_edges.any():
             return self.capacity
-        host_rows = np.arange(n, n + len(self.graph.cpu_ids))
         col_of = np.repeat(np.arange(A.shape[1]), np.diff(A.indptr))
         host_cols = np.zeros(A.shape[1], dtype=bool)
-        host_cols[col_of[np.isin(A.indices, host_rows)]] = True
+        host_cols[col_of[np.isin(A.indices, self._host_memory_rows)]] = True
         used = np.zeros(n, dtype=bool)
         on_edge = (A.indices < n) & host_cols[col_of]
         used[A.indices[on_edge]] = True
         both = used & used[np.arange(n) ^ 1]  # edges 2i and 2i + 1 are the two directions of link i
-        shrink = both & (self._duplex < 1.0)
+        shrink = both & self._duplex_edges
         if not shrink.any():
             return self.capacity
         capacity = self.capacity.copy()

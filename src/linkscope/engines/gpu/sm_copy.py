@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...patterns.methods import get_method
+from ...platforms import by_key
 from .kernels import BULK_SHAPES, COPY_UNROLLS
 from .ops import OpContext, Place, TransferOp, u64
 
@@ -61,8 +62,6 @@ class SmCopyOp(TransferOp):
                          u64(self.dst.ptr + tail_off), np.uint32(self.n_tail))
         # copy_u4 repeats a region's copies in one launch between two GPUs where the platform allows it
         # (platforms.Platform.copy_loops_in_kernel); host ends and the bulk kernel launch once a copy
-        from ...platforms import by_key
-
         self.looped = (not self.kernel.startswith("copy_bulk") and isinstance(src, int) and isinstance(dst, int)
                        and by_key(ctx.rt.vendor).copy_loops_in_kernel)
 
