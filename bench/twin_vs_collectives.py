@@ -83,13 +83,12 @@ H100X2 = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, 2026-11-25"
 
 
 def nccl_tests_rows(path: Path) -> dict[int, tuple[float, float]]:
-    """size -> (out-of-place time us, busbw GB/s) of an nccl-tests text table."""
-    out = {}
-    for line in path.read_text().splitlines():
-        cols = line.split()
-        if len(cols) >= 8 and cols[0].isdigit() and not line.startswith("#"):
-            out[int(cols[0])] = (float(cols[5]), float(cols[7]))
-    return out
+    """size -> (out-of-place time us, busbw GB/s) of an nccl-tests text table (read by linkscope's own
+    parser, results.peertools.nccltests, as `linkscope check` reads it)."""
+    from linkscope.results.peertools.nccltests import parse_text
+
+    return {m.size_bytes: (float(m.extra["time_us"]), float(m.extra["busbw_gb_per_s"]))
+            for m in parse_text(path.read_text(), str(path)).measurements if not m.extra.get("inplace")}
 
 
 @cache
