@@ -155,9 +155,10 @@ extern "C" __global__ void check_pattern(const unsigned char* p, u64 n_bytes, u3
 
 // One thread follows a linked list whose nodes hold the address of the next node (the list may
 // live in a peer GPU's memory or in mapped host memory); each load depends on the previous one.
-// CUDA: ld.global.cg (cached in L2, never in the reader's L1), a weak load as nvbandwidth's chase
-// uses: a volatile load is a system-scope access and added about 20 ns a hop over NVLink on H100
-// (0.85 against nvbandwidth's 0.83 us, 2026-11-25). HIP: a volatile load (see the HIP prelude).
+// CUDA: ld.global.cg (cached in L2, never in the reader's L1), a weak load like nvbandwidth's chase.
+// It was tried against the earlier volatile load as the cause of reading 0.85 us where nvbandwidth
+// reads 0.83 on H100 NV18: it is not (0.849 us with it, 2026-11-25; docs/benchmarks.md). HIP: a
+// volatile load (see the HIP prelude).
 extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink) {
     const u64* p = start;
     for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
