@@ -9,7 +9,8 @@ with the check pattern -> ``warmup + reps`` gated regions, each ``inner`` back-t
 transfer (many for small sizes, so launch overhead does not dominate; times are divided by it); a
 lone transfer's regions each start behind LEAD_IN_COPIES untimed copies, so the link is busy when
 timing starts -> destinations poisoned before the last region (with a lead-in, an extra region of
-its own, untimed) -> compare destinations with the pattern on the GPU -> free everything. Kernels are compiled and loaded on every GPU when the engine is built.
+its own, untimed) -> compare destinations with the pattern on the GPU -> free everything.
+Kernels are compiled and loaded on every GPU when the engine is built.
 """
 from __future__ import annotations
 
