@@ -66,6 +66,7 @@ if [ -f /opt/cuda-mpi/env.sh ]; then
   step $d/osu_bw256_HH.txt 60 $run2 $osu/osu_bw_256m -d cuda H H
   step $d/ls_bw256_HH.txt 60 $run2 python3 -m linkscope bench mpi --test bw --buffers HH --sizes 64MiB,256MiB --json "$r/$d/ls_bw256_HH.json"
 fi
+[ -n "${ONLY_MPI:-}" ] && { echo "== total $(( $(date +%s) - t0 )) s (ONLY_MPI)"; } && { cp "$r/steps.txt" "$out/"; tar -C /tmp -czf "$out/v4mpi.tar.gz" v4; exit 0; }
 # ---- 2. peers: copies and latency ----------------------------------------------------------------
 step build-anchors.log 150 env MPICC=/bin/false bash .anchors/build.sh /tmp/anchors
 B=/tmp/anchors/bin; [ -f /tmp/anchors/env.sh ] && source /tmp/anchors/env.sh
