@@ -4,7 +4,9 @@ nvbandwidth's device_to_device_latency_sm walks its buffer in order (node i -> i
 testcase.cpp latencyHelper) from the start of the buffer in every kernel; linkscope's chase follows a
 random cycle of 256 B-strided nodes through a 2 MiB buffer. This runs both orders at both strides and
 at 2 MiB and 64 MiB on the real engine, in interleaved rounds, and prints the median µs per hop of each
-(GPU1 reading GPU0's memory and back). Needs CuPy and two GPUs with peer access.
+(GPU1 reading GPU0's memory and back). nvbandwidth also launches one block per SM and lets block k
+chase in its k-th launch, so its figure is the mean over all SMs; the "per SM" rows do the same (one
+sample per SM) and print the spread. Needs CuPy and two GPUs with peer access.
   PYTHONPATH=src python3 bench/chase_order.py [ROUNDS] [OUT.json]
 """
 from __future__ import annotations
@@ -41,12 +43,18 @@ def main() -> int:
                     key = f"{order} {size // MiB} MiB stride {stride} B, GPU{reader} reads GPU{owner}"
                     got = remote_read_us(ctx, gate, owner, reader, size, 10, 2, stride_bytes=stride, order=order)
                     samples.setdefault(key, []).extend(got)
+        for owner, reader in ((0, 1), (1, 0)):  # one sample per SM, as nvbandwidth's latency test
+            sms = int(ctx.sm_count.get(reader, 132))
+            for _ in range(rounds):
+                got = remote_read_us(ctx, gate, owner, reader, 2 * MiB, sms, 1, blocks=sms)
+                samples.setdefault(f"random 2 MiB, block k on SM k ({sms} SMs), GPU{reader} reads GPU{owner}", []).extend(got)
     finally:
         eng.close()
-    rows = {k: {"median_us": statistics.median(v), "min_us": min(v), "n": len(v)} for k, v in samples.items()}
-    print(f"{'case':62s} {'median us':>9s} {'min us':>7s}")
+    rows = {k: {"median_us": statistics.median(v), "mean_us": statistics.fmean(v), "min_us": min(v), "max_us": max(v),
+                "n": len(v)} for k, v in samples.items()}
+    print(f"{'case':72s} {'median us':>9s} {'mean us':>8s} {'min us':>7s} {'max us':>7s}")
     for k, r in rows.items():
-        print(f"{k:62s} {r['median_us']:9.4f} {r['min_us']:7.4f}")
+        print(f"{k:72s} {r['median_us']:9.4f} {r['mean_us']:8.4f} {r['min_us']:7.4f} {r['max_us']:7.4f}")
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as fh:
             json.dump(rows, fh, indent=1)

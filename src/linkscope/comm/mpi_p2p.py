@@ -36,8 +36,9 @@ MULTIPLE, which costs Open MPI locks on every message: 8 B ping-pong 0.57 -> 0.5
 0.25 on the CPU box). The timed loops hand MPI prebuilt ``[MPI.buffer, count, type]`` messages
 through bound methods with positional arguments; what is left is mpi4py's own cost per call
 (~0.1 us ``Send``, ~0.13 us ``Recv``, ~0.4 us ``Allreduce`` there, against 3-13 ns from C), a floor for
-a Python runner. Persistent requests cost more than ``Send``/``Recv`` for ping-pong (four calls
-instead of two), so only bw/bibw use them. The messages are OSU's: same count, sizes, tags and order
+a Python runner. Every unstaged loop hands MPI persistent requests (latency: ``Start``/``Wait`` per
+message, in osu_latency's order; bw/bibw: one ``Startall`` per window): with a CUDA-aware MPI they skip
+its per-call buffer checks (``_latency_loop`` has the numbers). The messages are OSU's: same count, sizes, tags and order
 (tests/comm/test_mpi_p2p.py counts them through the PMPI interposer).
 
 Device buffers go to MPI as ``__cuda_array_interface__`` objects (mpi4py reads them) only when the
@@ -387,34 +388,48 @@ def _fixed_msg(buf: Any, size: int) -> list[Any]:
 
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
                   clock: Callable[[], float]) -> float:
-    """osu_latency's loop: MPI_Send then MPI_Recv (tag 1) on the first rank, the reverse on the partner.
+    """osu_latency's loop: a send then a receive (tag 1) on the first rank, the reverse on the partner.
 
-    Blocking ``Send``/``Recv``, not persistent requests: ``Start`` + ``Wait`` twice per iteration
-    measured 0.56-0.59 us per half round trip against 0.48-0.50 for ``Send``/``Recv`` (8 B, CPU box).
+    Unstaged, each is a persistent request (``Send_init`` / ``Recv_init`` once per size, then ``Start``
+    and ``Wait``), in osu_latency's order: the send completes before the receive is started, as
+    ``MPI_Send`` returns before ``MPI_Recv`` is called; MPI moves the same message each way. Measured
+    on 2 x H100 with the CUDA-aware Open MPI 4.1.4 (bench/mpi_overhead/pingpong.py, 8 B, min over 20
+    rounds, 2026-11-25): host buffers 0.78-0.79 us a half round trip against 1.18-1.22 for blocking
+    ``Send``/``Recv`` (C: 0.61-0.66), device buffers 9.84-10.63 against 10.80-11.84 (C: 9.99-10.71):
+    a persistent request does the CUDA-aware library's per-call work (buffer checks, convertor set-up)
+    once. On the CPU box's Open MPI without CUDA the blocking calls were 0.08 us cheaper (0.48-0.50
+    against 0.56-0.59): the loop is for the GPU machines.
     """
     send, recv = comm.Send, comm.Recv
     if not side.staged:
-        # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
-        # once as explicit [buffer, count, MPI.BYTE] messages (mpi4py then skips deducing the
-        # datatype from the buffer's format, as OSU passes MPI_CHAR), and warm-up and timed
-        # iterations in separate loops with no per-iteration test, so the loop measures MPI
-        # rather than Python attribute lookups, slicing and branches.
-        sbuf, rbuf = _fixed_msg(side.send_obj(size), size), _fixed_msg(side.recv_obj(size), size)
+        # Fast path (like mpi4py.bench): messages and bound methods prepared once as explicit
+        # [buffer, count, MPI.BYTE] messages (as OSU passes MPI_CHAR), and warm-up and timed
+        # iterations in separate loops with no per-iteration test.
+        sreq = comm.Send_init(_fixed_msg(side.send_obj(size), size), partner, 1)
+        rreq = comm.Recv_init(_fixed_msg(side.recv_obj(size), size), partner, 1)
+        ss, sw, rs, rw = sreq.Start, sreq.Wait, rreq.Start, rreq.Wait
 
         def loop(n: int) -> None:
             if first:
                 for _ in repeat(None, n):
-                    send(sbuf, partner, 1)
-                    recv(rbuf, partner, 1)
+                    ss()
+                    sw()
+                    rs()
+                    rw()
             else:
                 for _ in repeat(None, n):
-                    recv(rbuf, partner, 1)
-                    send(sbuf, partner, 1)
+                    rs()
+                    rw()
+                    ss()
+                    sw()
 
-        loop(skip)
-        t0 = clock()
-        loop(iters)
-        return clock() - t0
+        try:
+            loop(skip)
+            t0 = clock()
+            loop(iters)
+            return clock() - t0
+        finally:
+            _free([sreq, rreq])
     t0 = 0.0
     for i in range(iters + skip):
         if i == skip:

@@ -283,7 +283,7 @@ class FakeRuntime:
         c[0] += bad
         return n / FAKE_RATE_B_PER_S["local"]
 
-    def _k_pointer_chase(self, start: int, hops: int, sink: int) -> float:
+    def _k_pointer_chase(self, start: int, hops: int, sink: int, target: int) -> float:
         where = self._device_of(start)
         p = start
         for _ in range(min(hops, 2000)):  # follow the real list (a broken list raises), time all hops

@@ -159,7 +159,10 @@ extern "C" __global__ void check_pattern(const unsigned char* p, u64 n_bytes, u3
 // It was tried against the earlier volatile load as the cause of reading 0.85 us where nvbandwidth
 // reads 0.83 on H100 NV18: it is not (0.849 us with it, 2026-11-25; docs/benchmarks.md). HIP: a
 // volatile load (see the HIP prelude).
-extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink) {
+// Only block `target` chases (the grid may hold one block per SM, as nvbandwidth's latency kernel
+// does, so a series of launches can place the chase on each SM in turn).
+extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink, u32 target) {
+    if (blockIdx.x != target) return;
     const u64* p = start;
     for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
     *sink = (u64)p;

@@ -66,7 +66,7 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
                    hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
-                   order: str = "random") -> list[float]:
+                   order: str = "random", blocks: int = 1) -> list[float]:
     """µs per dependent load; each timed region continues where the previous one stopped.
 
     ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
@@ -99,7 +99,8 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
             gate.arm()
             gate.hold(lane)
             events.record_start(lane)
-            ctx.launch(lane, "pointer_chase", 1, 1, (u64(int(start[0])), u64(hops), u64(sink.ptr)))
+            target = np.uint32(rep % max(blocks, 1))  # with blocks = the SM count, one SM after another
+            ctx.launch(lane, "pointer_chase", max(blocks, 1), 1, (u64(int(start[0])), u64(hops), u64(sink.ptr), target))
             events.record_end(lane)
             gate.release()
             elapsed = events.elapsed_s()
