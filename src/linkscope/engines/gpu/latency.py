@@ -31,15 +31,26 @@ HOPS = 10_000
 PINGPONG_ROUNDS = 2_000
 
 
-def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: int = 12345) -> np.ndarray:
-    """Node i (at word i*stride_words) holds the address of its successor in one random cycle
-    (``base_address`` + successor index × stride; with base 0, the byte offset)."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n_nodes).astype(np.uint64)  # visiting a permutation in order = one cycle
+CHASE_ORDERS = ("random", "sequential")
+
+
+def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: int = 12345,
+                order: str = "random") -> np.ndarray:
+    """Node i (at word i*stride_words) holds the address of its successor in one cycle
+    (``base_address`` + successor index × stride; with base 0, the byte offset): a random cycle, or
+    ``sequential`` (i -> i+1, nvbandwidth's chase: testcase.cpp latencyHelper, ``strideLen`` 16 words),
+    which lets the memory system see consecutive lines and is kept to compare with that tool."""
+    if order not in CHASE_ORDERS:
+        raise ValueError(f"chase order {order!r}: expected one of {', '.join(CHASE_ORDERS)}")
+    if order == "sequential":
+        visit = np.arange(n_nodes, dtype=np.uint64)
+    else:
+        visit = np.random.default_rng(seed).permutation(n_nodes).astype(np.uint64)
+    # visiting the nodes in ``visit`` order, the last back to the first, is the one cycle
     nodes = np.zeros(n_nodes * stride_words, dtype=np.uint64)
     succ = np.empty(n_nodes, dtype=np.uint64)
-    succ[order[:-1].astype(np.int64)] = order[1:]
-    succ[int(order[-1])] = order[0]
+    succ[visit[:-1].astype(np.int64)] = visit[1:]
+    succ[int(visit[-1])] = visit[0]
     nodes[:: stride_words] = np.uint64(base_address) + succ * np.uint64(stride_words * 8)
     return nodes
 
@@ -54,7 +65,8 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
-                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0) -> list[float]:
+                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
+                   order: str = "random") -> list[float]:
     """µs per dependent load; each timed region continues where the previous one stopped.
 
     ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
@@ -72,7 +84,7 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     else:
         assert isinstance(memory, int)
         buf = ctx.device_buffer(memory, nbytes)
-    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr)
+    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr, order=order)
     sink = ctx.device_buffer(reader, 8)
     lane = ctx.pool.lane(reader, 998)
     events = EventPair(ctx.rt, reader)
