@@ -228,3 +228,74 @@ def test_timed_loops_send_exactly_osus_messages(tmp_path, profile_cache, test):
         assert _delta(nine, five, "collectives", "MPI_Allreduce", "bytes") == 2 * 4 * 64
     else:
         assert all(v == 0 for v in calls.values())
+
+
+# ---- the staged bw path's ack: osu_bw's 4-byte message, as the unstaged path sends it ----
+STAGED_BW_LOOP = """
+import json
+from mpi4py import MPI
+from linkscope.comm.buffers import FakeDeviceSpace
+from linkscope.comm.mpi_p2p import OSU_ACK_BYTES, _bw_loop, _Side
+import numpy as np
+
+class Comm:  # records each message the loop hands MPI, answers with finished requests
+    def __init__(self):
+        self.calls = []
+    def _record(self, name, msg, *args, **kw):
+        tag = kw.get("tag", args[1] if len(args) > 1 else None)
+        explicit = isinstance(msg, list) and len(msg) == 3 and isinstance(msg[2], MPI.Datatype)
+        self.calls.append([name, msg[1] if explicit else np.asarray(msg).nbytes,
+                           msg[2].Get_name() if explicit else "deduced from " + np.asarray(msg).dtype.name, tag])
+        return MPI.REQUEST_NULL
+    def Isend(self, msg, *a, **k): return self._record("Isend", msg, *a, **k)
+    def Irecv(self, msg, *a, **k): return self._record("Irecv", msg, *a, **k)
+    def Send(self, msg, *a, **k): return self._record("Send", msg, *a, **k)
+    def Recv(self, msg, *a, **k): return self._record("Recv", msg, *a, **k)
+
+out = {}
+for first in (True, False):
+    comm = Comm()
+    side = _Side(FakeDeviceSpace(), 64, True, 4, need_send=True, need_recv=True)
+    ack = np.zeros(OSU_ACK_BYTES, dtype=np.uint8)
+    _bw_loop(comm, side, 64, 2, 1, 4, first, 1 if first else 0, ack, MPI.Wtime)
+    out["first" if first else "partner"] = comm.calls
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_staged_bw_acks_with_the_unstaged_paths_4_byte_message():
+    """The staged bw loop (device buffers through host memory) acks each window as the unstaged loop does:
+    one [buffer, 4, MPI.BYTE] message, tag 101 (osu_bw.c: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...)), from/into
+    host memory (staging hands MPI host buffers only). A bare uint8 array would go as MPI_UNSIGNED_CHAR, not
+    matching an unstaged partner's MPI_BYTE send (HD, DH). One Python process, MPI as a singleton: no mpirun."""
+    done = subprocess.run([sys.executable, "-c", STAGED_BW_LOOP], capture_output=True, text=True, timeout=60,
+                          env=mpi_env(), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout.strip().splitlines()[-1])
+    per_window = (["Isend", 64, "MPI_BYTE", 100],) * 4 + (["Recv", 4, "MPI_BYTE", 101],)
+    assert calls["first"] == list(per_window) * 3  # 2 iterations + 1 warm-up, window 4
+    per_window = (["Irecv", 64, "MPI_BYTE", 100],) * 4 + (["Send", 4, "MPI_BYTE", 101],)
+    assert calls["partner"] == list(per_window) * 3
+
+
+@pytest.mark.mpi
+@needs_mpi
+@pytest.mark.skipif(not shutil.which("mpicc"), reason="the PMPI interposer is built with mpicc")
+def test_staged_bw_ack_on_the_wire_is_4_bytes_a_window(tmp_path):
+    """One profiled run of `bench mpi --test bw --buffers DD --stage-through-host` (fake device): rank 1 sends
+    rank 0 one 4-byte ack per window (20 iterations + 1 warm-up) and, besides, only the run's own few control
+    messages (2 messages, 13 B on the CPU box, 2026-11-25); a 1-byte ack would be 21 B of acks."""
+    out = tmp_path / "staged.json"
+    cmd = [sys.executable, "-m", "linkscope", "profile", "-o", str(out), "--", "mpirun", "--oversubscribe", "-n", "2",
+           sys.executable, "-m", "linkscope", "bench", "mpi", "--test", "bw", "--buffers", "DD", "--fake-device",
+           "--stage-through-host", "--sizes", "64", "--window", "8", "--iterations", "20", "--warmup", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=mpi_env(XDG_CACHE_HOME=str(tmp_path / "cache")), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    traffic = json.loads(out.read_text())
+    acks = 21
+    assert traffic["messages"][0][1] == acks * 8 and traffic["bytes"][0][1] == acks * 8 * 64
+    assert acks <= traffic["messages"][1][0] <= acks + 4
+    assert acks * 4 <= traffic["bytes"][1][0] < acks * 4 + 32

@@ -13,7 +13,8 @@ owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device
   message. MB/s = size * window * iterations / elapsed / 1e6.
   The ack is osu_bw's: 4 bytes (``OSU_ACK_BYTES``) from the partner's send buffer into the sender's
   receive buffer (osu_bw.c: ``MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...)``), so with D buffers it is
-  one small device-to-device message per window, as in OSU. Staged runs ack through host memory.
+  one small device-to-device message per window, as in OSU. Staged runs send the same ack message
+  (4 x ``MPI_BYTE``, tag 101) from/into a host buffer: staging hands MPI host memory only.
 * **bibw** (osu_bibw): both ranks post ``window`` receives and ``window`` sends (persistent requests,
   as for bw), wait for the sends, then for the receives; bytes count in both directions.
 
@@ -484,6 +485,10 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
         finally:
             _free(reqs)
     recv = _msg(side.recv_obj(size), size)
+    # the ack the unstaged path sends (OSU_ACK_BYTES x MPI.BYTE, tag 101), from/into host memory: a bare
+    # uint8 array would go as MPI_UNSIGNED_CHAR, which an MPI_BYTE send from an unstaged partner (HD, DH)
+    # does not match (MPI 3.1 section 3.3.1: the send's and the receive's type names must be identical)
+    ack_msg = _msg(ack, OSU_ACK_BYTES)
     for i in range(iters + skip):
         if i == skip:
             t0 = clock()
@@ -495,13 +500,13 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
                     requests[j - nslots].Wait()  # the slot is reused: its send must be complete
                 requests.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=100))
             MPI.Request.Waitall(requests)
-            comm.Recv(ack, source=partner, tag=101)
+            comm.Recv(ack_msg, partner, 101)
         else:
             requests = [comm.Irecv(recv, source=partner, tag=100) for _ in range(window)]
             MPI.Request.Waitall(requests)
             for _ in range(window):
                 side.after_recv(size)
-            comm.Send(ack, dest=partner, tag=101)
+            comm.Send(ack_msg, partner, 101)
     return clock() - t0
 
 
