@@ -4,9 +4,10 @@ barrier after it), in short interleaved rounds; min, p10, median (issue 27).
 
     mpirun -n 2 --bind-to none -x MPI4PY_RC_THREAD_LEVEL=single python bench/mpi_overhead/pingpong.py SIZE ROUNDS ITERS [MODE]
 
-MODE: host (default; CUDA never touched), ctx (host buffers, but the process holds a CUDA context on
-GPU $LOCAL_RANK through CuPy, as `bench mpi --buffers HH` may), device (CuPy buffers on that GPU, handed
-to MPI by raw address as bench mpi does).
+MODE: host (default; CUDA never touched), init (host buffers; the CUDA driver initialised through
+CuPy's cudaGetDeviceCount, no context), ctx (host buffers, but the process holds a CUDA context on
+GPU $LOCAL_RANK through CuPy, made before MPI starts), ctxafter (the same context, made after MPI
+started), device (CuPy buffers on that GPU, handed to MPI by raw address as bench mpi does).
 """
 import os
 import sys
@@ -17,14 +18,21 @@ import numpy as np
 size, rounds, iters = (int(x) for x in sys.argv[1:4])
 mode = sys.argv[4] if len(sys.argv) > 4 else "host"
 xp = np
-if mode != "host":  # the GPU is chosen before MPI starts, as OSU does with LOCAL_RANK
+if mode != "host":
     import cupy
 
-    cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", "0"))).use()
-    cupy.zeros(1)  # creates the context
+    if mode == "init":
+        cupy.cuda.runtime.getDeviceCount()
+    elif mode != "ctxafter":  # the GPU is chosen before MPI starts, as OSU does with LOCAL_RANK
+        cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", "0"))).use()
+        cupy.zeros(1)  # creates the context
     if mode == "device":
         xp = cupy
 from mpi4py import MPI  # noqa: E402
+
+if mode == "ctxafter":
+    cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", "0"))).use()
+    cupy.zeros(1)
 
 comm = MPI.COMM_WORLD
 first, partner = comm.rank == 0, 1 - comm.rank
