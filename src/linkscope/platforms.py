@@ -50,6 +50,9 @@ class Platform:
             loads (``ld.global.cs``) re-read from the reader's L1 inside one launch (sm-pull read
             1,411-3,207 GB/s over an NV18 link at 1-16 MiB). On AMD a GCD's L2 caches coarse-grained
             peer memory (docs/amd.md), so each copy stays a launch of its own there.
+        latency_chase_every_sm: the remote-read and host-read chases run on every SM at once and report
+            the mean over SMs, as nvbandwidth's latency figure is (engines/gpu/latency.py has the H100
+            numbers: one SM alone read 3% above the all-SM mean). Off on AMD: not measured there.
     """
 
     key: str
@@ -68,6 +71,7 @@ class Platform:
     env_rows: tuple[tuple[str, str], ...] = ()
     version_probes: tuple[tuple[str, str], ...] = ()
     copy_loops_in_kernel: bool = False
+    latency_chase_every_sm: bool = False
 
 
 NVIDIA = Platform(
@@ -84,6 +88,7 @@ NVIDIA = Platform(
                     ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
                     ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
     copy_loops_in_kernel=True,
+    latency_chase_every_sm=True,
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",

@@ -52,6 +52,8 @@ def test_osu_tests_two_ranks(tmp_path, test, header):
     assert rec["kind"] == "mpi" and rec["context"]["ranks"] == 2 and len(rec["context"]["hosts_per_rank"]) == 2
     assert rec["context"]["mpi_library"] and "\x00" not in rec["context"]["mpi_library"]
     assert rec["context"]["mpi_thread_level"] == "single"  # OSU's MPI_Init, not mpi4py's THREAD_MULTIPLE
+    # host buffers leave the GPU libraries alone (a CUDA-aware MPI's host calls cost more once CUDA is up)
+    assert not {"cuda_runtime", "cuda_driver_api", "cupy", "nccl", "nvidia_driver"} & set(rec["context"]["versions"])
     ms = rec["measurements"]
     assert {(m["src"], m["dst"]) for m in ms} == {(0, 1)}
     assert all(m["verified"] is True and m["status"] == "ok" for m in ms)
@@ -299,3 +301,19 @@ def test_staged_bw_ack_on_the_wire_is_4_bytes_a_window(tmp_path):
     assert traffic["messages"][0][1] == acks * 8 and traffic["bytes"][0][1] == acks * 8 * 64
     assert acks <= traffic["messages"][1][0] <= acks + 4
     assert acks * 4 <= traffic["bytes"][1][0] < acks * 4 + 32
+
+
+def test_bw_warms_up_until_rank_0_has_spent_the_minimum_time():
+    """Without --warmup, bw/bibw warm up by time (WARMUP_MIN_S of rank 0's batches, agreed by a
+    broadcast so every rank runs as many): a sweep starting at 64 MiB read 0.83-0.91x of OSU after
+    OSU's count of warm-up windows on 2 x H100, and 1.00x after ~60 ms of traffic."""
+    from linkscope.comm.mpi_p2p import WARMUP_MAX_BATCHES, WARMUP_MIN_S, _warm_up
+
+    class Comm:  # rank 0's view: bcast returns what rank 0 decided
+        def bcast(self, obj, root):
+            assert root == 0
+            return obj
+
+    assert _warm_up(Comm(), lambda: WARMUP_MIN_S * 0.3) == 4
+    assert _warm_up(Comm(), lambda: WARMUP_MIN_S * 2) == 1
+    assert _warm_up(Comm(), lambda: 0.0) == WARMUP_MAX_BATCHES

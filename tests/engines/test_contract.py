@@ -1,7 +1,9 @@
 """The engine contract (engines/base.py), one suite for every engine: sim, the GPU engine over the
 fake runtime (NVIDIA and AMD meanings), and on a GPU machine the cuda engine (marked ``gpu``)."""
+import ctypes
 import itertools
 
+import numpy as np
 import pytest
 
 from linkscope.engines.base import NOT_CHECKED
@@ -363,3 +365,30 @@ def test_chase_nodes_form_one_cycle_through_every_node(order):
     assert (set(steps.tolist()) == {1}) == (order == "sequential")
     with pytest.raises(ValueError, match="chase order"):
         chase_nodes(n, stride_words, order="backwards")
+
+
+def test_remote_read_chases_on_every_sm_on_nvidia_and_on_one_block_on_amd():
+    """On NVIDIA the chase runs on every SM at once (one block each, each from its own point of the
+    cycle, each region continuing where the last stopped) and a sample is the mean over the blocks,
+    nvbandwidth's figure; one SM alone read 3% above that mean on 2 x H100. AMD keeps one block."""
+    from linkscope.engines.gpu.fake import FAKE_HOP_NS
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    sms = nvidia.rt.properties(1)["sm_count"]
+    starts: list[list[int]] = []
+    real = nvidia.rt._k_pointer_chase_each
+
+    def each(begin, hops, ends, ns):
+        starts.append(list(np.ctypeslib.as_array((ctypes.c_uint64 * sms).from_address(begin))))
+        return real(begin, hops, ends, ns)
+
+    nvidia.rt._k_pointer_chase_each = each
+    nvidia.rt.launch_grids.clear()
+    got = nvidia.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert [g for n, _, g in nvidia.rt.launch_grids if n.startswith("pointer_chase")] == [sms] * 4
+    assert len(starts) == 4 and all(len(set(s)) == sms for s in starts)  # every block its own start
+    assert all(a != b for a, b in itertools.pairwise(starts))  # each region continues where the last stopped
+    assert got == pytest.approx([FAKE_HOP_NS["peer"] / 1e3] * 3)
+    amd.rt.launch_grids.clear()
+    amd.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert {(n, g) for n, _, g in amd.rt.launch_grids if n.startswith("pointer_chase")} == {("pointer_chase", 1)}

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -67,6 +68,13 @@ BUFFER_CHOICES = ("HH", "DD", "DH", "HD")
 LARGE_MESSAGE_BYTES = 8192  # OSU's LARGE_MESSAGE_SIZE: above it, fewer iterations
 STAGING_SLOTS_BYTES = 256 * 1024 * 1024
 OSU_ACK_BYTES = 4  # osu_bw's ack: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...) once per window
+#: bw/bibw warm up for at least this long (rank 0's clock) before the timed windows of a size, unless
+#: a warm-up count is given (``Schedule.warmup``, ``--warmup``: then exactly that many windows). OSU's
+#: skip count (2 windows above 8 KiB) assumes a sweep from 1 B, so the link is busy by the large sizes;
+#: a short sweep starting at 64 MiB read 0.83-0.91x of OSU after 1 window (2 x H100, 2026-11-25), and
+#: 1.00x after 22 windows or after a 16 MiB size (about 60 ms of traffic).
+WARMUP_MIN_S = 0.1
+WARMUP_MAX_BATCHES = 1000
 
 
 @dataclass(frozen=True)
@@ -311,19 +319,27 @@ def run_osu(
                 space.fill(side.send, size, seed)
             space.poison(side.recv, size)
             values = []
-            for _ in range(runs):
+            for run in range(runs):
                 comm.Barrier()
+                if run == 0 and test in ("bw", "bibw") and schedule.warmup is None:  # by time unless --warmup
+                    batch = max(skip, 1)
+                    warm = (partial(_bw_loop, comm, side, size, batch, 0, window, first, partner, ack, clock) if test == "bw"
+                            else partial(_bibw_loop, comm, side, size, batch, 0, window, partner, clock))
+                    skip = batch * _warm_up(comm, warm)  # recorded: the warm-up windows that ran
+                    loop_skip = 0
+                elif run == 0:
+                    loop_skip = skip
                 if collective:
-                    elapsed = _allreduce_loop(comm, side, size, iters, skip, clock)
+                    elapsed = _allreduce_loop(comm, side, size, iters, loop_skip, clock)
                     value = elapsed * 1e6 / iters
                 elif test == "latency":
-                    elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
+                    elapsed = _latency_loop(comm, side, size, iters, loop_skip, first, partner, clock)
                     value = elapsed * 1e6 / (2.0 * iters)
                 elif test == "bw":
-                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock)
+                    elapsed = _bw_loop(comm, side, size, iters, loop_skip, window, first, partner, ack, clock)
                     value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 else:
-                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock)
+                    elapsed = _bibw_loop(comm, side, size, iters, loop_skip, window, partner, clock)
                     value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 values.append(value)
             receives = test != "bw" or not first
@@ -444,6 +460,17 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
             side.after_recv(size)
             send(side.send_obj(size), partner, 1)
     return clock() - t0
+
+
+def _warm_up(comm: Any, batch: Callable[[], float]) -> int:
+    """Run warm-up batches until rank 0 has spent WARMUP_MIN_S in them (every rank runs as many);
+    returns how many ran."""
+    spent, batches = 0.0, 0
+    while True:
+        spent += batch()
+        batches += 1
+        if comm.bcast(spent >= WARMUP_MIN_S or batches >= WARMUP_MAX_BATCHES, root=0):
+            return batches
 
 
 def _persistent(comm: Any, message: list[Any], partner: int, tag: int, window: int, *, send: bool) -> list[Any]:

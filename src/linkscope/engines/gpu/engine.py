@@ -224,6 +224,12 @@ class GpuEngine:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
+    def _chase_sms(self, ordinal: int) -> int:
+        """SMs the latency chase runs on at once (platforms.Platform.latency_chase_every_sm), else 0."""
+        if not platforms.by_key(self.rt.vendor).latency_chase_every_sm:
+            return 0
+        return int(self._ctx.sm_count.get(ordinal, 0))
+
     def chase_cache_bytes(self, ordinal: int) -> int:
         """The reader's cache that would hold the pointer chase's lines of remote memory (the chain
         is sized past it); 0 where remote lines are not cached by the reader (NVIDIA)."""
@@ -411,7 +417,7 @@ class GpuEngine:
                 raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
             reader = self._ordinal(dst)
             return remote_read_us(self._ctx, self._gate, HOST, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
         if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
@@ -422,7 +428,7 @@ class GpuEngine:
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
             return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
         if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")

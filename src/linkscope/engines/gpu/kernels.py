@@ -168,6 +168,19 @@ extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink, 
     *sink = (u64)p;
 }
 
+// The chase on every SM at once (one single-thread block per SM, as nvbandwidth's latency figure is
+// a mean over all SMs): block b starts at starts[b] (spread along the one cycle), times its own hops
+// with the global timer, and leaves where it stopped in ends[b] (the next region starts there).
+extern "C" __global__ void pointer_chase_each(const u64* starts, u64 hops, u64* ends, u64* ns) {
+    if (threadIdx.x != 0) return;
+    const u64* p = (const u64*)starts[blockIdx.x];
+    u64 t0 = global_ns();
+    for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
+    u64 t1 = global_ns();
+    ends[blockIdx.x] = (u64)p;
+    ns[blockIdx.x] = t1 - t0;
+}
+
 // Ping-pong: the kernel on GPU `me` waits until its local flag holds the value it expects, then
 // stores the next value into the peer's flag (peer memory), with a system-scope fence after the
 // store. `first` starts the exchange. Times are from %globaltimer, between the first and the
@@ -268,6 +281,7 @@ KERNEL_NAMES = (
     "poison",
     "check_pattern",
     "pointer_chase",
+    "pointer_chase_each",
     "flag_pingpong",
     *(f"copy_u4_{u}" for u in COPY_UNROLLS),
 )
