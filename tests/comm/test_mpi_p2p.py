@@ -303,17 +303,29 @@ def test_staged_bw_ack_on_the_wire_is_4_bytes_a_window(tmp_path):
     assert acks * 4 <= traffic["bytes"][1][0] < acks * 4 + 32
 
 
-def test_bw_warms_up_until_rank_0_has_spent_the_minimum_time():
-    """Without --warmup, bw/bibw warm up by time (WARMUP_MIN_S of rank 0's batches, agreed by a
-    broadcast so every rank runs as many): a sweep starting at 64 MiB read 0.83-0.91x of OSU after
-    OSU's count of warm-up windows on 2 x H100, and 1.00x after ~60 ms of traffic."""
-    from linkscope.comm.mpi_p2p import WARMUP_MAX_BATCHES, WARMUP_MIN_S, _warm_up
+def test_bw_warms_up_with_its_own_requests_until_rank_0_has_spent_the_minimum_time():
+    """Without --warmup, bw/bibw run OSU's skip windows and then more, with the timed loop's own
+    persistent requests, until rank 0 has spent WARMUP_MIN_S (a broadcast keeps every rank in step):
+    bw DD at 64 MiB read 0.90x of OSU with 2 timed windows of fresh requests on 2 x H100."""
+    from linkscope.comm.mpi_p2p import WARMUP_MAX_BATCHES, WARMUP_MIN_S, _warm
 
     class Comm:  # rank 0's view: bcast returns what rank 0 decided
         def bcast(self, obj, root):
             assert root == 0
             return obj
 
-    assert _warm_up(Comm(), lambda: WARMUP_MIN_S * 0.3) == 4
-    assert _warm_up(Comm(), lambda: WARMUP_MIN_S * 2) == 1
-    assert _warm_up(Comm(), lambda: 0.0) == WARMUP_MAX_BATCHES
+    def run(step_s, skip, warm_s):
+        now, calls = [0.0], []
+
+        def one():
+            calls.append(1)
+            now[0] += step_s
+
+        n = _warm(Comm(), one, skip, warm_s, lambda: now[0])
+        assert n == len(calls)
+        return n
+
+    assert run(WARMUP_MIN_S * 0.3, 2, WARMUP_MIN_S) == 4  # 2 of OSU's, 2 more to pass the minimum
+    assert run(WARMUP_MIN_S * 2, 2, WARMUP_MIN_S) == 2
+    assert run(WARMUP_MIN_S, 2, 0.0) == 2  # --warmup given: exactly that many
+    assert run(0.0, 0, WARMUP_MIN_S) == WARMUP_MAX_BATCHES

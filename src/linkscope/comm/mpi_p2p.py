@@ -51,7 +51,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -319,27 +318,21 @@ def run_osu(
                 space.fill(side.send, size, seed)
             space.poison(side.recv, size)
             values = []
-            for run in range(runs):
+            warmed: list[int] = []  # bw/bibw: warm-up windows each run ran
+            warm_s = WARMUP_MIN_S if schedule.warmup is None else 0.0  # bw/bibw: by time unless --warmup
+            for _ in range(runs):
                 comm.Barrier()
-                if run == 0 and test in ("bw", "bibw") and schedule.warmup is None:  # by time unless --warmup
-                    batch = max(skip, 1)
-                    warm = (partial(_bw_loop, comm, side, size, batch, 0, window, first, partner, ack, clock) if test == "bw"
-                            else partial(_bibw_loop, comm, side, size, batch, 0, window, partner, clock))
-                    skip = batch * _warm_up(comm, warm)  # recorded: the warm-up windows that ran
-                    loop_skip = 0
-                elif run == 0:
-                    loop_skip = skip
                 if collective:
-                    elapsed = _allreduce_loop(comm, side, size, iters, loop_skip, clock)
+                    elapsed = _allreduce_loop(comm, side, size, iters, skip, clock)
                     value = elapsed * 1e6 / iters
                 elif test == "latency":
-                    elapsed = _latency_loop(comm, side, size, iters, loop_skip, first, partner, clock)
+                    elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
                     value = elapsed * 1e6 / (2.0 * iters)
                 elif test == "bw":
-                    elapsed = _bw_loop(comm, side, size, iters, loop_skip, window, first, partner, ack, clock)
+                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock, warm_s, warmed)
                     value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 else:
-                    elapsed = _bibw_loop(comm, side, size, iters, loop_skip, window, partner, clock)
+                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock, warm_s, warmed)
                     value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 values.append(value)
             receives = test != "bw" or not first
@@ -361,7 +354,8 @@ def run_osu(
                     vals, wa = by_rank[a]
                     _, wb = by_rank[b]
                     wrong_total = None if (wa is None or wb is None) else wa + wb
-                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window,
+                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters,
+                                           max(warmed) if warmed else skip, window,
                                            wrong_total))
             if job.rank == 0:
                 if checkpoint:
@@ -462,15 +456,20 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
     return clock() - t0
 
 
-def _warm_up(comm: Any, batch: Callable[[], float]) -> int:
-    """Run warm-up batches until rank 0 has spent WARMUP_MIN_S in them (every rank runs as many);
-    returns how many ran."""
-    spent, batches = 0.0, 0
-    while True:
-        spent += batch()
-        batches += 1
-        if comm.bcast(spent >= WARMUP_MIN_S or batches >= WARMUP_MAX_BATCHES, root=0):
-            return batches
+def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: Callable[[], float]) -> int:
+    """Warm-up iterations of a timed loop, with the loop's own requests: ``skip`` of them, then more
+    until rank 0 has spent ``warm_s`` in them (each rank runs as many: rank 0 decides by broadcast);
+    returns how many ran. Fresh persistent requests run slower in their first windows (bw DD at
+    64 MiB, 2 timed windows: 345 against OSU's 385 GB/s on 2 x H100, also after a separate 0.1 s
+    warm-up with other requests; 383 with 20 windows), so the warm-up uses the timed requests."""
+    t_start, n = clock(), 0
+    for _ in range(skip):
+        one()
+        n += 1
+    while warm_s > 0 and not comm.bcast(clock() - t_start >= warm_s or n >= WARMUP_MAX_BATCHES, root=0):
+        one()
+        n += 1
+    return n
 
 
 def _persistent(comm: Any, message: list[Any], partner: int, tag: int, window: int, *, send: bool) -> list[Any]:
@@ -489,7 +488,7 @@ def _free(requests: list[Any]) -> None:
 
 
 def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, first: bool, partner: int,
-             ack: np.ndarray, clock: Callable[[], float]) -> float:
+             ack: np.ndarray, clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -501,13 +500,18 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
         # send buffer (device memory with D buffers, as in OSU); one prebuilt message, positional args
         reply = comm.Recv if first else comm.Send
         ack_msg = _fixed_msg(side.recv_obj(OSU_ACK_BYTES) if first else side.send_obj(OSU_ACK_BYTES), OSU_ACK_BYTES)
+        def window_and_ack() -> None:
+            start(reqs)
+            waitall(reqs)
+            reply(ack_msg, partner, 101)
+
         try:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                start(reqs)
-                waitall(reqs)
-                reply(ack_msg, partner, 101)
+            n = _warm(comm, window_and_ack, skip, warm_s, clock)
+            if warmed is not None:
+                warmed.append(n)
+            t0 = clock()
+            for _ in repeat(None, iters):
+                window_and_ack()
             return clock() - t0
         finally:
             _free(reqs)
@@ -538,7 +542,7 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
 
 
 def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, partner: int,
-               clock: Callable[[], float]) -> float:
+               clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -546,15 +550,21 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
         rreqs = _persistent(comm, _fixed_msg(side.recv_obj(size), size), partner, 10, window, send=False)
         sreqs = _persistent(comm, _fixed_msg(side.send_obj(size), size), partner, 10, window, send=True)
         start, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
+
+        def both_windows() -> None:
+            start(rreqs)
+            start(sreqs)
+            # osu_bibw's order: wait for all sends, then for all receives (osu_bibw.c)
+            waitall(sreqs)
+            waitall(rreqs)
+
         try:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                start(rreqs)
-                start(sreqs)
-                # osu_bibw's order: wait for all sends, then for all receives (osu_bibw.c)
-                waitall(sreqs)
-                waitall(rreqs)
+            n = _warm(comm, both_windows, skip, warm_s, clock)
+            if warmed is not None:
+                warmed.append(n)
+            t0 = clock()
+            for _ in repeat(None, iters):
+                both_windows()
             return clock() - t0
         finally:
             _free(sreqs + rreqs)
