@@ -392,3 +392,27 @@ def test_remote_read_chases_on_every_sm_on_nvidia_and_on_one_block_on_amd():
     amd.rt.launch_grids.clear()
     amd.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
     assert {(n, g) for n, _, g in amd.rt.launch_grids if n.startswith("pointer_chase")} == {("pointer_chase", 1)}
+
+
+def test_sm_push_between_gpus_takes_the_platforms_measured_shape_unless_one_is_set():
+    """NVIDIA's sm-push between two GPUs runs 256 threads x 1 block per SM x unroll 4 (platforms:
+    the best of 18 shapes on 2 x H100, >= nvbandwidth's write_sm at 1-64 MiB); pulls, host ends, AMD
+    and an explicitly set launch shape keep theirs."""
+    from linkscope.engines.gpu.ops import SmLaunch
+    from linkscope.patterns.methods import SM_PULL, SM_PUSH
+
+    def shape(eng, method, src, dst):
+        eng._ctx.reset_lanes()
+        op = eng._build(method, src, dst, 64 * 1024**2, None)
+        try:
+            return op.threads, op.grid // eng._ctx.sm_count[op.runner], op.kernel
+        finally:
+            op.free()
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    assert shape(nvidia, SM_PUSH.key, 0, 1) == (256, 1, "copy_u4_4")
+    assert shape(nvidia, SM_PULL.key, 0, 1) == (512, 4, "copy_u4_4")
+    assert shape(nvidia, SM_PUSH.key, 0, HOST) == (512, 4, "copy_u4_4")
+    assert shape(amd, SM_PUSH.key, 0, 1) == (512, 4, "copy_u4_4")
+    nvidia.sm_launch = SmLaunch(threads=1024, blocks_per_sm=2, unroll=8)
+    assert shape(nvidia, SM_PUSH.key, 0, 1) == (1024, 2, "copy_u4_8")
