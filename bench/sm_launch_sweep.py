@@ -3,7 +3,7 @@
 regions, with the engine's timing (gated regions, lead-in, in-kernel loops). The default shape is
 SmLaunch() (engines/gpu/ops.py). Needs CuPy and two GPUs with peer access.
   PYTHONPATH=src python3 bench/sm_launch_sweep.py [OUT.json] [SIZES_MIB (comma list, default 16,64)] [short]
-"short": the default shape and the best of visit 5's full sweep only.
+"short": the default shape and the best of visit 5's full sweep only; "pull": sm-pull only, with unrolls 12 and 16.
 """
 from __future__ import annotations
 
@@ -27,11 +27,17 @@ def main() -> int:
     if len(sys.argv) > 3 and sys.argv[3] == "short":
         shapes = [SmLaunch(), SmLaunch(threads=256, blocks_per_sm=1), SmLaunch(threads=256, blocks_per_sm=1, unroll=8),
                   SmLaunch(threads=1024, blocks_per_sm=2, unroll=8), SmLaunch(threads=512, blocks_per_sm=2, unroll=8)]
+    if len(sys.argv) > 3 and sys.argv[3] == "pull":  # the default, the push shape, deeper unrolls
+        shapes = [SmLaunch(), SmLaunch(threads=256, blocks_per_sm=1), SmLaunch(threads=1024, blocks_per_sm=2, unroll=8),
+                  SmLaunch(threads=512, blocks_per_sm=1, unroll=12), SmLaunch(threads=512, blocks_per_sm=2, unroll=12),
+                  SmLaunch(threads=512, blocks_per_sm=1, unroll=16), SmLaunch(threads=256, blocks_per_sm=2, unroll=16),
+                  SmLaunch(threads=256, blocks_per_sm=4, unroll=12)]
+    methods = ("sm-pull",) if len(sys.argv) > 3 and sys.argv[3] == "pull" else ("sm-push", "sm-pull")
     sizes = [int(x) * MiB for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else [16 * MiB, 64 * MiB]
     rows = []
     with CudaEngine(None) as eng:
         for size in sizes:
-            for method in ("sm-push", "sm-pull"):
+            for method in methods:
                 for shape in shapes:
                     eng.sm_launch = shape
                     plan = TransferPlan("pair", "uni", method, (Transfer(0, 1, size),))

@@ -35,7 +35,10 @@ from typing import Any
 from ...errors import ConfigError
 
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
-COPY_UNROLLS = (1, 2, 4, 8)
+COPY_UNROLLS = (1, 2, 4, 8, 12, 16)
+#: Unrolls whose kernels are compiled for at most this many threads a block (__launch_bounds__: 12 or
+#: 16 uint4 values a thread need the registers 1024-thread blocks cannot give without spilling).
+COPY_MAX_THREADS = {12: 512, 16: 512}
 #: (piece bytes, shared-memory stages) compiled for the bulk-copy (TMA) SM copy.
 BULK_SHAPES = ((4096, 4), (8192, 4), (16384, 2), (8192, 2))
 
@@ -91,8 +94,8 @@ extern "C" __global__ void gate_spin(const volatile u32* flag, volatile u32* tim
     }
 }
 
-#define DEFINE_COPY(U)                                                                         \
-extern "C" __global__ void __launch_bounds__(1024) copy_u4_##U(const uint4* __restrict__ src,   \
+#define DEFINE_COPY(U, LB)                                                                     \
+extern "C" __global__ void __launch_bounds__(LB) copy_u4_##U(const uint4* __restrict__ src,     \
                                                    uint4* __restrict__ dst, u64 n_vec,        \
                                                    const unsigned char* src_tail,             \
                                                    unsigned char* dst_tail, u32 n_tail,       \
@@ -116,10 +119,12 @@ extern "C" __global__ void __launch_bounds__(1024) copy_u4_##U(const uint4* __re
     }                                                                                          \
 }
 
-DEFINE_COPY(1)
-DEFINE_COPY(2)
-DEFINE_COPY(4)
-DEFINE_COPY(8)
+DEFINE_COPY(1, 1024)
+DEFINE_COPY(2, 1024)
+DEFINE_COPY(4, 1024)
+DEFINE_COPY(8, 1024)
+DEFINE_COPY(12, 512)
+DEFINE_COPY(16, 512)
 
 extern "C" __global__ void fill_pattern(unsigned char* p, u64 n_bytes, u32 seed) {
     u64 n_words = n_bytes / 4;

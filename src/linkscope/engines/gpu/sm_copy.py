@@ -22,7 +22,7 @@ import numpy as np
 
 from ...patterns.methods import SM_PUSH, get_method
 from ...platforms import by_key
-from .kernels import BULK_SHAPES, COPY_UNROLLS
+from .kernels import BULK_SHAPES, COPY_MAX_THREADS, COPY_UNROLLS
 from .ops import OpContext, Place, SmLaunch, TransferOp, u64
 
 
@@ -44,7 +44,7 @@ class SmCopyOp(TransferOp):
         self.launch = launch
         unroll = launch.unroll if launch.unroll in COPY_UNROLLS else 4
         self.kernel = f"copy_u4_{unroll}"
-        self.threads = launch.threads
+        self.threads = min(launch.threads, COPY_MAX_THREADS.get(unroll, launch.threads))
         n_vec = size_bytes // 16
         self.n_vec = n_vec
         self.n_tail = size_bytes - n_vec * 16
