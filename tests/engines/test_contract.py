@@ -416,3 +416,10 @@ def test_sm_push_between_gpus_takes_the_platforms_measured_shape_unless_one_is_s
     assert shape(amd, SM_PUSH.key, 0, 1) == (512, 4, "copy_u4_4")
     nvidia.sm_launch = SmLaunch(threads=1024, blocks_per_sm=2, unroll=8)
     assert shape(nvidia, SM_PUSH.key, 0, 1) == (1024, 2, "copy_u4_8")
+
+
+def test_regions_hold_nvbandwidths_16_copies_up_to_64_mib():
+    from linkscope.engines.gpu.engine import MAX_INNER, inner_count
+
+    MiB = 1024**2
+    assert [inner_count(s * MiB) for s in (1, 16, 64, 128, 256, 512)] == [MAX_INNER, 16, 16, 2, 1, 1]
