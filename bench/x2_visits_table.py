@@ -43,8 +43,9 @@ def linkscope_gbps(path: Path, method: str, size_bytes: int) -> float:
 def copies(d: Path) -> list[str]:
     lines = ["| method (nvbandwidth testcase) | size | visit | nvbandwidth GB/s (rounds) | linkscope GB/s (rounds) | ratio |",
              "|---|---|---|---|---|---|"]
-    plan = [(1, 7, 2, "bench-sizes-r{r}.json", "nvbandwidth-b1-r{r}.txt"), (1, 8, 2, "bench-sizes-r{r}.json", "nvbandwidth-b1-r{r}.txt"),
-            (16, 7, 2, "bench-sizes-r{r}.json", "nvbandwidth-b16-r{r}.txt"), (16, 8, 2, "bench-sizes-r{r}.json", "nvbandwidth-b16-r{r}.txt"),
+    sizes = "bench-sizes-r{r}.json"
+    plan = [(1, 7, 2, sizes, "nvbandwidth-b1-r{r}.txt"), (1, 8, 2, sizes, "nvbandwidth-b1-r{r}.txt"),
+            (16, 7, 2, sizes, "nvbandwidth-b16-r{r}.txt"), (16, 8, 2, sizes, "nvbandwidth-b16-r{r}.txt"),
             (64, 9, 3, "bench-64-r{r}.json", "nvbandwidth-b64-r{r}.txt")]
     for mib, visit, rounds, ls_name, nv_name in plan:
         for method, (nv_method, testcase) in COPIES.items():
