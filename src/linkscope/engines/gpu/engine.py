@@ -341,7 +341,8 @@ class GpuEngine:
                     group.append(sum(times))
             return per_op, group, notes
 
-        lead_in = LEAD_IN_COPIES if len(ops) == 1 and len(ops[0].lanes) == 1 else 0
+        # no more lead-in copies than timed ones: at 256 MiB and up one copy keeps the link busy
+        lead_in = min(LEAD_IN_COPIES, inner) if len(ops) == 1 and len(ops[0].lanes) == 1 else 0
         gated = all(op.queued_entries(inner) + op.queued_entries(lead_in) <= GATE_MAX_QUEUED for op in ops)
         if not gated:
             notes.append("too many stream entries to hold behind a start gate: timed ungated")
