@@ -288,3 +288,43 @@ def test_eager_floor_is_the_recorded_small_size_time_and_launch_mode_is_checked(
     assert abs(graph.predict("allreduce", [0, 1], 8).time_us / 6.39 - 1) <= 0.25  # the twin: 7.5 us
     with pytest.raises(ConfigError, match="launch mode 'lazy'"):
         CollectiveModel.of(load_preset("dgx-h100"), launch="lazy")
+
+
+@pytest.mark.parametrize("algo,proto,sizes", [
+    ("Ring", "LL", (64 << 20, 1 << 30)), ("Ring", "LL128", (64 << 20, 1 << 30)),
+    ("Tree", "LL", (64 << 20, 1 << 30)), ("Tree", "LL128", (64 << 20, 1 << 30)),
+])
+def test_two_h100_forced_ll_and_ll128_within_10_percent(algo, proto, sizes):
+    """The forced LL / LL128 rows (all_reduce_{Ring,Tree}_{LL,LL128}.txt). LL and LL128 are bound by the
+    threads that store lines, not by the links: nccl_ll_thread_mb_per_s and nccl_ll128_thread_mb_per_s
+    are fitted to the Ring 1 GiB rows alone; Ring 64 MiB and both Tree rows test them (a non-root tree
+    rank sends up with 448 of its 640 threads, all_reduce.h runTreeSplit). The old model (NCCL's llMaxBw
+    and tree factors as caps): Ring/LL +11 / +12%, Ring/LL128 64 MiB +18%, Tree/LL +29 / +33%,
+    Tree/LL128 +39 / +53%."""
+    model = CollectiveModel.of(load_preset("dgx-h100"), env={**NVLS_OFF, "NCCL_ALGO": algo, "NCCL_PROTO": proto})
+    rows = _recorded(f"all_reduce_{algo}_{proto}.txt")
+    for size in sizes:
+        pred = model.predict("allreduce", [0, 1], size).chosen
+        assert (pred.algorithm, pred.protocol) == (algo.lower(), proto)
+        assert abs(pred.busbw_gb_per_s / rows[size][1] - 1) <= 0.10, (size, pred.busbw_gb_per_s, rows[size][1])
+
+
+def test_tree_ll_is_bound_by_the_up_senders_threads():
+    """On 2 GPUs every tree channel is a chain: the child sends up with 70% of its threads (448 of 640),
+    the root sends down with all 640, so a tree's LL rate is the ring's per-thread rate x 448 x 12
+    channels; a 25% faster thread makes the tree about 25% faster (the old model capped it at NCCL's
+    llMaxBw, whatever the threads)."""
+    from linkscope.model import nccl_tuning as nt
+    from linkscope.model.params import ModelParams
+
+    assert nt.tree_up_threads(nt.LL) == 448 and nt.tree_up_threads(nt.LL128) == 448 and nt.TREE_NTHREADS == 640
+    topo = load_preset("dgx-h100")
+    env = {**NVLS_OFF, "NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}
+    base = CollectiveModel.of(topo, env=env).predict("allreduce", [0, 1], 1 << 30).chosen
+    rate = ModelParams.for_topology(topo)["nccl_ll_thread_mb_per_s"]
+    fast = CollectiveModel.of(topo, ModelParams.for_topology(topo, {"nccl_ll_thread_mb_per_s": 1.25 * rate}),
+                              env=env).predict("allreduce", [0, 1], 1 << 30).chosen
+    assert 1.18 <= fast.busbw_gb_per_s / base.busbw_gb_per_s <= 1.25
+    # the tree's LL data rate: 2 trees x (12 channels x 448 threads x rate) carrying S/2 each
+    expected_busbw = 12 * 448 * rate / 1000.0 * 2
+    assert abs(base.busbw_gb_per_s / expected_busbw - 1) <= 0.08

@@ -331,12 +331,12 @@ class CollectiveModel:
         return TRANSPORT_METHOD if self.fabric.peer_access(src, dst) is None else NO_PEER_METHOD
 
     def flows_time_s(self, flows: Sequence[Flow], *, reduce: bool = False, method: str | None = None,
-                     cap_gb_per_s: float = float("inf"), wire: float = 1.0) -> float:
+                     cap_gb_per_s: float | Sequence[float] = float("inf"), wire: float = 1.0) -> float:
         """Seconds until the last of concurrent flows (src GPU, dst GPU, bytes) ends: route latency
         plus bytes at the max-min fair rate (no per-call overhead: the launch is counted once per
         operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency);
         ``wire``: bytes on the wire per payload byte (the protocol); ``cap_gb_per_s``: a per-flow
-        wire-rate cap (the channels' bandwidth) on flows between two GPUs."""
+        wire-rate cap (the channels' bandwidth) on flows between two GPUs, one for all or one per flow."""
         if not flows:
             return 0.0
         stages, overhead = [], []
@@ -350,10 +350,11 @@ class CollectiveModel:
         latency = problem.stage_latency_s.copy()
         latency[first] = np.maximum(latency[first] - np.asarray(overhead), 0.0)
         caps = problem.stage_cap_gb_per_s
-        if np.isfinite(cap_gb_per_s):  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
-            remote = np.zeros(len(caps), dtype=bool)
-            remote[first] = [src != dst for src, dst, _ in flows]
-            caps = np.where(remote, np.minimum(caps, cap_gb_per_s), caps)
+        per_flow = np.broadcast_to(np.asarray(cap_gb_per_s, dtype=float), (len(flows),))
+        if np.isfinite(per_flow).any():  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
+            flow_cap = np.full(len(caps), np.inf)
+            flow_cap[first] = np.where([src != dst for src, dst, _ in flows], per_flow, np.inf)
+            caps = np.minimum(caps, flow_cap)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
 
@@ -461,6 +462,12 @@ class CollectiveModel:
             return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
         return channels * per_channel
 
+    def _thread_gb_per_s(self, proto: str) -> float:
+        """Payload one LL / LL128 thread stores per second (GB/s): the protocols' line stores and flag
+        polls, not the links, bound them (``nccl_ll_thread_mb_per_s``, ``nccl_ll128_thread_mb_per_s``)."""
+        key = "nccl_ll_thread_mb_per_s" if proto == "LL" else "nccl_ll128_thread_mb_per_s"
+        return float(self.fabric.params[key]) / 1000.0
+
     def _fill_s(self, step_s: float, step_bytes: float, slice_bytes: float, channels: int) -> float:
         """Pipeline fill of a Simple ring: each channel forwards in slices, so one slice per channel
         crosses before the pipeline is full (time at the step's rate)."""
@@ -473,7 +480,12 @@ class CollectiveModel:
         """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce."""
         n = len(ranks)
         wire = 1.0 / PAYLOAD_FRACTION[proto]
-        cap = self._caps(system, nt.RING, proto, channels) * wire
+        p = nt.PROTOS.index(proto)
+        cap = self._caps(system, nt.RING, proto, channels)
+        if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
+            func = "allreduce" if op == "allreduce" else op
+            cap = min(cap, channels * nt.threads_for(system, func, nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
+        cap *= wire
         step_bytes = (system.settings.buffsize if system else nt.DEFAULT_BUFFSIZE) // nt.NCCL_STEPS
         fill = 0.0
         if op in ("allreduce", "allgather", "reduce_scatter"):
@@ -494,6 +506,13 @@ class CollectiveModel:
                 slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
                                   real_chunk * nt.ALLREDUCE_SLICESTEPS / nt.ALLREDUCE_CHUNKSTEPS)
                 fill = self._fill_s(cpy, chunk, slice_bytes, channels)
+            elif system is not None and channels and proto == "LL128":
+                # the same fill with LL128's chunk, one 576000-B step (chunkSteps 1, calcCollChunking). It is
+                # what the 2 x H100 Ring/LL128 rows show (64 MiB 243 GB/s busbw, 1 GiB 299: a ~50 us offset);
+                # the code does not show why (LL128 receivers poll each 128-B line). LL gets none: every 16-B
+                # line carries its own flag and is consumed as it lands (prims_ll.h readLL).
+                real_chunk = min(nt.chunk_payload_bytes(system, nt.RING, p, int(S), channels), -(-S // (channels * n)))
+                fill = self._fill_s(cpy, chunk, real_chunk, channels)
         else:  # broadcast, reduce: a pipelined chain from / to the root
             chain = [(ranks[i], ranks[i + 1]) for i in range(n - 1)]
             if op == "reduce":
@@ -516,8 +535,16 @@ class CollectiveModel:
         n = len(ranks)
         half = S / 2.0
         wire = 1.0 / PAYLOAD_FRACTION[proto]
+        p = nt.PROTOS.index(proto)
         # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
-        cap = self._caps(system, nt.TREE, proto, channels) * wire / 2.0
+        cap = self._caps(system, nt.TREE, proto, channels) / 2.0
+        up_cap = down_cap = cap
+        if proto != "Simple" and channels:
+            # LL / LL128 are bound by the threads that store lines: a non-root rank reduces and sends up
+            # with 70% of its CTA's threads, a parent sends down with all of them (all_reduce.h runTreeSplit)
+            per_thread = (channels / 2.0) * self._thread_gb_per_s(proto)
+            up_cap = min(cap, per_thread * nt.tree_up_threads(p))
+            down_cap = min(cap, per_thread * nt.TREE_NTHREADS)
         up: list[Flow] = []
         down: list[Flow] = []
         for order in (ranks, ranks[::-1]):
@@ -528,13 +555,15 @@ class CollectiveModel:
         depth = int(np.floor(np.log2(n))) + 1
         # up (reducing) and down run pipelined at once and share the links: one simulation of both
         reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
-        t = self.flows_time_s(reduced + down, cap_gb_per_s=cap, wire=wire)
+        caps = [up_cap * wire] * len(reduced) + [down_cap * wire] * len(down)
+        t = self.flows_time_s(reduced + down, cap_gb_per_s=caps, wire=wire)
         # as in the ring, the final receive into the output is a local pass after the sends: every GPU
         # ends one tree as a leaf or root and writes S/2 of output per tree
         t += self.flows_time_s([(g, g, half) for g in ranks])
-        if proto == "Simple" and channels >= 2:  # pipeline fill: one step (chunkSteps 1) per channel of a
-            # tree (half the channels) per extra hop (up, then down)
-            step_bytes = system.settings.buffsize // nt.NCCL_STEPS
+        if channels >= 2 and proto != "LL":  # pipeline fill: one chunk (chunkSteps 1) per channel of a tree
+            # (half the channels) per extra hop (up, then down); LL128's chunk shrinks at small sizes
+            # (calcCollChunking); LL has none (see _ring_like)
+            step_bytes = nt.chunk_payload_bytes(system, nt.TREE, p, int(S), channels)
             per_tree = channels // 2
             t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
         return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)

@@ -202,6 +202,16 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
                                 "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
+    "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
+                                "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
+                                "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
+                                "busbw (tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_Ring_LL.txt); the 64 MiB row and "
+                                "the Tree/LL rows test it"),
+    "nccl_ll128_thread_mb_per_s": (21.98, "measured", "fitted: payload one NCCL LL128 thread stores per second (128 B lines, "
+                                   "NCCL_LL128_MAX_NTHREADS 640 per ring channel): 2 x H100 NV18, NCCL 2.28.9, nccl-tests "
+                                   "2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL128 allreduce 1 GiB, 299.15 GB/s busbw "
+                                   "(tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_Ring_LL128.txt); the 64 MiB row and the "
+                                   "Tree/LL128 rows test it"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }
