@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
 
 from linkscope.atomic import write_text_atomic
-from linkscope.model.collectives import CollectiveModel
+from linkscope.model.collectives import CollectiveModel, eager_host_from_floor_us
 from linkscope.topology.presets import load_preset
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -49,6 +49,7 @@ class Case:
     source: str
     h100x2: bool = False  # the lent 2 x H100, where NCCL's own estimate was recorded
     launch: str = "graph"  # graph (nccl-tests -G, CUDA graphs) or eager (each operation launched by the host)
+    eager_host_us: float | None = None  # the run's own host time per operation (None: the model's default)
 
 
 CASES = (
@@ -133,15 +134,28 @@ def measured_cases() -> list[Case]:
     cases = []
     for name, op, env, how in specs:
         rows = nccl_tests_rows(FIXTURE / name)
+        launch = "graph" if name.endswith("_G10.txt") else "eager"
+        host = run_host_us(rows, op, {**NVLS_OFF, **env}) if launch == "eager" else None
+        note = f"; this run's host time {host:.1f} us (its fastest 8 B-1 KiB row)" if host is not None else ""
         for size in (MIB, 64 * MIB, GIB):
             if size not in rows:
                 continue
             time_us, busbw = rows[size]
             quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
             cases.append(Case(f"2 x H100 {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
-                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}", True,
-                              launch="graph" if name.endswith("_G10.txt") else "eager"))
+                              {**NVLS_OFF, **env}, quantity, value, value, f"{H100X2}: fixture {name}{note}", True,
+                              launch=launch, eager_host_us=host))
     return cases
+
+
+def run_host_us(rows: dict[int, tuple[float, float]], op: str, env: dict[str, str]) -> float:
+    """The host time of one eager operation in one nccl-tests run: its fastest row at 8 B-1 KiB (one
+    channel, host-bound; the fastest, as interference only adds time) less the unhidden share of the
+    twin's device time (``eager_host_from_floor_us``). It varies from run to run: 13.5 us in
+    all_reduce.txt, 19.9 us when the same command ran again (device-data all_reduce.json.log)."""
+    model = CollectiveModel.of(load_preset("dgx-h100"), env=env)
+    size, floor = min(((s, t) for s, (t, _) in rows.items() if 8 <= s <= 1024), key=lambda st: st[1])
+    return eager_host_from_floor_us(floor, model.predict(op, [0, 1], size).chosen.time_us)
 
 
 @dataclass(frozen=True)
@@ -164,7 +178,8 @@ def _value(quantity: str, size_bytes: int, busbw: float, time_us: float) -> floa
 
 
 def evaluate(case: Case) -> Row:
-    model = CollectiveModel.of(load_preset(case.preset), env=case.env, launch=case.launch)
+    model = CollectiveModel.of(load_preset(case.preset), env=case.env, launch=case.launch,
+                               eager_host_us=case.eager_host_us)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
     twin = _value(case.quantity, case.size_bytes, c.busbw_gb_per_s, c.time_us)
@@ -263,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("Public and issue 22 figures:\n\n" + markdown(rows))
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))
     met = sum(r.passed for r in rows + measured)
-    sys.stdout.write(f"\n{met} of {len(rows) + len(measured)} rows within target\n")
+    one_host = sum(r.passed for r in rows) + sum(evaluate(replace(c, eager_host_us=None)).passed for c in measured_cases())
+    sys.stdout.write(f"\n{met} of {len(rows) + len(measured)} rows within target ({one_host} with the model's default "
+                     "host time for every eager run instead of each run's own)\n")
     sizes = per_size_rows()
     sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:

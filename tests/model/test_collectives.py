@@ -265,29 +265,49 @@ def test_collnet_needs_the_env_and_a_sharp_network_like_nccl():
 
 @pytest.mark.parametrize("name,op", [
     ("all_reduce.txt", "allreduce"), ("all_gather.txt", "allgather"), ("reduce_scatter.txt", "reduce_scatter"),
-    ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
+    ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"), ("alltoall.txt", "alltoall"),
 ])
-def test_two_h100_eager_1mib_within_25_percent_with_the_eager_launch(name, op):
-    """nccl-tests without -G launches every operation from the host: its 1 MiB rows are 16-27 us where
-    the CUDA-graph floor alone gave 10-16 us (allgather -47%, reduce_scatter -34%, broadcast -35%,
-    sendrecv -40%). The run choice launch="eager" adds nccl_eager_launch_us, fitted to allreduce alone
-    (eager minus -G 10 at 8 B-1 KiB), so the other operations test it. alltoall (30.6 us) still misses."""
+def test_two_h100_eager_1mib_within_25_percent_with_the_runs_host_time(name, op):
+    """nccl-tests without -G launches every operation from the host. The run's host time per
+    operation is taken from its own fastest 8 B-1 KiB row (one channel; 13.4-20.7 us across these
+    files); the twin adds nccl_eager_host_per_channel_us per further channel task (a grouped alltoall
+    of 1 MiB: 4 x 16 channel tasks per rank, so 30.6 us, not a collective's 19 us: the old model said
+    20.2, -34%) and overlaps host and device (max + min / 20)."""
+    from linkscope.model.collectives import eager_host_from_floor_us
+
+    rows = _recorded(name)
+    graph = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
+    size, floor = min(((s, t) for s, (t, _) in rows.items() if 8 <= s <= 1024), key=lambda st: st[1])
+    host = eager_host_from_floor_us(floor, graph.predict(op, [0, 1], size).chosen.time_us)
+    eager = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF, launch="eager", eager_host_us=host)
+    e = eager.predict(op, [0, 1], 1 << 20).chosen
+    assert abs(e.time_us / rows[1 << 20][0] - 1) <= 0.25, (e.time_us, rows[1 << 20][0])
+
+
+@pytest.mark.parametrize("name,op", [("all_gather.txt", "allgather"), ("reduce_scatter.txt", "reduce_scatter")])
+def test_eager_host_time_hides_behind_long_kernels(name, op):
+    """At 64 MiB the device time (~160 us) dwarfs the host's (~19 us): each launch overlaps the previous
+    operation's kernels, so eager costs about what a CUDA graph does (linkscope bench nccl with graphs,
+    2 x H100 2026-11-25: 260.7 us vs nccl-tests eager 261.0 at 64 MiB). The old model added the host
+    cost whole: allgather -10.7%, reduce_scatter -13.1% at 64 MiB."""
     graph = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
     eager = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF, launch="eager")
-    measured = _recorded(name)[1 << 20][0]
-    g, e = graph.predict(op, [0, 1], 1 << 20).chosen, eager.predict(op, [0, 1], 1 << 20).chosen
-    assert e.time_us - g.time_us == pytest.approx(graph.fabric.params["nccl_eager_launch_us"])
-    assert abs(e.time_us / measured - 1) <= 0.25, (e.time_us, measured)
+    g, e = graph.predict(op, [0, 1], 64 << 20).chosen, eager.predict(op, [0, 1], 64 << 20).chosen
+    assert e.time_us - g.time_us == pytest.approx(eager.host_us(e.channels) / 20)
+    assert abs(e.busbw_gb_per_s / _recorded(name)[64 << 20][1] - 1) <= 0.10
 
 
 def test_eager_floor_is_the_recorded_small_size_time_and_launch_mode_is_checked():
-    """The 8 B allreduce: eager 14.0-15.2 us, -G 10 6.4 us (tests/fixtures/nccl/h100x2-2026-11-25)."""
+    """The 8 B allreduce: eager 13.9-15.2 us, -G 10 6.4 us (tests/fixtures/nccl/h100x2-2026-11-25); a bad
+    eager host time is refused."""
     eager = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF, launch="eager")
     graph = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
     assert 14.0 * 0.9 <= eager.predict("allreduce", [0, 1], 8).time_us <= 15.2 * 1.1
     assert abs(graph.predict("allreduce", [0, 1], 8).time_us / 6.39 - 1) <= 0.25  # the twin: 7.5 us
     with pytest.raises(ConfigError, match="launch mode 'lazy'"):
         CollectiveModel.of(load_preset("dgx-h100"), launch="lazy")
+    with pytest.raises(ConfigError, match="eager host time"):
+        CollectiveModel.of(load_preset("dgx-h100"), launch="eager", eager_host_us=-1.0)
 
 
 @pytest.mark.parametrize("algo,proto,sizes", [

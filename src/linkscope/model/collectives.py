@@ -291,6 +291,16 @@ Flow = tuple[int, int, float]
 #: How the operations are launched (a run choice of ``CollectiveModel``): from a CUDA graph or one by
 #: one from the host.
 LAUNCH_MODES = ("graph", "eager")
+NCCL_TESTS_ITERS = 20
+"""Operations nccl-tests launches back to back before it waits for them (``int iters = 20``,
+common.cu:98 at v2.19.6; the fixtures' headers say ``iters: 20``): the eager run choice's default."""
+
+
+def eager_host_from_floor_us(floor_us: float, device_us: float, iters: int = NCCL_TESTS_ITERS) -> float:
+    """The host time of one eager operation from a host-bound measurement (``floor_us``, e.g. the
+    fastest of a run's 8 B-1 KiB rows) and the device time of the same operation: the inverse of
+    ``CollectiveModel.launched_us`` where the host is the longer (floor = host + device / iters)."""
+    return max(0.0, floor_us - device_us / iters)
 
 
 class CollectiveModel:
@@ -303,26 +313,49 @@ class CollectiveModel:
     per-step latencies and one launch floor (``nccl_launch_us``). docs/comm.md has the method.
 
     ``launch`` is a run choice: ``graph`` (the operations replayed from a CUDA graph, nccl-tests
-    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default), which adds the measured
-    host cost ``nccl_eager_launch_us`` to every operation.
+    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default). Eager, the host enqueues
+    ``eager_iters`` operations back to back and then waits (nccl-tests' timed loop, common.cu:727-770),
+    so each launch overlaps the previous operation's kernels: one operation takes max(device, host)
+    and the first launch and the last kernel are not hidden (min(device, host) / ``eager_iters``).
+    The host time of one operation is ``eager_host_us`` (default ``nccl_eager_host_us``; it is a
+    property of the run: the same nccl-tests command gave 14.3 and 20.9 us at 8 B on the same machine)
+    plus ``nccl_eager_host_per_channel_us`` for every channel task beyond the first (NCCL builds the
+    work of each channel on the host: enqueue.cc:680-722 for collectives, :968-1016 for send/recv).
     """
 
-    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph") -> None:
+    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,
+                 eager_host_us: float | None = None, eager_iters: int = NCCL_TESTS_ITERS) -> None:
         if launch not in LAUNCH_MODES:
             raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
+        if eager_iters < 1 or (eager_host_us is not None and not eager_host_us >= 0):
+            raise ConfigError("the eager host time must be >= 0 us and the operations per wait >= 1")
         self.fabric = fabric
         self.launch = launch
-        # the floor of one operation: from a CUDA graph, or issued by the host one by one (eager)
-        self.launch_us = fabric.params["nccl_launch_us"] + (
-            fabric.params["nccl_eager_launch_us"] if launch == "eager" else 0.0)
+        # the device floor of one operation (as replayed from a CUDA graph)
+        self.launch_us = fabric.params["nccl_launch_us"]
+        self.eager_host_us = float(fabric.params["nccl_eager_host_us"] if eager_host_us is None else eager_host_us)
+        self.eager_iters = int(eager_iters)
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
-           launch: str = "graph") -> CollectiveModel:
-        return cls(FabricModel(topology, params), env, launch)  # type: ignore[arg-type]
+           launch: str = "graph", **run: Any) -> CollectiveModel:
+        return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
+
+    def host_us(self, channel_tasks: int) -> float:
+        """Host time of one eager operation whose work spans ``channel_tasks`` channels (summed over
+        one rank's sends and receives for grouped send/recv)."""
+        return self.eager_host_us + self.fabric.params["nccl_eager_host_per_channel_us"] * max(0, channel_tasks - 1)
+
+    def launched_us(self, device_us: float, channel_tasks: int) -> float:
+        """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
+        device and host times overlapped across the back-to-back launches (class doc)."""
+        if self.launch == "graph":
+            return device_us
+        host = self.host_us(channel_tasks)
+        return max(device_us, host) + min(device_us, host) / self.eager_iters
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
@@ -362,7 +395,10 @@ class CollectiveModel:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
 
     def _prediction(self, name: str, op: str, n: int, size_bytes: int, time_us: float, steps: int, protocol: str = "Simple",
-                    channels: int = 0, estimate: float | None = None, basis: str = "fabric") -> AlgorithmPrediction:
+                    channels: int = 0, estimate: float | None = None, basis: str = "fabric",
+                    channel_tasks: int | None = None) -> AlgorithmPrediction:
+        """``time_us`` is the device time; the prediction's is the launched time (``launched_us``)."""
+        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks)
         algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
         return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
                                    estimate, basis)
@@ -599,8 +635,8 @@ class CollectiveModel:
 
     def _p2p(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem | None) -> AlgorithmPrediction:
         plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
-        return self._prediction("p2p", op, len(ranks), size_bytes, plan.time_us, plan.waves, plan.protocol,
-                                plan.channels)
+        return self._prediction("p2p", op, len(ranks), size_bytes, plan.device_us, plan.waves, plan.protocol,
+                                plan.channels, channel_tasks=plan.channel_tasks)
 
     def p2p(self, sends: Sequence[tuple[int, int, float]], ranks: Sequence[int]) -> P2pTime:
         """One NCCL group of send/recv pairs (src rank, dst rank, bytes) over ranks on GPUs ``ranks``,
@@ -612,15 +648,19 @@ class CollectiveModel:
         system = self.nccl_system(ranks) if n > 1 else None
         if system is None:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
-            return P2pTime(self.launch_us + self.flows_time_s(flows) * 1e6, 1, "Simple", 0)
+            device_us = self.launch_us + self.flows_time_s(flows) * 1e6
+            return P2pTime(self.launched_us(device_us, max(1, len(sends))), 1, "Simple", 0, device_us, max(1, len(sends)))
         waves: list[tuple[dict[tuple[int, str], set[int]], list[tuple[int, int, float, nt.P2pPlan]]]] = []
         protocols = set()
         max_channels = 0
+        tasks = [0] * n  # channel tasks of each rank: its sends' and receives' channels
         for a, b, nbytes in sorted(sends, key=lambda s: ((s[1] - s[0]) % n, s[0])):
             delta = (b - a) % n
             plan = nt.p2p_plan(system, int(nbytes), self_send=a == b)
             protocols.add(plan.protocol)
             max_channels = max(max_channels, plan.channels)
+            tasks[a] += plan.channels
+            tasks[b] += plan.channels
             used = nt.p2p_round_channels(system, delta, plan.channels)
             # a channel's send and receive connections are separate (the sender's CTA pushes, the
             # receiver's pulls): a round conflicts with another send of the sender or receive of the receiver
@@ -654,18 +694,22 @@ class CollectiveModel:
             total_s += slowest  # groups of one wave run at once; the slowest ends it (contention across groups ignored)
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
-        return P2pTime(self.launch_us + hw * len(waves) + total_s * 1e6, len(waves), proto, max_channels)
+        device_us = self.launch_us + hw * len(waves) + total_s * 1e6
+        return P2pTime(self.launched_us(device_us, max(tasks)), len(waves), proto, max_channels, device_us, max(tasks))
 
 
 @dataclass(frozen=True)
 class P2pTime:
-    """A grouped send/recv: time (launch floor + NCCL's per-round latency + data), the rounds that
-    ran one after the other, the protocol and the most channels one send used."""
+    """A grouped send/recv: time as launched (``CollectiveModel.launched_us``), the rounds that ran one
+    after the other, the protocol, the most channels one send used, the device time (launch floor +
+    NCCL's per-round latency + data) and the most channel tasks (sends' and receives' channels) of a rank."""
 
     time_us: float
     waves: int
     protocol: str
     channels: int
+    device_us: float = 0.0
+    channel_tasks: int = 1
 
 
 def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:
