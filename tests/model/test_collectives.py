@@ -286,10 +286,10 @@ def test_two_h100_eager_1mib_within_25_percent_with_the_runs_host_time(name, op)
 
 @pytest.mark.parametrize("name,op", [("all_gather.txt", "allgather"), ("reduce_scatter.txt", "reduce_scatter")])
 def test_eager_host_time_hides_behind_long_kernels(name, op):
-    """At 64 MiB the device time (~160 us) dwarfs the host's (~19 us): each launch overlaps the previous
-    operation's kernels, so eager costs about what a CUDA graph does (linkscope bench nccl with graphs,
-    2 x H100 2026-11-25: 260.7 us vs nccl-tests eager 261.0 at 64 MiB). The old model added the host
-    cost whole: allgather -10.7%, reduce_scatter -13.1% at 64 MiB."""
+    """At 64 MiB the device time (~160 us) dwarfs the host's (~19 us): nccl-tests enqueues 20 operations
+    without waiting (common.cu:727-770), so each launch overlaps the previous operation's kernels and
+    only 1/20 of the host time shows. The old model added the host cost whole: allgather -10.7%,
+    reduce_scatter -13.1% at 64 MiB (no -G run at 64 MiB was recorded to measure the overlap itself)."""
     graph = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF)
     eager = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF, launch="eager")
     g, e = graph.predict(op, [0, 1], 64 << 20).chosen, eager.predict(op, [0, 1], 64 << 20).chosen

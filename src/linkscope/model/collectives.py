@@ -318,9 +318,9 @@ class CollectiveModel:
     so each launch overlaps the previous operation's kernels: one operation takes max(device, host)
     and the first launch and the last kernel are not hidden (min(device, host) / ``eager_iters``).
     The host time of one operation is ``eager_host_us`` (default ``nccl_eager_host_us``; it is a
-    property of the run: the same nccl-tests command gave 14.3 and 20.9 us at 8 B on the same machine)
+    property of the run: the same nccl-tests command ran at 13.9 and 20.2 us at 8 B on the same machine)
     plus ``nccl_eager_host_per_channel_us`` for every channel task beyond the first (NCCL builds the
-    work of each channel on the host: enqueue.cc:680-722 for collectives, :968-1016 for send/recv).
+    work of each channel on the host: enqueue.cc:689-725 for collectives, :968-1016 for send/recv).
     """
 
     def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,

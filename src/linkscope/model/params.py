@@ -198,8 +198,9 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                            "fastest eager allreduce at 8 B-1 KiB (13.86 us, one channel, host-bound: -G 10 gives "
                            "6.4 us) less the unhidden 1/20 of the twin's device time, 7.46 us "
                            "(tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt; the fastest, as host interference only "
-                           "adds time). A property of the run: the same command later gave 20.22 us, the other recorded "
-                           "eager runs 17-23 us (collectives.eager_host_from_floor_us takes a run's own)"),
+                           "adds time). A property of the run: the same command's fastest row was 20.22 us in a later run; "
+                           "the recorded runs' host times span 13.4-22.1 us (collectives.eager_host_from_floor_us "
+                           "takes a run's own)"),
     "nccl_eager_host_per_channel_us": (0.21, "measured", "fitted: the same file: the fastest eager allreduce at "
                                        "256-512 KiB (24 channels, still host-bound: -G 10 gives 9.1-10.4 us) is 18.83 us: "
                                        "(18.83 - 9.64 / 20 - 13.5) / 23 channels"),
