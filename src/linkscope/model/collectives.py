@@ -519,8 +519,7 @@ class CollectiveModel:
         p = nt.PROTOS.index(proto)
         cap = self._caps(system, nt.RING, proto, channels)
         if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
-            func = "allreduce" if op == "allreduce" else op
-            cap = min(cap, channels * nt.threads_for(system, func, nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
+            cap = min(cap, channels * nt.threads_for(system, op, nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
         cap *= wire
         step_bytes = (system.settings.buffsize if system else nt.DEFAULT_BUFFSIZE) // nt.NCCL_STEPS
         fill = 0.0
