@@ -178,5 +178,5 @@ def test_model_check_times_eager_nccl_rows_with_the_host_launch():
     report = check(record, load_preset("dgx-h100"))
     graph, eager = report.entries
     assert "graph launch" in graph.note and "eager launch" in eager.note
-    assert eager.predicted_gb_per_s < graph.predicted_gb_per_s * 0.9  # host-bound: 19.1 us vs the device's 16.2
+    assert eager.predicted_gb_per_s < graph.predicted_gb_per_s * 0.8  # 7.6 us more on a 15 us operation
     assert abs(graph.rel_error) <= 0.25 and abs(eager.rel_error) <= 0.25

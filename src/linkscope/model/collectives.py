@@ -291,16 +291,7 @@ Flow = tuple[int, int, float]
 #: How the operations are launched (a run choice of ``CollectiveModel``): from a CUDA graph or one by
 #: one from the host.
 LAUNCH_MODES = ("graph", "eager")
-NCCL_TESTS_ITERS = 20
-"""Operations nccl-tests launches back to back before it waits for them (``int iters = 20``,
-common.cu:98 at v2.19.6; the fixtures' headers say ``iters: 20``): the eager run choice's default."""
 
-
-def eager_host_from_floor_us(floor_us: float, device_us: float, iters: int = NCCL_TESTS_ITERS) -> float:
-    """The host time of one eager operation from a host-bound measurement (``floor_us``, e.g. the
-    fastest of a run's 8 B-1 KiB rows) and the device time of the same operation: the inverse of
-    ``CollectiveModel.launched_us`` where the host is the longer (floor = host + device / iters)."""
-    return max(0.0, floor_us - device_us / iters)
 
 
 class CollectiveModel:
@@ -313,28 +304,30 @@ class CollectiveModel:
     per-step latencies and one launch floor (``nccl_launch_us``). docs/comm.md has the method.
 
     ``launch`` is a run choice: ``graph`` (the operations replayed from a CUDA graph, nccl-tests
-    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default). Eager, the host enqueues
-    ``eager_iters`` operations back to back and then waits (nccl-tests' timed loop, common.cu:727-770),
-    so each launch overlaps the previous operation's kernels: one operation takes max(device, host)
-    and the first launch and the last kernel are not hidden (min(device, host) / ``eager_iters``).
-    The host time of one operation is ``eager_host_us`` (default ``nccl_eager_host_us``; it is a
-    property of the run: the same nccl-tests command ran at 13.9 and 20.2 us at 8 B on the same machine)
-    plus ``nccl_eager_host_per_channel_us`` for every channel task beyond the first (NCCL builds the
-    work of each channel on the host: enqueue.cc:689-725 for collectives, :968-1016 for send/recv).
+    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default: 20 operations back to back,
+    then one wait, common.cu:727-770). Eager, an operation takes max(device + ``nccl_eager_launch_us``,
+    host): a part of every eager launch is not hidden behind the previous operation's kernels (the
+    2 x H100 eager allreduce is its -G 10 time + 5.3-9.8 us from 8 B to 1 MiB, median 7.6, and the twin's
+    device time + 6.9-7.8 us from 4 to 32 MiB), while the host's own time per operation is: a run whose host
+    is slower has a higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its
+    4-8 MiB rows again device + 7.6 us). The host time is ``eager_host_us`` (default
+    ``nccl_eager_host_us``; a property of the run: the same nccl-tests command ran at 13.9 and 20.2 us
+    at 8 B on the same machine) plus ``nccl_eager_host_per_channel_us`` for every channel task beyond
+    the first: NCCL builds each channel's work on the host (enqueue.cc:689-725 for a collective; for
+    grouped send/recv one work batch per channel of each round, :968-975).
     """
 
     def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,
-                 eager_host_us: float | None = None, eager_iters: int = NCCL_TESTS_ITERS) -> None:
+                 eager_host_us: float | None = None) -> None:
         if launch not in LAUNCH_MODES:
             raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
-        if eager_iters < 1 or (eager_host_us is not None and not eager_host_us >= 0):
-            raise ConfigError("the eager host time must be >= 0 us and the operations per wait >= 1")
+        if eager_host_us is not None and not eager_host_us >= 0:
+            raise ConfigError(f"the eager host time must be >= 0 us, got {eager_host_us}")
         self.fabric = fabric
         self.launch = launch
         # the device floor of one operation (as replayed from a CUDA graph)
         self.launch_us = fabric.params["nccl_launch_us"]
         self.eager_host_us = float(fabric.params["nccl_eager_host_us"] if eager_host_us is None else eager_host_us)
-        self.eager_iters = int(eager_iters)
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
@@ -345,17 +338,16 @@ class CollectiveModel:
         return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
 
     def host_us(self, channel_tasks: int) -> float:
-        """Host time of one eager operation whose work spans ``channel_tasks`` channels (summed over
-        one rank's sends and receives for grouped send/recv)."""
+        """Host time of one eager operation whose work spans ``channel_tasks`` channels (a grouped
+        send/recv: the channels of each of a rank's rounds, summed)."""
         return self.eager_host_us + self.fabric.params["nccl_eager_host_per_channel_us"] * max(0, channel_tasks - 1)
 
     def launched_us(self, device_us: float, channel_tasks: int) -> float:
         """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
-        device and host times overlapped across the back-to-back launches (class doc)."""
+        device time plus the launch's unhidden part, or the host's time where that is longer (class doc)."""
         if self.launch == "graph":
             return device_us
-        host = self.host_us(channel_tasks)
-        return max(device_us, host) + min(device_us, host) / self.eager_iters
+        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks))
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
@@ -652,14 +644,14 @@ class CollectiveModel:
         waves: list[tuple[dict[tuple[int, str], set[int]], list[tuple[int, int, float, nt.P2pPlan]]]] = []
         protocols = set()
         max_channels = 0
-        tasks = [0] * n  # channel tasks of each rank: its sends' and receives' channels
+        rounds: dict[tuple[int, int], int] = {}  # (rank, round) -> channels: one work batch per channel and round
         for a, b, nbytes in sorted(sends, key=lambda s: ((s[1] - s[0]) % n, s[0])):
             delta = (b - a) % n
             plan = nt.p2p_plan(system, int(nbytes), self_send=a == b)
             protocols.add(plan.protocol)
             max_channels = max(max_channels, plan.channels)
-            tasks[a] += plan.channels
-            tasks[b] += plan.channels
+            rounds[(a, delta)] = max(rounds.get((a, delta), 0), plan.channels)  # its send of the round
+            rounds[(b, delta)] = max(rounds.get((b, delta), 0), plan.channels)  # its receive of the round
             used = nt.p2p_round_channels(system, delta, plan.channels)
             # a channel's send and receive connections are separate (the sender's CTA pushes, the
             # receiver's pulls): a round conflicts with another send of the sender or receive of the receiver
@@ -694,14 +686,15 @@ class CollectiveModel:
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
         device_us = self.launch_us + hw * len(waves) + total_s * 1e6
-        return P2pTime(self.launched_us(device_us, max(tasks)), len(waves), proto, max_channels, device_us, max(tasks))
+        tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
+        return P2pTime(self.launched_us(device_us, tasks), len(waves), proto, max_channels, device_us, tasks)
 
 
 @dataclass(frozen=True)
 class P2pTime:
     """A grouped send/recv: time as launched (``CollectiveModel.launched_us``), the rounds that ran one
     after the other, the protocol, the most channels one send used, the device time (launch floor +
-    NCCL's per-round latency + data) and the most channel tasks (sends' and receives' channels) of a rank."""
+    NCCL's per-round latency + data) and the most channel tasks of a rank (the channels of its rounds)."""
 
     time_us: float
     waves: int

@@ -54,11 +54,11 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
-* ``nccl_eager_host_us``: the host time of one operation on one channel when the host launches it
-  (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph`` false); with the run
-  choice ``launch="eager"`` of ``CollectiveModel`` an operation takes max(device, host) plus the part
-  that the back-to-back launches cannot hide.
-* ``nccl_eager_host_per_channel_us``: what each further channel adds to that host time.
+* ``nccl_eager_launch_us``, ``nccl_eager_host_us``, ``nccl_eager_host_per_channel_us``: when the host
+  launches each operation (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph``
+  false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes max(device time
+  + ``nccl_eager_launch_us``, host time); the host time is ``nccl_eager_host_us`` for one channel plus
+  ``nccl_eager_host_per_channel_us`` per further channel task.
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
@@ -194,16 +194,20 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                   "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_eager_host_us": (13.5, "measured", "fitted: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25: the "
-                           "fastest eager allreduce at 8 B-1 KiB (13.86 us, one channel, host-bound: -G 10 gives "
-                           "6.4 us) less the unhidden 1/20 of the twin's device time, 7.46 us "
-                           "(tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt; the fastest, as host interference only "
-                           "adds time). A property of the run: the same command's fastest row was 20.22 us in a later run; "
-                           "the recorded runs' host times span 13.4-22.1 us (collectives.eager_host_from_floor_us "
-                           "takes a run's own)"),
-    "nccl_eager_host_per_channel_us": (0.21, "measured", "fitted: the same file: the fastest eager allreduce at "
-                                       "256-512 KiB (24 channels, still host-bound: -G 10 gives 9.1-10.4 us) is 18.83 us: "
-                                       "(18.83 - 9.64 / 20 - 13.5) / 23 channels"),
+    "nccl_eager_launch_us": (7.6, "measured", "fitted: the part of an eager operation's launch that the previous "
+                             "operation's kernels do not hide: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25, "
+                             "the median of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs "
+                             "6.4-8.2 us; tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt); "
+                             "the same file's 4-32 MiB rows (twin's device time + 6.9-7.8 us) test it"),
+    "nccl_eager_host_us": (13.86, "measured", "the host's time for one eager operation on one channel: the fastest "
+                           "8 B-1 KiB row of tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt (the file the other "
+                           "eager constants come from); that run's host was hidden (its floor is the -G 10 time + "
+                           "nccl_eager_launch_us), so this is an upper bound. A property of the run: the same command's "
+                           "rerun (all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us"),
+    "nccl_eager_host_per_channel_us": (0.28, "measured", "fitted: what each further channel task adds to the host's "
+                                       "time: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt (host-bound: "
+                                       "device + nccl_eager_launch_us is 15.1-19.4 us there), fastest row at 256-512 KiB "
+                                       "(24 channels) 26.73 us against 20.22 at 8 B-1 KiB (one channel): 6.51 / 23"),
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
