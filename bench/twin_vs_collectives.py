@@ -17,6 +17,11 @@ replay, the twin and the nccl-tests time of the 2 x H100 side by side.
 
 Rows whose reference is a range (e.g. 476-480 GB/s) are scored against the middle of the range and
 pass when the twin lies within the target of any point of it.
+
+Eager rows (nccl-tests without -G) are predicted with ``launch="eager"`` and the host time of their own
+run (the file's fastest 8 B-1 KiB row; the count line also says how many rows pass with the model's
+default host time instead). A third table checks the eager launch on the rows between the table's
+sizes (2-32 MiB), none of which is used for a fit.
 """
 from __future__ import annotations
 
