@@ -313,12 +313,14 @@ def main(argv: list[str] | None = None) -> int:
     one_host = sum(r.passed for r in rows) + sum(evaluate(replace(c, eager_host_us=None)).passed for c in measured_cases())
     sys.stdout.write(f"\n{met} of {len(rows) + len(measured)} rows within target ({one_host} with the model's default "
                      "host time for every eager run instead of each run's own)\n")
+    checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
-                     + launch_check_markdown(launch_check_rows()))
+                     + launch_check_markdown(checks))
     sizes = per_size_rows()
     sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:
-        doc = {"rows": [asdict(r) for r in rows + measured], "per_size": [asdict(r) for r in sizes]}
+        doc = {"rows": [asdict(r) for r in rows + measured], "per_size": [asdict(r) for r in sizes],
+               "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
     return 0
 
