@@ -272,6 +272,38 @@ def per_size_markdown(rows: list[SizeRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
+VISIT4 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "peertools" / "h100x2-visits4-9" / "visit4" / "peers_run" / "nccl"
+VISIT4_SOURCE = "2 x H100 (NV18), another lease of the same kind, 2026-11-25 20:23 UTC (visit 4): fixture"
+
+
+def visit4_cases() -> list[Case]:
+    """Visit 4's recordings (tests/fixtures/peertools/h100x2-visits4-9/visit4): the forced LL / LL128
+    allreduce twice (-b 1M, so no small rows: the model's default host time), alltoall eager again (its
+    own host time) and -G 10 from 1 MiB to 1 GiB. None of them was used for a fit."""
+    cases = []
+    specs: list[tuple[str, str, dict[str, str], str]] = [
+        (f"all_reduce_{a}_{p}_r{r}.txt", "allreduce", {"NCCL_ALGO": a, "NCCL_PROTO": p}, f"NCCL_ALGO={a} NCCL_PROTO={p}, round {r}")
+        for a in ("Ring", "Tree") for p in ("LL", "LL128") for r in (1, 2)]
+    specs += [("alltoall_eager_again.txt", "alltoall", {}, "eager")]
+    specs += [(f"{f}_G10_big.txt", op, {}, "CUDA graph") for f, op in
+              (("all_reduce", "allreduce"), ("all_gather", "allgather"), ("reduce_scatter", "reduce_scatter"),
+               ("alltoall", "alltoall"))]
+    for name, op, env, how in specs:
+        rows = nccl_tests_rows(VISIT4 / name)
+        launch = "graph" if "_G10" in name else "eager"
+        host = run_host_us(rows) if launch == "eager" and any(8 <= s <= 1024 for s in rows) else None
+        note = f"; this run's host time {host:.2f} us" if host is not None else ""
+        for size in (MIB, 64 * MIB, GIB):
+            if size not in rows:
+                continue
+            time_us, busbw = rows[size]
+            quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
+            cases.append(Case(f"visit 4: {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size, {**NVLS_OFF, **env},
+                              quantity, value, value, f"{VISIT4_SOURCE} {name}{note}", False, launch=launch,
+                              eager_host_us=host))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -313,13 +345,17 @@ def main(argv: list[str] | None = None) -> int:
     one_host = sum(r.passed for r in rows) + sum(evaluate(replace(c, eager_host_us=None)).passed for c in measured_cases())
     sys.stdout.write(f"\n{met} of {len(rows) + len(measured)} rows within target ({one_host} with the model's default "
                      "host time for every eager run instead of each run's own)\n")
+    later = [evaluate(c) for c in visit4_cases()]
+    sys.stdout.write("\nA later lease (visit 4), not used for any fit:\n\n" + markdown(later)
+                     + f"\n{sum(r.passed for r in later)} of {len(later)} visit 4 rows within target\n")
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
     sizes = per_size_rows()
     sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:
-        doc = {"rows": [asdict(r) for r in rows + measured], "per_size": [asdict(r) for r in sizes],
+        doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
+               "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
     return 0
