@@ -2,19 +2,8 @@
 # Ninth visit on 2 x H100 (issue 27): ce/sm copies at 64 MiB with 16 copies a region beside nvbandwidth,
 # the survey's time on the final code, the GPU tests. BUDGET_S=200 bash bench/device_x2_visit9.sh
 set -uo pipefail
-t0=$(date +%s); budget=${BUDGET_S:-200}
-out=${OUT:-/tmp/x2v9}; mkdir -p "$out"
-r=/tmp/v9; rm -rf "$r"; mkdir -p "$r"/{peers,linkscope}
-export PYTHONPATH=$PWD/src NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-left() { echo $(( budget - ($(date +%s) - t0) )); }
-step() {
-  local f=$1 lim=$2; shift 2
-  local l; l=$(left); if [ "$l" -lt 8 ]; then echo "SKIP $f (budget)" | tee -a "$r/steps.txt"; return 0; fi
-  [ "$lim" -gt "$l" ] && lim=$l
-  local s; s=$(date +%s)
-  timeout -k 5 "$lim" "$@" > "$r/$f" 2>&1; local rc=$?
-  echo "$f rc=$rc $(( $(date +%s) - s ))s :: $*" | tee -a "$r/steps.txt"
-}
+source "$(dirname "$0")/device_steps.sh"
+device_begin v9 200 peers linkscope
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c)"
 step build-anchors.log 150 env MPICC=/bin/false bash .anchors/build.sh /tmp/anchors
@@ -27,5 +16,4 @@ step linkscope/survey.txt 120 /usr/bin/time -v python3 -m linkscope survey -o "$
 step linkscope/gpu-tests.txt 150 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
 } 2>&1 | tee "$r/v9.log"
-cp "$r/v9.log" "$out/"
-tar -C /tmp -czf "$out/v9.tar.gz" v9
+device_end v9
