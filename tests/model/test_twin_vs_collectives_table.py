@@ -1,0 +1,25 @@
+"""bench/twin_vs_collectives.py's rows: which recordings each row's reference comes from."""
+import importlib.util
+import sys
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "twin_vs_collectives.py"
+_spec = importlib.util.spec_from_file_location("twin_vs_collectives", _PATH)
+assert _spec is not None and _spec.loader is not None
+tvc = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = tvc  # its dataclasses look their module up
+_spec.loader.exec_module(tvc)
+
+
+def test_an_outlier_row_takes_every_recorded_run_of_its_command_as_a_range():
+    """Ring/LL 1 MiB: visit 1 recorded 68.06 us out of place, 26.60 in place (an outlier of its run); the
+    reference is the range of that run and visit 4's two reruns (24.53, 20.61 us), the 68.06 kept, each
+    run named. No other row of the table is an outlier of its run, so every other reference is one run."""
+    cases = {c.name: c for c in tvc.measured_cases()}
+    row = cases["2 x H100 allreduce 1 MiB, NCCL_ALGO=Ring NCCL_PROTO=LL"]
+    assert (row.low, row.high) == (20.61, 68.06)
+    for part in ("all_reduce_Ring_LL.txt: 68.06 us, an outlier", "all_reduce_Ring_LL_r1.txt: 24.53 us",
+                 "all_reduce_Ring_LL_r2.txt: 20.61 us"):
+        assert part in row.source
+    assert tvc.evaluate(row).passed  # the twin (26.6 us) lies within the range
+    assert [c.name for c in cases.values() if c.low != c.high] == [row.name]
