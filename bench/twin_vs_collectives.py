@@ -57,6 +57,8 @@ class Case:
     eager_host_us: float | None = None  # the run's own host time per operation (None: the model's default)
 
 
+BENCH_EAGER = "; launched eagerly (`bench nccl` captures CUDA graphs only up to 1 MiB, comm/nccl.py)"
+
 CASES = (
     Case("DGX H100, 8 GPUs, allreduce, NCCL default (NVLS on)", "dgx-h100", tuple(range(8)), "allreduce", 4 * GIB, {},
          "busbw", 476.0, 480.0,
@@ -76,11 +78,13 @@ CASES = (
     Case("2 x H100 (NV18), allreduce 512 MiB", "dgx-h100", (0, 1), "allreduce", 512 * MIB, NVLS_OFF, "busbw", 316.8,
          316.8, "issue 22: nccl-tests 2.19.6 measured on the lent 2 x H100 machine", True, launch="eager"),
     Case("2 x H200 (NV18), alltoall 64 MiB", "hgx-h200-4", (0, 1), "alltoall", 64 * MIB, NVLS_OFF, "busbw", 242.8,
-         242.8, "docs/benchmarks.md, issue 7 (linkscope bench nccl, NCCL 2.28.9, 2026-11-22): 138 us"),
+         242.8, "docs/benchmarks.md, issue 7 (linkscope bench nccl, NCCL 2.28.9, 2026-11-22): 138 us" + BENCH_EAGER,
+         launch="eager"),
     Case("2 x H200 (NV18), allreduce 1 GiB", "hgx-h200-4", (0, 1), "allreduce", GIB, NVLS_OFF, "busbw", 326.8, 326.8,
-         "docs/benchmarks.md, issue 7 (NCCL 2.28.9, 2026-11-22); nccl_reduce_efficiency is fitted to this row"),
+         "docs/benchmarks.md, issue 7 (NCCL 2.28.9, 2026-11-22); nccl_reduce_efficiency is fitted to this row"
+         + BENCH_EAGER, launch="eager"),
     Case("2 x H200 (NV18), sendrecv 1 GiB", "hgx-h200-4", (0, 1), "sendrecv", GIB, NVLS_OFF, "busbw", 360.1, 361.1,
-         "docs/benchmarks.md, issue 7 (NCCL 2.28.9, 2026-11-22)"),
+         "docs/benchmarks.md, issue 7 (NCCL 2.28.9, 2026-11-22)" + BENCH_EAGER, launch="eager"),
 )
 
 

@@ -349,6 +349,26 @@ class CollectiveModel:
             return device_us
         return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks))
 
+    def registers(self, op: str | None, algorithm: str, protocol: str, ranks: Sequence[int]) -> bool:
+        """Whether NCCL runs ``op`` on the user's buffers instead of its intermediate FIFOs. Only when
+        launched from a CUDA graph: NCCL registers the buffers it captures (NCCL_GRAPH_REGISTER, default 1,
+        enqueue.cc:258; coll_reg.cc:321-322, ``planner.persistent``), when every peer is reached by P2P
+        (``isAllDirectP2p``, coll_reg.cc:320) and with Simple (coll_reg.cc:181). Ring: allgather,
+        broadcast and out-of-place allreduce (nccl-tests' reported column); not reduce_scatter, reduce or
+        an in-place allreduce (coll_reg.cc:183-184). Grouped send/recv: Simple sends to another GPU over P2P
+        (enqueue.cc:874-888; ``op`` None: any grouped send/recv). Trees (coll_reg.cc:185) are not modelled as
+        registered."""
+        if self.launch != "graph" or not self.settings.graph_register or protocol != "Simple":
+            return False
+        system = self.nccl_system(list(ranks))
+        if system is None or system.n_nodes != 1:
+            return False
+        if any(self.fabric.peer_access(a, b) is not None for a in ranks for b in ranks if a != b):
+            return False
+        if algorithm == "p2p":
+            return op is None or op in P2P_OPS
+        return algorithm == "ring" and op in ("allgather", "broadcast", "allreduce")
+
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
         if src == dst:
@@ -527,7 +547,10 @@ class CollectiveModel:
             # pass that the CTA runs after its sends, with the links idle (prims: ... recvReduceCopySend,
             # recvCopySend ..., then recv / recvReduceCopy). Over the whole call: S/n bytes on every GPU.
             local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
-            t += self.flows_time_s([(g, g, local) for g in ranks])
+            if not self.registers(op, "ring", proto, ranks):
+                # registered (CUDA graph), the peer has written straight into the output: the last receive's
+                # source is its destination and genericOp skips the copy (prims_simple.h, "skip one copy")
+                t += self.flows_time_s([(g, g, local) for g in ranks])
             if proto == "Simple" and channels:
                 real_chunk = min(step_bytes * nt.ALLREDUCE_CHUNKSTEPS, -(-S // (channels * n)))
                 slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
@@ -677,7 +700,10 @@ class CollectiveModel:
                 wire = 1.0 / PAYLOAD_FRACTION[proto]
                 rate = per_channel * (0.5 if proto == "LL" else 1.0)
                 t = self.flows_time_s(flows, cap_gb_per_s=channels * rate * wire, wire=wire)
-                if proto == "Simple":  # pipeline fill: one chunk per channel before the receiver drains it
+                # pipeline fill: one chunk per channel before the receiver drains it; registered (CUDA graph),
+                # a send writes the receiver's buffer in one chunk of NCCL_MAX_NET_SIZE with no FIFO between
+                # (sendrecv.h:18-20 useLargeChunk, enqueue.cc:883-884 recvAddr = the registered address)
+                if proto == "Simple" and not self.registers(None, "p2p", proto, ranks):
                     remote = [nbytes for a, b, nbytes in flows if a != b]
                     if remote:
                         t += min(float(chunk), max(remote) / channels) / (rate * 1e9)

@@ -20,7 +20,8 @@ Environment honoured as NCCL does: ``NCCL_ALGO``, ``NCCL_PROTO`` (tuning.cc:54 `
 (nvls.cc:152, default 2 = when the GPUs and NVSwitches support it), ``NCCL_COLLNET_ENABLE``,
 ``NCCL_NVLS_NCHANNELS`` (init.cc:61), ``NCCL_P2P_{NVL,PCI,NET}_CHUNKSIZE`` (init.cc:704-706),
 ``NCCL_BUFFSIZE`` (init.cc:699), ``NCCL_P2P_LL_THRESHOLD`` (enqueue.cc:779),
-``NCCL_MAX_P2P_NCHANNELS`` / ``NCCL_MIN_P2P_NCHANNELS`` (paths.cc:856-857).
+``NCCL_MAX_P2P_NCHANNELS`` / ``NCCL_MIN_P2P_NCHANNELS`` (paths.cc:856-857), ``NCCL_GRAPH_REGISTER``
+(enqueue.cc:258, default 1: user buffers registered when captured in a CUDA graph; the tuner ignores it).
 """
 from __future__ import annotations
 
@@ -197,6 +198,7 @@ class NcclSettings:
     p2p_ll_threshold: int = P2P_LL_THRESHOLD
     min_p2p_channels: int = 1
     max_p2p_channels: int = MAXCHANNELS
+    graph_register: bool = True
     given: tuple[str, ...] = field(default=())
 
     @classmethod
@@ -229,6 +231,7 @@ class NcclSettings:
             p2p_ll_threshold=_env_int(env, "NCCL_P2P_LL_THRESHOLD", P2P_LL_THRESHOLD),
             min_p2p_channels=_env_int(env, "NCCL_MIN_P2P_NCHANNELS", 1),
             max_p2p_channels=_env_int(env, "NCCL_MAX_P2P_NCHANNELS", MAXCHANNELS),
+            graph_register=_env_int(env, "NCCL_GRAPH_REGISTER", 1) != 0,  # enqueue.cc:258
             given=given,
         )
 
@@ -236,7 +239,7 @@ class NcclSettings:
 _KNOWN_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
               "NCCL_MAX_NRINGS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_COLLNET_ENABLE", "NCCL_BUFFSIZE",
               "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
-              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS")
+              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER")
 
 
 # ---- the machine as NCCL sees it ------------------------------------------------------------------------
