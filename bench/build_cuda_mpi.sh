@@ -63,6 +63,7 @@ build_ompi() {
     if cuda_aware; then log "Open MPI: unpacked $CUDA_MPI_CACHE into $prefix"; return 0; fi
     log "Open MPI: $CUDA_MPI_CACHE did not give a CUDA-aware MPI; building"
   fi
+  [ "${NO_BUILD:-0}" = 1 ] && { log "NO_BUILD=1: not building Open MPI"; return 1; }
   local tarball=${OMPI_TARBALL:-}
   if [ -z "$tarball" ]; then
     tarball=$(ls "$here"/.h15/openmpi_4.1*.orig.tar.* "$here"/.h15/openmpi-4.1*.tar.* 2>/dev/null | head -1)
@@ -120,7 +121,9 @@ build_osu() {
   log "OSU 5.3 (CUDA) built in $(( $(now) - t0 )) s: $(ls "$prefix/osu" | tr '\n' ' ')"
 }
 
-if [ "${NO_BUILD:-0}" = 1 ] && ! { [ -x "$prefix/bin/mpicc" ] && cuda_aware; }; then log "NO_BUILD=1 and no MPI at $prefix"; exit 1; fi
+if [ "${NO_BUILD:-0}" = 1 ] && ! { [ -x "$prefix/bin/mpicc" ] && cuda_aware; } && [ ! -f "${CUDA_MPI_CACHE:-}" ]; then
+  log "NO_BUILD=1 and neither an MPI at $prefix nor a CUDA_MPI_CACHE tarball"; exit 1
+fi
 build_ompi || { log "Open MPI FAILED"; exit 1; }
 osu_rc=0
 if [ "${BUILD_OSU:-1}" = 1 ]; then build_osu || { log "OSU FAILED (see $work/osu.log)"; osu_rc=2; }; fi

@@ -1,9 +1,10 @@
 """The OSU vs linkscope table from bench/device_mpi_osu.sh's step outputs.
 
-    python3 bench/mpi_osu_table.py STEP_DIR OUT_JSON
+    PYTHONPATH=src python3 bench/mpi_osu_table.py STEP_DIR OUT_JSON
 
 Both tools print OSU's layout (``size value`` rows under ``#`` comments), so one parser reads both:
-OSU's stdout and ``linkscope bench mpi``'s stdout. The data check comes from linkscope's JSON.
+OSU's stdout and ``linkscope bench mpi``'s stdout, through linkscope's own OSU parser
+(results.peertools.osu, the one ``linkscope check`` uses). The data check comes from linkscope's JSON.
 """
 from __future__ import annotations
 
@@ -27,22 +28,20 @@ EXTRA = [  # (label, step, sizes)
 ]
 
 
-def parse_rows(text: str) -> dict[int, float]:
-    """``{size: first value}`` from OSU-layout text; other lines (comments, warnings) are ignored."""
-    rows: dict[int, float] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].isdigit():
-            try:
-                rows[int(parts[0])] = float(parts[1])
-            except ValueError:
-                continue
-    return rows
+def osu_values(path: Path) -> dict[int, float]:
+    """``{size: value as printed}`` of the OSU-layout text at ``path`` (the last row of a size wins); {} when the
+    step wrote no file or no table (a failed or skipped step: the parser's reason goes to stderr)."""
+    if not path.exists():
+        return {}
+    from linkscope.errors import SchemaError
+    from linkscope.results.peertools import osu
 
-
-def _read(step_dir: Path, name: str) -> str:
-    path = step_dir / f"{name}.txt"
-    return path.read_text(errors="replace") if path.exists() else ""
+    try:
+        run = osu.parse_text(path.read_text(errors="replace"), str(path))
+    except SchemaError as e:
+        print(f"mpi_osu_table: {e}", file=sys.stderr)
+        return {}
+    return {m.size_bytes: float(m.extra["osu_value"]) for m in run.measurements}
 
 
 def _verified(step_dir: Path, name: str) -> bool | None:
@@ -59,8 +58,8 @@ def build(step_dir: Path) -> dict:
         for test, stem, sizes, unit in TABLE:
             if test == "allreduce" and buffers == "DH":
                 continue
-            osu = parse_rows(_read(step_dir, f"osu_{stem}_{buffers}"))
-            ls = parse_rows(_read(step_dir, f"ls_{stem}_{buffers}"))
+            osu = osu_values(step_dir / f"osu_{stem}_{buffers}.txt")
+            ls = osu_values(step_dir / f"ls_{stem}_{buffers}.txt")
             for size in sizes:
                 o, v = osu.get(size), ls.get(size)
                 ratio = v / o if (o and v) else None
@@ -69,7 +68,7 @@ def build(step_dir: Path) -> dict:
                              "verified": _verified(step_dir, f"ls_{stem}_{buffers}")})
     extra = []
     for label, step, sizes in EXTRA:
-        got = parse_rows(_read(step_dir, step))
+        got = osu_values(step_dir / f"{step}.txt")
         extra.extend({"what": label, "size_bytes": s, "mb_per_s": got.get(s)} for s in sizes)
     rcs = {p.stem: p.read_text().strip() for p in sorted(step_dir.glob("*.rc"))}
     return {"rows": rows, "extra": extra, "exit_codes": rcs}

@@ -1,109 +1,48 @@
 """linkscope's one-GPU host-link numbers beside nvbandwidth's (bench/device_onegpu.sh runs both).
 
-    python3 bench/onegpu_compare.py WORK_DIR OUT_JSON
+    PYTHONPATH=src python3 bench/onegpu_compare.py WORK_DIR OUT_JSON
 
 WORK_DIR holds ``nvbandwidth.txt`` (nvbandwidth's plain-text output of the host test cases) and the
 linkscope RunRecords ``bench_*.json``, ``latency_host.json`` and ``survey.json``. Prints one table
 (nvbandwidth, linkscope, linkscope / nvbandwidth) and writes OUT_JSON.
 
-nvbandwidth's text format (output.cpp, inline_common.h of its source): per test case a line
-``Running <key>.``, then either ``<status>: <message>`` (Waived, Error ...) or a description line
-(``memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)``; latency cases end in ``(ns)``), a header
-row of column labels, one row per matrix row (``N/A`` for a missing cell), a blank line and
-``SUM <key> <value>``. Error lines may come anywhere; unknown lines are ignored.
+nvbandwidth's text is read by linkscope's own parser (results.peertools.nvbandwidth, the one
+``linkscope check`` uses): its measurements give the numbers (latency already in µs), its
+``outcomes`` say why a testcase has none (waived, error, started without a result, not run).
 """
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 GPU = 0  # the GPU compared (nvbandwidth's column, linkscope's index)
 
 
-@dataclass
-class NvbCase:
-    """One nvbandwidth test case as printed."""
+def read_nvbandwidth(path: Path) -> Any:
+    """nvbandwidth's output at ``path`` as a PeerRun, or None when the file is missing or holds no
+    nvbandwidth result (the parser's reason goes to stderr)."""
+    from linkscope.errors import SchemaError
+    from linkscope.results.peertools import nvbandwidth
 
-    key: str
-    status: str = "Passed"  # Passed | Waived | Error | Not Found | Running (no result seen)
-    message: str = ""
-    description: str = ""
-    unit: str = ""  # "GB/s" or "ns"
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[float | None]] = field(default_factory=list)
-    sum: float | None = None
-
-    def cell(self, row: int, column: int) -> float | None:
-        if row < len(self.rows) and column < len(self.rows[row]):
-            return self.rows[row][column]
-        return None
-
-
-_RUNNING = re.compile(r"^Running (\S+?)\.?\s*$")
-_STATUS = re.compile(r"^(Waived|Error|Not Found|ERROR)\s*:\s*(.*)$", re.IGNORECASE)
-_SUM = re.compile(r"^SUM (\S+) ([-+0-9.eEinfa]+)\s*$")
-_UNIT = re.compile(r"\((GB/s|ns|us|µs)\)\s*$")
-
-
-def _number(token: str) -> float | None:
-    if token.upper() == "N/A":
+    if not path.exists():
         return None
     try:
-        value = float(token)
-    except ValueError:
+        return nvbandwidth.parse_text(path.read_text(errors="replace"), str(path))
+    except SchemaError as e:
+        print(f"onegpu_compare: {e}", file=sys.stderr)
         return None
-    return value if math.isfinite(value) else None
 
 
-def parse_nvbandwidth(text: str) -> dict[str, NvbCase]:
-    """Every test case of nvbandwidth's plain-text output, by key. Robust to the version header,
-    warnings, error lines, a missing SUM line and results of several cases in one run."""
-    cases: dict[str, NvbCase] = {}
-    current: NvbCase | None = None
-    expect_header = False
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
-        match = _RUNNING.match(stripped)
-        if match:
-            current = cases.setdefault(match.group(1), NvbCase(match.group(1), status="Running"))
-            expect_header = False
-            continue
-        if current is None or not stripped:
-            continue
-        match = _STATUS.match(stripped)
-        if match and not current.rows:
-            current.status = "Error" if match.group(1).upper() == "ERROR" else match.group(1).title()
-            current.message = match.group(2)
-            continue
-        match = _SUM.match(stripped)
-        if match:
-            case = cases.get(match.group(1), current)
-            case.sum = _number(match.group(2))
-            if case.status == "Running":
-                case.status = "Passed"
-            continue
-        unit = _UNIT.search(stripped)
-        if unit and not current.rows and not current.description:
-            current.description = stripped
-            current.unit = {"us": "µs"}.get(unit.group(1), unit.group(1))
-            expect_header = True
-            continue
-        tokens = stripped.split()
-        if expect_header:
-            current.columns = tokens
-            expect_header = False
-            continue
-        if current.description and len(tokens) >= 2 and all(_number(t) is not None or t.upper() == "N/A" for t in tokens[1:]):
-            current.rows.append([_number(t) for t in tokens[1:]])
-            if current.status == "Running":
-                current.status = "Passed"
-    return cases
+def nvbandwidth_value(run: Any, test: str, gpu: int) -> float | None:
+    """nvbandwidth's number for testcase ``test`` at GPU ``gpu`` (its column; GB/s, or µs for a
+    latency testcase), None where it printed none (N/A, waived, not run)."""
+    for m in run.measurements if run is not None else ():
+        if m.extra.get("test") == test and gpu in (m.src, m.dst):
+            return m.latency_us if m.latency is not None else m.median_gb_per_s
+    return None
 
 
 # ---- linkscope records -------------------------------------------------------------------------
@@ -138,27 +77,27 @@ def linkscope_value(record: dict[str, Any] | None, *, method: str, src: Any, dst
     return None if best is None else best[1]
 
 
-# (label, nvbandwidth key, nvbandwidth (row, column), unit, linkscope file, selector)
-ROWS: tuple[tuple[str, str, tuple[int, int], str, str, dict[str, Any]], ...] = (
-    ("H2D CE pinned", "host_to_device_memcpy_ce", (0, GPU), "GB/s", "bench_h2d.json",
+# (label, nvbandwidth testcase, unit, linkscope file, selector)
+ROWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
+    ("H2D CE pinned", "host_to_device_memcpy_ce", "GB/s", "bench_h2d.json",
      dict(method="h2d", src="host", dst=GPU, pattern="host")),
-    ("D2H CE pinned", "device_to_host_memcpy_ce", (0, GPU), "GB/s", "bench_d2h.json",
+    ("D2H CE pinned", "device_to_host_memcpy_ce", "GB/s", "bench_d2h.json",
      dict(method="d2h", src=GPU, dst="host", pattern="host")),
-    ("H2D CE, both ways at once", "host_to_device_bidirectional_memcpy_ce", (0, GPU), "GB/s", "bench_host_bi_ce.json",
+    ("H2D CE, both ways at once", "host_to_device_bidirectional_memcpy_ce", "GB/s", "bench_host_bi_ce.json",
      dict(method="ce", src="host", dst=GPU, pattern="host", direction="bi")),
-    ("D2H CE, both ways at once", "device_to_host_bidirectional_memcpy_ce", (0, GPU), "GB/s", "bench_host_bi_ce.json",
+    ("D2H CE, both ways at once", "device_to_host_bidirectional_memcpy_ce", "GB/s", "bench_host_bi_ce.json",
      dict(method="ce", src=GPU, dst="host", pattern="host", direction="bi")),
-    ("H2D SM", "host_to_device_memcpy_sm", (0, GPU), "GB/s", "bench_h2d_sm.json",
+    ("H2D SM", "host_to_device_memcpy_sm", "GB/s", "bench_h2d_sm.json",
      dict(method="sm-push", src="host", dst=GPU)),
-    ("D2H SM", "device_to_host_memcpy_sm", (0, GPU), "GB/s", "bench_d2h_sm.json",
+    ("D2H SM", "device_to_host_memcpy_sm", "GB/s", "bench_d2h_sm.json",
      dict(method="sm-push", src=GPU, dst="host")),
-    ("H2D SM, both ways at once", "host_to_device_bidirectional_memcpy_sm", (0, GPU), "GB/s", "bench_host_bi_sm.json",
+    ("H2D SM, both ways at once", "host_to_device_bidirectional_memcpy_sm", "GB/s", "bench_host_bi_sm.json",
      dict(method="sm-push", src="host", dst=GPU, pattern="host", direction="bi")),
-    ("D2H SM, both ways at once", "device_to_host_bidirectional_memcpy_sm", (0, GPU), "GB/s", "bench_host_bi_sm.json",
+    ("D2H SM, both ways at once", "device_to_host_bidirectional_memcpy_sm", "GB/s", "bench_host_bi_sm.json",
      dict(method="sm-push", src=GPU, dst="host", pattern="host", direction="bi")),
-    ("device-local copy", "device_local_copy", (0, GPU), "GB/s", "bench_local.json",
+    ("device-local copy", "device_local_copy", "GB/s", "bench_local.json",
      dict(method="local", src=GPU, dst=GPU)),
-    ("host<->GPU latency (SM pointer chase)", "host_device_latency_sm", (0, GPU), "µs", "latency_host.json",
+    ("host<->GPU latency (SM pointer chase)", "host_device_latency_sm", "µs", "latency_host.json",
      dict(method="host-read", src="host", dst=GPU, latency=True)),
 )
 
@@ -175,27 +114,27 @@ SURVEY_ROWS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def compare(work: Path) -> dict[str, Any]:
-    text = (work / "nvbandwidth.txt").read_text(errors="replace") if (work / "nvbandwidth.txt").exists() else ""
-    cases = parse_nvbandwidth(text)
+    run = read_nvbandwidth(work / "nvbandwidth.txt")
+    outcomes = run.outcomes if run is not None else {}
     rows = []
-    for label, key, (r, c), unit, filename, selector in ROWS:
-        case = cases.get(key)
-        nvb = case.cell(r, c) if case else None
-        if nvb is not None and case is not None and case.unit == "ns":
-            nvb /= 1000.0  # ns -> µs
+    for label, key, unit, filename, selector in ROWS:
+        outcome = outcomes.get(key)
+        nvb = nvbandwidth_value(run, key, GPU)
         ours = linkscope_value(_load(work / filename), **selector)
         ratio = ours / nvb if ours is not None and nvb else None
-        note = "" if case is None else ("" if case.status == "Passed" else "nvbandwidth started it but printed no result"
-                                        if case.status == "Running" else f"nvbandwidth {case.status}: {case.message}".strip())
-        if case is None:
+        if outcome is None:
             note = "nvbandwidth: not run or not found"
+        elif outcome.status == "Running":
+            note = "nvbandwidth started it but printed no result"
+        else:
+            note = "" if outcome.status == "Passed" else f"nvbandwidth {outcome.status}: {outcome.message}".strip()
         rows.append({"row": label, "unit": unit, "nvbandwidth_test": key, "nvbandwidth": nvb, "linkscope": ours,
                      "ratio": ratio, "note": note})
     survey = _load(work / "survey.json")
     survey_rows = [{"row": label, "unit": "µs" if sel.get("latency") else "GB/s", "linkscope": linkscope_value(survey, **sel)}
                    for label, sel in SURVEY_ROWS]
     return {"rows": rows, "survey": survey_rows, "survey_findings": (survey or {}).get("findings", []),
-            "nvbandwidth_cases": {k: asdict(v) for k, v in cases.items()}}
+            "nvbandwidth_cases": {k: asdict(v) for k, v in outcomes.items()}}
 
 
 def _fmt(value: float | None, unit: str) -> str:

@@ -1,7 +1,8 @@
-"""The pure-Python half of bench/device_onegpu.sh: nvbandwidth's text output parsed, and the
-side-by-side table built from linkscope records. The sample (tests/fixtures/nvbandwidth/) is
-SYNTHETIC: written by hand in the format of nvbandwidth's output.cpp / inline_common.h, with
-illustrative numbers (not a measurement), plus a waived case, an N/A cell and an error line."""
+"""The pure-Python half of bench/device_onegpu.sh: nvbandwidth's text output read through
+results.peertools.nvbandwidth, and the side-by-side table built from linkscope records. The sample
+(tests/fixtures/nvbandwidth/) is SYNTHETIC: written by hand in the format of nvbandwidth's output.cpp /
+inline_common.h, with illustrative numbers (not a measurement), plus a waived case, an N/A cell and
+an error line; tests/fixtures/peertools/h100x2/nvbandwidth.txt is a real recording."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,6 +14,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 SAMPLE = ROOT / "tests" / "fixtures" / "nvbandwidth" / "onegpu_sample.txt"
+H100X2 = ROOT / "tests" / "fixtures" / "peertools" / "h100x2"
 
 
 @pytest.fixture(scope="module")
@@ -25,29 +27,30 @@ def tool():
     sys.modules.pop(spec.name, None)
 
 
-def test_parse_every_case_status_unit_and_cell(tool):
-    cases = tool.parse_nvbandwidth(SAMPLE.read_text())
-    h2d = cases["host_to_device_memcpy_ce"]
-    assert h2d.status == "Passed" and h2d.unit == "GB/s" and h2d.cell(0, 0) == 55.12 and h2d.sum == 55.12
-    assert h2d.description == "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)" and h2d.columns == ["0"]
-    assert cases["host_device_latency_sm"].unit == "ns" and cases["host_device_latency_sm"].cell(0, 0) == 1210.55
-    assert cases["host_to_device_memcpy_sm"].cell(0, 0) is None  # N/A cell
-    assert cases["device_to_host_memcpy_sm"].status == "Waived" and not cases["device_to_host_memcpy_sm"].rows
-    broken = cases["host_to_device_bidirectional_memcpy_sm"]
-    assert broken.status == "Running" and not broken.rows  # started, never finished: no number
-    assert cases["device_local_copy"].cell(0, 0) == 1512.30
+def test_the_script_reads_nvbandwidth_through_the_library_parser(tool):
+    """No second nvbandwidth parser in bench/: the numbers and statuses are results.peertools'."""
+    assert not hasattr(tool, "parse_nvbandwidth") and not hasattr(tool, "NvbCase")
+    run = tool.read_nvbandwidth(SAMPLE)
+    assert tool.nvbandwidth_value(run, "host_to_device_memcpy_ce", 0) == 55.12
+    assert tool.nvbandwidth_value(run, "host_device_latency_sm", 0) == pytest.approx(1.21055)  # ns -> µs
+    assert tool.nvbandwidth_value(run, "host_to_device_memcpy_sm", 0) is None  # N/A cell
+    assert tool.nvbandwidth_value(run, "host_to_device_memcpy_ce", 1) is None  # no GPU 1 in this run
 
 
-def test_parse_tolerates_garbage_truncation_and_several_gpus(tool):
-    assert tool.parse_nvbandwidth("") == {}
-    assert tool.parse_nvbandwidth("segfault\n\x00\x01 junk\n") == {}
-    text = SAMPLE.read_text()
-    truncated = text[: text.index("SUM device_to_host_memcpy_ce")]
-    cases = tool.parse_nvbandwidth(truncated)
-    assert cases["device_to_host_memcpy_ce"].cell(0, 0) == 55.34 and cases["device_to_host_memcpy_ce"].sum is None
-    two = ("Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n"
-           "           0         1\n 0     55.10     54.90\n\nSUM host_to_device_memcpy_ce 110.00\n")
-    assert tool.parse_nvbandwidth(two)["host_to_device_memcpy_ce"].rows == [[55.10, 54.90]]
+def test_compare_on_the_h100x2_recording(tool, tmp_path, capsys):
+    """The parsing path on a real recording (tests/fixtures/peertools/h100x2/nvbandwidth.txt, 2 x H100,
+    2026-11-25): GPU 0's column of each host testcase, latency in µs; testcases it did not run say so."""
+    (tmp_path / "nvbandwidth.txt").write_text((H100X2 / "nvbandwidth.txt").read_text())
+    rows = {r["row"]: r for r in tool.compare(tmp_path)["rows"]}
+    assert rows["H2D CE pinned"]["nvbandwidth"] == 53.98 and rows["H2D CE pinned"]["note"] == ""
+    assert rows["D2H CE pinned"]["nvbandwidth"] == 55.09
+    assert rows["H2D CE, both ways at once"]["nvbandwidth"] == 40.19
+    assert rows["device-local copy"]["nvbandwidth"] == 1489.24
+    assert rows["host<->GPU latency (SM pointer chase)"]["nvbandwidth"] == pytest.approx(1.21772)
+    assert rows["H2D SM"]["nvbandwidth"] is None and rows["H2D SM"]["note"] == "nvbandwidth: not run or not found"
+    (tmp_path / "nvbandwidth.txt").write_text("segfault\n\x00 junk\n")  # a crashed run: every row says so
+    assert all(r["note"] == "nvbandwidth: not run or not found" for r in tool.compare(tmp_path)["rows"])
+    assert "NUL bytes" in capsys.readouterr().err
 
 
 def _record(path: Path, ms: list[dict]) -> None:
@@ -67,6 +70,9 @@ def test_compare_builds_ratios_and_says_why_a_row_is_missing(tool, tmp_path):
     lat = rows["host<->GPU latency (SM pointer chase)"]
     assert lat["nvbandwidth"] == pytest.approx(1.21055) and lat["ratio"] == pytest.approx(1.25 / 1.21055)
     assert rows["D2H SM"]["note"].startswith("nvbandwidth Waived") and rows["D2H SM"]["ratio"] is None
+    assert rows["H2D SM, both ways at once"]["note"] == "nvbandwidth started it but printed no result"
+    assert rows["H2D SM"]["note"] == "" and rows["H2D SM"]["nvbandwidth"] is None  # ran, printed N/A
+    assert result["nvbandwidth_cases"]["device_to_host_memcpy_sm"] == {"status": "Waived", "message": ""}
     assert rows["D2H CE pinned"]["linkscope"] is None  # no record: N/A, not a crash
     text = tool.table(result)
     assert "H2D CE pinned" in text and "1.007" in text and "N/A" in text

@@ -50,6 +50,16 @@ class Platform:
             loads (``ld.global.cs``) re-read from the reader's L1 inside one launch (sm-pull read
             1,411-3,207 GB/s over an NV18 link at 1-16 MiB). On AMD a GCD's L2 caches coarse-grained
             peer memory (docs/amd.md), so each copy stays a launch of its own there.
+        latency_chase_every_sm: the remote-read and host-read chases run on every SM at once and report
+            the mean over SMs, as nvbandwidth's latency figure is (engines/gpu/latency.py has the H100
+            numbers: one SM alone read 3% above the all-SM mean). Off on AMD: not measured there.
+        sm_push_shape: (threads, blocks per SM, unroll) of the ``sm-push`` copy kernel between two GPUs where the engine's
+            launch shape is left at its default (``SmLaunch()``, 512 x 4 x 4). On 2 x H100 (NV18,
+            2026-11-25, bench/sm_launch_sweep.py, two rounds beside nvbandwidth -b in the same call)
+            256 x 1 x 4 pushed 354, 370 and 370 GB/s at 1, 16 and 64 MiB where the default pushed 339,
+            368 and 368 and nvbandwidth's write_sm 317-320, 369 and 369; the best of 18 shapes at both
+            16 and 64 MiB in visit 5 too. Pulls keep the default (no shape reached nvbandwidth's
+            read_sm at 64 MiB).
     """
 
     key: str
@@ -68,6 +78,8 @@ class Platform:
     env_rows: tuple[tuple[str, str], ...] = ()
     version_probes: tuple[tuple[str, str], ...] = ()
     copy_loops_in_kernel: bool = False
+    latency_chase_every_sm: bool = False
+    sm_push_shape: tuple[int, int, int] | None = None
 
 
 NVIDIA = Platform(
@@ -84,6 +96,8 @@ NVIDIA = Platform(
                     ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
                     ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
     copy_loops_in_kernel=True,
+    latency_chase_every_sm=True,
+    sm_push_shape=(256, 1, 4),
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",

@@ -17,8 +17,11 @@ def test_schedule_scales_with_size():
     assert s.plan("latency", LARGE_MESSAGE_BYTES * 2) == (1000, 10, 1)
     assert s.plan("bw", 8) == (100, 10, 64)
     assert s.plan("bw", 1 << 20) == (20, 2, 64)
+    assert s.plan("bw", 64 << 20) == (20, 2, 64)  # OSU's counts at 64 MiB (fewer read 0.83-0.90x of OSU)
     iters, skip, window = s.plan("bw", 1 << 30)
-    assert window == 8 and iters * window * (1 << 30) <= 2 * s.max_bytes_per_size
+    assert window == 64 and iters * window * (1 << 30) <= 2 * s.max_bytes_per_size
+    iters, skip, window = s.plan("bw", 4 << 30)
+    assert window == 20 and iters * window * (4 << 30) <= 2 * s.max_bytes_per_size
     assert Schedule(iterations=7, warmup=0).plan("bibw", 1 << 20) == (7, 0, 64)
 
 
@@ -52,6 +55,8 @@ def test_osu_tests_two_ranks(tmp_path, test, header):
     assert rec["kind"] == "mpi" and rec["context"]["ranks"] == 2 and len(rec["context"]["hosts_per_rank"]) == 2
     assert rec["context"]["mpi_library"] and "\x00" not in rec["context"]["mpi_library"]
     assert rec["context"]["mpi_thread_level"] == "single"  # OSU's MPI_Init, not mpi4py's THREAD_MULTIPLE
+    # host buffers leave the GPU libraries alone (a CUDA-aware MPI's host calls cost more once CUDA is up)
+    assert not {"cuda_runtime", "cuda_driver_api", "cupy", "nccl", "nvidia_driver"} & set(rec["context"]["versions"])
     ms = rec["measurements"]
     assert {(m["src"], m["dst"]) for m in ms} == {(0, 1)}
     assert all(m["verified"] is True and m["status"] == "ok" for m in ms)
@@ -228,3 +233,102 @@ def test_timed_loops_send_exactly_osus_messages(tmp_path, profile_cache, test):
         assert _delta(nine, five, "collectives", "MPI_Allreduce", "bytes") == 2 * 4 * 64
     else:
         assert all(v == 0 for v in calls.values())
+
+
+# ---- the staged bw path's ack: osu_bw's 4-byte message, as the unstaged path sends it ----
+STAGED_BW_LOOP = """
+import json
+from mpi4py import MPI
+from linkscope.comm.buffers import FakeDeviceSpace
+from linkscope.comm.mpi_p2p import OSU_ACK_BYTES, _bw_loop, _Side
+import numpy as np
+
+class Comm:  # records each message the loop hands MPI, answers with finished requests
+    def __init__(self):
+        self.calls = []
+    def _record(self, name, msg, *args, **kw):
+        tag = kw.get("tag", args[1] if len(args) > 1 else None)
+        explicit = isinstance(msg, list) and len(msg) == 3 and isinstance(msg[2], MPI.Datatype)
+        self.calls.append([name, msg[1] if explicit else np.asarray(msg).nbytes,
+                           msg[2].Get_name() if explicit else "deduced from " + np.asarray(msg).dtype.name, tag])
+        return MPI.REQUEST_NULL
+    def Isend(self, msg, *a, **k): return self._record("Isend", msg, *a, **k)
+    def Irecv(self, msg, *a, **k): return self._record("Irecv", msg, *a, **k)
+    def Send(self, msg, *a, **k): return self._record("Send", msg, *a, **k)
+    def Recv(self, msg, *a, **k): return self._record("Recv", msg, *a, **k)
+
+out = {}
+for first in (True, False):
+    comm = Comm()
+    side = _Side(FakeDeviceSpace(), 64, True, 4, need_send=True, need_recv=True)
+    ack = np.zeros(OSU_ACK_BYTES, dtype=np.uint8)
+    _bw_loop(comm, side, 64, 2, 1, 4, first, 1 if first else 0, ack, MPI.Wtime)
+    out["first" if first else "partner"] = comm.calls
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_staged_bw_acks_with_the_unstaged_paths_4_byte_message():
+    """The staged bw loop (device buffers through host memory) acks each window as the unstaged loop does:
+    one [buffer, 4, MPI.BYTE] message, tag 101 (osu_bw.c: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...)), from/into
+    host memory (staging hands MPI host buffers only). A bare uint8 array would go as MPI_UNSIGNED_CHAR, not
+    matching an unstaged partner's MPI_BYTE send (HD, DH). One Python process, MPI as a singleton: no mpirun."""
+    done = subprocess.run([sys.executable, "-c", STAGED_BW_LOOP], capture_output=True, text=True, timeout=60,
+                          env=mpi_env(), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    calls = json.loads(done.stdout.strip().splitlines()[-1])
+    per_window = (["Isend", 64, "MPI_BYTE", 100],) * 4 + (["Recv", 4, "MPI_BYTE", 101],)
+    assert calls["first"] == list(per_window) * 3  # 2 iterations + 1 warm-up, window 4
+    per_window = (["Irecv", 64, "MPI_BYTE", 100],) * 4 + (["Send", 4, "MPI_BYTE", 101],)
+    assert calls["partner"] == list(per_window) * 3
+
+
+@pytest.mark.mpi
+@needs_mpi
+@pytest.mark.skipif(not shutil.which("mpicc"), reason="the PMPI interposer is built with mpicc")
+def test_staged_bw_ack_on_the_wire_is_4_bytes_a_window(tmp_path):
+    """One profiled run of `bench mpi --test bw --buffers DD --stage-through-host` (fake device): rank 1 sends
+    rank 0 one 4-byte ack per window (20 iterations + 1 warm-up) and, besides, only the run's own few control
+    messages (2 messages, 13 B on the CPU box, 2026-11-25); a 1-byte ack would be 21 B of acks."""
+    out = tmp_path / "staged.json"
+    cmd = [sys.executable, "-m", "linkscope", "profile", "-o", str(out), "--", "mpirun", "--oversubscribe", "-n", "2",
+           sys.executable, "-m", "linkscope", "bench", "mpi", "--test", "bw", "--buffers", "DD", "--fake-device",
+           "--stage-through-host", "--sizes", "64", "--window", "8", "--iterations", "20", "--warmup", "1"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=mpi_env(XDG_CACHE_HOME=str(tmp_path / "cache")), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    traffic = json.loads(out.read_text())
+    acks = 21
+    assert traffic["messages"][0][1] == acks * 8 and traffic["bytes"][0][1] == acks * 8 * 64
+    assert acks <= traffic["messages"][1][0] <= acks + 4
+    assert acks * 4 <= traffic["bytes"][1][0] < acks * 4 + 32
+
+
+def test_bw_warms_up_with_its_own_requests_until_rank_0_has_spent_the_minimum_time():
+    """Without --warmup, bw/bibw run OSU's skip windows and then more, with the timed loop's own
+    persistent requests, until rank 0 has spent WARMUP_MIN_S (a broadcast keeps every rank in step):
+    bw DD at 64 MiB read 0.90x of OSU with 2 timed windows of fresh requests on 2 x H100."""
+    from linkscope.comm.mpi_p2p import WARMUP_MAX_BATCHES, WARMUP_MIN_S, _warm
+
+    class Comm:  # rank 0's view: bcast returns what rank 0 decided
+        def bcast(self, obj, root):
+            assert root == 0
+            return obj
+
+    def run(step_s, skip, warm_s):
+        now, calls = [0.0], []
+
+        def one():
+            calls.append(1)
+            now[0] += step_s
+
+        n = _warm(Comm(), one, skip, warm_s, lambda: now[0])
+        assert n == len(calls)
+        return n
+
+    assert run(WARMUP_MIN_S * 0.3, 2, WARMUP_MIN_S) == 4  # 2 of OSU's, 2 more to pass the minimum
+    assert run(WARMUP_MIN_S * 2, 2, WARMUP_MIN_S) == 2
+    assert run(WARMUP_MIN_S, 2, 0.0) == 2  # --warmup given: exactly that many
+    assert run(0.0, 0, WARMUP_MIN_S) == WARMUP_MAX_BATCHES

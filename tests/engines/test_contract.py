@@ -1,7 +1,9 @@
 """The engine contract (engines/base.py), one suite for every engine: sim, the GPU engine over the
 fake runtime (NVIDIA and AMD meanings), and on a GPU machine the cuda engine (marked ``gpu``)."""
+import ctypes
 import itertools
 
+import numpy as np
 import pytest
 
 from linkscope.engines.base import NOT_CHECKED
@@ -272,7 +274,9 @@ def test_sm_copies_of_one_region_are_one_launch():
     result = eng.run(plan, 3, warmup=1, verify=True)
     copies = [n for n in eng.rt.launches if n.startswith("copy_")]
     assert inner_count(size) > 1
-    assert len(copies) == 4  # one launch per region (1 warm-up + 3 timed), not 4 x inner
+    # one timed launch per region (1 warm-up + 3 timed) behind one lead-in launch each, and the data
+    # check's own region (no lead-in): 9 launches, not 5 x inner
+    assert len(copies) == 9
     assert result.timings[0].verified is True
     from linkscope.engines.gpu.fake import FAKE_RATE_B_PER_S
     per_copy = result.timings[0].elapsed_s[0]
@@ -283,7 +287,7 @@ def test_in_kernel_loops_only_between_gpus_on_platforms_that_allow_them():
     """A copy with a host end, and every copy on AMD (a GCD's L2 keeps coarse-grained peer lines), is
     one launch per copy: looping inside one kernel there would time the reader's caches, as sm-pull
     did on H100 with streaming loads (1,411-3,207 GB/s over an NV18 link, 2026-11-25)."""
-    from linkscope.engines.gpu.engine import inner_count
+    from linkscope.engines.gpu.engine import LEAD_IN_COPIES, inner_count
     from linkscope.patterns.methods import SM_PULL, SM_PUSH
 
     size = 1024**2
@@ -297,6 +301,118 @@ def test_in_kernel_loops_only_between_gpus_on_platforms_that_allow_them():
     nvidia, amd = _fake(), _fake(vendor="amd")
     pair = TransferPlan("pair", "uni", SM_PULL.key, (Transfer(0, 1, size),))
     host = TransferPlan("host", "uni", SM_PUSH.key, (Transfer(0, HOST, size),))
-    assert copies(nvidia, pair) == 1
-    assert copies(nvidia, host) == inner
-    assert copies(amd, pair) == inner
+    assert copies(nvidia, pair) == 1 + 1  # the lead-in launch, then the timed one
+    assert copies(nvidia, host) == LEAD_IN_COPIES + inner
+    assert copies(amd, pair) == LEAD_IN_COPIES + inner
+
+
+def test_timed_regions_start_behind_a_lead_in_and_the_checked_region_has_none():
+    """Each timed region's start event is recorded behind LEAD_IN_COPIES copies already queued on the
+    stream (nvbandwidth's warm-up copies before its start event), so timing starts with the link busy;
+    the region whose destination is checked has no lead-in (a lead-in would write the pattern the
+    check must see from the timed copies) and is not one of the reported samples."""
+    from linkscope.engines.gpu.engine import LEAD_IN_COPIES, inner_count
+    from linkscope.patterns.methods import CE
+
+    eng = _fake()
+    size = 64 * 1024**2
+    log: list[str] = []
+    rt, gate = eng.rt, eng._gate
+    depth = [0]  # the fake's memcpy_peer_async calls its memcpy_async: count the outer call only
+
+    def counted(orig):
+        def copy(*a, **k):
+            if not depth[0]:
+                log.append("copy")
+            depth[0] += 1
+            try:
+                return orig(*a, **k)
+            finally:
+                depth[0] -= 1
+        return copy
+
+    for name in ("memcpy_async", "memcpy_peer_async"):
+        setattr(rt, name, counted(getattr(rt, name)))
+    orig_record, orig_arm = rt.event_record, gate.arm
+    rt.event_record = lambda *a, **k: (log.append("event"), orig_record(*a, **k))[1]
+    gate.arm = lambda *a, **k: (log.append("arm"), orig_arm(*a, **k))[1]
+    plan = TransferPlan("pair", "uni", CE.key, (Transfer(0, 1, size),))
+    result = eng.run(plan, 3, warmup=1, verify=True)
+    regions = "".join("c" if x == "copy" else "e" if x == "event" else "|" for x in log).split("|")[1:]
+    inner = inner_count(size)
+    lead, timed = "c" * LEAD_IN_COPIES, "c" * inner
+    assert len(regions) == 1 + 3 + 1  # warm-up, timed, checked
+    assert all(r.startswith(lead + "e") and timed in r for r in regions[:-1])
+    assert regions[-1].startswith("e") and regions[-1].count("c") == inner
+    assert len(result.timings[0].elapsed_s) == 3 and result.timings[0].verified is True
+
+
+@pytest.mark.parametrize("order", ["random", "sequential"])
+def test_chase_nodes_form_one_cycle_through_every_node(order):
+    """Both chase orders visit every node once before coming back (one cycle), each node at its own
+    stride; sequential is nvbandwidth's i -> i+1 walk, random a permutation."""
+    from linkscope.engines.gpu.latency import chase_nodes
+
+    n, stride_words = 257, 16
+    nodes = chase_nodes(n, stride_words, base_address=0, order=order)
+    succ = nodes[::stride_words] // (stride_words * 8)
+    seen, i = set(), 0
+    for _ in range(n):
+        seen.add(i)
+        i = int(succ[i])
+    assert i == 0 and len(seen) == n
+    steps = (succ.astype(int) - range(n)) % n
+    assert (set(steps.tolist()) == {1}) == (order == "sequential")
+    with pytest.raises(ValueError, match="chase order"):
+        chase_nodes(n, stride_words, order="backwards")
+
+
+def test_remote_read_chases_on_every_sm_on_nvidia_and_on_one_block_on_amd():
+    """On NVIDIA the chase runs on every SM at once (one block each, each from its own point of the
+    cycle, each region continuing where the last stopped) and a sample is the mean over the blocks,
+    nvbandwidth's figure; one SM alone read 3% above that mean on 2 x H100. AMD keeps one block."""
+    from linkscope.engines.gpu.fake import FAKE_HOP_NS
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    sms = nvidia.rt.properties(1)["sm_count"]
+    starts: list[list[int]] = []
+    real = nvidia.rt._k_pointer_chase_each
+
+    def each(begin, hops, ends, ns):
+        starts.append(list(np.ctypeslib.as_array((ctypes.c_uint64 * sms).from_address(begin))))
+        return real(begin, hops, ends, ns)
+
+    nvidia.rt._k_pointer_chase_each = each
+    nvidia.rt.launch_grids.clear()
+    got = nvidia.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert [g for n, _, g in nvidia.rt.launch_grids if n.startswith("pointer_chase")] == [sms] * 4
+    assert len(starts) == 4 and all(len(set(s)) == sms for s in starts)  # every block its own start
+    assert all(a != b for a, b in itertools.pairwise(starts))  # each region continues where the last stopped
+    assert got == pytest.approx([FAKE_HOP_NS["peer"] / 1e3] * 3)
+    amd.rt.launch_grids.clear()
+    amd.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert {(n, g) for n, _, g in amd.rt.launch_grids if n.startswith("pointer_chase")} == {("pointer_chase", 1)}
+
+
+def test_sm_push_between_gpus_takes_the_platforms_measured_shape_unless_one_is_set():
+    """NVIDIA's sm-push between two GPUs runs 256 threads x 1 block per SM x unroll 4 (platforms:
+    the best of 18 shapes on 2 x H100, >= nvbandwidth's write_sm at 1-64 MiB); pulls, host ends, AMD
+    and an explicitly set launch shape keep theirs."""
+    from linkscope.engines.gpu.ops import SmLaunch
+    from linkscope.patterns.methods import SM_PULL, SM_PUSH
+
+    def shape(eng, method, src, dst):
+        eng._ctx.reset_lanes()
+        op = eng._build(method, src, dst, 64 * 1024**2, None)
+        try:
+            return op.threads, op.grid // eng._ctx.sm_count[op.runner], op.kernel
+        finally:
+            op.free()
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    assert shape(nvidia, SM_PUSH.key, 0, 1) == (256, 1, "copy_u4_4")
+    assert shape(nvidia, SM_PULL.key, 0, 1) == (512, 4, "copy_u4_4")
+    assert shape(nvidia, SM_PUSH.key, 0, HOST) == (512, 4, "copy_u4_4")
+    assert shape(amd, SM_PUSH.key, 0, 1) == (512, 4, "copy_u4_4")
+    nvidia.sm_launch = SmLaunch(threads=1024, blocks_per_sm=2, unroll=8)
+    assert shape(nvidia, SM_PUSH.key, 0, 1) == (1024, 2, "copy_u4_8")

@@ -179,9 +179,9 @@ def test_each_region_continues_where_the_last_stopped() -> None:
     starts: list[int] = []
     real = rt._k_pointer_chase
 
-    def chase(start: int, hops: int, sink: int) -> float:
+    def chase(start: int, hops: int, sink: int, target: int) -> float:
         starts.append(start)
-        return real(start, hops, sink)
+        return real(start, hops, sink, target)
 
     rt._k_pointer_chase = chase  # type: ignore[method-assign]
     engine.latency_us("remote-read", 0, 1, method=None, size_bytes=8, reps=3, warmup=1)

@@ -27,7 +27,7 @@ def test_collect_context_never_crashes_and_is_json(monkeypatch):
 
 def test_vendor_probes_can_be_skipped():
     ctx = context.collect_context({}, probe_vendor=False)
-    assert set(ctx["versions"]) == {"linkscope", "python"}
+    assert set(ctx["versions"]) == {"linkscope", "python", "mpi4py"}  # mpi4py is not a vendor library
 
 
 def test_context_does_not_import_the_engine():

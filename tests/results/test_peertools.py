@@ -10,6 +10,7 @@ import pytest
 
 from linkscope.errors import SchemaError, UserError
 from linkscope.results.peertools import nccltests, nvbandwidth, osu, p2p_sample, transferbench
+from linkscope.results.peertools.common import Outcome
 from linkscope.results.peertools.detect import parse, read
 from linkscope.results.schema import ALL, HOST, Status
 
@@ -97,11 +98,37 @@ def test_nvbandwidth_size_latency_and_bidirectional_matrices():
     assert len(bidir) == 6 and sorted(m.scope for m in bidir) == ["total"] * 2 + ["transfer"] * 4
 
 
-def test_nvbandwidth_waived_testcase_is_a_note():
+def test_nvbandwidth_outcome_of_each_testcase():
     """tests/fixtures/nvbandwidth/onegpu_sample.txt is SYNTHETIC (hand-written in nvbandwidth's layout
-    for bench/onegpu_compare.py; see tests/test_bench_onegpu.py): used here only for its waived case."""
+    for bench/onegpu_compare.py; see tests/test_bench_onegpu.py): a waived case, an N/A cell, a case
+    that started and printed only a CUDA error."""
     run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE))
-    assert any("waived" in n for n in run.notes)
+    assert run.outcomes["host_to_device_memcpy_ce"] == Outcome("Passed")
+    assert run.outcomes["host_to_device_memcpy_sm"] == Outcome("Passed")  # printed N/A: ran, no number
+    assert not [m for m in run.measurements if m.extra["test"] == "host_to_device_memcpy_sm"]
+    assert run.outcomes["device_to_host_memcpy_sm"] == Outcome("Waived")
+    assert run.outcomes["host_to_device_bidirectional_memcpy_sm"] == Outcome("Running")  # no result
+    assert "device_to_host_memcpy_sm: waived by nvbandwidth" in run.notes
+    assert "host_to_device_bidirectional_memcpy_sm: started, printed no result" in run.notes
+    real = read(FX / "h100x2" / "nvbandwidth.txt")
+    assert len(real.outcomes) == 15 and {o.status for o in real.outcomes.values()} == {"Passed"} and not real.notes
+
+
+def test_nvbandwidth_error_waived_and_unknown_testcases_as_nvbandwidth_prints_them():
+    """nvbandwidth.cpp runTestcase: ``Error: <message>`` after ``Running <key>.``; a waived case prints only
+    ``Waived: `` (unnamed in text); an unknown -t key ``ERROR: Testcase <key> not found!``. A run where
+    nothing passed is still nvbandwidth's output (its outcomes say why), not a refusal."""
+    text = ("nvbandwidth Version: v0.8\n\nRunning host_to_device_memcpy_ce.\nError: cudaErrorInvalidValue in run\n"
+            "Waived: \nERROR: Testcase bogus_ce not found!\n")
+    run = nvbandwidth.parse_text(text, "nvb.txt")
+    assert not run.measurements
+    assert run.outcomes == {"host_to_device_memcpy_ce": Outcome("Error", "cudaErrorInvalidValue in run"),
+                            "bogus_ce": Outcome("Not Found", "Testcase bogus_ce not found!")}
+    assert any("unnamed in text output" in n and "waived" in n for n in run.notes)
+    doc = {"nvbandwidth": {"testcases": [{"name": "device_to_host_memcpy_sm", "status": "Waived"},
+                                         {"name": "device_local_copy", "status": "Error", "error": "oom"}]}}
+    assert parse(json.dumps(doc), "n.json").outcomes == {"device_to_host_memcpy_sm": Outcome("Waived"),
+                                                         "device_local_copy": Outcome("Error", "oom")}
 
 
 def test_nvbandwidth_json_bidirectional_rows_split():
@@ -190,6 +217,28 @@ def test_osu_device_buffers_and_collective():
     assert bw[0].extra["buffers"] == "D D" and bw[0].extra["source_line"] == 4
     coll = [m for m in run.measurements if m.method == "mpi.allreduce"]
     assert coll[0].latency_us == 12.34 and coll[0].src == ALL
+
+
+def test_osu_parser_reads_linkscope_bench_mpi_text_as_linkscope_writes_it():
+    """``bench mpi`` prints OSU's layout with its own title suffix and buffer line; the OSU parser reads it
+    (tool linkscope), from a real recording (tests/fixtures/mpi/h100x2-2026-11-25) and from the writer."""
+    from linkscope.report.textformats import mpi_osu_text
+    from linkscope.results import io as run_io
+
+    fx = FX.parent / "mpi" / "h100x2-2026-11-25" / "r1"
+    run = osu.parse_text((fx / "ls_bw_DD.txt").read_text(), "ls_bw_DD.txt")
+    assert run.tool == "linkscope" and {m.extra["tool"] for m in run.measurements} == {"linkscope"}
+    assert [(m.src, m.dst, m.method, m.extra["buffers"], m.size_bytes, m.extra["osu_value"]) for m in run.measurements] == [
+        (0, 1, "mpi.bw", "D D", 65536, 10605.94), (0, 1, "mpi.bw", "D D", 1048576, 161400.38),
+        (0, 1, "mpi.bw", "D D", 16777216, 352585.17)]
+    for name in ("ls_bw_DD", "ls_lat_HH", "ls_bibw_DD", "ls_ar_HH"):
+        record = run_io.from_dict(json.loads((fx / f"{name}.json").read_text()))
+        again = osu.parse_text(mpi_osu_text(record), name)
+        printed = osu.parse_text((fx / f"{name}.txt").read_text(), name)
+        assert [(m.method, m.src, m.size_bytes, m.extra["osu_value"], m.extra["buffers"]) for m in again.measurements] == \
+            [(m.method, m.src, m.size_bytes, m.extra["osu_value"], m.extra["buffers"]) for m in printed.measurements]
+    osu_own = osu.parse_text((fx / "osu_bw_DD.txt").read_text(), "osu_bw_DD.txt")
+    assert osu_own.tool == "osu" and osu_own.measurements[0].extra["tool"] == "osu"
 
 
 def test_transferbench_config_and_p2p():

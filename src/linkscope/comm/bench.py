@@ -37,13 +37,19 @@ def progress_line(text: str) -> None:
     print(f"linkscope: {text}", file=sys.stderr, flush=True)
 
 
-def job_context(job: Job, environ: Mapping[str, str], *, simulated: bool, topology: Any = None) -> dict[str, Any]:
+def job_context(job: Job, environ: Mapping[str, str], *, simulated: bool, topology: Any = None,
+                touch_gpu: bool = True) -> dict[str, Any]:
     """The RunRecord context of a comm run: the shared context (versions, host, the environment
-    variables that change behaviour, secrets filtered) and the job's ranks and hosts."""
+    variables that change behaviour, secrets filtered) and the job's ranks and hosts.
+
+    ``touch_gpu=False`` leaves the vendor libraries alone (no CUDA/NCCL/NVML versions): a host-buffer
+    ``bench mpi`` must not initialise the GPU driver, because a CUDA-aware MPI's host-buffer calls then
+    cost more (2 x H100, Open MPI 4.1.4: an 8 B allreduce from mpi4py 2.1-2.4 us in a process that never
+    touched CUDA, 3.0-3.2 once cuInit ran, 4.4-4.5 with a context; bench/mpi_overhead/pingpong.py)."""
     ctx = collect_context(environ, gpu_names=[g.name for g in topology.gpus] if topology is not None else (),
                           engine="sim" if simulated else "nccl/mpi",
                           topology_source=(topology.source or topology.name) if topology is not None else None,
-                          probe_vendor=not simulated)
+                          probe_vendor=touch_gpu and not simulated)
     ctx.update(job.context())
     return ctx
 
@@ -126,7 +132,7 @@ def bench_mpi(session: Session, opts: MpiOptions) -> int:
 
             space = CupyDeviceSpace(_local_gpu(job, CupyNccl(), environ))
         schedule = Schedule(window=opts.window, iterations=opts.iterations, warmup=opts.warmup)
-        ctx = job_context(job, environ, simulated=False)
+        ctx = job_context(job, environ, simulated=False, touch_gpu="D" in opts.buffers)
         if awareness is not None:
             ctx["gpu_aware"] = awareness.as_dict()
         options = {"test": opts.test, "buffers": opts.buffers, "sizes": list(opts.sizes), "window": opts.window,

@@ -13,7 +13,8 @@ owns the first buffer letter of ``--buffers`` (``DH``: rank 0 side on the device
   message. MB/s = size * window * iterations / elapsed / 1e6.
   The ack is osu_bw's: 4 bytes (``OSU_ACK_BYTES``) from the partner's send buffer into the sender's
   receive buffer (osu_bw.c: ``MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...)``), so with D buffers it is
-  one small device-to-device message per window, as in OSU. Staged runs ack through host memory.
+  one small device-to-device message per window, as in OSU. Staged runs send the same ack message
+  (4 x ``MPI_BYTE``, tag 101) from/into a host buffer: staging hands MPI host memory only.
 * **bibw** (osu_bibw): both ranks post ``window`` receives and ``window`` sends (persistent requests,
   as for bw), wait for the sends, then for the receives; bytes count in both directions.
 
@@ -36,8 +37,9 @@ MULTIPLE, which costs Open MPI locks on every message: 8 B ping-pong 0.57 -> 0.5
 0.25 on the CPU box). The timed loops hand MPI prebuilt ``[MPI.buffer, count, type]`` messages
 through bound methods with positional arguments; what is left is mpi4py's own cost per call
 (~0.1 us ``Send``, ~0.13 us ``Recv``, ~0.4 us ``Allreduce`` there, against 3-13 ns from C), a floor for
-a Python runner. Persistent requests cost more than ``Send``/``Recv`` for ping-pong (four calls
-instead of two), so only bw/bibw use them. The messages are OSU's: same count, sizes, tags and order
+a Python runner. Every unstaged loop hands MPI persistent requests (latency: ``Start``/``Wait`` per
+message, in osu_latency's order; bw/bibw: one ``Startall`` per window): with a CUDA-aware MPI they skip
+its per-call buffer checks (``_latency_loop`` has the numbers). The messages are OSU's: same count, sizes, tags and order
 (tests/comm/test_mpi_p2p.py counts them through the PMPI interposer).
 
 Device buffers go to MPI as ``__cuda_array_interface__`` objects (mpi4py reads them) only when the
@@ -65,6 +67,13 @@ BUFFER_CHOICES = ("HH", "DD", "DH", "HD")
 LARGE_MESSAGE_BYTES = 8192  # OSU's LARGE_MESSAGE_SIZE: above it, fewer iterations
 STAGING_SLOTS_BYTES = 256 * 1024 * 1024
 OSU_ACK_BYTES = 4  # osu_bw's ack: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...) once per window
+#: bw/bibw warm up for at least this long (rank 0's clock) before the timed windows of a size, unless
+#: a warm-up count is given (``Schedule.warmup``, ``--warmup``: then exactly that many windows). OSU's
+#: skip count (2 windows above 8 KiB) assumes a sweep from 1 B, so the link is busy by the large sizes;
+#: a short sweep starting at 64 MiB read 0.83-0.91x of OSU after 1 window (2 x H100, 2026-11-25), and
+#: 1.00x after 22 windows or after a 16 MiB size (about 60 ms of traffic).
+WARMUP_MIN_S = 0.1
+WARMUP_MAX_BATCHES = 1000
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,9 @@ class Schedule:
     bw_iters_large: int = 20
     bw_skip_large: int = 2
     window: int = 64
-    max_bytes_per_size: int = 8 * 1024**3
+    #: OSU's own bytes at 64 MiB (20 iterations x 64 x 64 MiB): with 8 GiB, 64 MiB got 2 timed windows and
+    #: read 0.90x (bw) and 0.83x (bibw) of OSU on 2 x H100; with OSU's 20 it read 0.995x and 1.000x.
+    max_bytes_per_size: int = 80 * 1024**3
     iterations: int | None = None
     warmup: int | None = None
 
@@ -309,6 +320,8 @@ def run_osu(
                 space.fill(side.send, size, seed)
             space.poison(side.recv, size)
             values = []
+            warmed: list[int] = []  # bw/bibw: warm-up windows each run ran
+            warm_s = WARMUP_MIN_S if schedule.warmup is None else 0.0  # bw/bibw: by time unless --warmup
             for _ in range(runs):
                 comm.Barrier()
                 if collective:
@@ -318,10 +331,10 @@ def run_osu(
                     elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
                     value = elapsed * 1e6 / (2.0 * iters)
                 elif test == "bw":
-                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock)
+                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock, warm_s, warmed)
                     value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 else:
-                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock)
+                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock, warm_s, warmed)
                     value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
                 values.append(value)
             receives = test != "bw" or not first
@@ -343,7 +356,8 @@ def run_osu(
                     vals, wa = by_rank[a]
                     _, wb = by_rank[b]
                     wrong_total = None if (wa is None or wb is None) else wa + wb
-                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters, skip, window,
+                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters,
+                                           max(warmed) if warmed else skip, window,
                                            wrong_total))
             if job.rank == 0:
                 if checkpoint:
@@ -387,34 +401,48 @@ def _fixed_msg(buf: Any, size: int) -> list[Any]:
 
 def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, first: bool, partner: int,
                   clock: Callable[[], float]) -> float:
-    """osu_latency's loop: MPI_Send then MPI_Recv (tag 1) on the first rank, the reverse on the partner.
+    """osu_latency's loop: a send then a receive (tag 1) on the first rank, the reverse on the partner.
 
-    Blocking ``Send``/``Recv``, not persistent requests: ``Start`` + ``Wait`` twice per iteration
-    measured 0.56-0.59 us per half round trip against 0.48-0.50 for ``Send``/``Recv`` (8 B, CPU box).
+    Unstaged, each is a persistent request (``Send_init`` / ``Recv_init`` once per size, then ``Start``
+    and ``Wait``), in osu_latency's order: the send completes before the receive is started, as
+    ``MPI_Send`` returns before ``MPI_Recv`` is called; MPI moves the same message each way. Measured
+    on 2 x H100 with the CUDA-aware Open MPI 4.1.4 (bench/mpi_overhead/pingpong.py, 8 B, min over 20
+    rounds, 2026-11-25): host buffers 0.78-0.79 us a half round trip against 1.18-1.22 for blocking
+    ``Send``/``Recv`` (C: 0.61-0.66), device buffers 9.84-10.63 against 10.80-11.84 (C: 9.99-10.71):
+    a persistent request does the CUDA-aware library's per-call work (buffer checks, convertor set-up)
+    once. On the CPU box's Open MPI without CUDA the blocking calls were 0.08 us cheaper (0.48-0.50
+    against 0.56-0.59): the loop is for the GPU machines.
     """
     send, recv = comm.Send, comm.Recv
     if not side.staged:
-        # Fast path (like mpi4py.bench): buffers, bound methods and positional arguments prepared
-        # once as explicit [buffer, count, MPI.BYTE] messages (mpi4py then skips deducing the
-        # datatype from the buffer's format, as OSU passes MPI_CHAR), and warm-up and timed
-        # iterations in separate loops with no per-iteration test, so the loop measures MPI
-        # rather than Python attribute lookups, slicing and branches.
-        sbuf, rbuf = _fixed_msg(side.send_obj(size), size), _fixed_msg(side.recv_obj(size), size)
+        # Fast path (like mpi4py.bench): messages and bound methods prepared once as explicit
+        # [buffer, count, MPI.BYTE] messages (as OSU passes MPI_CHAR), and warm-up and timed
+        # iterations in separate loops with no per-iteration test.
+        sreq = comm.Send_init(_fixed_msg(side.send_obj(size), size), partner, 1)
+        rreq = comm.Recv_init(_fixed_msg(side.recv_obj(size), size), partner, 1)
+        ss, sw, rs, rw = sreq.Start, sreq.Wait, rreq.Start, rreq.Wait
 
         def loop(n: int) -> None:
             if first:
                 for _ in repeat(None, n):
-                    send(sbuf, partner, 1)
-                    recv(rbuf, partner, 1)
+                    ss()
+                    sw()
+                    rs()
+                    rw()
             else:
                 for _ in repeat(None, n):
-                    recv(rbuf, partner, 1)
-                    send(sbuf, partner, 1)
+                    rs()
+                    rw()
+                    ss()
+                    sw()
 
-        loop(skip)
-        t0 = clock()
-        loop(iters)
-        return clock() - t0
+        try:
+            loop(skip)
+            t0 = clock()
+            loop(iters)
+            return clock() - t0
+        finally:
+            _free([sreq, rreq])
     t0 = 0.0
     for i in range(iters + skip):
         if i == skip:
@@ -428,6 +456,22 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
             side.after_recv(size)
             send(side.send_obj(size), partner, 1)
     return clock() - t0
+
+
+def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: Callable[[], float]) -> int:
+    """Warm-up iterations of a timed loop, with the loop's own requests: ``skip`` of them, then more
+    until rank 0 has spent ``warm_s`` in them (each rank runs as many: rank 0 decides by broadcast);
+    returns how many ran. Fresh persistent requests run slower in their first windows (bw DD at
+    64 MiB, 2 timed windows: 345 against OSU's 385 GB/s on 2 x H100, also after a separate 0.1 s
+    warm-up with other requests; 383 with 20 windows), so the warm-up uses the timed requests."""
+    t_start, n = clock(), 0
+    for _ in range(skip):
+        one()
+        n += 1
+    while warm_s > 0 and not comm.bcast(clock() - t_start >= warm_s or n >= WARMUP_MAX_BATCHES, root=0):
+        one()
+        n += 1
+    return n
 
 
 def _persistent(comm: Any, message: list[Any], partner: int, tag: int, window: int, *, send: bool) -> list[Any]:
@@ -446,7 +490,7 @@ def _free(requests: list[Any]) -> None:
 
 
 def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, first: bool, partner: int,
-             ack: np.ndarray, clock: Callable[[], float]) -> float:
+             ack: np.ndarray, clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -458,17 +502,26 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
         # send buffer (device memory with D buffers, as in OSU); one prebuilt message, positional args
         reply = comm.Recv if first else comm.Send
         ack_msg = _fixed_msg(side.recv_obj(OSU_ACK_BYTES) if first else side.send_obj(OSU_ACK_BYTES), OSU_ACK_BYTES)
+        def window_and_ack() -> None:
+            start(reqs)
+            waitall(reqs)
+            reply(ack_msg, partner, 101)
+
         try:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                start(reqs)
-                waitall(reqs)
-                reply(ack_msg, partner, 101)
+            n = _warm(comm, window_and_ack, skip, warm_s, clock)
+            if warmed is not None:
+                warmed.append(n)
+            t0 = clock()
+            for _ in repeat(None, iters):
+                window_and_ack()
             return clock() - t0
         finally:
             _free(reqs)
     recv = _msg(side.recv_obj(size), size)
+    # the ack the unstaged path sends (OSU_ACK_BYTES x MPI.BYTE, tag 101), from/into host memory: a bare
+    # uint8 array would go as MPI_UNSIGNED_CHAR, which an MPI_BYTE send from an unstaged partner (HD, DH)
+    # does not match (MPI 3.1 section 3.3.1: the send's and the receive's type names must be identical)
+    ack_msg = _msg(ack, OSU_ACK_BYTES)
     for i in range(iters + skip):
         if i == skip:
             t0 = clock()
@@ -480,18 +533,18 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
                     requests[j - nslots].Wait()  # the slot is reused: its send must be complete
                 requests.append(comm.Isend(_msg(side.send_obj(size, slot=j), size), dest=partner, tag=100))
             MPI.Request.Waitall(requests)
-            comm.Recv(ack, source=partner, tag=101)
+            comm.Recv(ack_msg, partner, 101)
         else:
             requests = [comm.Irecv(recv, source=partner, tag=100) for _ in range(window)]
             MPI.Request.Waitall(requests)
             for _ in range(window):
                 side.after_recv(size)
-            comm.Send(ack, dest=partner, tag=101)
+            comm.Send(ack_msg, partner, 101)
     return clock() - t0
 
 
 def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, partner: int,
-               clock: Callable[[], float]) -> float:
+               clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -499,15 +552,21 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
         rreqs = _persistent(comm, _fixed_msg(side.recv_obj(size), size), partner, 10, window, send=False)
         sreqs = _persistent(comm, _fixed_msg(side.send_obj(size), size), partner, 10, window, send=True)
         start, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
+
+        def both_windows() -> None:
+            start(rreqs)
+            start(sreqs)
+            # osu_bibw's order: wait for all sends, then for all receives (osu_bibw.c)
+            waitall(sreqs)
+            waitall(rreqs)
+
         try:
-            for i in range(iters + skip):
-                if i == skip:
-                    t0 = clock()
-                start(rreqs)
-                start(sreqs)
-                # osu_bibw's order: wait for all sends, then for all receives (osu_bibw.c)
-                waitall(sreqs)
-                waitall(rreqs)
+            n = _warm(comm, both_windows, skip, warm_s, clock)
+            if warmed is not None:
+                warmed.append(n)
+            t0 = clock()
+            for _ in repeat(None, iters):
+                both_windows()
             return clock() - t0
         finally:
             _free(sreqs + rreqs)

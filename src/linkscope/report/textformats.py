@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..results.io import measurement_to_dict
+from ..results.peertools.osu import LINKSCOPE_TITLE_SUFFIX
 from ..results.schema import Measurement, RunRecord, Status
 
 _SIZE_WIDTH = 10
@@ -151,10 +152,10 @@ def mpi_osu_header(record: RunRecord) -> str:
     test, pairs = info.get("test", "latency"), info.get("pairs") or []
     if test == "allreduce":
         ranks = pairs[0][1] + 1 if pairs else "?"
-        return (f"# {_OSU_TITLE[test]} (linkscope, OSU semantics)\n"
+        return (f"# {_OSU_TITLE[test]} {LINKSCOPE_TITLE_SUFFIX}\n"
                 f"# buffers {info.get('buffers', '?')}, method {info.get('method', '?')}, {ranks} ranks, "
                 "MPI_FLOAT MPI_SUM, latency averaged over ranks\n# Size       Avg Latency(us)\n")
-    lines = [f"# {_OSU_TITLE.get(test, test)} (linkscope, OSU semantics)",
+    lines = [f"# {_OSU_TITLE.get(test, test)} {LINKSCOPE_TITLE_SUFFIX}",
              f"# buffers {info.get('buffers', '?')}, method {info.get('method', '?')}, pairs "
              + ", ".join(f"{a}<->{b}" for a, b in pairs)
              + (" (bandwidth summed over pairs)" if len(pairs) > 1 and test != "latency" else "")

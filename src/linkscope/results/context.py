@@ -88,7 +88,7 @@ def library_versions(probe_vendor: bool = True) -> dict[str, str]:
         for p in platforms.PLATFORMS:  # each vendor's probes, named by the platform table
             for key, ref in p.version_probes:
                 versions[key] = _guard(_version_probe(ref))
-        versions["mpi4py"] = _guard(_mpi4py_version)
+    versions["mpi4py"] = _guard(_mpi4py_version)
     return versions
 
 

@@ -6,9 +6,11 @@ Life of ``run(plan, reps)``: check the plan (``waiver``: methods, GPU indices, e
 access, free memory) -> allocate buffers for this (plan, size) -> set peer access for the method
 (enabled; for ``ce-nopeer`` disabled for the plan's pairs and restored afterwards) -> fill sources
 with the check pattern -> ``warmup + reps`` gated regions, each ``inner`` back-to-back copies per
-transfer (many for small sizes, so launch overhead does not dominate; times are divided by it),
-destinations poisoned before the last region -> compare destinations with the pattern on the GPU
--> free everything. Kernels are compiled and loaded on every GPU when the engine is built.
+transfer (many for small sizes, so launch overhead does not dominate; times are divided by it); a
+lone transfer's regions each start behind LEAD_IN_COPIES untimed copies, so the link is busy when
+timing starts -> destinations poisoned before the last region (with a lead-in, an extra region of
+its own, untimed) -> compare destinations with the pattern on the GPU -> free everything.
+Kernels are compiled and loaded on every GPU when the engine is built.
 """
 from __future__ import annotations
 
@@ -52,6 +54,11 @@ REGION_TARGET_BYTES = 256 * MiB  # sizes below this repeat back to back up to th
 # (was 64 MiB: one 64 MiB copy per region read 376 GB/s where nvbandwidth's 16 read 388, H100 NV18, 2026-11-25)
 MAX_INNER = 128  # at most this many copies per stream behind one gate
 GATE_MAX_QUEUED = 256  # above this many stream entries, run ungated (a full queue would block the host)
+#: Copies enqueued ahead of each timed region's start event, so the link and the engine are already busy
+#: when timing starts (nvbandwidth enqueues WARMUP_COUNT = 4 copies before its start event,
+#: memcpy.cpp:30 and :432, v0.8). Only for a group of one single-stream transfer: concurrent lead-ins
+#: would end at different times and shift the group's common start.
+LEAD_IN_COPIES = 4
 
 __all__ = ["MEMORY_RESERVE_BYTES", "GpuEngine", "inner_count"]
 
@@ -217,6 +224,12 @@ class GpuEngine:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
+    def _chase_sms(self, ordinal: int) -> int:
+        """SMs the latency chase runs on at once (platforms.Platform.latency_chase_every_sm), else 0."""
+        if not platforms.by_key(self.rt.vendor).latency_chase_every_sm:
+            return 0
+        return int(self._ctx.sm_count.get(ordinal, 0))
+
     def chase_cache_bytes(self, ordinal: int) -> int:
         """The reader's cache that would hold the pointer chase's lines of remote memory (the chain
         is sized past it); 0 where remote lines are not cached by the reader (NVIDIA)."""
@@ -322,7 +335,8 @@ class GpuEngine:
                     group.append(sum(times))
             return per_op, group, notes
 
-        gated = all(op.queued_entries(inner) <= GATE_MAX_QUEUED for op in ops)
+        lead_in = LEAD_IN_COPIES if len(ops) == 1 and len(ops[0].lanes) == 1 else 0
+        gated = all(op.queued_entries(inner) + op.queued_entries(lead_in) <= GATE_MAX_QUEUED for op in ops)
         if not gated:
             notes.append("too many stream entries to hold behind a start gate: timed ungated")
         elif not all(op.gateable for op in ops):
@@ -333,21 +347,32 @@ class GpuEngine:
         primary = self._ctx.pool.lane(first.ordinal, 999)
         group_ev = EventPair(self.rt, primary.ordinal)
         op_ev = [EventPair(self.rt, op.timing_lane.ordinal) for op in ops]  # type: ignore[union-attr]
+        # With a lead-in, the data check gets a region of its own after the timed ones (no lead-in
+        # there: a lead-in copy would write the pattern the check must see from the timed copies).
+        check_region = poison_last and lead_in > 0
+        regions = total + (1 if check_region else 0)
         try:
             rep = 0
-            while rep < total:
-                if poison_last and rep == total - 1:
+            while rep < regions:
+                last = rep == regions - 1
+                if poison_last and last:
                     for op in ops:
                         op.poison_destination()
+                ahead = 0 if (poison_last and last) else lead_in
                 self._gate.arm()
                 if gated:
                     for op in ops:
                         for lane in op.lanes:
                             self._gate.hold(lane)
                     self._gate.hold(primary)
+                if ahead:  # one op: its lead-in, then its start event; the group starts there too
+                    ops[0].enqueue(ahead)
+                    op_ev[0].record_start(ops[0].timing_lane)  # type: ignore[arg-type]
+                    self.rt.stream_wait_event(primary.ordinal, primary.stream, op_ev[0].start)
                 group_ev.record_start(primary)
                 for op, ev in zip(ops, op_ev):
-                    ev.record_start(op.timing_lane)  # type: ignore[arg-type]
+                    if not ahead:
+                        ev.record_start(op.timing_lane)  # type: ignore[arg-type]
                     op.enqueue(inner)
                     ev.record_end(op.timing_lane)  # type: ignore[arg-type]
                 for ev in op_ev:
@@ -362,7 +387,7 @@ class GpuEngine:
                     gated = False
                     notes.append("start gate timed out (stream queue full?): the rest was timed ungated")
                     continue
-                if rep >= warmup:
+                if warmup <= rep < total:
                     for i, ev in enumerate(op_ev):
                         per_op[i].append(ev.elapsed_s() / inner)
                     group.append(group_s / inner)
@@ -392,7 +417,7 @@ class GpuEngine:
                 raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
             reader = self._ordinal(dst)
             return remote_read_us(self._ctx, self._gate, HOST, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
         if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
@@ -403,7 +428,7 @@ class GpuEngine:
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
             return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
         if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")

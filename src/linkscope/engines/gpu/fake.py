@@ -283,7 +283,7 @@ class FakeRuntime:
         c[0] += bad
         return n / FAKE_RATE_B_PER_S["local"]
 
-    def _k_pointer_chase(self, start: int, hops: int, sink: int) -> float:
+    def _k_pointer_chase(self, start: int, hops: int, sink: int, target: int) -> float:
         where = self._device_of(start)
         p = start
         for _ in range(min(hops, 2000)):  # follow the real list (a broken list raises), time all hops
@@ -291,6 +291,21 @@ class FakeRuntime:
         ctypes.c_uint64.from_address(sink).value = p
         kind = "host" if where is None else "peer"
         return hops * FAKE_HOP_NS[kind] * 1e-9
+
+    def _k_pointer_chase_each(self, starts: int, hops: int, ends: int, ns: int) -> float:
+        """Each of the grid's blocks chases from its own start (the fake runs them one after another,
+        as many as the last launch's grid) and reports its virtual nanoseconds."""
+        blocks = self.launch_grids[-1][2]
+        begin = np.ctypeslib.as_array((ctypes.c_uint64 * blocks).from_address(starts))
+        out_end = np.ctypeslib.as_array((ctypes.c_uint64 * blocks).from_address(ends))
+        out_ns = np.ctypeslib.as_array((ctypes.c_uint64 * blocks).from_address(ns))
+        seconds = 0.0
+        for b in range(blocks):
+            sink = ctypes.c_uint64(0)
+            seconds = self._k_pointer_chase(int(begin[b]), hops, ctypes.addressof(sink), 0)
+            out_end[b] = sink.value
+            out_ns[b] = round(seconds * 1e9)
+        return seconds  # the blocks run side by side
 
     def _k_flag_pingpong(self, local_flag: int, peer_flag: int, rounds: int, first: int, timeout_ns: int, out: int) -> float:
         words = np.ctypeslib.as_array((ctypes.c_uint64 * 3).from_address(out))

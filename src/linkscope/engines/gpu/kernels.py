@@ -35,7 +35,10 @@ from typing import Any
 from ...errors import ConfigError
 
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
-COPY_UNROLLS = (1, 2, 4, 8)
+COPY_UNROLLS = (1, 2, 4, 8, 12, 16)
+#: Unrolls whose kernels are compiled for at most this many threads a block (__launch_bounds__: 12 or
+#: 16 uint4 values a thread need the registers 1024-thread blocks cannot give without spilling).
+COPY_MAX_THREADS = {12: 512, 16: 512}
 #: (piece bytes, shared-memory stages) compiled for the bulk-copy (TMA) SM copy.
 BULK_SHAPES = ((4096, 4), (8192, 4), (16384, 2), (8192, 2))
 
@@ -91,8 +94,8 @@ extern "C" __global__ void gate_spin(const volatile u32* flag, volatile u32* tim
     }
 }
 
-#define DEFINE_COPY(U)                                                                         \
-extern "C" __global__ void __launch_bounds__(1024) copy_u4_##U(const uint4* __restrict__ src,   \
+#define DEFINE_COPY(U, LB)                                                                     \
+extern "C" __global__ void __launch_bounds__(LB) copy_u4_##U(const uint4* __restrict__ src,     \
                                                    uint4* __restrict__ dst, u64 n_vec,        \
                                                    const unsigned char* src_tail,             \
                                                    unsigned char* dst_tail, u32 n_tail,       \
@@ -116,10 +119,12 @@ extern "C" __global__ void __launch_bounds__(1024) copy_u4_##U(const uint4* __re
     }                                                                                          \
 }
 
-DEFINE_COPY(1)
-DEFINE_COPY(2)
-DEFINE_COPY(4)
-DEFINE_COPY(8)
+DEFINE_COPY(1, 1024)
+DEFINE_COPY(2, 1024)
+DEFINE_COPY(4, 1024)
+DEFINE_COPY(8, 1024)
+DEFINE_COPY(12, 512)
+DEFINE_COPY(16, 512)
 
 extern "C" __global__ void fill_pattern(unsigned char* p, u64 n_bytes, u32 seed) {
     u64 n_words = n_bytes / 4;
@@ -159,10 +164,26 @@ extern "C" __global__ void check_pattern(const unsigned char* p, u64 n_bytes, u3
 // It was tried against the earlier volatile load as the cause of reading 0.85 us where nvbandwidth
 // reads 0.83 on H100 NV18: it is not (0.849 us with it, 2026-11-25; docs/benchmarks.md). HIP: a
 // volatile load (see the HIP prelude).
-extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink) {
+// Only block `target` chases (the grid may hold one block per SM, as nvbandwidth's latency kernel
+// does, so a series of launches can place the chase on each SM in turn).
+extern "C" __global__ void pointer_chase(const u64* start, u64 hops, u64* sink, u32 target) {
+    if (blockIdx.x != target) return;
     const u64* p = start;
     for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
     *sink = (u64)p;
+}
+
+// The chase on every SM at once (one single-thread block per SM, as nvbandwidth's latency figure is
+// a mean over all SMs): block b starts at starts[b] (spread along the one cycle), times its own hops
+// with the global timer, and leaves where it stopped in ends[b] (the next region starts there).
+extern "C" __global__ void pointer_chase_each(const u64* starts, u64 hops, u64* ends, u64* ns) {
+    if (threadIdx.x != 0) return;
+    const u64* p = (const u64*)starts[blockIdx.x];
+    u64 t0 = global_ns();
+    for (u64 h = 0; h < hops; ++h) p = (const u64*)LOAD_CHASE((const unsigned long long*)p);
+    u64 t1 = global_ns();
+    ends[blockIdx.x] = (u64)p;
+    ns[blockIdx.x] = t1 - t0;
 }
 
 // Ping-pong: the kernel on GPU `me` waits until its local flag holds the value it expects, then
@@ -265,6 +286,7 @@ KERNEL_NAMES = (
     "poison",
     "check_pattern",
     "pointer_chase",
+    "pointer_chase_each",
     "flag_pingpong",
     *(f"copy_u4_{u}" for u in COPY_UNROLLS),
 )

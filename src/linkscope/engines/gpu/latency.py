@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...errors import MeasurementError
@@ -31,15 +33,29 @@ HOPS = 10_000
 PINGPONG_ROUNDS = 2_000
 
 
-def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: int = 12345) -> np.ndarray:
-    """Node i (at word i*stride_words) holds the address of its successor in one random cycle
-    (``base_address`` + successor index × stride; with base 0, the byte offset)."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n_nodes).astype(np.uint64)  # visiting a permutation in order = one cycle
+CHASE_ORDERS = ("random", "sequential")
+
+
+def chase_cycle(n_nodes: int, seed: int = 12345, order: str = "random") -> np.ndarray:
+    """Node indices in the order the chase visits them (the last links back to the first)."""
+    if order not in CHASE_ORDERS:
+        raise ValueError(f"chase order {order!r}: expected one of {', '.join(CHASE_ORDERS)}")
+    if order == "sequential":
+        return np.arange(n_nodes, dtype=np.uint64)
+    return np.random.default_rng(seed).permutation(n_nodes).astype(np.uint64)
+
+
+def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: int = 12345,
+                order: str = "random") -> np.ndarray:
+    """Node i (at word i*stride_words) holds the address of its successor in one cycle
+    (``base_address`` + successor index × stride; with base 0, the byte offset): a random cycle, or
+    ``sequential`` (i -> i+1, nvbandwidth's chase: testcase.cpp latencyHelper, ``strideLen`` 16 words),
+    which lets the memory system see consecutive lines and is kept to compare with that tool."""
+    visit = chase_cycle(n_nodes, seed, order)
     nodes = np.zeros(n_nodes * stride_words, dtype=np.uint64)
     succ = np.empty(n_nodes, dtype=np.uint64)
-    succ[order[:-1].astype(np.int64)] = order[1:]
-    succ[int(order[-1])] = order[0]
+    succ[visit[:-1].astype(np.int64)] = visit[1:]
+    succ[int(visit[-1])] = visit[0]
     nodes[:: stride_words] = np.uint64(base_address) + succ * np.uint64(stride_words * 8)
     return nodes
 
@@ -54,8 +70,17 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
-                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0) -> list[float]:
+                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
+                   order: str = "random", blocks: int = 1, every_sm: int = 0) -> list[float]:
     """µs per dependent load; each timed region continues where the previous one stopped.
+
+    ``every_sm``: chase on that many SMs at once (one single-thread block each, ``pointer_chase_each``),
+    each from its own point of the cycle and timed by its own global timer; a sample is the mean
+    over the blocks, as nvbandwidth's latency figure is a mean over every SM (kernels.cu
+    latencyPtrChaseKernel: one launch per SM). One SM alone is not representative: on 2 x H100 (NV18,
+    2026-11-25) the 132 SMs read a peer's 2 MiB chain in 0.79-0.86 us, mean 0.823-0.825, where the
+    SM of block 0 read 0.847-0.853 and nvbandwidth 0.827-0.830. 0: one block (``blocks`` > 1 puts it
+    on block ``rep % blocks``, for a per-SM sweep).
 
     ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
     engine says: an AMD GCD's L2 caches coarse-grained peer and host memory, so the chain is sized
@@ -72,7 +97,7 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     else:
         assert isinstance(memory, int)
         buf = ctx.device_buffer(memory, nbytes)
-    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr)
+    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr, order=order)
     sink = ctx.device_buffer(reader, 8)
     lane = ctx.pool.lane(reader, 998)
     events = EventPair(ctx.rt, reader)
@@ -80,6 +105,10 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
         ctx.memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
         lane.stream.synchronize()
         del nodes
+        if every_sm > 1:
+            visit = chase_cycle(n_nodes, order=order)
+            begin = np.uint64(buf.ptr) + visit[(np.arange(every_sm) * n_nodes) // every_sm] * np.uint64(stride_words * 8)
+            return _chase_every_sm(ctx, gate, lane, reader, begin.astype(np.uint64), hops, reps, warmup)
         samples: list[float] = []
         start = np.zeros(1, dtype=np.uint64)
         start[0] = buf.ptr
@@ -87,7 +116,8 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
             gate.arm()
             gate.hold(lane)
             events.record_start(lane)
-            ctx.launch(lane, "pointer_chase", 1, 1, (u64(int(start[0])), u64(hops), u64(sink.ptr)))
+            target = np.uint32(rep % max(blocks, 1))  # with blocks = the SM count, one SM after another
+            ctx.launch(lane, "pointer_chase", max(blocks, 1), 1, (u64(int(start[0])), u64(hops), u64(sink.ptr), target))
             events.record_end(lane)
             gate.release()
             elapsed = events.elapsed_s()
@@ -101,6 +131,33 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
         events.close()
         sink.free()
         buf.free()
+
+
+def _chase_every_sm(ctx: OpContext, gate: Gate, lane: Any, reader: int, begin: np.ndarray,
+                    hops: int, reps: int, warmup: int) -> list[float]:
+    """``remote_read_us`` with one chasing block per SM: µs per hop, the mean over the blocks."""
+    blocks = len(begin)
+    starts, ends, ns = (ctx.device_buffer(reader, 8 * blocks) for _ in range(3))
+    try:
+        ctx.rt.memcpy(reader, starts.ptr, int(begin.ctypes.data), 8 * blocks)
+        host_ns = np.zeros(blocks, dtype=np.uint64)
+        samples: list[float] = []
+        for rep in range(max(warmup, 1) + reps):
+            gate.arm()
+            gate.hold(lane)
+            ctx.launch(lane, "pointer_chase_each", blocks, 1, (u64(starts.ptr), u64(hops), u64(ends.ptr), u64(ns.ptr)))
+            gate.release()
+            lane.stream.synchronize()
+            if gate.timed_out():
+                raise MeasurementError("start gate timed out during the pointer chase")
+            ctx.rt.memcpy(reader, int(host_ns.ctypes.data), ns.ptr, 8 * blocks)
+            ctx.rt.memcpy(reader, starts.ptr, ends.ptr, 8 * blocks)  # the next region starts where this one stopped
+            if rep >= max(warmup, 1):
+                samples.append(float(np.mean(host_ns)) / hops / 1e3)
+        return samples
+    finally:
+        for b in (starts, ends, ns):
+            b.free()
 
 
 def flag_pingpong_us(ctx: OpContext, a: int, b: int, reps: int, warmup: int, rounds: int = PINGPONG_ROUNDS) -> list[float]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...patterns.methods import get_method
+from ...patterns.methods import SM_PUSH, get_method
 from ...platforms import by_key
-from .kernels import BULK_SHAPES, COPY_UNROLLS
-from .ops import OpContext, Place, TransferOp, u64
+from .kernels import BULK_SHAPES, COPY_MAX_THREADS, COPY_UNROLLS
+from .ops import OpContext, Place, SmLaunch, TransferOp, u64
 
 
 class SmCopyOp(TransferOp):
@@ -37,9 +37,14 @@ class SmCopyOp(TransferOp):
         assert isinstance(runner, int)
         self.runner = runner
         launch = ctx.sm_launch
+        shape = by_key(ctx.rt.vendor).sm_push_shape
+        between_gpus = isinstance(src, int) and isinstance(dst, int)
+        if method == SM_PUSH.key and between_gpus and shape is not None and launch == SmLaunch():
+            launch = SmLaunch(threads=shape[0], blocks_per_sm=shape[1], unroll=shape[2])
+        self.launch = launch
         unroll = launch.unroll if launch.unroll in COPY_UNROLLS else 4
         self.kernel = f"copy_u4_{unroll}"
-        self.threads = launch.threads
+        self.threads = min(launch.threads, COPY_MAX_THREADS.get(unroll, launch.threads))
         n_vec = size_bytes // 16
         self.n_vec = n_vec
         self.n_tail = size_bytes - n_vec * 16
@@ -73,8 +78,7 @@ class SmCopyOp(TransferOp):
         SMs as the first one's blocks retire, which at the end of a grid-stride loop means after it
         finished. Splitting the blocks per SM between the kernels lets them run side by side, as the
         concurrent copies of a pattern are meant to (nvbandwidth's bidirectional SM tests do too)."""
-        launch = self.ctx.sm_launch
-        per_sm = max(1, launch.blocks_per_sm // max(1, kernels_on_gpu))
+        per_sm = max(1, self.launch.blocks_per_sm // max(1, kernels_on_gpu))
         sms = self.ctx.sm_count.get(self.runner, 132)
         if self.bulk_piece is not None:
             self.grid = max(1, min(sms * per_sm, self.size_bytes // self.bulk_piece))

@@ -35,6 +35,20 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """How one of a tool's test cases ended, as the tool said it.
+
+    Attributes:
+        status: the tool's own word (nvbandwidth: ``Passed``, ``Waived``, ``Error``, ``Not Found``), or
+            ``Running`` for a case the tool started and printed no result for (a crash, a cut output).
+        message: what the tool printed after the status ("" when nothing).
+    """
+
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class PeerRun:
     """One peer tool's output, parsed.
 
@@ -48,6 +62,8 @@ class PeerRun:
         context: other facts it printed (driver, CUDA/NCCL version, command line ...).
         notes: what was left out and why (waived tests, unknown tests).
         record: the RunRecord itself when the input was a linkscope run record.
+        outcomes: each test case the tool started or gave a status, by the tool's name for it (nvbandwidth;
+            empty for tools that print no per-case status).
     """
 
     tool: str
@@ -58,6 +74,7 @@ class PeerRun:
     context: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     record: RunRecord | None = None
+    outcomes: Mapping[str, Outcome] = field(default_factory=dict)
 
     def to_record(self) -> RunRecord:
         """The imported run as a RunRecord (``kind`` import), so report, model check and model

@@ -21,6 +21,12 @@ output.cpp, json_output.cpp, inline_common.h in ../shared/anchors/src/nvbandwidt
 * ``device_local_copy``: a copy inside GPU c; latency tests print nanoseconds.
 * the buffer size is not printed (nor written to the JSON): 512 MiB unless the caller says
   (``nvbandwidth -b``, common.h ``defaultBufferSize``).
+* each testcase's outcome (nvbandwidth.cpp ``runTestcase`` lines 150-175, output.cpp ``addTestcase`` /
+  ``setTestcaseStatusAndAddIfNeeded``): ``Running <key>.`` when it starts, ``Error: <message>`` when it
+  throws; a waived testcase prints only ``Waived: `` (no name: the text names it only when a
+  ``Running`` line came before, as hand-written samples do; ``-j`` always names it), an unknown
+  ``-t`` key ``ERROR: Testcase <key> not found!``. PeerRun.outcomes keeps them by key; a testcase
+  started that printed no matrix (a crash, a cut output) stays ``Running``.
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from ...errors import SchemaError
 from ...patterns.methods import CE_READ, CE_WRITE, D2H, H2D, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
 from ..schema import ALL, HOST, Endpoint
-from .common import Collector, Lines, PeerRun, check_rate, gpu_index, number
+from .common import Collector, Lines, Outcome, PeerRun, check_rate, gpu_index, number
 
 TOOL = "nvbandwidth"
 DEFAULT_SIZE_BYTES = 512 * 1024 * 1024  # nvbandwidth common.h: defaultBufferSize = 512 (MiB)
@@ -91,6 +97,10 @@ def _case_of_description(desc: str) -> str | None:
 
 _DESC = re.compile(r"\((GB/s|ns)\)\s*$")
 _VERSION = re.compile(r"^nvbandwidth Version:\s*(\S+)")
+_STATUS = re.compile(r"^(Waived|Error|Not Found)\b\s*:?\s*(.*)$", re.I)  # "<status>: <message>" (output.cpp)
+_NOT_FOUND = re.compile(r"^Testcase (\S+) not found!?$")  # nvbandwidth.cpp findTestcase's message
+_STATUS_NOTE = {"Waived": "waived by nvbandwidth", "Error": "nvbandwidth reported an error",
+                "Not Found": "not found by nvbandwidth"}
 _DEVICE = re.compile(r"^Device (\d+): (.*?)(?: \([0-9a-fA-F:]+\))?\s*$")
 
 
@@ -185,6 +195,7 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
     gpus: list[str] = []
     context: dict[str, str] = {}
     notes: list[str] = []
+    outcomes: dict[str, Outcome] = {}
     out = Collector(TOOL, "", source)
     emit = _Emitter(out, 0, size_bytes)
     emit.out_lines = lines
@@ -198,6 +209,8 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         if case is not None and rows:
             emit.n = max(emit.n, len(gpus))
             emit.matrix(test, case, desc, rows, line_of)
+            if outcomes.get(test) == Outcome("Running"):
+                outcomes[test] = Outcome("Passed")
         rows, line_of, header = [], [], None
 
     for number_, raw in lines:
@@ -222,25 +235,42 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             flush()
             test = stripped[len("Running "):-1].strip()
             case = _case(test)
+            outcomes[test] = Outcome("Running")
             if case is None:
                 notes.append(f"{source}:{number_}: testcase {test!r} is not known to this parser; left out")
             desc = ""
             continue
-        if stripped.startswith("Waived"):
+        m = _STATUS.match(stripped)
+        if m:
             flush()
-            if test:
-                notes.append(f"{test}: waived by nvbandwidth")
+            status, message = m.group(1).title(), m.group(2).strip()
+            named = _NOT_FOUND.match(message)
+            # the testcase started last, while it has no outcome yet (a status line ends it, as SUM does)
+            key = named.group(1) if named else (test if outcomes.get(test) == Outcome("Running") else "")
+            if named:
+                status = "Not Found"
+            else:
+                test, case = "", None
+            if key:
+                outcomes[key] = Outcome(status, message)
+                notes.append(f"{key}: {_STATUS_NOTE[status]}" + (f": {message}" if message else ""))
+            else:
+                notes.append(f"{source}:{number_}: a testcase {_STATUS_NOTE[status]}, unnamed in text output"
+                             + (f": {message}" if message else "") + " (nvbandwidth -j names it)")
             continue
         if stripped.startswith("SUM "):
             flush()
             if stripped.split()[1:2] == [test]:  # the testcase ended (a bidirectional one prints
-                test, case = "", None            # SUM <test>_read1 ... between its matrices)
+                if outcomes.get(test) == Outcome("Running"):  # SUM <test>_read1 ... between its matrices)
+                    outcomes[test] = Outcome("Passed")
+                test, case = "", None
             continue
         if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
             flush()
             if case is None:  # the "Running <test>." line was cut from the output: the description says it
                 test = _case_of_description(stripped) or ""
                 case = _case(test)
+                outcomes[test] = Outcome("Running")
                 notes.append(f"{source}:{number_}: no 'Running' line before {stripped!r}: read as {test}")
             desc = stripped
             continue
@@ -259,10 +289,11 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             rows.append((gpu_index(label, lines, number_), [_cell(tok, lines, number_) for tok in cells]))
             line_of.append(number_)
     flush()
-    if not out.items:
+    notes += [f"{key}: started, printed no result" for key, o in outcomes.items() if o.status == "Running"]
+    if not out.items and not outcomes:
         raise SchemaError(f"{source}: no nvbandwidth result in it (no testcase matrix)",
                           hint="pass the output of nvbandwidth (text, or -j JSON)")
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes))
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes)
 
 
 _JSON_DEVICE = re.compile(r"^(\d+): (.*?)(?: \([0-9a-fA-F:]+\))?(?:: \(.*\))?$")
@@ -285,12 +316,14 @@ def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
     out = Collector(TOOL, version, source)
     emit = _Emitter(out, len(gpus), size_bytes)
     notes: list[str] = []
+    outcomes: dict[str, Outcome] = {}
     for i, tc in enumerate(cases):
         if not isinstance(tc, dict):
             raise SchemaError(f"{source}: testcase {i} must be an object")
         name = str(tc.get("name", ""))
         case = _case(name)
         status = str(tc.get("status", ""))
+        outcomes[name] = Outcome(status or "unknown", str(tc.get("error", "")))
         if status != "Passed" or "bandwidth_matrix" not in tc:
             notes.append(f"{name}: status {status or 'unknown'}{': ' + str(tc['error']) if 'error' in tc else ''}")
             continue
@@ -314,4 +347,4 @@ def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                         list(enumerate(part)), [0] * len(part))
     if not out.items and not notes:
         raise SchemaError(f"{source}: no nvbandwidth testcase in it")
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes))
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes)

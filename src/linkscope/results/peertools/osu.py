@@ -16,6 +16,12 @@ The layout, from OSU 5.3 (mpi/pt2pt/osu_pt2pt.c ``print_header``, osu_pt2pt.h / 
 Point-to-point tests run between rank 0 and rank 1; OSU selects each rank's GPU by its local rank
 (GPU0 and GPU1 on one node), so the numbers are GPU0 -> GPU1 (``-d cuda D D``) unless the job
 placed the ranks otherwise. Several tests in one file (outputs appended) are read one after another.
+
+``linkscope bench mpi`` prints the same layout (report/textformats.py ``mpi_osu_text``) with its own
+title suffix and buffer line: ``# OSU MPI Bandwidth Test (linkscope, OSU semantics)`` and
+``# buffers DD, method mpi.bw, pairs 0<->1``. Its rows are read the same way, with ``tool`` =
+``linkscope`` in each measurement's provenance (and as the run's tool when every table in the file is
+linkscope's), so bench scripts read both tools' text through this one parser.
 """
 from __future__ import annotations
 
@@ -27,8 +33,12 @@ from ..schema import ALL, HOST
 from .common import Collector, Lines, PeerRun, check_rate, integer, number
 
 TOOL = "osu"
-_TITLE = re.compile(r"^#\s*OSU MPI(?:-(CUDA|ROCM|OPENACC|MANAGED))?\s+(.+?)\s+Test(?:\s+v(\S+))?\s*$", re.I)
+LINKSCOPE_TITLE_SUFFIX = "(linkscope, OSU semantics)"
+"""What ``linkscope bench mpi`` puts after OSU's title (report/textformats.py writes it, this parser reads it)."""
+_TITLE = re.compile(r"^#\s*OSU MPI(?:-(CUDA|ROCM|OPENACC|MANAGED))?\s+(.+?)\s+Test(?:\s+v(\S+))?"
+                    rf"(\s+{re.escape(LINKSCOPE_TITLE_SUFFIX)})?\s*$", re.I)
 _BUFFERS = re.compile(r"Send Buffer on \w+ \((\w)\) and Receive Buffer on \w+ \((\w)\)", re.I)
+_LINKSCOPE_BUFFERS = re.compile(r"^#\s*buffers ([DHM])([DHM]),", re.I)  # textformats.mpi_osu_header
 
 
 def looks_like(text: str) -> bool:
@@ -55,6 +65,8 @@ def parse_text(text: str, source: str) -> PeerRun:
     lines = Lines(text, source)
     out = Collector(TOOL, "", source)
     test, unit, buffers, accel = "", "", "H H", ""
+    writer = TOOL  # who printed the current table: OSU, or linkscope bench mpi in OSU's layout
+    writers: set[str] = set()
     in_table = False
     notes: list[str] = []
     versions: set[str] = set()
@@ -66,6 +78,7 @@ def parse_text(text: str, source: str) -> PeerRun:
         if m:
             accel = (m.group(1) or "").lower()
             test, unit = _test(m.group(2))
+            writer = "linkscope" if m.group(4) else TOOL
             if m.group(3):
                 versions.add(m.group(3))
                 out.version = m.group(3)
@@ -73,7 +86,7 @@ def parse_text(text: str, source: str) -> PeerRun:
             if unit == "?":
                 notes.append(f"{source}:{n}: OSU test {m.group(2)!r} is not read by this parser; left out")
             continue
-        m = _BUFFERS.search(line)
+        m = _BUFFERS.search(line) or (_LINKSCOPE_BUFFERS.match(line) if writer != TOOL else None)
         if m:
             buffers = f"{m.group(1).upper()} {m.group(2).upper()}"
             continue
@@ -93,6 +106,9 @@ def parse_text(text: str, source: str) -> PeerRun:
         size = integer(tokens[0], lines, n, "size")
         value = number(tokens[1], lines, n)
         extra = {"test": f"osu_{test}", "buffers": buffers, "accelerator": accel or "none", "osu_value": value}
+        writers.add(writer)
+        if writer != TOOL:
+            extra.update(tool=writer, tool_version="")
         if unit == "MB/s":
             gb = check_rate(value / 1000.0, lines, n)  # OSU MB/s = 10^6 B/s
             bi = test == "bibw"
@@ -108,4 +124,5 @@ def parse_text(text: str, source: str) -> PeerRun:
         raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
                           hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")
     version = sorted(versions)[-1] if versions else ""
-    return PeerRun(TOOL, version, source, tuple(out.items), (), {}, tuple(notes))
+    tool = "linkscope" if writers == {"linkscope"} else TOOL
+    return PeerRun(tool, version, source, tuple(out.items), (), {}, tuple(notes))
