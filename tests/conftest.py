@@ -1,6 +1,16 @@
-"""Suite-wide set-up: compile the fabric model's Numba kernel once, while the workers start.
+"""Suite-wide set-up: keep ``xdist_group`` working, and compile the Numba kernel once.
 
-Under pytest-xdist every worker (and every CLI subprocess) that reaches the compiled event loop
+**Groups.** ``--dist loadgroup`` sends the tests of one ``xdist_group`` to one worker (the html
+report's one render, the network namespaces and sshds of the multi-host tests, the mpirun refusals
+started together). pytest-xdist 3.8 marks a grouped test by appending ``@group`` to
+``item._nodeid``; pytest 9.2 keeps the id in ``item._id`` (a structured ``NodeId``), so that write
+changes nothing and every group is silently spread over the workers (pytest-xdist issue #1386, open;
+fix proposed in PR #1388, 2026-09). Seen here on 2026-11-25: each group's module fixture ran in both
+workers (both built the network namespaces ``lsn0``/``lsn1`` and their sshds). Until xdist is
+fixed, ``pytest_collection_modifyitems`` below gives a grouped test the id xdist meant (the same
+``@group`` suffix its scheduler parses) where xdist's own write did not take effect.
+
+**Numba.** Under pytest-xdist every worker (and every CLI subprocess) that reaches the compiled event loop
 (``model/kernel.py``, ``cache=True``) before its on-disk cache exists compiles it itself: about
 6.5 CPU s each on the 2-core CI machine. A fresh clone has no cache, so on 2026-11-25 both workers
 compiled it at the same moment (13 CPU s, two tests at 6-10 s). The controller, idle while the
@@ -35,6 +45,21 @@ if kernel.available():
 """
 
 _warming: list[subprocess.Popen] = []
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own renaming, which works with pytest < 9.2
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id  # pytest >= 9.2: structured node ids
+    except ImportError:
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid.rpartition("]")[2] and hasattr(item, "_id"):
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
