@@ -66,7 +66,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     distributed = bool(getattr(config.option, "numprocesses", 0)) and not hasattr(config, "workerinput")
     if distributed and not os.environ.get("LINKSCOPE_TEST_NO_WARMUP"):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+        paths = [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
         _warming.append(subprocess.Popen([sys.executable, "-c", _WARM_KERNEL], cwd=ROOT, env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
