@@ -3,20 +3,9 @@
 # NCCL's own estimate, MPI round 2, the survey of the merged code. Writes $OUT/final.tar.gz and final.log.
 #   bash bench/device_x2_final.sh   (repo root; carry .anchors and .cache27/cuda-mpi-prefix.tar.xz)
 set -uo pipefail
-t0=$(date +%s); budget=${BUDGET_S:-420}
+source "$(dirname "$0")/device_steps.sh"
+device_begin fin ${BUDGET_S:-420} peers nccl mpi linkscope
 out=${OUT:-/tmp/x2final}; mkdir -p "$out"
-r=/tmp/fin; rm -rf "$r"; mkdir -p "$r"/{peers,nccl,mpi,linkscope}
-export PYTHONPATH=$PWD/src NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-left() { echo $(( budget - ($(date +%s) - t0) )); }
-step() {
-  local f=$1 lim=$2; shift 2
-  local l; l=$(left); if [ "$l" -lt 8 ]; then echo "SKIP $f (budget)" | tee -a "$r/steps.txt"; return 0; fi
-  [ "$lim" -gt "$l" ] && lim=$l
-  local s; s=$(date +%s)
-  timeout -k 5 "$lim" "$@" > "$r/$f" 2>&1; local rc=$?
-  echo "$f rc=$rc $(( $(date +%s) - s ))s :: $*" | tee -a "$r/steps.txt"
-}
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c)"
 # the merged code on the GPUs: survey (health, counters), topo --health, GPU tests of the engines
@@ -53,13 +42,7 @@ cupylib=$(sed -n 2p "$r/nccl/cupy-nccl.txt" | tr -d "[]'")
 [ -f "$cupylib" ] && step nccl/all_reduce_G10_cupylib.txt 60 env LD_PRELOAD="$cupylib" $B/all_reduce_perf -b 8 -e 1M -f 2 -g 2 -G 10
 step linkscope/nccl-small.txt 90 python3 -m linkscope bench nccl --op allreduce --sizes 8:1MiB --json "$r/linkscope/nccl-small.json"
 # MPI round 2 (CUDA-aware Open MPI unpacked from the first visit's cache)
-step mpi/build.txt 120 env CUDA_MPI_CACHE=$PWD/.cache27/cuda-mpi-prefix.tar.xz BUILD_OSU=0 bash bench/build_cuda_mpi.sh
-if [ -f /opt/cuda-mpi/env.sh ]; then
-  source /opt/cuda-mpi/env.sh; osu=/opt/cuda-mpi/osu
-  # run2 is a file, not a shell function: step runs its command under timeout(1), which cannot run functions
-  run2=$r/run2; printf '%s\n' '#!/usr/bin/env bash' \
-    'exec mpirun -n 2 --bind-to none bash -c '"'"'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"'"'"' run2 "$@"' > "$run2"
-  chmod +x "$run2"
+if cuda_mpi; then
   for round in 1 2; do
     d=mpi/r$round; mkdir -p "$r/$d"
     step $d/osu_lat_DD.txt 40 $run2 $osu/osu_latency -d cuda D D
@@ -84,6 +67,6 @@ fi
 # last: the GPU tests of the merged code
 step linkscope/gpu-tests.txt 120 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/comm/test_gpu_comm.py tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
-} 2>&1 | tee "$r/final.log"
-cp "$r/final.log" "$out/"
+} 2>&1 | tee "$r/fin.log"
+cp "$r/fin.log" "$out/final.log"
 tar -C /tmp -czf "$out/final.tar.gz" fin

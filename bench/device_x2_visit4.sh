@@ -9,30 +9,13 @@
 # 3. nccl-tests forced algorithm/protocol twice, and -G 10 up to 1 GiB (the twin's references).
 # 4. the GPU tests. Writes $OUT/v4.tar.gz and $OUT/v4.log.
 set -uo pipefail
-t0=$(date +%s); budget=${BUDGET_S:-520}
-out=${OUT:-/tmp/x2v4}; mkdir -p "$out"
-r=/tmp/v4; rm -rf "$r"; mkdir -p "$r"/{peers,nccl,mpi,linkscope}
-export PYTHONPATH=$PWD/src NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-left() { echo $(( budget - ($(date +%s) - t0) )); }
-step() {
-  local f=$1 lim=$2; shift 2
-  local l; l=$(left); if [ "$l" -lt 8 ]; then echo "SKIP $f (budget)" | tee -a "$r/steps.txt"; return 0; fi
-  [ "$lim" -gt "$l" ] && lim=$l
-  local s; s=$(date +%s)
-  timeout -k 5 "$lim" "$@" > "$r/$f" 2>&1; local rc=$?
-  echo "$f rc=$rc $(( $(date +%s) - s ))s :: $*" | tee -a "$r/steps.txt"
-}
+source "$(dirname "$0")/device_steps.sh"
+device_begin v4 520 peers nccl mpi linkscope
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c) $(git rev-parse --short HEAD 2>/dev/null)"
 nproc; uptime
 # ---- 1. MPI ------------------------------------------------------------------------------------------
-step mpi/build.txt 120 env CUDA_MPI_CACHE=$PWD/.cache27/cuda-mpi-prefix.tar.xz BUILD_OSU=0 NO_BUILD=1 bash bench/build_cuda_mpi.sh
-if [ -f /opt/cuda-mpi/env.sh ]; then
-  source /opt/cuda-mpi/env.sh; osu=/opt/cuda-mpi/osu
-  run2=$r/run2; printf '%s\n' '#!/usr/bin/env bash' \
-    'exec mpirun -n 2 --bind-to none bash -c '"'"'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"'"'"' run2 "$@"' > "$run2"
-  chmod +x "$run2"
+if cuda_mpi; then
   step mpi/pingpong-build.txt 60 mpicc -O2 -DWITH_CUDA -I/usr/local/cuda/include bench/mpi_overhead/pingpong.c -L/usr/local/cuda/lib64 -lcudart -o /tmp/pingpong
   step mpi/call_cost-build.txt 30 mpicc -O2 bench/mpi_overhead/call_cost.c -o /tmp/call_cost
   d=mpi/r3; mkdir -p "$r/$d"
@@ -96,5 +79,4 @@ step nccl/alltoall_G10_small.txt 40 $B/alltoall_perf -b 8 -e 1M -f 2 -g 2 -G 10
 step linkscope/gpu-tests.txt 120 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
 } 2>&1 | tee "$r/v4.log"
-cp "$r/v4.log" "$out/"
-tar -C /tmp -czf "$out/v4.tar.gz" v4
+device_end v4

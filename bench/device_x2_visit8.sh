@@ -2,28 +2,11 @@
 # Eighth visit on 2 x H100 (issue 27): bench mpi bw/bibw with the in-call warm-up by time beside OSU, and
 # the sm-push shape now the NVIDIA default beside nvbandwidth. BUDGET_S=300 bash bench/device_x2_visit7.sh
 set -uo pipefail
-t0=$(date +%s); budget=${BUDGET_S:-300}
-out=${OUT:-/tmp/x2v8}; mkdir -p "$out"
-r=/tmp/v8; rm -rf "$r"; mkdir -p "$r"/{peers,mpi/r7,linkscope}
-export PYTHONPATH=$PWD/src NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-left() { echo $(( budget - ($(date +%s) - t0) )); }
-step() {
-  local f=$1 lim=$2; shift 2
-  local l; l=$(left); if [ "$l" -lt 8 ]; then echo "SKIP $f (budget)" | tee -a "$r/steps.txt"; return 0; fi
-  [ "$lim" -gt "$l" ] && lim=$l
-  local s; s=$(date +%s)
-  timeout -k 5 "$lim" "$@" > "$r/$f" 2>&1; local rc=$?
-  echo "$f rc=$rc $(( $(date +%s) - s ))s :: $*" | tee -a "$r/steps.txt"
-}
+source "$(dirname "$0")/device_steps.sh"
+device_begin v8 300 peers mpi/r7 linkscope
 {
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sort | uniq -c)"
-step mpi/build.txt 120 env CUDA_MPI_CACHE=$PWD/.cache27/cuda-mpi-prefix.tar.xz BUILD_OSU=0 NO_BUILD=1 bash bench/build_cuda_mpi.sh
-if [ -f /opt/cuda-mpi/env.sh ]; then
-  source /opt/cuda-mpi/env.sh; osu=/opt/cuda-mpi/osu
-  run2=$r/run2; printf '%s\n' '#!/usr/bin/env bash' \
-    'exec mpirun -n 2 --bind-to none bash -c '"'"'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"'"'"' run2 "$@"' > "$run2"
-  chmod +x "$run2"
+if cuda_mpi; then
   d=mpi/r7
   for rep in a b; do
     step $d/osu_bw_DD_$rep.txt 60 $run2 $osu/osu_bw_256m -d cuda D D
@@ -48,5 +31,4 @@ done
 step linkscope/gpu-tests.txt 150 python3 -m pytest -q -x -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests/engines tests/measure
 echo "== total $(( $(date +%s) - t0 )) s"
 } 2>&1 | tee "$r/v8.log"
-cp "$r/v8.log" "$out/"
-tar -C /tmp -czf "$out/v8.tar.gz" v8
+device_end v8

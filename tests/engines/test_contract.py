@@ -416,3 +416,26 @@ def test_sm_push_between_gpus_takes_the_platforms_measured_shape_unless_one_is_s
     assert shape(amd, SM_PUSH.key, 0, 1) == (512, 4, "copy_u4_4")
     nvidia.sm_launch = SmLaunch(threads=1024, blocks_per_sm=2, unroll=8)
     assert shape(nvidia, SM_PUSH.key, 0, 1) == (1024, 2, "copy_u4_8")
+
+
+def test_regions_hold_nvbandwidths_16_copies_up_to_64_mib():
+    from linkscope.engines.gpu.engine import MAX_INNER, inner_count
+
+    MiB = 1024**2
+    assert [inner_count(s * MiB) for s in (1, 16, 64, 128, 256, 512)] == [MAX_INNER, 16, 16, 2, 1, 1]
+
+
+def test_a_lead_in_is_never_longer_than_the_timed_copies():
+    """At 256 MiB and up a region times one copy: one lead-in copy keeps the link busy (four would move
+    four times the timed bytes for nothing)."""
+    from linkscope.engines.gpu.engine import LEAD_IN_COPIES, inner_count
+    from linkscope.patterns.methods import CE
+
+    eng = _fake()
+    calls = []
+    real = eng.rt.memcpy_peer_async
+    eng.rt.memcpy_peer_async = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    size = 256 * 1024**2
+    eng.run(TransferPlan("pair", "uni", CE.key, (Transfer(0, 1, size),)), 2, warmup=1, verify=False)
+    assert inner_count(size) == 1 and LEAD_IN_COPIES > 1
+    assert len(calls) == 3 * (1 + 1)  # three regions, each one lead-in copy and one timed copy

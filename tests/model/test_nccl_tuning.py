@@ -112,3 +112,19 @@ def test_replay_matches_the_tuning_table_nccl_logged_on_two_h100():
                 assert table.bandwidth[f][a][p] == pytest.approx(bw, abs=0.06), (name, a, p)
                 if bw:
                     assert table.latency_us[f][a][p] == pytest.approx(lat, abs=0.06), (name, a, p)
+
+
+def test_threads_and_chunks_per_channel_follow_nccl():
+    """topoGetAlgoInfo's thread count (enqueue.cc:1895-1910): ring LL at 8 B on 2 GPUs runs 1 channel and
+    halves 512 threads while bytes < nc x nt x 16 down to 64, then NCCL's floor of 3 warps; from 1 MiB
+    all 512 (LL) / 640 (LL128); a tree always 640. calcCollChunking's chunks: LL 32 KiB of data per step,
+    LL128 576000 B, a 2-GPU tree's LL128 chunk halved to 72000 B at 64 MiB on 24 channels."""
+    s = system(n=2)
+    assert nt.threads_for(s, "allreduce", nt.RING, nt.LL, 8) == 96
+    assert nt.threads_for(s, "allreduce", nt.RING, nt.LL, 1 << 20) == 512
+    assert nt.threads_for(s, "allreduce", nt.RING, nt.LL128, 1 << 20) == 640
+    assert nt.threads_for(s, "allreduce", nt.TREE, nt.LL, 8) == 640
+    assert nt.step_payload_bytes(s, nt.LL) == 32768 and nt.step_payload_bytes(s, nt.LL128) == 576000
+    assert nt.chunk_payload_bytes(s, nt.TREE, nt.LL128, 64 << 20, 24) == 72000
+    assert nt.chunk_payload_bytes(s, nt.TREE, nt.LL128, 1 << 30, 24) == 576000
+    assert nt.chunk_payload_bytes(s, nt.RING, nt.LL128, 64 << 20, 24) == 576000

@@ -474,6 +474,18 @@ def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: C
     return n
 
 
+def _warm_then_time(comm: Any, one: Callable[[], None], iters: int, skip: int, warm_s: float,
+                    clock: Callable[[], float], warmed: list[int] | None) -> float:
+    """``_warm``, then ``iters`` timed iterations of ``one``; seconds (the warm-up count goes to ``warmed``)."""
+    n = _warm(comm, one, skip, warm_s, clock)
+    if warmed is not None:
+        warmed.append(n)
+    t0 = clock()
+    for _ in repeat(None, iters):
+        one()
+    return clock() - t0
+
+
 def _persistent(comm: Any, message: list[Any], partner: int, tag: int, window: int, *, send: bool) -> list[Any]:
     """``window`` persistent requests over one message (MPI_Send_init / MPI_Recv_init), started together
     by ``MPI.Prequest.Startall`` each iteration: the transfers are MPI's own (ob1 starts a persistent
@@ -508,13 +520,7 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
             reply(ack_msg, partner, 101)
 
         try:
-            n = _warm(comm, window_and_ack, skip, warm_s, clock)
-            if warmed is not None:
-                warmed.append(n)
-            t0 = clock()
-            for _ in repeat(None, iters):
-                window_and_ack()
-            return clock() - t0
+            return _warm_then_time(comm, window_and_ack, iters, skip, warm_s, clock, warmed)
         finally:
             _free(reqs)
     recv = _msg(side.recv_obj(size), size)
@@ -561,13 +567,7 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
             waitall(rreqs)
 
         try:
-            n = _warm(comm, both_windows, skip, warm_s, clock)
-            if warmed is not None:
-                warmed.append(n)
-            t0 = clock()
-            for _ in repeat(None, iters):
-                both_windows()
-            return clock() - t0
+            return _warm_then_time(comm, both_windows, iters, skip, warm_s, clock, warmed)
         finally:
             _free(sreqs + rreqs)
     recv = _msg(side.recv_obj(size), size)

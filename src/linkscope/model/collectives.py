@@ -293,6 +293,7 @@ Flow = tuple[int, int, float]
 LAUNCH_MODES = ("graph", "eager")
 
 
+
 class CollectiveModel:
     """NCCL collectives timed by the fabric model of one topology, with NCCL's choices.
 
@@ -303,26 +304,50 @@ class CollectiveModel:
     per-step latencies and one launch floor (``nccl_launch_us``). docs/comm.md has the method.
 
     ``launch`` is a run choice: ``graph`` (the operations replayed from a CUDA graph, nccl-tests
-    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default), which adds the measured
-    host cost ``nccl_eager_launch_us`` to every operation.
+    ``-G``) or ``eager`` (the host launches each one, nccl-tests' default: 20 operations back to back,
+    then one wait, common.cu:727-770). Eager, an operation takes max(device + ``nccl_eager_launch_us``,
+    host): a part of every eager launch is not hidden behind the previous operation's kernels (the
+    2 x H100 eager allreduce is its -G 10 time + 5.3-9.8 us from 8 B to 1 MiB, median 7.6, and the twin's
+    device time + 6.9-7.8 us from 4 to 32 MiB), while the host's own time per operation is: a run whose host
+    is slower has a higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its
+    4-8 MiB rows again device + 7.6 us). The host time is ``eager_host_us`` (default
+    ``nccl_eager_host_us``; a property of the run: the same nccl-tests command ran at 13.9 and 20.2 us
+    at 8 B on the same machine) plus ``nccl_eager_host_per_channel_us`` for every channel task beyond
+    the first: NCCL builds each channel's work on the host (enqueue.cc:689-725 for a collective; for
+    grouped send/recv one work batch per channel of each round, :968-975).
     """
 
-    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph") -> None:
+    def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,
+                 eager_host_us: float | None = None) -> None:
         if launch not in LAUNCH_MODES:
             raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
+        if eager_host_us is not None and not eager_host_us >= 0:
+            raise ConfigError(f"the eager host time must be >= 0 us, got {eager_host_us}")
         self.fabric = fabric
         self.launch = launch
-        # the floor of one operation: from a CUDA graph, or issued by the host one by one (eager)
-        self.launch_us = fabric.params["nccl_launch_us"] + (
-            fabric.params["nccl_eager_launch_us"] if launch == "eager" else 0.0)
+        # the device floor of one operation (as replayed from a CUDA graph)
+        self.launch_us = fabric.params["nccl_launch_us"]
+        self.eager_host_us = float(fabric.params["nccl_eager_host_us"] if eager_host_us is None else eager_host_us)
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
-           launch: str = "graph") -> CollectiveModel:
-        return cls(FabricModel(topology, params), env, launch)  # type: ignore[arg-type]
+           launch: str = "graph", **run: Any) -> CollectiveModel:
+        return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
+
+    def host_us(self, channel_tasks: int) -> float:
+        """Host time of one eager operation whose work spans ``channel_tasks`` channels (a grouped
+        send/recv: the channels of each of a rank's rounds, summed)."""
+        return self.eager_host_us + self.fabric.params["nccl_eager_host_per_channel_us"] * max(0, channel_tasks - 1)
+
+    def launched_us(self, device_us: float, channel_tasks: int) -> float:
+        """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
+        device time plus the launch's unhidden part, or the host's time where that is longer (class doc)."""
+        if self.launch == "graph":
+            return device_us
+        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks))
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
@@ -331,12 +356,12 @@ class CollectiveModel:
         return TRANSPORT_METHOD if self.fabric.peer_access(src, dst) is None else NO_PEER_METHOD
 
     def flows_time_s(self, flows: Sequence[Flow], *, reduce: bool = False, method: str | None = None,
-                     cap_gb_per_s: float = float("inf"), wire: float = 1.0) -> float:
+                     cap_gb_per_s: float | Sequence[float] = float("inf"), wire: float = 1.0) -> float:
         """Seconds until the last of concurrent flows (src GPU, dst GPU, bytes) ends: route latency
         plus bytes at the max-min fair rate (no per-call overhead: the launch is counted once per
         operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency);
         ``wire``: bytes on the wire per payload byte (the protocol); ``cap_gb_per_s``: a per-flow
-        wire-rate cap (the channels' bandwidth) on flows between two GPUs."""
+        wire-rate cap (the channels' bandwidth) on flows between two GPUs, one for all or one per flow."""
         if not flows:
             return 0.0
         stages, overhead = [], []
@@ -350,10 +375,11 @@ class CollectiveModel:
         latency = problem.stage_latency_s.copy()
         latency[first] = np.maximum(latency[first] - np.asarray(overhead), 0.0)
         caps = problem.stage_cap_gb_per_s
-        if np.isfinite(cap_gb_per_s):  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
-            remote = np.zeros(len(caps), dtype=bool)
-            remote[first] = [src != dst for src, dst, _ in flows]
-            caps = np.where(remote, np.minimum(caps, cap_gb_per_s), caps)
+        per_flow = np.broadcast_to(np.asarray(cap_gb_per_s, dtype=float), (len(flows),))
+        if np.isfinite(per_flow).any():  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
+            flow_cap = np.full(len(caps), np.inf)
+            flow_cap[first] = np.where([src != dst for src, dst, _ in flows], per_flow, np.inf)
+            caps = np.minimum(caps, flow_cap)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
 
@@ -361,7 +387,10 @@ class CollectiveModel:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
 
     def _prediction(self, name: str, op: str, n: int, size_bytes: int, time_us: float, steps: int, protocol: str = "Simple",
-                    channels: int = 0, estimate: float | None = None, basis: str = "fabric") -> AlgorithmPrediction:
+                    channels: int = 0, estimate: float | None = None, basis: str = "fabric",
+                    channel_tasks: int | None = None) -> AlgorithmPrediction:
+        """``time_us`` is the device time; the prediction's is the launched time (``launched_us``)."""
+        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks)
         algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
         return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
                                    estimate, basis)
@@ -461,6 +490,12 @@ class CollectiveModel:
             return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
         return channels * per_channel
 
+    def _thread_gb_per_s(self, proto: str) -> float:
+        """Payload one LL / LL128 thread stores per second (GB/s): the protocols' line stores and flag
+        polls, not the links, bound them (``nccl_ll_thread_mb_per_s``, ``nccl_ll128_thread_mb_per_s``)."""
+        key = "nccl_ll_thread_mb_per_s" if proto == "LL" else "nccl_ll128_thread_mb_per_s"
+        return float(self.fabric.params[key]) / 1000.0
+
     def _fill_s(self, step_s: float, step_bytes: float, slice_bytes: float, channels: int) -> float:
         """Pipeline fill of a Simple ring: each channel forwards in slices, so one slice per channel
         crosses before the pipeline is full (time at the step's rate)."""
@@ -473,7 +508,11 @@ class CollectiveModel:
         """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce."""
         n = len(ranks)
         wire = 1.0 / PAYLOAD_FRACTION[proto]
-        cap = self._caps(system, nt.RING, proto, channels) * wire
+        p = nt.PROTOS.index(proto)
+        cap = self._caps(system, nt.RING, proto, channels)
+        if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
+            cap = min(cap, channels * nt.threads_for(system, op, nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
+        cap *= wire
         step_bytes = (system.settings.buffsize if system else nt.DEFAULT_BUFFSIZE) // nt.NCCL_STEPS
         fill = 0.0
         if op in ("allreduce", "allgather", "reduce_scatter"):
@@ -494,6 +533,13 @@ class CollectiveModel:
                 slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
                                   real_chunk * nt.ALLREDUCE_SLICESTEPS / nt.ALLREDUCE_CHUNKSTEPS)
                 fill = self._fill_s(cpy, chunk, slice_bytes, channels)
+            elif system is not None and channels and proto == "LL128":
+                # the same fill with LL128's chunk, one 576000-B step (chunkSteps 1, calcCollChunking). It is
+                # what the 2 x H100 Ring/LL128 rows show (64 MiB 243 GB/s busbw, 1 GiB 299: a ~50 us offset);
+                # the code does not show why (LL128 receivers poll each 128-B line). LL gets none: every 16-B
+                # line carries its own flag and is consumed as it lands (prims_ll.h readLL).
+                real_chunk = min(nt.chunk_payload_bytes(system, nt.RING, p, int(S), channels), -(-S // (channels * n)))
+                fill = self._fill_s(cpy, chunk, real_chunk, channels)
         else:  # broadcast, reduce: a pipelined chain from / to the root
             chain = [(ranks[i], ranks[i + 1]) for i in range(n - 1)]
             if op == "reduce":
@@ -516,8 +562,16 @@ class CollectiveModel:
         n = len(ranks)
         half = S / 2.0
         wire = 1.0 / PAYLOAD_FRACTION[proto]
+        p = nt.PROTOS.index(proto)
         # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
-        cap = self._caps(system, nt.TREE, proto, channels) * wire / 2.0
+        cap = self._caps(system, nt.TREE, proto, channels) / 2.0
+        up_cap = down_cap = cap
+        if proto != "Simple" and channels:
+            # LL / LL128 are bound by the threads that store lines: a non-root rank reduces and sends up
+            # with 70% of its CTA's threads, a parent sends down with all of them (all_reduce.h runTreeSplit)
+            per_thread = (channels / 2.0) * self._thread_gb_per_s(proto)
+            up_cap = min(cap, per_thread * nt.tree_up_threads(p))
+            down_cap = min(cap, per_thread * nt.TREE_NTHREADS)
         up: list[Flow] = []
         down: list[Flow] = []
         for order in (ranks, ranks[::-1]):
@@ -528,13 +582,15 @@ class CollectiveModel:
         depth = int(np.floor(np.log2(n))) + 1
         # up (reducing) and down run pipelined at once and share the links: one simulation of both
         reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
-        t = self.flows_time_s(reduced + down, cap_gb_per_s=cap, wire=wire)
+        caps = [up_cap * wire] * len(reduced) + [down_cap * wire] * len(down)
+        t = self.flows_time_s(reduced + down, cap_gb_per_s=caps, wire=wire)
         # as in the ring, the final receive into the output is a local pass after the sends: every GPU
         # ends one tree as a leaf or root and writes S/2 of output per tree
         t += self.flows_time_s([(g, g, half) for g in ranks])
-        if proto == "Simple" and channels >= 2:  # pipeline fill: one step (chunkSteps 1) per channel of a
-            # tree (half the channels) per extra hop (up, then down)
-            step_bytes = system.settings.buffsize // nt.NCCL_STEPS
+        if channels >= 2 and proto != "LL":  # pipeline fill: one chunk (chunkSteps 1) per channel of a tree
+            # (half the channels) per extra hop (up, then down); LL128's chunk shrinks at small sizes
+            # (calcCollChunking); LL has none (see _ring_like)
+            step_bytes = nt.chunk_payload_bytes(system, nt.TREE, p, int(S), channels)
             per_tree = channels // 2
             t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
         return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
@@ -570,8 +626,8 @@ class CollectiveModel:
 
     def _p2p(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem | None) -> AlgorithmPrediction:
         plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
-        return self._prediction("p2p", op, len(ranks), size_bytes, plan.time_us, plan.waves, plan.protocol,
-                                plan.channels)
+        return self._prediction("p2p", op, len(ranks), size_bytes, plan.device_us, plan.waves, plan.protocol,
+                                plan.channels, channel_tasks=plan.channel_tasks)
 
     def p2p(self, sends: Sequence[tuple[int, int, float]], ranks: Sequence[int]) -> P2pTime:
         """One NCCL group of send/recv pairs (src rank, dst rank, bytes) over ranks on GPUs ``ranks``,
@@ -583,15 +639,19 @@ class CollectiveModel:
         system = self.nccl_system(ranks) if n > 1 else None
         if system is None:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
-            return P2pTime(self.launch_us + self.flows_time_s(flows) * 1e6, 1, "Simple", 0)
+            device_us = self.launch_us + self.flows_time_s(flows) * 1e6
+            return P2pTime(self.launched_us(device_us, max(1, len(sends))), 1, "Simple", 0, device_us, max(1, len(sends)))
         waves: list[tuple[dict[tuple[int, str], set[int]], list[tuple[int, int, float, nt.P2pPlan]]]] = []
         protocols = set()
         max_channels = 0
+        rounds: dict[tuple[int, int], int] = {}  # (rank, round) -> channels: one work batch per channel and round
         for a, b, nbytes in sorted(sends, key=lambda s: ((s[1] - s[0]) % n, s[0])):
             delta = (b - a) % n
             plan = nt.p2p_plan(system, int(nbytes), self_send=a == b)
             protocols.add(plan.protocol)
             max_channels = max(max_channels, plan.channels)
+            rounds[(a, delta)] = max(rounds.get((a, delta), 0), plan.channels)  # its send of the round
+            rounds[(b, delta)] = max(rounds.get((b, delta), 0), plan.channels)  # its receive of the round
             used = nt.p2p_round_channels(system, delta, plan.channels)
             # a channel's send and receive connections are separate (the sender's CTA pushes, the
             # receiver's pulls): a round conflicts with another send of the sender or receive of the receiver
@@ -625,18 +685,23 @@ class CollectiveModel:
             total_s += slowest  # groups of one wave run at once; the slowest ends it (contention across groups ignored)
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
-        return P2pTime(self.launch_us + hw * len(waves) + total_s * 1e6, len(waves), proto, max_channels)
+        device_us = self.launch_us + hw * len(waves) + total_s * 1e6
+        tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
+        return P2pTime(self.launched_us(device_us, tasks), len(waves), proto, max_channels, device_us, tasks)
 
 
 @dataclass(frozen=True)
 class P2pTime:
-    """A grouped send/recv: time (launch floor + NCCL's per-round latency + data), the rounds that
-    ran one after the other, the protocol and the most channels one send used."""
+    """A grouped send/recv: time as launched (``CollectiveModel.launched_us``), the rounds that ran one
+    after the other, the protocol, the most channels one send used, the device time (launch floor +
+    NCCL's per-round latency + data) and the most channel tasks of a rank (the channels of its rounds)."""
 
     time_us: float
     waves: int
     protocol: str
     channels: int
+    device_us: float = 0.0
+    channel_tasks: int = 1
 
 
 def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:

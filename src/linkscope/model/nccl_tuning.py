@@ -93,6 +93,9 @@ P2P_LL_THRESHOLD = 16384  # enqueue.cc:779
 P2P_PER_CHANNEL_NET_BW = 14  # paths.cc:815
 MAX_NTHREADS = {LL: 512, LL128: 640, SIMPLE: 512}  # device.h:88-92, 109 (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS)
 THREAD_THRESHOLD = {LL: 8, LL128: 8, SIMPLE: 64}  # comm.h:41-43 (ring LL is multiplied by nRanks: tuning.cc:547)
+WARP_SIZE = 32  # device.h:85
+TREE_NTHREADS = 640  # NCCL_MAX_NTHREADS (device.h:88): "Tree now uses all threads always" (enqueue.cc:1910)
+LL128_BUFFSIZE = 120 * 640 * NCCL_STEPS * 8  # DEFAULT_LL128_BUFFSIZE (init.cc:698): ELEMS_PER_THREAD x MAX_NTHREADS x STEPS x 8 B
 
 
 def compute_capability(gpu: Any) -> int | None:
@@ -570,6 +573,55 @@ def channels_for(system: NcclSystem, func: str, a: int, p: int, n_bytes: int) ->
     while n_bytes < nc * nt * threshold and nc >= 2:
         nc -= 1
     return nc
+
+
+def threads_for(system: NcclSystem, func: str, a: int, p: int, n_bytes: int) -> int:
+    """Threads per channel (CTA) a ring or tree call runs with, before NCCL adds its sync warps
+    (enqueue.cc:1895-1910): the protocol's maximum, halved while the bytes per thread are below the
+    protocol's threshold (in multiples of 128); a tree always runs NCCL_MAX_NTHREADS."""
+    if a == TREE:
+        return TREE_NTHREADS
+    nc = channels_for(system, func, a, p, n_bytes)
+    nt = MAX_NTHREADS[p]
+    threshold = THREAD_THRESHOLD[p] * (system.n_ranks if (a == RING and p == LL) else 1)
+    while n_bytes < nc * nt * threshold and nt % 128 == 0:
+        nt //= 2
+    return max(nt, 3 * WARP_SIZE)
+
+
+def tree_up_threads(p: int) -> int:
+    """Threads of a non-root tree rank's CTA that reduce and send up (all_reduce.h runTreeSplit): 70%
+    of the warps for LL and LL128, half the threads plus two warps for Simple; the rest receive from
+    the parent and broadcast down."""
+    if p == SIMPLE:
+        half = TREE_NTHREADS // 2
+        return half + 64 if half >= 256 else half
+    return (TREE_NTHREADS * 7 // (10 * WARP_SIZE)) * WARP_SIZE
+
+
+def step_payload_bytes(system: NcclSystem, p: int) -> int:
+    """Payload bytes of one FIFO step of protocol ``p`` (primitives.h:35, 50, 65): the buffer over
+    NCCL_STEPS; LL carries half of it as data, LL128 15 of every 16 words."""
+    if p == LL:
+        return _ll_buffsize() // NCCL_STEPS // 2
+    if p == LL128:
+        return LL128_BUFFSIZE // NCCL_STEPS * 15 // 16
+    return system.settings.buffsize // NCCL_STEPS
+
+
+def chunk_payload_bytes(system: NcclSystem, a: int, p: int, n_bytes: int, channels: int) -> int:
+    """The chunk a channel moves per ring or tree step for LL and LL128 (calcCollChunking,
+    enqueue.cc:1995-2077: one step, chunkSteps 1; a tree's LL128 chunk halves while each channel has
+    fewer than nstepsLL128 x 64 / ppn chunks, then x 16, down to 128 KiB and 32 KiB)."""
+    chunk = step_payload_bytes(system, p)
+    if a == TREE and p == LL128 and channels > 0:
+        ppn = system.n_ranks / system.n_nodes
+        steps = 1 + _log2i(system.n_nodes) + 0.1 * ppn
+        while n_bytes // (channels * chunk) < steps * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while n_bytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    return chunk
 
 
 # ---- point-to-point (alltoall, sendrecv, gather, scatter): enqueue.cc:1040-1110 ---------------

@@ -54,9 +54,11 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
-* ``nccl_eager_launch_us``: what one operation costs on top of that when the host launches it
-  (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph`` false); the run choice
-  ``launch="eager"`` of ``CollectiveModel`` adds it.
+* ``nccl_eager_launch_us``, ``nccl_eager_host_us``, ``nccl_eager_host_per_channel_us``: when the host
+  launches each operation (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph``
+  false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes max(device time
+  + ``nccl_eager_launch_us``, host time); the host time is ``nccl_eager_host_us`` for one channel plus
+  ``nccl_eager_host_per_channel_us`` per further channel task.
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
@@ -192,9 +194,20 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                   "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_eager_launch_us": (7.6, "measured", "fitted: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25: median "
-                             "of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs 6.4-8.2 us; "
-                             "tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt)"),
+    "nccl_eager_launch_us": (7.6, "measured", "fitted: the part of an eager operation's launch that the previous "
+                             "operation's kernels do not hide: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25, "
+                             "the median of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs "
+                             "6.4-8.2 us; tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt); "
+                             "the same file's 4-32 MiB rows (twin's device time + 6.9-7.8 us) test it"),
+    "nccl_eager_host_us": (13.86, "measured", "the host's time for one eager operation on one channel: the fastest "
+                           "8 B-1 KiB row of tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt (the file the other "
+                           "eager constants come from); that run's host was hidden (its floor is the -G 10 time + "
+                           "nccl_eager_launch_us), so this is an upper bound. A property of the run: the same command's "
+                           "rerun (all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us"),
+    "nccl_eager_host_per_channel_us": (0.28, "measured", "fitted: what each further channel task adds to the host's "
+                                       "time: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt (host-bound: "
+                                       "device + nccl_eager_launch_us is 15.1-19.4 us there), fastest row at 256-512 KiB "
+                                       "(24 channels) 26.73 us against 20.22 at 8 B-1 KiB (one channel): 6.51 / 23"),
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
@@ -202,6 +215,16 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
                                 "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
+    "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
+                                "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
+                                "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
+                                "busbw (tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_Ring_LL.txt); the 64 MiB row and "
+                                "the Tree/LL rows test it"),
+    "nccl_ll128_thread_mb_per_s": (21.98, "measured", "fitted: payload one NCCL LL128 thread stores per second (128 B lines, "
+                                   "NCCL_LL128_MAX_NTHREADS 640 per ring channel): 2 x H100 NV18, NCCL 2.28.9, nccl-tests "
+                                   "2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL128 allreduce 1 GiB, 299.15 GB/s busbw "
+                                   "(tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_Ring_LL128.txt); the 64 MiB row and the "
+                                   "Tree/LL128 rows test it"),
     "flag_base_us": (0.17, "measured", "2 x H200 NV18, 2026-11-22: one-way flag 0.60 us minus the 0.425 us route "
                      "(docs/runs/survey-512MiB-h200x2-2026-11-22.json)"),
 }

@@ -53,6 +53,10 @@ MiB = 1024 * 1024
 REGION_TARGET_BYTES = 256 * MiB  # sizes below this repeat back to back up to this many bytes per region
 # (was 64 MiB: one 64 MiB copy per region read 376 GB/s where nvbandwidth's 16 read 388, H100 NV18, 2026-11-25)
 MAX_INNER = 128  # at most this many copies per stream behind one gate
+#: (copies, largest size): regions of sizes up to 64 MiB hold at least 16 copies, nvbandwidth's loopCount
+#: (common.h defaultLoopCount): with 4 copies of 64 MiB a region, ce read 387.4-387.7 GB/s where
+#: nvbandwidth read 387.9-388.4 (2 x H100, 2026-11-25). The survey's sizes (to 16 and from 256 MiB) keep theirs.
+MIN_INNER_UP_TO = (16, 64 * 1024 * 1024)
 GATE_MAX_QUEUED = 256  # above this many stream entries, run ungated (a full queue would block the host)
 #: Copies enqueued ahead of each timed region's start event, so the link and the engine are already busy
 #: when timing starts (nvbandwidth enqueues WARMUP_COUNT = 4 copies before its start event,
@@ -64,10 +68,12 @@ __all__ = ["MEMORY_RESERVE_BYTES", "GpuEngine", "inner_count"]
 
 
 def inner_count(size_bytes: int) -> int:
-    """Copies per timed region: enough to move REGION_TARGET_BYTES, at most MAX_INNER."""
+    """Copies per timed region: enough to move REGION_TARGET_BYTES, at most MAX_INNER, and at least
+    MIN_INNER_UP_TO copies up to that size (nvbandwidth's loopCount)."""
     if size_bytes <= 0:
         return MAX_INNER
-    return max(1, min(MAX_INNER, math.ceil(REGION_TARGET_BYTES / size_bytes)))
+    floor = MIN_INNER_UP_TO[0] if size_bytes <= MIN_INNER_UP_TO[1] else 1
+    return max(floor, min(MAX_INNER, math.ceil(REGION_TARGET_BYTES / size_bytes)))
 
 
 def _bus_key(bus: object) -> str | None:
@@ -335,7 +341,8 @@ class GpuEngine:
                     group.append(sum(times))
             return per_op, group, notes
 
-        lead_in = LEAD_IN_COPIES if len(ops) == 1 and len(ops[0].lanes) == 1 else 0
+        # no more lead-in copies than timed ones: at 256 MiB and up one copy keeps the link busy
+        lead_in = min(LEAD_IN_COPIES, inner) if len(ops) == 1 and len(ops[0].lanes) == 1 else 0
         gated = all(op.queued_entries(inner) + op.queued_entries(lead_in) <= GATE_MAX_QUEUED for op in ops)
         if not gated:
             notes.append("too many stream entries to hold behind a start gate: timed ungated")

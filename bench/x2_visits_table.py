@@ -1,0 +1,118 @@
+"""The final two-GPU tables of issue 27 from the recorded visits 4-9 (tests/fixtures/peertools/h100x2-visits4-9):
+peer copies beside nvbandwidth -b (visits 7-9), remote-read latency beside nvbandwidth (visit 6), GPU-aware
+MPI beside OSU 5.3 (visits 6 and 8), interleaved rounds in one call each. Ratios are linkscope / peer for
+bandwidth and peer / linkscope for latency, so >= 1.00 means linkscope at least equal; each tool's value is
+the median over the call's rounds.
+
+    PYTHONPATH=src python3 bench/x2_visits_table.py [DIR]   -> markdown on stdout
+
+Every number is read by the project's parsers (results.peertools: nvbandwidth, OSU), as `linkscope check` reads them.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from linkscope.results.peertools.nvbandwidth import parse_text as parse_nvbandwidth
+from linkscope.results.peertools.osu import parse_text as parse_osu
+
+MIB = 1024 * 1024
+DEFAULT_DIR = Path(__file__).resolve().parent.parent / "tests/fixtures/peertools/h100x2-visits4-9"
+#: linkscope's method -> nvbandwidth's testcase it is compared with
+COPIES = {"ce": ("ce-write", "memcpy_write_ce"), "sm-push": ("sm-push", "memcpy_write_sm"),
+          "sm-pull": ("sm-pull", "memcpy_read_sm")}
+
+
+def nvbandwidth_gbps(path: Path, size_bytes: int, method: str) -> float:
+    """Median GB/s over GPU pairs of one nvbandwidth text output for one of its peer methods."""
+    run = parse_nvbandwidth(path.read_text(), str(path), size_bytes)
+    values = [m.median_gb_per_s for m in run.measurements
+              if m.method == method and m.pattern == "matrix" and m.direction == "uni" and m.median_gb_per_s]
+    return statistics.median(values)
+
+
+def linkscope_gbps(path: Path, method: str, size_bytes: int) -> float:
+    doc = json.loads(path.read_text())
+    values = [m["median_gb_per_s"] for m in doc["measurements"] if m.get("status") == "ok" and m["method"] == method
+              and m["size_bytes"] == size_bytes and m.get("direction", "uni") == "uni"]
+    return statistics.median(values)
+
+
+def copies(d: Path) -> list[str]:
+    lines = ["| method (nvbandwidth testcase) | size | visit | nvbandwidth GB/s (rounds) | linkscope GB/s (rounds) | ratio |",
+             "|---|---|---|---|---|---|"]
+    sizes = "bench-sizes-r{r}.json"
+    plan = [(1, 7, 2, sizes, "nvbandwidth-b1-r{r}.txt"), (1, 8, 2, sizes, "nvbandwidth-b1-r{r}.txt"),
+            (16, 7, 2, sizes, "nvbandwidth-b16-r{r}.txt"), (16, 8, 2, sizes, "nvbandwidth-b16-r{r}.txt"),
+            (64, 9, 3, "bench-64-r{r}.json", "nvbandwidth-b64-r{r}.txt")]
+    for mib, visit, rounds, ls_name, nv_name in plan:
+        for method, (nv_method, testcase) in COPIES.items():
+            base = d / f"visit{visit}"
+            nv = [nvbandwidth_gbps(base / "peers" / nv_name.format(r=r), mib * MIB, nv_method) for r in range(1, rounds + 1)]
+            ls = [linkscope_gbps(base / "linkscope" / ls_name.format(r=r), method, mib * MIB) for r in range(1, rounds + 1)]
+            ratio = statistics.median(ls) / statistics.median(nv)
+            lines.append(f"| {method} ({testcase}) | {mib} MiB | {visit} | {' / '.join(f'{x:.1f}' for x in nv)} | "
+                         f"{' / '.join(f'{x:.1f}' for x in ls)} | {ratio:.3f} |")
+    return lines
+
+
+def latency(d: Path) -> list[str]:
+    base = d / "visit6"
+    lines = ["| reader <- owner | nvbandwidth device_to_device_latency_sm (µs, 2 runs) | linkscope remote-read (µs, 2 runs) | ratio |",
+             "|---|---|---|---|"]
+    for reader, owner in ((0, 1), (1, 0)):
+        nv, ls = [], []
+        for r in (1, 2):
+            run = parse_nvbandwidth((base / f"peers/nvbandwidth-latency-r{r}.txt").read_text(), "nvbandwidth", 0)
+            nv += [m.latency_us for m in run.measurements if m.latency_us and (m.src, m.dst) == (reader, owner)]
+            doc = json.loads((base / f"linkscope/latency-r{r}.json").read_text())
+            ls += [m["latency_us"] for m in doc["measurements"] if m.get("latency_us") and (m["dst"], m["src"]) == (reader, owner)]
+        lines.append(f"| GPU{reader} <- GPU{owner} | {' / '.join(f'{x:.4f}' for x in nv)} | {' / '.join(f'{x:.4f}' for x in ls)} | "
+                     f"{statistics.median(nv) / statistics.median(ls):.3f} |")
+    return lines
+
+
+def osu_value(path: Path, size: int) -> float | None:
+    if not path.exists():
+        return None
+    run = parse_osu(path.read_text(errors="replace"), str(path))
+    got = [float(m.extra["osu_value"]) for m in run.measurements if m.size_bytes == size]
+    return got[-1] if got else None
+
+
+def mpi(d: Path) -> list[str]:
+    lines = ["| test | buffers | size | visit | OSU 5.3 (rounds) | linkscope bench mpi (rounds) | ratio |", "|---|---|---|---|---|---|---|"]
+    plan = [("latency", "lat_DD", "DD", (8, 1024), 8, "abc"), ("latency", "lat_DD", "DD", (8, 1024), 6, "abc"),
+            ("latency", "lat_HH", "HH", (8, 1024), 6, "abc"), ("allreduce", "ar_HH", "HH", (8,), 6, "abc"),
+            ("bw", "bw_DD", "DD", (64 * 1024, MIB, 16 * MIB, 64 * MIB, 256 * MIB), 8, "ab"),
+            ("bibw", "bibw_DD", "DD", (64 * 1024, MIB, 16 * MIB, 64 * MIB, 256 * MIB), 8, "ab"),
+            ("bw", "bw_HH", "HH", (64 * 1024, MIB, 16 * MIB), 6, "ab")]
+    for test, stem, buffers, sizes, visit, rounds in plan:
+        step = d / f"visit{visit}" / "mpi" / ("r7" if visit == 8 else "r5")
+        for size in sizes:
+            osu = [osu_value(step / f"osu_{stem}_{r}.txt", size) for r in rounds]
+            ls = [osu_value(step / f"ls_{stem}_{r}.txt", size) for r in rounds]
+            if None in osu or None in ls:
+                continue
+            a, b = statistics.median(osu), statistics.median(ls)  # type: ignore[type-var]
+            ratio = a / b if test in ("latency", "allreduce") else b / a
+            fmt = "{:.2f}" if test in ("latency", "allreduce") else "{:,.0f}"
+            label = f"{size // MIB} MiB" if size >= MIB else (f"{size // 1024} KiB" if size >= 1024 else f"{size} B")
+            lines.append(f"| {test} | {buffers} | {label} | {visit} | {' / '.join(fmt.format(x) for x in osu)} | "
+                         f"{' / '.join(fmt.format(x) for x in ls)} | {ratio:.3f} |")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    d = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
+    for title, table in (("Peer copies", copies(d)), ("Remote-read latency", latency(d)), ("GPU-aware MPI", mpi(d))):
+        print(f"### {title}\n")
+        print("\n".join(table))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
