@@ -115,16 +115,28 @@ def cycles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted((a, b) for a in graph for b in reach[a] if a < b and a in reach.get(b, set()))
 
 
-def test_every_package_has_a_layer():
-    assert sorted(set(package_graph()) - set(LEVEL)) == []
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The source tree's package graph, parsed once for the three checks below (1.1 s a parse)."""
+    return package_graph()
 
 
-def test_imports_point_down():
-    assert upward_imports(package_graph()) == []
+one_parse = pytest.mark.xdist_group("layers-graph")  # the three checks in one worker: one parse
 
 
-def test_no_package_cycle():
-    assert cycles(package_graph()) == []
+@one_parse
+def test_every_package_has_a_layer(graph):
+    assert sorted(set(graph) - set(LEVEL)) == []
+
+
+@one_parse
+def test_imports_point_down(graph):
+    assert upward_imports(graph) == []
+
+
+@one_parse
+def test_no_package_cycle(graph):
+    assert cycles(graph) == []
 
 
 @pytest.mark.parametrize("code,found", [

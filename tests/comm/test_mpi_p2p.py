@@ -8,7 +8,7 @@ import pytest
 
 from linkscope.comm.mpi_p2p import LARGE_MESSAGE_BYTES, Schedule
 
-from .conftest import ROOT, mpi_env, mpirun, needs_mpi
+from .conftest import ROOT, mpi_env, mpirun, mpirun_popen, needs_mpi
 
 
 def test_schedule_scales_with_size():
@@ -113,6 +113,46 @@ def _one_clear_error(done, text):
     assert "Traceback" not in done.stderr
 
 
+# ---- refusals under mpirun: rank 0 prints one line, every rank exits 1 ----
+# Once a rank exits non-zero, Open MPI 4.1's mpirun ends the job and gives the other ranks
+# odls_base_sigkill_timeout (1 s) before it kills them: an mpi4py program whose 2 ranks all exit 1
+# took 1.37 s, 0.38 s when they exit 0 (2026-11-25, this machine). So each refusal idles 1 s: they
+# are started together, once, in one worker (xdist_group), and each test checks its own run.
+REFUSALS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "allreduce-mixed-buffers": (2, ("bench", "mpi", "--test", "allreduce", "--buffers", "DH", "--fake-device",
+                                    "--stage-through-host", "--sizes", "8")),
+    "bw-odd-world": (3, ("bench", "mpi", "--test", "bw", "--sizes", "8")),
+    "bw-device-not-gpu-aware": (2, ("bench", "mpi", "--test", "bw", "--buffers", "DD", "--fake-device",
+                                    "--gpu-aware", "no", "--sizes", "8")),
+    "bw-beyond-memory": (2, ("bench", "mpi", "--test", "bw", "--sizes", "64TiB")),
+    "stencil-grid-mismatch": (2, ("bench", "stencil", "--backend", "sim", "--grid", "3x1", "--sizes", "1KiB")),
+}
+refusal_group = pytest.mark.xdist_group("mpi-refusals")
+
+
+@pytest.fixture(scope="module")
+def refusals() -> dict[str, subprocess.CompletedProcess | None]:
+    """Every REFUSALS run, started at once: its finished process, or None where it hung (60 s)."""
+    procs = {name: mpirun_popen(n, *args) for name, (n, args) in REFUSALS.items()}
+    done: dict[str, subprocess.CompletedProcess | None] = {}
+    for name, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=60)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            done[name] = None
+    return done
+
+
+def _refusal(refusals, name: str) -> subprocess.CompletedProcess:
+    done = refusals[name]
+    if done is None:
+        pytest.fail(f"hang: mpirun -n {REFUSALS[name][0]} linkscope {' '.join(REFUSALS[name][1])} did not finish in 60 s")
+    return done
+
+
 @pytest.mark.mpi
 @needs_mpi
 def test_allreduce_three_ranks_exact_sums(tmp_path):
@@ -129,7 +169,8 @@ def test_allreduce_three_ranks_exact_sums(tmp_path):
 
 @pytest.mark.mpi
 @needs_mpi
-def test_allreduce_staged_fake_device_and_bad_buffers(tmp_path):
+@refusal_group
+def test_allreduce_staged_fake_device_and_bad_buffers(tmp_path, refusals):
     out = tmp_path / "r.json"
     done = mpirun(2, "bench", "mpi", "--test", "allreduce", "--buffers", "DD", "--fake-device",
                   "--stage-through-host", "--sizes", "8,4KiB", "--iterations", "3", "--warmup", "1",
@@ -137,39 +178,35 @@ def test_allreduce_staged_fake_device_and_bad_buffers(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "# MPI: " in done.stdout
     assert {m["method"] for m in json.loads(out.read_text())["measurements"]} == {"mpi.allreduce+staged"}
-    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "allreduce", "--buffers", "DH", "--fake-device",
-                            "--stage-through-host", "--sizes", "8",
-                            timeout_s=60), "runs on one kind of buffer")
+    _one_clear_error(_refusal(refusals, "allreduce-mixed-buffers"), "runs on one kind of buffer")
 
 
 @pytest.mark.mpi
 @needs_mpi
-def test_odd_world_size_for_bw():
-    _one_clear_error(mpirun(3, "bench", "mpi", "--test", "bw", "--sizes", "8", timeout_s=60),
-                     "needs an even number of ranks >= 2, got 3")
+@refusal_group
+def test_odd_world_size_for_bw(refusals):
+    _one_clear_error(_refusal(refusals, "bw-odd-world"), "needs an even number of ranks >= 2, got 3")
 
 
 @pytest.mark.mpi
 @needs_mpi
-def test_device_buffers_on_mpi_that_is_not_gpu_aware():
-    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "bw", "--buffers", "DD", "--fake-device",
-                            "--gpu-aware", "no", "--sizes", "8", timeout_s=60),
-                     "--buffers DD needs a GPU-aware MPI")
+@refusal_group
+def test_device_buffers_on_mpi_that_is_not_gpu_aware(refusals):
+    _one_clear_error(_refusal(refusals, "bw-device-not-gpu-aware"), "--buffers DD needs a GPU-aware MPI")
 
 
 @pytest.mark.mpi
 @needs_mpi
-def test_sizes_beyond_free_memory():
-    _one_clear_error(mpirun(2, "bench", "mpi", "--test", "bw", "--sizes", "64TiB", timeout_s=60),
-                     "need 64 TiB of host memory")
+@refusal_group
+def test_sizes_beyond_free_memory(refusals):
+    _one_clear_error(_refusal(refusals, "bw-beyond-memory"), "need 64 TiB of host memory")
 
 
 @pytest.mark.mpi
 @needs_mpi
-def test_grid_that_does_not_match_world_size():
-    _one_clear_error(mpirun(2, "bench", "stencil", "--backend", "sim", "--grid", "3x1", "--sizes", "1KiB",
-                            timeout_s=60),
-                     "grid 3x1 has 3 ranks but the job has 2")
+@refusal_group
+def test_grid_that_does_not_match_world_size(refusals):
+    _one_clear_error(_refusal(refusals, "stencil-grid-mismatch"), "grid 3x1 has 3 ranks but the job has 2")
 
 
 @pytest.mark.mpi

@@ -46,7 +46,8 @@ def _colour_stats(png: Path) -> tuple[int, float]:
 
     image = mpimg.imread(png)
     pixels = (image[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
-    distinct = len(np.unique(pixels, axis=0))
+    rgb = (pixels[:, 0].astype(np.uint32) << 16) | (pixels[:, 1].astype(np.uint32) << 8) | pixels[:, 2]
+    distinct = len(np.unique(rgb))  # one integer per colour: np.unique(axis=0) took ~3 s on 3.8 M pixels
     inked = float((pixels.min(axis=1) < 240).mean())
     return distinct, inked
 
