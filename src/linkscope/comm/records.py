@@ -9,14 +9,16 @@ measurement its table value (``extra["osu_value"]``: OSU's MB/s or µs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, Status, now_utc
 from ..results.stats import Stats
-from .mpi_p2p import OsuResult
-from .nccl import NcclResult
-from .p2p_matrix import P2PMatrix
-from .stencil import StencilResult, uniform_gain_note
+
+if TYPE_CHECKING:  # types only: each MPI rank imports this module, and comm.nccl pulls in the model (scipy)
+    from .mpi_p2p import OsuResult
+    from .nccl import NcclResult
+    from .p2p_matrix import P2PMatrix
+    from .stencil import StencilResult
 
 
 def _provenance(simulated: bool) -> RunProvenance:
@@ -106,6 +108,8 @@ def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping
 def stencil_record(result: StencilResult, context: Mapping[str, Any], options: Mapping[str, Any],
                    complete: bool = True) -> RunRecord:
     """One measurement per (mapping, halo size): latency = time per exchange over runs."""
+    from .stencil import uniform_gain_note  # here: comm.stencil imports the traffic package (scipy)
+
     prov = _provenance(result.simulated)
     method = "nccl.sendrecv" + ("+emulated" if result.emulated_slow_pairs else "")
     ms = []
