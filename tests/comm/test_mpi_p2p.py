@@ -361,11 +361,40 @@ def test_bw_warms_up_with_its_own_requests_until_rank_0_has_spent_the_minimum_ti
             calls.append(1)
             now[0] += step_s
 
-        n = _warm(Comm(), one, skip, warm_s, lambda: now[0])
-        assert n == len(calls)
+        n, spent = _warm(Comm(), one, skip, warm_s, lambda: now[0])
+        assert n == len(calls) and spent == pytest.approx(n * step_s)
         return n
 
     assert run(WARMUP_MIN_S * 0.3, 2, WARMUP_MIN_S) == 4  # 2 of OSU's, 2 more to pass the minimum
     assert run(WARMUP_MIN_S * 2, 2, WARMUP_MIN_S) == 2
     assert run(WARMUP_MIN_S, 2, 0.0) == 2  # --warmup given: exactly that many
     assert run(0.0, 0, WARMUP_MIN_S) == WARMUP_MAX_BATCHES
+
+
+def test_bw_timed_windows_fit_the_time_cap_at_the_warm_up_pace():
+    """Without --iterations, rank 0 cuts OSU's iteration count to what fits MAX_TIMED_S at the warm-up's
+    pace (at least MIN_TIMED_ITERS) and every rank runs that many: a fast link keeps OSU's 20 windows, a
+    host-staged one at ~5 GB/s times 2 of them instead of ~17 s of them."""
+    from linkscope.comm.mpi_p2p import MAX_TIMED_S, MIN_TIMED_ITERS, WARMUP_MIN_S, _warm_then_time
+
+    class Comm:
+        def bcast(self, obj, root):
+            assert root == 0
+            return obj
+
+    def run(step_s, iters, cap_s):
+        now, calls, counts = [0.0], [], []
+
+        def one():
+            calls.append(1)
+            now[0] += step_s
+
+        elapsed = _warm_then_time(Comm(), one, iters, 2, WARMUP_MIN_S, lambda: now[0], counts, cap_s)
+        warm, timed = counts[-1]
+        assert warm + timed == len(calls) and elapsed == pytest.approx(timed * step_s)
+        return timed
+
+    assert run(0.011, 20, MAX_TIMED_S) == 20  # 64 MiB windows over NV18: OSU's count fits
+    assert run(0.86, 20, MAX_TIMED_S) == MIN_TIMED_ITERS  # host-staged 64 MiB windows
+    assert run(0.2, 20, MAX_TIMED_S) == 5
+    assert run(0.86, 20, 0.0) == 20  # --iterations given: exactly that many

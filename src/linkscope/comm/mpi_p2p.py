@@ -74,6 +74,11 @@ OSU_ACK_BYTES = 4  # osu_bw's ack: MPI_Send(s_buf, 4, MPI_CHAR, 0, 101, ...) onc
 #: 1.00x after 22 windows or after a 16 MiB size (about 60 ms of traffic).
 WARMUP_MIN_S = 0.1
 WARMUP_MAX_BATCHES = 1000
+#: bw/bibw time at most about this long per size and run unless ``--iterations`` is given: after the
+#: warm-up, rank 0 cuts OSU's iteration count to what fits at the warm-up's pace (at least
+#: MIN_TIMED_ITERS). OSU's 20 windows of 64 x 64 MiB take 0.22 s over NV18 but ~17 s host-staged.
+MAX_TIMED_S = 1.0
+MIN_TIMED_ITERS = 2
 
 
 @dataclass(frozen=True)
@@ -320,8 +325,9 @@ def run_osu(
                 space.fill(side.send, size, seed)
             space.poison(side.recv, size)
             values = []
-            warmed: list[int] = []  # bw/bibw: warm-up windows each run ran
+            counts: list[tuple[int, int]] = []  # bw/bibw: (warm-up, timed) windows of each run
             warm_s = WARMUP_MIN_S if schedule.warmup is None else 0.0  # bw/bibw: by time unless --warmup
+            cap_s = MAX_TIMED_S if schedule.iterations is None else 0.0  # ... and capped unless --iterations
             for _ in range(runs):
                 comm.Barrier()
                 if collective:
@@ -331,11 +337,13 @@ def run_osu(
                     elapsed = _latency_loop(comm, side, size, iters, skip, first, partner, clock)
                     value = elapsed * 1e6 / (2.0 * iters)
                 elif test == "bw":
-                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock, warm_s, warmed)
-                    value = size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+                    elapsed = _bw_loop(comm, side, size, iters, skip, window, first, partner, ack, clock, warm_s, counts, cap_s)
+                    timed = counts[-1][1] if counts else iters
+                    value = size / 1e6 * timed * window / elapsed if elapsed > 0 else 0.0
                 else:
-                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock, warm_s, warmed)
-                    value = 2.0 * size / 1e6 * iters * window / elapsed if elapsed > 0 else 0.0
+                    elapsed = _bibw_loop(comm, side, size, iters, skip, window, partner, clock, warm_s, counts, cap_s)
+                    timed = counts[-1][1] if counts else iters
+                    value = 2.0 * size / 1e6 * timed * window / elapsed if elapsed > 0 else 0.0
                 values.append(value)
             receives = test != "bw" or not first
             if collective:
@@ -356,8 +364,9 @@ def run_osu(
                     vals, wa = by_rank[a]
                     _, wb = by_rank[b]
                     wrong_total = None if (wa is None or wb is None) else wa + wb
-                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals), iters,
-                                           max(warmed) if warmed else skip, window,
+                    rows.append(PairResult(a, b, size, float(np.median(vals)), tuple(vals),
+                                           max(c[1] for c in counts) if counts else iters,
+                                           max(c[0] for c in counts) if counts else skip, window,
                                            wrong_total))
             if job.rank == 0:
                 if checkpoint:
@@ -458,10 +467,10 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
     return clock() - t0
 
 
-def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: Callable[[], float]) -> int:
+def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: Callable[[], float]) -> tuple[int, float]:
     """Warm-up iterations of a timed loop, with the loop's own requests: ``skip`` of them, then more
     until rank 0 has spent ``warm_s`` in them (each rank runs as many: rank 0 decides by broadcast);
-    returns how many ran. Fresh persistent requests run slower in their first windows (bw DD at
+    returns how many ran and the seconds they took. Fresh persistent requests run slower in their first windows (bw DD at
     64 MiB, 2 timed windows: 345 against OSU's 385 GB/s on 2 x H100, also after a separate 0.1 s
     warm-up with other requests; 383 with 20 windows), so the warm-up uses the timed requests."""
     t_start, n = clock(), 0
@@ -471,15 +480,21 @@ def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: C
     while warm_s > 0 and not comm.bcast(clock() - t_start >= warm_s or n >= WARMUP_MAX_BATCHES, root=0):
         one()
         n += 1
-    return n
+    return n, clock() - t_start
 
 
 def _warm_then_time(comm: Any, one: Callable[[], None], iters: int, skip: int, warm_s: float,
-                    clock: Callable[[], float], warmed: list[int] | None) -> float:
-    """``_warm``, then ``iters`` timed iterations of ``one``; seconds (the warm-up count goes to ``warmed``)."""
-    n = _warm(comm, one, skip, warm_s, clock)
-    if warmed is not None:
-        warmed.append(n)
+                    clock: Callable[[], float], counts: list[tuple[int, int]] | None, cap_s: float = 0.0) -> float:
+    """``_warm``, then the timed iterations of ``one``; seconds. ``iters`` of them, or with ``cap_s`` > 0 as
+    many as fit in ``cap_s`` at the warm-up's pace (rank 0 decides for every rank; at least MIN_TIMED_ITERS).
+    ``counts`` gets (warm-up iterations, timed iterations)."""
+    n, spent = _warm(comm, one, skip, warm_s, clock)
+    if cap_s > 0 and n > 0:
+        per_iter = spent / n
+        fit = int(cap_s / per_iter) if per_iter > 0 else iters
+        iters = comm.bcast(max(MIN_TIMED_ITERS, min(iters, fit)), root=0)
+    if counts is not None:
+        counts.append((n, iters))
     t0 = clock()
     for _ in repeat(None, iters):
         one()
@@ -502,7 +517,8 @@ def _free(requests: list[Any]) -> None:
 
 
 def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, first: bool, partner: int,
-             ack: np.ndarray, clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
+             ack: np.ndarray, clock: Callable[[], float], warm_s: float = 0.0,
+             counts: list[tuple[int, int]] | None = None, cap_s: float = 0.0) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -520,7 +536,7 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
             reply(ack_msg, partner, 101)
 
         try:
-            return _warm_then_time(comm, window_and_ack, iters, skip, warm_s, clock, warmed)
+            return _warm_then_time(comm, window_and_ack, iters, skip, warm_s, clock, counts, cap_s)
         finally:
             _free(reqs)
     recv = _msg(side.recv_obj(size), size)
@@ -550,7 +566,8 @@ def _bw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: i
 
 
 def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window: int, partner: int,
-               clock: Callable[[], float], warm_s: float = 0.0, warmed: list[int] | None = None) -> float:
+               clock: Callable[[], float], warm_s: float = 0.0, counts: list[tuple[int, int]] | None = None,
+               cap_s: float = 0.0) -> float:
     from mpi4py import MPI
 
     t0 = 0.0
@@ -567,7 +584,7 @@ def _bibw_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, window:
             waitall(rreqs)
 
         try:
-            return _warm_then_time(comm, both_windows, iters, skip, warm_s, clock, warmed)
+            return _warm_then_time(comm, both_windows, iters, skip, warm_s, clock, counts, cap_s)
         finally:
             _free(sreqs + rreqs)
     recv = _msg(side.recv_obj(size), size)
