@@ -3,12 +3,12 @@
 results.peertools.osu, and the table is docs/benchmarks.md's "GPU-aware MPI between GPU0 and GPU1" r1 column."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import benchscripts
 
 ROOT = Path(__file__).parents[1]
 R1 = ROOT / "tests" / "fixtures" / "mpi" / "h100x2-2026-11-25" / "r1"
@@ -16,12 +16,7 @@ R1 = ROOT / "tests" / "fixtures" / "mpi" / "h100x2-2026-11-25" / "r1"
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("mpi_osu_table", ROOT / "bench" / "mpi_osu_table.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    return benchscripts.load("mpi_osu_table")
 
 
 def test_table_of_the_recorded_round(tool, tmp_path):

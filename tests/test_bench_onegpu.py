@@ -5,12 +5,12 @@ inline_common.h, with illustrative numbers (not a measurement), plus a waived ca
 an error line; tests/fixtures/peertools/h100x2/nvbandwidth.txt is a real recording."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests import benchscripts
 
 ROOT = Path(__file__).parents[1]
 SAMPLE = ROOT / "tests" / "fixtures" / "nvbandwidth" / "onegpu_sample.txt"
@@ -19,12 +19,7 @@ H100X2 = ROOT / "tests" / "fixtures" / "peertools" / "h100x2"
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("onegpu_compare", ROOT / "bench" / "onegpu_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    return benchscripts.load("onegpu_compare")
 
 
 def test_the_script_reads_nvbandwidth_through_the_library_parser(tool):

@@ -2,27 +2,15 @@
 docs/benchmarks.md "Final tables: visits 4-9" come out of the committed outputs through the project's parsers."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests import benchscripts
 
 ROOT = Path(__file__).parents[1]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("x2_visits_table", ROOT / "bench" / "x2_visits_table.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.modules.pop(spec.name, None)
-
-
 def test_the_docs_tables_come_from_the_fixtures():
-    tool = _tool()
+    tool = benchscripts.load("x2_visits_table")
     d = tool.DEFAULT_DIR
     copies, latency, mpi = "\n".join(tool.copies(d)), "\n".join(tool.latency(d)), "\n".join(tool.mpi(d))
     assert "| ce (memcpy_write_ce) | 64 MiB | 9 | 388.1 / 388.3 / 388.1 | 388.6 / 388.7 / 389.4 | 1.001 |" in copies

@@ -1,15 +1,14 @@
 """bench/device_comm.py's pure-Python path, on the simulated backend (the GPU run uses --backend cuda)."""
-import importlib.util
 import json
 from pathlib import Path
+
+from tests import benchscripts
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_device_comm_script_writes_its_json_and_table(tmp_path, capsys, monkeypatch):
-    spec = importlib.util.spec_from_file_location("device_comm", ROOT / "bench" / "device_comm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchscripts.load("device_comm")
 
     def in_process(args, timeout_s):  # the same command line, without a new interpreter
         import contextlib

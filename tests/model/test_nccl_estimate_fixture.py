@@ -1,9 +1,6 @@
 """The replay of NCCL's tuner (model.nccl_tuning) against NCCL's own estimate, as NCCL 2.28.9 returned it
 on the lent 2 x H100 (ncclGroupSimulateEnd, bench/nccl_estimate.cu; tests/fixtures/nccl/h100x2-2026-11-25/
 estimate-*.txt, read by bench/twin_vs_collectives.py)."""
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -11,13 +8,9 @@ from linkscope.errors import UserError
 from linkscope.model import nccl_tuning as nt
 from linkscope.model.collectives import CollectiveModel
 from linkscope.topology.presets import load_preset
+from tests import benchscripts
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "twin_vs_collectives.py"
-_spec = importlib.util.spec_from_file_location("twin_vs_collectives", _PATH)
-assert _spec is not None and _spec.loader is not None
-tvc = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = tvc  # its dataclasses look their module up
-_spec.loader.exec_module(tvc)
+tvc = benchscripts.load("twin_vs_collectives")
 
 # NCCL prints a float (nccl.h.in: ``float estimatedTime``) with %.3f: 0.5 ns of rounding, and float32's
 # 2^-24 relative step is 0.2 ns at 3 ms; 1 ns covers both.

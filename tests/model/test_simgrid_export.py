@@ -1,18 +1,14 @@
 """bench/simgrid_compare.py: the exported flow problem is the one linkscope solves (SimGrid itself runs
 only where the system python3 has Debian's python3-simgrid)."""
-import importlib.util
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from linkscope.model.contention import simulate
+from tests import benchscripts
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "simgrid_compare.py"
-_spec = importlib.util.spec_from_file_location("simgrid_compare", _PATH)
-sc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sc)
+sc = benchscripts.load("simgrid_compare")
 
 
 def _has_simgrid() -> bool:

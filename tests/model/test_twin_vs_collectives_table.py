@@ -1,14 +1,8 @@
 """bench/twin_vs_collectives.py's rows: which recordings each row's reference comes from."""
-import importlib.util
-import sys
-from pathlib import Path
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "twin_vs_collectives.py"
-_spec = importlib.util.spec_from_file_location("twin_vs_collectives", _PATH)
-assert _spec is not None and _spec.loader is not None
-tvc = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = tvc  # its dataclasses look their module up
-_spec.loader.exec_module(tvc)
+from tests import benchscripts
+
+tvc = benchscripts.load("twin_vs_collectives")
 
 
 def test_an_outlier_row_takes_every_recorded_run_of_its_command_as_a_range():
