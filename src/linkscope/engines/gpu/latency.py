@@ -51,7 +51,12 @@ def chase_nodes(n_nodes: int, stride_words: int, base_address: int = 0, seed: in
     (``base_address`` + successor index × stride; with base 0, the byte offset): a random cycle, or
     ``sequential`` (i -> i+1, nvbandwidth's chase: testcase.cpp latencyHelper, ``strideLen`` 16 words),
     which lets the memory system see consecutive lines and is kept to compare with that tool."""
-    visit = chase_cycle(n_nodes, seed, order)
+    return chase_links(chase_cycle(n_nodes, seed, order), stride_words, base_address)
+
+
+def chase_links(visit: np.ndarray, stride_words: int, base_address: int = 0) -> np.ndarray:
+    """The node words of the cycle that visits the nodes in ``visit`` order (``chase_nodes``)."""
+    n_nodes = len(visit)
     nodes = np.zeros(n_nodes * stride_words, dtype=np.uint64)
     succ = np.empty(n_nodes, dtype=np.uint64)
     succ[visit[:-1].astype(np.int64)] = visit[1:]
@@ -97,27 +102,37 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     else:
         assert isinstance(memory, int)
         buf = ctx.device_buffer(memory, nbytes)
-    nodes = chase_nodes(n_nodes, stride_words, base_address=buf.ptr, order=order)
-    sink = ctx.device_buffer(reader, 8)
+    visit = chase_cycle(n_nodes, order=order)
+    nodes = chase_links(visit, stride_words, base_address=buf.ptr)
     lane = ctx.pool.lane(reader, 998)
-    events = EventPair(ctx.rt, reader)
     try:
         ctx.memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
         lane.stream.synchronize()
         del nodes
-        if every_sm > 1:
-            visit = chase_cycle(n_nodes, order=order)
+        if every_sm > 1:  # block b starts at the node b/every_sm of the way along the cycle
             begin = np.uint64(buf.ptr) + visit[(np.arange(every_sm) * n_nodes) // every_sm] * np.uint64(stride_words * 8)
             return _chase_every_sm(ctx, gate, lane, reader, begin.astype(np.uint64), hops, reps, warmup)
+        return _chase_one_block(ctx, gate, lane, reader, buf.ptr, hops, reps, warmup, max(blocks, 1))
+    finally:
+        buf.free()
+
+
+def _chase_one_block(ctx: OpContext, gate: Gate, lane: Any, reader: int, start_ptr: int, hops: int, reps: int,
+                     warmup: int, blocks: int) -> list[float]:
+    """``remote_read_us`` with one chasing thread (on block ``rep % blocks`` of a ``blocks`` grid), timed by
+    device events around each gated launch: µs per hop."""
+    sink = ctx.device_buffer(reader, 8)
+    events = EventPair(ctx.rt, reader)
+    try:
         samples: list[float] = []
         start = np.zeros(1, dtype=np.uint64)
-        start[0] = buf.ptr
+        start[0] = start_ptr
         for rep in range(max(warmup, 1) + reps):
             gate.arm()
             gate.hold(lane)
             events.record_start(lane)
-            target = np.uint32(rep % max(blocks, 1))  # with blocks = the SM count, one SM after another
-            ctx.launch(lane, "pointer_chase", max(blocks, 1), 1, (u64(int(start[0])), u64(hops), u64(sink.ptr), target))
+            target = np.uint32(rep % blocks)  # with blocks = the SM count, one SM after another
+            ctx.launch(lane, "pointer_chase", blocks, 1, (u64(int(start[0])), u64(hops), u64(sink.ptr), target))
             events.record_end(lane)
             gate.release()
             elapsed = events.elapsed_s()
@@ -130,7 +145,6 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     finally:
         events.close()
         sink.free()
-        buf.free()
 
 
 def _chase_every_sm(ctx: OpContext, gate: Gate, lane: Any, reader: int, begin: np.ndarray,
