@@ -10,6 +10,7 @@ Every number is read by the project's parsers (results.peertools: nvbandwidth, O
 """
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
@@ -74,12 +75,17 @@ def latency(d: Path) -> list[str]:
     return lines
 
 
-def osu_value(path: Path, size: int) -> float | None:
+@functools.cache
+def osu_values(path: Path) -> dict[int, float]:
+    """``{size: value as printed}`` of one OSU-layout text (the last row of a size wins); {} without the file."""
     if not path.exists():
-        return None
+        return {}
     run = parse_osu(path.read_text(errors="replace"), str(path))
-    got = [float(m.extra["osu_value"]) for m in run.measurements if m.size_bytes == size]
-    return got[-1] if got else None
+    return {m.size_bytes: float(m.extra["osu_value"]) for m in run.measurements}
+
+
+def osu_value(path: Path, size: int) -> float | None:
+    return osu_values(path).get(size)
 
 
 def mpi(d: Path) -> list[str]:
