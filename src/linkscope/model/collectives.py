@@ -523,6 +523,38 @@ class CollectiveModel:
             return 0.0
         return step_s * min(1.0, channels * slice_bytes / step_bytes)
 
+    def _simple_ring_extra_s(self, op: str, ranks: list[int], S: float, channels: int, system: nt.NcclSystem,
+                             registered: bool) -> float:
+        """What a Simple ring (allreduce, allgather, reduce_scatter) adds to its link steps: a fixed
+        pipeline latency and the part of the last receive's local pass that the link steps do not hide.
+
+        NCCL splits each rank's share of S over the channels (enqueue.cc:582-640, ``ncclCollCbdPart``) and
+        each channel's CTA loops over its part in chunks of stepSize x chunkSteps (the 4 MiB buffer / 8
+        steps x 4 = 2 MiB per rank and loop: calcCollChunking, enqueue.cc:1979-2030). In each loop the CTA
+        first runs the link steps (all_gather.h:47-67 directCopySend, then directRecvCopyDirectSend for
+        n > 2; all_reduce.h:43-71 directSend, directRecvReduce(Copy)DirectSend), then copies (allreduce,
+        allgather) or reduces (reduce_scatter) the last arriving chunk into the output (all_gather.h:70-75,
+        all_reduce.h:74-80 directRecv; reduce_scatter.h directRecvReduceCopy), one after the other
+        (prims_simple.h genericOp). In the first loop every channel does so in lock step, so its local pass
+        is not hidden at all; after it the channels drift apart and one channel's local pass overlaps the
+        others' link steps: each link step of a loop hides ``nccl_ring_local_hidden_per_step`` of it (at
+        most all of it). The pass runs at the ring CTAs' rate, channels x ``nccl_ring_local_cta_gb_per_s``,
+        and no faster than a local copy on the fabric. Registered, the pass copies nothing (``_ring_like``).
+        """
+        n = len(ranks)
+        params = self.fabric.params
+        extra_s = params["nccl_simple_ring_latency_us"] * 1e-6
+        if registered:
+            return extra_s
+        per_gpu = S / n  # what the last receives of all loops write on each GPU
+        chunk_bytes = system.settings.buffsize // nt.NCCL_STEPS * nt.ALLREDUCE_CHUNKSTEPS
+        first = channels * min(per_gpu / channels, float(chunk_bytes))
+        link_steps = 2 * (n - 1) if op == "allreduce" else n - 1
+        hidden = min(1.0, link_steps * params["nccl_ring_local_hidden_per_step"])
+        unhidden = first + (1.0 - hidden) * (per_gpu - first)
+        cta_s = unhidden / (channels * params["nccl_ring_local_cta_gb_per_s"] * 1e9)
+        return extra_s + max(cta_s, self.flows_time_s([(g, g, unhidden) for g in ranks]))
+
     def _ring_like(self, op: str, ranks: list[int], S: float, proto: str, channels: int,
                    system: nt.NcclSystem | None, lat_us: float | None, estimate: float | None = None) -> AlgorithmPrediction:
         """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce."""
@@ -538,31 +570,34 @@ class CollectiveModel:
         if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             chunk = S / n
+            simple = proto == "Simple" and system is not None and channels > 0
+            if simple:  # every GPU of a ring sends and receives at once (duplex; module ring notes)
+                cap *= self.fabric.params["nccl_ring_duplex_efficiency"]
             red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
             cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
             steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
             t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
             # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
-            # reduces (reduce_scatter: reads two inputs) the arriving chunk into the output, a local memory
-            # pass that the CTA runs after its sends, with the links idle (prims: ... recvReduceCopySend,
-            # recvCopySend ..., then recv / recvReduceCopy). Over the whole call: S/n bytes on every GPU.
-            local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
-            if not self.registers(op, "ring", proto, ranks):
-                # registered (CUDA graph), the peer has written straight into the output: the last receive's
-                # source is its destination and genericOp skips the copy (prims_simple.h, "skip one copy")
-                t += self.flows_time_s([(g, g, local) for g in ranks])
-            if proto == "Simple" and channels:
-                real_chunk = min(step_bytes * nt.ALLREDUCE_CHUNKSTEPS, -(-S // (channels * n)))
-                slice_bytes = min(step_bytes * nt.ALLREDUCE_SLICESTEPS,
-                                  real_chunk * nt.ALLREDUCE_SLICESTEPS / nt.ALLREDUCE_CHUNKSTEPS)
-                fill = self._fill_s(cpy, chunk, slice_bytes, channels)
-            elif system is not None and channels and proto == "LL128":
-                # the same fill with LL128's chunk, one 576000-B step (chunkSteps 1, calcCollChunking). It is
-                # what the 2 x H100 Ring/LL128 rows show (64 MiB 243 GB/s busbw, 1 GiB 299: a ~50 us offset);
-                # the code does not show why (LL128 receivers poll each 128-B line). LL gets none: every 16-B
-                # line carries its own flag and is consumed as it lands (prims_ll.h readLL).
-                real_chunk = min(nt.chunk_payload_bytes(system, nt.RING, p, int(S), channels), -(-S // (channels * n)))
-                fill = self._fill_s(cpy, chunk, real_chunk, channels)
+            # reduces (reduce_scatter) the arriving chunk into the output, a local memory pass that the CTA
+            # runs after its sends (all_gather.h / all_reduce.h runRing: ... directRecv last). Over the
+            # whole call: S/n bytes on every GPU. Registered (CUDA graph), the peer has written straight into
+            # the output: the last receive's source is its destination and genericOp skips the copy
+            # (prims_simple.h:251, "skip one copy").
+            registered = self.registers(op, "ring", proto, ranks)
+            if simple:
+                assert system is not None
+                t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
+            else:
+                local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
+                if not registered:
+                    t += self.flows_time_s([(g, g, local) for g in ranks])
+                if system is not None and channels and proto == "LL128":
+                    # a fill with LL128's chunk, one 576000-B step (chunkSteps 1, calcCollChunking). It is
+                    # what the 2 x H100 Ring/LL128 rows show (64 MiB 243 GB/s busbw, 1 GiB 299: a ~50 us
+                    # offset); the code does not show why (LL128 receivers poll each 128-B line). LL gets
+                    # none: every 16-B line carries its own flag and is consumed as it lands (prims_ll.h readLL).
+                    real_chunk = min(nt.chunk_payload_bytes(system, nt.RING, p, int(S), channels), -(-S // (channels * n)))
+                    fill = self._fill_s(cpy, chunk, real_chunk, channels)
         else:  # broadcast, reduce: a pipelined chain from / to the root
             chain = [(ranks[i], ranks[i + 1]) for i in range(n - 1)]
             if op == "reduce":
