@@ -606,6 +606,8 @@ class CollectiveModel:
             steps = n - 1
             if proto == "Simple" and channels:  # BROADCAST_SLICESTEPS = 1 step (collectives.h:25-26)
                 fill = (n - 2) * self._fill_s(t, S, min(step_bytes, S / channels), channels)
+                if system is not None:  # the same Simple kernel's fixed time as the ring's (_simple_ring_extra_s)
+                    fill += self.fabric.params["nccl_simple_ring_latency_us"] * 1e-6
             else:
                 fill = (n - 2) * self._route_latency_s(chain)
         if lat_us is None:

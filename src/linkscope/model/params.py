@@ -194,7 +194,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                   "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_eager_launch_us": (7.6, "measured", "fitted: the part of an eager operation's launch that the previous "
+    "nccl_eager_launch_us": (1.24, "measured", "fitted: the part of an eager operation's launch that the previous "
                              "operation's kernels do not hide: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25, "
                              "the median of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs "
                              "6.4-8.2 us; tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt); "
