@@ -346,6 +346,45 @@ def visit4_cases() -> list[Case]:
     return cases
 
 
+VISITS11_12 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "peertools" / "h100x2-visits11-13"
+VISITS11_12_SOURCE = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, one lease, 2026-11-25 (visit {v}): fixture"
+
+
+def visits11_12_cases() -> list[Case]:
+    """Visits 11-12's recordings (tests/fixtures/peertools/h100x2-visits11-13): visit 12's allgather,
+    reduce_scatter and allreduce from 4 MiB to 1 GiB, eager and -G 10, and allgather -G 10 with
+    NCCL_GRAPH_REGISTER=0; visit 11's allreduce and alltoall at 1 GiB, eager and -G 10 (its allgather /
+    reduce_scatter 4-128 MiB rounds agree with visit 12's within ~1%). No small rows: eager rows take the
+    model's default host time. Fitted to them (model/params.py): nccl_simple_ring_latency_us (allgather
+    -G 10, 4-64 MiB), nccl_ring_local_cta_gb_per_s (allgather -G 10 64 MiB with and without registration),
+    nccl_ring_local_hidden_per_step (the same at 1 GiB) and nccl_eager_launch_us (eager minus -G 10
+    without registration, allgather and reduce_scatter 4-128 MiB); every other row is a test."""
+    specs: list[tuple[str, str, dict[str, str], str]] = [
+        (f"visit12/nccl/{f}.txt", op, env, how) for f, op, env, how in (
+            ("all_gather_eager", "allgather", {}, "eager"), ("all_gather_G10", "allgather", {}, "CUDA graph"),
+            ("all_gather_G10_noreg", "allgather", {"NCCL_GRAPH_REGISTER": "0"}, "CUDA graph, NCCL_GRAPH_REGISTER=0"),
+            ("reduce_scatter_eager", "reduce_scatter", {}, "eager"),
+            ("reduce_scatter_G10", "reduce_scatter", {}, "CUDA graph"),
+            ("all_reduce_eager", "allreduce", {}, "eager"), ("all_reduce_G10", "allreduce", {}, "CUDA graph"))]
+    specs += [(f"visit11/nccl/{f}.txt", op, {}, how) for f, op, how in (
+        ("all_reduce_big_eager", "allreduce", "eager"), ("all_reduce_big_G10", "allreduce", "CUDA graph"),
+        ("alltoall_big_eager", "alltoall", "eager"), ("alltoall_big_G10", "alltoall", "CUDA graph"))]
+    cases = []
+    for name, op, env, how in specs:
+        rows = nccl_tests_rows(VISITS11_12 / name)
+        visit = name[len("visit"):name.index("/")]
+        for size in (4 * MIB, 64 * MIB, GIB):
+            if size not in rows:
+                continue
+            time_us, busbw = rows[size]
+            quantity, value = ("time", time_us) if size < 64 * MIB else ("busbw", busbw)
+            cases.append(Case(f"visit {visit}: {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
+                              {**NVLS_OFF, **env}, quantity, value, value,
+                              f"{VISITS11_12_SOURCE.format(v=visit)} {name}", False,
+                              launch="eager" if how == "eager" else "graph"))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -390,6 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     later = [evaluate(c) for c in visit4_cases()]
     sys.stdout.write("\nA later lease (visit 4), not used for any fit:\n\n" + markdown(later)
                      + f"\n{sum(r.passed for r in later)} of {len(later)} visit 4 rows within target\n")
+    recent = [evaluate(c) for c in visits11_12_cases()]
+    sys.stdout.write("\nVisits 11-12 (one lease each, 4 MiB time / 64 MiB / 1 GiB busbw), four constants fitted to "
+                     "them (visits11_12_cases):\n\n" + markdown(recent)
+                     + f"\n{sum(r.passed for r in recent)} of {len(recent)} visit 11-12 rows within target\n")
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
@@ -397,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
+               "visits11_12": [asdict(r) for r in recent],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
