@@ -306,11 +306,11 @@ class CollectiveModel:
     ``launch`` is a run choice: ``graph`` (the operations replayed from a CUDA graph, nccl-tests
     ``-G``) or ``eager`` (the host launches each one, nccl-tests' default: 20 operations back to back,
     then one wait, common.cu:727-770). Eager, an operation takes max(device + ``nccl_eager_launch_us``,
-    host): a part of every eager launch is not hidden behind the previous operation's kernels (the
-    2 x H100 eager allreduce is its -G 10 time + 5.3-9.8 us from 8 B to 1 MiB, median 7.6, and the twin's
-    device time + 6.9-7.8 us from 4 to 32 MiB), while the host's own time per operation is: a run whose host
-    is slower has a higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its
-    4-8 MiB rows again device + 7.6 us). The host time is ``eager_host_us`` (default
+    host): a small part of every eager launch is not hidden behind the previous operation's kernels
+    (2 x H100, eager minus -G 10 on the same FIFOs: 1.24 us, the median of 36 allgather / reduce_scatter
+    pairs at 4-128 MiB), while the host's own time per operation is: a run whose host is slower has a
+    higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its 4-32 MiB rows equal
+    the faster run's). The host time is ``eager_host_us`` (default
     ``nccl_eager_host_us``; a property of the run: the same nccl-tests command ran at 13.9 and 20.2 us
     at 8 B on the same machine) plus ``nccl_eager_host_per_channel_us`` for every channel task beyond
     the first: NCCL builds each channel's work on the host (enqueue.cc:689-725 for a collective; for

@@ -59,6 +59,11 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes max(device time
   + ``nccl_eager_launch_us``, host time); the host time is ``nccl_eager_host_us`` for one channel plus
   ``nccl_eager_host_per_channel_us`` per further channel task.
+* ``nccl_simple_ring_latency_us``, ``nccl_ring_duplex_efficiency``, ``nccl_ring_local_cta_gb_per_s``,
+  ``nccl_ring_local_hidden_per_step``: a Simple ring (``CollectiveModel._simple_ring_extra_s``): a fixed
+  time per call; the share of the channels' rate each direction keeps when a 2-rank ring's two GPUs copy
+  to each other at once; one ring CTA's rate for the last receive's local pass (FIFO to output); the
+  share of that pass each link step of a loop hides after the first loop.
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
@@ -122,6 +127,7 @@ _GCD_HOP = ("arXiv:2302.14827 (Pearson 2023), Sec. IV: GCD pairs without a direc
 # bounds them), 2026-11-23, docs/benchmarks.md "One GPU": h2d-pageable 7.05 (bench/device_engine.py,
 # 256 MiB) and 8.54 GB/s (survey, 512 MiB), d2h-pageable 10.93 and 10.73 GB/s. Mean of the two runs.
 # A measured figure of another machine: `model calibrate` on a survey with pageable rows replaces it.
+_VISITS11_12 = "tests/fixtures/peertools/h100x2-visits11-13"
 _PAGEABLE_H2D_GB_PER_S = 7.8
 _PAGEABLE_D2H_GB_PER_S = 10.83
 _PAGEABLE_SRC = ("nvidia-h200 (1 x H200, PCIe Gen5 x16), 2026-11-23, docs/benchmarks.md 'One GPU' (engine 256 MiB and "
@@ -194,11 +200,14 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                   "2 x H100 surveys show 49.5-52.2 of 54.5 GB/s; they are what model check tests)"),
     "nccl_launch_us": (5.4, "measured", "2 x H200 NV18, NCCL 2.28.9, 2026-11-22, CUDA-graph 8 B times "
                        "(allreduce 5.77 us, sendrecv 6.29 us) minus their route latencies (docs/benchmarks.md)"),
-    "nccl_eager_launch_us": (1.24, "measured", "fitted: the part of an eager operation's launch that the previous "
-                             "operation's kernels do not hide: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6, 2026-11-25, "
-                             "the median of eager minus CUDA-graph allreduce times at 8 B-1 KiB (14.0-15.2 us vs "
-                             "6.4-8.2 us; tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt minus all_reduce_G10.txt); "
-                             "the same file's 4-32 MiB rows (twin's device time + 6.9-7.8 us) test it"),
+    "nccl_eager_launch_us": (1.24, "measured", "fitted: what an eager launch adds to the same device path (the "
+                             "rest of the launch hides behind the previous operation's kernels): 2 x H100 NV18, NCCL "
+                             "2.28.9, nccl-tests 2.19.6, 2026-11-25, eager minus -G 10 without registration (the same "
+                             "FIFOs: allgather with NCCL_GRAPH_REGISTER=0, reduce_scatter never registered) at 4-128 MiB, "
+                             "36 pairs of one lease each, median 1.24 us (-0.6 to 2.7; tests/fixtures/peertools/"
+                             "h100x2-visits11-13/visit1{1,2}/nccl/*_eager*.txt against *_G10*). It was 7.6 us, eager minus "
+                             "-G 10 allreduce at 8 B-1 KiB (all_reduce.txt), where the host's time bounds the eager "
+                             "operation anyway (nccl_eager_host_us)"),
     "nccl_eager_host_us": (13.86, "measured", "the host's time for one eager operation on one channel: the fastest "
                            "8 B-1 KiB row of tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt (the file the other "
                            "eager constants come from); that run's host was hidden (its floor is the -G 10 time + "
@@ -211,10 +220,32 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
-    "nccl_ring_duplex_efficiency": (0.9004, "measured", "the share of one direction's SM-copy rate that each direction keeps when a GPU pair copies both ways at once, as every GPU of a ring sends and receives at once: 2 x H100 NV18, nvbandwidth v0.8, 2026-11-25, device_to_device_bidirectional_memcpy_read_sm 339.08 GB/s over device_to_device_memcpy_read_sm 376.60 (tests/fixtures/peertools/h100x2/nvbandwidth.txt); the registered allgather's slope (317 GB/s from 64 MiB to 1 GiB, tests/fixtures/peertools/h100x2-visits11-13/visit12/nccl/all_gather_G10.txt) and the allreduce's (326-330) test it"),
-    "nccl_ring_local_cta_gb_per_s": (39.41, "measured", "fitted: the rate at which one ring CTA copies the last received chunk from NCCL's FIFO into the output: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6 -G 10, allgather 64 MiB (one loop per channel, so the copy is not hidden) with NCCL_GRAPH_REGISTER=0 minus with registration (which skips the copy): 158.04-123.90, 159.90-123.58, 159.48-123.50 us (tests/fixtures/peertools/h100x2-visits11-13/visit12/nccl/all_gather_G10{,_noreg}.txt, visit11/nccl/all_gather_G10{,_noreg}_r{1,2}.txt), mean 35.48 us for 32 MiB on each GPU = 945.7 GB/s over 24 CTAs"),
-    "nccl_ring_local_hidden_per_step": (0.465, "measured", "fitted: the share of the last receive's local pass that one link step of a loop hides after the first loop (channels drift apart): 2 x H100, allgather 1 GiB -G 10 with NCCL_GRAPH_REGISTER=0 2023.08 us minus registered 1694.80 (tests/fixtures/peertools/h100x2-visits11-13/visit12/nccl/all_gather_G10{,_noreg}.txt): 328.3 us unhidden of 567.7 (53.2 us of the first loop + 0.535 of the remaining 514.5); the reduce_scatter and allreduce curves (2 link steps per loop: all of it hidden) test it"),
-    "nccl_simple_ring_latency_us": (11.97, "measured", "fitted: the fixed time a Simple ring call takes beyond NCCL's per-step latencies and its link time (the twin's launch floor + tuning.cc latencies + bytes at the ring's rate): the registered allgather 4-64 MiB, -G 10, 2 x H100 NV18, NCCL 2.28.9, 15 rows of tests/fixtures/peertools/h100x2-visits11-13/visit12/nccl/all_gather_G10.txt and visit11/nccl/all_gather_G10_r{1,2}.txt, measured minus the twin 10.7-13.9 us, mean 11.97; the size does not change it (so it is a latency, not the old size-proportional pipeline fill)"),
+    "nccl_ring_duplex_efficiency": (0.9004, "measured", "the share of one direction's SM-copy rate that each direction "
+                                    "keeps when two GPUs copy to each other at once, as the two GPUs of a 2-rank ring do: "
+                                    "2 x H100 NV18, nvbandwidth v0.8, 2026-11-25, device_to_device_bidirectional_memcpy_read_sm "
+                                    "339.08 GB/s over device_to_device_memcpy_read_sm 376.60 (tests/fixtures/peertools/h100x2/"
+                                    "nvbandwidth.txt); the registered allgather's slope (317 GB/s, 64 MiB-1 GiB, "
+                                    f"{_VISITS11_12}/visit12/nccl/all_gather_G10.txt) and the allreduce's (326-330) test it"),
+    "nccl_ring_local_cta_gb_per_s": (39.41, "measured", "fitted: the rate at which one ring CTA copies the last received "
+                                     "chunk from NCCL's FIFO into the output: 2 x H100 NV18, NCCL 2.28.9, nccl-tests 2.19.6 "
+                                     "-G 10, allgather 64 MiB (one loop per channel: the copy is not hidden) with "
+                                     "NCCL_GRAPH_REGISTER=0 minus with registration (which skips the copy): 158.04-123.90, "
+                                     "159.90-123.58, 159.48-123.50 us (visit12/nccl/all_gather_G10{,_noreg}.txt, visit11/nccl/"
+                                     f"all_gather_G10{{,_noreg}}_r{{1,2}}.txt under {_VISITS11_12}), mean 35.48 us for 32 MiB "
+                                     "on each GPU = 945.7 GB/s over 24 CTAs"),
+    "nccl_ring_local_hidden_per_step": (0.465, "measured", "fitted: the share of the last receive's local pass that one "
+                                        "link step of a loop hides after the first loop (the channels drift apart): 2 x H100, "
+                                        "allgather 1 GiB -G 10 with NCCL_GRAPH_REGISTER=0 2023.08 us minus registered 1694.80 "
+                                        f"({_VISITS11_12}/visit12/nccl/all_gather_G10{{,_noreg}}.txt): 328.3 us unhidden of "
+                                        "567.7 (53.2 us of the first loop + 0.535 of the remaining 514.5); allgather at "
+                                        "128-512 MiB and the reduce_scatter and allreduce curves (allreduce: 2 link steps per "
+                                        "loop, 93% hidden) test it"),
+    "nccl_simple_ring_latency_us": (11.97, "measured", "fitted: the fixed time a Simple ring call takes beyond the launch "
+                                    "floor, NCCL's per-step latencies and its link time: the registered allgather -G 10 at "
+                                    "4-64 MiB, 2 x H100 NV18, NCCL 2.28.9, 15 rows of visit12/nccl/all_gather_G10.txt and "
+                                    f"visit11/nccl/all_gather_G10_r{{1,2}}.txt under {_VISITS11_12}: measured minus the twin "
+                                    "10.7-13.9 us, mean 11.97; the size does not change it (a latency, not the old "
+                                    "size-proportional pipeline fill)"),
     "nccl_p2p_channel_factor": (1.31, "measured", "fitted: what one NCCL p2p channel (send/recv) carries relative to "
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
