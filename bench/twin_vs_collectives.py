@@ -20,8 +20,10 @@ pass when the twin lies within the target of any point of it.
 
 Eager rows (nccl-tests without -G) are predicted with ``launch="eager"`` and the host time of their own
 run (the file's fastest 8 B-1 KiB row; the count line also says how many rows pass with the model's
-default host time instead). A third table checks the eager launch on the rows between the table's
-sizes (2-32 MiB), none of which is used for a fit.
+default host time instead). Further tables: visit 4's rows (a later lease, nothing fitted), visits
+11-12's (tests/fixtures/peertools/h100x2-visits11-13: 4 MiB-1 GiB curves, eager and -G 10, four constants
+fitted to them, ``visits11_12_cases``), and the eager launch on the rows between the table's sizes
+(2-32 MiB), none of which is used for a fit.
 """
 from __future__ import annotations
 

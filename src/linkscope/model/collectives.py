@@ -517,8 +517,9 @@ class CollectiveModel:
         return float(self.fabric.params[key]) / 1000.0
 
     def _fill_s(self, step_s: float, step_bytes: float, slice_bytes: float, channels: int) -> float:
-        """Pipeline fill of a Simple ring: each channel forwards in slices, so one slice per channel
-        crosses before the pipeline is full (time at the step's rate)."""
+        """Pipeline fill of a chain (broadcast / reduce forwarding hops), a tree or an LL128 ring: each
+        channel forwards in slices, so one slice per channel crosses before the pipeline is full (time at
+        the step's rate). A Simple ring has none (``_simple_ring_extra_s``)."""
         if step_bytes <= 0 or channels <= 0:
             return 0.0
         return step_s * min(1.0, channels * slice_bytes / step_bytes)
