@@ -572,9 +572,10 @@ class CollectiveModel:
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             chunk = S / n
             simple = proto == "Simple" and system is not None and channels > 0
-            if simple and any((b, a) in ring for a, b in ring):
-                # two ranks: the ring's two directions join the same two GPUs, each copying to the other at
-                # once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency). Rings
+            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring for a, b in ring):
+                # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
+                # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
+                # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
                 # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
                 # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels
                 cap *= self.fabric.params["nccl_ring_duplex_efficiency"]

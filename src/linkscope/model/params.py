@@ -221,7 +221,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
     "nccl_ring_duplex_efficiency": (0.9004, "measured", "the share of one direction's SM-copy rate that each direction "
-                                    "keeps when two GPUs copy to each other at once, as the two GPUs of a 2-rank ring do: "
+                                    "keeps when two GPUs copy to each other at once, as the two GPUs of a 2-rank NVLink ring do: "
                                     "2 x H100 NV18, nvbandwidth v0.8, 2026-11-25, device_to_device_bidirectional_memcpy_read_sm "
                                     "339.08 GB/s over device_to_device_memcpy_read_sm 376.60 (tests/fixtures/peertools/h100x2/"
                                     "nvbandwidth.txt); the registered allgather's slope (317 GB/s, 64 MiB-1 GiB, "
