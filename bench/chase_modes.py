@@ -7,9 +7,10 @@ visit 10) linkscope's chase on every SM at once read remote memory at 1.003x of 
 memory 2.7-3% slower (1.21-1.28 against 1.18-1.21 us): 132 chasers at once through one PCIe link. This
 runs, per reader GPU and memory (host, the other GPU), in interleaved rounds:
 
-    every-sm      every SM at once (the engine's NVIDIA default), median of 10 samples
+    every-sm      every SM at once (NVIDIA remote-read since visit 6), median of 10 samples
     one-block     block 0 alone, median of 10 samples
-    in-turn H     block k alone in launch k, H hops a launch, the mean over the SMs (nvbandwidth's method)
+    in-turn H     block k alone in launch k, H hops a launch, the mean over the SMs (nvbandwidth's method;
+                  NVIDIA host-read since visit 12)
 
     PYTHONPATH=src python3 bench/chase_modes.py [ROUNDS] [OUT.json]
 """
@@ -42,12 +43,12 @@ def main() -> int:
                 for memory in [HOST] + [m for m in range(n) if m != reader]:
                     where = "host" if memory == HOST else f"GPU{memory}"
                     key = f"GPU{reader} reads {where}"
-                    got = remote_read_us(ctx, gate, memory, reader, 2 * MiB, 10, 2, every_sm=sms)
+                    got = remote_read_us(ctx, gate, memory, reader, 2 * MiB, 10, 2, spread="every-sm", sms=sms)
                     samples.setdefault(f"{key}: every-sm", []).append(statistics.median(got))
                     got = remote_read_us(ctx, gate, memory, reader, 2 * MiB, 10, 2)
                     samples.setdefault(f"{key}: one-block", []).append(statistics.median(got))
                     for hops in (10_000, 2_000):
-                        got = remote_read_us(ctx, gate, memory, reader, 2 * MiB, sms, 1, hops=hops, blocks=sms)
+                        got = remote_read_us(ctx, gate, memory, reader, 2 * MiB, sms, 1, hops=hops, spread="in-turn", sms=sms)
                         samples.setdefault(f"{key}: in-turn {hops}", []).append(statistics.fmean(got))
     finally:
         eng.close()

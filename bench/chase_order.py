@@ -46,7 +46,7 @@ def main() -> int:
         for owner, reader in ((0, 1), (1, 0)):  # one sample per SM, as nvbandwidth's latency test
             sms = int(ctx.sm_count.get(reader, 132))
             for _ in range(rounds):
-                got = remote_read_us(ctx, gate, owner, reader, 2 * MiB, sms, 1, blocks=sms)
+                got = remote_read_us(ctx, gate, owner, reader, 2 * MiB, sms, 1, spread="in-turn", sms=sms)
                 samples.setdefault(f"random 2 MiB, block k on SM k ({sms} SMs), GPU{reader} reads GPU{owner}", []).extend(got)
     finally:
         eng.close()

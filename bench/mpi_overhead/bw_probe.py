@@ -5,6 +5,12 @@ between four variants in one process, so all see the same link and moment:
     persistent/pool   Send_init / Recv_init once, Prequest.Startall per window (linkscope bench mpi's loop)
     isend/malloc      the same on buffers from a bare cudaMalloc (cupy.cuda.Memory), as OSU's
     persistent/malloc
+    persistent/random the persistent loop on pool buffers holding random bytes (the others hold one byte
+                      value, as OSU's memset; bench mpi sends its check pattern)
+    persistent/view   the persistent loop on the first SIZE bytes of 256 MiB pool buffers (bench mpi's
+                      buffers hold its largest size)
+
+VARIANTS=name,name,... runs only those (default: the first four).
 
     mpirun -n 2 --bind-to none env LOCAL_RANK=... python3 bench/mpi_overhead/bw_probe.py SIZE BLOCKS [ITERS WINDOW]
 
@@ -26,8 +32,9 @@ keep = []
 
 
 def buffers(kind: str) -> tuple[list, list]:
-    if kind == "pool":
-        s, r = cupy.empty(size, cupy.uint8), cupy.empty(size, cupy.uint8)
+    if kind in ("pool", "random", "view"):
+        n = max(size, 256 << 20) if kind == "view" else size
+        s, r = cupy.empty(n, cupy.uint8), cupy.empty(n, cupy.uint8)
         ptrs = s.data.ptr, r.data.ptr
         keep.extend([s, r])
     else:
@@ -36,6 +43,8 @@ def buffers(kind: str) -> tuple[list, list]:
         keep.extend([s, r])
     cupy.cuda.runtime.memset(ptrs[0], 97, size)
     cupy.cuda.runtime.memset(ptrs[1], 98, size)
+    if kind == "random":
+        s[:size] = cupy.random.randint(0, 256, size, dtype=cupy.uint8)
     cupy.cuda.Device().synchronize()
     return ([MPI.buffer.fromaddress(ptrs[0], size), size, MPI.BYTE],
             [MPI.buffer.fromaddress(ptrs[1], size), size, MPI.BYTE])
@@ -89,7 +98,8 @@ def warm(one, secs: float) -> None:
             return
 
 
-variants = {f"{mode}/{kind}": make(kind, mode) for kind in ("pool", "malloc") for mode in ("isend", "persistent")}
+names = os.environ.get("VARIANTS", "isend/pool,persistent/pool,isend/malloc,persistent/malloc").split(",")
+variants = {name: make(name.split("/")[1], name.split("/")[0]) for name in names}
 for one in variants.values():
     warm(one, 0.1)
 names = list(variants)

@@ -19,6 +19,12 @@ from typing import Any
 
 from .errors import UserError
 
+#: How a latency chase is spread over the reader's SMs (Platform.latency_chase, engines/gpu/latency.py):
+#: one block; one block per SM, all at once (a sample is their mean); one SM after another, alone, in a
+#: launch each (a sample per SM: nvbandwidth's method).
+CHASE_ONE_BLOCK, CHASE_EVERY_SM, CHASE_IN_TURN = "one-block", "every-sm", "in-turn"
+CHASE_SPREADS = (CHASE_ONE_BLOCK, CHASE_EVERY_SM, CHASE_IN_TURN)
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -50,9 +56,16 @@ class Platform:
             loads (``ld.global.cs``) re-read from the reader's L1 inside one launch (sm-pull read
             1,411-3,207 GB/s over an NV18 link at 1-16 MiB). On AMD a GCD's L2 caches coarse-grained
             peer memory (docs/amd.md), so each copy stays a launch of its own there.
-        latency_chase_every_sm: the remote-read and host-read chases run on every SM at once and report
-            the mean over SMs, as nvbandwidth's latency figure is (engines/gpu/latency.py has the H100
-            numbers: one SM alone read 3% above the all-SM mean). Off on AMD: not measured there.
+        latency_chase: how the pointer chase of each latency kind is spread over the reader's SMs, as
+            (kind, spread) pairs (spreads: ``CHASE_SPREADS``; a kind not named runs on one block).
+            nvbandwidth's latency figure is the mean over the SMs of one SM chasing alone
+            (kernels.cu latencyPtrChaseKernel: launch k lets block k chase); one SM alone is not
+            representative (block 0 read a peer 3% above that mean on 2 x H100). On 2 x H100
+            (2026-11-25, visit 12, bench/chase_modes.py beside nvbandwidth in the same call): every
+            SM at once read a peer in 0.8264-0.8271 us against nvbandwidth's 0.8300-0.8310 and each SM
+            in turn 0.8275-0.8301; host memory every SM at once 1.221-1.270 against 1.178-1.205 (132
+            chasers share the PCIe path) and each SM in turn 1.186-1.204. Hence every SM at once for
+            remote-read (one launch a sample) and in turn for host-read. Off on AMD: not measured there.
         sm_push_shape: (threads, blocks per SM, unroll) of the ``sm-push`` copy kernel between two GPUs where the engine's
             launch shape is left at its default (``SmLaunch()``, 512 x 4 x 4). On 2 x H100 (NV18,
             2026-11-25, bench/sm_launch_sweep.py, two rounds beside nvbandwidth -b in the same call)
@@ -78,7 +91,7 @@ class Platform:
     env_rows: tuple[tuple[str, str], ...] = ()
     version_probes: tuple[tuple[str, str], ...] = ()
     copy_loops_in_kernel: bool = False
-    latency_chase_every_sm: bool = False
+    latency_chase: tuple[tuple[str, str], ...] = ()
     sm_push_shape: tuple[int, int, int] | None = None
 
 
@@ -96,7 +109,7 @@ NVIDIA = Platform(
                     ("cupy", "linkscope.engines.gpu.runtime:cupy_version"),
                     ("nccl", "linkscope.engines.gpu.runtime:nccl_version")),
     copy_loops_in_kernel=True,
-    latency_chase_every_sm=True,
+    latency_chase=(("remote-read", CHASE_EVERY_SM), ("host-read", CHASE_IN_TURN)),
     sm_push_shape=(256, 1, 4),
 )
 AMD = Platform(

@@ -345,8 +345,10 @@ def test_staged_bw_ack_on_the_wire_is_4_bytes_a_window(tmp_path):
 
 def test_bw_warms_up_with_its_own_requests_until_rank_0_has_spent_the_minimum_time():
     """Without --warmup, bw/bibw run OSU's skip windows and then more, with the timed loop's own
-    persistent requests, until rank 0 has spent WARMUP_MIN_S (a broadcast keeps every rank in step):
-    bw DD at 64 MiB read 0.90x of OSU with 2 timed windows of fresh requests on 2 x H100."""
+    persistent requests, until rank 0 has spent WARMUP_MIN_S after the first window (a broadcast keeps
+    every rank in step): bw DD at 64 MiB read 0.90x of OSU with 2 timed windows of fresh requests on
+    2 x H100. The first window (opening the peer's buffers) counts in neither the time nor the pace:
+    a 0.14 s first window ended the warm-up of a 16 MiB first size after 2 windows (visits 11-12)."""
     from linkscope.comm.mpi_p2p import WARMUP_MAX_BATCHES, WARMUP_MIN_S, _warm
 
     class Comm:  # rank 0's view: bcast returns what rank 0 decided
@@ -354,21 +356,24 @@ def test_bw_warms_up_with_its_own_requests_until_rank_0_has_spent_the_minimum_ti
             assert root == 0
             return obj
 
-    def run(step_s, skip, warm_s):
+    def run(step_s, skip, warm_s, first_s=None):
         now, calls = [0.0], []
 
         def one():
+            now[0] += step_s if calls or first_s is None else first_s
             calls.append(1)
-            now[0] += step_s
 
-        n, spent = _warm(Comm(), one, skip, warm_s, lambda: now[0])
-        assert n == len(calls) and spent == pytest.approx(n * step_s)
+        n, pace = _warm(Comm(), one, skip, warm_s, lambda: now[0])
+        assert n == len(calls) and pace == pytest.approx(step_s if n > 1 else (first_s or step_s))
         return n
 
-    assert run(WARMUP_MIN_S * 0.3, 2, WARMUP_MIN_S) == 4  # 2 of OSU's, 2 more to pass the minimum
+    assert run(WARMUP_MIN_S * 0.3, 2, WARMUP_MIN_S) == 5  # 2 of OSU's, 3 more to pass the minimum after the first
     assert run(WARMUP_MIN_S * 2, 2, WARMUP_MIN_S) == 2
+    assert run(0.003, 2, WARMUP_MIN_S, first_s=0.14) == 1 + round(WARMUP_MIN_S / 0.003 + 0.5)  # setup left out
     assert run(WARMUP_MIN_S, 2, 0.0) == 2  # --warmup given: exactly that many
+    assert run(WARMUP_MIN_S, 1, 0.0, first_s=0.5) == 1  # one window: its own time is the pace
     assert run(0.0, 0, WARMUP_MIN_S) == WARMUP_MAX_BATCHES
+    assert _warm(Comm(), lambda: None, 0, 0.0, lambda: 0.0) == (0, 0.0)  # no warm-up at all
 
 
 def test_bw_timed_windows_fit_the_time_cap_at_the_warm_up_pace():
@@ -382,12 +387,12 @@ def test_bw_timed_windows_fit_the_time_cap_at_the_warm_up_pace():
             assert root == 0
             return obj
 
-    def run(step_s, iters, cap_s):
+    def run(step_s, iters, cap_s, first_s=None):
         now, calls, counts = [0.0], [], []
 
         def one():
+            now[0] += step_s if calls or first_s is None else first_s
             calls.append(1)
-            now[0] += step_s
 
         elapsed = _warm_then_time(Comm(), one, iters, 2, WARMUP_MIN_S, lambda: now[0], counts, cap_s)
         warm, timed = counts[-1]
@@ -398,3 +403,4 @@ def test_bw_timed_windows_fit_the_time_cap_at_the_warm_up_pace():
     assert run(0.86, 20, MAX_TIMED_S) == MIN_TIMED_ITERS  # host-staged 64 MiB windows
     assert run(0.2, 20, MAX_TIMED_S) == 5
     assert run(0.86, 20, 0.0) == 20  # --iterations given: exactly that many
+    assert run(0.003, 20, MAX_TIMED_S, first_s=0.14) == 20  # a slow first window (CUDA IPC set-up) is not the pace

@@ -394,6 +394,43 @@ def test_remote_read_chases_on_every_sm_on_nvidia_and_on_one_block_on_amd():
     assert {(n, g) for n, _, g in amd.rt.launch_grids if n.startswith("pointer_chase")} == {("pointer_chase", 1)}
 
 
+def test_host_read_chases_on_each_sm_in_turn_on_nvidia_as_nvbandwidth():
+    """nvbandwidth's host_device_latency_sm: launch k of a one-block-per-SM grid lets block k chase alone.
+    Every SM at once read host memory 2-5% slower on 2 x H100 (132 chasers on one PCIe path), so NVIDIA's
+    host-read (and a remote-read through host memory) runs in turn: whole sweeps, IN_TURN_HOPS a launch,
+    ``reps`` samples each the mean of consecutive SMs; remote-read between GPUs stays on every SM at once;
+    AMD keeps one block."""
+    from linkscope.engines.gpu.fake import FAKE_HOP_NS
+    from linkscope.engines.gpu.latency import IN_TURN_HOPS
+
+    nvidia, amd = _fake(), _fake(vendor="amd")
+    sms = nvidia.rt.properties(1)["sm_count"]
+    calls: list[tuple[int, int]] = []
+    real = nvidia.rt._k_pointer_chase
+
+    def chase(start, hops, sink, target):
+        calls.append((int(hops), int(target)))
+        return real(start, hops, sink, target)
+
+    nvidia.rt._k_pointer_chase = chase
+    for kind, src in (("host-read", "host"), ("remote-read", "host")):
+        calls.clear()
+        nvidia.rt.launch_grids.clear()
+        got = nvidia.latency_us(kind, src, 1, method=None, size_bytes=2 * 1024**2, reps=sms + 3, warmup=1)
+        assert len(got) == sms + 3 and len(calls) == 1 + 2 * sms  # the warm-up launch, then two whole sweeps
+        assert {g for n, _, g in nvidia.rt.launch_grids if n.startswith("pointer_chase")} == {sms}
+        assert {h for h, _ in calls} == {IN_TURN_HOPS}
+        timed = [t for _, t in calls[1:]]  # after the warm-up launch: every block once a sweep
+        assert sorted(timed[:sms]) == list(range(sms)) and sorted(timed[sms:]) == list(range(sms))
+        assert got == pytest.approx([FAKE_HOP_NS["host"] / 1e3] * (sms + 3), rel=0.01)  # + the launch in the events
+    nvidia.rt.launch_grids.clear()
+    nvidia.latency_us("remote-read", 0, 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert {n for n, _, _ in nvidia.rt.launch_grids if n.startswith("pointer_chase")} == {"pointer_chase_each"}
+    amd.rt.launch_grids.clear()
+    amd.latency_us("host-read", "host", 1, method=None, size_bytes=2 * 1024**2, reps=3, warmup=1)
+    assert {(n, g) for n, _, g in amd.rt.launch_grids if n.startswith("pointer_chase")} == {("pointer_chase", 1)}
+
+
 def test_sm_push_between_gpus_takes_the_platforms_measured_shape_unless_one_is_set():
     """NVIDIA's sm-push between two GPUs runs 256 threads x 1 block per SM x unroll 4 (platforms:
     the best of 18 shapes on 2 x H100, >= nvbandwidth's write_sm at 1-64 MiB); pulls, host ends, AMD

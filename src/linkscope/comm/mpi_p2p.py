@@ -469,18 +469,26 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
 
 def _warm(comm: Any, one: Callable[[], None], skip: int, warm_s: float, clock: Callable[[], float]) -> tuple[int, float]:
     """Warm-up iterations of a timed loop, with the loop's own requests: ``skip`` of them, then more
-    until rank 0 has spent ``warm_s`` in them (each rank runs as many: rank 0 decides by broadcast);
-    returns how many ran and the seconds they took. Fresh persistent requests run slower in their first windows (bw DD at
+    until rank 0 has spent ``warm_s`` in those after the first (each rank runs as many: rank 0 decides by
+    broadcast); returns how many ran and the pace, seconds an iteration after the first (the first's
+    own time when it ran alone). Fresh persistent requests run slower in their first windows (bw DD at
     64 MiB, 2 timed windows: 345 against OSU's 385 GB/s on 2 x H100, also after a separate 0.1 s
-    warm-up with other requests; 383 with 20 windows), so the warm-up uses the timed requests."""
-    t_start, n = clock(), 0
-    for _ in range(skip):
+    warm-up with other requests; 383 with 20 windows), so the warm-up uses the timed requests. The
+    first window is left out of the time and the pace: it opens the peer's buffers (CUDA IPC), and
+    counted in, it ended the warm-up of a run's first size after 2 windows and cut its timed windows to
+    7-9 of OSU's 20 (bw DD at 16 MiB, visits 11-12 on 2 x H100)."""
+    if skip <= 0 and warm_s <= 0:
+        return 0, 0.0
+    t_first = clock()
+    one()
+    t_start, n = clock(), 1
+    for _ in range(skip - 1):
         one()
         n += 1
     while warm_s > 0 and not comm.bcast(clock() - t_start >= warm_s or n >= WARMUP_MAX_BATCHES, root=0):
         one()
         n += 1
-    return n, clock() - t_start
+    return n, (clock() - t_start) / (n - 1) if n > 1 else t_start - t_first
 
 
 def _warm_then_time(comm: Any, one: Callable[[], None], iters: int, skip: int, warm_s: float,
@@ -488,10 +496,9 @@ def _warm_then_time(comm: Any, one: Callable[[], None], iters: int, skip: int, w
     """``_warm``, then the timed iterations of ``one``; seconds. ``iters`` of them, or with ``cap_s`` > 0 as
     many as fit in ``cap_s`` at the warm-up's pace (rank 0 decides for every rank; at least MIN_TIMED_ITERS).
     ``counts`` gets (warm-up iterations, timed iterations)."""
-    n, spent = _warm(comm, one, skip, warm_s, clock)
+    n, pace_s = _warm(comm, one, skip, warm_s, clock)
     if cap_s > 0 and n > 0:
-        per_iter = spent / n
-        fit = int(cap_s / per_iter) if per_iter > 0 else iters
+        fit = int(cap_s / pace_s) if pace_s > 0 else iters
         iters = comm.bcast(max(MIN_TIMED_ITERS, min(iters, fit)), root=0)
     if counts is not None:
         counts.append((n, iters))

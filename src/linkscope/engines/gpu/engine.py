@@ -45,7 +45,7 @@ from .copy_engine import CopyEngineOp, PageableCopyOp
 from .gate import EventPair, Gate, StreamPool
 from .host_staged import DEFAULT_CHUNK_BYTES, StagedPageableOp, StagedPinnedOp
 from .kernels import compile_and_preload
-from .latency import flag_pingpong_us, remote_read_us
+from .latency import IN_TURN_HOPS, flag_pingpong_us, remote_read_us
 from .ops import HOST, OpContext, Place, SmLaunch, TransferOp
 from .sm_copy import SmCopyOp
 
@@ -230,11 +230,14 @@ class GpuEngine:
             return PageableCopyOp(ctx, plan_method, src, dst, size)
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
-    def _chase_sms(self, ordinal: int) -> int:
-        """SMs the latency chase runs on at once (platforms.Platform.latency_chase_every_sm), else 0."""
-        if not platforms.by_key(self.rt.vendor).latency_chase_every_sm:
-            return 0
-        return int(self._ctx.sm_count.get(ordinal, 0))
+    def _chase(self, kind: str, ordinal: int) -> dict[str, Any]:
+        """How ``kind``'s chase on GPU ``ordinal`` is spread over its SMs (platforms.Platform.latency_chase):
+        ``remote_read_us`` keyword arguments (spread, SM count, and the hops a launch when in turn)."""
+        spread = dict(platforms.by_key(self.rt.vendor).latency_chase).get(kind, platforms.CHASE_ONE_BLOCK)
+        chase: dict[str, Any] = {"spread": spread, "sms": int(self._ctx.sm_count.get(ordinal, 0))}
+        if spread == platforms.CHASE_IN_TURN:
+            chase["hops"] = IN_TURN_HOPS
+        return chase
 
     def chase_cache_bytes(self, ordinal: int) -> int:
         """The reader's cache that would hold the pointer chase's lines of remote memory (the chain
@@ -424,7 +427,7 @@ class GpuEngine:
                 raise ConfigError(f"{kind} latency reads host memory from a GPU: src must be 'host', dst a GPU; got {src}->{dst}")
             reader = self._ordinal(dst)
             return remote_read_us(self._ctx, self._gate, HOST, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), **self._chase(kind, reader))
         if kind == LATENCY_REMOTE_READ.key:
             if not isinstance(dst, int):
                 raise ConfigError("remote-read latency needs a GPU as the reader (dst)")
@@ -434,8 +437,10 @@ class GpuEngine:
                 if not (self._ctx.peer.can_access(reader, mem)):
                     raise ConfigError(f"no peer access between GPU {src} and GPU {dst}")
                 self._ctx.peer.enable(reader, mem)
+            # a chase through host memory is spread as host-read's, whichever kind asked for it
+            spread_of = LATENCY_HOST_READ.key if mem == HOST else kind
             return remote_read_us(self._ctx, self._gate, mem, reader, size_bytes, reps, warmup,
-                                  reader_cache_bytes=self.chase_cache_bytes(reader), every_sm=self._chase_sms(reader))
+                                  reader_cache_bytes=self.chase_cache_bytes(reader), **self._chase(spread_of, reader))
         if kind == LATENCY_FLAG.key:
             if not (isinstance(src, int) and isinstance(dst, int)) or src == dst:
                 raise ConfigError("flag-pingpong latency needs two different GPUs")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MeasurementError
+from ...platforms import CHASE_EVERY_SM, CHASE_IN_TURN, CHASE_ONE_BLOCK, CHASE_SPREADS
 from .buffers import DeviceBuffer, PinnedHostBuffer
 from .gate import EventPair, Gate
 from .kernels import GATE_TIMEOUT_NS
@@ -30,6 +31,10 @@ L2_FOOTPRINT_FACTOR = 2
 DEFAULT_CHASE_BYTES = 2 * 1024 * 1024
 MIN_CHASE_BYTES = 64 * 1024
 HOPS = 10_000
+#: Hops a launch when the chase runs on each SM in turn (a launch per SM and sample: 132 x 2,000 hops through
+#: host memory take 0.32 s on an H100). 2 x H100 read the same at 2,000 and 10,000 (visit 12,
+#: bench/chase_modes.py: host 1.186-1.202 against 1.186-1.204 us, a peer 0.8296-0.8301 against 0.8275-0.8281).
+IN_TURN_HOPS = 2_000
 PINGPONG_ROUNDS = 2_000
 
 
@@ -76,16 +81,22 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
                    hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
-                   order: str = "random", blocks: int = 1, every_sm: int = 0) -> list[float]:
+                   order: str = "random", spread: str = CHASE_ONE_BLOCK, sms: int = 0) -> list[float]:
     """µs per dependent load; each timed region continues where the previous one stopped.
 
-    ``every_sm``: chase on that many SMs at once (one single-thread block each, ``pointer_chase_each``),
-    each from its own point of the cycle and timed by its own global timer; a sample is the mean
-    over the blocks, as nvbandwidth's latency figure is a mean over every SM (kernels.cu
-    latencyPtrChaseKernel: one launch per SM). One SM alone is not representative: on 2 x H100 (NV18,
-    2026-11-25) the 132 SMs read a peer's 2 MiB chain in 0.79-0.86 us, mean 0.823-0.825, where the
-    SM of block 0 read 0.847-0.853 and nvbandwidth 0.827-0.830. 0: one block (``blocks`` > 1 puts it
-    on block ``rep % blocks``, for a per-SM sweep).
+    ``spread`` (platforms.CHASE_SPREADS) over the reader's ``sms`` SMs:
+
+    * ``one-block``: one single-thread block, timed by device events around each launch.
+    * ``every-sm``: one single-thread block per SM at once (``pointer_chase_each``), each from its
+      own point of the cycle and timed by its own global timer; a sample is the mean over the blocks.
+    * ``in-turn``: nvbandwidth's method (kernels.cu latencyPtrChaseKernel): a grid of one block per SM
+      in which only block ``k`` chases in its ``k``-th launch. Whole sweeps over the SMs (one when
+      ``reps`` <= SMs), cut into ``reps`` runs of consecutive launches; a sample is the mean of one run,
+      so the samples' median is near the mean over the SMs, nvbandwidth's figure.
+
+    One SM alone is not representative: on 2 x H100 (NV18, 2026-11-25) the 132 SMs read a peer's 2 MiB
+    chain in 0.79-0.86 us, mean 0.823-0.825, where the SM of block 0 read 0.847-0.853 and nvbandwidth
+    0.827-0.830. Which spread each kind takes on which platform: ``platforms.Platform.latency_chase``.
 
     ``reader_cache_bytes``: the reader's cache that may hold lines of the memory under test (the
     engine says: an AMD GCD's L2 caches coarse-grained peer and host memory, so the chain is sized
@@ -93,6 +104,8 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     requested size: on NVIDIA a peer's lines are not kept in the reader's L2 (flat 0.85 µs from
     64 KiB to 32 MiB on H200, docs/benchmarks.md), and the 2 MiB default measures the link plus the
     owner's L2, the quantity nvbandwidth's latency test reports."""
+    if spread not in CHASE_SPREADS:
+        raise ValueError(f"unknown chase spread {spread!r} (known: {', '.join(CHASE_SPREADS)})")
     buffer_bytes = chase_bytes(size_bytes, reader_cache_bytes, stride_bytes)
     stride_words = max(1, stride_bytes // 8)
     n_nodes = max(2, buffer_bytes // (stride_words * 8))
@@ -109,18 +122,24 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
         ctx.memcpy_async(buf.ptr, int(nodes.ctypes.data), nodes.nbytes, lane)
         lane.stream.synchronize()
         del nodes
-        if every_sm > 1:  # block b starts at the node b/every_sm of the way along the cycle
-            begin = np.uint64(buf.ptr) + visit[(np.arange(every_sm) * n_nodes) // every_sm] * np.uint64(stride_words * 8)
+        if spread == CHASE_EVERY_SM and sms > 1:  # block b starts at the node b/sms of the way along the cycle
+            begin = np.uint64(buf.ptr) + visit[(np.arange(sms) * n_nodes) // sms] * np.uint64(stride_words * 8)
             return _chase_every_sm(ctx, gate, lane, reader, begin.astype(np.uint64), hops, reps, warmup)
-        return _chase_one_block(ctx, gate, lane, reader, buf.ptr, hops, reps, warmup, max(blocks, 1))
+        if spread == CHASE_IN_TURN and sms > 1:
+            sweeps = -(-max(reps, 1) // sms)
+            per_sm = _chase_one_block(ctx, gate, lane, reader, buf.ptr, hops, sweeps * sms, warmup, sms)
+            return [float(np.mean(run)) for run in np.array_split(np.asarray(per_sm), max(reps, 1))]
+        return _chase_one_block(ctx, gate, lane, reader, buf.ptr, hops, reps, warmup, 1)
     finally:
         buf.free()
 
 
 def _chase_one_block(ctx: OpContext, gate: Gate, lane: Any, reader: int, start_ptr: int, hops: int, reps: int,
                      warmup: int, blocks: int) -> list[float]:
-    """``remote_read_us`` with one chasing thread (on block ``rep % blocks`` of a ``blocks`` grid), timed by
-    device events around each gated launch: µs per hop."""
+    """``remote_read_us`` with one chasing thread (on block ``rep % blocks`` of a ``blocks`` grid: with
+    ``blocks`` = the SM count, one SM after another), timed by device events around each gated launch:
+    µs per hop. The first sample's block is ``max(warmup, 1) % blocks``; ``reps`` = whole sweeps cover
+    every block once a sweep."""
     sink = ctx.device_buffer(reader, 8)
     events = EventPair(ctx.rt, reader)
     try:
