@@ -21,8 +21,8 @@ pass when the twin lies within the target of any point of it.
 Eager rows (nccl-tests without -G) are predicted with ``launch="eager"`` and the host time of their own
 run (the file's fastest 8 B-1 KiB row; the count line also says how many rows pass with the model's
 default host time instead). Further tables: visit 4's rows (a later lease, nothing fitted), visits
-11-12's (tests/fixtures/peertools/h100x2-visits11-13: 4 MiB-1 GiB curves, eager and -G 10, four constants
-fitted to them, ``visits11_12_cases``), and the eager launch on the rows between the table's sizes
+11-13's (tests/fixtures/peertools/h100x2-visits11-13: 4 MiB-1 GiB curves, eager and -G 10, five constants
+fitted to them, ``visits11_13_cases``), and the eager launch on the rows between the table's sizes
 (2-32 MiB), none of which is used for a fit.
 """
 from __future__ import annotations
@@ -348,19 +348,21 @@ def visit4_cases() -> list[Case]:
     return cases
 
 
-VISITS11_12 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "peertools" / "h100x2-visits11-13"
-VISITS11_12_SOURCE = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, one lease, 2026-11-25 (visit {v}): fixture"
+VISITS11_13 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "peertools" / "h100x2-visits11-13"
+VISITS11_13_SOURCE = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, one lease, 2026-11-25 (visit {v}): fixture"
 
 
-def visits11_12_cases() -> list[Case]:
-    """Visits 11-12's recordings (tests/fixtures/peertools/h100x2-visits11-13): visit 12's allgather,
+def visits11_13_cases() -> list[Case]:
+    """Visits 11-13's recordings (tests/fixtures/peertools/h100x2-visits11-13): visit 12's allgather,
     reduce_scatter and allreduce from 4 MiB to 1 GiB, eager and -G 10, and allgather -G 10 with
     NCCL_GRAPH_REGISTER=0; visit 11's allreduce and alltoall at 1 GiB, eager and -G 10 (its allgather /
-    reduce_scatter 4-128 MiB rounds agree with visit 12's within ~1%). No small rows: eager rows take the
-    model's default host time. Fitted to them (model/params.py): nccl_simple_ring_latency_us (allgather
+    reduce_scatter 4-128 MiB rounds agree with visit 12's within ~1%); visit 13's alltoall 64 MiB-1 GiB,
+    eager and -G 10, and the forced Tree/LL allreduce at 1 MiB, two rounds. No small rows: eager rows take
+    the model's default host time. Fitted to them (model/params.py): nccl_simple_ring_latency_us (allgather
     -G 10, 4-64 MiB), nccl_ring_local_cta_gb_per_s (allgather -G 10 64 MiB with and without registration),
-    nccl_ring_local_hidden_per_step (the same at 1 GiB) and nccl_eager_launch_us (eager minus -G 10
-    without registration, allgather and reduce_scatter 4-128 MiB); every other row is a test."""
+    nccl_ring_local_hidden_per_step (the same at 1 GiB), nccl_eager_launch_us (eager minus -G 10 without
+    registration, allgather and reduce_scatter 4-128 MiB) and nccl_p2p_registered_channel_factor (alltoall
+    -G 10 512 MiB, visits 11 and 13, not a row); every other row is a test."""
     specs: list[tuple[str, str, dict[str, str], str]] = [
         (f"visit12/nccl/{f}.txt", op, env, how) for f, op, env, how in (
             ("all_gather_eager", "allgather", {}, "eager"), ("all_gather_G10", "allgather", {}, "CUDA graph"),
@@ -371,19 +373,23 @@ def visits11_12_cases() -> list[Case]:
     specs += [(f"visit11/nccl/{f}.txt", op, {}, how) for f, op, how in (
         ("all_reduce_big_eager", "allreduce", "eager"), ("all_reduce_big_G10", "allreduce", "CUDA graph"),
         ("alltoall_big_eager", "alltoall", "eager"), ("alltoall_big_G10", "alltoall", "CUDA graph"))]
+    specs += [("visit13/nccl/alltoall_eager.txt", "alltoall", {}, "eager"),
+              ("visit13/nccl/alltoall_G10.txt", "alltoall", {}, "CUDA graph")]
+    specs += [(f"visit13/nccl/all_reduce_Tree_LL_r{r}.txt", "allreduce", {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"},
+               f"NCCL_ALGO=Tree NCCL_PROTO=LL, round {r}") for r in (1, 2)]
     cases = []
     for name, op, env, how in specs:
-        rows = nccl_tests_rows(VISITS11_12 / name)
+        rows = nccl_tests_rows(VISITS11_13 / name)
         visit = name[len("visit"):name.index("/")]
-        for size in (4 * MIB, 64 * MIB, GIB):
+        for size in (MIB, 4 * MIB, 64 * MIB, GIB):
             if size not in rows:
                 continue
             time_us, busbw = rows[size]
             quantity, value = ("time", time_us) if size < 64 * MIB else ("busbw", busbw)
             cases.append(Case(f"visit {visit}: {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
                               {**NVLS_OFF, **env}, quantity, value, value,
-                              f"{VISITS11_12_SOURCE.format(v=visit)} {name}", False,
-                              launch="eager" if how == "eager" else "graph"))
+                              f"{VISITS11_13_SOURCE.format(v=visit)} {name}", False,
+                              launch="graph" if "CUDA graph" in how else "eager"))
     return cases
 
 
@@ -431,10 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     later = [evaluate(c) for c in visit4_cases()]
     sys.stdout.write("\nA later lease (visit 4), not used for any fit:\n\n" + markdown(later)
                      + f"\n{sum(r.passed for r in later)} of {len(later)} visit 4 rows within target\n")
-    recent = [evaluate(c) for c in visits11_12_cases()]
-    sys.stdout.write("\nVisits 11-12 (one lease each, 4 MiB time / 64 MiB / 1 GiB busbw), four constants fitted to "
-                     "them (visits11_12_cases):\n\n" + markdown(recent)
-                     + f"\n{sum(r.passed for r in recent)} of {len(recent)} visit 11-12 rows within target\n")
+    recent = [evaluate(c) for c in visits11_13_cases()]
+    sys.stdout.write("\nVisits 11-13 (one lease each, 1 / 4 MiB time, 64 MiB / 1 GiB busbw), five constants fitted to "
+                     "them (visits11_13_cases):\n\n" + markdown(recent)
+                     + f"\n{sum(r.passed for r in recent)} of {len(recent)} visit 11-13 rows within target\n")
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
@@ -442,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\nThe lent 2 x H100 per size (NCCL's choice, NVLS off), times in us:\n\n" + per_size_markdown(sizes))
     if args.json:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
-               "visits11_12": [asdict(r) for r in recent],
+               "visits11_13": [asdict(r) for r in recent],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")

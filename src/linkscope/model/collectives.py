@@ -698,8 +698,10 @@ class CollectiveModel:
     def p2p(self, sends: Sequence[tuple[int, int, float]], ranks: Sequence[int]) -> P2pTime:
         """One NCCL group of send/recv pairs (src rank, dst rank, bytes) over ranks on GPUs ``ranks``,
         as NCCL schedules it (enqueue.cc:1040-1110): peers in rounds (round d: send to rank + d,
-        receive from rank - d), each send striped over ``p2p_plan`` channels with its protocol; rounds
-        whose channels overlap on a sender (or on a receiver) run one after the other, the others at once."""
+        receive from rank - d), each send striped over ``p2p_plan`` channels with its protocol. Rounds of
+        one epoch (8 consecutive rounds) run at once, those sharing a channel splitting its CTA's warps;
+        rounds of different epochs whose channels overlap on a sender (or on a receiver) run one after
+        the other."""
         ranks = [int(r) for r in ranks]
         n = len(ranks)
         system = self.nccl_system(ranks) if n > 1 else None
@@ -707,46 +709,70 @@ class CollectiveModel:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
             device_us = self.launch_us + self.flows_time_s(flows) * 1e6
             return P2pTime(self.launched_us(device_us, max(1, len(sends))), 1, "Simple", 0, device_us, max(1, len(sends)))
-        waves: list[tuple[dict[tuple[int, str], set[int]], list[tuple[int, int, float, nt.P2pPlan]]]] = []
+        # busy: (rank, send | recv) -> epoch -> channels; members: (src, dst, bytes, plan, round, channels)
+        waves: list[tuple[dict[tuple[int, str], dict[int, set[int]]],
+                          list[tuple[int, int, float, nt.P2pPlan, int, frozenset[int]]]]] = []
         protocols = set()
         max_channels = 0
         rounds: dict[tuple[int, int], int] = {}  # (rank, round) -> channels: one work batch per channel and round
+
+        def clash(busy: dict[int, set[int]], epoch: int, used: frozenset[int]) -> bool:
+            return any(e != epoch and chans & used for e, chans in busy.items())
+
         for a, b, nbytes in sorted(sends, key=lambda s: ((s[1] - s[0]) % n, s[0])):
             delta = (b - a) % n
+            epoch = delta // nt.MAX_DEV_WORK_P2P_PER_BATCH
             plan = nt.p2p_plan(system, int(nbytes), self_send=a == b)
             protocols.add(plan.protocol)
             max_channels = max(max_channels, plan.channels)
             rounds[(a, delta)] = max(rounds.get((a, delta), 0), plan.channels)  # its send of the round
             rounds[(b, delta)] = max(rounds.get((b, delta), 0), plan.channels)  # its receive of the round
             used = nt.p2p_round_channels(system, delta, plan.channels)
-            # a channel's send and receive connections are separate (the sender's CTA pushes, the
-            # receiver's pulls): a round conflicts with another send of the sender or receive of the receiver
-            free = (w for w in waves if not (w[0].get((a, "send"), set()) & used)
-                    and not (w[0].get((b, "recv"), set()) & used))
+            # a channel's send and receive connections are separate (the sender's CTA pushes, the receiver's
+            # pulls). Rounds of one epoch (8 rounds) on a channel join one work batch and run at once, the CTA's
+            # warps split among them (enqueue.cc addWorkBatchToPlan: a new batch only for the same round again
+            # or another epoch; sendrecv.h:103-111); a round of another epoch on a channel the sender sends on
+            # (or the receiver receives on) waits for that batch: it runs in a later wave
+            free = (w for w in waves if not clash(w[0].get((a, "send"), {}), epoch, used)
+                    and not clash(w[0].get((b, "recv"), {}), epoch, used))
             busy, members = next(free, ({}, []))
             if not members:
                 waves.append((busy, members))
-            busy.setdefault((a, "send"), set()).update(used)
-            busy.setdefault((b, "recv"), set()).update(used)
-            members.append((a, b, nbytes, plan))
+            busy.setdefault((a, "send"), {}).setdefault(epoch, set()).update(used)
+            busy.setdefault((b, "recv"), {}).setdefault(epoch, set()).update(used)
+            members.append((a, b, nbytes, plan, delta, used))
         total_s = 0.0
         if system.n_nodes == 1:
             per_channel = _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
         else:
             per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
+        registered = self.registers(None, "p2p", "Simple", ranks)
         for _, members in waves:
-            groups: dict[tuple[str, int, int], list[Flow]] = {}
-            for a, b, nbytes, plan in members:
-                groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append((ranks[a], ranks[b], nbytes))
+            works: dict[tuple[int, int], set[int]] = {}  # (rank, channel) -> rounds in its batch: one work each
+            for a, b, _, _, delta, used in members:
+                for c in used:
+                    works.setdefault((a, c), set()).add(delta)
+                    works.setdefault((b, c), set()).add(delta)
+            groups: dict[tuple[str, int, int], list[tuple[Flow, float]]] = {}
+            for a, b, nbytes, plan, _, used in members:
+                # the channels' worth of this send: each channel at the sending warps its work gets beside the
+                # batch's other works, over what it gets alone (the sender's stores cross the link; the
+                # receiver's warps copy locally, from its FIFO, or nothing when registered)
+                worth = sum(nt.p2p_send_warp_share(len(works[(a, c)])) for c in used)
+                groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append(
+                    ((ranks[a], ranks[b], nbytes), worth))
             slowest = 0.0
-            for (proto, channels, chunk), flows in groups.items():
+            for (proto, channels, chunk), entries in groups.items():
+                flows = [f for f, _ in entries]
                 wire = 1.0 / PAYLOAD_FRACTION[proto]
                 rate = per_channel * (0.5 if proto == "LL" else 1.0)
-                t = self.flows_time_s(flows, cap_gb_per_s=channels * rate * wire, wire=wire)
+                if registered and proto == "Simple":
+                    rate *= self.fabric.params["nccl_p2p_registered_channel_factor"]
+                t = self.flows_time_s(flows, cap_gb_per_s=[worth * rate * wire for _, worth in entries], wire=wire)
                 # pipeline fill: one chunk per channel before the receiver drains it; registered (CUDA graph),
                 # a send writes the receiver's buffer in one chunk of NCCL_MAX_NET_SIZE with no FIFO between
                 # (sendrecv.h:18-20 useLargeChunk, enqueue.cc:883-884 recvAddr = the registered address)
-                if proto == "Simple" and not self.registers(None, "p2p", proto, ranks):
+                if proto == "Simple" and not registered:
                     remote = [nbytes for a, b, nbytes in flows if a != b]
                     if remote:
                         t += min(float(chunk), max(remote) / channels) / (rate * 1e9)

@@ -672,6 +672,22 @@ def _ll_buffsize() -> int:
     return 8 * 512 * NCCL_STEPS * 16
 
 
+MAX_DEV_WORK_P2P_PER_BATCH = 8  # device.h:364: p2p operations (of one epoch of rounds) per work batch
+P2P_NTHREADS = 640  # enqueue.cc:1045: a p2p kernel's block is NCCL_MAX_NTHREADS (device.h:88)
+
+
+def p2p_send_warp_share(works: int) -> float:
+    """The warps a send of one p2p work (with its receive) gets on a channel whose batch holds ``works``
+    works, over what it gets alone (sendrecv.h:103-111: nWarpPerWork = nWarps / nWorks, of which
+    (n-1)/2 receive and the rest send above 4 warps, n/2 each at 4 or fewer): 1, 0.5, 0.3, 0.3, ... 0.1."""
+
+    def send_warps(k: int) -> int:
+        per_work = (P2P_NTHREADS // 32) // max(1, k)
+        return per_work // 2 if per_work <= 4 else (per_work - 1) // 2 + 1
+
+    return send_warps(works) / send_warps(1)
+
+
 def p2p_round_channels(system: NcclSystem, round_index: int, channels: int) -> frozenset[int]:
     """The channels a p2p round uses: base = bit-reversed round (channel.h:19-31) plus the part
     index, modulo the p2p channel count (device.h:270-272)."""

@@ -67,7 +67,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 * ``nccl_reduce_efficiency``: a reducing step's rate as a fraction of a copying step's (the kernel
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
-  per-channel ring bandwidth (``model.collectives``).
+  per-channel ring bandwidth (``model.collectives``); ``nccl_p2p_registered_channel_factor``: a
+  registered send's channel (CUDA graph: no FIFO) over that.
 """
 from __future__ import annotations
 
@@ -250,6 +251,13 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
                                 "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
+    "nccl_p2p_registered_channel_factor": (1.152, "measured", "fitted: what a registered (CUDA graph) Simple send "
+                                           "channel carries over a FIFO one (nccl_p2p_channel_factor): 2 x H100 NV18, "
+                                           "NCCL 2.28.9, nccl-tests 2.19.6 -G 10, alltoall 512 MiB (16 channels per "
+                                           "send, no round sharing them) 750.2 and 750.9 us on two leases "
+                                           f"({_VISITS11_12}/visit13/nccl/alltoall_G10.txt, visit11/nccl/"
+                                           "alltoall_big_G10.txt): 22.6 GB/s per channel; 64-256 MiB and 1 GiB "
+                                           "(32 channels shared with the copy to itself) test it"),
     "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
                                 "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
                                 "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
