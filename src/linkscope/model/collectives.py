@@ -590,8 +590,7 @@ class CollectiveModel:
             # the output: the last receive's source is its destination and genericOp skips the copy
             # (prims_simple.h:251, "skip one copy").
             registered = self.registers(op, "ring", proto, ranks)
-            if simple:
-                assert system is not None
+            if simple and system is not None:
                 t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
             else:
                 local = chunk * (1.5 if op == "reduce_scatter" else 1.0)

@@ -211,12 +211,12 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                              "operation anyway (nccl_eager_host_us)"),
     "nccl_eager_host_us": (13.86, "measured", "the host's time for one eager operation on one channel: the fastest "
                            "8 B-1 KiB row of tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt (the file the other "
-                           "eager constants come from); that run's host was hidden (its floor is the -G 10 time + "
-                           "nccl_eager_launch_us), so this is an upper bound. A property of the run: the same command's "
+                           "eager constants come from; its -G 10 times there are 6.4-8.2 us, so that row is the host's "
+                           "time, the launch gap 1.24 us under it). A property of the run: the same command's "
                            "rerun (all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us"),
     "nccl_eager_host_per_channel_us": (0.28, "measured", "fitted: what each further channel task adds to the host's "
                                        "time: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt (host-bound: "
-                                       "device + nccl_eager_launch_us is 15.1-19.4 us there), fastest row at 256-512 KiB "
+                                       "its -G 10 times are 9.1-10.4 us there), fastest row at 256-512 KiB "
                                        "(24 channels) 26.73 us against 20.22 at 8 B-1 KiB (one channel): 6.51 / 23"),
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
