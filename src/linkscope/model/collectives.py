@@ -526,8 +526,9 @@ class CollectiveModel:
 
     def _simple_ring_extra_s(self, op: str, ranks: list[int], S: float, channels: int, system: nt.NcclSystem,
                              registered: bool) -> float:
-        """What a Simple ring (allreduce, allgather, reduce_scatter) adds to its link steps: a fixed
-        pipeline latency and the part of the last receive's local pass that the link steps do not hide.
+        """What a Simple ring (allreduce, allgather, reduce_scatter) adds to its link steps: a fixed time
+        per call (``nccl_simple_ring_latency_us``, fitted: the code does not say what it is) and the part
+        of the last receive's local pass that the link steps do not hide.
 
         NCCL splits each rank's share of S over the channels (enqueue.cc:582-640, ``ncclCollCbdPart``) and
         each channel's CTA loops over its part in chunks of stepSize x chunkSteps (the 4 MiB buffer / 8
