@@ -28,7 +28,7 @@ CASES = [  # (order, chain bytes, stride bytes)
 
 def main() -> int:
     from linkscope.engines.cuda import CudaEngine
-    from linkscope.engines.gpu.latency import remote_read_us
+    from linkscope.engines.gpu.latency import HOPS, remote_read_us
 
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     eng = CudaEngine(None)
@@ -46,7 +46,7 @@ def main() -> int:
         for owner, reader in ((0, 1), (1, 0)):  # one sample per SM, as nvbandwidth's latency test
             sms = int(ctx.sm_count.get(reader, 132))
             for _ in range(rounds):
-                got = remote_read_us(ctx, gate, owner, reader, 2 * MiB, sms, 1, spread="in-turn", sms=sms)
+                got = remote_read_us(ctx, gate, owner, reader, 2 * MiB, sms, 1, hops=HOPS, spread="in-turn", sms=sms)
                 samples.setdefault(f"random 2 MiB, block k on SM k ({sms} SMs), GPU{reader} reads GPU{owner}", []).extend(got)
     finally:
         eng.close()

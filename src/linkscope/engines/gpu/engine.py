@@ -45,7 +45,7 @@ from .copy_engine import CopyEngineOp, PageableCopyOp
 from .gate import EventPair, Gate, StreamPool
 from .host_staged import DEFAULT_CHUNK_BYTES, StagedPageableOp, StagedPinnedOp
 from .kernels import compile_and_preload
-from .latency import IN_TURN_HOPS, flag_pingpong_us, remote_read_us
+from .latency import flag_pingpong_us, remote_read_us
 from .ops import HOST, OpContext, Place, SmLaunch, TransferOp
 from .sm_copy import SmCopyOp
 
@@ -231,13 +231,10 @@ class GpuEngine:
         return CopyEngineOp(ctx, plan_method, src, dst, size)
 
     def _chase(self, kind: str, ordinal: int) -> dict[str, Any]:
-        """How ``kind``'s chase on GPU ``ordinal`` is spread over its SMs (platforms.Platform.latency_chase):
-        ``remote_read_us`` keyword arguments (spread, SM count, and the hops a launch when in turn)."""
+        """How ``kind``'s chase on GPU ``ordinal`` is spread over its SMs (platforms.Platform.latency_chase),
+        as ``remote_read_us`` keyword arguments: the spread and the SM count."""
         spread = dict(platforms.by_key(self.rt.vendor).latency_chase).get(kind, platforms.CHASE_ONE_BLOCK)
-        chase: dict[str, Any] = {"spread": spread, "sms": int(self._ctx.sm_count.get(ordinal, 0))}
-        if spread == platforms.CHASE_IN_TURN:
-            chase["hops"] = IN_TURN_HOPS
-        return chase
+        return {"spread": spread, "sms": int(self._ctx.sm_count.get(ordinal, 0))}
 
     def chase_cache_bytes(self, ordinal: int) -> int:
         """The reader's cache that would hold the pointer chase's lines of remote memory (the chain

@@ -80,7 +80,7 @@ def chase_bytes(size_bytes: int, l2_cache_bytes: int, stride_bytes: int = STRIDE
 
 
 def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_bytes: int, reps: int, warmup: int,
-                   hops: int = HOPS, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
+                   hops: int | None = None, stride_bytes: int = STRIDE_BYTES, reader_cache_bytes: int = 0,
                    order: str = "random", spread: str = CHASE_ONE_BLOCK, sms: int = 0) -> list[float]:
     """µs per dependent load; each timed region continues where the previous one stopped.
 
@@ -94,6 +94,8 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
       ``reps`` <= SMs), cut into ``reps`` runs of consecutive launches; a sample is the mean of one run,
       so the samples' median is near the mean over the SMs, nvbandwidth's figure.
 
+    ``hops`` a timed launch: ``IN_TURN_HOPS`` in turn, else ``HOPS``, unless given.
+
     One SM alone is not representative: on 2 x H100 (NV18, 2026-11-25) the 132 SMs read a peer's 2 MiB
     chain in 0.79-0.86 us, mean 0.823-0.825, where the SM of block 0 read 0.847-0.853 and nvbandwidth
     0.827-0.830. Which spread each kind takes on which platform: ``platforms.Platform.latency_chase``.
@@ -106,6 +108,8 @@ def remote_read_us(ctx: OpContext, gate: Gate, memory: Place, reader: int, size_
     owner's L2, the quantity nvbandwidth's latency test reports."""
     if spread not in CHASE_SPREADS:
         raise ValueError(f"unknown chase spread {spread!r} (known: {', '.join(CHASE_SPREADS)})")
+    if hops is None:
+        hops = IN_TURN_HOPS if spread == CHASE_IN_TURN else HOPS
     buffer_bytes = chase_bytes(size_bytes, reader_cache_bytes, stride_bytes)
     stride_words = max(1, stride_bytes // 8)
     n_nodes = max(2, buffer_bytes // (stride_words * 8))
