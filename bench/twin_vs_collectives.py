@@ -94,6 +94,16 @@ FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / 
 H100X2 = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, 2026-11-25"
 
 
+#: The issue's bar changes at this size: below it a row compares time (within 25%), from it busbw (within 10%).
+BUSBW_FROM_BYTES = 64 * MIB
+
+
+def row_quantity(rows: dict[int, tuple[float, float]], size_bytes: int) -> tuple[str, float]:
+    """("time", us) below BUSBW_FROM_BYTES, else ("busbw", GB/s), from nccl-tests rows {size: (us, busbw)}."""
+    time_us, busbw = rows[size_bytes]
+    return ("time", time_us) if size_bytes < BUSBW_FROM_BYTES else ("busbw", busbw)
+
+
 def nccl_tests_rows(path: Path, inplace: bool = False) -> dict[int, tuple[float, float]]:
     """size -> (out-of-place time us, busbw GB/s) of an nccl-tests text table (read by linkscope's own
     parser, results.peertools.nccltests, as `linkscope check` reads it); ``inplace``: the in-place columns."""
@@ -151,8 +161,7 @@ def measured_cases() -> list[Case]:
         for size in (MIB, 64 * MIB, GIB):
             if size not in rows:
                 continue
-            time_us, busbw = rows[size]
-            quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
+            quantity, value = row_quantity(rows, size)
             low = high = value
             source = f"{H100X2}: fixture {name}{note}"
             if is_outlier(FIXTURE / name, size) and name in RERUNS:
@@ -237,7 +246,7 @@ def evaluate(case: Case) -> Row:
 
     mid = (case.low + case.high) / 2
     nearest = min(max(twin, case.low), case.high)
-    target = 0.10 if case.size_bytes >= 64 * MIB else 0.25
+    target = 0.10 if case.size_bytes >= BUSBW_FROM_BYTES else 0.25
     ref = f"{case.low:g}" if case.low == case.high else f"{case.low:g}-{case.high:g}"
     unit = "GB/s" if case.quantity == "busbw" else "us"
     return Row(case.name, f"{ref} {unit}", twin, as_quantity(c.nccl_estimate_us), as_quantity(simulated_us(case)),
@@ -340,8 +349,7 @@ def visit4_cases() -> list[Case]:
         for size in (MIB, 64 * MIB, GIB):
             if size not in rows:
                 continue
-            time_us, busbw = rows[size]
-            quantity, value = ("time", time_us) if size == MIB else ("busbw", busbw)
+            quantity, value = row_quantity(rows, size)
             cases.append(Case(f"visit 4: {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size, {**NVLS_OFF, **env},
                               quantity, value, value, f"{VISIT4_SOURCE} {name}{note}", False, launch=launch,
                               eager_host_us=host))
@@ -384,8 +392,7 @@ def visits11_13_cases() -> list[Case]:
         for size in (MIB, 4 * MIB, 64 * MIB, GIB):
             if size not in rows:
                 continue
-            time_us, busbw = rows[size]
-            quantity, value = ("time", time_us) if size < 64 * MIB else ("busbw", busbw)
+            quantity, value = row_quantity(rows, size)
             cases.append(Case(f"visit {visit}: {op} {size // MIB} MiB, {how}", "dgx-h100", (0, 1), op, size,
                               {**NVLS_OFF, **env}, quantity, value, value,
                               f"{VISITS11_13_SOURCE.format(v=visit)} {name}", False,
