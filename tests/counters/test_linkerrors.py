@@ -3,6 +3,7 @@ field ids of nvidia-ml-py), the AMD reader against the amdsmi fake, and the comp
 from __future__ import annotations
 
 import pynvml
+import pytest
 
 from linkscope.counters import linkerrors
 from linkscope.counters.nvml import PynvmlSource
@@ -164,3 +165,59 @@ def test_corrected_growth_over_many_steps_is_one_line_per_gpu():
     assert len(lines) == 1
     assert lines[0].startswith("GPU0 NVLink corrected-error counters grew during 3 steps ('ce matrix uni' ... "
                                "'sm-push matrix uni') on links 1, 2, 3, 6, 7, 8 (")
+
+
+# ---- rates and verdicts (judge_growth) ---------------------------------------------------------
+
+def _snap(t, crc=0, ecc=0, replay=0, recovery=0, pcie_replay=0, links=2, peer="0000:05:00.0"):
+    link_entries = [{"link": k, "active": True, "remote_pci_bus_id": peer,
+                     "errors": {"replay": replay, "recovery": recovery, "crc_flit": 0, "crc_data": crc, "ecc_data": ecc}}
+                    for k in range(links)]
+    return {"taken_unix_s": t, "gpus": {"0": {"nvlink": {"links": link_entries, "active_count": links, "link_count": links},
+                                              "pcie": {"gen": 5, "width": 16, "counters": {"replay": pcie_replay}}}}}
+
+
+def test_corrected_growth_on_a_healthy_nvlink4_node_is_normal_with_a_rate():
+    """The recorded healthy 4 x H200: CRC (data) and ECC (data) grow by a few per link per step."""
+    from linkscope.counters.linkerrors import OK, judge_growth
+
+    out = judge_growth(_snap(1000.0, crc=170, ecc=260), _snap(1040.0, crc=172, ecc=263), "survey",
+                       moved_bytes={0: 2e12})
+    (v,) = out
+    assert v.level == OK and v.deltas == {"crc_data": 4, "ecc_data": 6}
+    assert v.per_s == pytest.approx(10 / 40)
+    assert "per TB moved" in v.reason and "DCGM" in v.reason and "peer 0000:05:00.0" in v.reason
+    assert v.links[0][1] == "0000:05:00.0"
+
+
+def test_replay_recovery_and_crc_rate_fail_as_dcgm_does():
+    from linkscope.counters.linkerrors import FAIL, judge_growth
+
+    (v,) = judge_growth(_snap(0.0), _snap(60.0, replay=1), "x")
+    assert v.level == FAIL and "replay" in v.reason
+    (v,) = judge_growth(_snap(0.0), _snap(10.0, crc=600), "x")  # 1200 in 10 s over 2 links: 120/s
+    assert v.level == FAIL and v.per_s == pytest.approx(120.0)
+
+
+def test_pcie_replays_warn_above_eight_per_minute_and_no_time_is_not_judged():
+    from linkscope.counters.linkerrors import NOT_JUDGED, OK, WARN, judge_growth
+
+    (v,) = judge_growth(_snap(0.0), _snap(60.0, pcie_replay=9), "x")
+    assert v.level == WARN and v.element.endswith("PCIe link")
+    (v,) = judge_growth(_snap(0.0), _snap(60.0, pcie_replay=3), "x")
+    assert v.level == OK
+    before, after = _snap(0.0, crc=1), _snap(5.0, crc=2)
+    del before["taken_unix_s"]
+    (v,) = judge_growth(before, after, "x")
+    assert v.level == NOT_JUDGED and "no rate" in v.reason
+
+
+def test_survey_findings_collapse_normal_growth_into_one_line():
+    from linkscope.counters.linkerrors import judge_growth, judged_lines
+
+    before = _snap(0.0, crc=1)
+    before["gpus"]["1"] = before["gpus"]["0"]
+    after = _snap(30.0, crc=3)
+    after["gpus"]["1"] = _snap(30.0, crc=4)["gpus"]["0"]
+    lines = judged_lines(judge_growth(before, after))
+    assert len(lines) == 1 and "GPU0 NVLink, GPU1 NVLink" in lines[0] and "normal" in lines[0]

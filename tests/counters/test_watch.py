@@ -248,3 +248,68 @@ def test_watch_names_the_link_whose_errors_grew_during_the_command():
     json.dumps(data, allow_nan=False)
     quiet = _run(nv, _copy_0_to_1(nv))
     assert quiet.link_issues == [] and quiet.link_errors["after"]["gpus"]["1"]["nvlink"]["active_count"] == 18
+
+
+def _run_with_background(nv, action, pcie_bytes_per_s, gpus, **opts):
+    """Like _run, but time passes while watch sleeps, and every GPU's PCIe counters tick at the
+    background rate for every second that passes (driver and NVML chatter, busy or idle)."""
+    clock = FakeClock()
+
+    def advance(seconds):
+        clock.advance(seconds)
+        for g in range(gpus):
+            nv.pcie(g, tx_bytes=int(pcie_bytes_per_s * seconds * 0.55), rx_bytes=int(pcie_bytes_per_s * seconds * 0.45))
+
+    def popen(argv):
+        def act():
+            for _ in range(40):  # a 4 s command, 100 ms at a time
+                advance(0.1)
+            action()
+        return FakeProc(act)
+
+    opts.setdefault("settle_s", 0.0)
+    return run_watch(WatchOptions(command=("copy",), **opts), nv, clock=clock, sleep=advance, popen=popen,
+                     now_utc=lambda: "2026-11-28T00:00:00+00:00")
+
+
+def _copy_0_to_3(nv, size=4 * GiB, links=18):
+    def action():
+        for link in range(links):
+            nv.nvlink(0, link, tx_bytes=size // links)
+            nv.nvlink(3, link, rx_bytes=size // links)
+    return action
+
+
+def test_idle_gpus_background_pcie_is_judged_away_by_the_idle_baseline():
+    """The recorded 4 x H200 watch (shared/recordings/h200x4-2026-11-28/linkscope/watch.txt): a 4 GiB
+    copy GPU0 -> GPU3, while every GPU, busy or idle, shows ~28 MB/s of PCIe chatter (111-117 MB in
+    the 4 s). Without a baseline the idle GPUs 1 and 2 read "pcie" and --expect nvlink failed."""
+    nv = FakeNVML([FakeGpu() for _ in range(4)])
+    old = _run_with_background(nv, _copy_0_to_3(nv), 28e6, 4, expect="nvlink", baseline_s=0.0)
+    assert [g.verdict.kind for g in old.gpus] == ["nvlink", "pcie", "pcie", "nvlink"]
+    assert old.final_exit_code == EXIT_EXPECT_FAILED
+    nv = FakeNVML([FakeGpu() for _ in range(4)])
+    result = _run_with_background(nv, _copy_0_to_3(nv), 28e6, 4, expect="nvlink", baseline_s=1.0)
+    assert [g.verdict.kind for g in result.gpus] == ["nvlink", "idle", "idle", "nvlink"]
+    assert result.expect.passed and result.final_exit_code == 0
+    assert all(b.pcie_bytes_per_s == pytest.approx(28e6, rel=0.01) for b in result.baseline)
+    assert "idle background over the same time: PCIe 11" in result.gpus[1].verdict.message
+    assert to_dict(result)["baseline"][0]["window_s"] == pytest.approx(1.0)
+
+
+def test_baseline_still_fails_a_copy_that_went_over_pcie():
+    """Peer access off: the copy is staged through host memory, 4 GiB over each GPU's PCIe link."""
+    nv = FakeNVML([FakeGpu() for _ in range(4)])
+
+    def staged():
+        nv.pcie(0, tx_bytes=4 * GiB)
+        nv.pcie(3, rx_bytes=4 * GiB)
+
+    result = _run_with_background(nv, staged, 28e6, 4, expect="nvlink", baseline_s=1.0)
+    assert [g.verdict.kind for g in result.gpus] == ["pcie", "idle", "idle", "pcie"]
+    assert result.expect.passed is False and result.final_exit_code == EXIT_EXPECT_FAILED
+
+
+def test_baseline_option_is_validated():
+    with pytest.raises(UserError):
+        WatchOptions(command=("x",), baseline_s=-1)

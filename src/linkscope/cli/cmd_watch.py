@@ -53,8 +53,14 @@ def _render(result, console) -> None:
         console.print("* incomplete: some readings failed or a counter reset (see --json notes)")
     for note in result.notes:
         console.print(f"linkscope/watch: {note}", markup=False)
-    for sentence in result.link_issues:
-        console.print(f"link errors: {sentence}", markup=False)
+    from ..counters.linkerrors import GROWTH_ISSUE_KINDS, GrowthVerdict, judged_lines
+
+    for issue in (result.link_errors or {}).get("issues", []):
+        if issue.get("kind") not in GROWTH_ISSUE_KINDS:  # link down, narrow: the growth is judged below
+            console.print(f"link errors: {issue['sentence']}", markup=False)
+    judged = [GrowthVerdict.from_dict(j) for j in (result.link_errors or {}).get("judged", [])]
+    for line in judged_lines(judged):
+        console.print(line[0].lower() + line[1:], markup=False)
     if result.link_errors is not None and not result.link_issues and (result.link_errors.get("after") or {}).get("gpus"):
         console.print("link errors: no error counter grew during the command; no link down or below its width",
                       markup=False)
@@ -76,6 +82,8 @@ def register(app: typer.Typer) -> None:
         json_path: str = typer.Option(None, "--json", help="Write totals, verdicts and the timeline as JSON to FILE."),
         csv_path: str = typer.Option(None, "--csv", help="Write the timeline as CSV to FILE."),
         settle: str = typer.Option("200ms", "--settle", help="Wait after the command before the last sample."),
+        baseline: str = typer.Option("1s", "--baseline", help="Sample the idle counters this long before the command; "
+                                     "each GPU's traffic is judged above that background (0: no baseline)."),
     ) -> None:
         """Run COMMAND while sampling NVLink (per link) and PCIe counters; say where its traffic went.
 
@@ -97,8 +105,9 @@ def register(app: typer.Typer) -> None:
         check_paths(outputs={"--json": json_path, "--csv": csv_path})
         interval_s = parse_duration_s(interval)
         settle_s = parse_duration_s(settle) if settle not in ("0", "0s", "0ms") else 0.0
+        baseline_s = parse_duration_s(baseline) if baseline not in ("0", "0s", "0ms") else 0.0
         options = WatchOptions(command=tuple(resolve_command(command)), interval_s=interval_s,
-                               gpus=_parse_gpus(gpus), expect=expect, settle_s=settle_s)
+                               gpus=_parse_gpus(gpus), expect=expect, settle_s=settle_s, baseline_s=baseline_s)
         source = open_counter_source()
         try:
             result = run_watch(options, source)

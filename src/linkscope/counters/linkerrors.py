@@ -11,7 +11,8 @@ snapshot comes back from a recording (``nvml.json`` ``gpus[*].link_health``), so
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,10 +79,11 @@ class LinkIssue:
                 "link": self.link, "sentence": self.sentence}
 
 
-def take(source: Any, gpus: Sequence[int]) -> dict[str, Any]:
+def take(source: Any, gpus: Sequence[int], *, clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """A snapshot of every GPU's link health through ``source.link_health`` (a CounterSource that has
     it); a GPU whose read fails carries ``error`` instead. Sources without ``link_health`` give
-    ``{"gpus": {}, "unsupported": reason}``."""
+    ``{"gpus": {}, "unsupported": reason}``. ``taken_unix_s`` (the clock when the read ended) lets
+    two snapshots give rates (``judge_growth``)."""
     fn = getattr(source, "link_health", None)
     if fn is None:
         return {"gpus": {}, "unsupported": f"{type(source).__name__} reads no link error counters"}
@@ -91,7 +93,7 @@ def take(source: Any, gpus: Sequence[int]) -> dict[str, Any]:
             out[str(g)] = fn(g)
         except Exception as exc:  # a GPU that stops answering must not stop the survey or the watch
             out[str(g)] = {"error": f"{type(exc).__name__}: {exc}"}
-    return {"gpus": out}
+    return {"gpus": out, "taken_unix_s": clock()}
 
 
 def _name(gpu: int, names: Mapping[int, str] | None) -> str:
@@ -220,4 +222,194 @@ def summary(snapshot: Mapping[str, Any], names: Mapping[int, str] | None = None)
                 state += ", " + ", ".join(f"{COUNTER_TEXT.get(n, n)} {v}" for n, v in known.items())
             parts.append(state)
         lines.append(f"{who}: " + ("; ".join(parts) if parts else "no link state readable"))
+    return lines
+
+
+# ---- verdicts on error growth (rates, thresholds with their source) --------------------------------
+
+#: DCGM's health watch (NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp, ``MonitorNVLink``): an NVLink
+#: replay or recovery error counter that grew by >= 1 (``DCGM_LIMIT_MAX_NVLINK_ERROR``) over the
+#: watched window FAILS the GPU; CRC flit/data growth warns, and fails at >= 100 per second
+#: (``DCGM_LIMIT_MAX_NVLINK_CRC_ERROR`` 100.0 in DcgmGpuHardwareLimits.h: "RM has informed us that CRC
+#: errors only matter at rates of 100+ per second"). ``MonitorPcie`` warns when the PCIe replay
+#: counter grows by more than 8 over its window (``DCGM_LIMIT_MAX_PCIREPLAY_RATE``: "8 replays per
+#: minute is the maximum recommended by RM").
+DCGM_NVLINK_FATAL = frozenset({"replay", "recovery"})
+DCGM_NVLINK_CRC = frozenset({"crc_flit", "crc_data"})
+DCGM_NVLINK_CRC_FAIL_PER_S = 100.0
+DCGM_PCIE_REPLAY_WARN_PER_MIN = 8.0
+DCGM_SOURCE = "DCGM health watch (NVIDIA/DCGM DcgmHealthWatch.cpp MonitorNVLink/MonitorPcie, DcgmGpuHardwareLimits.h)"
+#: NVLink's ECC (data) counter is not among DCGM's health fields; it counts data errors the link
+#: corrected (NVML ``NVML_NVLINK_ERROR_DL_ECC_DATA``). Judged with the CRC rate limit: a belief, said so.
+ECC_AS_CRC_NOTE = "ECC (data) is not among DCGM's health fields; judged with its CRC rate limit (a belief)"
+
+OK = "ok"
+WARN = "warn"
+FAIL = "fail"
+NOT_JUDGED = "not-judged"
+
+
+@dataclass(frozen=True)
+class GrowthVerdict:
+    """The verdict on one GPU's link error growth between two snapshots.
+
+    Attributes:
+        gpu: the snapshot's GPU index.
+        element: e.g. ``GPU0 NVLink`` or ``GPU0 PCIe link``.
+        level: ok | warn | fail | not-judged.
+        deltas: counter name -> growth over the window (summed over links for NVLink).
+        links: per link that grew: (link, peer bus id or None, {counter: growth}).
+        window_s: seconds between the snapshots (None when a snapshot has no time).
+        per_s: the judged counters' growth per second (None without a window).
+        reason: the sentence, with the threshold and its source.
+    """
+
+    gpu: int
+    element: str
+    level: str
+    deltas: dict[str, int]
+    links: tuple[tuple[int, str | None, dict[str, int]], ...]
+    window_s: float | None
+    per_s: float | None
+    reason: str
+
+    @property
+    def sentence(self) -> str:
+        return f"{self.element}: {self.level}: {self.reason}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GrowthVerdict:
+        return cls(int(data["gpu"]), str(data["element"]), str(data["level"]), dict(data["deltas"]),
+                   tuple((int(x["link"]), x.get("peer_pci_bus_id"), dict(x["deltas"])) for x in data.get("links", [])),
+                   data.get("window_s"), data.get("per_s"), str(data["reason"]))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "element": self.element, "level": self.level, "deltas": self.deltas,
+                "links": [{"link": link, "peer_pci_bus_id": peer, "deltas": d} for link, peer, d in self.links],
+                "window_s": self.window_s, "per_s": self.per_s, "reason": self.reason, "sentence": self.sentence}
+
+
+def _deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, int]:
+    out = {}
+    for key, new in after.items():
+        old = before.get(key)
+        if isinstance(new, int) and isinstance(old, int) and new > old:
+            out[key] = new - old
+    return out
+
+
+def _rate_text(count: int, window_s: float | None, moved_bytes: float | None) -> str:
+    parts = []
+    if window_s:
+        parts.append(f"{count / window_s:.3g}/s")
+        parts.append(f"{count / window_s * 3600:.3g}/hour")
+    if moved_bytes:
+        parts.append(f"{count / (moved_bytes / 1e12):.3g} per TB moved")
+    return ", ".join(parts)
+
+
+def judge_growth(before: Mapping[str, Any], after: Mapping[str, Any], step: str = "", *,
+                 moved_bytes: Mapping[int, float] | None = None,
+                 names: Mapping[int, str] | None = None) -> list[GrowthVerdict]:
+    """Per GPU, the growth of its NVLink/xGMI and PCIe error counters between two snapshots, judged
+    as rates against DCGM's health-watch limits (see ``DCGM_SOURCE``). GPUs whose counters did not
+    grow give no verdict. ``moved_bytes``: bytes the GPU's links moved in the window (per TB rates).
+
+    Counters with no documented limit (PCIe NAKs, L0-to-recovery, ...) are listed as not judged.
+    """
+    t0, t1 = before.get("taken_unix_s"), after.get("taken_unix_s")
+    window_s = float(t1 - t0) if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0 else None
+    when = f" during '{step}'" if step else ""
+    out: list[GrowthVerdict] = []
+    old_gpus = before.get("gpus") or {}
+    for key, new in sorted((after.get("gpus") or {}).items(), key=lambda kv: int(kv[0])):
+        old = old_gpus.get(key)
+        if not isinstance(new, dict) or not isinstance(old, dict) or "error" in new or "error" in old:
+            continue
+        g = int(key)
+        who = _name(g, names)
+        moved = (moved_bytes or {}).get(g)
+        old_links = {e.get("link"): e for e in (old.get("nvlink") or {}).get("links", []) if isinstance(e, dict)}
+        per_link = []
+        sums: dict[str, int] = {}
+        for entry in (new.get("nvlink") or {}).get("links", []):
+            prev = old_links.get(entry.get("link"))
+            if not isinstance(entry, dict) or prev is None:
+                continue
+            d = _deltas(prev.get("errors") or {}, entry.get("errors") or {})
+            if d:
+                per_link.append((int(entry["link"]), entry.get("remote_pci_bus_id"), d))
+                for name, v in d.items():
+                    sums[name] = sums.get(name, 0) + v
+        if sums:
+            fabric = _fabric(new)
+            element = f"{who} {fabric}"
+            where = "; ".join(f"link {link}{f' (peer {peer})' if peer else ''}: "
+                              + ", ".join(f"{COUNTER_TEXT.get(n, n)} +{v}" for n, v in d.items())
+                              for link, peer, d in per_link[:4]) + ("; ..." if len(per_link) > 4 else "")
+            fatal = {n: v for n, v in sums.items() if n in DCGM_NVLINK_FATAL}
+            corrected = sum(v for n, v in sums.items() if n in DCGM_NVLINK_CRC or n == "ecc_data")
+            others = {n: v for n, v in sums.items() if n not in DCGM_NVLINK_FATAL and n not in DCGM_NVLINK_CRC
+                      and n != "ecc_data"}
+            per_s = corrected / window_s if window_s and corrected else None
+            if fabric != "NVLink":
+                level, reason = NOT_JUDGED, (f"error counters grew{when} ({where}); no documented limit for "
+                                             f"{fabric} error counters")
+            elif fatal:
+                level = FAIL
+                reason = (f"{', '.join(f'{COUNTER_TEXT[n]} +{v}' for n, v in fatal.items())}{when} ({where}): DCGM "
+                          f"fails a GPU on any NVLink replay or recovery error [{DCGM_SOURCE}]")
+            elif corrected and window_s is None:
+                level = NOT_JUDGED
+                reason = f"{corrected} corrected errors{when} ({where}); no time between the readings, so no rate"
+            elif corrected and per_s is not None and per_s >= DCGM_NVLINK_CRC_FAIL_PER_S:
+                level = FAIL
+                reason = (f"{corrected} CRC/ECC errors{when} ({_rate_text(corrected, window_s, moved)}; {where}): at or "
+                          f"above DCGM's failure rate of {DCGM_NVLINK_CRC_FAIL_PER_S:g}/s per GPU [{DCGM_SOURCE}]")
+            elif corrected:
+                level = OK
+                reason = (f"{corrected} corrected CRC/ECC errors{when} ({_rate_text(corrected, window_s, moved)}; "
+                          f"{where}): normal, below DCGM's failure rate of {DCGM_NVLINK_CRC_FAIL_PER_S:g}/s per GPU "
+                          f"(DCGM lists any growth as a warning) [{DCGM_SOURCE}]"
+                          + (f"; {ECC_AS_CRC_NOTE}" if "ecc_data" in sums else ""))
+            else:
+                level = NOT_JUDGED
+                reason = f"{', '.join(f'{COUNTER_TEXT.get(n, n)} +{v}' for n, v in others.items())}{when}: no documented limit"
+            out.append(GrowthVerdict(g, element, level, sums, tuple(per_link), window_s, per_s, reason))
+        d = _deltas((old.get("pcie") or {}).get("counters") or {}, (new.get("pcie") or {}).get("counters") or {})
+        if d:
+            element = f"{who} PCIe link"
+            listed = ", ".join(f"{COUNTER_TEXT.get(n, n)} +{v}" for n, v in d.items())
+            replay = d.get("replay", 0)
+            per_min = replay / window_s * 60 if window_s and replay else None
+            if replay and window_s is None:
+                level, reason = NOT_JUDGED, f"{listed}{when}; no time between the readings, so no rate"
+            elif per_min is not None and per_min > DCGM_PCIE_REPLAY_WARN_PER_MIN:
+                level, reason = WARN, (f"{listed}{when}: {per_min:.3g} replays/minute, above the "
+                                       f"{DCGM_PCIE_REPLAY_WARN_PER_MIN:g}/minute DCGM warns at [{DCGM_SOURCE}]")
+            elif replay:
+                level, reason = OK, (f"{listed}{when}: {per_min:.3g} replays/minute, below the "
+                                     f"{DCGM_PCIE_REPLAY_WARN_PER_MIN:g}/minute DCGM warns at [{DCGM_SOURCE}]")
+            else:
+                level, reason = NOT_JUDGED, f"{listed}{when}: no documented limit for these PCIe counters"
+            out.append(GrowthVerdict(g, element, level, d, (), window_s,
+                                     None if per_min is None else per_min / 60, reason))
+    return out
+
+
+#: issue kinds that ``judge_growth`` judges as rates over the whole run (one line per GPU and level).
+GROWTH_ISSUE_KINDS = frozenset({CORRECTED_GREW, ERRORS_GREW})
+
+
+def judged_lines(judged: Sequence[GrowthVerdict]) -> list[str]:
+    """Verdicts on error growth as findings: every ``ok`` one in a single line (a healthy NVLink 4
+    node adds a few corrected errors on most links of every GPU), the others one line each."""
+    lines = [f"Link errors: {j.sentence}." for j in judged if j.level != OK]
+    fine = [j for j in judged if j.level == OK]
+    if fine:
+        rates = [j.per_s for j in fine if j.per_s is not None]
+        span = (f" at {min(rates):.3g}-{max(rates):.3g}/s" if len(rates) > 1 and min(rates) != max(rates)
+                else f" at {rates[0]:.3g}/s" if rates else "")
+        lines.append(f"Link errors: {', '.join(j.element for j in fine)}: corrected errors{span}, normal (below "
+                     f"the rates DCGM's health watch fails or warns at; {DCGM_SOURCE}).")
     return lines

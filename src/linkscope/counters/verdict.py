@@ -10,6 +10,13 @@ Per GPU: NVLink bytes = TX + RX summed over links; PCIe bytes = TX + RX. Verdict
 * ``mixed``: both carried a real part (a job reading input over PCIe and exchanging over NVLink);
 * ``unknown``: a counter needed to decide is unsupported or incomplete, so nothing is claimed.
 
+Background: ``watch`` first samples the counters for a short idle baseline (``--baseline``, 1 s) and
+hands ``decide`` the bytes that background would have moved over the command's window
+(``background_*_bytes``). Only what exceeds ``BACKGROUND_MARGIN`` times that counts as the command's
+traffic: on a healthy 4 x H200 node (recorded 2026-11-28) every GPU, busy or idle, showed
+111-117 MB of PCIe over a 4 s copy, ~28 MB/s of driver and NVML chatter, which alone is above
+``idle_bytes`` and made idle GPUs read "pcie".
+
 ``--expect nvlink`` passes when at least one watched GPU's traffic went over NVLink (or was mixed)
 and no watched GPU's traffic went over PCIe; see ``expect_nvlink``.
 
@@ -24,6 +31,10 @@ from ..discovery.amdsmi_values import PLACEHOLDER_REASON
 
 IDLE_BYTES = 64 * 10**6
 NVLINK_SHARE = 0.75
+#: how much more than the idle baseline's rate the background may move during the command before the
+#: excess counts as the command's traffic (background chatter varies between GPUs by a few %, between
+#: seconds by more: 1.5 leaves room for both).
+BACKGROUND_MARGIN = 1.5
 
 IDLE = "idle"
 VIA_NVLINK = "nvlink"
@@ -78,8 +89,15 @@ def decide(
     pcie_reason: str = "",
     idle_bytes: int = IDLE_BYTES,
     share: float = NVLINK_SHARE,
+    background_nvlink_bytes: float | None = None,
+    background_pcie_bytes: float | None = None,
 ) -> GpuVerdict:
-    """The verdict for one GPU from its NVLink and PCIe byte totals (None = unsupported)."""
+    """The verdict for one GPU from its NVLink and PCIe byte totals (None = unsupported).
+
+    ``background_*_bytes``: what the idle baseline's rate would have moved over the command's window
+    (None: no baseline); the verdict is taken on the bytes above ``BACKGROUND_MARGIN`` times it, and
+    the sentence names the background. The byte totals in the verdict stay the measured ones.
+    """
     nv_text = format_bytes_decimal(nvlink_bytes) if nvlink_bytes is not None else f"unsupported ({nvlink_reason or 'no counter'})"
     pc_text = format_bytes_decimal(pcie_bytes) if pcie_bytes is not None else f"unsupported ({pcie_reason or 'no counter'})"
     if nvlink_bytes is not None and not nvlink_complete:
@@ -87,14 +105,19 @@ def decide(
     if pcie_bytes is not None and not pcie_complete:
         pc_text += " (incomplete)"
     head = f"NVLink carried {nv_text}, PCIe {pc_text}"
+    background = [f"{name} {format_bytes_decimal(b)}" for name, b, measured in
+                  (("NVLink", background_nvlink_bytes, nvlink_bytes), ("PCIe", background_pcie_bytes, pcie_bytes))
+                  if b is not None and measured is not None and b >= 1e6]
+    if background:
+        head += f" (idle background over the same time: {', '.join(background)})"
 
     def verdict(kind: str, tail: str) -> GpuVerdict:
         return GpuVerdict(gpu, nvlink_bytes, pcie_bytes, nvlink_complete, pcie_complete, kind, f"{head}: {tail}",
                           placeholder=nvlink_bytes is None and pcie_bytes is None
                           and nvlink_reason.startswith(PLACEHOLDER_REASON))
 
-    nv = nvlink_bytes or 0
-    pc = pcie_bytes or 0
+    nv = _above_background(nvlink_bytes, background_nvlink_bytes)
+    pc = _above_background(pcie_bytes, background_pcie_bytes)
     if nvlink_bytes is None and pcie_bytes is None:
         return verdict(UNKNOWN, "no usable counter, cannot tell")
     if nvlink_bytes is None:
@@ -109,12 +132,21 @@ def decide(
         return verdict(UNKNOWN, "little NVLink traffic, PCIe not observable")
     total = nv + pc
     if total < idle_bytes:
-        return verdict(IDLE, "no significant traffic")
+        return verdict(IDLE, "no significant traffic" + (" above the idle background" if background else ""))
     if nv >= share * total:
         return verdict(VIA_NVLINK, "traffic went over NVLink")
     if pc >= share * total:
         return verdict(VIA_PCIE, "traffic went over PCIe")
     return verdict(MIXED, f"traffic split, {100 * nv / total:.0f}% over NVLink")
+
+
+def _above_background(measured: int | None, background: float | None) -> float:
+    """Bytes the command moved beyond the idle background (0 when unsupported)."""
+    if measured is None:
+        return 0.0
+    if background is None:
+        return float(measured)
+    return max(0.0, measured - BACKGROUND_MARGIN * background)
 
 
 @dataclass(frozen=True)

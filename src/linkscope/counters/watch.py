@@ -3,7 +3,8 @@ traffic went.
 
 Sequence: resolve the command (before anything else, so a typo fails fast with exit 127), plan the
 counters per GPU, read the link state and error counters (``linkerrors.take``, where the source has
-them), take one sample, start the sampler thread, run the command with inherited
+them), sample an idle baseline (``baseline_s``: the background chatter each GPU's counters show
+with nothing running, judged away per GPU by ``verdict.decide``), take one sample, start the sampler thread, run the command with inherited
 stdin/stdout/stderr, stop the thread, wait ``settle_s`` (counters are updated asynchronously by the
 driver), take the last sample, read the link error counters again, and build a ``WatchResult``
 (links whose error counters grew during the command, or that run below their width, are named).
@@ -23,7 +24,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,7 @@ class WatchOptions:
     gpus: tuple[int, ...] | None = None
     expect: str | None = None
     settle_s: float = 0.2
+    baseline_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.expect is not None and self.expect not in EXPECT_CHOICES:
@@ -73,6 +75,8 @@ class WatchOptions:
             raise UserError(f"sampling interval must be positive, got {self.interval_s} s")
         if self.settle_s < 0:
             raise UserError(f"settle time must not be negative, got {self.settle_s} s")
+        if not 0 <= self.baseline_s <= 60:
+            raise UserError(f"idle baseline must be between 0 and 60 s, got {self.baseline_s} s")
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,23 @@ class GpuReport:
 
 
 @dataclass(frozen=True)
+class Background:
+    """One GPU's counters with nothing running (the idle baseline), as rates.
+
+    Attributes:
+        gpu: NVML index.
+        window_s: how long the baseline was sampled.
+        nvlink_bytes_per_s, pcie_bytes_per_s: TX + RX over the window; None when unsupported or
+            incomplete (then nothing is subtracted).
+    """
+
+    gpu: int
+    window_s: float
+    nvlink_bytes_per_s: float | None
+    pcie_bytes_per_s: float | None
+
+
+@dataclass(frozen=True)
 class WatchResult:
     command: tuple[str, ...]
     exit_code: int | None
@@ -103,6 +124,7 @@ class WatchResult:
     interrupted: bool = False
     notes: tuple[str, ...] = field(default=())
     link_errors: dict[str, Any] | None = None  # before/after snapshots, issues, summary (see counters.linkerrors)
+    baseline: tuple[Background, ...] = field(default=())
 
     @property
     def link_issues(self) -> list[str]:
@@ -163,7 +185,11 @@ def _peak_sum_rate(rows: list[dict], gpu: int, bus: str, direction: str) -> floa
     return max(per_interval.values()) if per_interval else None
 
 
-def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport], list[dict]]:
+def build_reports(sampler: Sampler, t_origin_s: float,
+                  background: Mapping[int, Background] | None = None,
+                  window_s: float | None = None) -> tuple[list[GpuReport], list[dict]]:
+    """Per-GPU totals and verdicts; ``background`` (per GPU) with ``window_s`` (the command's time
+    between the first and last sample) lets the verdict discount the idle chatter."""
     series = sampler.series()
     rows = timeline_rows(series, t_origin_s)
     totals = {s.spec.key: total(s) for s in series}
@@ -198,8 +224,15 @@ def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport],
         pc_bytes, pc_complete = both(PCIE)
         nv_reason = plan.nvlink_unsupported or ("" if nv_bytes is not None else "no complete NVLink reading")
         pc_reason = plan.pcie_unsupported or ("" if pc_bytes is not None else "no complete PCIe reading")
+        idle = (background or {}).get(gpu)
+
+        def expected(rate: float | None) -> float | None:
+            return None if rate is None or window_s is None else rate * window_s
+
         verdict = decide(gpu, nv_bytes, pc_bytes, nvlink_complete=nv_complete, pcie_complete=pc_complete,
-                         nvlink_reason=nv_reason, pcie_reason=pc_reason)
+                         nvlink_reason=nv_reason, pcie_reason=pc_reason,
+                         background_nvlink_bytes=expected(idle.nvlink_bytes_per_s) if idle else None,
+                         background_pcie_bytes=expected(idle.pcie_bytes_per_s) if idle else None)
         if plan.fabric != NVLINK:  # the GPU fabric is xGMI: say so in the sentence
             from dataclasses import replace
 
@@ -210,6 +243,37 @@ def build_reports(sampler: Sampler, t_origin_s: float) -> tuple[list[GpuReport],
     rows = [{**r, "bus": fabric_of[r["gpu"]]} if r["bus"] == NVLINK and fabric_of.get(r["gpu"], NVLINK) != NVLINK
             else r for r in rows]
     return reports, rows
+
+
+def measure_background(source: CounterSource, plans: Sequence[GpuPlan], baseline_s: float, interval_s: float, *,
+                       clock: Callable[[], float], sleep: Callable[[float], None]) -> dict[int, Background]:
+    """Sample every planned counter for ``baseline_s`` with nothing started by us: each GPU's idle rate.
+
+    Samples by hand every ``interval_s`` (rate-mode PCIe counters are integrated, so one pair of
+    samples is not enough). A window that did not advance the clock gives no baseline.
+    """
+    if baseline_s <= 0:
+        return {}
+    sampler = Sampler(source, plans, interval_s, clock=clock)
+    steps = max(1, round(baseline_s / interval_s))
+    t_start = clock()
+    sampler.sample()
+    for _ in range(steps):
+        sleep(min(interval_s, baseline_s))
+        sampler.sample()
+    window_s = clock() - t_start
+    if window_s <= 0:
+        return {}
+    reports, _ = build_reports(sampler, t_start)
+    out = {}
+    for r in reports:
+        def rate(tx: CounterTotal | None, rx: CounterTotal | None) -> float | None:
+            if tx is None or rx is None or tx.bytes is None or rx.bytes is None or not (tx.complete and rx.complete):
+                return None
+            return (tx.bytes + rx.bytes) / window_s
+        out[r.plan.gpu] = Background(r.plan.gpu, round(window_s, 6), rate(r.nvlink_tx, r.nvlink_rx),
+                                     rate(r.pcie_tx, r.pcie_rx))
+    return out
 
 
 def run_watch(
@@ -227,6 +291,7 @@ def run_watch(
     sampler = Sampler(source, plans, options.interval_s, clock=clock)
     started_utc = (now_utc or (lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")))()
     errors_before = linkerrors.take(source, gpus)
+    background = measure_background(source, plans, options.baseline_s, options.interval_s, clock=clock, sleep=sleep)
     sampler.sample()
     t0 = clock()
     interrupted = False
@@ -261,15 +326,22 @@ def run_watch(
     errors_after = linkerrors.take(source, gpus)
     step = "the command"
     issues = linkerrors.state_issues(errors_before) + linkerrors.changes(errors_before, errors_after, step)
+    series = sampler.series()
+    first = min((p.t_s for s in series for p in s.points), default=t0)
+    last = max((p.t_s for s in series for p in s.points), default=t0)
+    reports, rows = build_reports(sampler, t0, background, window_s=last - first)
+    moved = {r.plan.gpu: float(r.verdict.nvlink_bytes) for r in reports if r.verdict.nvlink_bytes}
     link_errors = {"before": errors_before, "after": errors_after, "issues": [i.as_dict() for i in issues],
-                   "summary": linkerrors.summary(errors_after)}
-    reports, rows = build_reports(sampler, t0)
+                   "summary": linkerrors.summary(errors_after),
+                   "judged": [j.as_dict() for j in linkerrors.judge_growth(errors_before, errors_after, step,
+                                                                            moved_bytes=moved)]}
     expect = None
     if options.expect == "nvlink":
         expect = expect_nvlink([r.verdict for r in reports])
     samples = max((len(s.points) for s in sampler.series()), default=0)
     return WatchResult(tuple(options.command), exit_code, started_utc, round(t1 - t0, 6), options.interval_s,
-                       samples, tuple(reports), tuple(rows), expect, interrupted, tuple(notes), link_errors)
+                       samples, tuple(reports), tuple(rows), expect, interrupted, tuple(notes), link_errors,
+                       tuple(background[g] for g in sorted(background)))
 
 
 # ---- serialisation -------------------------------------------------------------------------
@@ -338,6 +410,8 @@ def to_dict(result: WatchResult) -> dict[str, Any]:
         "timeline": list(result.timeline),
         "notes": list(result.notes),
         "link_errors": result.link_errors,
+        "baseline": [{"gpu": b.gpu, "window_s": b.window_s, "nvlink_bytes_per_s": b.nvlink_bytes_per_s,
+                      "pcie_bytes_per_s": b.pcie_bytes_per_s} for b in result.baseline],
     }
 
 

@@ -109,8 +109,11 @@ class SurveyDiagnostics:
             extra["link_errors"] = {"start": self.start_snapshot, "end": self._last, "steps": self.steps,
                                     "issues": [i.as_dict() for i in self.issues],
                                     "summary": linkerrors.summary(self._last or {}, self._names)}
+            judged = linkerrors.judge_growth(self.start_snapshot or {}, self._last or {}, names=self._names)
+            extra["link_errors"]["judged"] = [j.as_dict() for j in judged]
             if self.issues:
-                lines.extend(_issue_lines(self.issues))
+                lines.extend(linkerrors.judged_lines(judged))
+                lines.extend(_issue_lines([i for i in self.issues if i.kind not in linkerrors.GROWTH_ISSUE_KINDS]))
             elif (self._last or {}).get("gpus"):
                 lines.append(f"Link error counters (read before the first step and after each of the {len(self.steps)} "
                              "steps): none grew, no link down or below its width.")

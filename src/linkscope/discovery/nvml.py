@@ -332,6 +332,15 @@ def read_link_health(nvml: Any, h: Any, error_type: type[BaseException]) -> dict
         if not entry["active"]:
             continue
         link = entry["link"]
+        remote_fn = getattr(nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2", None) or \
+            getattr(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", None)
+        if remote_fn is not None:  # the far end (a GPU, or an NVSwitch port): names the link's peer
+            remote = attempt(f"nvlink{link}_remote", functools.partial(remote_fn, h, link))
+            bus = getattr(remote, "busId", None) if remote is not None else None
+            if isinstance(bus, bytes):
+                bus = bus.decode(errors="replace")
+            entry["remote_pci_bus_id"] = bus.rstrip("\x00").lower() if isinstance(bus, str) and bus else None
+            errors.pop(f"nvlink{link}_remote", None)
         for name, counter in NVLINK_ERROR_COUNTERS.items():
             value = None
             if counter_fn is not None:
