@@ -144,8 +144,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
         cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, max=MAX_REPS,
-                                       help="Capture this many operations per CUDA graph for sizes <= 1 MiB, so small sizes time NCCL, not"
-                                            " Python launches (nccl-tests -G); 0: launch each operation from Python."),
+                                       help="Capture this many operations per CUDA graph at every size, so the times are NCCL's, not"
+                                            " Python launches (nccl-tests -G N: compare with it); 0: launch each operation"
+                                            " from Python (compare with nccl-tests without -G)."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,

@@ -25,13 +25,22 @@ has no such primitives; the op table's ``exchanges``): alltoall sends chunk k to
 included); gather sends every rank's chunk to rank 0, scatter chunk k from rank 0 to rank k; sendrecv sends to
 rank+1 and receives from rank-1 (a ring shift).
 
-With ``graph_iters`` > 0 the timed loop is captured once into a CUDA graph per GPU and the graph
-is launched ``iters / graph_iters`` times (cuts Python launch overhead at small sizes); if capture
-fails the run falls back to eager launches and says so.
+With ``graph_iters`` > 0 (nccl-tests' ``-G N``) ``graph_iters`` operations are captured once into a
+CUDA graph per GPU at every size, and the graph is launched ``iters / graph_iters`` times (at least
+``MIN_GRAPH_LAUNCHES``); if capture fails the run falls back to eager launches and says so. Every
+size, not only small ones: an operation is "short" whenever its launch shows, and that depends on
+the launch, not on the size. One thread enqueueing a grouped alltoall over four communicators takes
+~110 us (4 x H200, 2026-11-28: ``bench nccl`` eager alltoall flat at 112-124 us from 2 to 32 MiB,
+where nccl-tests -G 20 took 21-97 us), longer than the operation itself up to ~32 MiB. Graphs also
+make NCCL register the buffers (``NCCL_GRAPH_REGISTER``, default on), as in nccl-tests -G: so
+``--cuda-graph N`` is compared with nccl-tests ``-G N`` and ``--cuda-graph 0`` with its eager run.
+Each row keeps ``launch_us``: the host time to enqueue one eager operation, measured on the warm-up
+launches (median), so the launch cost per op is on record beside the device time.
 """
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +75,7 @@ class NcclRow:
     runs_time_us: tuple[float, ...]
     graph: bool = False
     inplace: bool = False
+    launch_us: float | None = None  # host time to enqueue one eager operation (warm-up median); None: simulated
 
 
 @dataclass(frozen=True)
@@ -287,10 +297,14 @@ def run_nccl(
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
                 launch_one: Callable[[], None] = functools.partial(enqueue, backend, op, peers, view, lay, nranks)
+                enqueue_s = []
                 for _ in range(warmup):
+                    t_host = time.perf_counter()
                     launch_one()
+                    enqueue_s.append(time.perf_counter() - t_host)
+                launch_us = float(np.median(enqueue_s)) * 1e6 if enqueue_s and not backend.simulated else None
                 launch, per_launch, graph_used = launch_one, 1, False
-                if use_graph and lay.size_bytes <= (1 << 20):
+                if use_graph:
                     graph_used, launch, per_launch = _try_graph(job, backend, peers, launch_one, graph_iters, notes)
                 times = []
                 for _ in range(runs):
@@ -313,7 +327,7 @@ def run_nccl(
                 algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
                 rows.append(NcclRow(op, lay.size_bytes, lay.recv_count if OP_TABLE[op].layout == "gather" else lay.send_count,
                                     t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
-                                    tuple(t * 1e6 for t in times), graph_used, in_place))
+                                    tuple(t * 1e6 for t in times), graph_used, in_place, launch_us))
             if job.rank == 0:
                 if checkpoint:
                     checkpoint(result_so_far())
