@@ -37,9 +37,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from .model import Device, DeviceKind
 from .pcie import pcie_gen_gb_per_s
 
-__all__ = ["ASSUMED_LOCAL_COPY_EFFICIENCY", "GPU_FACTS", "GpuFacts", "facts_table_markdown", "gpu_facts",
+__all__ = ["ASSUMED_LOCAL_COPY_EFFICIENCY", "GPU_FACTS", "GpuFacts", "facts_of_device", "facts_table_markdown", "gpu_facts",
            "gpu_facts_by_key", "no_facts_reason"]
 
 # ---- measured facts (recordings of this project) --------------------------------------------------------
@@ -51,7 +52,15 @@ _H100_LOCAL = f"measured: nvbandwidth v0.8 device_local_copy 1489.24 and 1490.79
 _H200_LAT = (f"measured: nvbandwidth v0.8 device_to_device_latency_sm 826.3-831.7 ns, host_device_latency_sm "
              f"1190.7-1206.5 ns on 4 x H200 NV18 ({_H200_REC}/nvbandwidth-all.txt)")
 _H100_LAT = (f"measured: nvbandwidth v0.8 device_to_device_latency_sm 826.08 and 827.52 ns, host_device_latency_sm "
-             f"1202.82 and 1217.72 ns on 2 x H100 NV18 ({_H100_FIX})")
+             f"1202.82 and 1217.72 ns on 2 x H100 NV18 ({_H100_FIX}); linkscope survey remote-read 0.824-0.852 us, "
+             "host-read 1.18-1.26 us on three leases (docs/runs/survey-h100x2-2026-11-25.json, -run2.json, "
+             "tests/fixtures/peertools/h100x2-visits11-13/visit13/linkscope/survey.json)")
+_H100_FLAG = ("measured: linkscope survey flag-pingpong 0.841-0.877 us on 2 x H100 NV18, three leases "
+              "(docs/runs/survey-h100x2-2026-11-25.json, survey-h100x2-2026-11-25-run2.json, "
+              "tests/fixtures/peertools/h100x2-visits11-13/visit13/linkscope/survey.json): middle 0.86")
+_H200_FLAG = ("measured: linkscope survey flag-pingpong 0.594-0.730 us on H200 NV18, three leases (2 x H200: "
+              "docs/runs/survey-h200x2-2026-11-22.json 0.617, survey-512MiB-h200x2-2026-11-22.json 0.594-0.598; "
+              f"4 x H200: {_H200_REC}/linkscope/survey.json 0.646-0.730): middle 0.66")
 
 ASSUMED_LOCAL_COPY_EFFICIENCY = 0.878
 """Share of the datasheet memory bandwidth a device-local copy's read + write traffic reaches, for models
@@ -131,6 +140,8 @@ class GpuFacts:
         latency_class: architecture family whose latencies apply (``hopper``).
         remote_read_latency_us: peer pointer chase over NVLink through NVSwitch (round trip), measured.
         host_read_latency_us: pointer chase into pinned host memory (round trip), measured.
+        flag_pingpong_us: one-way flag ping-pong between two GPUs through NVSwitch (linkscope's survey),
+            measured: the middle of the range seen over several leases.
         gcds_per_package: compute dies one package shows as separate devices (MI250X: 2).
         pci_ids: ``vendor:device`` ids (lower-case hex).
         sources: field name -> citation.
@@ -156,6 +167,7 @@ class GpuFacts:
     latency_class: str | None = None
     remote_read_latency_us: float | None = None
     host_read_latency_us: float | None = None
+    flag_pingpong_us: float | None = None
     gcds_per_package: int = 1
     pci_ids: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=True)
@@ -181,6 +193,27 @@ class GpuFacts:
             return None
         return 2 * self.local_copy_gb_per_s / self.memory_bw_gb_per_s
 
+    @property
+    def copy_memory_gb_per_s(self) -> float | None:
+        """Memory traffic a device-local copy drives (read + write = 2 x the copy's rate), GB/s: what the
+        twin's device-memory resource carries for ``local`` copies."""
+        return None if self.local_copy_gb_per_s is None else 2 * self.local_copy_gb_per_s
+
+    @property
+    def nvswitch_hop_latency_us(self) -> float | None:
+        """One GPU <-> NVSwitch hop's share of the measured peer remote read: the pointer chase crosses
+        GPU -> NVSwitch -> GPU and back (4 hops), so a quarter of it (derived, not measured per hop)."""
+        return None if self.remote_read_latency_us is None else self.remote_read_latency_us / 4
+
+    @property
+    def flag_base_us(self) -> float | None:
+        """The fixed part of a flag ping-pong: the measured one-way flag minus the two NVSwitch hops of the
+        route it was measured on (derived; the twin adds the route of the pair it predicts)."""
+        hop = self.nvswitch_hop_latency_us
+        if self.flag_pingpong_us is None or hop is None:
+            return None
+        return max(self.flag_pingpong_us - 2 * hop, 0.0)
+
     def source(self, name: str) -> str:
         """The citation of field ``name`` ("" when the field is not set)."""
         return self.sources.get(name, "")
@@ -190,7 +223,8 @@ class GpuFacts:
 GiB = 2**30
 _FACT_FIELDS = ("memory_bytes", "memory_bw_gb_per_s", "local_copy_gb_per_s", "pcie_generation", "pcie_lanes",
                 "nvlink_generation", "nvlink_links", "nvlink_gb_per_s_per_link", "xgmi_links", "xgmi_gb_per_s_per_link",
-                "c2c_gb_per_s", "copy_engines", "remote_read_latency_us", "host_read_latency_us", "pci_ids")
+                "c2c_gb_per_s", "copy_engines", "remote_read_latency_us", "host_read_latency_us", "flag_pingpong_us",
+                "pci_ids")
 
 
 def _row(key: str, name: str, vendor: str, architecture: str, doc: str, *, memory_gb: float | None = None,
@@ -220,7 +254,7 @@ def _row(key: str, name: str, vendor: str, architecture: str, doc: str, *, memor
 
 
 _NV = "nvidia"
-_HOPPER_LAT = {"remote_read_latency_us": _H200_LAT, "host_read_latency_us": _H200_LAT}
+_HOPPER_LAT = {"remote_read_latency_us": _H200_LAT, "host_read_latency_us": _H200_LAT, "flag_pingpong_us": _H200_FLAG}
 
 GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("k80", "NVIDIA Tesla K80 (one GK210)", _NV, "Kepler", _K80, memory_gb=12, memory_bw_gb_per_s=240.0,
@@ -275,9 +309,10 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("h100-sxm", "NVIDIA H100 SXM5 80GB", _NV, "Hopper", _H100, memory_gb=80, memory_bw_gb_per_s=3350.0,
          local_copy=(1490.0, _H100_LOCAL), pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=18,
          nvlink_gb_per_s_per_link=26.562, latency_class="hopper", remote_read_latency_us=0.827,
-         host_read_latency_us=1.21, pci_ids=("10de:2330",),
+         host_read_latency_us=1.21, flag_pingpong_us=0.86, pci_ids=("10de:2330",),
          extra_sources={"nvlink_links": _HOPPER_WP, "nvlink_gb_per_s_per_link": _NVML_NVLINK4,
-                        "remote_read_latency_us": _H100_LAT, "host_read_latency_us": _H100_LAT}),
+                        "remote_read_latency_us": _H100_LAT, "host_read_latency_us": _H100_LAT,
+                        "flag_pingpong_us": _H100_FLAG}),
     _row("h100-pcie", "NVIDIA H100 PCIe", _NV, "Hopper", _H100, memory_gb=80, memory_bw_gb_per_s=2000.0,
          pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
          latency_class="hopper", pci_ids=("10de:2331",),
@@ -293,7 +328,7 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("h200-sxm", "NVIDIA H200 SXM 141GB", _NV, "Hopper", _H200, memory_gb=141, memory_bw_gb_per_s=4800.0,
          local_copy=(2080.0, _H200_LOCAL), pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=18,
          nvlink_gb_per_s_per_link=26.562, latency_class="hopper", remote_read_latency_us=0.828,
-         host_read_latency_us=1.196, pci_ids=("10de:2335",),
+         host_read_latency_us=1.196, flag_pingpong_us=0.66, pci_ids=("10de:2335",),
          extra_sources={"nvlink_links": _HOPPER_WP, "nvlink_gb_per_s_per_link": _NVML_NVLINK4, **_HOPPER_LAT}),
     _row("h200-nvl", "NVIDIA H200 NVL", _NV, "Hopper", _H200, memory_gb=141, memory_bw_gb_per_s=4800.0,
          pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=18, nvlink_gb_per_s_per_link=25.0,
@@ -427,6 +462,24 @@ def gpu_facts(name_or_pci_id: str | None) -> GpuFacts | None:
         return None
     key = sizes.get(memory)
     return _BY_KEY[key] if key else None
+
+
+def facts_of_device(device: Device) -> GpuFacts | None:
+    """The facts of a topology device: by its product name, else by the PCI id discovery recorded
+    (``attributes["pci_device_id"]`` as NVML gives it, or ``vendor_id``/``device_id`` from sysfs/hwloc)."""
+    if device.kind is not DeviceKind.GPU:
+        return None
+    found = gpu_facts(device.name)
+    if found is not None:
+        return found
+    attrs = device.attributes or {}
+    nvml_id = attrs.get("pci_device_id")
+    if isinstance(nvml_id, str):
+        found = gpu_facts(nvml_id)
+    vendor, dev = attrs.get("vendor_id"), attrs.get("device_id")
+    if found is None and isinstance(vendor, str) and isinstance(dev, str):
+        found = gpu_facts(f"{vendor.lower().removeprefix('0x')}:{dev.lower().removeprefix('0x')}")
+    return found
 
 
 def no_facts_reason(name: str | None) -> str:
