@@ -94,6 +94,18 @@ def rocm_engine_row() -> dict[str, Any]:
     return {"ok": why is None, "reason": f"{why}; {note}" if why else note, "version": "cupy-rocm (HIP)" if why is None else None}
 
 
+def numa_row(machine: str | None = None) -> dict[str, Any]:
+    """How pinned host buffers are NUMA-placed on this architecture (``engines/gpu/mempolicy``):
+    libnuma by name, else the kernel's syscall numbers for x86_64 or the generic table (aarch64:
+    GH200/GB200/Grace hosts), else why not."""
+    from .engines.gpu.mempolicy import mempolicy
+
+    policy = mempolicy(machine)
+    if policy.available:
+        return {"ok": True, "version": f"{policy.machine}: {policy.how}"}
+    return {"ok": False, "reason": f"{policy.machine}: {policy.why_not}"}
+
+
 def collect() -> dict[str, Any]:
     versions = {
         "linkscope": __version__,
@@ -125,4 +137,5 @@ def collect() -> dict[str, Any]:
             backends.append(_guard(name, platforms.load(ref)))
     if "mpi" not in names:
         backends.append(_guard("mpi", _mpi))
+    backends.append(_guard(f"numa placement ({platform.machine()})", numa_row))
     return {"versions": versions, "backends": backends}

@@ -8,7 +8,10 @@ upstream code, not from the documentation's idea of it:
   metrics' ``link_type``). 7.x (amdsmi 7.0.2 wheel, ``amdsmi_wrapper.py:1223-1235``,
   ``amdsmi_interface.py:489-494``): no ``AmdSmiIoLinkType``; ``AmdSmiLinkType`` INTERNAL 0,
   PCIE 1, XGMI 2, NOT_APPLICABLE 3, UNKNOWN 4, for both calls.
-* ``amdsmi_get_link_metrics`` (7.0.2 ``amdsmi_interface.py:3260-3288``): always
+* ``amdsmi_get_link_metrics`` exists in the Python layer from 7.x only (ROCm/amdsmi rocm-6.0.0 ...
+  rocm-6.2.2 ``py-interface/amdsmi_interface.py`` has no such function; the C call exists from
+  rocm-6.1.0 ``include/amd_smi/amdsmi.h:3951``), so the 6.x fake has none. 7.x
+  (7.0.2 ``amdsmi_interface.py:3260-3288``): always
   ``AMDSMI_MAX_NUM_XGMI_LINKS`` = 8 slots. C side, 6.2 (``src/amd_smi/amd_smi.cc:1340-1359``):
   ``num_links`` = 8, every slot ``link_type`` XGMI, ``bdf`` never set (formats as
   ``0000:00:00.0``), ``read``/``write`` = the gpu-metrics ``xgmi_*_data_acc``, ``bit_rate`` =
@@ -16,6 +19,10 @@ upstream code, not from the documentation's idea of it:
   C side, 7.x: ``bdf`` memset to 0xFF (formats as ``ffffffffffff:ff:1f.7``) unless the xgmi port map
   resolves the peer, ``bit_rate``/``max_bandwidth`` UINT32_MAX unless the speed is known
   (then speed and speed × width).
+* ``amdsmi_get_gpu_enumeration_info`` (7.x only; 7.0.2 ``amdsmi_interface.py:1959-1996``, C side
+  ROCm/amdsmi ``src/amd_smi/amd_smi.cc`` at amd-staging 1991c5ce): ``hip_id`` = KFD node id minus the
+  smallest GPU node id, ``hip_uuid`` = ``"GPU-%016x"`` of the KFD unique id; the fake's KFD table
+  (``kfd_nodes``) is the one ``kfd_tree`` writes as sysfs, so both stay consistent.
 * gpu metrics (rocm-6.2 ``rocm_smi/src/rocm_smi_gpu_metrics.cc:1572-1646, 2095-2180, 2600``):
   every field starts all-ones; table v1.3 (MI200) never fills the xGMI fields, v1.4+ (MI300) does.
   The Python layer turns all-ones into "N/A" for ``amdsmi_get_gpu_metrics_info`` only
@@ -102,7 +109,8 @@ class FakeAmdSmi:
     AmdSmiLibraryException = AmdSmiLibraryException
 
     def __init__(self, *, layout: str = "7", gpu: str = "mi250x", resolve_peers: bool = False,
-                 with_link_metrics: bool = True, fail_init: bool = False, numa_unknown: bool = False) -> None:
+                 with_link_metrics: bool | None = None, fail_init: bool = False, numa_unknown: bool = False,
+                 kfd_order: list[int] | None = None) -> None:
         if layout not in ("6", "7") or gpu not in ("mi250x", "mi300x"):
             raise ValueError(f"layout 6|7 and gpu mi250x|mi300x, got {layout!r}, {gpu!r}")
         self.layout, self.gpu, self.resolve_peers, self.numa_unknown = layout, gpu, resolve_peers, numa_unknown
@@ -123,8 +131,20 @@ class FakeAmdSmi:
             self._links[b] += [a] * n
         self.read_kb = {(i, k): 0 for i in range(8) for k in range(MAX_NUM_XGMI_LINKS)}
         self.write_kb = dict(self.read_kb)
+        if with_link_metrics is None:
+            with_link_metrics = layout == "7"
+        if with_link_metrics and layout == "6":
+            raise ValueError("amdsmi 6.x has no amdsmi_get_link_metrics in its Python layer")
         if not with_link_metrics:
             self.amdsmi_get_link_metrics = None  # type: ignore[assignment]
+        if layout == "6":
+            self.amdsmi_get_gpu_enumeration_info = None  # type: ignore[assignment]
+        # KFD node of each amdsmi GPU: CPU nodes first (one per socket), GPUs after in kfd_order
+        # (default: amdsmi's order, which is ascending PCI address here)
+        self.kfd_order = list(kfd_order) if kfd_order is not None else list(range(8))
+        cpu_nodes = 2 if gpu == "mi300x" else 1
+        self.kfd_nodes = {gcd: cpu_nodes + pos for pos, gcd in enumerate(self.kfd_order)}
+        self.unique_ids = {i: 0x5A1F_0000_0000_0000 + 0x1_0000_1111 * (i + 1) for i in range(8)}
         self.pcie_width: dict[int, int] = {}
         self.pcie_replays: dict[int, int] = {}
         self.xgmi_status: dict[int, int] = {}
@@ -150,6 +170,23 @@ class FakeAmdSmi:
 
     def amdsmi_get_gpu_device_uuid(self, h) -> str:
         return f"{0x1e + h.gcd:02x}ff740c-0000-1000-80ea-a1b2c3d4e5{h.gcd:02x}"
+
+    def amdsmi_get_gpu_enumeration_info(self, h) -> dict:
+        node = self.kfd_nodes[h.gcd]
+        return {"drm_render": 128 + h.gcd, "drm_card": h.gcd, "hsa_id": node,
+                "hip_id": node - min(self.kfd_nodes.values()), "hip_uuid": f"GPU-{self.unique_ids[h.gcd]:016x}"}
+
+    def kfd_rows(self) -> list[tuple[int, dict[str, int]]]:
+        """(node id, properties) of every KFD node, as amdkfd writes them under topology/nodes."""
+        rows = [(n, {"cpu_cores_count": 64, "simd_count": 0, "unique_id": 0}) for n in range(min(self.kfd_nodes.values()))]
+        for gcd, node in sorted(self.kfd_nodes.items(), key=lambda kv: kv[1]):
+            domain, bus, dev_fn = self.bus[gcd].split(":")
+            dev, fn = dev_fn.split(".")
+            rows.append((node, {"cpu_cores_count": 0, "simd_count": 416 if self.gpu == "mi250x" else 1216,
+                                "unique_id": self.unique_ids[gcd], "domain": int(domain, 16),
+                                "location_id": (int(bus, 16) << 8) | (int(dev, 16) << 3) | int(fn, 16),
+                                "drm_render_minor": 128 + gcd}))
+        return rows
 
     def amdsmi_get_gpu_asic_info(self, h) -> dict:
         if self.gpu == "mi250x":

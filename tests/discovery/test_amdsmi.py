@@ -27,7 +27,10 @@ def test_upstream_link_metrics_placeholders_fall_back_to_bandwidth(layout: str, 
     rate = fake.link_mbps / 1000
     assert all(l.provenance is Provenance.OS and l.link_gb_per_s == rate for l in links.values())
     assert all("link count from amdsmi max/min bandwidth" in l.source for l in links.values())
-    assert any("placeholder" in n and "max/min bandwidth" in n for n in topo.notes)
+    # 7.x: the slots are placeholders; 6.x: the Python layer has no amdsmi_get_link_metrics at all
+    # (ROCm/amdsmi rocm-6.0.0 ... rocm-6.2.2 py-interface/amdsmi_interface.py), so it always falls back
+    why = "placeholder" if layout == "7" else "not available"
+    assert any(why in n and "max/min bandwidth" in n for n in topo.notes)
 
 
 def test_resolved_peer_addresses_count_links_directly() -> None:

@@ -200,3 +200,25 @@ def test_recorded_pcie_only_rocm_smi_from_rocm_smi_lib_108() -> None:
     assert set(parsed["link_type"].values()) == {"PCIE"}
     topo = rocm.facts_to_topology(rocm.parse_outputs({"rocm-smi-showtopo.txt": text}))
     assert topo.gpu_count == 4 and not [l for l in topo.links if l.kind is LinkKind.XGMI]
+
+
+def test_showtopo_numa_minus_one_is_unknown_and_affinity_stands_in() -> None:
+    """rocm_smi.py showNumaTopology (rocm-systems release/rocm-rel-7.0 python_smi_tools/rocm_smi.py:
+    3428-3441) prints rsmi_topo_get_numa_node_number through a c_int32 and the sysfs numa_node as
+    "Numa Affinity"; -1 means none. The old parser stored node -1."""
+    text = "\n".join([
+        "=========================== ROCm System Management Interface ===========================",
+        "========================= Weight between two GPUs =========================",
+        "       GPU0         GPU1",
+        "GPU0   0            15",
+        "GPU1   15           0",
+        "================================== Numa Nodes ==================================",
+        "GPU[0]\t\t: (Topology) Numa Node: -1",
+        "GPU[0]\t\t: (Topology) Numa Affinity: 1",
+        "GPU[1]\t\t: (Topology) Numa Node: -1",
+        "GPU[1]\t\t: (Topology) Numa Affinity: -1",
+        "============================= End of ROCm SMI Log ==============================", ""])
+    parsed = rocm.parse_showtopo(text)
+    assert parsed["numa_node"] == {0: 1}
+    topo = rocm.facts_to_topology(rocm.parse_outputs({"rocm-smi-showtopo.txt": text}))
+    assert [g.numa_node for g in topo.gpus] == [1, None]

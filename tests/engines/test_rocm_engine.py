@@ -99,6 +99,30 @@ def test_roc_p2p_sdma_size_moves_the_threshold() -> None:
     assert not any("runtime chose a kernel" in n for n in _run(engine, "ce", (Transfer(0, 1, 4096),)).notes)
 
 
+@pytest.mark.parametrize(("version", "says"), [((6, 2), "runtime chose a kernel: HIP 6.2"),
+                                                ((7, 0), "runtime chose a kernel: HIP 7.0"),
+                                                ((6, 1), "only when a kernel dispatch is pending"),
+                                                ((5, 7), "only when a kernel dispatch is pending")])
+def test_small_peer_copy_rule_follows_the_rocm_version(monkeypatch, version, says) -> None:
+    """clr rocblit.cpp copyBuffer: rocm-6.2.2:2258-2264 a peer copy <= ROC_P2P_SDMA_SIZE KiB is always a
+    kernel; rocm-6.1.2:2289 (and 5.7.0:2232) only when a kernel dispatch is pending on the queue."""
+    monkeypatch.setattr(RocmEngine, "rocm_version", property(lambda self: version))
+    engine, _ = _engine()
+    notes = _run(engine, "ce", (Transfer(0, 1, 64 * 1024),)).notes
+    assert any(says in n for n in notes)
+    if version < (6, 2):
+        assert not any(n.startswith("runtime chose a kernel") for n in notes)
+
+
+def test_small_ce_read_is_a_pull_on_the_destinations_queue() -> None:
+    """At <= ROC_P2P_SDMA_SIZE KiB the blit kernel runs on the issuing (destination's) queue: not the
+    source's SDMA engine pushing, which holds above the threshold only."""
+    engine, _ = _engine()
+    small = _run(engine, "ce-read", (Transfer(0, 1, 64 * 1024),)).notes
+    assert any("a pull" in n for n in small) and not any("source pushing" in n for n in small)
+    assert any("source pushing" in n for n in _run(engine, "ce-read", (Transfer(0, 1, 4 * MiB),)).notes)
+
+
 def test_ce_nopeer_on_rocm_says_what_it_really_is() -> None:
     """ROCclr chooses P2P by reachability (p2pAgents), not by the peer-access state."""
     engine, _ = _engine()

@@ -18,6 +18,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 EXPECTED = {
     "hgx-h200-4", "dgx-h100", "dgx-a100", "mi250x-8gcd", "k80-16", "pcie-8gpu-2socket", "v100-4-nvlink-ib",
+    "mi300x-8", "mi325x-8",
 }
 SCHEMA = json.loads(io.SCHEMA_FILE.read_text())
 
@@ -272,3 +273,23 @@ def test_v100_pairs_on_nvlink_and_one_hca_per_socket():
     assert _level(t, 0, "mlx5_0") == "PIX" and _level(t, 0, "mlx5_1") == "SYS"
     assert q.nearest_cores(t, 3) == tuple(range(18, 36)) + tuple(range(54, 72))
     assert "all-to-all" in t.description
+
+
+# ---- mi300x-8, mi325x-8 ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(("name", "key"), [("mi300x-8", "mi300x"), ("mi325x-8", "mi325x")])
+def test_mi300_class_presets_are_a_full_xgmi_mesh_whose_gpus_resolve_to_the_facts(name: str, key: str) -> None:
+    """8 GPUs, one xGMI link per pair (seven links a GPU; AMD MI300X/MI325X datasheets, cited in
+    gpufacts), each at the facts table's per-link rate, not at an amdsmi min_bandwidth reading."""
+    from linkscope.topology.gpufacts import facts_of_device, gpu_facts_by_key
+
+    t = load_preset(name)
+    facts = gpu_facts_by_key(key)
+    assert facts is not None and t.gpu_count == 8
+    assert all(facts_of_device(g) == facts for g in t.gpus)
+    for g, h in _gpu_pairs(t):
+        (link,) = q.route(t, g.id, h.id)
+        assert link.kind.value == "xgmi" and link.count == 1
+        assert link.capacity_gb_per_s == facts.xgmi_gb_per_s_per_link
+        assert _level(t, g.id, h.id).startswith("XGMI")
+    per_gpu = {g.id: sum(1 for l in t.links if l.kind.value == "xgmi" and g.id in (l.a, l.b)) for g in t.gpus}
+    assert set(per_gpu.values()) == {facts.xgmi_links}

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Print what is set on stderr."),
     ) -> None:
         """Set CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, UCX_NET_DEVICES, NCCL_IB_HCA and the CPU
-        binding for this rank (from OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK,
+        binding for this rank (AMD: the GPU found by PCI address, numbered among those an inherited
+        ROCR_VISIBLE_DEVICES leaves) (from OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK,
         SLURM_LOCALID or LOCAL_RANK), then exec the program.
 
         Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app ;
@@ -47,7 +48,12 @@ def register(app: typer.Typer) -> None:
                                 hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}")
             raise UserError(f"command not found: {command[0]}")
         assignment = load_assignment(mapping)
-        plan = launch_plan(assignment, os.environ, nic)
+        kfd = None
+        if assignment.gpu_vendor == "amd":
+            from ..discovery.hipdevices import read_kfd_gpus
+
+            kfd = read_kfd_gpus()
+        plan = launch_plan(assignment, os.environ, nic, kfd_gpus=kfd)
         for var, value in plan.env.items():  # the mapping's schema refuses these; never exec with one
             if not value.isprintable():
                 raise UserError(f"{mapping}: {var}={value[:60]!r} holds a control character or line break; "
@@ -68,6 +74,11 @@ def register(app: typer.Typer) -> None:
         if verbose:
             shown = " ".join(f"{k}={v}" for k, v in plan.env.items())
             err.print(f"rank {plan.rank} ({plan.rank_source}): {shown}", markup=False)
+        if plan.device_says and (verbose or any(v in os.environ for v in
+                                                ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"))):
+            # an inherited visibility variable renumbers the GPUs: say what this rank's index means
+            err.print(f"rank {plan.rank}: {plan.device_says}; HIP_VISIBLE_DEVICES={plan.env['HIP_VISIBLE_DEVICES']}",
+                      markup=False)
         sys.stdout.flush()
         try:
             os.execvpe(command[0], list(command), env)

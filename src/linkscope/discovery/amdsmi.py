@@ -15,7 +15,14 @@ Calls (amdsmi Python API, ROCm/amdsmi ``py-interface/amdsmi_interface.py`` and t
   ``amdsmi_topo_get_link_weight``, ``amdsmi_get_minmax_bandwidth_between_processors`` →
   ``{"min_bandwidth", "max_bandwidth"}`` in MB/s (amdkfd io_link: min = one xGMI link, max = links ×
   min, 0 for a routed peer);
-* ``amdsmi_get_link_metrics`` (newer releases) → ``{"num_links", "links": [{"bdf", "bit_rate",
+* ``amdsmi_get_gpu_enumeration_info`` (7.x only; 7.0.2 wheel ``amdsmi_interface.py:1959-1996``) →
+  ``hip_id`` (the HIP ordinal with no visibility variable: KFD node id minus the smallest GPU node
+  id; "N/A" when unknown) and ``hip_uuid`` (``GPU-%016x``, what HIP_VISIBLE_DEVICES accepts from
+  ROCm 6.2); see ``hipdevices``;
+* ``amdsmi_get_link_metrics`` (Python layer from 7.x: the 6.x ``py-interface/amdsmi_interface.py``
+  has no such function at rocm-6.0.0 … rocm-6.2.2, though the C library has it from 6.1.0,
+  ``include/amd_smi/amdsmi.h:3951`` at rocm-6.1.0; so 6.x always takes the bandwidth fallback)
+  → ``{"num_links", "links": [{"bdf", "bit_rate",
   "max_bandwidth", "link_type", "read", "write"}]}``, always 8 slots, every one typed XGMI; the
   peer's ``bdf`` is a placeholder (6.x: never set; 7.x: all ones) unless the kernel exposes the
   xgmi port map. Link counts come from it only where every GPU's slots name real peers; else from
@@ -42,6 +49,7 @@ from ..topology.model import Topology
 from . import rocm
 from .amdsmi_values import reading, unresolved_bdf
 from .base import Availability
+from .hipdevices import kfd_facts, read_kfd_gpus
 from .rocm import facts_to_topology
 from .sysfs import normalise_bdf
 
@@ -176,7 +184,14 @@ def read_facts(mod: Any) -> dict[str, Any]:
         pcie = _try(mod.amdsmi_get_pcie_info, h) or {}
         metric = pcie.get("pcie_metric", {}) if isinstance(pcie, dict) else {}
         speed_mt, width = reading(metric.get("pcie_speed"), 32), reading(metric.get("pcie_width"), 16)
+        enum = _try(getattr(mod, "amdsmi_get_gpu_enumeration_info", None) or (lambda *_: None), h)
+        hip_id = reading(enum.get("hip_id"), 32) if isinstance(enum, dict) else None
+        hip_uuid = enum.get("hip_uuid") if isinstance(enum, dict) else None
         gpus.append({"index": i, "pci_bus_id": bdfs[-1], "name": name if name and name != "N/A" else None,
+                     # amdsmi 7.x: HIP's ordinal and UUID (KFD order, no environment); 6.x has no such call
+                     "hip_id": hip_id,
+                     "hip_uuid": hip_uuid if isinstance(hip_uuid, str) and hip_uuid.startswith("GPU-")
+                     and hip_uuid != "GPU-0000000000000000" else None,
                      "uuid": _try(mod.amdsmi_get_gpu_device_uuid, h),
                      "numa_node": numa if numa is not None and numa >= 0 else None,
                      "pcie": {"speed_gt_per_s": speed_mt / 1000, "width": width}
@@ -267,6 +282,7 @@ def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes:
             raise BackendUnavailable(f"amdsmi: {reason}; ROCm: {text.reason}")
         facts = rocm.parse_outputs(rocm.read_outputs())
         notes.append(f"amdsmi not used ({reason}): ROCm SMI text output parsed instead")
+    facts["kfd_gpus"] = kfd_facts(read_kfd_gpus())  # HIP's order, live: ordinals follow it by PCI address
     return rocm.facts_to_topology(facts, host_facts(), name=socket.gethostname())
 
 
@@ -286,7 +302,7 @@ def read_link_health(mod: Any, h: Any, xgmi_links: list[int] | None = None) -> d
     replay/recovery/NAK counters), and the xGMI error status (``amdsmi_gpu_xgmi_error_status``: 0 no
     errors, 1 an error, 2 several; a GPU-wide status, kept as ``xgmi_error`` on every active link) for
     the active xGMI links ``xgmi_links`` (the counter source's link indices)."""
-    from .sysfs import GT_OF_GEN
+    from ..topology.pcie import GT_OF_GEN
 
     gen_of_mt = {int(gt * 1000): gen for gen, gt in GT_OF_GEN.items()}
     errors: dict[str, str] = {}

@@ -34,9 +34,10 @@ from typing import Any
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from ..topology.pcie import pcie_gb_per_s, pcie_generation
 from .base import Availability
 from .merge import GpuPart, assemble
-from .sysfs import normalise_bdf, pcie_gb_per_s, pcie_generation
+from .sysfs import normalise_bdf
 
 XGMI_MI200_GB_PER_S = 50.0
 MI250X_CPU_GCD_GB_PER_S = 36.0
@@ -141,12 +142,23 @@ def parse_showtopo(text: str) -> dict[str, Any]:
     for cell, value in _matrix(sections.get("link type between two gpus", []), "link type").items():
         if not value.isdigit():
             out["link_type"][cell] = "XGMI" if value.upper() in ("XGMI", "XMGI") else value.upper()
+    # "Numa Node" is rsmi_topo_get_numa_node_number (a uint32 printed through a c_int32, so the
+    # kernel's "none" arrives as -1) and "Numa Affinity" the device's sysfs numa_node (-1: none),
+    # rocm-systems release/rocm-rel-7.0 projects/rocm-smi-lib/python_smi_tools/rocm_smi.py:3428-3441;
+    # a negative value is unknown (None), never node -1, and Affinity stands in where Node has none
+    affinity: dict[int, int] = {}
     for line in sections.get("numa nodes", []):
         match = _GPU_LINE_RE.match(line.strip())
         if match:
+            gpu = int(match.group(1))
             node = re.search(r"Numa Node:\s*(-?\d+)", match.group(2))
-            if node:
-                out["numa_node"][int(match.group(1))] = int(node.group(1))
+            if node and int(node.group(1)) >= 0 and int(node.group(1)) != 2**32 - 1:
+                out["numa_node"][gpu] = int(node.group(1))
+            near = re.search(r"Numa Affinity:\s*(-?\d+)", match.group(2))
+            if near and int(near.group(1)) >= 0:
+                affinity[gpu] = int(near.group(1))
+    for gpu, node_id in affinity.items():
+        out["numa_node"].setdefault(gpu, node_id)
     return out
 
 
@@ -185,10 +197,11 @@ def _store_topology_cell(out: dict[str, Any], target: str, src: int, dst: int, v
         out[target][(src, dst)] = value.upper() == "ENABLED"
 
 
-#: ``amd-smi topology --json`` before ROCm 6.1.2: per GPU, one object per property keyed ``gpu_<id>``.
+#: ``amd-smi topology --json`` before ROCm 6.1.1: per GPU, one object per property keyed ``gpu_<id>``.
 _KEYED_FIELDS = (("weight", "weight"), ("hops", "hops"), ("link_type", "link_type"),
                  ("numa_bandwidth", "bandwidth_mbps"), ("link_accessibility", "accessible"))
-#: ROCm >= 6.1.2 (ROCm/amdsmi rocm-6.2 ``amdsmi_cli/amdsmi_commands.py:3070-3210``): per GPU a
+#: ROCm >= 6.1.1 (ROCm/amdsmi rocm-6.1.1 ``amdsmi_cli/amdsmi_commands.py:2852``, rocm-6.2.0 :2927;
+#: rocm-6.1.0 and rocm-6.0.2 have only the keyed layout): per GPU a
 #: ``links`` list of {gpu, bdf, weight, link_status, link_type, num_hops, bandwidth, ...}.
 _LINK_FIELDS = (("weight", "weight"), ("num_hops", "hops"), ("link_type", "link_type"),
                 ("bandwidth", "bandwidth_mbps"), ("link_status", "accessible"))
@@ -199,7 +212,7 @@ def parse_amdsmi_topology_json(text: str) -> dict[str, Any]:
     "bandwidth_mbps": {(i, j): (min, max)}, "accessible": {(i, j): bool} and "bdf": {i: str}.
 
     Both layouts amd-smi has printed are read: the keyed one (``"weight": {"gpu_1": 15}``) and,
-    from ROCm 6.1.2, the per-GPU ``links`` list. Anything else is one UserError naming what was
+    from ROCm 6.1.1, the per-GPU ``links`` list. Anything else is one UserError naming what was
     found, never an empty machine."""
     try:
         data = json.loads(text)
@@ -220,7 +233,7 @@ def parse_amdsmi_topology_json(text: str) -> dict[str, Any]:
             raise UserError(f"amd-smi topology --json: 'gpu' is not a GPU index: {item['gpu']!r}") from None
         if isinstance(item.get("bdf"), str):
             out["bdf"][src] = item["bdf"]
-        if isinstance(item.get("links"), list):  # ROCm >= 6.1.2
+        if isinstance(item.get("links"), list):  # ROCm >= 6.1.1
             for link in item["links"]:
                 if not isinstance(link, dict) or not isinstance(link.get("gpu"), int):
                     raise UserError("amd-smi topology --json: a 'links' entry has no integer 'gpu'")
@@ -237,7 +250,7 @@ def parse_amdsmi_topology_json(text: str) -> dict[str, Any]:
         if not keyed:
             found = ", ".join(sorted(str(k) for k in item)) or "nothing"
             raise UserError(f"amd-smi topology --json: unrecognised layout for GPU {src} (keys: {found}); "
-                            "expected a 'links' list (ROCm >= 6.1.2) or per-property tables keyed gpu_<id>",
+                            "expected a 'links' list (ROCm >= 6.1.1) or per-property tables keyed gpu_<id>",
                             hint="record it with linkscope topo export --raw DIR and attach it to a bug report")
         for key, target in _KEYED_FIELDS:
             for dst_key, raw in (item.get(key) or {}).items():
@@ -300,6 +313,32 @@ def parse_outputs(outputs: Mapping[str, str]) -> dict[str, Any]:
     return {"format": "linkscope.rocm-facts", "version": 1, "from": used, "gpus": gpus, "pairs": pairs}
 
 
+def hip_ordinals(records: list[Mapping[str, Any]], kfd_gpus: Any = None) -> tuple[list[int | None], str]:
+    """Each GPU's HIP ordinal with no visibility variable set, and a note saying where it came from:
+    the KFD topology of this node when it was read (``hipdevices.read_kfd_gpus``, matched by PCI
+    address: the order HIP enumerates), else amdsmi 7.x ``hip_id``, else ascending PCI address (the
+    usual KFD order, assumed). Never the SMI index: amdsmi and rocm-smi number GPUs their own way."""
+    from .hipdevices import ordinals_by_bus
+
+    buses = [g.get("pci_bus_id") for g in records]
+    if isinstance(kfd_gpus, list) and kfd_gpus:
+        order = [normalise_bdf(str(k.get("pci_bus_id"))) if k.get("pci_bus_id") else None for k in kfd_gpus]
+        found = [order.index(normalise_bdf(b)) if b and normalise_bdf(b) in order else None for b in buses]
+        ids = [g.get("hip_id") for g in records]
+        if all(isinstance(i, int) for i in ids) and ids != found:
+            return found, (f"amdsmi hip_id {ids} differs from this node's KFD order by PCI address {found}; "
+                           "the KFD order is what HIP enumerates and is used")
+        return found, ""
+    stated = [g["hip_id"] for g in records if isinstance(g.get("hip_id"), int)]
+    if stated and len(stated) == len(records):
+        return list(stated), ""
+    if any(buses):
+        return ordinals_by_bus(buses), ("HIP ordinals assumed to follow ascending PCI address (KFD order; this "
+                                        "amdsmi/rocm-smi does not state them): launch checks them against the "
+                                        "node's KFD topology")
+    return [None] * len(records), ""
+
+
 def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] | None = None,
                       *, name: str = "rocm") -> Topology:
     """GCDs as GPUs, direct xGMI pairs as bonded xgmi links; pure, from parsed facts."""
@@ -308,11 +347,19 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
     pos_of = {g["index"]: pos for pos, g in enumerate(records)}
     gpus = []
     host_links: dict[str, Link] = {}
+    ordinals, how = hip_ordinals(records, facts.get("kfd_gpus"))
+    if how:
+        notes.append(how)
     for pos, g in enumerate(records):
         product = g.get("name") or "AMD GPU"
+        numa = g.get("numa_node")
+        attributes: dict[str, Any] = {"smi_index": g["index"]}
+        if g.get("hip_uuid"):
+            attributes["hip_uuid"] = g["hip_uuid"]
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=product, index=pos, vendor="amd",
-                           uuid=g.get("uuid"), pci_bus_id=g.get("pci_bus_id"), numa_node=g.get("numa_node"),
-                           hip_ordinal=g["index"], attributes={"smi_index": g["index"]}))
+                           uuid=g.get("uuid"), pci_bus_id=g.get("pci_bus_id"),
+                           numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
+                           hip_ordinal=ordinals[pos], attributes=attributes))
         if "MI250" in product.upper():
             host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1, MI250X_CPU_GCD_GB_PER_S,
                                            provenance=Provenance.DATASHEET, generation="Infinity Fabric CPU-GCD",

@@ -132,24 +132,37 @@ def _core_indexes(topology: Topology | None, cores: Sequence[Sequence[int]]) -> 
     return tuple(tuple(sorted({index[c] for c in cs if c in index})) for cs in cores)
 
 
-def _visible_devices(topology: Topology | None, gpus: Sequence[int]) -> tuple[tuple[str, ...], str | None]:
+def _visible_devices(topology: Topology | None, gpus: Sequence[int]
+                     ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    """(what each rank's device variable names, the vendor, each rank's GPU PCI address).
+
+    NVIDIA: the UUID CUDA_VISIBLE_DEVICES accepts where known, else the CUDA ordinal. AMD: the HIP
+    ordinal with no visibility variable set (discovery's, from the KFD order; else ascending bus id,
+    ``hipdevices.ordinals_by_bus``); never amdsmi's UUID, which HIP_VISIBLE_DEVICES rejects
+    (clr rocdevice.cpp:518 at rocm-6.2.2 translates only ``GPU-`` tokens). ``launch`` makes it
+    relative to the variables the job inherits."""
+    from ..discovery.hipdevices import ordinals_by_bus
+
     if topology is None:
-        return tuple(str(g) for g in gpus), None
+        return tuple(str(g) for g in gpus), None, ()
     out = []
     vendors = set()
+    by_bus = ordinals_by_bus([d.pci_bus_id for d in topology.gpus])
     for g in gpus:
         device = topology.gpu(int(g))
         vendors.add(device.vendor)
-        if device.uuid:
+        if device.vendor == "amd":
+            ordinal = device.hip_ordinal if device.hip_ordinal is not None else by_bus[int(g)]
+            out.append(str(ordinal if ordinal is not None else device.index))
+        elif device.uuid:
             out.append(device.uuid)
-        elif device.cuda_ordinal is not None and device.vendor != "amd":
+        elif device.cuda_ordinal is not None:
             out.append(str(device.cuda_ordinal))
-        elif device.hip_ordinal is not None:
-            out.append(str(device.hip_ordinal))
         else:
             out.append(str(device.index))
     vendor = vendors.pop() if len(vendors) == 1 else None
-    return tuple(out), vendor
+    buses = tuple(topology.gpu(int(g)).pci_bus_id or "" for g in gpus)
+    return tuple(out), vendor, buses if all(buses) else ()
 
 
 def map_traffic(
@@ -220,7 +233,7 @@ def map_traffic(
     device_ranks = tuple(range(ranks)) if mode == "reorder" else gpu_of_rank
     spec = nic_choice_of(topology, nics)
     nics_out, cores = _nics_and_cores(topology, device_ranks, nics=spec)
-    visible, vendor = _visible_devices(topology, device_ranks)
+    visible, vendor, buses = _visible_devices(topology, device_ranks)
     return Assignment(
         gpu_of_rank=device_ranks if mode == "reorder" else gpu_of_rank,
         cost=float(cost_value),
@@ -238,6 +251,7 @@ def map_traffic(
         cores_of_rank=cores,
         core_index_of_rank=_core_indexes(topology, cores),
         visible_device_of_rank=visible,
+        pci_bus_id_of_rank=buses,
         gpu_vendor=vendor,
         uniform=note is not None,
         lower_bound=lower_bound,
@@ -274,8 +288,8 @@ def map_cluster(
     spec = nic_choice_of(node_topology, nics)
     nics_out, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank, cost.nic_names, spec)
     node_nics = cost.nic_names or ((_nic_names(node_topology),) * cost.hosts if node_topology is not None else ())
-    visible, vendor = _visible_devices(node_topology, result.gpu_of_rank)
-    if cost.uuids is not None:
+    visible, vendor, buses = _visible_devices(node_topology, result.gpu_of_rank)
+    if cost.uuids is not None and vendor != "amd":  # an AMD host's UUIDs are amdsmi's: HIP rejects them
         visible = tuple(cost.uuids[h][g] or v for h, g, v in zip(result.node_of_rank, result.gpu_of_rank, visible))
     node_name = node_topology.name if node_topology else cost.node.source
     return Assignment(
@@ -296,6 +310,7 @@ def map_cluster(
         cores_of_rank=cores,
         core_index_of_rank=_core_indexes(node_topology, cores),
         visible_device_of_rank=visible,
+        pci_bus_id_of_rank=buses,
         gpu_vendor=vendor,
         elapsed_s=time.perf_counter() - t0,
         notes=tuple(cost.notes) + ((

@@ -54,7 +54,11 @@ class Assignment:
             SMT siblings together, never shared with another rank when there are enough cores.
         core_index_of_rank: the same cores as logical core indexes (hwloc's order), for Open MPI
             rankfiles read without the physical flag (Open MPI 5's ``--map-by rankfile:file=``).
-        visible_device_of_rank: value for CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (UUID where known).
+        visible_device_of_rank: value for CUDA_VISIBLE_DEVICES (NVIDIA: UUID where known) or
+            HIP_VISIBLE_DEVICES (AMD: the HIP ordinal with no visibility variable set, never amdsmi's
+            UUID, which HIP rejects; ``launch`` makes it relative to the inherited variables).
+        pci_bus_id_of_rank: PCI address of each rank's GPU where known (``launch`` finds the GPU by it
+            in the KFD topology on AMD nodes and checks it).
         gpu_vendor: ``nvidia``, ``amd`` or None when unknown.
         uniform: the fabric gives every GPU pair the same cost (mapping cannot help).
         lower_bound: proven lower bound on the cost, where known.
@@ -84,6 +88,7 @@ class Assignment:
     cores_of_rank: tuple[tuple[int, ...], ...] = ()
     core_index_of_rank: tuple[tuple[int, ...], ...] = ()
     visible_device_of_rank: tuple[str, ...] = ()
+    pci_bus_id_of_rank: tuple[str, ...] = ()
     gpu_vendor: str | None = None
     uniform: bool = False
     lower_bound: float | None = None
@@ -146,6 +151,7 @@ def to_dict(assignment: Assignment) -> dict[str, Any]:
         "cores_of_rank": [list(c) for c in assignment.cores_of_rank],
         "core_index_of_rank": [list(c) for c in assignment.core_index_of_rank],
         "visible_device_of_rank": list(assignment.visible_device_of_rank),
+        "pci_bus_id_of_rank": list(assignment.pci_bus_id_of_rank),
         "gpu_vendor": assignment.gpu_vendor,
         "uniform": assignment.uniform,
         "lower_bound": assignment.lower_bound,
@@ -209,6 +215,7 @@ def from_dict(data: Any, origin: str = "mapping") -> Assignment:
         cores_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("cores_of_rank") or ()),
         core_index_of_rank=tuple(tuple(int(c) for c in cs) for cs in data.get("core_index_of_rank") or ()),
         visible_device_of_rank=tuple(str(v) for v in data.get("visible_device_of_rank") or ()),
+        pci_bus_id_of_rank=tuple(str(v) for v in data.get("pci_bus_id_of_rank") or ()),
         gpu_vendor=data.get("gpu_vendor"),
         uniform=bool(data.get("uniform", False)),
         lower_bound=data.get("lower_bound"),

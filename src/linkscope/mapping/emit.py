@@ -6,9 +6,10 @@ launcher gave the process); the CLI does the reading of ``os.environ`` and the e
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
@@ -104,23 +105,42 @@ def rank_environment(assignment: Assignment, rank: int, nics: NicSpec | str | No
 @dataclass(frozen=True)
 class LaunchPlan:
     """What ``launch`` does for this process: which mapping rank, the variables it sets, those it
-    removes (``unset``: the NIC variables under the NIC choice ``any``), the cores."""
+    removes (``unset``: the NIC variables under the NIC choice ``any``), the cores, and a sentence
+    saying how the device was chosen (``device_says``, AMD)."""
 
     rank: int
     rank_source: str
     env: dict[str, str]
     cores: tuple[int, ...]
     unset: tuple[str, ...] = ()
+    device_says: str = ""
 
 
 def _unset(assignment: Assignment, nics: NicSpec | str | None) -> tuple[str, ...]:
     return NIC_ENV_VARS if as_spec(nics if nics is not None else assignment.nic_choice).rule == "any" else ()
 
 
-def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpec | str | None = None) -> LaunchPlan:
+def amd_device(assignment: Assignment, rank: int, environ: Mapping[str, str],
+               kfd_gpus: Sequence[KfdGpu] | None) -> HipChoice:
+    """HIP_VISIBLE_DEVICES (and CUDA_VISIBLE_DEVICES where inherited) for ``rank``'s AMD GPU under
+    the environment the launcher gave: found by PCI address in this node's KFD topology
+    (``kfd_gpus``) and numbered among the GPUs the inherited ROCR_VISIBLE_DEVICES leaves
+    (``hipdevices.choose_device``); without a KFD table, the mapping's ordinal made relative to an
+    integer ROCR_VISIBLE_DEVICES."""
+    bus = assignment.pci_bus_id_of_rank[rank] if assignment.pci_bus_id_of_rank else None
+    stored = assignment.visible_device_of_rank[rank] if assignment.visible_device_of_rank else None
+    ordinal = int(stored) if stored is not None and stored.isdigit() else assignment.gpu_of_rank[rank]
+    if kfd_gpus:
+        return choose_device(environ, kfd_gpus, pci_bus_id=bus, ordinal=None if bus else ordinal)
+    return choose_by_ordinal(environ, ordinal)
+
+
+def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpec | str | None = None,
+                kfd_gpus: Sequence[KfdGpu] | None = None) -> LaunchPlan:
     """Pick this process's entry: the global rank for a multi-node mapping, else the local rank
     (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order). ``nics`` (``launch
-    --nic``) overrides the mapping's NICs for it (``rank_nics``)."""
+    --nic``) overrides the mapping's NICs for it (``rank_nics``). On an AMD mapping the device
+    variables come from ``amd_device`` (``kfd_gpus``: this node's KFD topology, ``read_kfd_gpus``)."""
     spec = as_spec(nics) if nics is not None else None  # a bad choice is refused before the rank is sought
     names = WORLD_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
     found = first_index(environ, names)
@@ -130,7 +150,13 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpe
                         hint="run linkscope launch under mpirun, srun or torchrun")
     rank, name = found
     cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank and rank < assignment.ranks else ()
-    return LaunchPlan(rank, name, rank_environment(assignment, rank, spec), tuple(cores), _unset(assignment, spec))
+    env = rank_environment(assignment, rank, spec)
+    says = ""
+    if assignment.gpu_vendor == "amd":
+        choice = amd_device(assignment, rank, environ, kfd_gpus)
+        env.update(choice.env)
+        says = choice.says
+    return LaunchPlan(rank, name, env, tuple(cores), _unset(assignment, spec), says)
 
 
 def known_host_name(topology: Topology) -> str | None:
@@ -275,9 +301,14 @@ def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None, host
 
 def env_files(assignment: Assignment) -> dict[str, str]:
     """File name -> contents: one ``rank<N>.env`` per rank (``export`` lines for a shell)."""
+    head = ""
+    if assignment.gpu_vendor == "amd":
+        head = ("# HIP_VISIBLE_DEVICES below counts every GPU of the node in KFD order (no ROCR_VISIBLE_DEVICES);\n"
+                "# under an inherited ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (Slurm sets the first) run the rank\n"
+                "# as: linkscope launch --mapping MAPPING -- APP (it numbers the GPU among those the job was given)\n")
     out = {}
     for rank in range(assignment.ranks):
         env = rank_environment(assignment, rank)
-        out[f"rank{rank}.env"] = "".join(f"unset {k}\n" for k in _unset(assignment, None)) + \
+        out[f"rank{rank}.env"] = head + "".join(f"unset {k}\n" for k in _unset(assignment, None)) + \
             "".join(f"export {k}={v}\n" for k, v in env.items())
     return out

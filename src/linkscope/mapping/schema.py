@@ -36,6 +36,7 @@ MAPPING = Record(
         "cores_of_rank": _CPUS,
         "core_index_of_rank": _CPUS,
         "visible_device_of_rank": List(_NAME, null=True),
+        "pci_bus_id_of_rank": List(_NAME, null=True),
         "gpu_vendor": Text(choices=("nvidia", "amd"), null=True),
         "uniform": Flag(),
         "lower_bound": _OPT_COST,

@@ -17,14 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import MeasurementError
-
-MPOL_DEFAULT = 0
-MPOL_PREFERRED = 1
-MPOL_F_NODE = 1
-MPOL_F_ADDR = 2
-SYS_MBIND_X86_64 = 237
-SYS_SET_MEMPOLICY_X86_64 = 238
-SYS_GET_MEMPOLICY_X86_64 = 239
+from .mempolicy import mempolicy
 
 
 @dataclass
@@ -180,15 +173,15 @@ def numa_node_of_pci(pci_bus_id: str | None) -> int | None:
 
 
 def _mmap_on_node(size_bytes: int, node: int) -> tuple[mmap.mmap, int] | None:
-    """Anonymous mapping whose pages prefer NUMA node ``node``; None where mbind is unavailable."""
+    """Anonymous mapping whose pages prefer NUMA node ``node``; None where mbind is unavailable
+    (``mempolicy``: libnuma, else this architecture's syscall numbers)."""
+    policy = mempolicy()
+    if not policy.available:
+        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
         mm = mmap.mmap(-1, size_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         ptr = ctypes.addressof(ctypes.c_char.from_buffer(mm))
-        mask = ctypes.c_ulong(1 << node)
-        rc = libc.syscall(SYS_MBIND_X86_64, ctypes.c_void_p(ptr), ctypes.c_ulong(size_bytes), MPOL_PREFERRED,
-                          ctypes.byref(mask), ctypes.c_ulong(64), 0)
-        if rc != 0:
+        if not policy.mbind_preferred(ptr, size_bytes, node):
             mm.close()
             return None
         ctypes.memset(ptr, 0, size_bytes)  # first touch places the pages
@@ -200,27 +193,22 @@ def _mmap_on_node(size_bytes: int, node: int) -> tuple[mmap.mmap, int] | None:
 def _prefer_node(node: int | None) -> bool:
     """Make this thread's allocations prefer NUMA ``node`` (None: back to the default policy)."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if node is None:
-            return libc.syscall(SYS_SET_MEMPOLICY_X86_64, MPOL_DEFAULT, None, ctypes.c_ulong(0)) == 0
-        mask = ctypes.c_ulong(1 << node)
-        return libc.syscall(SYS_SET_MEMPOLICY_X86_64, MPOL_PREFERRED, ctypes.byref(mask), ctypes.c_ulong(64)) == 0
+        return mempolicy().prefer(node)
     except (OSError, ValueError, TypeError, AttributeError):
         return False
 
 
 def page_node(ptr: int) -> int | None:
     """The NUMA node the page at ``ptr`` is on, or None where the kernel does not say."""
-    if not ptr:
-        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        node = ctypes.c_int(-1)
-        rc = libc.syscall(SYS_GET_MEMPOLICY_X86_64, ctypes.byref(node), None, ctypes.c_ulong(0),
-                          ctypes.c_void_p(ptr), MPOL_F_NODE | MPOL_F_ADDR)
+        return mempolicy().node_of(ptr)
     except (OSError, ValueError, TypeError, AttributeError):
         return None
-    return node.value if rc == 0 and node.value >= 0 else None
+
+
+def placement_unavailable() -> str:
+    """Why pinned buffers cannot be NUMA-placed in this process ("" when they can)."""
+    return mempolicy().why_not
 
 
 class PeerAccess:

@@ -40,7 +40,7 @@ from ...patterns.methods import (
 from ...patterns.plan import HOST as PLAN_HOST
 from ...patterns.plan import Transfer, TransferPlan
 from ..base import MEMORY_RESERVE_BYTES, EngineCapabilities, GroupResult, TransferTiming, plan_waiver
-from .buffers import PeerAccess, numa_node_count, numa_node_of_pci
+from .buffers import PeerAccess, numa_node_count, numa_node_of_pci, placement_unavailable
 from .copy_engine import CopyEngineOp, PageableCopyOp
 from .gate import EventPair, Gate, StreamPool
 from .host_staged import DEFAULT_CHUNK_BYTES, StagedPageableOp, StagedPinnedOp
@@ -297,7 +297,8 @@ class GpuEngine:
             per_op, group, notes = self._time_ops(ops, reps, warmup, inner, poison_last=verify)
             verified = [op.check_destination(seed=i + 1) if verify else None for i, op in enumerate(ops)]
             if numa_node_count() > 1 and any(isinstance(op, StagedPinnedOp) and not op.numa_placed for op in ops):
-                notes.append("pinned staging buffers not NUMA-placed (one NUMA node, or mbind unavailable)")
+                why = placement_unavailable() or "the runtime refused the placed mapping"
+                notes.append(f"pinned staging buffers not NUMA-placed: {why}")
             for op in ops:
                 if isinstance(op, StagedPinnedOp) and op.numa_landed[1] and op.numa_landed[0] is not None:
                     wanted, landed = op.numa_landed

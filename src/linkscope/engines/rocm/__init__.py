@@ -47,12 +47,41 @@ def _int_env(env: dict[str, str], key: str, default: int) -> int:
         return default
 
 
-def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, str]) -> list[str]:
+#: From this ROCm release a peer copy of at most ROC_P2P_SDMA_SIZE KiB is always a blit kernel (clr
+#: rocm-6.2.0+ ``rocclr/device/rocm/rocblit.cpp`` copyBuffer, rocm-6.2.2:2258-2264:
+#: ``sizeIn[0] > sdma_p2p_threshold_`` or a kernel limited to 16 workgroups). Before it (rocm-5.7.0
+#: rocblit.cpp:2232, rocm-6.0.0:2243, rocm-6.1.2:2289) a small copy becomes a kernel only when a
+#: kernel dispatch is pending on that queue: ``p2p = size > ROC_P2P_SDMA_SIZE*Ki || !IsPendingDispatch()``.
+SMALL_P2P_ALWAYS_KERNEL_FROM = (6, 2)
+
+
+def parse_rocm_version(text: str | None) -> tuple[int, int] | None:
+    """(major, minor) of ``6.1.2`` / ``6.1.2-112``; None when unknown.
+
+    >>> parse_rocm_version("6.1.2-112"), parse_rocm_version(None)
+    ((6, 1), None)
+    """
+    if not text:
+        return None
+    parts = text.split("-")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
+def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, str],
+                       rocm_version: tuple[int, int] | None = None) -> list[str]:
     """Where HIP does something else than the method's name says, for one (plan, size):
 
     * a runtime copy between two GPUs of at most ROC_P2P_SDMA_SIZE KiB (1 MiB by default) is done by
-      a blit kernel on the CUs, not by SDMA: ``ce``, ``ce-read``, ``ce-write``, ``ce-nopeer`` rows
-      at those sizes are kernel copies (``ce-blit`` is one at every size);
+      a blit kernel on the CUs, not by SDMA, from ROCm 6.2 always; in 5.7-6.1 only when a kernel
+      dispatch is pending on the copy's queue (``SMALL_P2P_ALWAYS_KERNEL_FROM``), which the note says
+      instead (unknown version: both rules are named): ``ce``, ``ce-read``, ``ce-write``,
+      ``ce-nopeer`` rows at those sizes (``ce-blit`` is a kernel at every size);
+    * ``ce-read``: above the threshold ROCr's source-GPU SDMA engine pushes (rocr-runtime
+      runtime.cpp:574); at or below it the blit kernel runs on the queue that issued it, the
+      destination's: a pull;
     * more streams on one device than GPU_MAX_HW_QUEUES (4) share hardware queues, so "concurrent"
       transfers may run one after another."""
     notes: list[str] = []
@@ -62,14 +91,30 @@ def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, s
     if info.unit == "copy-engine" and not sdma_off:
         small = sorted({op.size_bytes for op in ops if isinstance(op.src_place, int) and isinstance(op.dst_place, int)
                         and op.src_place != op.dst_place and op.size_bytes <= threshold})
-        if small:
-            notes.append(f"runtime chose a kernel: HIP copies between GPUs of <= {threshold // 1024} KiB with a blit "
-                         f"kernel on the CUs, not SDMA (ROC_P2P_SDMA_SIZE; set ROC_P2P_SDMA_SIZE=0 before start "
-                         f"to force SDMA): {method} at this size is a kernel copy")
+        limit = f"<= {threshold // 1024} KiB"
+        how = "(ROC_P2P_SDMA_SIZE; set ROC_P2P_SDMA_SIZE=0 before start to force SDMA)"
+        if small and rocm_version is not None and rocm_version >= SMALL_P2P_ALWAYS_KERNEL_FROM:
+            notes.append(f"runtime chose a kernel: HIP {rocm_version[0]}.{rocm_version[1]} copies between GPUs of "
+                         f"{limit} with a blit kernel on the CUs, not SDMA {how}: {method} at this size is a kernel copy")
+        elif small and rocm_version is not None:
+            notes.append(f"runtime may choose a kernel: HIP {rocm_version[0]}.{rocm_version[1]} (before 6.2) copies "
+                         f"between GPUs of {limit} with a blit kernel only when a kernel dispatch is pending on the "
+                         f"copy's queue, else with SDMA (clr rocblit.cpp:2289 at rocm-6.1.2) {how}")
+        elif small:
+            notes.append(f"runtime chose a kernel (ROCm 6.2+) or may have (5.7-6.1: only with a kernel dispatch "
+                         f"pending on the queue): HIP copies between GPUs of {limit} with a blit kernel {how}; "
+                         "the ROCm version was not found (ROCM_PATH/.info/version)")
     if method == CE_READ.key and not sdma_off:
-        notes.append("ce-read on ROCm: ROCr copies between two GPUs with the source GPU's engine whichever stream "
-                     "issues the copy (rocr-runtime core/runtime/runtime.cpp:574): this row is the source pushing, "
-                     "like ce-write; only its stream ordering differs")
+        peer = [op.size_bytes for op in ops if isinstance(op.src_place, int) and isinstance(op.dst_place, int)
+                and op.src_place != op.dst_place]
+        if peer and max(peer) <= threshold:
+            notes.append("ce-read on ROCm at this size: a blit kernel on the queue that issued the copy, the "
+                         "destination's, reads the source: a pull (the source's SDMA engine pushes only above "
+                         f"{threshold // 1024} KiB)")
+        else:
+            notes.append("ce-read on ROCm: ROCr copies between two GPUs with the source GPU's engine whichever stream "
+                         "issues the copy (rocr-runtime core/runtime/runtime.cpp:574): this row is the source pushing, "
+                         "like ce-write; only its stream ordering differs")
     if method == CE_NOPEER.key:
         notes.append("ce-nopeer on ROCm: HIP picks the copy path by whether the GPUs can reach each other "
                      "(ROCclr p2pAgents, rocvirtual.cpp:2155-2170), not by hipDeviceEnablePeerAccess; where they "
@@ -131,7 +176,16 @@ class RocmEngine(GpuEngine):
                          child_factory=("linkscope.engines.rocm:RocmEngine", {}), **kwargs)
 
     def runtime_notes(self, method: str, ops: Sequence[Any]) -> list[str]:
-        return rocm_runtime_notes(method, ops, self.process_env)
+        return rocm_runtime_notes(method, ops, self.process_env, self.rocm_version)
+
+    @property
+    def rocm_version(self) -> tuple[int, int] | None:
+        """(major, minor) of the ROCm install (``ROCM_PATH``/.info/version), None when unknown."""
+        from pathlib import Path
+
+        from .install import rocm_version
+
+        return parse_rocm_version(rocm_version(Path(os.environ.get("ROCM_PATH") or "/opt/rocm")))
 
     def chase_cache_bytes(self, ordinal: int) -> int:
         """A GCD's L2 caches coarse-grained peer and host memory (8 MB per MI250X GCD, the CDNA2
