@@ -500,7 +500,7 @@ def _fmt(value: object) -> str:
 def facts_table_markdown() -> str:
     """The facts table as Markdown (docs/facts.md prints it; a test keeps the two equal)."""
     head = ("| key | name | arch | memory (GB) | memory GB/s | local copy GB/s | PCIe | NVLink (gen x links x GB/s/dir) "
-            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | remote / host read us | PCI ids |")
+            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | remote read / host read / flag us | PCI ids |")
     lines = [head, "|" + " --- |" * 12]
     for f in GPU_FACTS:
         nvlink = (f"{f.nvlink_generation} x {f.nvlink_links} x {_fmt(f.nvlink_gb_per_s_per_link)}"
@@ -508,8 +508,8 @@ def facts_table_markdown() -> str:
         xgmi = f"{f.xgmi_links} x {_fmt(f.xgmi_gb_per_s_per_link)}" if f.xgmi_links else "-"
         pcie = f"Gen{f.pcie_generation} x{f.pcie_lanes}" if f.pcie_generation else "-"
         local = f"{_fmt(f.local_copy_gb_per_s)} ({f.local_copy_provenance})" if f.local_copy_gb_per_s else "-"
-        lat = (f"{_fmt(f.remote_read_latency_us)} / {_fmt(f.host_read_latency_us)}"
-               if f.remote_read_latency_us or f.host_read_latency_us else "-")
+        lat = (f"{_fmt(f.remote_read_latency_us)} / {_fmt(f.host_read_latency_us)} / {_fmt(f.flag_pingpong_us)}"
+               if f.remote_read_latency_us or f.host_read_latency_us or f.flag_pingpong_us else "-")
         memory = _fmt(f.memory_bytes / 1e9 if f.memory_bytes else None)
         lines.append(f"| {f.key} | {f.name} | {f.architecture} | {memory} | {_fmt(f.memory_bw_gb_per_s)} | {local} | {pcie} "
                      f"| {nvlink} | {xgmi} | {_fmt(f.c2c_gb_per_s)} | {lat} | {', '.join(f.pci_ids) or '-'} |")
