@@ -10,7 +10,9 @@ What a row holds (units in the names; None = not documented where we looked, nev
 * the host link: PCIe generation and lanes of the GPU (rate from ``topology.pcie``);
 * NVLink generation, link count and per-link GB/s per direction; xGMI (Infinity Fabric) links and
   per-link GB/s per direction; NVLink-C2C GB/s per direction (Grace Hopper / Grace Blackwell);
-* copy engines where a source gives the count; architecture; the latency class with the measured
+* copy engines where a source gives the count (none does for the rows here: vendors do not publish the
+  physical count, and CUDA's ``asyncEngineCount`` is not it, so ``copy_engines`` stays None); architecture;
+  the latency class with the measured
   peer remote-read and host-read pointer-chase latencies where a recording exists;
 * ``sources``: field name -> citation (datasheet or whitepaper title / URL, or a measured file).
 
@@ -78,8 +80,8 @@ _V100 = ("NVIDIA Tesla V100 datasheet (900 GB/s, NVLink 300 GB/s, PCIe Gen3 x16;
 _A100 = ("NVIDIA A100 Tensor Core GPU datasheet (SXM4 40 GB 1555 GB/s, SXM4 80 GB 2039 GB/s, PCIe 40 GB 1555 GB/s, "
          "PCIe 80 GB 1935 GB/s; NVLink 600 GB/s, PCIe: NVLink bridge for 2 GPUs 600 GB/s; PCIe Gen4 64 GB/s); "
          "NVIDIA A100 Tensor Core GPU architecture whitepaper (12 NVLink 3.0 links, 25 GB/s per direction each)")
-_GA102 = ("NVIDIA Ampere GA102 GPU architecture whitepaper (GA102: NVLink 3.0, four x4 links, 112.5 GB/s total "
-          "bidirectional between two GPUs; RTX 3090 936 GB/s GDDR6X; PCIe Gen4)")
+_GA102 = ("NVIDIA Ampere GA102 GPU architecture whitepaper, 'Third-Generation NVLink' (four x4 links, each 14.0625 "
+          "GB/s per direction between two GPUs, 112.5 GB/s total; RTX 3090 936 GB/s GDDR6X; PCIe Gen4)")
 _A40 = "NVIDIA A40 datasheet (48 GB GDDR6, 696 GB/s, NVLink 112.5 GB/s bidirectional, PCIe Gen4 x16)"
 _A6000 = "NVIDIA RTX A6000 datasheet (48 GB GDDR6, 768 GB/s, NVLink 112.5 GB/s bidirectional, PCIe Gen4 x16)"
 _L40S = "NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink)"
@@ -107,11 +109,16 @@ _GB200 = ("NVIDIA GB200 NVL72 datasheet (72 Blackwell GPUs, 13.4 TB HBM3e = 186 
           "NVLink 5 1.8 TB/s per GPU; each GB200 superchip joins one Grace and two B200 with 900 GB/s bidirectional "
           "NVLink-C2C)")
 _MI100 = ("AMD Instinct MI100 datasheet (32 GB HBM2, 1228.8 GB/s; three Infinity Fabric links, 276 GB/s peak "
-          "aggregate = 92 GB/s bidirectional each; PCIe Gen4 x16)")
+          "aggregate = 92 GB/s bidirectional each; PCIe Gen4 x16), as tabulated at announcement (notebookcheck.net, "
+          "'AMD announces CDNA-based Instinct MI100': 'Infinity Fabric Links/Bandwidth 3 / 276 GB/s'); ROCm docs "
+          "'AMD Instinct MI100 microarchitecture' (https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi100.html: "
+          "PCIe Gen4 x16, fully connected hive of four)")
 _MI210 = ("AMD Instinct MI210 datasheet (64 GB HBM2e, 1638.4 GB/s; up to three Infinity Fabric links, 300 GB/s peak "
           "aggregate = 100 GB/s bidirectional each; PCIe Gen4 x16)")
 _MI250X = ("AMD Instinct MI250X datasheet (two GCDs, 128 GB HBM2e, 3276.8 GB/s = 1638.4 per GCD; eight Infinity Fabric "
-           "links, 800 GB/s peak aggregate = 50 GB/s per direction each; PCIe Gen4 x16); AMD CDNA 2 whitepaper")
+           "links, 800 GB/s peak aggregate = 50 GB/s per direction each; PCIe Gen4 x16); AMD CDNA 2 whitepaper; ROCm "
+           "docs 'AMD Instinct MI250 microarchitecture' (https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi250.html: "
+           "each GPU-GPU Infinity Fabric link up to 25 GT/s = 50 GB/s for a 16-wide link)")
 _MI300X = ("AMD Instinct MI300X datasheet (192 GB HBM3, 5.3 TB/s; seven Infinity Fabric links, 128 GB/s bidirectional "
            "each, 896 GB/s aggregate; PCIe Gen5 x16 128 GB/s)")
 _MI325X = ("AMD Instinct MI325X datasheet (256 GB HBM3E, 6 TB/s; seven Infinity Fabric links, 128 GB/s bidirectional "
