@@ -35,6 +35,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -454,7 +455,11 @@ def gpu_facts(name_or_pci_id: str | None) -> GpuFacts | None:
     """The facts row of a GPU product name or PCI id (``10de:2335``, ``0x233510DE``); None when unknown."""
     if not isinstance(name_or_pci_id, str) or not name_or_pci_id.strip():
         return None
-    text = name_or_pci_id.strip().lower()
+    return _lookup(name_or_pci_id.strip().lower()[:MAX_NAME_CHARS])
+
+
+@functools.lru_cache(maxsize=4096)  # the twin asks once per GPU of a topology (32768 on the largest clusters)
+def _lookup(text: str) -> GpuFacts | None:
     if text in _BY_KEY:
         return _BY_KEY[text]
     nvml = _NVML_PCI.fullmatch(text)  # NVML pciDeviceId: device << 16 | vendor
