@@ -310,24 +310,35 @@ class CollectiveModel:
     (2 x H100, eager minus -G 10 on the same FIFOs: 1.24 us, the median of 36 allgather / reduce_scatter
     pairs at 4-128 MiB), while the host's own time per operation is: a run whose host is slower has a
     higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its 4-32 MiB rows equal
-    the faster run's). The host time is ``eager_host_us`` (default
-    ``nccl_eager_host_us``; a property of the run: the same nccl-tests command ran at 13.9 and 20.2 us
-    at 8 B on the same machine) plus ``nccl_eager_host_per_channel_us`` for every channel task beyond
-    the first: NCCL builds each channel's work on the host (enqueue.cc:689-725 for a collective; for
-    grouped send/recv one work batch per channel of each round, :968-975).
+    the faster run's).
+
+    The host time is what the one thread that drives the operation's GPUs spends on it: for each GPU it
+    drives, NCCL builds that GPU's plan and launches its kernel (ncclGroupEnd walks every communicator of
+    the group, group.cc:259-309 doLaunches: one ncclLaunchKernel per communicator, enqueue.cc:1565), so the
+    time grows with ``gpus_per_thread`` (a run choice: every rank of the operation when one process
+    drives them all, nccl-tests ``-g N`` with one thread and ``bench nccl`` in one process; 1 under
+    ``mpirun`` with a GPU per rank). Per GPU: ``nccl_eager_host_per_gpu_us`` for one channel plus
+    ``nccl_eager_host_per_gpu_channel_us`` for every channel task beyond the first (NCCL builds each
+    channel's work on the host, enqueue.cc:689-725 for a collective; for grouped send/recv one work batch
+    per channel of each round, :968-975). ``eager_host_us``, where given, is a run's own one-channel host
+    time for the whole operation (a property of the run: the same nccl-tests command ran at 13.9 and
+    20.2 us at 8 B on the same machine); it replaces the per-GPU default, the channel term still adds.
     """
 
     def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,
-                 eager_host_us: float | None = None) -> None:
+                 eager_host_us: float | None = None, gpus_per_thread: int | None = None) -> None:
         if launch not in LAUNCH_MODES:
             raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
         if eager_host_us is not None and not eager_host_us >= 0:
             raise ConfigError(f"the eager host time must be >= 0 us, got {eager_host_us}")
+        if gpus_per_thread is not None and not gpus_per_thread >= 1:
+            raise ConfigError(f"GPUs driven by one thread must be >= 1, got {gpus_per_thread}")
         self.fabric = fabric
         self.launch = launch
         # the device floor of one operation (as replayed from a CUDA graph)
         self.launch_us = fabric.params["nccl_launch_us"]
-        self.eager_host_us = float(fabric.params["nccl_eager_host_us"] if eager_host_us is None else eager_host_us)
+        self.eager_host_us = None if eager_host_us is None else float(eager_host_us)
+        self.gpus_per_thread = gpus_per_thread
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
@@ -337,17 +348,21 @@ class CollectiveModel:
            launch: str = "graph", **run: Any) -> CollectiveModel:
         return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
 
-    def host_us(self, channel_tasks: int) -> float:
-        """Host time of one eager operation whose work spans ``channel_tasks`` channels (a grouped
-        send/recv: the channels of each of a rank's rounds, summed)."""
-        return self.eager_host_us + self.fabric.params["nccl_eager_host_per_channel_us"] * max(0, channel_tasks - 1)
+    def host_us(self, channel_tasks: int, ranks: int = 2) -> float:
+        """Host time of one eager operation over ``ranks`` GPUs whose work spans ``channel_tasks``
+        channels per GPU (a grouped send/recv: the channels of each of a rank's rounds, summed), driven
+        by one thread for ``gpus_per_thread`` of them (class doc)."""
+        gpus = min(ranks, self.gpus_per_thread) if self.gpus_per_thread is not None else ranks
+        p = self.fabric.params
+        base = gpus * p["nccl_eager_host_per_gpu_us"] if self.eager_host_us is None else self.eager_host_us
+        return base + gpus * p["nccl_eager_host_per_gpu_channel_us"] * max(0, channel_tasks - 1)
 
-    def launched_us(self, device_us: float, channel_tasks: int) -> float:
+    def launched_us(self, device_us: float, channel_tasks: int, ranks: int = 2) -> float:
         """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
         device time plus the launch's unhidden part, or the host's time where that is longer (class doc)."""
         if self.launch == "graph":
             return device_us
-        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks))
+        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks, ranks))
 
     def registers(self, op: str | None, algorithm: str, protocol: str, ranks: Sequence[int]) -> bool:
         """Whether NCCL runs ``op`` on the user's buffers instead of its intermediate FIFOs. Only when
@@ -410,7 +425,7 @@ class CollectiveModel:
                     channels: int = 0, estimate: float | None = None, basis: str = "fabric",
                     channel_tasks: int | None = None) -> AlgorithmPrediction:
         """``time_us`` is the device time; the prediction's is the launched time (``launched_us``)."""
-        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks)
+        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks, n)
         algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
         return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
                                    estimate, basis)
@@ -708,7 +723,7 @@ class CollectiveModel:
         if system is None:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
             device_us = self.launch_us + self.flows_time_s(flows) * 1e6
-            return P2pTime(self.launched_us(device_us, max(1, len(sends))), 1, "Simple", 0, device_us, max(1, len(sends)))
+            return P2pTime(self.launched_us(device_us, max(1, len(sends)), n), 1, "Simple", 0, device_us, max(1, len(sends)))
         # busy: (rank, send | recv) -> epoch -> channels; members: (src, dst, bytes, plan, round, channels)
         waves: list[tuple[dict[tuple[int, str], dict[int, set[int]]],
                           list[tuple[int, int, float, nt.P2pPlan, int, frozenset[int]]]]] = []
@@ -762,9 +777,17 @@ class CollectiveModel:
                 groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append(
                     ((ranks[a], ranks[b], nbytes), worth))
             slowest = 0.0
+            # a GPU whose sends of one wave go to several other GPUs at once gets less of its links than one
+            # sending to one peer (4 x H200: alltoall levels off at 311 GB/s per GPU where sendrecv reaches 353);
+            # fitted (nccl_p2p_fanout_efficiency), applied as extra wire bytes so channel caps keep their rate
+            peers_of: dict[int, set[int]] = {}
+            for a, b, *_ in members:
+                if a != b:
+                    peers_of.setdefault(a, set()).add(b)
+            fanout = self.fabric.params["nccl_p2p_fanout_efficiency"] if any(len(v) > 1 for v in peers_of.values()) else 1.0
             for (proto, channels, chunk), entries in groups.items():
                 flows = [f for f, _ in entries]
-                wire = 1.0 / PAYLOAD_FRACTION[proto]
+                wire = 1.0 / PAYLOAD_FRACTION[proto] / fanout
                 rate = per_channel * (0.5 if proto == "LL" else 1.0)
                 if registered and proto == "Simple":
                     rate *= self.fabric.params["nccl_p2p_registered_channel_factor"]
@@ -781,8 +804,10 @@ class CollectiveModel:
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
         device_us = self.launch_us + hw * len(waves) + total_s * 1e6
+        if registered and "Simple" in protocols:
+            device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
         tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
-        return P2pTime(self.launched_us(device_us, tasks), len(waves), proto, max_channels, device_us, tasks)
+        return P2pTime(self.launched_us(device_us, tasks, n), len(waves), proto, max_channels, device_us, tasks)
 
 
 @dataclass(frozen=True)
