@@ -184,7 +184,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
     from ..model.collectives import layout
-    from .nccl import make_peers, run_nccl
+    from .nccl import GRAPH_MAX_BYTES, make_peers, run_nccl
     from .records import nccl_record
 
     environ = session.environ
@@ -205,7 +205,9 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
             devices = [p.device for p in peers]
             for size in opts.sizes:
                 lay = layout(opts.op, size, len(devices))
-                predictions[lay.size_bytes] = model.predict(opts.op, devices, lay.size_bytes).as_dict()
+                graph = opts.cuda_graph > 0 and lay.size_bytes <= GRAPH_MAX_BYTES  # as run_nccl launches it
+                chosen = getattr(backend, "graph_model", model) if graph else model
+                predictions[lay.size_bytes] = chosen.predict(opts.op, devices, lay.size_bytes).as_dict()
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:
