@@ -57,6 +57,8 @@ class Case:
     h100x2: bool = False  # the lent 2 x H100, where NCCL's own estimate was recorded
     launch: str = "graph"  # graph (nccl-tests -G, CUDA graphs) or eager (each operation launched by the host)
     eager_host_us: float | None = None  # the run's own host time per operation (None: the model's default)
+    topology_file: str | None = None  # a recorded topology (linkscope topo -o) instead of the preset
+    fitted: str = ""  # the model parameters fitted to this row ("" = a test row)
 
 
 BENCH_EAGER = "; launched eagerly (`bench nccl` captures CUDA graphs only up to 1 MiB, comm/nccl.py)"
@@ -232,8 +234,15 @@ def _value(quantity: str, size_bytes: int, busbw: float, time_us: float) -> floa
     return busbw if quantity == "busbw" else time_us
 
 
+@cache
+def _topology(preset: str, topology_file: str | None) -> object:
+    from linkscope.topology.io import load
+
+    return load(topology_file) if topology_file else load_preset(preset)
+
+
 def evaluate(case: Case) -> Row:
-    model = CollectiveModel.of(load_preset(case.preset), env=case.env, launch=case.launch,
+    model = CollectiveModel.of(_topology(case.preset, case.topology_file), env=case.env, launch=case.launch,
                                eager_host_us=case.eager_host_us)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
@@ -400,6 +409,44 @@ def visits11_13_cases() -> list[Case]:
     return cases
 
 
+H200X4 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "h200x4-2026-11-28"
+H200X4_SOURCE = ("4 x H200 (NV18, NVSwitch), nccl-tests 2.19.6 (one thread, -g 4), NCCL 2.28.9, NVLS off, "
+                 "2026-11-28; twin on the node's own topo.json: fixture")
+H200X4_FITS = {
+    ("alltoall-eager.txt", 512 * MIB): "nccl_p2p_fanout_efficiency",
+    ("sendrecv-G20.txt", MIB): "nccl_p2p_registered_channel_factor, nccl_p2p_registered_fixed_us",
+    ("sendrecv-G20.txt", 64 * MIB): "nccl_p2p_registered_channel_factor, nccl_p2p_registered_fixed_us",
+}
+"""Rows of the 4 x H200 recordings a model parameter was fitted to (model/params.py names them);
+every other 4 x H200 row is a test."""
+
+
+def h200x4_cases() -> list[Case]:
+    """The 4 x H200 recordings (tests/fixtures/nccl/h200x4-2026-11-28): every op eager at 1 MiB, 64 MiB and
+    512 MiB and with -G 20 at 1 and 64 MiB, one thread driving the four GPUs (their files start at 1 MiB:
+    eager rows take the model's per-GPU host time). Predicted on the node's own topo.json."""
+    specs = [(f"{f}-{mode}.txt", op) for f, op in (("all_reduce", "allreduce"), ("all_gather", "allgather"),
+                                                   ("reduce_scatter", "reduce_scatter"), ("alltoall", "alltoall"),
+                                                   ("sendrecv", "sendrecv")) for mode in ("eager", "G20")]
+    cases = []
+    for name, op in specs:
+        if not (H200X4 / name).exists():
+            continue
+        rows = nccl_tests_rows(H200X4 / name)
+        launch = "graph" if "G20" in name else "eager"
+        for size in (MIB, 64 * MIB, 512 * MIB):
+            if size not in rows:
+                continue
+            quantity, value = row_quantity(rows, size)
+            fitted = H200X4_FITS.get((name, size), "")
+            how = "CUDA graph" if launch == "graph" else "eager"
+            cases.append(Case(f"4 x H200 {op} {size // MIB} MiB, {how}" + (" (fit)" if fitted else ""), "hgx-h200-4",
+                              (0, 1, 2, 3), op, size, NVLS_OFF, quantity, value, value,
+                              f"{H200X4_SOURCE} {name}" + (f"; fitted to it: {fitted}" if fitted else ""), False,
+                              launch=launch, topology_file=str(H200X4 / "topo.json"), fitted=fitted))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -448,6 +495,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\nVisits 11-13 (one lease each, 1 / 4 MiB time, 64 MiB / 1 GiB busbw), five constants fitted to "
                      "them (visits11_13_cases):\n\n" + markdown(recent)
                      + f"\n{sum(r.passed for r in recent)} of {len(recent)} visit 11-13 rows within target\n")
+    four = [(c, evaluate(c)) for c in h200x4_cases()]
+    tests = [r for c, r in four if not c.fitted]
+    sys.stdout.write("\n4 x H200 (tests/fixtures/nccl/h200x4-2026-11-28), eager and -G 20, the node's own topology; "
+                     "rows marked (fit) had a parameter fitted to them:\n\n" + markdown([r for _, r in four])
+                     + f"\n{sum(r.passed for r in tests)} of {len(tests)} 4 x H200 test rows within target "
+                     f"({sum(r.passed for _, r in four)} of {len(four)} with the fit rows)\n")
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
@@ -456,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
                "visits11_13": [asdict(r) for r in recent],
+               "h200x4": [{**asdict(r), "fitted": c.fitted} for c, r in four],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
