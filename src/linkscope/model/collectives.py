@@ -51,7 +51,8 @@ from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import nearest_nics, node_labels, pair_level
 from . import nccl_tuning as nt
 from .contention import simulate
-from .params import generation_key
+from .fits import Context, fits_report
+from .params import generation_key, recording
 from .predict import FabricModel
 
 
@@ -253,6 +254,8 @@ class AlgorithmPrediction:
     channels: int = 0
     nccl_estimate_us: float | None = None
     basis: str = "fabric"
+    fits: tuple[str, ...] = ()
+    outside_scope: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -279,6 +282,7 @@ class CollectivePrediction:
         return {"algorithm": self.chosen.algorithm, "protocol": self.chosen.protocol,
                 "channels": self.chosen.channels, "time_us": self.chosen.time_us,
                 "nccl_estimate_us": self.chosen.nccl_estimate_us,
+                "fits": list(self.chosen.fits), "outside_scope": list(self.chosen.outside_scope),
                 "algorithms": {a.key: {"time_us": a.time_us, "algbw_gb_per_s": a.algbw_gb_per_s,
                                        "busbw_gb_per_s": a.busbw_gb_per_s, "steps": a.steps,
                                        "channels": a.channels, "nccl_estimate_us": a.nccl_estimate_us,
@@ -458,10 +462,14 @@ class CollectiveModel:
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), local, (local,))
         system = self.nccl_system(ranks)
         if op in P2P_OPS:
-            chosen = self._p2p(op, ranks, int(size_bytes), system)
+            with recording() as used:
+                chosen = self._p2p(op, ranks, int(size_bytes), system)
+            chosen = self._with_fits(chosen, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, (chosen,))
         if system is None:  # not NCCL's tuner (RCCL, unknown GPUs): ring / chain with Simple
-            ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+            with recording() as used:
+                ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+            ring = self._with_fits(ring, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), ring, (ring,))
         tuning = nt.tune(system)
         choice = nt.choose(tuning, system, op, int(size_bytes))
@@ -469,9 +477,22 @@ class CollectiveModel:
         for (algo, proto), estimate in choice.estimates_us.items():
             a, p = nt.ALGOS.index(algo), nt.PROTOS.index(proto)
             channels = nt.channels_for(system, op, a, p, int(size_bytes))
-            options.append(self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate))
+            with recording() as used:
+                option = self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate)
+            options.append(self._with_fits(option, used, ranks, system))
         chosen = next(o for o in options if (o.algorithm, o.protocol) == (choice.algorithm, choice.protocol))
         return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, tuple(options))
+
+    def _with_fits(self, pred: AlgorithmPrediction, used: set[str], ranks: list[int],
+                   system: nt.NcclSystem | None) -> AlgorithmPrediction:
+        """``pred`` with the built-in fits it read and a note for each applied outside its scope
+        (model/fits.py)."""
+        params = self.fabric.params
+        fabric = "nvlink" if system is not None and system.intra_hw == nt.HW_NVLINK else "pcie"
+        ctx = Context(system.cc if system is not None else None, fabric, len(ranks),
+                      system.n_nodes if system is not None else 1, "NCCL" if system is not None else "")
+        fits, notes = fits_report(used, ctx, defaults=[k for k in used if params.is_default(k)])
+        return replace(pred, fits=fits, outside_scope=notes)
 
     def _latency_us(self, system: nt.NcclSystem, tuning: nt.Tuning, op: str, a: int, p: int) -> float:
         """The launch floor plus NCCL's latency for the algorithm and protocol without its base part

@@ -74,7 +74,9 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -305,6 +307,21 @@ def default_keys() -> tuple[str, ...]:
     return tuple(_DEFAULTS)
 
 
+_RECORDING: ContextVar[tuple[set[str], ...]] = ContextVar("linkscope_model_params_recording", default=())
+
+
+@contextmanager
+def recording() -> Iterator[set[str]]:
+    """The keys read with ``params[key]`` inside the block (nested blocks each see their own and the
+    outer ones see them too): what a prediction used, to say which fits it rests on (model/fits.py)."""
+    used: set[str] = set()
+    token = _RECORDING.set((*_RECORDING.get(), used))
+    try:
+        yield used
+    finally:
+        _RECORDING.reset(token)
+
+
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
@@ -474,6 +491,8 @@ class ModelParams:
         return float(self.values.get(f"p2p_transit_efficiency.{kind}", 1.0))
 
     def __getitem__(self, key: str) -> float:
+        for used in _RECORDING.get():
+            used.add(key)
         try:
             return float(self.values[key])
         except KeyError:
