@@ -50,6 +50,7 @@ from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import nearest_nics, node_labels, pair_level
 from . import nccl_tuning as nt
+from . import rccl
 from .contention import simulate
 from .fits import Context, fits_report
 from .params import generation_key, recording
@@ -466,9 +467,11 @@ class CollectiveModel:
                 chosen = self._p2p(op, ranks, int(size_bytes), system)
             chosen = self._with_fits(chosen, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, (chosen,))
-        if system is None:  # not NCCL's tuner (RCCL, unknown GPUs): ring / chain with Simple
+        if system is None:  # not NCCL's tuner: RCCL's rings on AMD GPUs (model.rccl), else one ring / chain
             with recording() as used:
-                ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+                ring = self._rccl_ring(op, ranks, float(size_bytes))
+                if ring is None:
+                    ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
             ring = self._with_fits(ring, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), ring, (ring,))
         tuning = nt.tune(system)
@@ -655,6 +658,32 @@ class CollectiveModel:
         if lat_us is None:
             lat_us = self.launch_us
         return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
+
+    def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
+        """RCCL's ring allreduce / allgather / reduce_scatter on AMD GPUs (model.rccl): the data split
+        evenly over RCCL's rings, every ring's step at once on the fabric (its flows share the xGMI links),
+        2(n-1) or n-1 steps, Simple. None where RCCL's rings do not apply (not AMD, another op, no ring
+        over direct xGMI links)."""
+        gpus = [self.fabric.gpu(g) for g in ranks]
+        if op not in ("allreduce", "allgather", "reduce_scatter") or not all(rccl.is_amd(g) for g in gpus):
+            return None
+        n = len(ranks)
+        where = {g.id: k for k, g in enumerate(gpus)}
+        arcs = set()
+        for link in self.fabric.topology.links:
+            if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
+                arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
+        found, channels = rccl.rings(arcs, n, rccl.gfx_of(gpus[0]))
+        if not found:
+            return None
+        chunk = S / n / len(found)
+        flows = [(ranks[r[k]], ranks[r[(k + 1) % n]], chunk) for r in found for k in range(n)]
+        red = self.flows_time_s(flows, reduce=True)
+        cpy = self.flows_time_s(flows)
+        steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
+        t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
+        return self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, "Simple", channels,
+                                basis="fabric (RCCL rings)")
 
     def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
               lat_us: float, estimate: float) -> AlgorithmPrediction:
