@@ -104,6 +104,14 @@ RCCL_CASES = tuple(
          "busbw", 271.0, 314.0, MI300X_SOURCE, launch="eager", topology_file=MI300X_TOPOLOGY, target=0.15)
     for size in (64 * MIB, 256 * MIB, GIB))
 
+MULTINODE_SOURCE = ("NVIDIA/nccl-tests#309 as cited by issue 35: 2 x HGX H100, 8 x 400 Gb/s InfiniBand per node, NCCL "
+                    "2.26.2, NCCL's default choice; the twin on `--synthetic cluster:dgx-h100:2` (rails), eager")
+MULTINODE_CASES = tuple(
+    Case(f"2 x HGX H100 (16 GPUs, 8 x 400G IB per node), allreduce {_size_name}", "dgx-h100", tuple(range(16)),
+         "allreduce", size, {}, "busbw", ref, ref, MULTINODE_SOURCE, launch="eager",
+         topology_file="synthetic:cluster:dgx-h100:2")
+    for size, ref, _size_name in ((64 * MIB, 270.0, "64 MiB"), (GIB, 448.9, "1 GiB"), (8 * GIB, 468.5, "8 GiB")))
+
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "h100x2-2026-11-25"
 H100X2 = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, 2026-11-25"
@@ -251,6 +259,10 @@ def _value(quantity: str, size_bytes: int, busbw: float, time_us: float) -> floa
 def _topology(preset: str, topology_file: str | None) -> object:
     from linkscope.topology.io import load
 
+    if topology_file and topology_file.startswith("synthetic:"):
+        from linkscope.topology.synthetic import synthetic_topology
+
+        return synthetic_topology(topology_file[len("synthetic:"):])
     return load(topology_file) if topology_file else load_preset(preset)
 
 
@@ -493,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    rows = [evaluate(c) for c in CASES + RCCL_CASES]
+    rows = [evaluate(c) for c in CASES + RCCL_CASES + MULTINODE_CASES]
     measured = [evaluate(c) for c in measured_cases()]
     sys.stdout.write("Public and issue 22 figures:\n\n" + markdown(rows))
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))

@@ -611,6 +611,9 @@ class CollectiveModel:
         if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             chunk = S / n
+            rings = self._node_rings(ranks, system)
+            if len(rings) > 1:  # across nodes: the channels' rings leave each node through different NICs
+                spread = [(r[i], r[(i + 1) % n]) for r in rings for i in range(n)]
             simple = proto == "Simple" and system is not None and channels > 0
             if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring for a, b in ring):
                 # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
@@ -619,8 +622,14 @@ class CollectiveModel:
                 # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
                 # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels
                 cap *= self.fabric.params["nccl_ring_duplex_efficiency"]
-            red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
-            cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
+            if len(rings) > 1:
+                share = chunk / len(rings)
+                red = self.flows_time_s([(a, b, share) for a, b in spread], reduce=True, cap_gb_per_s=cap / len(rings),
+                                        wire=wire)
+                cpy = self.flows_time_s([(a, b, share) for a, b in spread], cap_gb_per_s=cap / len(rings), wire=wire)
+            else:
+                red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
+                cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
             steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
             t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
             # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
@@ -658,6 +667,28 @@ class CollectiveModel:
         if lat_us is None:
             lat_us = self.launch_us
         return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
+
+    def _node_rings(self, ranks: list[int], system: nt.NcclSystem | None) -> list[list[int]]:
+        """The rings of a communicator that spans nodes, one per search channel: NCCL's inter-node ring
+        channel c enters each node at a GPU by NIC c and leaves by another (search.cc ncclTopoSearchRecNet
+        tries the NETs in turn per channel; connect.cc:100-140 chains the nodes' rings), so the channels
+        cross between nodes through different NICs. Modelled as each node's GPUs in rank order rotated by
+        c, nodes in rank order. One ring (the rank order) within a node."""
+        if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
+            return [ranks]
+        labels = node_labels(self.fabric.topology)
+        index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+        groups: dict[object, list[int]] = {}
+        for r in ranks:
+            groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        out = []
+        for c in range(system.ring.n_channels):
+            ring: list[int] = []
+            for members in groups.values():
+                k = c % len(members)
+                ring.extend(members[k:] + members[:k])
+            out.append(ring)
+        return out
 
     def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
         """RCCL's ring allreduce / allgather / reduce_scatter on AMD GPUs (model.rccl): the data split
@@ -922,17 +953,21 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         peer_channels = 2  # paths.cc:832-833
         hw = nt.HW_PCI
     inter = 0.0
+    node_nics, net_path = 0, 0.0
     if n_nodes > 1:
-        shares: dict[str, int] = {}
         nic_of = {}
         for g in gpus:
             nics = nearest_nics(topo, g)
             if nics:
                 nic_of[g.id] = nics[0]
-                shares[nics[0].id] = shares.get(nics[0].id, 0) + 1
-        rates = [(nic_of[g.id].line_rate_gbit_per_s or 100.0) / 8.0 / shares[nic_of[g.id].id] for g in gpus
-                 if g.id in nic_of]  # topo.cc:373: NET bw = Mbps / 8000
+        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000
         inter = min(rates) if rates else 12.0
+        per_node: dict[str, set[str]] = {}
+        for g, node in zip(gpus, nodes):
+            if g.id in nic_of:
+                per_node.setdefault(node, set()).add(nic_of[g.id].id)
+        node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
+        net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
     cpus = topo.of_kind(DeviceKind.CPU)
     amd = bool(cpus) and all((c.vendor or "").lower() == "amd" for c in cpus)
@@ -942,7 +977,8 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
                 for d in topo.devices if d.kind in (DeviceKind.NETWORK_SWITCH, DeviceKind.NIC))
     return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
                            nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
-                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings)
+                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings,
+                           nics=node_nics, net_path_bw=net_path)
 
 
 def gid_in(link: object, device_id: str) -> bool:
