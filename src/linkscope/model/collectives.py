@@ -671,7 +671,7 @@ class CollectiveModel:
     def _node_rings(self, ranks: list[int], system: nt.NcclSystem | None) -> list[list[int]]:
         """The rings of a communicator that spans nodes, one per search channel: NCCL's inter-node ring
         channel c enters each node at a GPU by NIC c and leaves by another (search.cc ncclTopoSearchRecNet
-        tries the NETs in turn per channel; connect.cc:100-140 chains the nodes' rings), so the channels
+        tries the NETs in turn per channel, search.cc:669; connect.cc:94 connectRings chains the nodes' rings), so the channels
         cross between nodes through different NICs. Modelled as each node's GPUs in rank order rotated by
         c, nodes in rank order. One ring (the rank order) within a node."""
         if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:

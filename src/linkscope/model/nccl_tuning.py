@@ -270,7 +270,7 @@ def ring_graph(total_bw: float, max_bw: float, cc: int, inter: bool, *, consume:
     stops once the channels fill the bandwidth (:1099); duplicates channels (``ncclTopoDupChannels``,
     :961-972); pass 2 raises the speed while the same channel count still fits (:1168-1174). Across
     nodes (``nics`` > 0) every channel also enters and leaves the node through a NIC, taking its speed
-    from that NIC's ``nic_bw`` each way (search.cc ncclTopoSearchRecNet follows the GPU-to-NET path with
+    from that NIC's ``nic_bw`` each way (search.cc:669 ncclTopoSearchRecNet follows the GPU-to-NET path with
     the channel's bwInter), so a speed s gives at most ``nics * floor(nic_bw / s)`` channels."""
     speeds = _speeds(cc, inter)
     if total_bw <= 0 or max_bw <= 0:

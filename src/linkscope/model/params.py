@@ -52,6 +52,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
   keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:
   max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
+* ``ce_mesh_efficiency``: a copy-engine peer copy's share of its own rate, per copy its GPU issues, where
+  that GPU sends CE copies to and receives them from several GPUs at once (an all-to-all).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
 * ``nccl_eager_launch_us``, ``nccl_eager_host_per_gpu_us``, ``nccl_eager_host_per_gpu_channel_us``: when
@@ -282,6 +284,12 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                    "source gives no reason (the channels are disjoint per round, channel.h:19-31) and the "
                                    "links do not (sm-push all-to-all on that node: 353 GB/s per GPU): a fit, scope "
                                    "NVSwitch Hopper; the 64 MiB eager and -G 20 rows test it"),
+    "ce_mesh_efficiency": (0.55, "measured", "fitted: the share of its rate alone a copy-engine peer copy keeps, "
+                           "per copy its GPU issues, when that GPU at once sends CE copies to and receives them from "
+                           "two or more GPUs (predict.FabricModel.copy_engine_bound): 4 x H200 NV18, linkscope bench "
+                           "--method ce --pattern all-to-all, 64 MiB total 863.4 GB/s (tests/fixtures/nccl/"
+                           "h200x4-2026-11-28/a2a_r1.txt); the 512 MiB total (943.2) and the other lease's 731 "
+                           "(../shared/recordings/h200x4-2026-11-28/README.md) test it"),
     "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
                                 "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
                                 "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
