@@ -34,3 +34,17 @@ def test_one_to_all_all_to_one_and_a_pair_both_ways_keep_the_links_rate():
                        ([(0, 1, size), (1, 0, size)], 700)):
         preds = model.predict(flows, "ce")
         assert _total(preds) >= low * 0.95 and all(p.limited_by == "" for p in preds)
+
+
+def test_model_predict_says_copy_engine_bound(capsys):
+    import json
+
+    from linkscope.cli import main
+
+    assert main(["model", "predict", "--from", str(H200X4), "--method", "ce", "--pattern", "all-to-all",
+                 "--sizes", "64MiB", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    assert len(rows) == 12 and {r["limited_by"] for r in rows} == {"copy engines"}
+    assert main(["model", "predict", "--from", str(H200X4), "--method", "ce", "--pattern", "all-to-all",
+                 "--sizes", "64MiB"]) == 0
+    assert "copy-engine bound" in capsys.readouterr().out

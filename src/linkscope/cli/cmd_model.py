@@ -151,7 +151,7 @@ def predict_cmd(
             rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
                          "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
-                         "provenance": "predicted"})
+                         "limited_by": p.limited_by or None, "provenance": "predicted"})
     if write_json_output(json_path, json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows},
                                                indent=2)):
         return
@@ -164,6 +164,10 @@ def predict_cmd(
     nics = f", NICs {nic_choice}" if nic_choice else ""
     console = stdout_console()
     print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    bound = sum(1 for r in rows if r["limited_by"] == "copy engines")
+    if bound:
+        console.print(f"note: {bound} of {len(rows)} copies are copy-engine bound (each GPU sends to and receives from "
+                      "several GPUs at once): the copy engines, not the links, set their rate", markup=False)
     if any(r["start_us"] > 0 for r in rows):
         from ..model.host_copies import SERIAL_NOTE
 
