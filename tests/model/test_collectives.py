@@ -439,7 +439,24 @@ def test_grouped_p2p_host_time_counts_channels_per_round():
     a2a = model.p2p(model.p2p_flows("alltoall", [0, 1], 1 << 20), [0, 1])
     sr = model.p2p(model.p2p_flows("sendrecv", [0, 1], 1 << 20), [0, 1])
     assert (a2a.channel_tasks, sr.channel_tasks) == (24, 16)
-    assert a2a.time_us == pytest.approx(max(a2a.device_us + model.fabric.params["nccl_eager_launch_us"], model.host_us(24)))
+    assert a2a.time_us == pytest.approx(max(a2a.device_us + model.fabric.params["nccl_eager_launch_us"],
+                                            model.host_us(24, 2, p2p=True)))
+    # a grouped send/recv's host path per GPU is longer than a collective's (nccl_eager_host_p2p_per_gpu_us)
+    assert model.host_us(24, 2, p2p=True) - model.host_us(24, 2) == pytest.approx(
+        2 * model.fabric.params["nccl_eager_host_p2p_per_gpu_us"])
+
+
+def test_eager_host_time_grows_with_the_gpus_one_thread_drives():
+    """nccl-tests -g 4 (one thread, four GPUs): the host launches each GPU's kernel (group.cc:259-309), so
+    the 4 x H200 eager 1 MiB rows take 36-55 us where two GPUs took 14-21; under mpirun with one GPU per
+    process the host time is one GPU's."""
+    four = CollectiveModel.of(load_preset("hgx-h200-4"), env=NVLS_OFF, launch="eager")
+    one = CollectiveModel.of(load_preset("hgx-h200-4"), env=NVLS_OFF, launch="eager", gpus_per_thread=1)
+    assert four.host_us(1, 4) == pytest.approx(4 * one.host_us(1, 4))
+    small = four.predict("allreduce", [0, 1, 2, 3], 1 << 20).time_us
+    assert 35.0 <= small <= 55.0 and one.predict("allreduce", [0, 1, 2, 3], 1 << 20).time_us < small
+    with pytest.raises(ConfigError, match="GPUs driven by one thread"):
+        CollectiveModel.of(load_preset("hgx-h200-4"), launch="eager", gpus_per_thread=0)
 
 
 def test_eager_floor_is_the_recorded_small_size_time_and_launch_mode_is_checked():

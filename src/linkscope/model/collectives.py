@@ -353,21 +353,26 @@ class CollectiveModel:
            launch: str = "graph", **run: Any) -> CollectiveModel:
         return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
 
-    def host_us(self, channel_tasks: int, ranks: int = 2) -> float:
+    def host_us(self, channel_tasks: int, ranks: int = 2, p2p: bool = False) -> float:
         """Host time of one eager operation over ``ranks`` GPUs whose work spans ``channel_tasks``
         channels per GPU (a grouped send/recv: the channels of each of a rank's rounds, summed), driven
-        by one thread for ``gpus_per_thread`` of them (class doc)."""
+        by one thread for ``gpus_per_thread`` of them (class doc); ``p2p``: a grouped send/recv, whose
+        host path per GPU is longer (``nccl_eager_host_p2p_per_gpu_us``; a run's own host time, measured on
+        its own op, has it already)."""
         gpus = min(ranks, self.gpus_per_thread) if self.gpus_per_thread is not None else ranks
         p = self.fabric.params
-        base = gpus * p["nccl_eager_host_per_gpu_us"] if self.eager_host_us is None else self.eager_host_us
+        if self.eager_host_us is None:
+            base = gpus * (p["nccl_eager_host_per_gpu_us"] + (p["nccl_eager_host_p2p_per_gpu_us"] if p2p else 0.0))
+        else:
+            base = self.eager_host_us
         return base + gpus * p["nccl_eager_host_per_gpu_channel_us"] * max(0, channel_tasks - 1)
 
-    def launched_us(self, device_us: float, channel_tasks: int, ranks: int = 2) -> float:
+    def launched_us(self, device_us: float, channel_tasks: int, ranks: int = 2, p2p: bool = False) -> float:
         """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
         device time plus the launch's unhidden part, or the host's time where that is longer (class doc)."""
         if self.launch == "graph":
             return device_us
-        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks, ranks))
+        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks, ranks, p2p))
 
     def registers(self, op: str | None, algorithm: str, protocol: str, ranks: Sequence[int]) -> bool:
         """Whether NCCL runs ``op`` on the user's buffers instead of its intermediate FIFOs. Only when
@@ -430,7 +435,8 @@ class CollectiveModel:
                     channels: int = 0, estimate: float | None = None, basis: str = "fabric",
                     channel_tasks: int | None = None) -> AlgorithmPrediction:
         """``time_us`` is the device time; the prediction's is the launched time (``launched_us``)."""
-        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks, n)
+        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks, n,
+                                   p2p=name == "p2p")
         algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
         return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
                                    estimate, basis)
@@ -638,6 +644,10 @@ class CollectiveModel:
             # whole call: S/n bytes on every GPU. Registered (CUDA graph), the peer has written straight into
             # the output: the last receive's source is its destination and genericOp skips the copy
             # (prims_simple.h:251, "skip one copy").
+            if proto != "Simple" and system is not None:
+                # NCCL's per-step hardware latency (in ``lat_us``, tuning.cc:353-401) is the hop's latency:
+                # the fabric's route latency of each step is not added again
+                t = max(0.0, t - steps * self._route_latency_s(ring))
             registered = self.registers(op, "ring", proto, ranks)
             if simple and system is not None:
                 t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
@@ -804,7 +814,8 @@ class CollectiveModel:
         if system is None:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
             device_us = self.launch_us + self.flows_time_s(flows) * 1e6
-            return P2pTime(self.launched_us(device_us, max(1, len(sends)), n), 1, "Simple", 0, device_us, max(1, len(sends)))
+            return P2pTime(self.launched_us(device_us, max(1, len(sends)), n, p2p=True), 1, "Simple", 0, device_us,
+                           max(1, len(sends)))
         # busy: (rank, send | recv) -> epoch -> channels; members: (src, dst, bytes, plan, round, channels)
         waves: list[tuple[dict[tuple[int, str], dict[int, set[int]]],
                           list[tuple[int, int, float, nt.P2pPlan, int, frozenset[int]]]]] = []
@@ -888,7 +899,7 @@ class CollectiveModel:
         if registered and "Simple" in protocols:
             device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
         tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
-        return P2pTime(self.launched_us(device_us, tasks, n), len(waves), proto, max_channels, device_us, tasks)
+        return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ FITS: dict[str, Fit] = {f.key: f for f in (
         Scope((), "any", (1, ANY), (1, ANY), "NCCL")),
     Fit("nccl_eager_host_per_gpu_channel_us", _H100X2, 2, _NCCL, f"{_N2}/all_reduce_rerun.txt 8 B-512 KiB",
         Scope((), "any", (1, ANY), (1, ANY), "NCCL")),
+    Fit("nccl_eager_host_p2p_per_gpu_us", _H100X2, 2, _NCCL,
+        f"{_N2}/sendrecv.txt, alltoall.txt, all_reduce.txt fastest 8 B-1 KiB rows", Scope((), "any", (1, ANY), (1, ANY), "NCCL")),
     Fit("nccl_ring_local_cta_gb_per_s", _H100X2, 2, _NCCL,
         f"{_V11_13}: allgather -G 10 64 MiB with and without NCCL_GRAPH_REGISTER", _NVL),
     Fit("nccl_ring_local_hidden_per_step", _H100X2, 2, _NCCL,

@@ -66,8 +66,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   the host launches each operation (eager: nccl-tests without ``-G``, ``bench nccl`` rows with
   ``cuda_graph`` false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes
   max(device time + ``nccl_eager_launch_us``, host time); the host time is, for each GPU the launching
-  thread drives, ``nccl_eager_host_per_gpu_us`` for one channel plus ``nccl_eager_host_per_gpu_channel_us``
-  per further channel task.
+  thread drives, ``nccl_eager_host_per_gpu_us`` for one channel (plus ``nccl_eager_host_p2p_per_gpu_us``
+  for a grouped send/recv) plus ``nccl_eager_host_per_gpu_channel_us`` per further channel task.
 * ``nccl_simple_ring_latency_us``, ``nccl_ring_duplex_efficiency``, ``nccl_ring_local_cta_gb_per_s``,
   ``nccl_ring_local_hidden_per_step``: a Simple ring (``CollectiveModel._simple_ring_extra_s``): a fixed
   time per call; the share of the channels' rate each direction keeps when a 2-rank ring's two GPUs copy
@@ -228,6 +228,12 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                    "the launch gap 1.24 us under it). A property of the run: the same command's rerun "
                                    "(all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us; the 4 x H200 "
                                    "eager runs (one thread, -g 4, ../shared/recordings/h200x4-2026-11-28) test the scaling"),
+    "nccl_eager_host_p2p_per_gpu_us": (3.52, "measured", "fitted: what a grouped send/recv adds to the host's time "
+                                       "per GPU over a collective (its ncclSend / ncclRecv tasks, the p2p schedule of "
+                                       "enqueue.cc:1039 scheduleP2pTasksToPlan): the fastest 8 B-1 KiB rows of one lease, "
+                                       "tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt 21.07 us and alltoall.txt 20.73 "
+                                       "against all_reduce.txt 13.86, over 2 GPUs; the 4 x H200 eager sendrecv and "
+                                       "alltoall at 1 MiB test it"),
     "nccl_eager_host_per_gpu_channel_us": (0.14, "measured", "fitted: what each further channel task adds to the host's "
                                            "time per GPU it drives: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt "
                                            "(host-bound: its -G 10 times are 9.1-10.4 us there, -g 2), fastest row at "
