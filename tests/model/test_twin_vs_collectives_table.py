@@ -56,3 +56,16 @@ def test_four_h200_rows_fit_and_test_kept_apart():
                  "4 x H200 sendrecv 1 MiB, eager", "4 x H200 allreduce 1 MiB, CUDA graph"):
         assert rows[name][1].passed, name
     assert all("(fit)" in c.name and "fitted to it:" in c.source for c in cases if c.fitted)
+
+
+def test_the_bar_on_rows_not_used_for_any_fit():
+    """Issue 35's done-when on every table's rows that no parameter was fitted to (fit rows are marked,
+    ROW_FITS / H200X4_FITS): >= 90% within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB."""
+    cases = (list(tvc.CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES) + tvc.measured_cases() + tvc.visit4_cases()
+             + tvc.visits11_13_cases() + tvc.h200x4_cases())
+    rows = [tvc.evaluate(c) for c in cases]
+    big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= 64 << 20]
+    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes == 1 << 20]
+    assert sum(r.passed for r in big) >= 0.9 * len(big) and sum(r.passed for r in one) >= 0.9 * len(one)
+    assert sum(bool(c.fitted) for c in cases) >= 10
+    assert "Rows not used for any fit" in tvc.held_out_summary(cases, rows)
