@@ -40,7 +40,8 @@ def test_four_h200_rows_fit_and_test_kept_apart():
     """h200x4_cases: the 4 x H200 recordings, every op eager (1 MiB, 64 MiB, 512 MiB) and -G 20 (1, 64 MiB),
     predicted on the node's own topo.json with one thread driving four GPUs. Three rows carry a fit and say
     so; on the others the done-when bar holds: >= 90% of the >= 64 MiB rows within 10%, and the 1 MiB rows
-    within 25% apart from at most one (alltoall -G 20, +34%).
+    within 25%, all of them (alltoall -G 20 1 MiB was +33%: its remote sends are LL, not registered, yet the
+    registered send's fixed time was added for the copy to itself).
     Before the per-GPU host time, the registered p2p refit and the fan-out share, the twin missed alltoall
     64 MiB (+22% eager, +30% -G 20), sendrecv -G 20 64 MiB (-42%) and the eager 1 MiB rows (-42% to -61%)."""
     cases = tvc.h200x4_cases()
@@ -50,10 +51,11 @@ def test_four_h200_rows_fit_and_test_kept_apart():
     big = [r for c, r in tests if c.size_bytes >= 64 << 20]
     assert sum(r.passed for r in big) >= 0.9 * len(big)
     small = [r for c, r in tests if c.size_bytes < 64 << 20]
-    assert sum(not r.passed for r in small) <= 1
+    assert all(r.passed for r in small)
     for name in ("4 x H200 alltoall 64 MiB, eager", "4 x H200 alltoall 64 MiB, CUDA graph",
                  "4 x H200 allreduce 1 MiB, eager", "4 x H200 allgather 1 MiB, eager", "4 x H200 alltoall 1 MiB, eager",
-                 "4 x H200 sendrecv 1 MiB, eager", "4 x H200 allreduce 1 MiB, CUDA graph"):
+                 "4 x H200 sendrecv 1 MiB, eager", "4 x H200 allreduce 1 MiB, CUDA graph",
+                 "4 x H200 alltoall 1 MiB, CUDA graph"):
         assert rows[name][1].passed, name
     assert all("(fit)" in c.name and "fitted to it:" in c.source for c in cases if c.fitted)
 

@@ -896,7 +896,9 @@ class CollectiveModel:
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
         device_us = self.launch_us + hw * len(waves) + total_s * 1e6
-        if registered and "Simple" in protocols:
+        if registered and any(plan.protocol == "Simple" and a != b for _, members in waves
+                              for a, b, _, plan, _, _ in members):
+            # a registered send to another GPU (a copy to itself is not registered, enqueue.cc:874-888 !selfSend)
             device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
         tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
         return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
