@@ -72,3 +72,9 @@ def test_model_params_bad_topology_is_one_line(capsys):
     assert main(["model", "params", "--topology", "no-such-thing"]) != 0
     err = capsys.readouterr().err
     assert "Traceback" not in err and "no-such-thing" in err
+
+
+def test_every_default_whose_source_says_fitted_is_listed():
+    params = ModelParams.defaults()
+    fitted = {k for k, src in params.sources.items() if src.lower().startswith("fitted")}
+    assert fitted <= set(FITS), sorted(fitted - set(FITS))
