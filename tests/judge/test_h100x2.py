@@ -89,13 +89,14 @@ def test_imported_numbers_calibrate_the_twin(judge):
 
 
 def test_small_collectives_sit_between_graph_and_plain_launches(judge):
-    """Below 64 KiB an allreduce is all fixed cost. The twin's (about 8 µs on 2 GPUs) lies between a
-    graph-launched run (-G 10: 6.4 µs, so above the twin) and plain launches (about 15 µs, below it);
-    either way the line says latency-bound (guide section 9)."""
+    """Below 64 KiB an allreduce is all fixed cost. The twin's graph-launched time (6.6-8.2 µs on 2 GPUs
+    since an LL ring step no longer adds the route latency on top of NCCL's per-step latency; about 8 µs
+    before) lies between a graph-launched run (-G 10: 6.4 µs, just above the twin) and plain launches
+    (about 15 µs, below it); either way the line says latency-bound (guide section 9)."""
     graph = [j for m, j in _judged(judge, "nccl-tests-all_reduce_G10.txt") if m.size_bytes < 64 << 10]
     plain = [j for m, j in _judged(judge, "nccl-tests-all_reduce.txt") if m.size_bytes < 64 << 10]
     assert graph and plain
-    assert statistics.median(j.fraction for j in graph) > 1.1 and statistics.median(j.fraction for j in plain) < 0.7
+    assert statistics.median(j.fraction for j in graph) > 1.0 and statistics.median(j.fraction for j in plain) < 0.7
     assert all("latency-bound" in j.reason for j in graph + plain if j.verdict is not Verdict.OK)
 
 

@@ -128,3 +128,25 @@ def test_threads_and_chunks_per_channel_follow_nccl():
     assert nt.chunk_payload_bytes(s, nt.TREE, nt.LL128, 64 << 20, 24) == 72000
     assert nt.chunk_payload_bytes(s, nt.TREE, nt.LL128, 1 << 30, 24) == 576000
     assert nt.chunk_payload_bytes(s, nt.RING, nt.LL128, 64 << 20, 24) == 576000
+
+
+def test_inter_node_search_takes_a_channel_per_nic_and_nvls_heads_their_own_nic():
+    """2 x DGX H100, a 400 Gb/s NIC per GPU (cluster:dgx-h100:2): NCCL's ring search across nodes keeps
+    the GPU's own NVLink bandwidth as totalBw (search.cc:29-37, 1073-1075) and lets each channel take its
+    speed from one NIC each way (48 does not fit 8 channels in 370.8 GB/s of NVLink, 45 does: 8 x 45, not
+    the old 2 x 24 from a per-GPU NIC share); an NVLS channel's head uses its own NIC (40 GB/s per channel,
+    not 50 / 8). The public 2-node allreduce (nccl-tests#309: 448.9 GB/s busbw at 1 GiB, 468.5 at 8 GiB)
+    is then within 10% (was 99.6, -78%)."""
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.synthetic import synthetic_topology
+
+    model = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2"), launch="eager")
+    system = model.nccl_system(list(range(16)))
+    assert (system.ring.n_channels, system.ring.bw_inter) == (8, 45.0) and system.n_channels == 16
+    assert (system.nvls.n_channels, system.nvls.bw_inter) == (8, 40.0)
+    for size, ref in ((1 << 30, 448.9), (8 << 30, 468.5)):
+        chosen = model.predict("allreduce", list(range(16)), size).chosen
+        assert chosen.algorithm == "nvls_tree" and abs(chosen.busbw_gb_per_s / ref - 1) <= 0.10
+    # NVLS off: the ring's channels leave each node through different NICs (was one crossing pair: 34.1)
+    ring = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2"), env={"NCCL_NVLS_ENABLE": "0"})
+    assert ring.predict("allreduce", list(range(16)), 1 << 30).chosen.busbw_gb_per_s > 5 * 34.1

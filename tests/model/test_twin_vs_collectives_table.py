@@ -34,3 +34,40 @@ def test_visits_11_13_rows_name_their_file_and_use_time_below_64_mib():
     rows = {r.name: r for r in map(tvc.evaluate, cases)}
     assert rows["visit 12: allgather 64 MiB, CUDA graph"].passed  # -17.0% before the Simple ring's loop structure
     assert all(r.passed for r in rows.values())  # alltoall 1 GiB -G 10: -18.8% before the p2p warp sharing
+
+
+def test_four_h200_rows_fit_and_test_kept_apart():
+    """h200x4_cases: the 4 x H200 recordings, every op eager (1 MiB, 64 MiB, 512 MiB) and -G 20 (1, 64 MiB),
+    predicted on the node's own topo.json with one thread driving four GPUs. Three rows carry a fit and say
+    so; on the others the done-when bar holds: >= 90% of the >= 64 MiB rows within 10%, and the 1 MiB rows
+    within 25%, all of them (alltoall -G 20 1 MiB was +33%: its remote sends are LL, not registered, yet the
+    registered send's fixed time was added for the copy to itself).
+    Before the per-GPU host time, the registered p2p refit and the fan-out share, the twin missed alltoall
+    64 MiB (+22% eager, +30% -G 20), sendrecv -G 20 64 MiB (-42%) and the eager 1 MiB rows (-42% to -61%)."""
+    cases = tvc.h200x4_cases()
+    assert len(cases) == 23 and sum(bool(c.fitted) for c in cases) == 3
+    rows = {c.name: (c, tvc.evaluate(c)) for c in cases}
+    tests = [(c, r) for c, r in rows.values() if not c.fitted]
+    big = [r for c, r in tests if c.size_bytes >= 64 << 20]
+    assert sum(r.passed for r in big) >= 0.9 * len(big)
+    small = [r for c, r in tests if c.size_bytes < 64 << 20]
+    assert all(r.passed for r in small)
+    for name in ("4 x H200 alltoall 64 MiB, eager", "4 x H200 alltoall 64 MiB, CUDA graph",
+                 "4 x H200 allreduce 1 MiB, eager", "4 x H200 allgather 1 MiB, eager", "4 x H200 alltoall 1 MiB, eager",
+                 "4 x H200 sendrecv 1 MiB, eager", "4 x H200 allreduce 1 MiB, CUDA graph",
+                 "4 x H200 alltoall 1 MiB, CUDA graph"):
+        assert rows[name][1].passed, name
+    assert all("(fit)" in c.name and "fitted to it:" in c.source for c in cases if c.fitted)
+
+
+def test_the_bar_on_rows_not_used_for_any_fit():
+    """Issue 35's done-when on every table's rows that no parameter was fitted to (fit rows are marked,
+    ROW_FITS / H200X4_FITS): >= 90% within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB."""
+    cases = (list(tvc.CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES) + tvc.measured_cases() + tvc.visit4_cases()
+             + tvc.visits11_13_cases() + tvc.h200x4_cases())
+    rows = [tvc.evaluate(c) for c in cases]
+    big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= 64 << 20]
+    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes == 1 << 20]
+    assert sum(r.passed for r in big) >= 0.9 * len(big) and sum(r.passed for r in one) >= 0.9 * len(one)
+    assert sum(bool(c.fitted) for c in cases) >= 10
+    assert "Rows not used for any fit" in tvc.held_out_summary(cases, rows)

@@ -1,4 +1,4 @@
-"""``linkscope model predict|calibrate|check``: the fabric model from the command line."""
+"""``linkscope model predict|calibrate|check|params``: the fabric model from the command line."""
 from __future__ import annotations
 
 import json
@@ -153,7 +153,7 @@ def predict_cmd(
             rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
                          "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
                          "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
-                         "provenance": "predicted"})
+                         "limited_by": p.limited_by or None, "provenance": "predicted"})
     if write_json_output(json_path, json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows},
                                                indent=2)):
         return
@@ -166,10 +166,54 @@ def predict_cmd(
     nics = f", NICs {nic_choice}" if nic_choice else ""
     console = stdout_console()
     print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    bound = sum(1 for r in rows if r["limited_by"] == "copy engines")
+    if bound:
+        console.print(f"note: {bound} of {len(rows)} copies are copy-engine bound (each GPU sends to and receives from "
+                      "several GPUs at once): the copy engines, not the links, set their rate", markup=False)
     if any(r["start_us"] > 0 for r in rows):
         from ..model.host_copies import SERIAL_NOTE
 
         console.print(f"note: {SERIAL_NOTE} (each row's time is its own; --json gives each start_us)", markup=False)
+
+
+@model_app.command("params")
+def params_cmd(
+    topology: str | None = typer.Option(None, "--topology",
+                                        help="A topology file, preset or synthetic spec whose model_params override the defaults."),
+    fitted: bool = typer.Option(False, "--fitted", help="Only the fitted parameters, each with its rows and scope."),
+    json_path: str | None = json_option("the parameters"),
+) -> None:
+    """List the model's parameters: value, provenance and source; a fitted one also names the machine
+    kind, GPU count, library and rows it was fitted on and the scope it is meant for.
+
+    Example: linkscope model params --fitted
+    """
+    from ..model.fits import FITS
+    from ..model.params import ModelParams
+
+    check_paths(outputs={"--json": json_path})
+    params = ModelParams.for_topology(load_topology_arg(topology)) if topology else ModelParams.defaults()
+    rows: list[dict[str, Any]] = []
+    for key in sorted(params.values):
+        fit = FITS.get(key) if params.is_default(key) else None
+        if fitted and fit is None:
+            continue
+        rows.append({"key": key, "value": params.values[key], "provenance": "fitted" if fit else params.provenance.get(key, ""),
+                     "source": params.sources.get(key, ""), "fit": fit.as_dict() if fit else None})
+    if write_json_output(json_path, json.dumps({"parameters": rows}, indent=2)):
+        return
+    from ..report.console import Column, print_fitted
+
+    columns = [Column("parameter", key=True), Column("value"), Column("provenance", "prov."),
+               Column("fitted on / source", "source", wrap=True), Column("scope", wrap=True)]
+    table = []
+    for r in rows:
+        fit = r["fit"]
+        where = (f"{fit['machine']}, {fit['gpu_count']} GPUs, {fit['library'] or 'no library'}: {fit['rows']}" if fit
+                 else r["source"])
+        table.append([r["key"], f"{r['value']:g}", r["provenance"], where, fit["scope"]["text"] if fit else ""])
+    n_fit = sum(r["fit"] is not None for r in rows)
+    print_fitted(stdout_console(), f"model parameters ({len(rows)}; {n_fit} fitted)", columns, table)
 
 
 @model_app.command("calibrate")

@@ -205,7 +205,9 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
             devices = [p.device for p in peers]
             for size in opts.sizes:
                 lay = layout(opts.op, size, len(devices))
-                predictions[lay.size_bytes] = model.predict(opts.op, devices, lay.size_bytes).as_dict()
+                graph = opts.cuda_graph > 0  # run_nccl captures graphs at every size
+                chosen = getattr(backend, "graph_model", model) if graph else model
+                predictions[lay.size_bytes] = chosen.predict(opts.op, devices, lay.size_bytes).as_dict()
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:

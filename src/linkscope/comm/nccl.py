@@ -278,7 +278,7 @@ def run_nccl(
     bufs = _Buffers.allocate(backend, peers, big)
     notes: list[str] = []
     rows: list[NcclRow] = []
-    use_graph = graph_iters > 0 and not backend.simulated
+    use_graph = graph_iters > 0
     placements = (False, True) if inplace else (False,)
     if inplace and op in UNCHECKED_IN_PLACE:
         notes.append(f"in-place {op} is timed but not checked (#wrong N/A): NCCL defines no in-place {op}, "

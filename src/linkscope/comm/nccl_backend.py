@@ -301,7 +301,11 @@ class SimNccl:
         from ..model.collectives import CollectiveModel
 
         self.topology = topology
-        self.model = CollectiveModel.of(topology, params, env=env)
+        # one process drives every GPU (init_all): eager, each operation is launched by this thread for all
+        # of its GPUs (CollectiveModel's host time); captured into a CUDA graph (``capture``), replayed
+        self.model = CollectiveModel.of(topology, params, env=env, launch="eager")
+        self.graph_model = CollectiveModel(self.model.fabric, env, "graph")
+        self._captured: list[tuple[tuple, list[_Call]]] | None = None
         self.free = free
         self.data_limit_bytes = data_limit_bytes
         self.clock = _SimClock()
@@ -381,25 +385,32 @@ class SimNccl:
         is the same, and the runners refill buffers before every data check)."""
         calls, self._pending = self._pending or [], None
         key = tuple((c[0], c[1].rank, _address(c[2]), _address(c[3]), c[4], c[5]) for c in calls)
-        if key not in self._times:
-            self._times[key] = self._group_time_s(calls)
-        self.clock.now_s += self._times[key]
+        if self._captured is not None:  # inside ``capture``: recorded, run at ``launch``
+            self._captured.append((key, calls))
+            return
+        self._run_group(key, calls, self.model)
+
+    def _run_group(self, key: tuple, calls: list[_Call], model: Any) -> None:
+        timed = (model.launch, key)
+        if timed not in self._times:
+            self._times[timed] = self._group_time_s(calls, model)
+        self.clock.now_s += self._times[timed]
         if not self._unsynced or self._unsynced[-1][0] != key:
             self._unsynced.append((key, calls))
 
-    def _group_time_s(self, calls: Sequence[_Call]) -> float:
+    def _group_time_s(self, calls: Sequence[_Call], model: Any) -> float:
         elapsed_s = 0.0
         for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
             mine = sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank)
             n, count = len(mine), mine[0][4]
             size = count * 4 * (n if kind in ("allgather", "reduce_scatter") else 1)
-            elapsed_s += self.model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
+            elapsed_s += model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
         flows = _match_sends(calls, deliver=False)
         if flows:
             devices = {c[1].rank: c[1].device for c in calls}
             order = sorted(devices)
             sends = [(order.index(c[1].rank), order.index(c[5]), float(c[4] * 4)) for c in calls if c[0] == "send"]
-            elapsed_s += self.model.p2p(sends, [devices[r] for r in order]).time_us * 1e-6
+            elapsed_s += model.p2p(sends, [devices[r] for r in order]).time_us * 1e-6
         return elapsed_s
 
     def _move_data(self) -> None:
@@ -439,10 +450,20 @@ class SimNccl:
         self._move_data()
 
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
-        raise RuntimeError("the simulated backend has no CUDA graphs")
+        """Record ``body``'s groups as one simulated CUDA graph (the clock does not move); ``launch``
+        replays them timed as NCCL runs a captured operation (``CollectiveModel`` launch="graph": no host
+        launch per operation, registered buffers)."""
+        self._captured = []
+        try:
+            body()
+            return [list(self._captured)]
+        finally:
+            self._captured = None
 
     def launch(self, peers: Sequence[Peer], graphs: Sequence[Any]) -> None:
-        raise RuntimeError("the simulated backend has no CUDA graphs")
+        for graph in graphs[:1]:  # one graph holds every GPU's groups
+            for key, calls in graph:
+                self._run_group(key, calls, self.graph_model)
 
     def destroy(self, peers: Sequence[Peer]) -> None:
         return None

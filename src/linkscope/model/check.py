@@ -100,17 +100,27 @@ def record_gpus(record: RunRecord) -> list[int]:
 
 def entry_launch(m: Measurement) -> str:
     """How a measured ``bench nccl`` entry's operations were launched: its ``extra.cuda_graph`` says
-    whether the timed loop ran from a CUDA graph; older records without it are taken as graphs, and
-    simulated entries were timed by the twin's graph floor (the simulated backend issues no launches)."""
+    whether the timed loop ran from a CUDA graph (the simulated backend times it the same way: eager
+    unless captured); older records without it are taken as graphs."""
     used = (m.extra or {}).get("cuda_graph")
-    return "eager" if used is False and m.provenance is RunProvenance.MEASURED else "graph"
+    return "eager" if used is False else "graph"
+
+
+def record_gpus_per_thread(record: RunRecord) -> int | None:
+    """The most GPUs one process drove (``context.devices_per_process``; one thread each in ``bench
+    nccl``): what an eager launch's host time grows with. None when the record does not say."""
+    per = (record.context or {}).get("devices_per_process")
+    sizes = [len(d) for d in per if isinstance(d, list)] if isinstance(per, list) else []
+    return max(sizes) if sizes and max(sizes) > 0 else None
 
 
 def collective_entries(record: RunRecord, model: FabricModel) -> list[CheckEntry]:
     """Measured vs predicted algbw of every ok collective entry with a bandwidth."""
     env = (record.context or {}).get("env")  # the NCCL_* variables the run had (NCCL_NVLS_ENABLE, NCCL_ALGO ...)
     env = env if isinstance(env, dict) else None
-    models = {launch: CollectiveModel(model, env=env, launch=launch) for launch in LAUNCH_MODES}
+    per_thread = record_gpus_per_thread(record)
+    models = {launch: CollectiveModel(model, env=env, launch=launch, gpus_per_thread=per_thread)
+              for launch in LAUNCH_MODES}
     gpus = record_gpus(record)
     out = []
     for i, m in enumerate(record.measurements):

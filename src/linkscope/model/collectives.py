@@ -50,8 +50,10 @@ from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import nearest_nics, node_labels, pair_level
 from . import nccl_tuning as nt
+from . import rccl
 from .contention import simulate
-from .params import generation_key
+from .fits import Context, fits_report
+from .params import generation_key, recording
 from .predict import FabricModel
 
 
@@ -253,6 +255,8 @@ class AlgorithmPrediction:
     channels: int = 0
     nccl_estimate_us: float | None = None
     basis: str = "fabric"
+    fits: tuple[str, ...] = ()
+    outside_scope: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -279,6 +283,7 @@ class CollectivePrediction:
         return {"algorithm": self.chosen.algorithm, "protocol": self.chosen.protocol,
                 "channels": self.chosen.channels, "time_us": self.chosen.time_us,
                 "nccl_estimate_us": self.chosen.nccl_estimate_us,
+                "fits": list(self.chosen.fits), "outside_scope": list(self.chosen.outside_scope),
                 "algorithms": {a.key: {"time_us": a.time_us, "algbw_gb_per_s": a.algbw_gb_per_s,
                                        "busbw_gb_per_s": a.busbw_gb_per_s, "steps": a.steps,
                                        "channels": a.channels, "nccl_estimate_us": a.nccl_estimate_us,
@@ -310,24 +315,35 @@ class CollectiveModel:
     (2 x H100, eager minus -G 10 on the same FIFOs: 1.24 us, the median of 36 allgather / reduce_scatter
     pairs at 4-128 MiB), while the host's own time per operation is: a run whose host is slower has a
     higher floor at small sizes (19-22 us) that vanishes behind longer kernels (its 4-32 MiB rows equal
-    the faster run's). The host time is ``eager_host_us`` (default
-    ``nccl_eager_host_us``; a property of the run: the same nccl-tests command ran at 13.9 and 20.2 us
-    at 8 B on the same machine) plus ``nccl_eager_host_per_channel_us`` for every channel task beyond
-    the first: NCCL builds each channel's work on the host (enqueue.cc:689-725 for a collective; for
-    grouped send/recv one work batch per channel of each round, :968-975).
+    the faster run's).
+
+    The host time is what the one thread that drives the operation's GPUs spends on it: for each GPU it
+    drives, NCCL builds that GPU's plan and launches its kernel (ncclGroupEnd walks every communicator of
+    the group, group.cc:259-309 doLaunches: one ncclLaunchKernel per communicator, enqueue.cc:1565), so the
+    time grows with ``gpus_per_thread`` (a run choice: every rank of the operation when one process
+    drives them all, nccl-tests ``-g N`` with one thread and ``bench nccl`` in one process; 1 under
+    ``mpirun`` with a GPU per rank). Per GPU: ``nccl_eager_host_per_gpu_us`` for one channel plus
+    ``nccl_eager_host_per_gpu_channel_us`` for every channel task beyond the first (NCCL builds each
+    channel's work on the host, enqueue.cc:689-725 for a collective; for grouped send/recv one work batch
+    per channel of each round, :968-975). ``eager_host_us``, where given, is a run's own one-channel host
+    time for the whole operation (a property of the run: the same nccl-tests command ran at 13.9 and
+    20.2 us at 8 B on the same machine); it replaces the per-GPU default, the channel term still adds.
     """
 
     def __init__(self, fabric: FabricModel, env: Mapping[str, str] | None = None, launch: str = "graph", *,
-                 eager_host_us: float | None = None) -> None:
+                 eager_host_us: float | None = None, gpus_per_thread: int | None = None) -> None:
         if launch not in LAUNCH_MODES:
             raise ConfigError(f"launch mode {launch!r} is not one of {', '.join(LAUNCH_MODES)}")
         if eager_host_us is not None and not eager_host_us >= 0:
             raise ConfigError(f"the eager host time must be >= 0 us, got {eager_host_us}")
+        if gpus_per_thread is not None and not gpus_per_thread >= 1:
+            raise ConfigError(f"GPUs driven by one thread must be >= 1, got {gpus_per_thread}")
         self.fabric = fabric
         self.launch = launch
         # the device floor of one operation (as replayed from a CUDA graph)
         self.launch_us = fabric.params["nccl_launch_us"]
-        self.eager_host_us = float(fabric.params["nccl_eager_host_us"] if eager_host_us is None else eager_host_us)
+        self.eager_host_us = None if eager_host_us is None else float(eager_host_us)
+        self.gpus_per_thread = gpus_per_thread
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
@@ -337,17 +353,26 @@ class CollectiveModel:
            launch: str = "graph", **run: Any) -> CollectiveModel:
         return cls(FabricModel(topology, params), env, launch, **run)  # type: ignore[arg-type]
 
-    def host_us(self, channel_tasks: int) -> float:
-        """Host time of one eager operation whose work spans ``channel_tasks`` channels (a grouped
-        send/recv: the channels of each of a rank's rounds, summed)."""
-        return self.eager_host_us + self.fabric.params["nccl_eager_host_per_channel_us"] * max(0, channel_tasks - 1)
+    def host_us(self, channel_tasks: int, ranks: int = 2, p2p: bool = False) -> float:
+        """Host time of one eager operation over ``ranks`` GPUs whose work spans ``channel_tasks``
+        channels per GPU (a grouped send/recv: the channels of each of a rank's rounds, summed), driven
+        by one thread for ``gpus_per_thread`` of them (class doc); ``p2p``: a grouped send/recv, whose
+        host path per GPU is longer (``nccl_eager_host_p2p_per_gpu_us``; a run's own host time, measured on
+        its own op, has it already)."""
+        gpus = min(ranks, self.gpus_per_thread) if self.gpus_per_thread is not None else ranks
+        p = self.fabric.params
+        if self.eager_host_us is None:
+            base = gpus * (p["nccl_eager_host_per_gpu_us"] + (p["nccl_eager_host_p2p_per_gpu_us"] if p2p else 0.0))
+        else:
+            base = self.eager_host_us
+        return base + gpus * p["nccl_eager_host_per_gpu_channel_us"] * max(0, channel_tasks - 1)
 
-    def launched_us(self, device_us: float, channel_tasks: int) -> float:
+    def launched_us(self, device_us: float, channel_tasks: int, ranks: int = 2, p2p: bool = False) -> float:
         """Time of one operation as the run launches it: the device time from a CUDA graph; eager, the
         device time plus the launch's unhidden part, or the host's time where that is longer (class doc)."""
         if self.launch == "graph":
             return device_us
-        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks))
+        return max(device_us + self.fabric.params["nccl_eager_launch_us"], self.host_us(channel_tasks, ranks, p2p))
 
     def registers(self, op: str | None, algorithm: str, protocol: str, ranks: Sequence[int]) -> bool:
         """Whether NCCL runs ``op`` on the user's buffers instead of its intermediate FIFOs. Only when
@@ -410,7 +435,8 @@ class CollectiveModel:
                     channels: int = 0, estimate: float | None = None, basis: str = "fabric",
                     channel_tasks: int | None = None) -> AlgorithmPrediction:
         """``time_us`` is the device time; the prediction's is the launched time (``launched_us``)."""
-        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks)
+        time_us = self.launched_us(time_us, max(1, channels) if channel_tasks is None else channel_tasks, n,
+                                   p2p=name == "p2p")
         algbw = size_bytes / (time_us * 1e-6) / 1e9 if size_bytes and time_us > 0 else 0.0
         return AlgorithmPrediction(name, time_us, algbw, algbw * busbw_factor(op, n), steps, protocol, channels,
                                    estimate, basis)
@@ -443,10 +469,16 @@ class CollectiveModel:
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), local, (local,))
         system = self.nccl_system(ranks)
         if op in P2P_OPS:
-            chosen = self._p2p(op, ranks, int(size_bytes), system)
+            with recording() as used:
+                chosen = self._p2p(op, ranks, int(size_bytes), system)
+            chosen = self._with_fits(chosen, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, (chosen,))
-        if system is None:  # not NCCL's tuner (RCCL, unknown GPUs): ring / chain with Simple
-            ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+        if system is None:  # not NCCL's tuner: RCCL's rings on AMD GPUs (model.rccl), else one ring / chain
+            with recording() as used:
+                ring = self._rccl_ring(op, ranks, float(size_bytes))
+                if ring is None:
+                    ring = self._ring_like(op, ranks, float(size_bytes), "Simple", 0, None, None)
+            ring = self._with_fits(ring, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), ring, (ring,))
         tuning = nt.tune(system)
         choice = nt.choose(tuning, system, op, int(size_bytes))
@@ -454,9 +486,22 @@ class CollectiveModel:
         for (algo, proto), estimate in choice.estimates_us.items():
             a, p = nt.ALGOS.index(algo), nt.PROTOS.index(proto)
             channels = nt.channels_for(system, op, a, p, int(size_bytes))
-            options.append(self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate))
+            with recording() as used:
+                option = self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate)
+            options.append(self._with_fits(option, used, ranks, system))
         chosen = next(o for o in options if (o.algorithm, o.protocol) == (choice.algorithm, choice.protocol))
         return CollectivePrediction(op, tuple(ranks), int(size_bytes), chosen, tuple(options))
+
+    def _with_fits(self, pred: AlgorithmPrediction, used: set[str], ranks: list[int],
+                   system: nt.NcclSystem | None) -> AlgorithmPrediction:
+        """``pred`` with the built-in fits it read and a note for each applied outside its scope
+        (model/fits.py)."""
+        params = self.fabric.params
+        fabric = "nvlink" if system is not None and system.intra_hw == nt.HW_NVLINK else "pcie"
+        ctx = Context(system.cc if system is not None else None, fabric, len(ranks),
+                      system.n_nodes if system is not None else 1, "NCCL" if system is not None else "")
+        fits, notes = fits_report(used, ctx, defaults=[k for k in used if params.is_default(k)])
+        return replace(pred, fits=fits, outside_scope=notes)
 
     def _latency_us(self, system: nt.NcclSystem, tuning: nt.Tuning, op: str, a: int, p: int) -> float:
         """The launch floor plus NCCL's latency for the algorithm and protocol without its base part
@@ -572,6 +617,9 @@ class CollectiveModel:
         if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             chunk = S / n
+            rings = self._node_rings(ranks, system)
+            if len(rings) > 1:  # across nodes: the channels' rings leave each node through different NICs
+                spread = [(r[i], r[(i + 1) % n]) for r in rings for i in range(n)]
             simple = proto == "Simple" and system is not None and channels > 0
             if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring for a, b in ring):
                 # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
@@ -580,8 +628,14 @@ class CollectiveModel:
                 # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
                 # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels
                 cap *= self.fabric.params["nccl_ring_duplex_efficiency"]
-            red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
-            cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
+            if len(rings) > 1:
+                share = chunk / len(rings)
+                red = self.flows_time_s([(a, b, share) for a, b in spread], reduce=True, cap_gb_per_s=cap / len(rings),
+                                        wire=wire)
+                cpy = self.flows_time_s([(a, b, share) for a, b in spread], cap_gb_per_s=cap / len(rings), wire=wire)
+            else:
+                red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
+                cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
             steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
             t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
             # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
@@ -590,6 +644,10 @@ class CollectiveModel:
             # whole call: S/n bytes on every GPU. Registered (CUDA graph), the peer has written straight into
             # the output: the last receive's source is its destination and genericOp skips the copy
             # (prims_simple.h:251, "skip one copy").
+            if proto != "Simple" and system is not None:
+                # NCCL's per-step hardware latency (in ``lat_us``, tuning.cc:353-401) is the hop's latency:
+                # the fabric's route latency of each step is not added again
+                t = max(0.0, t - steps * self._route_latency_s(ring))
             registered = self.registers(op, "ring", proto, ranks)
             if simple and system is not None:
                 t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
@@ -619,6 +677,54 @@ class CollectiveModel:
         if lat_us is None:
             lat_us = self.launch_us
         return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
+
+    def _node_rings(self, ranks: list[int], system: nt.NcclSystem | None) -> list[list[int]]:
+        """The rings of a communicator that spans nodes, one per search channel: NCCL's inter-node ring
+        channel c enters each node at a GPU by NIC c and leaves by another (search.cc ncclTopoSearchRecNet
+        tries the NETs in turn per channel, search.cc:669; connect.cc:94 connectRings chains the nodes' rings), so the channels
+        cross between nodes through different NICs. Modelled as each node's GPUs in rank order rotated by
+        c, nodes in rank order. One ring (the rank order) within a node."""
+        if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
+            return [ranks]
+        labels = node_labels(self.fabric.topology)
+        index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+        groups: dict[object, list[int]] = {}
+        for r in ranks:
+            groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        out = []
+        for c in range(system.ring.n_channels):
+            ring: list[int] = []
+            for members in groups.values():
+                k = c % len(members)
+                ring.extend(members[k:] + members[:k])
+            out.append(ring)
+        return out
+
+    def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
+        """RCCL's ring allreduce / allgather / reduce_scatter on AMD GPUs (model.rccl): the data split
+        evenly over RCCL's rings, every ring's step at once on the fabric (its flows share the xGMI links),
+        2(n-1) or n-1 steps, Simple. None where RCCL's rings do not apply (not AMD, another op, no ring
+        over direct xGMI links)."""
+        gpus = [self.fabric.gpu(g) for g in ranks]
+        if op not in ("allreduce", "allgather", "reduce_scatter") or not all(rccl.is_amd(g) for g in gpus):
+            return None
+        n = len(ranks)
+        where = {g.id: k for k, g in enumerate(gpus)}
+        arcs = set()
+        for link in self.fabric.topology.links:
+            if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
+                arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
+        found, channels = rccl.rings(arcs, n, rccl.gfx_of(gpus[0]))
+        if not found:
+            return None
+        chunk = S / n / len(found)
+        flows = [(ranks[r[k]], ranks[r[(k + 1) % n]], chunk) for r in found for k in range(n)]
+        red = self.flows_time_s(flows, reduce=True)
+        cpy = self.flows_time_s(flows)
+        steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
+        t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
+        return self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, "Simple", channels,
+                                basis="fabric (RCCL rings)")
 
     def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
               lat_us: float, estimate: float) -> AlgorithmPrediction:
@@ -708,7 +814,8 @@ class CollectiveModel:
         if system is None:
             flows = [(ranks[a], ranks[b], nbytes) for a, b, nbytes in sends]
             device_us = self.launch_us + self.flows_time_s(flows) * 1e6
-            return P2pTime(self.launched_us(device_us, max(1, len(sends))), 1, "Simple", 0, device_us, max(1, len(sends)))
+            return P2pTime(self.launched_us(device_us, max(1, len(sends)), n, p2p=True), 1, "Simple", 0, device_us,
+                           max(1, len(sends)))
         # busy: (rank, send | recv) -> epoch -> channels; members: (src, dst, bytes, plan, round, channels)
         waves: list[tuple[dict[tuple[int, str], dict[int, set[int]]],
                           list[tuple[int, int, float, nt.P2pPlan, int, frozenset[int]]]]] = []
@@ -762,9 +869,17 @@ class CollectiveModel:
                 groups.setdefault((plan.protocol, plan.channels, plan.chunk_bytes), []).append(
                     ((ranks[a], ranks[b], nbytes), worth))
             slowest = 0.0
+            # a GPU whose sends of one wave go to several other GPUs at once gets less of its links than one
+            # sending to one peer (4 x H200: alltoall levels off at 311 GB/s per GPU where sendrecv reaches 353);
+            # fitted (nccl_p2p_fanout_efficiency), applied as extra wire bytes so channel caps keep their rate
+            peers_of: dict[int, set[int]] = {}
+            for a, b, *_ in members:
+                if a != b:
+                    peers_of.setdefault(a, set()).add(b)
+            fanout = self.fabric.params["nccl_p2p_fanout_efficiency"] if any(len(v) > 1 for v in peers_of.values()) else 1.0
             for (proto, channels, chunk), entries in groups.items():
                 flows = [f for f, _ in entries]
-                wire = 1.0 / PAYLOAD_FRACTION[proto]
+                wire = 1.0 / PAYLOAD_FRACTION[proto] / fanout
                 rate = per_channel * (0.5 if proto == "LL" else 1.0)
                 if registered and proto == "Simple":
                     rate *= self.fabric.params["nccl_p2p_registered_channel_factor"]
@@ -781,8 +896,12 @@ class CollectiveModel:
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
         device_us = self.launch_us + hw * len(waves) + total_s * 1e6
+        if registered and any(plan.protocol == "Simple" and a != b for _, members in waves
+                              for a, b, _, plan, _, _ in members):
+            # a registered send to another GPU (a copy to itself is not registered, enqueue.cc:874-888 !selfSend)
+            device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
         tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
-        return P2pTime(self.launched_us(device_us, tasks), len(waves), proto, max_channels, device_us, tasks)
+        return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
 
 
 @dataclass(frozen=True)
@@ -847,17 +966,21 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         peer_channels = 2  # paths.cc:832-833
         hw = nt.HW_PCI
     inter = 0.0
+    node_nics, net_path = 0, 0.0
     if n_nodes > 1:
-        shares: dict[str, int] = {}
         nic_of = {}
         for g in gpus:
             nics = nearest_nics(topo, g)
             if nics:
                 nic_of[g.id] = nics[0]
-                shares[nics[0].id] = shares.get(nics[0].id, 0) + 1
-        rates = [(nic_of[g.id].line_rate_gbit_per_s or 100.0) / 8.0 / shares[nic_of[g.id].id] for g in gpus
-                 if g.id in nic_of]  # topo.cc:373: NET bw = Mbps / 8000
+        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000
         inter = min(rates) if rates else 12.0
+        per_node: dict[str, set[str]] = {}
+        for g, node in zip(gpus, nodes):
+            if g.id in nic_of:
+                per_node.setdefault(node, set()).add(nic_of[g.id].id)
+        node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
+        net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
     cpus = topo.of_kind(DeviceKind.CPU)
     amd = bool(cpus) and all((c.vendor or "").lower() == "amd" for c in cpus)
@@ -867,7 +990,8 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
                 for d in topo.devices if d.kind in (DeviceKind.NETWORK_SWITCH, DeviceKind.NIC))
     return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
                            nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
-                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings)
+                           p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings,
+                           nics=node_nics, net_path_bw=net_path)
 
 
 def gid_in(link: object, device_id: str) -> bool:

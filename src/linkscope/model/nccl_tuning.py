@@ -261,19 +261,26 @@ def _speeds(cc: int, inter: bool) -> tuple[float, ...]:
 
 
 def ring_graph(total_bw: float, max_bw: float, cc: int, inter: bool, *, consume: float = 1.0,
-               max_channels: int = RING_SEARCH_MAX_CHANNELS, dup: bool = True) -> Graph:
+               max_channels: int = RING_SEARCH_MAX_CHANNELS, dup: bool = True, nics: int = 0,
+               nic_bw: float = 0.0) -> Graph:
     """NCCL's ring/tree search (search.cc:991-1197) replayed on a GPU with ``total_bw`` GB/s of NCCL
     bandwidth (``max_bw`` on its best single path): every channel of speed s takes ``consume * s``
     from the GPU's links. Pass 1 starts at the first speed that fits (search.cc:1075-1076), keeps the
     best ``channels * speed`` and steps down while the next speed is > 0.49 of the best (:1145);
     stops once the channels fill the bandwidth (:1099); duplicates channels (``ncclTopoDupChannels``,
-    :961-972); pass 2 raises the speed while the same channel count still fits (:1168-1174)."""
+    :961-972); pass 2 raises the speed while the same channel count still fits (:1168-1174). Across
+    nodes (``nics`` > 0) every channel also enters and leaves the node through a NIC, taking its speed
+    from that NIC's ``nic_bw`` each way (search.cc:669 ncclTopoSearchRecNet follows the GPU-to-NET path with
+    the channel's bwInter), so a speed s gives at most ``nics * floor(nic_bw / s)`` channels."""
     speeds = _speeds(cc, inter)
     if total_bw <= 0 or max_bw <= 0:
         return Graph(1, 0.1, 0.1)  # search.cc:1189-1195: the simple-order fallback
 
     def channels(s: float) -> int:
-        return min(max_channels, int(total_bw / (consume * s) + 1e-9)) if s <= max_bw + 1e-9 else 0
+        if s > max_bw + 1e-9:
+            return 0
+        n = min(max_channels, int(total_bw / (consume * s) + 1e-9))
+        return min(n, nics * int(nic_bw / s + 1e-9)) if nics > 0 else n
 
     i = 0
     while i < len(speeds) - 1 and (speeds[i] > max_bw or speeds[i] > total_bw):
@@ -351,14 +358,22 @@ def pow2_up(x: int) -> int:
 
 def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: float, pair_bw: float,
                  nvswitch: bool, inter_bw: float = 0.0, amd_cpu: bool = False, p2p_peer_channels: int = 2,
-                 collnet_fabric: bool = False, settings: NcclSettings | None = None) -> NcclSystem:
+                 collnet_fabric: bool = False, settings: NcclSettings | None = None, nics: int = 0,
+                 net_path_bw: float = 0.0) -> NcclSystem:
     """NCCL's view from machine facts: ``gpu_bw`` each GPU's total intra-node NCCL bandwidth,
     ``pair_bw`` its best path to a ring neighbour, ``inter_bw`` its share of NIC bandwidth (GB/s),
     ``p2p_peer_channels`` paths.cc:817-850's channels per peer; ``collnet_fabric``: the network offers
-    in-network reduction (SHARP), which CollNet needs besides NCCL_COLLNET_ENABLE=1 (its plugin)."""
+    in-network reduction (SHARP), which CollNet needs besides NCCL_COLLNET_ENABLE=1 (its plugin).
+    Across nodes: ``nics`` the NICs of a node its GPUs reach (0: ``inter_bw`` is each GPU's share and
+    bounds it, the older reading), ``inter_bw`` then one NIC's rate and ``net_path_bw`` a GPU's best path
+    to a NIC (search.cc:20-27 getMaxBw over NET paths; 0: the NIC's rate)."""
     s = settings or NcclSettings()
     inter = n_nodes > 1
-    if inter:
+    if inter and nics > 0 and inter_bw > 0:
+        # search.cc:1073-1075: totalBw is the GPU's own (its NVLinks, :29-37), maxBw its best path to a NET
+        path = min(inter_bw, net_path_bw) if net_path_bw > 0 else inter_bw
+        ring = ring_graph(gpu_bw, path, cc, True, nics=nics, nic_bw=inter_bw)
+    elif inter:
         total = min(gpu_bw, inter_bw) if inter_bw > 0 else gpu_bw
         ring = ring_graph(total, total, cc, True)
     else:
@@ -372,7 +387,10 @@ def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: 
     nvls_ok = nvswitch and cc >= 90 and local >= 2 and s.nvls_enable != 0  # search.cc:1036, nvls.cc:161
     nvls = nvls_graph(gpu_bw, local, cc) if nvls_ok else Graph(0, 0.0, 0.0)
     if nvls_ok and inter and inter_bw > 0:
-        nvls = Graph(nvls.n_channels, nvls.bw_intra, min(nvls.bw_intra, inter_bw / max(nvls.n_channels, 1)))
+        # each NVLS channel's head GPU sends and receives through a NIC (search.cc:386-418 with the NET
+        # paths of the heads): a channel gets its speed where the node's NICs carry it, else their share
+        node_net = inter_bw * nics if nics > 0 else inter_bw
+        nvls = Graph(nvls.n_channels, nvls.bw_intra, min(nvls.bw_intra, node_net / max(nvls.n_channels, 1)))
     n_ch = min(MAXCHANNELS, 2 * ring.n_channels)  # every search channel is duplicated (connect.cc:452)
     n_ch = min(s.max_channels, n_ch)  # connect.cc:490
     n_ch = max(n_ch, s.min_channels) if s.min_channels else n_ch  # connect.cc:491 (copyChannels duplicates)

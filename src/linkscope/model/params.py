@@ -58,13 +58,16 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
   keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:
   max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
+* ``ce_mesh_efficiency``: a copy-engine peer copy's share of its own rate, per copy its GPU issues, where
+  that GPU sends CE copies to and receives them from several GPUs at once (an all-to-all).
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
-* ``nccl_eager_launch_us``, ``nccl_eager_host_us``, ``nccl_eager_host_per_channel_us``: when the host
-  launches each operation (eager: nccl-tests without ``-G``, ``bench nccl`` rows with ``cuda_graph``
-  false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes max(device time
-  + ``nccl_eager_launch_us``, host time); the host time is ``nccl_eager_host_us`` for one channel plus
-  ``nccl_eager_host_per_channel_us`` per further channel task.
+* ``nccl_eager_launch_us``, ``nccl_eager_host_per_gpu_us``, ``nccl_eager_host_per_gpu_channel_us``: when
+  the host launches each operation (eager: nccl-tests without ``-G``, ``bench nccl`` rows with
+  ``cuda_graph`` false; the run choice ``launch="eager"`` of ``CollectiveModel``) an operation takes
+  max(device time + ``nccl_eager_launch_us``, host time); the host time is, for each GPU the launching
+  thread drives, ``nccl_eager_host_per_gpu_us`` for one channel (plus ``nccl_eager_host_p2p_per_gpu_us``
+  for a grouped send/recv) plus ``nccl_eager_host_per_gpu_channel_us`` per further channel task.
 * ``nccl_simple_ring_latency_us``, ``nccl_ring_duplex_efficiency``, ``nccl_ring_local_cta_gb_per_s``,
   ``nccl_ring_local_hidden_per_step``: a Simple ring (``CollectiveModel._simple_ring_extra_s``): a fixed
   time per call; the share of the channels' rate each direction keeps when a 2-rank ring's two GPUs copy
@@ -74,11 +77,14 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   reads its own chunk, the arriving one, and writes the sum).
 * ``nccl_p2p_channel_factor``: what one NCCL send/recv channel carries, as a multiple of NCCL's
   per-channel ring bandwidth (``model.collectives``); ``nccl_p2p_registered_channel_factor``: a
-  registered send's channel (CUDA graph: no FIFO) over that.
+  registered send's channel (CUDA graph: no FIFO) over that; ``nccl_p2p_registered_fixed_us``: what a
+  registered grouped send/recv adds once per operation.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,16 +220,25 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                              "36 pairs of one lease each, median 1.24 us (-0.6 to 2.7; tests/fixtures/peertools/"
                              "h100x2-visits11-13/visit1{1,2}/nccl/*_eager*.txt against *_G10*). It was 7.6 us, eager minus "
                              "-G 10 allreduce at 8 B-1 KiB (all_reduce.txt), where the host's time bounds the eager "
-                             "operation anyway (nccl_eager_host_us)"),
-    "nccl_eager_host_us": (13.86, "measured", "the host's time for one eager operation on one channel: the fastest "
-                           "8 B-1 KiB row of tests/fixtures/nccl/h100x2-2026-11-25/all_reduce.txt (the file the other "
-                           "eager constants come from; its -G 10 times there are 6.4-8.2 us, so that row is the host's "
-                           "time, the launch gap 1.24 us under it). A property of the run: the same command's "
-                           "rerun (all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us"),
-    "nccl_eager_host_per_channel_us": (0.28, "measured", "fitted: what each further channel task adds to the host's "
-                                       "time: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt (host-bound: "
-                                       "its -G 10 times are 9.1-10.4 us there), fastest row at 256-512 KiB "
-                                       "(24 channels) 26.73 us against 20.22 at 8 B-1 KiB (one channel): 6.51 / 23"),
+                             "operation anyway (nccl_eager_host_per_gpu_us)"),
+    "nccl_eager_host_per_gpu_us": (6.93, "measured", "the host's time for one eager operation on one channel, per GPU "
+                                   "the launching thread drives: the fastest 8 B-1 KiB row of tests/fixtures/nccl/"
+                                   "h100x2-2026-11-25/all_reduce.txt, 13.86 us for the two GPUs one nccl-tests thread drives "
+                                   "(-g 2), halved (its -G 10 times there are 6.4-8.2 us, so that row is the host's time, "
+                                   "the launch gap 1.24 us under it). A property of the run: the same command's rerun "
+                                   "(all_reduce_rerun.txt) took 20.22 us, the recorded runs 13.7-22.6 us; the 4 x H200 "
+                                   "eager runs (one thread, -g 4, ../shared/recordings/h200x4-2026-11-28) test the scaling"),
+    "nccl_eager_host_p2p_per_gpu_us": (3.52, "measured", "fitted: what a grouped send/recv adds to the host's time "
+                                       "per GPU over a collective (its ncclSend / ncclRecv tasks, the p2p schedule of "
+                                       "enqueue.cc:1039 scheduleP2pTasksToPlan): the fastest 8 B-1 KiB rows of one lease, "
+                                       "tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt 21.07 us and alltoall.txt 20.73 "
+                                       "against all_reduce.txt 13.86, over 2 GPUs; the 4 x H200 eager sendrecv and "
+                                       "alltoall at 1 MiB test it"),
+    "nccl_eager_host_per_gpu_channel_us": (0.14, "measured", "fitted: what each further channel task adds to the host's "
+                                           "time per GPU it drives: tests/fixtures/nccl/h100x2-2026-11-25/all_reduce_rerun.txt "
+                                           "(host-bound: its -G 10 times are 9.1-10.4 us there, -g 2), fastest row at "
+                                           "256-512 KiB (24 channels) 26.73 us against 20.22 at 8 B-1 KiB (one channel): "
+                                           "6.51 / 23 / 2 GPUs"),
     "nccl_reduce_efficiency": (1.0, "default", "a reducing step costs what a copying step costs: the 2-GPU allreduce "
                                "deficit (326.8 GB/s on 2 x H200, once fitted as 0.79) is the serial last receive of every "
                                "ring loop, which model.collectives now times (docs/comm.md); calibrate may set it"),
@@ -257,13 +272,36 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                 "NCCL's per-channel ring bandwidth (15 GB/s on NV18): 2 x H100 sendrecv, 16 channels per "
                                 "send, time vs bytes per channel from 2 to 16 MiB has a slope of 19.6 GB/s "
                                 "(tests/fixtures/nccl/h100x2-2026-11-25/sendrecv.txt, bench/twin_vs_collectives.py)"),
-    "nccl_p2p_registered_channel_factor": (1.152, "measured", "fitted: what a registered (CUDA graph) Simple send "
-                                           "channel carries over a FIFO one (nccl_p2p_channel_factor): 2 x H100 NV18, "
-                                           "NCCL 2.28.9, nccl-tests 2.19.6 -G 10, alltoall 512 MiB (16 channels per "
-                                           "send, no round sharing them) 750.2 and 750.9 us on two leases "
-                                           f"({_VISITS11_12}/visit13/nccl/alltoall_G10.txt, visit11/nccl/"
-                                           "alltoall_big_G10.txt): 22.6 GB/s per channel; 64-256 MiB and 1 GiB "
-                                           "(32 channels shared with the copy to itself) test it"),
+    "nccl_p2p_registered_channel_factor": (2.045, "measured", "fitted: what a registered (CUDA graph) Simple send "
+                                           "channel carries over a FIFO one (nccl_p2p_channel_factor): 4 x H200 NV18, "
+                                           "NCCL 2.28.9, nccl-tests 2.19.6 -G 20, sendrecv 1-64 MiB (8 channels per send, "
+                                           "one work per channel), least-squares slope 321.6 GB/s = 40.2 GB/s per channel "
+                                           "(../shared/recordings/h200x4-2026-11-28/nccl-tests/sendrecv-G20.txt). Was 1.152, "
+                                           "fitted on the 2 x H100 alltoall -G 10 at 512 MiB, a row the links bound (16 x "
+                                           "22.6 GB/s = the NV18 link): it hid the channel's own rate. The 2 x H100 alltoall "
+                                           f"-G 10 rows ({_VISITS11_12}, visit 4) and the 4 x H200 alltoall -G 20 test it"),
+    "nccl_p2p_registered_fixed_us": (4.46, "measured", "fitted: the time a registered grouped send/recv takes beyond the "
+                                     "launch floor, NCCL's per-round latency and its data: the sender writes the peer's "
+                                     "user buffer in one large chunk (sendrecv.h:18-20), which it may only do after the "
+                                     "receiver has posted that buffer for this operation, and the receiver ends on the "
+                                     "sender's completion signal. 4 x H200 NV18, NCCL 2.28.9, nccl-tests 2.19.6 -G 20, "
+                                     "sendrecv 1-64 MiB: intercept of the least-squares line 13.86 us against the twin's "
+                                     "9.40 without it (../shared/recordings/h200x4-2026-11-28/nccl-tests/sendrecv-G20.txt); "
+                                     f"the 2 x H100 alltoall -G 10 at 1-64 MiB ({_VISITS11_12}, visit 4) test it"),
+    "nccl_p2p_fanout_efficiency": (0.765, "measured", "fitted: the share of its links' rate a GPU keeps when the sends "
+                                   "of one grouped send/recv go to several other GPUs at once (alltoall beyond 2 GPUs) "
+                                   "rather than to one: 4 x H200 NV18, NCCL 2.28.9, nccl-tests 2.19.6, alltoall 512 MiB "
+                                   "eager, 290.4 GB/s busbw (../shared/recordings/h200x4-2026-11-28/nccl-tests/"
+                                   "alltoall-eager.txt); the same GPUs reach 353 in sendrecv (one peer each). NCCL's "
+                                   "source gives no reason (the channels are disjoint per round, channel.h:19-31) and the "
+                                   "links do not (sm-push all-to-all on that node: 353 GB/s per GPU): a fit, scope "
+                                   "NVSwitch Hopper; the 64 MiB eager and -G 20 rows test it"),
+    "ce_mesh_efficiency": (0.55, "measured", "fitted: the share of its rate alone a copy-engine peer copy keeps, "
+                           "per copy its GPU issues, when that GPU at once sends CE copies to and receives them from "
+                           "two or more GPUs (predict.FabricModel.copy_engine_bound): 4 x H200 NV18, linkscope bench "
+                           "--method ce --pattern all-to-all, 64 MiB total 863.4 GB/s (tests/fixtures/nccl/"
+                           "h200x4-2026-11-28/a2a_r1.txt); the 512 MiB total (943.2) and the other lease's 731 "
+                           "(../shared/recordings/h200x4-2026-11-28/README.md) test it"),
     "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
                                 "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
                                 "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
@@ -287,6 +325,21 @@ STRUCTURAL_KEYS = LEGACY_MODEL_PARAM_KEYS  # older files' peer-access facts and 
 
 def default_keys() -> tuple[str, ...]:
     return tuple(_DEFAULTS)
+
+
+_RECORDING: ContextVar[tuple[set[str], ...]] = ContextVar("linkscope_model_params_recording", default=())
+
+
+@contextmanager
+def recording() -> Iterator[set[str]]:
+    """The keys read with ``params[key]`` inside the block (nested blocks each see their own and the
+    outer ones see them too): what a prediction used, to say which fits it rests on (model/fits.py)."""
+    used: set[str] = set()
+    token = _RECORDING.set((*_RECORDING.get(), used))
+    try:
+        yield used
+    finally:
+        _RECORDING.reset(token)
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -458,6 +511,8 @@ class ModelParams:
         return float(self.values.get(f"p2p_transit_efficiency.{kind}", 1.0))
 
     def __getitem__(self, key: str) -> float:
+        for used in _RECORDING.get():
+            used.add(key)
         try:
             return float(self.values[key])
         except KeyError:

@@ -101,6 +101,7 @@ class TransferPrediction:
         latency_us: the fixed part: overhead + per-hop latency (+ pipeline fill).
         rate_gb_per_s: max-min fair rate of its first stage once everything has started.
         theoretical_gb_per_s: raw bottleneck capacity of its route.
+        limited_by: ``copy engines`` when the copy-engine share (``copy_engine_bound``) capped it.
     """
 
     src: int | str
@@ -114,6 +115,7 @@ class TransferPrediction:
     theoretical_gb_per_s: float
     role: str = "measured"
     start_s: float = 0.0
+    limited_by: str = ""  # "copy engines" where the GPUs' copy engines, not the links, set its rate
 
     @property
     def finish_s(self) -> float:
@@ -457,6 +459,7 @@ class FabricModel:
         flows = [self.stages(src, dst, size, method, chunk_bytes) for src, dst, size, _ in items]
         if not flows:
             return []
+        ce_bound = self.copy_engine_bound(items, method, flows)
         if serialised(method) and len(flows) > 1:  # one after another, each alone (host_copies)
             results = [simulate(self._problem([flow]), rtol=0.0) for flow in flows]
             finish = [float(r.finish_s[0]) for r in results]
@@ -468,7 +471,7 @@ class FabricModel:
             rates = [float(x) for x in result.first_rate_gb_per_s]
             starts = [0.0] * len(flows)
         out = []
-        for (src, dst, size, role), flow, fin, rate, start in zip(items, flows, finish, rates, starts):
+        for k, ((src, dst, size, role), flow, fin, rate, start) in enumerate(zip(items, flows, finish, rates, starts)):
             out.append(TransferPrediction(
                 src=src, dst=dst, method=method, size_bytes=size, elapsed_s=fin,
                 gb_per_s=size / fin / _GB if size and fin > 0 else 0.0,
@@ -477,8 +480,39 @@ class FabricModel:
                 theoretical_gb_per_s=min(s.raw_gb_per_s for s in flow),
                 role=role,
                 start_s=start,
+                limited_by="copy engines" if k in ce_bound else "",
             ))
         return out
+
+    def copy_engine_bound(self, items: list[tuple[int | str, int | str, int, str]], method: str,
+                          flows: list[list[_Stage]]) -> set[int]:
+        """Cap, in place, the copy-engine peer copies of a GPU that at once sends CE copies to two or more
+        GPUs and receives CE copies from two or more (an all-to-all): each of its copies gets
+        ``ce_mesh_efficiency`` of its own rate alone over the copies the GPU issues. One-to-all, all-to-one
+        and a copy each way between two GPUs keep the links' rate (nvbandwidth on 4 x H200: one_to_all_write_ce
+        339-396 GB/s, all_to_one 399, bidirectional 774 for two GPUs), an all-to-all does not (731-943 GB/s
+        for 12 copies where sm-push moves 1412); a fit (model/fits.py), the copy engines' scheduling being
+        undocumented. Returns the indices of the capped copies."""
+        if method not in COPY_ENGINE_METHODS or method not in NEEDS_PEER_ACCESS:
+            return set()
+        out: dict[object, set[object]] = {}
+        into: dict[object, set[object]] = {}
+        for src, dst, _, _ in items:
+            if src != dst and src != HOST and dst != HOST:
+                out.setdefault(src, set()).add(dst)
+                into.setdefault(dst, set()).add(src)
+        meshed = {g for g in out if len(out[g]) >= 2 and len(into.get(g, ())) >= 2}
+        if not meshed:
+            return set()
+        share = self.params["ce_mesh_efficiency"]
+        bound = set()
+        for k, ((src, dst, _, _), flow) in enumerate(zip(items, flows)):
+            if src in meshed or dst in meshed:
+                issuer = dst if get_method(method).issuer == "dst" else src
+                copies = max(1, len(out.get(issuer, ())) if issuer == src else len(into.get(issuer, ())))
+                flow[0].cap_gb_per_s = min(flow[0].cap_gb_per_s, share * flow[0].cap_gb_per_s / copies)
+                bound.add(k)
+        return bound
 
     # ---- the fast path for very many GPU-to-GPU flows -----------------------------------------------------
     def peer_problem(self, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, method: str = DEFAULT_METHOD.key) -> FlowProblem:

@@ -1,0 +1,104 @@
+"""RCCL's rings on AMD Instinct GPUs, replayed from RCCL's source (ROCm/rccl, tag rocm-6.2.2).
+
+NCCL's tuner (``model.nccl_tuning``) does not describe AMD GPUs; RCCL, its fork, chooses differently
+where it matters most for large collectives: the rings.
+
+* On a node whose GPUs match one of RCCL's hand-made machine models (src/graph/rome_models.cc), RCCL
+  takes that model's rings (``ringBase``) instead of searching (``parseRome4P2H`` / ``parseChordalRing``
+  match the node's GPU connectivity and NUMA pattern against the table, rome_models.cc:1495 and :1420
+  permuteGpuIds, called from search.cc:959-969). For
+  8 x MI300X (gfx942, every pair one xGMI link, no NIC in the pattern) that is ``rome_model_79``
+  (rome_models.cc:549-561): 14 distinct rings (each listed twice, 28 channels), 7 and their reverses,
+  which together use each of the 56 directed xGMI links exactly twice, so an allreduce drives all seven
+  links of every GPU at once.
+* Elsewhere RCCL's graph search (src/graph/search.cc, as NCCL's) looks for as many rings as the links
+  carry; ``rings`` approximates it with arc-disjoint Hamiltonian cycles over the direct xGMI links (each
+  with its reverse where that is free too), so the MI250X's 8 GCDs get the rings their links allow rather
+  than one ring over one link.
+
+The links' usable rate is the topology's (its ``link_efficiency``: 48 of 64 GB/s per MI300X xGMI link per
+AMD's "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", ROCm blog, 2025-03-02);
+the rings' flows share them in the fabric model.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# rome_models.cc:559 (rocm-6.2.2), rome_model_79 ringBase, each distinct ring once (the string repeats them)
+ROME_MODEL_79_RINGS: tuple[tuple[int, ...], ...] = (
+    (0, 1, 2, 3, 4, 5, 6, 7), (0, 1, 2, 3, 4, 5, 7, 6), (0, 2, 4, 1, 3, 6, 5, 7), (0, 2, 4, 6, 1, 7, 3, 5),
+    (0, 3, 1, 5, 2, 7, 4, 6), (0, 3, 5, 1, 6, 2, 7, 4), (0, 4, 1, 7, 3, 6, 2, 5), (7, 6, 5, 4, 3, 2, 1, 0),
+    (6, 7, 5, 4, 3, 2, 1, 0), (7, 5, 6, 3, 1, 4, 2, 0), (5, 3, 7, 1, 6, 4, 2, 0), (6, 4, 7, 2, 5, 1, 3, 0),
+    (4, 7, 2, 6, 1, 5, 3, 0), (5, 2, 6, 3, 7, 1, 4, 0),
+)
+ROME_MODEL_79_CHANNELS = 28  # the ringBase lists 28 rings (each distinct one twice)
+
+_GFX_BY_NAME = (("mi300x", "gfx942"), ("mi325x", "gfx942"), ("mi300a", "gfx942"), ("mi250", "gfx90a"),
+                ("mi210", "gfx90a"), ("mi100", "gfx908"))
+MAX_SEARCH_STEPS = 200_000  # bound on the ring search's DFS steps (8 GPUs need a few thousand)
+
+
+def gfx_of(gpu: Any) -> str | None:
+    """The GPU's gfx target: its ``gfx`` attribute (presets, amdsmi discovery), else from its name."""
+    attrs = getattr(gpu, "attributes", None) or {}
+    if isinstance(attrs.get("gfx"), str):
+        return str(attrs["gfx"])
+    name = (getattr(gpu, "name", None) or "").lower().replace(" ", "")
+    return next((gfx for key, gfx in _GFX_BY_NAME if key in name), None)
+
+
+def is_amd(gpu: Any) -> bool:
+    return (getattr(gpu, "vendor", None) or "").lower() == "amd" or gfx_of(gpu) is not None
+
+
+def rings(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> tuple[list[tuple[int, ...]], int]:
+    """RCCL's rings over ranks 0..n-1 whose direct xGMI links are ``arcs`` (both directions listed), and
+    the channels they run on: rome_model_79's for 8 fully connected gfx94x GPUs, else arc-disjoint
+    Hamiltonian cycles (module doc). ([], 0) when no ring uses direct links only."""
+    full = len(arcs) == n * (n - 1)
+    if n == 8 and full and gfx is not None and gfx.startswith("gfx94"):
+        return [tuple(r) for r in ROME_MODEL_79_RINGS], ROME_MODEL_79_CHANNELS
+    free = set(arcs)
+    found: list[tuple[int, ...]] = []
+    while True:
+        cycle = _hamiltonian(free, n)
+        if cycle is None:
+            break
+        found.append(cycle)
+        free -= _arcs(cycle)
+        back = tuple(reversed(cycle))
+        if _arcs(back) <= free:
+            found.append(back)
+            free -= _arcs(back)
+    return found, 2 * len(found)
+
+
+def _arcs(ring: Sequence[int]) -> set[tuple[int, int]]:
+    return {(ring[i], ring[(i + 1) % len(ring)]) for i in range(len(ring))}
+
+
+def _hamiltonian(free: set[tuple[int, int]], n: int) -> tuple[int, ...] | None:
+    """A directed Hamiltonian cycle over ``free`` arcs from rank 0 (depth-first, bounded)."""
+    out: dict[int, list[int]] = {}
+    for a, b in sorted(free):
+        out.setdefault(a, []).append(b)
+    path, seen, steps = [0], {0}, 0
+    stack = [iter(out.get(0, []))]
+    while stack:
+        steps += 1
+        if steps > MAX_SEARCH_STEPS:
+            return None
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            seen.discard(path.pop())
+            continue
+        if len(path) == n and nxt == 0:
+            return tuple(path)
+        if nxt in seen:
+            continue
+        path.append(nxt)
+        seen.add(nxt)
+        stack.append(iter(out.get(nxt, [])))
+    return None
