@@ -233,7 +233,7 @@ class Judge:
         share = self._flow_share(m)
         if share:
             return replace(exp, twin=None, calibrated=None, note=share)
-        if ref is not None:
+        if ref is not None and self.calibrated is None:  # a calibration of this very machine goes first
             return self._with_reference(m, exp, ref)
         why = self._untrusted_twin(m, exp, key)
         if why:

@@ -13,6 +13,7 @@ test that the references carry over to a lease they have not seen.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -25,7 +26,7 @@ from ..errors import LinkscopeError
 from ..results.peertools.common import PeerRun
 from ..topology.model import Topology
 from .expect import Judge
-from .references import BAND_RULE, RefKey, Reference, ReferenceTable, RefSource, family_of, table_dict
+from .references import BAND_RULE, Reference, ReferenceTable, RefKey, RefSource, family_of, table_dict
 
 __all__ = ["RECORDINGS", "Recording", "build", "main", "rates"]
 
@@ -110,6 +111,8 @@ RECORDINGS: tuple[Recording, ...] = (
                       *(f"{_V1113}/visit12/nccl/{f}" for f in ("all_gather_G10.txt", "all_gather_eager.txt", "all_reduce_eager.txt",
                                                               "all_reduce_G10.txt", "reduce_scatter_G10.txt",
                                                               "reduce_scatter_eager.txt"))]),
+    # held out: a 2 x H200 lease of 2026-11-22 (its pairs have the 4 x H200 pairs' keys)
+    Recording(("docs/runs/survey-512MiB-h200x2-2026-11-22.json",), "h200x2-2026-11-22", "2026-11-22", "held-out"),
     # held out: the last H100 lease (a survey on the final code, latency and nccl-tests beside it)
     Recording((f"{_V1113}/visit13/linkscope/survey.json",), "h100x2-2026-11-25 visit13", "2026-11-25", "held-out"),
     _h100("visit13", [f"{_V1113}/visit13/peers/nvbandwidth-latency-r*.txt", f"{_V1113}/visit13/mpi/osu_*_DD_*.txt",
@@ -200,52 +203,50 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
             cv = _cv(m)
             if cv is not None:
                 cvs[key].append(cv)
-    # the spread between leases, per key, then pooled per family
+    # the spread seen between runs of one kind, per key (log ratio: as far below as above), pooled per family
     medians: dict[RefKey, float] = {}
-    spreads: dict[RefKey, float | None] = {}
-    inside: dict[RefKey, float] = {}
+    spreads: dict[RefKey, float] = {}
+    lease_count: dict[RefKey, int] = {}
     for key, by_file in values.items():
         leases: dict[str, list[float]] = defaultdict(list)
         for (_f, lease, _d), vals in by_file.items():
             leases[lease].append(statistics.median(vals))
-        lease_medians = [statistics.median(v) for v in leases.values()]
-        median = medians[key] = statistics.median(lease_medians)
-        spreads[key] = max(abs(v / median - 1) for v in lease_medians) if len(lease_medians) > 1 else None
-        # runs of one kind within a lease (other GPUs or pairs of the node, other files): their spread too
-        within = [abs(v / statistics.median(vals) - 1) for vals in by_file.values() if len(vals) > 1 for v in vals]
-        inside[key] = max(within) if within else 0.0
+        median = medians[key] = statistics.median(statistics.median(v) for v in leases.values())
+        lease_count[key] = len(leases)
+        # every run of the kind: other leases, other files of a lease, other GPUs or pairs of the node
+        spreads[key] = max(abs(math.log(v / median)) for vals in by_file.values() for v in vals)
     factor = float(BAND_RULE["spread_factor"])
     floors: Mapping[str, float] = BAND_RULE["floor"]
     families: dict[str, dict[str, Any]] = {}
     for family in floors:
-        seen = [s for k, s in spreads.items() if s is not None and family_of(k) == family]
+        seen = [s for k, s in spreads.items() if lease_count[k] > 1 and family_of(k) == family]
         families[family] = {"keys_with_leases": len(seen), "floor": floors[family],
-                            "spread_p90": round(_quantile(seen, 0.9), 4) if seen else None}
+                            "spread_p90": _sig(_quantile(seen, 0.9), 4) if seen else None}
     refs: list[Reference] = []
     for key, by_file in values.items():
         family = family_of(key)
         fam = families[family]
         own = spreads[key]
-        run_cv = statistics.median(cvs[key]) if cvs.get(key) else 0.0
+        n_leases = lease_count[key]
         floor = float(fam["floor"])
         pooled = fam["spread_p90"]
-        if own is not None and (pooled is None or own >= pooled):
-            spread, how = own, f"{factor:g} x the spread between {len({lease for _f, lease, _d in by_file})} leases ({own:.1%})"
-        elif pooled is not None:
-            spread, how = float(fam["spread_p90"]), (f"{factor:g} x the {family} family's spread between leases "
-                                                      f"({fam['spread_p90']:.1%}, 90th percentile of {fam['keys_with_leases']} keys)")
-        else:
-            spread, how = floor * float(BAND_RULE["no_spread_factor"]) / factor, f"no leases to compare: {BAND_RULE['no_spread_factor']:g} x the floor"
-        if run_cv > spread:
-            spread, how = run_cv, f"{factor:g} x the repetitions' CV within a run ({run_cv:.1%})"
-        if inside[key] > spread:
-            spread, how = inside[key], f"{factor:g} x the spread between runs of one file ({inside[key]:.1%})"
-        band = max(floor, factor * spread)
+        spread, how = own, (f"{factor:g} x the spread between its runs ({math.expm1(own):.1%}, {n_leases} "
+                            f"lease{'s' if n_leases != 1 else ''})")
+        if pooled is not None and pooled > spread:
+            spread, how = float(pooled), (f"{factor:g} x the {family} family's spread between leases "
+                                          f"({math.expm1(float(pooled)):.1%}, 90th percentile of {fam['keys_with_leases']} keys)")
+        elif pooled is None and n_leases == 1:
+            times = float(BAND_RULE["no_spread_factor"])
+            spread, how = max(spread, math.log1p(floor * times) / factor), f"one lease and no family spread: {times:g} x the floor"
+        run_cv = statistics.median(cvs[key]) if cvs.get(key) else 0.0
+        if math.log1p(run_cv) > spread:
+            spread, how = math.log1p(run_cv), f"{factor:g} x the repetitions' CV within a run ({run_cv:.1%})"
+        band = max(floor, math.expm1(factor * spread))
         if band == floor:
             how = f"the {family} floor {floor:.0%} ({how} is below it)"
         sources = tuple(RefSource(f, lease, date, _sig(statistics.median(v)), len(v))
                         for (f, lease, date), v in sorted(by_file.items()))
-        refs.append(Reference(key, _sig(medians[key]), _sig(band, 4), how, None if own is None else _sig(own, 4), sources))
+        refs.append(Reference(key, _sig(medians[key]), _sig(band, 4), how, _sig(math.expm1(own), 4), sources))
     listed = [dict(t) for t in sorted({tuple(sorted(d.items())) for d in listed})]
     return table_dict(refs, families, listed)
 

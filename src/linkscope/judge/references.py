@@ -30,14 +30,17 @@ __all__ = ["BAND_RULE", "FORMAT", "RefKey", "RefSource", "Reference", "Reference
 FORMAT = "linkscope.references"
 VERSION = 1
 
-#: How a band is set (written into the file, so a reader sees the rule with the numbers):
-#: band = max(floor of the family, ``spread_factor`` x the spread between leases of the key, or of its
-#: family where the key was seen on one lease only). ``spread_factor`` 2: the largest deviation seen
-#: among 2-8 leases understates what the next lease does (the range of n normal draws grows with n);
-#: the pageable floor: a pageable copy is the host's memcpy through a staging buffer (host memory and
+#: How a band is set (written into the file, so a reader sees the rule with the numbers). The spread
+#: of a key is the largest |ln(value / median)| over every run of it (other leases, other files of a
+#: lease, the other GPUs or pairs of the node); where its family's keys seen on two or more leases
+#: spread more (90th percentile), the family's; where the repetitions within a run vary more (median
+#: CV), that. band = max(floor of the family, exp(``spread_factor`` x spread) - 1).
+#: ``spread_factor`` 2: the largest deviation among a few leases understates what the next lease does
+#: (the range of n normal draws grows with n); it is a choice, not fitted to any verdict.
+#: The pageable floor: a pageable copy is the host's memcpy through a staging buffer (host memory and
 #: the OS decide it, not the link; docs/benchmarks.md "pageable"), repeatable to no better than ~10%;
-#: the other floors are the resolution of the tools' printed numbers and of a median over 5-30 repetitions
-#: (copies are repeatable to ~1% within a lease, docs/benchmarks.md), not fitted to any verdict.
+#: the other floors are the resolution of the tools' printed numbers and of a median over 5-30
+#: repetitions (copies are repeatable to ~1% within a lease, docs/benchmarks.md), not fitted either.
 BAND_RULE: Mapping[str, Any] = {
     "spread_factor": 2.0,
     "floor": {"copy": 0.05, "copy-small": 0.10, "pageable": 0.15, "latency": 0.08, "collective": 0.06, "collective-small": 0.12,
