@@ -613,7 +613,13 @@ class Judge:
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
                                             "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
                                             "pcie-link-degraded"))
-        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share)
+        plausible = None
+        if method == LOCAL.key and _is_gpu(first[0]):  # a local copy reads and writes: at most half the memory bandwidth
+            facts = facts_of_device(self.topology.gpu(first[0]))
+            if facts is not None and facts.memory_bw_gb_per_s:
+                plausible = facts.memory_bw_gb_per_s * (1.0 if (m.extra or {}).get("counts_read_and_write") else 0.5)
+        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share,
+                           plausible_max=plausible)
 
     def _mpi(self, m: Measurement) -> Expectation:
         buffers = str((m.extra or {}).get("buffers", "")).strip().upper()
