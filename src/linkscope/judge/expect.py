@@ -250,13 +250,17 @@ class Judge:
             alternatives.append(Alternative("the pair's link at half its width (links down or trained down)",
                                             ref.median / 2, "the pair's link is likely degraded (links down or trained down: "
                                             "nvidia-smi nvlink -s, lspci -vv LnkSta)", "link-degraded"))
+        if exp.unit == "GB/s" and ref.key.direction == "flow":  # judged only where fairness is the claim (a ring)
+            alternatives.append(Alternative("the flow's link at half (shared with other traffic, or degraded)", ref.median / 2,
+                                            "this flow is slow where the others of the pattern are not: a noisy neighbour "
+                                            "on its link, or the link degraded", "slow-flow"))
         if exp.unit == "GB/s" and ref.key.direction == "total" and m.scope == "total":
             slow = self._slow_flow(m, ref)
             if slow is not None:
                 alternatives.append(slow)
         text = f"{ref.provenance()}; band {ref.band_from}"
-        return replace(exp, reference=ref.median, band=ref.band, reference_text=text,
-                       alternatives=tuple(alternatives), bound_note=self._bound_note(m, exp, ref.key) or exp.bound_note)
+        exp = replace(exp, reference=ref.median, band=ref.band, reference_text=text, alternatives=tuple(alternatives))
+        return replace(exp, bound_note=self._bound_note(m, exp, ref.key) or exp.bound_note)
 
     # ---- references ------------------------------------------------------------------------------
     def launch(self, m: Measurement) -> str:
