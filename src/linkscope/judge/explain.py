@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..errors import LinkscopeError, UserError
 from ..results.schema import Measurement
 from ..topology.gpufacts import facts_of_device
-from .expect import Judge
+from .expect import TWIN_ERROR, Judge
 from .runs import JudgedRun
 from .verdict import Judgement
 
@@ -122,8 +122,12 @@ def explain(judge: Judge, jr: JudgedRun, index: int, position: int | None = None
                      if predicted is not None else f"  twin: none ({fresh.note})")
     elif twin is not None:
         t = judge.thresholds
-        lines.append(f"  twin (used): {twin:.4g} {unit} ({exp.detail or exp.source}); band: ok from {t.low_below:.0%} to "
-                     f"{t.high_above:.0%} of it (wider than a reference's)")
+        low, high = t.low_below, t.high_above
+        if exp.band is not None:
+            low, high = min(low, 1 / (1 + exp.band)), max(high, 1 + exp.band)
+        lines.append(f"  twin (used): {twin:.4g} {unit} ({exp.detail or exp.source}); band: ok from {low:.0%} to "
+                     f"{high:.0%} of it (the kind's run-to-run band + the twin's own error {TWIN_ERROR:.0%}, at least "
+                     "--low-below/--high-above)")
     else:
         shown = f"{predicted:.4g} {unit}" if predicted is not None else "none"
         lines.append(f"  twin (not used): {shown}; {exp.note or fresh.note}")

@@ -65,7 +65,8 @@ class RefKey:
         pattern: ``pair`` (one transfer or a both-ways pair), the concurrent pattern's name
             (``ring``, ``all-to-all`` ...) or ``collective``.
         direction: ``uni``, ``bi`` (one direction while both run) or ``bi-total``; for a concurrent
-            pattern ``total`` or ``flow``.
+            pattern ``total`` or ``flow``; for a collective ``out-of-place`` or ``in-place`` (on one rank
+            an in-place operation moves nothing).
         size_bytes: the size asked for (exact: no interpolation between sizes).
         launch: ``graph`` / ``eager`` and the GPUs one thread drives (``eager 4/thread``) for
             collectives, ``""`` otherwise.
@@ -178,6 +179,16 @@ class ReferenceTable:
 
     def get(self, key: RefKey | None) -> Reference | None:
         return None if key is None else self.references.get(key)
+
+    def family_band(self, key: RefKey) -> float:
+        """The band a reference of ``key``'s family gets when seen on one lease (its floor, or its spread
+        between leases), the run-to-run part of a twin's band."""
+        family = family_of(key)
+        floor = float(BAND_RULE["floor"][family])
+        spread = (self.families.get(family) or {}).get("spread_p90")
+        if not isinstance(spread, (int, float)):
+            return floor
+        return max(floor, math.expm1(float(BAND_RULE["spread_factor"]) * float(spread)))
 
     def __len__(self) -> int:
         return len(self.references)

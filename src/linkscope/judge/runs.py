@@ -87,7 +87,7 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
                 [m.src, m.dst, m.bandwidth.median])
     out = []
     for m in measurements:
-        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        key: tuple = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
         found = groups.get(key) if m.group is not None and m.bandwidth is not None else None
         if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
             extra = {**dict(m.extra or {}), "transfers": [list(f) for f in found]}

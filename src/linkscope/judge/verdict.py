@@ -121,7 +121,8 @@ class Expectation:
         reference: the median of the shipped reference for this kind of number (``judge.references``),
             or None; where given it is what the number is judged against, with ``band``.
         band: the reference's relative half-width (normal within ``reference / (1 + band)`` ..
-            ``reference * (1 + band)``).
+            ``reference * (1 + band)``); without a reference, the twin's band (never narrower than the
+            thresholds).
         reference_text: where the reference came from (key, n, leases, how the band was set).
         plausible_max: the most the hardware can give for a rate (the route's theoretical bottleneck,
             a GPU's memory bandwidth for a local copy), or None: above it a number is implausible
@@ -249,11 +250,15 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         within = f"more than {exp.band:.0%} from the reference"
     else:
         low_below, high_above = t.low_below, t.high_above
+        if exp.band is not None:  # the twin's band (judge.expect): never narrower than the thresholds
+            low_below, high_above = min(low_below, 1.0 / (1.0 + exp.band)), max(high_above, 1.0 + exp.band)
         if exp.route:
             head = f"{exp.route} route expects ~{_num(expected)}{unit} ({exp.source}{', ' + exp.detail if exp.detail else ''})"
         else:
             head = f"{exp.source} {_num(expected)}{unit}{f' ({exp.detail})' if exp.detail else ''}"
         within = f"more than {high_above - 1:.0%} above the {exp.source}"
+        if exp.band is not None:
+            head += f" +-{high_above - 1:.0%}"
     tail = f"; {exp.bound_note}" if exp.bound_note else ""
     pct = f"{fraction:.0%}" if math.isfinite(fraction) else "inf"
     bound = exp.reference is None and exp.fixed_share is not None and exp.fixed_share > t.latency_bound
