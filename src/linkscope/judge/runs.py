@@ -71,7 +71,7 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
     for m in measurements:
         if m.group is None or m.bandwidth is None or (m.extra or {}).get("transfers"):
             continue
-        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        key: tuple = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
         flows = groups.setdefault(key, [])
         if ALL in (m.src, m.dst) or m.src == m.dst:
             continue
@@ -87,7 +87,7 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
                 [m.src, m.dst, m.bandwidth.median])
     out = []
     for m in measurements:
-        key: tuple = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
         found = groups.get(key) if m.group is not None and m.bandwidth is not None else None
         if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
             extra = {**dict(m.extra or {}), "transfers": [list(f) for f in found]}
