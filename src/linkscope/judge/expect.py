@@ -359,8 +359,8 @@ class Judge:
             return None
         if extra.get("counts_read_and_write") and method == LOCAL.key:
             method = f"{method} (read+write)"
-        if extra.get("peer_access") is False:
-            method = f"{method} (peer access off)"
+        if extra.get("peer_access") is False and method == CE_NOPEER.key:
+            method = CE.key  # a tool that turned peer access off: judged against the copy with it (see _copy)
         pair = set(flows) <= {flows[0], flows[0][::-1]}
         if not pair:
             ends = sorted({g for f in flows for g in f if _is_gpu(g)})

@@ -190,8 +190,8 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
         rel = path.relative_to(root).as_posix()
         listed.append({"file": rel, "lease": rec.lease, "date": rec.date})
         for m in measurements:
-            if not m.ok or m.provenance.value != "measured":
-                continue
+            if not m.ok or m.provenance.value != "measured" or (m.extra or {}).get("peer_access") is False:
+                continue  # a run with peer access turned off (p2pBandwidthLatencyTest P2P=Disabled) is no reference
             try:
                 key = judge.ref_key(m)
                 value = judge.measured(m)[0]
