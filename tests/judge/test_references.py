@@ -183,3 +183,33 @@ def test_broken_nodes_are_low_with_the_right_cause(transform, tmp_path):
     assert broken_at and len(right) >= 0.9 * len(broken_at), [judgements[i].line for i in broken_at if i not in right]
     untouched = [j for i, j in enumerate(judgements) if i not in broken_at and j.verdict not in (Verdict.OK, Verdict.UNJUDGED)]
     assert not untouched, [j.line for j in untouched]
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from linkscope.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_check_explain_prints_the_chain_for_one_number():
+    code, out, _ = _cli(["check", str(REC / "nccl-tests" / "all_reduce-eager.txt"), "--from", str(TOPO), "--explain", "1"])
+    assert code == 0
+    for piece in ("explain #1 allreduce 1 MiB busbw", "launched: eager 4/thread", "facts: NVIDIA H200",
+                  "reference key: H200 4xNV18 nccl.allreduce", "reference (used): median", "band:",
+                  "all_reduce-eager.txt (h200x4-2026-11-28 call 1, 2026-11-28)", "twin:", "verdict: ok"):
+        assert piece in out, piece
+    code, out, _ = _cli(["check", str(REC / "linkscope" / "survey.json"), "--explain", "GPU0->GPU1 ce 512 MiB 66.1"])
+    assert code == 0 and "twin (not used)" in out and "its share is not a claim" in out
+
+
+def test_check_explain_bad_selector_is_one_line():
+    code, _, err = _cli(["check", str(REC / "linkscope" / "survey.json"), "--explain", "999"])
+    assert code == 1 and "there are 196 numbers" in err and "Traceback" not in err
+    code, _, err = _cli(["check", str(REC / "linkscope" / "survey.json"), "--explain", "no such number"])
+    assert code == 1 and "no judged number's line contains it" in err
