@@ -20,6 +20,7 @@ from linkscope.results.stats import Stats
 from linkscope.topology.io import from_dict, load
 
 from . import broken
+from .test_check_files import _run as _cli
 
 ROOT = Path(__file__).resolve().parents[2]
 REC = ROOT / "tests" / "fixtures" / "recordings" / "h200x4-2026-11-28"
@@ -183,18 +184,6 @@ def test_broken_nodes_are_low_with_the_right_cause(transform, tmp_path):
     assert broken_at and len(right) >= 0.9 * len(broken_at), [judgements[i].line for i in broken_at if i not in right]
     untouched = [j for i, j in enumerate(judgements) if i not in broken_at and j.verdict not in (Verdict.OK, Verdict.UNJUDGED)]
     assert not untouched, [j.line for j in untouched]
-
-
-def _cli(argv: list[str]) -> tuple[int, str, str]:
-    import contextlib
-    import io
-
-    from linkscope.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_check_explain_prints_the_chain_for_one_number():
