@@ -45,7 +45,7 @@ from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.gpufacts import facts_of_device, no_facts_reason
@@ -409,7 +409,7 @@ class Judge:
             return (f"{what}, and the twin is latency-bound at this size ({exp.fixed_share:.0%} of its time is fixed cost "
                     "it has not calibrated on this machine)")
         if m.method == CE.key and m.scope == "total" and len((m.extra or {}).get("transfers") or ()) > 2:
-            links = self._rate(self.fabric, m, *self._transfers(m), "sm-push")
+            links = self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
             return (f"{what}, and the twin models the links, not how the copy engines schedule "
                     f"{len((m.extra or {}).get('transfers') or ())} concurrent copies (the links carry {links:.0f})")
         return ""
@@ -429,9 +429,9 @@ class Judge:
         if m.method != CE.key or key.direction != "total":
             return ""
         ce = exp.reference if exp.reference is not None else exp.expected
-        sm_ref = self.references.get(replace(key, quantity="sm-push"))
+        sm_ref = self.references.get(replace(key, quantity=SM_PUSH.key))
         try:
-            sm = sm_ref.median if sm_ref is not None else self._rate(self.fabric, m, *self._transfers(m), "sm-push")
+            sm = sm_ref.median if sm_ref is not None else self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
         except LinkscopeError:
             return ""
         band = exp.band if exp.band is not None else self.thresholds.high_above - 1
