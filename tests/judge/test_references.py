@@ -163,14 +163,19 @@ def test_copy_engine_bound_total_says_what_the_links_carry():
     assert j2.verdict is Verdict.UNJUDGED and "the links carry" in j2.reason
 
 
-def test_no_reference_and_no_facts_is_not_judged():
+def test_an_unknown_model_gets_no_reference_and_no_borrowed_facts():
     topo = json.loads(TOPO.read_text())
     for d in topo["devices"]:
         if d.get("kind") == "gpu":
             d["name"] = "Mystery Accelerator 9000"
     judge = Judge(from_dict(topo))
-    j = judge.judge(Measurement(0, 1, "ce", "matrix", "uni", 512 << 20, bandwidth=Stats.from_samples([395.0] * 5)))
-    assert j.verdict is Verdict.UNJUDGED and "no facts for GPU model" in j.reason and "no reference" in j.reason
+    # a local copy rests on the model's facts: not judged, never a borrowed figure
+    j = judge.judge(Measurement(0, 0, "local", "local", "uni", 512 << 20, bandwidth=Stats.from_samples([2080.0] * 5)))
+    assert j.verdict is Verdict.UNJUDGED and "no facts for GPU model" in j.reason
+    assert judge.ref_key(Measurement(0, 1, "ce", "matrix", "uni", 512 << 20)) is None  # no model token: no reference
+    # a peer copy rests on the links the topology states: the twin judges it (its wider band), the reference does not
+    peer = judge.judge(Measurement(0, 1, "ce", "matrix", "uni", 512 << 20, bandwidth=Stats.from_samples([395.0] * 5)))
+    assert peer.expectation.source == "twin" and peer.verdict is Verdict.OK
 
 
 @pytest.mark.parametrize("transform", ["peer_access_off", "link_down", "noisy_neighbour", "host_link_down"])

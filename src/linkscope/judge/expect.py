@@ -401,10 +401,6 @@ class Judge:
         if exp.expected is None:
             return ""
         what = f"no reference for {key.text()}" if key is not None else "no reference for it"
-        gpus = self._gpus_of(m)
-        unknown = sorted({self.topology.gpu(g).name for g in gpus if facts_of_device(self.topology.gpu(g)) is None})
-        if unknown:
-            return f"{what}, and {no_facts_reason(unknown[0])}"
         if exp.calibrated is None and exp.fixed_share is not None and exp.fixed_share > self.thresholds.latency_bound:
             return (f"{what}, and the twin is latency-bound at this size ({exp.fixed_share:.0%} of its time is fixed cost "
                     "it has not calibrated on this machine)")
