@@ -272,9 +272,15 @@ def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ("reference"
 
 
 def _dump(data: Mapping[str, Any]) -> str:
+    """The table as JSON with one reference (and one recording) a line: small, and a diff shows which changed."""
     import json
 
-    return json.dumps(data, indent=1, sort_keys=False) + "\n"
+    head = {k: v for k, v in data.items() if k not in ("references", "recordings")}
+    text = json.dumps(head, indent=1)[:-2]
+    for name in ("recordings", "references"):
+        rows = ",\n  ".join(json.dumps(r, separators=(",", ":")) for r in data.get(name, []))
+        text += f',\n "{name}": [\n  {rows}\n ]'
+    return text + "\n}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -316,5 +322,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _main() -> int:
+    try:
+        return main()
+    except LinkscopeError as exc:  # a recording missing (not a checkout), a malformed file: one line
+        print(f"refbuild: {exc}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())
