@@ -94,7 +94,7 @@ def test_unknown_preset_lists_the_valid_ones(capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--synthetic", "torus:4"], "unknown synthetic topology 'torus:4' (valid kinds: cluster, fattree, nvswitch, pcie)"),
+    (["--synthetic", "torus:4"], "unknown synthetic topology 'torus:4' (valid kinds: cluster, fattree, nvswitch, pcie, xgmi)"),
     (["--preset", "hgx-h200-4", "--synthetic", "nvswitch:2"], "choose one topology source"),
     (["--preset", "hgx-h200-4", "--gpus", "7"], "GPU 7 does not exist in 'hgx-h200-4' (valid GPU indices: 0..3)"),
     (["--preset", "hgx-h200-4", "--gpus", "0,0"], "GPU 0 is listed twice"),

@@ -1,7 +1,9 @@
 import numpy as np
+import pytest
 
 from linkscope.model.graph import FabricGraph
 from linkscope.model.params import ModelParams
+from linkscope.topology.gpufacts import gpu_facts
 from linkscope.topology.presets import load_preset
 from linkscope.topology.synthetic import synthetic_topology
 
@@ -26,6 +28,9 @@ def test_capacities_include_host_and_device_memory():
     cap = g.capacities(p)
     assert cap.size == g.n_resources == g.n_edges + 2 + 4
     assert cap[g.host_memory_resource("cpu0")] == 150.0  # the CPU's memory_bw_gb_per_s
-    assert cap[g.device_memory_resource(3)] == p["device_memory_bw_gb_per_s"]
+    # the synthetic GPUs are A100 80GB PCIe: twice their device-local copy (GPU facts table), not the 3000 default
+    facts = gpu_facts("NVIDIA A100 80GB PCIe")
+    assert facts is not None and cap[g.device_memory_resource(3)] == pytest.approx(facts.copy_memory_gb_per_s)
+    assert cap[g.device_memory_resource(3)] != p["device_memory_bw_gb_per_s"]
     pcie = np.nonzero(g.edge_kind == 2)[0]
-    assert np.allclose(cap[pcie], 31.5 * p.link_efficiency("pcie"))
+    assert np.allclose(cap[pcie], 31.508 * p.link_efficiency("pcie"))

@@ -10,6 +10,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     STDOUT,
     check_paths,
     json_option,
@@ -27,6 +28,7 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="Judge against a shipped preset topology."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="Judge against a synthetic topology."),
+        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
         gpus: str = typer.Option(
             "auto", "--gpus",
             help="Which GPU each rank uses where the probe cannot see GPUs (no NVIDIA driver): auto (NVML, else "
@@ -52,7 +54,7 @@ def register(app: typer.Typer) -> None:
         if not command or not command[0]:
             raise UserError("no launcher command to audit", hint="linkscope audit --preset dgx-h100 -- mpirun -n 8")
         check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
         if len(split_hosts(topology).gpus) > 1:
             topology = node_topology(topology)  # every host of the job is judged as one node of it
         option = (f"--preset {preset}" if preset else f"--from {from_file}" if from_file else

@@ -17,6 +17,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     NIC_HELP,
     check_backend,
     check_outputs,
@@ -82,7 +83,7 @@ def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
     return tuple(methods)
 
 
-def print_list(backend: str, preset, from_file, synthetic) -> None:
+def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None = None) -> None:
     """Methods (generated from the method table, with this backend's vendor meaning) and patterns."""
     from rich.table import Table
 
@@ -94,7 +95,7 @@ def print_list(backend: str, preset, from_file, synthetic) -> None:
     engine_name = backend
     vendor = None
     try:
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
         engine = make_engine(backend, topology)
         caps = engine.capabilities()
         engine_name = caps.name
@@ -143,6 +144,7 @@ def bench(
     preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
+    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
     method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
     pattern: str = typer.Option("matrix", "--pattern",
                                 help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a"
@@ -174,7 +176,7 @@ def bench(
         return
     if list_:
         check_backend(backend)
-        print_list(backend, preset, from_file, synthetic)
+        print_list(backend, preset, from_file, synthetic, gpu_model)
         return
     from ..measure.runner import BenchSpec, run_bench
     from ..patterns.base import check_direction, select_gpus
@@ -191,7 +193,7 @@ def bench(
     gpu_sel = tuple(gpu_list) if gpu_list is not None else None
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
-    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
     topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
@@ -243,6 +245,7 @@ def latency(
     preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
     kind: str | None = typer.Option(None, "--kind",
                                     help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong"
                                          " between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else "
@@ -288,7 +291,7 @@ def latency(
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
-    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:

@@ -8,6 +8,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     check_paths,
     one_size_bytes,
     parse_gpu_list,
@@ -40,6 +41,7 @@ def check(
     preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
+    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
     gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
                                                          "(default: 0..n-1)."),
     calibration: Path | None = typer.Option(None, "--calibration",
@@ -93,7 +95,7 @@ def check(
         from ..errors import BackendUnavailable
 
         try:
-            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
         except BackendUnavailable as exc:
             raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
                                                     "or --synthetic SPEC") from None

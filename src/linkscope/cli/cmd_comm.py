@@ -24,7 +24,7 @@ import typer
 
 from ..errors import UserError
 from ..measure.options import MAX_REPS, MAX_RUNS
-from .common import FROM_HELP, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
+from .common import FROM_HELP, GPU_MODEL_HELP, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
                  "topology is named, else simulated; "
@@ -75,14 +75,15 @@ def _gpus(text: str | None) -> tuple[int, ...] | None:
     return tuple(parsed) if parsed is not None else None
 
 
-def _topology(preset: str | None, from_file: Path | None, synthetic: str | None) -> Callable[[], Any]:
+def _topology(preset: str | None, from_file: Path | None, synthetic: str | None,
+              gpu_model: str | None = None) -> Callable[[], Any]:
     """The topology of --preset/--from/--synthetic (or this machine's, else the simulated default
     preset with a note), resolved once, when a simulated backend or a mapping needs it."""
     cache: list[Any] = []
 
     def resolve() -> Any:
         if not cache:
-            cache.append(resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True))
+            cache.append(resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True, gpu_model=gpu_model))
         return cache[0]
 
     return resolve
@@ -91,6 +92,7 @@ def _topology(preset: str | None, from_file: Path | None, synthetic: str | None)
 _PRESET = typer.Option(None, "--preset", help="Topology preset (simulated backend; stencil --mapping auto).")
 _FROM = typer.Option(None, "--from", help=FROM_HELP + " (simulated backend; --mapping auto)")
 _SYNTHETIC = typer.Option(None, "--synthetic", help="Synthetic topology, e.g. nvswitch:4 (simulated backend; --mapping auto).")
+_GPU_MODEL = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP)
 
 
 def register_bench_subcommands(bench_app: typer.Typer) -> None:
@@ -150,6 +152,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
+        gpu_model: str | None = _GPU_MODEL,
         json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
         inplace: bool = typer.Option(False, "--inplace",
@@ -172,7 +175,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}")
         opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
-        topology = _topology(preset, from_file, synthetic)
+        topology = _topology(preset, from_file, synthetic, gpu_model)
         named = any(v is not None for v in (preset, from_file, synthetic))
         # each size's row is on stdout as it finishes: no second copy on stderr
         _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path, echo_progress=False)
@@ -194,6 +197,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
+        gpu_model: str | None = _GPU_MODEL,
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
         json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the halo data check."),
@@ -210,7 +214,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         opts = bench.StencilOptions(dims, periodic, weighted, mapping, grid, _sizes(sizes), iters, warmup, runs,
                                     _gpus(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
         given = any(v is not None for v in (preset, from_file, synthetic))
-        topology = _topology(preset, from_file, synthetic)
+        topology = _topology(preset, from_file, synthetic, gpu_model)
         inputs = {"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None}
         _run(lambda session: bench.bench_stencil(session, opts, topology if given else None, topology), json_path,
              inputs)
@@ -226,6 +230,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
+        gpu_model: str | None = _GPU_MODEL,
         json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord (one matrix) here."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
     ) -> None:
@@ -242,7 +247,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         if buf not in ("H", "D"):
             raise UserError(f"--buffers {buffers!r} is not valid", hint="valid choices: H, D")
         opts = bench.P2POptions(_sizes(sizes), buf, iters, warmup, backend, not no_verify)
-        topology = _topology(preset, from_file, synthetic)
+        topology = _topology(preset, from_file, synthetic, gpu_model)
         _run(lambda session: bench.bench_p2p(session, opts, topology), json_path, {"--from": from_file})
 
 

@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     NIC_HELP,
     check_paths,
     json_option,
@@ -40,6 +41,7 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
+        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
         results: Path | None = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
         metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
         method: str | None = typer.Option(None, "--method",
@@ -123,7 +125,7 @@ def register(app: typer.Typer) -> None:
         topology = None
         nic_choice = nic
         if results is None or preset or from_file or synthetic:
-            topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=False)
+            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
             topology, nic_choice = with_nic_option(topology, nic)
             from ..model.budget import check_budget, estimate_map_bytes  # a memory estimate before mapping
 

@@ -11,6 +11,7 @@ from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     NIC_HELP,
     check_paths,
     json_option,
@@ -101,6 +102,7 @@ def predict_cmd(
     preset: str | None = typer.Option(None, "--preset", help="A shipped preset."),
     from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
     synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
+    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern",
                                 help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, "
@@ -127,7 +129,7 @@ def predict_cmd(
     check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
-    topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
+    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
     topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
     if not flows:  # a memory estimate before any plan is made (model/budget.py)

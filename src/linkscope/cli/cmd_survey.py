@@ -8,6 +8,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     check_backend,
     check_paths,
     finish,
@@ -97,6 +98,7 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
+        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
         sizes: str | None = typer.Option(None, "--sizes",
                                          help="Transfer size of the matrices and patterns (one size; default 512MiB)."),
         size: str | None = size_alias_option(),
@@ -131,7 +133,7 @@ def register(app: typer.Typer) -> None:
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
         survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)

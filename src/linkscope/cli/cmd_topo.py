@@ -8,6 +8,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    GPU_MODEL_HELP,
     check_output_dir,
     check_paths,
     json_option,
@@ -34,6 +35,7 @@ def register(app: typer.Typer) -> None:
         preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
         from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
         synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
+        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
         json_path: str | None = json_option("the topology model (with --health: the health report)"),
         output: Path | None = typer.Option(None, "-o", "--output",
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
@@ -98,7 +100,8 @@ def register(app: typer.Typer) -> None:
                        or (from_file is not None and not Path(from_file).is_dir())):
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover)
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model,
+                                        allow_fallback=live and not health, discover=discover)
         if health:
             _print_health(topology, from_file, sysfs_root, json_path, run, record)
             return

@@ -221,16 +221,20 @@ def parse_gpu_list(text: str | None, option: str = "--gpus") -> list[int] | None
 
 
 # ---- topology and measuring commands (bench, bench latency, survey) ------------------------------
+GPU_MODEL_HELP = ("GPU model of a --synthetic topology (a name, key or PCI id of the GPU facts table: H100, "
+                  "'NVIDIA A100 80GB PCIe', mi300x, 10de:2335); its links, PCIe and memory follow the model.")
+
+
 def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synthetic: str | None, *, allow_fallback: bool,
-                         discover: Callable[[], Any] | None = None):
-    """The topology of ``--preset / --from / --synthetic`` (or this machine's) through
+                         discover: Callable[[], Any] | None = None, gpu_model: str | None = None):
+    """The topology of ``--preset / --from / --synthetic [--gpu-model]`` (or this machine's) through
     ``discovery.auto.resolve_topology``; its note (a simulated fallback) goes to stderr. ``discover``
     replaces live discovery (``topo --sysfs-root``)."""
     from ..discovery.auto import resolve_topology
 
     kwargs: dict[str, Any] = {} if discover is None else {"discover": discover}
     topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
-                                      allow_fallback=allow_fallback, **kwargs)
+                                      allow_fallback=allow_fallback, gpu_model=gpu_model, **kwargs)
     if note:
         stderr_console().print(f"note: {note}", style="yellow", markup=False)
     return topology

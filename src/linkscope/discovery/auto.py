@@ -78,12 +78,16 @@ def resolve_topology(
     allow_fallback: bool,
     fallback_preset: str = DEFAULT_FALLBACK_PRESET,
     discover: Callable[[], Topology] = discover_live,
+    gpu_model: str | None = None,
 ) -> tuple[Topology, str | None]:
     """The topology named by at most one of ``preset`` / ``from_file`` / ``synthetic``, else this
     machine's. Returns (topology, note): the note is set when live discovery failed and the
     simulated ``fallback_preset`` was used instead (only with ``allow_fallback``).
 
-    Raises ConfigError when more than one source is given, UserError for an unknown preset (listing
+    ``gpu_model`` names the GPUs of a synthetic topology (a GPU facts table name, key or PCI id).
+
+    Raises ConfigError when more than one source is given or ``gpu_model`` comes without ``synthetic``,
+    UserError for an unknown preset (listing
     the valid ones), a bad file or spec, and BackendUnavailable when discovery fails without fallback.
     """
     given = [(flag, value) for flag, value in (("--preset", preset), ("--from", from_file), ("--synthetic", synthetic))
@@ -91,6 +95,9 @@ def resolve_topology(
     if len(given) > 1:
         raise ConfigError(f"choose one topology source, got {' and '.join(f'{f} {v}' for f, v in given)}",
                           hint="use one of --preset NAME, --from FILE, --synthetic SPEC (or none for this machine)")
+    if gpu_model is not None and synthetic is None:
+        raise ConfigError("--gpu-model names the GPUs of a synthetic topology; it needs --synthetic SPEC",
+                          hint="a preset, a file and this machine name their own GPUs")
     if preset is not None:
         return load_preset(preset), None
     if from_file is not None:
@@ -104,7 +111,7 @@ def resolve_topology(
             return xmlfile.load(from_file), None
         return load_file(from_file), None
     if synthetic is not None:
-        return synthetic_topology(synthetic), None
+        return synthetic_topology(synthetic, gpu_model), None
     try:
         return discover(), None
     except BackendUnavailable as exc:

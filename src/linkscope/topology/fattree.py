@@ -1,6 +1,6 @@
 """``fattree:NODESxGPUS[:RADIX[:NIC_GBIT]]``: a synthetic multi-node cluster for model planning.
 
-Each node: one CPU, GPUS GPUs on one NVSwitch plane (NV18 x 26.562 GB/s, H100/H200 SXM class),
+Each node: one CPU, GPUS GPUs on one NVSwitch plane (the GPU model's NVLinks; default H100 SXM, NV18 x 26.562 GB/s),
 each GPU with its own 400 Gb/s NIC behind one PCIe Gen5 switch (GPU and NIC share it, as on
 DGX H100), the switches under the CPU. The network is a two-level folded Clos (leaf/spine) of
 switches with RADIX ports: RADIX/2 NICs per leaf, RADIX/2 spines, one link from every leaf to every
@@ -18,6 +18,7 @@ import re
 
 from ..errors import UserError
 from . import synthetic
+from .gpufacts import GpuFacts, gpu_facts_by_key
 from .model import MAX_LINK_GB_PER_S, Device, DeviceKind, Link, LinkKind, Provenance, Topology
 
 _SYN = Provenance.SYNTHETIC
@@ -25,7 +26,12 @@ DEFAULT_RADIX = 64
 DEFAULT_NIC_GBIT = 400.0
 
 
-def synthetic_fattree(args: list[str]) -> Topology:
+def synthetic_fattree(args: list[str], facts: GpuFacts | None = None) -> Topology:
+    """The fat tree of ``args``; its GPUs of model ``facts`` (default H100 SXM), NVLinks from the model's facts."""
+    facts = facts or gpu_facts_by_key(synthetic.DEFAULT_GPU_MODEL["fattree"])
+    assert facts is not None
+    if facts.nvlink_links is None or facts.nvlink_gb_per_s_per_link is None:
+        raise UserError(f"GPU model {facts.name!r} has no NVLink in the facts table: a fattree node is an NVSwitch plane")
     usage = "fattree:NODESxGPUS[:RADIX[:NIC_GBIT]], e.g. fattree:512x8"
     match = re.fullmatch(r"([0-9]+)x([0-9]+)", args[0] if args else "")
     if not match or len(args) > 3:
@@ -49,11 +55,13 @@ def synthetic_fattree(args: list[str]) -> Topology:
         devices.append(Device(id=nvs, kind=DeviceKind.NVSWITCH, name="NVSwitch plane"))
         for g in range(per):
             gid, sw, nic = f"n{n}.gpu{g}", f"n{n}.pcie{g}", f"n{n}.nic{g}"
-            devices.append(Device(id=gid, kind=DeviceKind.GPU, name="GPU", index=gpu_index, vendor="nvidia", numa_node=0))
+            devices.append(Device(id=gid, kind=DeviceKind.GPU, name=facts.name, index=gpu_index, vendor=facts.vendor,
+                                  numa_node=0, memory_bytes=facts.memory_bytes))
             devices.append(Device(id=sw, kind=DeviceKind.PCIE_SWITCH, name="PCIe Gen5 switch", numa_node=0))
             devices.append(Device(id=nic, kind=DeviceKind.NIC, name="NIC", device_name=f"n{n}.mlx5_{g}",
                                   numa_node=0, line_rate_gbit_per_s=nic_gbit))
-            links.append(Link(gid, nvs, LinkKind.NVLINK, 18, synthetic.NVLINK4_GB_PER_S, latency_us=0.35, provenance=_SYN))
+            links.append(Link(gid, nvs, LinkKind.NVLINK, facts.nvlink_links, facts.nvlink_gb_per_s_per_link, latency_us=0.35,
+                              provenance=_SYN, generation=f"NVLink{facts.nvlink_generation}"))
             links.append(Link(gid, sw, LinkKind.PCIE, 1, synthetic.PCIE_GEN5_X16_GB_PER_S, latency_us=0.3, provenance=_SYN))
             links.append(Link(nic, sw, LinkKind.PCIE, 1, synthetic.PCIE_GEN5_X16_GB_PER_S, latency_us=0.3, provenance=_SYN))
             links.append(Link(sw, cpu, LinkKind.PCIE, 1, synthetic.PCIE_GEN5_X16_GB_PER_S, latency_us=0.3, provenance=_SYN))
@@ -79,4 +87,4 @@ def synthetic_fattree(args: list[str]) -> Topology:
     )
 
 
-synthetic.register_builder("fattree", synthetic_fattree)
+synthetic.register_builder("fattree", synthetic_fattree, "h100-sxm")

@@ -10,7 +10,9 @@ What a row holds (units in the names; None = not documented where we looked, nev
 * the host link: PCIe generation and lanes of the GPU (rate from ``topology.pcie``);
 * NVLink generation, link count and per-link GB/s per direction; xGMI (Infinity Fabric) links and
   per-link GB/s per direction; NVLink-C2C GB/s per direction (Grace Hopper / Grace Blackwell);
-* copy engines where a source gives the count; architecture; the latency class with the measured
+* copy engines where a source gives the count (none does for the rows here: vendors do not publish the
+  physical count, and CUDA's ``asyncEngineCount`` is not it, so ``copy_engines`` stays None); architecture;
+  the latency class with the measured
   peer remote-read and host-read pointer-chase latencies where a recording exists;
 * ``sources``: field name -> citation (datasheet or whitepaper title / URL, or a measured file).
 
@@ -33,6 +35,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -78,8 +81,8 @@ _V100 = ("NVIDIA Tesla V100 datasheet (900 GB/s, NVLink 300 GB/s, PCIe Gen3 x16;
 _A100 = ("NVIDIA A100 Tensor Core GPU datasheet (SXM4 40 GB 1555 GB/s, SXM4 80 GB 2039 GB/s, PCIe 40 GB 1555 GB/s, "
          "PCIe 80 GB 1935 GB/s; NVLink 600 GB/s, PCIe: NVLink bridge for 2 GPUs 600 GB/s; PCIe Gen4 64 GB/s); "
          "NVIDIA A100 Tensor Core GPU architecture whitepaper (12 NVLink 3.0 links, 25 GB/s per direction each)")
-_GA102 = ("NVIDIA Ampere GA102 GPU architecture whitepaper (GA102: NVLink 3.0, four x4 links, 112.5 GB/s total "
-          "bidirectional between two GPUs; RTX 3090 936 GB/s GDDR6X; PCIe Gen4)")
+_GA102 = ("NVIDIA Ampere GA102 GPU architecture whitepaper, 'Third-Generation NVLink' (four x4 links, each 14.0625 "
+          "GB/s per direction between two GPUs, 112.5 GB/s total; RTX 3090 936 GB/s GDDR6X; PCIe Gen4)")
 _A40 = "NVIDIA A40 datasheet (48 GB GDDR6, 696 GB/s, NVLink 112.5 GB/s bidirectional, PCIe Gen4 x16)"
 _A6000 = "NVIDIA RTX A6000 datasheet (48 GB GDDR6, 768 GB/s, NVLink 112.5 GB/s bidirectional, PCIe Gen4 x16)"
 _L40S = "NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink)"
@@ -107,11 +110,16 @@ _GB200 = ("NVIDIA GB200 NVL72 datasheet (72 Blackwell GPUs, 13.4 TB HBM3e = 186 
           "NVLink 5 1.8 TB/s per GPU; each GB200 superchip joins one Grace and two B200 with 900 GB/s bidirectional "
           "NVLink-C2C)")
 _MI100 = ("AMD Instinct MI100 datasheet (32 GB HBM2, 1228.8 GB/s; three Infinity Fabric links, 276 GB/s peak "
-          "aggregate = 92 GB/s bidirectional each; PCIe Gen4 x16)")
+          "aggregate = 92 GB/s bidirectional each; PCIe Gen4 x16), as tabulated at announcement (notebookcheck.net, "
+          "'AMD announces CDNA-based Instinct MI100': 'Infinity Fabric Links/Bandwidth 3 / 276 GB/s'); ROCm docs "
+          "'AMD Instinct MI100 microarchitecture' (https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi100.html: "
+          "PCIe Gen4 x16, fully connected hive of four)")
 _MI210 = ("AMD Instinct MI210 datasheet (64 GB HBM2e, 1638.4 GB/s; up to three Infinity Fabric links, 300 GB/s peak "
           "aggregate = 100 GB/s bidirectional each; PCIe Gen4 x16)")
 _MI250X = ("AMD Instinct MI250X datasheet (two GCDs, 128 GB HBM2e, 3276.8 GB/s = 1638.4 per GCD; eight Infinity Fabric "
-           "links, 800 GB/s peak aggregate = 50 GB/s per direction each; PCIe Gen4 x16); AMD CDNA 2 whitepaper")
+           "links, 800 GB/s peak aggregate = 50 GB/s per direction each; PCIe Gen4 x16); AMD CDNA 2 whitepaper; ROCm "
+           "docs 'AMD Instinct MI250 microarchitecture' (https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi250.html: "
+           "each GPU-GPU Infinity Fabric link up to 25 GT/s = 50 GB/s for a 16-wide link)")
 _MI300X = ("AMD Instinct MI300X datasheet (192 GB HBM3, 5.3 TB/s; seven Infinity Fabric links, 128 GB/s bidirectional "
            "each, 896 GB/s aggregate; PCIe Gen5 x16 128 GB/s)")
 _MI325X = ("AMD Instinct MI325X datasheet (256 GB HBM3E, 6 TB/s; seven Infinity Fabric links, 128 GB/s bidirectional "
@@ -447,7 +455,11 @@ def gpu_facts(name_or_pci_id: str | None) -> GpuFacts | None:
     """The facts row of a GPU product name or PCI id (``10de:2335``, ``0x233510DE``); None when unknown."""
     if not isinstance(name_or_pci_id, str) or not name_or_pci_id.strip():
         return None
-    text = name_or_pci_id.strip().lower()
+    return _lookup(name_or_pci_id.strip().lower()[:MAX_NAME_CHARS])
+
+
+@functools.lru_cache(maxsize=4096)  # the twin asks once per GPU of a topology (32768 on the largest clusters)
+def _lookup(text: str) -> GpuFacts | None:
     if text in _BY_KEY:
         return _BY_KEY[text]
     nvml = _NVML_PCI.fullmatch(text)  # NVML pciDeviceId: device << 16 | vendor
@@ -500,7 +512,7 @@ def _fmt(value: object) -> str:
 def facts_table_markdown() -> str:
     """The facts table as Markdown (docs/facts.md prints it; a test keeps the two equal)."""
     head = ("| key | name | arch | memory (GB) | memory GB/s | local copy GB/s | PCIe | NVLink (gen x links x GB/s/dir) "
-            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | remote / host read us | PCI ids |")
+            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | remote read / host read / flag us | PCI ids |")
     lines = [head, "|" + " --- |" * 12]
     for f in GPU_FACTS:
         nvlink = (f"{f.nvlink_generation} x {f.nvlink_links} x {_fmt(f.nvlink_gb_per_s_per_link)}"
@@ -508,8 +520,8 @@ def facts_table_markdown() -> str:
         xgmi = f"{f.xgmi_links} x {_fmt(f.xgmi_gb_per_s_per_link)}" if f.xgmi_links else "-"
         pcie = f"Gen{f.pcie_generation} x{f.pcie_lanes}" if f.pcie_generation else "-"
         local = f"{_fmt(f.local_copy_gb_per_s)} ({f.local_copy_provenance})" if f.local_copy_gb_per_s else "-"
-        lat = (f"{_fmt(f.remote_read_latency_us)} / {_fmt(f.host_read_latency_us)}"
-               if f.remote_read_latency_us or f.host_read_latency_us else "-")
+        lat = (f"{_fmt(f.remote_read_latency_us)} / {_fmt(f.host_read_latency_us)} / {_fmt(f.flag_pingpong_us)}"
+               if f.remote_read_latency_us or f.host_read_latency_us or f.flag_pingpong_us else "-")
         memory = _fmt(f.memory_bytes / 1e9 if f.memory_bytes else None)
         lines.append(f"| {f.key} | {f.name} | {f.architecture} | {memory} | {_fmt(f.memory_bw_gb_per_s)} | {local} | {pcie} "
                      f"| {nvlink} | {xgmi} | {_fmt(f.c2c_gb_per_s)} | {lat} | {', '.join(f.pci_ids) or '-'} |")
