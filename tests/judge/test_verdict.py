@@ -5,6 +5,7 @@ import pytest
 
 from linkscope.errors import ConfigError, TopologyError
 from linkscope.judge.expect import Judge, max_gpu_used
+from linkscope.judge.references import ReferenceTable
 from linkscope.judge.verdict import Alternative, Expectation, Thresholds, Verdict, decide
 from linkscope.results.schema import ALL, Measurement, Status
 from linkscope.results.stats import Stats
@@ -61,7 +62,7 @@ def test_thresholds_are_settable_and_checked():
 
 @pytest.fixture(scope="module")
 def judge() -> Judge:
-    return Judge(load_preset("dgx-h100"), gpus=[0, 1])
+    return Judge(load_preset("dgx-h100"), gpus=[0, 1], references=ReferenceTable({}, {}))  # the twin's verdicts
 
 
 def test_peer_copy_without_peer_access_is_low_with_the_reason(judge):

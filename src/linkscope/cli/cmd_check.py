@@ -56,6 +56,10 @@ def check(
                                                  "(health checks), e.g. 0.8."),
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Print only the numbers that are not ok (the summary still counts every one)."),
+    explain: str | None = typer.Option(None, "--explain", metavar="N|TEXT",
+                                       help="Print how the verdict on one number was reached (facts, reference or twin, band, "
+                                            "verdict) instead of the list: N = its position in the list (1-based), TEXT = a piece "
+                                            "of its printed line (at most 5 matches are explained)."),
     json_path: str | None = typer.Option(None, "--json", help="Write every number, with its verdict, as a RunRecord to FILE "
                                                               "('-' = stdout): report, model check and calibrate read it."),
 ) -> None:
@@ -107,7 +111,13 @@ def check(
                 stderr_console().print(f"wrote {path}", markup=False)
         except OSError as exc:
             raise write_error(json_path, exc) from exc
-    if json_path != "-":
+    if explain is not None and json_path != "-":
+        from ..judge.explain import explained
+
+        console = stdout_console()
+        for line in explained(judge, judged, explain):
+            console.print(line, markup=False, soft_wrap=True)
+    elif json_path != "-":
         console = stdout_console()
         selected = ",".join(map(str, judge.gpus))
         console.print(f"judged against {topology.name!r} (GPUs {selected}); {thresholds.text()}", markup=False, soft_wrap=True)

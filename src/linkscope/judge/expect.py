@@ -45,15 +45,20 @@ from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
+from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.gpufacts import facts_of_device, no_facts_reason
 from ..topology.model import Topology
 from ..units import format_size
+from .references import Reference, ReferenceTable, RefKey, shipped
 from .verdict import Alternative, Expectation, Judgement, Thresholds, decide
 
-__all__ = ["Judge", "max_gpu_used"]
+__all__ = ["TWIN_ERROR", "Judge", "max_gpu_used"]
+
+#: The twin's own error on a large copy or collective, as a fraction: within about 10-15% of measured on the
+#: recorded H100 / H200 runs (docs/benchmarks.md, model check); it is added to a kind's run-to-run band.
+TWIN_ERROR = 0.15
 
 _PAGEABLE = {H2D.key: H2D_PAGEABLE.key, D2H.key: D2H_PAGEABLE.key}
 _DEVICE_BUFFERS = {"D D", "DD", "D-D"}
@@ -91,8 +96,10 @@ class Judge:
     """Expectations and verdicts for measurements taken on ``topology`` (GPUs ``gpus`` of it)."""
 
     def __init__(self, topology: Topology, *, gpus: Sequence[int] | None = None, params: ModelParams | dict | None = None,
-                 calibrated: Topology | None = None, thresholds: Thresholds | None = None) -> None:
+                 calibrated: Topology | None = None, thresholds: Thresholds | None = None,
+                 references: ReferenceTable | None = None) -> None:
         self.topology = topology
+        self.references = shipped() if references is None else references
         self.gpus = tuple(int(g) for g in gpus) if gpus is not None else tuple(range(topology.gpu_count))
         for g in self.gpus:
             topology.gpu(g)  # an unknown GPU is a clear TopologyError
@@ -213,10 +220,237 @@ class Judge:
 
     def judge(self, m: Measurement) -> Judgement:
         measured, unit = self.measured(m)
-        exp = self.expect(m)
+        exp = self.expectation(m)
         if exp.unit != unit:
             exp = Expectation(unit=unit, note=exp.note or "the twin predicts another quantity")
         return decide(self.subject(m, measured, unit), measured, exp, self.thresholds)
+
+    def expectation(self, m: Measurement) -> Expectation:
+        """What ``m`` is judged against: the reference of its kind where the shipped table has one
+        (its median and band), else the twin where the twin can be trusted for it, else a note
+        saying why it is not judged."""
+        exp = self.expect(m)
+        if not m.ok:
+            return exp
+        try:
+            key = self.ref_key(m)
+        except LinkscopeError:
+            key = None
+        ref = self.references.get(key)
+        share = self._flow_share(m)
+        if share:
+            return replace(exp, twin=None, calibrated=None, note=share)
+        if ref is not None and self.calibrated is None:  # a calibration of this very machine goes first
+            return self._with_reference(m, exp, ref)
+        why = self._untrusted_twin(m, exp, key)
+        if why:
+            return replace(exp, twin=None, calibrated=None, note=why)
+        if key is not None and exp.calibrated is None:
+            # the twin's band: the run-to-run spread of numbers of this kind plus the twin's own error
+            # (TWIN_ERROR), so always wider than a reference's
+            return replace(exp, band=self.references.family_band(key) + TWIN_ERROR)
+        return exp
+
+    def _with_reference(self, m: Measurement, exp: Expectation, ref: Reference) -> Expectation:
+        alternatives = list(exp.alternatives)
+        if exp.unit == "GB/s" and exp.route and m.method in PEER_METHODS and ref.key.pattern == "pair":
+            # one pair at half: links of the bond down (NVLink) or a PCIe path trained down
+            alternatives.append(Alternative("the pair's link at half its width (links down or trained down)",
+                                            ref.median / 2, "the pair's link is likely degraded (links down or trained down: "
+                                            "nvidia-smi nvlink -s, lspci -vv LnkSta)", "link-degraded"))
+        if exp.unit == "GB/s" and ref.key.direction == "flow":  # judged only where fairness is the claim (a ring)
+            alternatives.append(Alternative("the flow's link at half (shared with other traffic, or degraded)", ref.median / 2,
+                                            "this flow is slow where the others of the pattern are not: a noisy neighbour "
+                                            "on its link, or the link degraded", "slow-flow"))
+        if exp.unit == "GB/s" and ref.key.direction == "total" and m.scope == "total":
+            slow = self._slow_flow(m, ref)
+            if slow is not None:
+                alternatives.append(slow)
+        text = f"{ref.provenance()}; band {ref.band_from}"
+        exp = replace(exp, reference=ref.median, band=ref.band, reference_text=text, alternatives=tuple(alternatives))
+        return replace(exp, bound_note=self._bound_note(m, exp, ref.key) or exp.bound_note)
+
+    # ---- references ------------------------------------------------------------------------------
+    def launch(self, m: Measurement) -> str:
+        """How a collective was launched, as the reference key says it: ``graph`` or ``eager`` and the
+        GPUs one thread drove (``eager 4/thread``), from nccl-tests' header (``nThread``, ``nGpus``,
+        ``graph:``) or a linkscope record (``cuda_graph``, devices per process); "" when unknown."""
+        extra = m.extra or {}
+        graph = extra.get("graph_iters")
+        if "cuda_graph" in extra:  # a linkscope bench nccl entry
+            mode = "eager" if extra.get("cuda_graph") is False else "graph"
+        elif _is_gpu(graph):
+            mode = "graph" if graph > 0 else "eager"
+        else:
+            return ""
+        per = extra.get("gpus_per_thread")
+        if not _is_gpu(per):
+            per = extra.get("gpus_per_process")
+        return f"{mode} {int(per)}/thread" if _is_gpu(per) and per > 0 else mode
+
+    def _gpu_token(self, gpus: Sequence[int]) -> str | None:
+        tokens = {model_token(self.topology.gpu(g).name or "") for g in gpus}
+        if None in tokens or not tokens:
+            return None
+        return "+".join(sorted(t for t in tokens if t))
+
+    def _host_link(self, gpu: int) -> str:
+        """The class of a GPU's host link: its generation (``PCIe Gen5 x16``), else kind and GB/s."""
+        device = self.fabric.gpu(gpu)
+        cpu = self.fabric.router.local_cpu(device)
+        links = query.route(self.topology, cpu, device)
+        if not links:
+            return "host"
+        narrow = min(links, key=lambda link: link.capacity_gb_per_s)
+        return f"host {narrow.generation}" if narrow.generation else f"host {narrow.kind.value} {narrow.capacity_gb_per_s:.0f}"
+
+    def _ring_levels(self, gpus: Sequence[int]) -> str:
+        levels = sorted({query.pair_level(self.topology, gpus[i], gpus[(i + 1) % len(gpus)]).code
+                         for i in range(len(gpus))}) if len(gpus) > 1 else ["-"]
+        return f"{len(gpus)}x{'/'.join(levels)}"
+
+    def ref_key(self, m: Measurement) -> RefKey | None:
+        """The reference key of ``m`` (None when it has no kind references are kept for)."""
+        extra = m.extra or {}
+        size = int(m.size_bytes)
+        if _is_collective(m):
+            gpus = self._rank_gpus(m)
+            token = self._gpu_token(gpus)
+            unit = "busbw GB/s" if self._busbw(m) else "algbw GB/s"
+            if m.bandwidth is None:
+                return None
+            place = "in-place" if extra.get("inplace") else "out-of-place"  # one rank in place moves nothing
+            return None if token is None else RefKey(token, self._ring_levels(gpus), m.method, "collective", place, size,
+                                                     self.launch(m), unit)
+        if m.bandwidth is None and m.latency is not None:
+            kind = extra.get("latency_kind")
+            if kind not in ("remote-read", "flag-pingpong", "host-read", "copy"):
+                return None
+            a, b = self.gpu(m.src), self.gpu(m.dst)
+            gpus = [g for g in (a, b) if _is_gpu(g)]
+            token = self._gpu_token(gpus)
+            if token is None:
+                return None
+            if kind == "host-read" or not all(_is_gpu(g) for g in (a, b)):
+                link = self._host_link(gpus[0])
+            else:
+                link = query.pair_level(self.topology, a, b).code if a != b else "local"
+            what = f"latency.{kind}" + (f" {m.method}" if kind == "copy" else "")
+            return RefKey(token, link, what, "pair", "uni", size if kind == "copy" else 0, "", "us")
+        if m.bandwidth is None:
+            return None
+        method = m.method
+        if method.startswith("mpi."):
+            buffers = str(extra.get("buffers", "")).strip().upper().replace("-", " ")
+            if m.src == ALL or m.dst == ALL:
+                return None
+            a, b = self.gpu(m.src), self.gpu(m.dst)
+            token = self._gpu_token([g for g in (a, b) if _is_gpu(g)])
+            if token is None or not (_is_gpu(a) and _is_gpu(b)):
+                return None
+            return RefKey(token, query.pair_level(self.topology, a, b).code, f"{method} {buffers}".strip(), "pair", "uni", size,
+                          "", "GB/s")
+        if method not in METHODS:
+            return None
+        flows, target = self._transfers(m)
+        gpus = sorted({g for f in flows for g in f if _is_gpu(g)})
+        token = self._gpu_token(gpus)
+        if token is None:
+            return None
+        if extra.get("counts_read_and_write") and method == LOCAL.key:
+            method = f"{method} (read+write)"
+        if extra.get("peer_access") is False and method == CE_NOPEER.key:
+            method = CE.key  # a tool that turned peer access off: judged against the copy with it (see _copy)
+        pair = set(flows) <= {flows[0], flows[0][::-1]}
+        if not pair:
+            ends = sorted({g for f in flows for g in f if _is_gpu(g)})
+            host = any(HOST in f for f in flows)
+            link = self._ring_levels(ends) + (" +host" if host else "")
+            return RefKey(token, link, method, m.pattern, "flow" if target is not None else "total", size, "", "GB/s")
+        first = target or flows[0]
+        if method == CE.key and HOST in first:  # the copy engine's copy with a host end is h2d or d2h (nvbandwidth's name)
+            method = H2D.key if first[0] == HOST else D2H.key
+        if method == LOCAL.key or first[0] == first[1]:
+            link = "local"
+        elif HOST in first:
+            link = self._host_link(first[1] if first[0] == HOST else first[0])
+        else:
+            link = query.pair_level(self.topology, first[0], first[1]).code
+        direction = "uni" if len(set(flows)) == 1 else ("bi" if target is not None else "bi-total")
+        return RefKey(token, link, method, "pair", direction, size, "", "GB/s")
+
+    def _flow_share(self, m: Measurement) -> str:
+        """Why one flow of a concurrent pattern is not judged ("" when it is): its share of links and
+        copy engines shared with the other flows is not a claim; only where the twin says no flow
+        shares a bottleneck (a ring on a switch: each flow alone on its links) is fairness the claim."""
+        if m.scope != "transfer" or m.bandwidth is None or _is_collective(m) or m.method not in METHODS:
+            return ""
+        flows, target = self._transfers(m)
+        if target is None or set(flows) <= {target, target[::-1]}:
+            return ""
+        alone = self._predicted(self.fabric, m, [target], target, m.method)[0]
+        together = self._predicted(self.fabric, m, flows, target, m.method)[0]
+        independent = alone > 0 and together >= 0.95 * alone
+        if independent and len({f[0] for f in flows}) == len(flows):  # a ring: one copy per GPU, links not shared
+            return ""
+        return (f"one flow of a concurrent {m.pattern} ({len(flows)} flows share links and copy engines): its share is "
+                "not a claim (the pattern's total is judged where the output has one)")
+
+    def _untrusted_twin(self, m: Measurement, exp: Expectation, key: RefKey | None) -> str:
+        """Why the twin is not trusted for ``m`` when there is no reference ("" when it is)."""
+        if exp.expected is None:
+            return ""
+        what = f"no reference for {key.text()}" if key is not None else "no reference for it"
+        if exp.calibrated is None and exp.fixed_share is not None and exp.fixed_share > self.thresholds.latency_bound:
+            return (f"{what}, and the twin is latency-bound at this size ({exp.fixed_share:.0%} of its time is fixed cost "
+                    "it has not calibrated on this machine)")
+        if m.method == CE.key and m.scope == "total" and len((m.extra or {}).get("transfers") or ()) > 2:
+            links = self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
+            return (f"{what}, and the twin models the links, not how the copy engines schedule "
+                    f"{len((m.extra or {}).get('transfers') or ())} concurrent copies (the links carry {links:.0f})")
+        return ""
+
+    def _gpus_of(self, m: Measurement) -> list[int]:
+        if _is_collective(m):
+            try:
+                return self._rank_gpus(m)
+            except TopologyError:
+                return []
+        ends = [m.src, m.dst] + [e for pair in (m.extra or {}).get("transfers") or () for e in pair]
+        return sorted({self.gpu(e) for e in ends if _is_gpu(e) and 0 <= e < len(self.gpus)})
+
+    def _bound_note(self, m: Measurement, exp: Expectation, key: RefKey) -> str:
+        """``copy-engine bound, the links carry N`` for a copy-engine concurrent total whose sm-push
+        twin (reference where there is one, else the twin) is more than the band above it."""
+        if m.method != CE.key or key.direction != "total":
+            return ""
+        ce = exp.reference if exp.reference is not None else exp.expected
+        sm_ref = self.references.get(replace(key, quantity=SM_PUSH.key))
+        try:
+            sm = sm_ref.median if sm_ref is not None else self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
+        except LinkscopeError:
+            return ""
+        band = exp.band if exp.band is not None else self.thresholds.high_above - 1
+        if ce is None or sm <= ce * (1 + band):
+            return ""
+        return f"copy-engine bound, the links carry {sm:.0f} ({'sm-push reference' if sm_ref else 'sm-push twin'})"
+
+    def _slow_flow(self, m: Measurement, ref: Reference) -> Alternative | None:
+        """A concurrent total made low by one flow (``extra["flow_gb_per_s"]``: each flow's rate): the
+        slowest flow is well below the others (a noisy neighbour on its link, or the link)."""
+        rates = [(a, b, float(v)) for a, b, v in (m.extra or {}).get("flow_gb_per_s") or () if isinstance(v, (int, float))]
+        if len(rates) < 3:
+            return None
+        ordered = sorted(r[2] for r in rates)
+        median = ordered[len(ordered) // 2]
+        a, b, slowest = min(rates, key=lambda r: r[2])
+        if slowest <= 0 or median / slowest < (1 + ref.band) ** 2:
+            return None
+        measured = m.bandwidth.median if m.bandwidth is not None else None
+        return Alternative(f"the group held back by its slowest flow {self._label(a)}->{self._label(b)}",
+                           measured if measured else slowest,
+                           f"one flow is slow ({self._label(a)}->{self._label(b)} {slowest:.0f} GB/s where the median flow "
+                           f"runs {median:.0f}): a noisy neighbour on that link, or the link degraded", "slow-flow")
 
     # collectives
     def _busbw(self, m: Measurement) -> bool:
@@ -246,13 +480,15 @@ class Judge:
         ranks = self._ranks(m)
         gpus = self._rank_gpus(m)
         busbw = self._busbw(m)
-        key = (op, tuple(gpus), m.size_bytes, busbw)  # in-place and out-of-place rows share it
+        launch = "eager" if self.launch(m).startswith("eager") else "graph"
+        key = (op, tuple(gpus), m.size_bytes, busbw, launch)  # in-place and out-of-place rows share it
         found = self._collective_cache.get(key)
         if found is None:
-            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw)
+            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw, launch)
         return found
 
-    def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool) -> Expectation:
+    def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool,
+                            launch: str = "graph") -> Expectation:
 
         def value(model: CollectiveModel) -> tuple[float, str]:
             pred = model.predict(op, gpus, size_bytes)
@@ -262,8 +498,9 @@ class Judge:
                 how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
-        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric)
-        twin, detail = value(CollectiveModel(self.fabric))
+        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch)
+        twin, detail = value(CollectiveModel(self.fabric, launch=launch))
+        detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
         full_us = chosen_model.predict(op, gpus, size_bytes).time_us
@@ -384,7 +621,13 @@ class Judge:
             alternatives.append(Alternative("a host link at half its PCIe width or generation", twin / 2,
                                             "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
                                             "pcie-link-degraded"))
-        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share)
+        plausible = None
+        if method == LOCAL.key and _is_gpu(first[0]):  # a local copy reads and writes: at most half the memory bandwidth
+            facts = facts_of_device(self.topology.gpu(first[0]))
+            if facts is not None and facts.memory_bw_gb_per_s:
+                plausible = facts.memory_bw_gb_per_s * (1.0 if (m.extra or {}).get("counts_read_and_write") else 0.5)
+        return Expectation("GB/s", theoretical, twin, calibrated, route, detail, tuple(alternatives), fixed_share=fixed_share,
+                           plausible_max=plausible)
 
     def _mpi(self, m: Measurement) -> Expectation:
         buffers = str((m.extra or {}).get("buffers", "")).strip().upper()

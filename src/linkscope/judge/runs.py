@@ -71,7 +71,7 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
     for m in measurements:
         if m.group is None or m.bandwidth is None or (m.extra or {}).get("transfers"):
             continue
-        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        key: tuple = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
         flows = groups.setdefault(key, [])
         if ALL in (m.src, m.dst) or m.src == m.dst:
             continue
@@ -79,14 +79,40 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
         for pair in pairs:
             if pair not in flows:
                 flows.append(pair)
+    rates: dict[tuple, list[list[Any]]] = {}  # each flow's measured rate, for the group's total (a slow flow names it)
+    for m in measurements:
+        if m.group is not None and m.bandwidth is not None and m.scope == "transfer" and ALL not in (m.src, m.dst) \
+                and m.src != m.dst and m.direction == "uni":
+            rates.setdefault((m.group, m.size_bytes, m.method, m.pattern, m.direction), []).append(
+                [m.src, m.dst, m.bandwidth.median])
     out = []
     for m in measurements:
-        found = groups.get((m.group, m.size_bytes, m.method, m.pattern, m.direction)) \
-            if m.group is not None and m.bandwidth is not None else None
+        key = (m.group, m.size_bytes, m.method, m.pattern, m.direction)
+        found = groups.get(key) if m.group is not None and m.bandwidth is not None else None
         if found and (len(found) > 1 or ALL in (m.src, m.dst)) and not (m.extra or {}).get("transfers"):
-            m = m.with_(extra={**dict(m.extra or {}), "transfers": [list(f) for f in found]})
+            extra = {**dict(m.extra or {}), "transfers": [list(f) for f in found]}
+            if ALL in (m.src, m.dst) and len(rates.get(key, ())) == len(found):
+                extra["flow_gb_per_s"] = rates[key]
+            m = m.with_(extra=extra)
         out.append(m)
     return out
+
+
+def prepared(run: PeerRun) -> list[Measurement]:
+    """A run's measurements as they are judged: a linkscope record's concurrent groups with their
+    transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
+    measurements = list(run.measurements)
+    if run.record is not None:
+        measurements = with_group_transfers(measurements)
+        rank_gpus = record_gpus(run.record)
+        per_process = (run.record.context or {}).get("devices_per_process")
+        per = len(per_process[0]) if isinstance(per_process, list) and per_process and isinstance(per_process[0], list) \
+            else None
+        if rank_gpus:  # a linkscope collective record says which GPU each rank drove
+            extra = {"rank_gpus": rank_gpus, **({"gpus_per_process": per} if per else {})}
+            measurements = [m.with_(extra={**extra, **dict(m.extra or {})}) if m.pattern == "collective" else m
+                            for m in measurements]
+    return measurements
 
 
 def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
@@ -94,14 +120,7 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
     out = []
     for run in runs:
         judge.check_fit(run.measurements, run.source)
-        measurements = list(run.measurements)
-        if run.record is not None:
-            measurements = with_group_transfers(measurements)
-            rank_gpus = record_gpus(run.record)
-            if rank_gpus:  # a linkscope collective record says which GPU each rank drove
-                measurements = [m.with_(extra={**dict(m.extra or {}), "rank_gpus": rank_gpus})
-                                if m.pattern == "collective" and "rank_gpus" not in (m.extra or {}) else m for m in measurements]
-        out.append(JudgedRun(run, tuple(judge.judge(m) for m in measurements)))
+        out.append(JudgedRun(run, tuple(judge.judge(m) for m in prepared(run))))
     return out
 
 
@@ -165,4 +184,4 @@ def to_record(judged: Sequence[JudgedRun], judge: Judge) -> RunRecord:
                      tuple(measurements), notes, True, extra)
 
 
-__all__ = ["JudgedRun", "Summary", "below", "judge_runs", "summarize", "to_record"]
+__all__ = ["JudgedRun", "Summary", "below", "judge_runs", "prepared", "summarize", "to_record"]

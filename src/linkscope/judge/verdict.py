@@ -118,6 +118,17 @@ class Expectation:
             launch, route latency), or None; above ``Thresholds.latency_bound`` the size is
             latency-bound: a verdict away from ok then points first at the twin's uncalibrated fixed
             costs, and no cause is named from bandwidth alternatives.
+        reference: the median of the shipped reference for this kind of number (``judge.references``),
+            or None; where given it is what the number is judged against, with ``band``.
+        band: the reference's relative half-width (normal within ``reference / (1 + band)`` ..
+            ``reference * (1 + band)``); without a reference, the twin's band (never narrower than the
+            thresholds).
+        reference_text: where the reference came from (key, n, leases, how the band was set).
+        plausible_max: the most the hardware can give for a rate (the route's theoretical bottleneck,
+            a GPU's memory bandwidth for a local copy), or None: above it a number is implausible
+            ("check the units"); below it a high number is only faster than expected.
+        bound_note: a note on what limits the number (``copy-engine bound, the links carry 1412``),
+            printed after the verdict.
     """
 
     unit: str = "GB/s"
@@ -129,6 +140,11 @@ class Expectation:
     alternatives: tuple[Alternative, ...] = ()
     note: str = ""
     fixed_share: float | None = None
+    reference: float | None = None
+    band: float | None = None
+    reference_text: str = ""
+    plausible_max: float | None = None
+    bound_note: str = ""
 
     @property
     def higher_is_better(self) -> bool:
@@ -136,17 +152,23 @@ class Expectation:
 
     @property
     def expected(self) -> float | None:
-        """The value judged against: the calibrated twin where given, else the twin."""
+        """The value judged against: the reference where there is one, else the calibrated twin
+        where given, else the twin."""
+        if self.reference is not None:
+            return self.reference
         return self.calibrated if self.calibrated is not None else self.twin
 
     @property
     def source(self) -> str:
+        if self.reference is not None:
+            return "reference"
         return "calibrated twin" if self.calibrated is not None else "twin"
 
     def as_dict(self) -> dict[str, Any]:
         return {"unit": self.unit, "theoretical": self.theoretical, "twin": self.twin, "calibrated": self.calibrated,
                 "expected": self.expected, "route": self.route, "detail": self.detail, "note": self.note,
-                "fixed_share": self.fixed_share,
+                "fixed_share": self.fixed_share, "source": self.source, "reference": self.reference, "band": self.band,
+                "reference_text": self.reference_text, "plausible_max": self.plausible_max, "bound_note": self.bound_note,
                 "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key} for a in self.alternatives]}
 
 
@@ -206,7 +228,8 @@ def _explained(measured: float, exp: Expectation, within: float) -> Alternative 
 
 def decide(subject: str, measured: float | None, expectation: Expectation,
            thresholds: Thresholds | None = None) -> Judgement:
-    """The verdict on ``measured`` (in ``expectation.unit``) against ``expectation``."""
+    """The verdict on ``measured`` (in ``expectation.unit``) against ``expectation``: its reference
+    and band where it has one, else the (calibrated) twin and ``thresholds``."""
     t = thresholds or Thresholds()
     exp = expectation
     expected = exp.expected
@@ -220,32 +243,57 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
     else:
         fraction = expected / measured if measured > 0 else math.inf
     unit = "" if exp.unit == "GB/s" else f" {exp.unit}"
-    if exp.route:
-        head = f"{exp.route} route expects ~{_num(expected)}{unit} ({exp.source}{', ' + exp.detail if exp.detail else ''})"
+    if exp.reference is not None and exp.band is not None:
+        low_below, high_above = 1.0 / (1.0 + exp.band), 1.0 + exp.band
+        where = f"{exp.route} " if exp.route else ""
+        head = f"{where}reference {_num(expected)}{unit} +-{exp.band:.0%} ({exp.reference_text})"
+        within = f"more than {exp.band:.0%} from the reference"
     else:
-        head = f"{exp.source} {_num(expected)}{unit}{f' ({exp.detail})' if exp.detail else ''}"
+        low_below, high_above = t.low_below, t.high_above
+        if exp.band is not None:  # the twin's band (judge.expect): never narrower than the thresholds
+            low_below, high_above = min(low_below, 1.0 / (1.0 + exp.band)), max(high_above, 1.0 + exp.band)
+        if exp.route:
+            head = f"{exp.route} route expects ~{_num(expected)}{unit} ({exp.source}{', ' + exp.detail if exp.detail else ''})"
+        else:
+            head = f"{exp.source} {_num(expected)}{unit}{f' ({exp.detail})' if exp.detail else ''}"
+        within = f"more than {high_above - 1:.0%} above the {exp.source}"
+        if exp.band is not None:
+            head += f" +-{high_above - 1:.0%}"
+    tail = f"; {exp.bound_note}" if exp.bound_note else ""
     pct = f"{fraction:.0%}" if math.isfinite(fraction) else "inf"
-    bound = exp.fixed_share is not None and exp.fixed_share > t.latency_bound
+    bound = exp.reference is None and exp.fixed_share is not None and exp.fixed_share > t.latency_bound
     latency_note = ""
     if bound and exp.fixed_share is not None:
         latency_note = (f"; latency-bound at this size ({exp.fixed_share:.0%} of the {exp.source}'s time is fixed cost: "
                         "overhead, launch, latency), so that cost decides it, not the links" +
                         ("" if exp.calibrated is not None else ": calibrate the twin (model calibrate) first"))
-    if exp.higher_is_better and exp.theoretical is not None and measured > exp.theoretical * t.theoretical_margin:
-        reason = (f"{head} -> {pct}: suspicious-high; above the route's theoretical bottleneck "
-                  f"{_num(exp.theoretical)}: check the units, the size and the GPUs it ran on")
+    ceiling = exp.plausible_max if exp.plausible_max is not None else exp.theoretical
+    if exp.higher_is_better and ceiling is not None and measured > ceiling * t.theoretical_margin:
+        what = "the route's theoretical bottleneck" if exp.plausible_max is None else "what the hardware can give"
+        reason = (f"{head} -> {pct}: suspicious-high; above {what} {_num(ceiling)}{unit}: check the units, the size and "
+                  "the GPUs it ran on")
         return Judgement(subject, measured, exp, Verdict.HIGH, fraction, reason)
-    if fraction > t.high_above:
-        reason = (f"{head} -> {pct}: suspicious-high" + latency_note if bound else
-                  f"{head} -> {pct}: suspicious-high; more than {t.high_above - 1:.0%} above the {exp.source}: "
-                  "check the units, the size and the GPUs it ran on, or calibrate the twin")
+    if fraction > high_above:
+        if bound:
+            return Judgement(subject, measured, exp, Verdict.HIGH, fraction, f"{head} -> {pct}: suspicious-high{latency_note}")
+        if exp.higher_is_better:
+            word = "higher than expected"
+            how = (f"{within}, within what the hardware can give ({_num(ceiling)}{unit})" if ceiling is not None else within)
+        else:
+            word = "faster than expected"
+            how = f"{_num(measured)}{unit} where {_num(expected)}{unit} was expected"
+        fix = "" if exp.reference is not None else ("" if exp.calibrated is not None else ": the twin underestimates it "
+                                                                                      "(model calibrate)")
+        reason = f"{head} -> {pct}: {word}; {how}{fix}{tail}"
         return Judgement(subject, measured, exp, Verdict.HIGH, fraction, reason)
-    if fraction < t.low_below:
+    if fraction < low_below:
         if bound:
             return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: low{latency_note}")
+        slow = "low" if exp.higher_is_better else "low (slower than expected)"
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
-            reason = f"{head} -> {pct}: low; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}): {alt.cause}"
+            reason = (f"{head} -> {pct}: {slow}; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}{unit}): "
+                      f"{alt.cause}{tail}")
             return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
-        return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: low")
-    return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok")
+        return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: {slow}{tail}")
+    return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok{tail}")

@@ -37,6 +37,8 @@ OPS_OF_BINARY = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_s
                  "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "alltoallv"}
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$")
 _STARTING = re.compile(r"^#\s*Collective test (?:starting|concluded):\s*(\S+)")
+# how the run was launched (src/common.cu prints it): threads, GPUs each thread drives, CUDA-graph iterations
+_ARGS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?\bgraph:\s*(\d+)")
 _NCCL_VERSION = re.compile(r"^#\s*(nccl|rccl)-tests version\s+(\S+)(.*)$")
 _RCCL_VERSION = re.compile(r"^rccl-tests:\s*Version\s+(\S+)")
 
@@ -109,6 +111,7 @@ class _Section:
     width: int = 4
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     closed: bool = False
+    launch: dict[str, int] = field(default_factory=dict)  # threads, gpus_per_thread, graph_iters (the header's)
 
 
 _HEADER = re.compile(r"^#\s*(?:(?:nccl|rccl)-tests version|Collective test starting:|nThread \d+)")
@@ -145,6 +148,9 @@ def parse_text(text: str, source: str) -> PeerRun:
             if "concluded" in line:
                 cur.closed = True
             continue
+        m = _ARGS.match(line)
+        if m:
+            cur.launch = {"threads": int(m.group(1)), "gpus_per_thread": int(m.group(2)), "graph_iters": int(m.group(3))}
         m = _RANK.match(line)
         if m:
             cur.ranks.append((int(m.group(1)), m.group(2), int(m.group(3)), m.group(4).strip()))
@@ -190,7 +196,8 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
     for n, tokens in sec.rows:
         size = integer(tokens[0], lines, n, "size", limit=MAX_SIZE_BYTES)
         count = integer(tokens[1], lines, n, "count", limit=MAX_SIZE_BYTES)
-        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": tokens[4], "test": sec.program or op or ""}
+        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": tokens[4], "test": sec.program or op or "",
+                  **sec.launch}
         rest = tokens[5:]
         groups = min(len(placements), len(rest) // width) if len(rest) >= 4 else 0
         if groups == 0:
@@ -223,6 +230,8 @@ def parse_json(data: Any, source: str) -> PeerRun:
     args = [str(a) for a in data.get("args") or []]
     config: dict[str, Any] = data["config"] if isinstance(data.get("config"), dict) else {}
     nranks = len(devices) or int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1)
+    launch = {k: int(config[c]) for k, c in (("threads", "nthreads"), ("gpus_per_thread", "ngpus"), ("graph_iters", "graph"))
+              if isinstance(config.get(c), int) and not isinstance(config.get(c), bool)}
     tool = "rccl-tests" if any("rccl" in a.lower() for a in args[:1]) or _tool("", names) == "rccl-tests" else "nccl-tests"
     version = ""  # the JSON names the NCCL library, not the nccl-tests version
     out = Collector(tool, version, source)
@@ -233,7 +242,7 @@ def parse_json(data: Any, source: str) -> PeerRun:
         program = str(item.get("experiment_name") or (args[0] if args else ""))
         op = op_of_program(program) or op_of_program(source)
         fields = {"count": item.get("count"), "type": item.get("type"), "redop": item.get("redop"),
-                  "root": item.get("root"), "test": program, "result_index": i}
+                  "root": item.get("root"), "test": program, "result_index": i, **launch}
         for key, inplace in (("out_of_place", False), ("in_place", True)):
             group = item.get(key)
             if group is None:

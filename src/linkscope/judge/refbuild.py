@@ -1,0 +1,334 @@
+"""Build the shipped reference table from recordings of healthy machines, and measure verdicts on them.
+
+``python -m linkscope.judge.refbuild`` (from the repository root) reads every recording of
+:data:`RECORDINGS` whose role is ``reference`` and writes ``src/linkscope/judge/references.json``;
+``--check`` says whether the shipped file is what it would write; ``--rates`` judges every
+recording (``reference`` and ``held-out`` ones) against the shipped table and prints, per
+recording, how many numbers are ok, low, suspicious-high and not judged.
+
+Recordings of one *lease* (a fresh machine) share a lease name: a band is set from the spread
+between leases (``references.BAND_RULE``). ``held-out`` recordings never set a reference; they
+test that the references carry over to a lease they have not seen.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import LinkscopeError
+from ..results.peertools.common import PeerRun
+from ..topology.model import Topology
+from .expect import Judge
+from .references import BAND_RULE, Reference, ReferenceTable, RefKey, RefSource, family_of, table_dict
+
+__all__ = ["RECORDINGS", "Recording", "build", "main", "rates"]
+
+_H200X4 = "tests/fixtures/recordings/h200x4-2026-11-28"
+_H200X4_TOPO = f"{_H200X4}/linkscope/topo.json"
+_H100X2 = "tests/fixtures/peertools/h100x2"
+_H100X2_TOPO = f"{_H100X2}/machine-raw"
+_V49 = "tests/fixtures/peertools/h100x2-visits4-9"
+_V1113 = "tests/fixtures/peertools/h100x2-visits11-13"
+_NCCL_H100X2 = "tests/fixtures/nccl/h100x2-2026-11-25"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Files of one lease that share how they are read.
+
+    Attributes:
+        files: glob patterns relative to the repository root.
+        lease: the machine lease they were recorded on (a fresh machine each).
+        date: when (UTC date).
+        role: ``reference`` (sets references) or ``held-out`` (only judged).
+        topology: the topology they ran on (a path for ``--from``), or "" (a linkscope record's own).
+        size: the buffer size where the output does not print it (nvbandwidth ``-b``), e.g. ``64MiB``.
+        gpus: the topology's GPUs the tool ran on, or None (0..n-1).
+    """
+
+    files: tuple[str, ...]
+    lease: str
+    date: str
+    role: str = "reference"
+    topology: str = ""
+    size: str = "512MiB"
+    gpus: tuple[int, ...] | None = None
+
+
+def _h100(visit: str, files: Iterable[str], *, size: str = "512MiB", role: str = "reference",
+          topology: str = _H100X2_TOPO) -> Recording:
+    return Recording(tuple(files), f"h100x2-2026-11-25 {visit}", "2026-11-25", role, topology, size)
+
+
+#: Every recording the references come from (role ``reference``) or are tested on (``held-out``).
+#: Left out on purpose: runs with forced NCCL algorithms/protocols (NCCL_ALGO, NCCL_PROTO), with
+#: NCCL_GRAPH_REGISTER=0, and linkscope launch-shape sweeps: not how a user runs the tools; and
+#: linkscope copy sweeps of visits 4-8, taken while the copy kernels were being changed.
+RECORDINGS: tuple[Recording, ...] = (
+    # 4 x H200 NV18 (NVSwitch), two calls of 2026-11-28 (README there)
+    Recording((f"{_H200X4}/linkscope/survey.json",), "h200x4-2026-11-28 call 1", "2026-11-28"),
+    Recording((f"{_H200X4}/nvbandwidth-selected.txt", f"{_H200X4}/nccl-tests/*.txt"), "h200x4-2026-11-28 call 1", "2026-11-28",
+              topology=_H200X4_TOPO),
+    # linkscope's bench nccl of that call: judged, never a reference (its 2-32 MiB times are its own overhead, README)
+    Recording((f"{_H200X4}/linkscope/*_ls.txt",), "h200x4-2026-11-28 call 1", "2026-11-28", "held-out", _H200X4_TOPO),
+    Recording((f"{_H200X4}/linkscope/*_ls_runs5.txt",), "h200x4-2026-11-28 call 2", "2026-11-28", "held-out", _H200X4_TOPO),
+    Recording((f"{_H200X4}/nvbandwidth-all.txt",), "h200x4-2026-11-28 (call not stated)", "2026-11-28", "held-out",
+              _H200X4_TOPO),
+    # 1 x H200 (tests/fixtures/peertools/README.md)
+    Recording(("tests/fixtures/peertools/nccl-tests-h200x1-smbi.txt",), "h200x1-2026-11-23", "2026-11-23",
+              topology="tests/fixtures/machines/hgx-h200-2/expected_topology.json", gpus=(0,)),
+    # 2 x H100 NV18, a fresh lease each visit (tests/fixtures/peertools/*/README.md)
+    _h100("17:54", [f"{_H100X2}/nvbandwidth.txt", f"{_H100X2}/nvbandwidth.json", f"{_H100X2}/p2pBandwidthLatencyTest.txt",
+                    f"{_H100X2}/nccl-tests-all_reduce.json", f"{_H100X2}/osu-DD.txt",
+                    *(f"{_NCCL_H100X2}/{op}.txt" for op in ("all_reduce", "all_reduce_rerun", "all_gather", "alltoall",
+                                                             "broadcast", "reduce_scatter", "sendrecv", "all_reduce_G10"))]),
+    _h100("17:54", [f"{_H100X2}/nvbandwidth-b1.txt"], size="1MiB"),
+    Recording((f"{_H100X2}/linkscope-survey.json",), "h100x2-2026-11-25 17:54", "2026-11-25"),
+    _h100("17:54", [f"{_H100X2}/linkscope-nccl-allreduce.json"]),
+    _h100("visit4", [f"{_V49}/visit4/peers_run/peers/nvbandwidth-latency-r*.txt",
+                     *(f"{_V49}/visit4/peers_run/nccl/{f}" for f in ("all_gather_G10_big.txt", "all_reduce_G10_big.txt",
+                                                                     "alltoall_G10_big.txt", "alltoall_G10_small.txt",
+                                                                     "alltoall_eager_again.txt", "reduce_scatter_G10_big.txt"))]),
+    *(_h100(f"visit{v}", [f"{_V49}/visit{v}/{'peers_run/' if v == 4 else ''}peers/nvbandwidth-b{b}{'' if v == 5 else '-r'}*.txt"],
+            size=f"{b}MiB")
+      for v, sizes in ((4, (1, 16, 64)), (5, (16, 64)), (6, (1, 16, 64)), (7, (1, 16, 64)), (8, (1, 16, 64)), (9, (64,)))
+      for b in sizes),
+    *(_h100(f"visit{v}", [f"{_V49}/visit{v}/peers/nvbandwidth-latency*.txt"]) for v in (5, 6)),
+    Recording((f"{_V1113}/visit11/linkscope/pageable-r*.json", f"{_V1113}/visit11/linkscope/latency-r*.json"),
+              "h100x2-2026-11-25 visit11", "2026-11-25"),
+    _h100("visit11", [f"{_V1113}/visit11/peers/nvbandwidth-hostlat-r*.txt", f"{_V1113}/visit11/mpi/osu_bw_DD_*.txt",
+                      *(f"{_V1113}/visit11/nccl/{f}" for f in ("all_gather_G10_r*.txt", "all_gather_eager_r*.txt",
+                                                              "reduce_scatter_G10_r*.txt", "reduce_scatter_eager_r*.txt",
+                                                              "all_reduce_big_*.txt", "alltoall_big_*.txt"))]),
+    _h100("visit12", [f"{_V1113}/visit12/peers/nvbandwidth-latency-r*.txt", f"{_V1113}/visit12/mpi/osu_*_DD_*.txt",
+                      *(f"{_V1113}/visit12/nccl/{f}" for f in ("all_gather_G10.txt", "all_gather_eager.txt", "all_reduce_eager.txt",
+                                                              "all_reduce_G10.txt", "reduce_scatter_G10.txt",
+                                                              "reduce_scatter_eager.txt"))]),
+    # held out: a 2 x H200 lease of 2026-11-22 (its pairs have the 4 x H200 pairs' keys)
+    Recording(("docs/runs/survey-512MiB-h200x2-2026-11-22.json",), "h200x2-2026-11-22", "2026-11-22", "held-out"),
+    # held out: the last H100 lease (a survey on the final code, latency and nccl-tests beside it)
+    Recording((f"{_V1113}/visit13/linkscope/survey.json",), "h100x2-2026-11-25 visit13", "2026-11-25", "held-out"),
+    _h100("visit13", [f"{_V1113}/visit13/peers/nvbandwidth-latency-r*.txt", f"{_V1113}/visit13/mpi/osu_*_DD_*.txt",
+                      f"{_V1113}/visit13/nccl/alltoall_*.txt"], role="held-out"),
+)
+
+
+def _expand(root: Path, recording: Recording) -> list[Path]:
+    out: list[Path] = []
+    for pattern in recording.files:
+        found = sorted(root.glob(pattern))
+        if not found:
+            raise LinkscopeError(f"recording {pattern!r} ({recording.lease}) matches no file under {root}")
+        out.extend(p for p in found if p not in out)
+    return out
+
+
+def _topology(root: Path, recording: Recording, run: PeerRun) -> Topology:
+    if recording.topology:
+        from ..discovery.auto import resolve_topology
+
+        topology, _ = resolve_topology(None, str(root / recording.topology), None, allow_fallback=False)
+        return topology
+    if run.record is None or not run.record.topology:
+        raise LinkscopeError(f"{run.source}: a recording without a topology (name one in RECORDINGS)")
+    from ..topology.io import from_dict
+
+    return from_dict(dict(run.record.topology))
+
+
+def judged_recordings(root: Path, table: ReferenceTable, roles: Sequence[str] = ("reference", "held-out"),
+                      recordings: Sequence[Recording] = RECORDINGS) -> Iterable[tuple[Recording, Path, Judge, PeerRun, list]]:
+    """(recording, file, judge, run, prepared measurements) of every file of the given roles."""
+    from ..results.peertools.detect import read
+    from ..units import parse_size
+    from .runs import prepared
+
+    topologies: dict[str, Topology] = {}
+    for rec in recordings:
+        if rec.role not in roles:
+            continue
+        for path in _expand(root, rec):
+            run = read(path, None, parse_size(rec.size))
+            cache = rec.topology or str(path)
+            topology = topologies.get(cache)
+            if topology is None:
+                topology = topologies[cache] = _topology(root, rec, run)
+            judge = Judge(topology, gpus=rec.gpus, references=table)
+            yield rec, path, judge, run, prepared(run)
+
+
+def _cv(m: Any) -> float | None:
+    stats = m.bandwidth if m.bandwidth is not None else m.latency
+    cv = getattr(stats, "cv", None)
+    return float(cv) if isinstance(cv, (int, float)) and cv >= 0 and getattr(stats, "n", 0) >= 3 else None
+
+
+def _sig(value: float, digits: int = 6) -> float:
+    """``value`` to ``digits`` significant digits (the file stays readable and reproducible)."""
+    return float(f"{value:.{digits}g}")
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str, Any]:
+    """The reference table (JSON form) from the ``reference`` recordings under ``root``."""
+    values: dict[RefKey, dict[tuple[str, str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    cvs: dict[RefKey, list[float]] = defaultdict(list)
+    listed: list[dict[str, Any]] = []
+    empty = ReferenceTable({}, {})
+    for rec, path, judge, _run, measurements in judged_recordings(root, empty, ("reference",), recordings):
+        rel = path.relative_to(root).as_posix()
+        listed.append({"file": rel, "lease": rec.lease, "date": rec.date})
+        for m in measurements:
+            if not m.ok or m.provenance.value != "measured" or (m.extra or {}).get("peer_access") is False:
+                continue  # a run with peer access turned off (p2pBandwidthLatencyTest P2P=Disabled) is no reference
+            try:
+                key = judge.ref_key(m)
+                value = judge.measured(m)[0]
+            except LinkscopeError:
+                continue
+            if key is None or value is None or not value > 0:
+                continue
+            values[key][(rel, rec.lease, rec.date)].append(float(value))
+            cv = _cv(m)
+            if cv is not None:
+                cvs[key].append(cv)
+    # the spread seen between runs of one kind, per key (log ratio: as far below as above), pooled per family
+    medians: dict[RefKey, float] = {}
+    spreads: dict[RefKey, float] = {}
+    lease_count: dict[RefKey, int] = {}
+    for key, by_file in values.items():
+        leases: dict[str, list[float]] = defaultdict(list)
+        for (_f, lease, _d), vals in by_file.items():
+            leases[lease].append(statistics.median(vals))
+        median = medians[key] = statistics.median(statistics.median(v) for v in leases.values())
+        lease_count[key] = len(leases)
+        # every run of the kind: other leases, other files of a lease, other GPUs or pairs of the node
+        spreads[key] = max(abs(math.log(v / median)) for vals in by_file.values() for v in vals)
+    factor = float(BAND_RULE["spread_factor"])
+    floors: Mapping[str, float] = BAND_RULE["floor"]
+    families: dict[str, dict[str, Any]] = {}
+    for family in floors:
+        seen = [s for k, s in spreads.items() if lease_count[k] > 1 and family_of(k) == family]
+        families[family] = {"keys_with_leases": len(seen), "floor": floors[family],
+                            "spread_p90": _sig(_quantile(seen, 0.9), 4) if seen else None}
+    refs: list[Reference] = []
+    for key, by_file in values.items():
+        family = family_of(key)
+        fam = families[family]
+        own = spreads[key]
+        n_leases = lease_count[key]
+        floor = float(fam["floor"])
+        pooled = fam["spread_p90"]
+        spread, how = own, (f"{factor:g} x the spread between its runs ({math.expm1(own):.1%}, {n_leases} "
+                            f"lease{'s' if n_leases != 1 else ''})")
+        if pooled is not None and pooled > spread:
+            spread, how = float(pooled), (f"{factor:g} x the {family} family's spread between leases "
+                                          f"({math.expm1(float(pooled)):.1%}, 90th percentile of {fam['keys_with_leases']} keys)")
+        elif pooled is None and n_leases == 1:
+            times = float(BAND_RULE["no_spread_factor"])
+            spread, how = max(spread, math.log1p(floor * times) / factor), f"one lease and no family spread: {times:g} x the floor"
+        run_cv = statistics.median(cvs[key]) if cvs.get(key) else 0.0
+        if math.log1p(run_cv) > spread:
+            spread, how = math.log1p(run_cv), f"{factor:g} x the repetitions' CV within a run ({run_cv:.1%})"
+        band = max(floor, math.expm1(factor * spread))
+        if band == floor:
+            how = f"the {family} floor {floor:.0%} ({how} is below it)"
+        sources = tuple(RefSource(f, lease, date, _sig(statistics.median(v)), len(v))
+                        for (f, lease, date), v in sorted(by_file.items()))
+        refs.append(Reference(key, _sig(medians[key]), _sig(band, 4), how, _sig(math.expm1(own), 4), sources))
+    listed = [dict(t) for t in sorted({tuple(sorted(d.items())) for d in listed})]
+    return table_dict(refs, families, listed)
+
+
+def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ("reference", "held-out"),
+          recordings: Sequence[Recording] = RECORDINGS) -> list[dict[str, Any]]:
+    """Per file: the verdict counts of its numbers against ``table``, and its role and lease."""
+    out = []
+    for rec, path, judge, run, measurements in judged_recordings(root, table, roles, recordings):
+        counts: dict[str, int] = defaultdict(int)
+        sources: dict[str, int] = defaultdict(int)
+        problems = []
+        for m in measurements:
+            j = judge.judge(m)
+            counts[j.verdict.value] += 1
+            if j.verdict.value != "not judged":
+                sources[j.expectation.source] += 1
+            if j.verdict.value != "ok":
+                problems.append(f"{j.verdict.value}: {j.line}")
+        out.append({"file": path.relative_to(root).as_posix(), "role": rec.role, "lease": rec.lease, "tool": run.tool,
+                    "counts": dict(counts), "sources": dict(sources), "problems": problems})
+    return out
+
+
+def _dump(data: Mapping[str, Any]) -> str:
+    """The table as JSON with one reference (and one recording) a line: small, and a diff shows which changed."""
+    import json
+
+    head = {k: v for k, v in data.items() if k not in ("references", "recordings")}
+    text = json.dumps(head, indent=1)[:-2]
+    for name in ("recordings", "references"):
+        rows = ",\n  ".join(json.dumps(r, separators=(",", ":")) for r in data.get(name, []))
+        text += f',\n "{name}": [\n  {rows}\n ]'
+    return text + "\n}\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m linkscope.judge.refbuild", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=".", help="the repository root (default: .)")
+    parser.add_argument("-o", "--output", default="src/linkscope/judge/references.json")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the shipped file differs from what would be written")
+    parser.add_argument("--rates", action="store_true", help="judge every recording against the shipped table")
+    parser.add_argument("-v", "--verbose", action="store_true", help="with --rates: every number not ok")
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    if args.rates:
+        from .references import shipped
+
+        totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for row in rates(root, shipped()):
+            c = row["counts"]
+            print(f"{row['role']:<9} {row['file']}: " + ", ".join(f"{v} {k}" for k, v in sorted(c.items())))
+            for k, v in c.items():
+                totals[row["role"]][k] += v
+            if args.verbose:
+                for p in row["problems"]:
+                    print(f"    {p}")
+        for role, c in totals.items():
+            judged = sum(v for k, v in c.items() if k != "not judged")
+            ok = c.get("ok", 0)
+            print(f"{role}: {dict(c)}; ok {ok}/{judged} judged = {ok / judged:.1%}" if judged else f"{role}: nothing judged")
+        return 0
+    text = _dump(build(root))
+    target = root / args.output
+    if args.check:
+        same = target.exists() and target.read_text(encoding="utf-8") == text
+        print("references.json is up to date" if same else f"{target} differs from what refbuild writes")
+        return 0 if same else 1
+    from ..atomic import write_text_atomic
+
+    write_text_atomic(target, text)
+    print(f"wrote {target}")
+    return 0
+
+
+def _main() -> int:
+    try:
+        return main()
+    except LinkscopeError as exc:  # a recording missing (not a checkout), a malformed file: one line
+        print(f"refbuild: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
