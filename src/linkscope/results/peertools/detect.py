@@ -56,7 +56,7 @@ def _from_json(data: Any, source: str, fmt: str | None, size_bytes: int | None) 
                        record.measurements, tuple(str(g) for g in (record.context or {}).get("gpus") or ()),
                        record=record)
     if kind == "nvbandwidth":
-        return nvbandwidth.parse_json(data, source, size_bytes or nvbandwidth.DEFAULT_SIZE_BYTES)
+        return nvbandwidth.parse_json(data, source, size_bytes)
     if kind == "nccl-tests":
         return nccltests.parse_json(data, source)
     raise SchemaError(f"{source}: --format {kind} output is text, but this file is JSON")
@@ -78,11 +78,11 @@ def parse(text: str, source: str, fmt: str | None = None, size_bytes: int | None
     if kind == "linkscope":
         raise SchemaError(f"{source}: a linkscope run record is JSON; this file is not")
     if kind == "nvbandwidth":
-        return nvbandwidth.parse_text(text, source, size_bytes or nvbandwidth.DEFAULT_SIZE_BYTES)
+        return nvbandwidth.parse_text(text, source, size_bytes)
     if kind == "nccl-tests":
         return nccltests.parse_text(text, source)
     if kind == "p2p":
-        return p2p_sample.parse_text(text, source, size_bytes or p2p_sample.DEFAULT_SIZE_BYTES)
+        return p2p_sample.parse_text(text, source, size_bytes)
     if kind == "transferbench":
         return transferbench.parse_text(text, source)
     return osu.parse_text(text, source)

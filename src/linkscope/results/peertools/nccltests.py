@@ -30,7 +30,18 @@ from typing import Any
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
 from ..schema import ALL, Status
-from .common import MAX_SIZE_BYTES, Collector, Lines, PeerRun, check_rate, integer, number
+from .common import (
+    MAX_GB_PER_S,
+    MAX_SIZE_BYTES,
+    Collector,
+    Lines,
+    PeerRun,
+    RunContext,
+    integer,
+    number,
+    rate_in_bounds,
+    unread_line,
+)
 
 OPS_OF_BINARY = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
                  "broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv",
@@ -85,18 +96,76 @@ def _wrong(token: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _add_row(out: Collector, line: int, op: str, ranks: int, size: int, fields: dict[str, Any], inplace: bool,
-             time_us: float | None, algbw: float | None, busbw: float | None, wrong: int | None) -> None:
+def _add_row(out: Collector, line: int, op: str, ranks: int | None, size: int, fields: dict[str, Any], inplace: bool,
+             time_us: float | None, algbw: float | None, busbw: float | None, wrong: int | None,
+             max_error: float | None = None) -> None:
     if algbw is None and busbw is None:
         return
     extra = {**fields, "algbw_gb_per_s": algbw, "busbw_gb_per_s": busbw, "time_us": time_us, "wrong": wrong,
-             "inplace": inplace, "ranks": ranks}
+             "inplace": inplace}
+    if ranks is not None:
+        extra["ranks"] = ranks
+    if max_error is not None:
+        extra["max_error"] = max_error
     if busbw is None:
         extra.pop("busbw_gb_per_s")
-    ok = wrong in (None, 0)
+    status, reason = Status.OK, ""
+    if wrong not in (None, 0):
+        status, reason = Status.ERROR, f"{wrong} wrong elements{' (in place)' if inplace else ''}"
+    elif ranks == 1 and inplace:
+        status, reason = Status.WAIVED, ("one rank in place: nothing moves, so the rate is not a transfer "
+                                         "(nccl-tests divides the size by a near-zero time)")
+    elif (algbw is not None and not rate_in_bounds(algbw)) or (busbw is not None and not rate_in_bounds(busbw)):
+        out.skip(line, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s{' (in place)' if inplace else ''}")
+        return
     out.add(line, ALL, ALL, f"nccl.{op}", "collective", size, gb_per_s=algbw, latency_us=time_us, scope="total",
-            extra=extra, status=Status.OK if ok else Status.ERROR,
-            reason="" if ok else f"{wrong} wrong elements{' (in place)' if inplace else ''}")
+            extra=extra, status=status, reason=reason)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A result row's layout (from the column header, or from the row when the header is missing).
+
+    nccl-tests 1.x (2017): ``bytes N type op [root] time algbw busbw res`` with the time in ms and
+    ``res`` the largest error (``%7.0le``); 2.0-2.12: ``size count type redop [root] time algbw busbw
+    error`` (time in us, ``error`` the largest error ``%5.0le``; only rooted ops print ``root``);
+    2.13+: every op prints ``root`` and ``#wrong`` counts wrong elements; ``-i``-style per-iteration
+    columns (``i_min i_max i_p99 i_cv%``) widen each group to 8 (src/common.cu, src/util.cu across tags).
+    """
+
+    lead: int = 5  # size count type redop [root]
+    width: int = 4  # time algbw busbw #wrong [+4]
+    counts_wrong: bool = True  # #wrong (2.13+) or the largest error (before)
+    time_scale: float = 1.0  # to us (1.x prints ms)
+    from_header: bool = False
+    layout: str = ""
+
+
+def _columns_of_header(line: str) -> _Columns | None:
+    names = line.lstrip("#").split()
+    if len(names) < 6 or names[0] not in ("size", "bytes") or "time" not in names:
+        return None
+    lead = names.index("time")
+    group = names[lead:]
+    width = group.index("time", 1) if "time" in group[1:] else len(group)
+    fourth = group[3] if len(group) > 3 else "#wrong"
+    v1 = names[0] == "bytes"
+    counts = fourth == "#wrong"
+    layout = "1.x" if v1 else ("2.13+" if counts else "2.0-2.12")
+    return _Columns(lead, max(4, width), counts, 1000.0 if v1 else 1.0, True, layout)
+
+
+def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
+    """The layout of a row printed without a column header: a root column holds a whole number,
+    a time column a decimal one."""
+    for lead in (5, 4):
+        rest = len(tokens) - lead
+        if rest >= 4 and rest % width == 0 and rest // width <= 2:
+            if lead == 5 and not re.fullmatch(r"-?\d+", tokens[4]):
+                continue
+            counts = not re.search(r"[eE]", tokens[lead + 3])
+            return _Columns(lead, width, counts, 1.0, False, "" if counts else "2.0-2.12")
+    return None
 
 
 @dataclass
@@ -106,20 +175,36 @@ class _Section:
     program: str = ""
     ranks: list[tuple[int, str, int, str]] = field(default_factory=list)
     placements: list[bool] = field(default_factory=list)  # in-place flag of each column group
+    columns: _Columns | None = None
     width: int = 4
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
-    closed: bool = False
+    closed: bool = False  # "# Avg bus bandwidth" (or "Collective test concluded") seen
+    threads: int | None = None
+    gpus_per_process: int | None = None
+    graph: bool | None = None
+    out_of_bounds: int | None = None
+    starts: int = 0
 
 
 _HEADER = re.compile(r"^#\s*(?:(?:nccl|rccl)-tests version|Collective test starting:|nThread \d+)")
+_NTHREAD = re.compile(r"^#?\s*nThread (\d+) nGpus (\d+)\b(?:.*\bgraph: (\d+))?")
+_CLOSE = re.compile(r"^#?\s*Avg bus bandwidth\s*:")
+_OOB = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
+_ROW = re.compile(r"^\d+\s+\d+\s+\S+")
+
+
+def _interleaved(source: str, line: int, why: str) -> SchemaError:
+    return SchemaError(f"{source}:{line}: two nccl-tests outputs are interleaved in this file ({why}); their rows "
+                       "cannot be told apart", hint="write each run to its own file (or to one file one after another)")
 
 
 @refuse_malformed("nccl-tests output")
-def parse_text(text: str, source: str) -> PeerRun:
+def parse_text(text: str, source: str, stated: RunContext | None = None) -> PeerRun:
     lines = Lines(text, source)
     version_line, version = "", ""
     sections = [_Section()]
     context: dict[str, Any] = {}
+    last_size: int | None = None
     for n, raw in lines:
         line = raw.strip()
         if not line:
@@ -128,6 +213,7 @@ def parse_text(text: str, source: str) -> PeerRun:
         if (_HEADER.match(line) or _RCCL_VERSION.match(line)) and (cur.rows or cur.closed):
             cur = _Section()
             sections.append(cur)
+            last_size = None
         m = _NCCL_VERSION.match(line)
         if m:
             version_line, version = line, m.group(2)
@@ -141,13 +227,35 @@ def parse_text(text: str, source: str) -> PeerRun:
             continue
         m = _STARTING.match(line)
         if m:
-            cur.program = cur.program or m.group(1)
             if "concluded" in line:
                 cur.closed = True
+            else:
+                cur.starts += 1
+                if cur.starts > 1 or cur.rows:
+                    raise _interleaved(source, n, f"a second 'Collective test starting' ({m.group(1)}) before the "
+                                                  "first run's closing lines")
+            cur.program = cur.program or m.group(1)
+            continue
+        m = _NTHREAD.match(line)
+        if m:
+            if cur.threads is not None and not cur.rows:
+                raise _interleaved(source, n, "a second 'nThread' line before any result row")
+            cur.threads, cur.gpus_per_process = int(m.group(1)), int(m.group(2))
+            cur.graph = bool(int(m.group(3))) if m.group(3) is not None else False
             continue
         m = _RANK.match(line)
         if m:
-            cur.ranks.append((int(m.group(1)), m.group(2), int(m.group(3)), m.group(4).strip()))
+            rank = int(m.group(1))
+            if cur.rows or any(r[0] == rank for r in cur.ranks):
+                raise _interleaved(source, n, f"rank {rank} listed twice" if not cur.rows else "a rank line among the rows")
+            cur.ranks.append((rank, m.group(2), int(m.group(3)), m.group(4).strip()))
+            continue
+        if _CLOSE.match(line):
+            cur.closed = True
+            continue
+        m = _OOB.match(line)
+        if m:
+            cur.out_of_bounds = int(m.group(1))
             continue
         if line.startswith("#"):
             if "out-of-place" in line or "in-place" in line:
@@ -155,9 +263,19 @@ def parse_text(text: str, source: str) -> PeerRun:
                     ([True] if re.search(r"(?<!-of-)\bin-place", line) else [])
             if "i_min" in line:
                 cur.width = 8
+            cols = _columns_of_header(line)
+            if cols is not None:
+                cur.columns = cols
             continue
-        tokens = line.split()
-        if len(tokens) >= 5 + 3 and tokens[0].isdigit() and tokens[1].isdigit():
+        if _ROW.match(line):
+            tokens = line.split()
+            if len(tokens) < 8:
+                cur.rows.append((n, tokens))  # a cut row: said as unread below
+                continue
+            size = int(tokens[0]) if len(tokens[0]) < 20 else 0
+            if last_size is not None and size < last_size:
+                raise _interleaved(source, n, f"size {size} after {last_size} in one table")
+            last_size = size
             cur.rows.append((n, tokens))
     sections = [sec for sec in sections if sec.rows]
     if not sections:
@@ -167,62 +285,129 @@ def parse_text(text: str, source: str) -> PeerRun:
     tool = _tool(version_line, names)
     out = Collector(tool, version, source)
     notes: list[str] = []
-    hosts_seen: set[str] = set()
+    hosts_seen: dict[str, None] = {}
+    incomplete: list[str] = []
+    found = RunContext()
     for sec in sections:
         op = op_of_program(sec.program) if sec.program else (op_of_program(source) if len(sections) == 1 else None)
-        nranks = len(sec.ranks) or 1
-        hosts_seen.update(r[1] for r in sec.ranks)
-        _section_rows(out, lines, sec, op, nranks)
+        ranks, ranks_from = (len(sec.ranks), "output") if sec.ranks else (None, "")
+        if stated is not None and stated.ranks is not None:
+            if ranks is not None and ranks != stated.ranks:
+                notes.append(f"--ranks {stated.ranks}, but the output lists {ranks} ranks: the output's count is used")
+            elif ranks is None:
+                ranks, ranks_from = stated.ranks, "option"
+        if ranks is None:
+            notes.append(f"{source}:{sec.rows[0][0]}: the rank count is not printed (no '# Rank' lines): the collective "
+                         "is judged on the GPUs selected (--gpus); say it with --ranks N")
+        for rank in sec.ranks:
+            hosts_seen[rank[1]] = None
+        layout = _section_rows(out, lines, sec, op, ranks)
         if op is None:
             notes.append(f"{source}:{sec.rows[0][0]}: the operation is not named (no 'Collective test starting' or "
                          "'concluded' line): inferred from the columns")
-    hosts = sorted(hosts_seen)
+        if not sec.closed:
+            incomplete.append(f"{sec.program or op or 'a run'} has no closing '# Avg bus bandwidth' line (cut, or the "
+                              "paste stops at the table)")
+        if sec.out_of_bounds:
+            context["out_of_bounds"] = context.get("out_of_bounds", 0) + sec.out_of_bounds
+            notes.append(f"{sec.program or op or 'a run'}: nccl-tests found {sec.out_of_bounds} out-of-bounds values "
+                         "(wrong data)")
+        found = RunContext(ranks=ranks if found.ranks is None else found.ranks,
+                           ranks_from=ranks_from if found.ranks is None else found.ranks_from,
+                           gpus_per_process=sec.gpus_per_process or found.gpus_per_process,
+                           processes=(ranks // max(1, (sec.gpus_per_process or 1) * (sec.threads or 1))
+                                      if ranks_from == "output" and ranks else found.processes),
+                           launch=("graph" if sec.graph else "eager") if sec.graph is not None else found.launch,
+                           layout=layout or found.layout)
+    out.cut(lines)
+    if lines.cut_line is not None:
+        incomplete.append("the last line has no final newline (cut)")
+    hosts = list(hosts_seen)
+    if stated is not None and stated.hosts and not hosts:
+        hosts = list(stated.hosts)
     if len(hosts) > 1:
         context["hosts"] = hosts
         notes.append(f"the run spans {len(hosts)} hosts ({', '.join(hosts[:4])}); judge it against a topology of them all")
-    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, tuple(notes))
+    launch = found.launch
+    if stated is not None and stated.launch:
+        if launch and launch != stated.launch:
+            notes.append(f"--launch {stated.launch}, but the output says {launch}: the output's is used")
+        launch = launch or stated.launch
+    run_context = RunContext(ranks=found.ranks, ranks_from=found.ranks_from, gpus_per_process=found.gpus_per_process,
+                             processes=found.processes, hosts=tuple(hosts), launch=launch, launcher=lines.launcher,
+                             layout=found.layout)
+    if not out.items and out.unread:
+        raise SchemaError(f"{source}: no number of it could be read; {unread_line(out.unread)}")
+    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, tuple(notes), unread=tuple(out.unread),
+                   complete=not incomplete, incomplete="; ".join(incomplete), run_context=run_context)
 
 
-def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, nranks: int) -> None:
-    """The measurements of one section's result rows."""
+def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, nranks: int | None) -> str:
+    """The measurements of one section's result rows; the layout read ("" for the newest)."""
     placements = sec.placements or [False, True]
-    width = sec.width
+    layout = ""
     for n, tokens in sec.rows:
-        size = integer(tokens[0], lines, n, "size", limit=MAX_SIZE_BYTES)
-        count = integer(tokens[1], lines, n, "count", limit=MAX_SIZE_BYTES)
-        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": tokens[4], "test": sec.program or op or ""}
-        rest = tokens[5:]
-        groups = min(len(placements), len(rest) // width) if len(rest) >= 4 else 0
-        if groups == 0:
-            raise lines.error(n, f"a result row needs time, algbw, busbw and #wrong after the root, got {' '.join(rest)[:60]!r}")
+        cols = sec.columns or _columns_of_row(tokens, sec.width)
+        if cols is None:
+            out.skip(n, f"{len(tokens)} columns fit no nccl-tests layout")
+            continue
+        layout = layout or cols.layout
+        width, lead = cols.width, cols.lead
+        rest = tokens[lead:]
+        groups = min(len(placements), len(rest) // width)
+        if groups == 0 or len(rest) != groups * width:
+            out.skip(n, f"a row cut short or too long ({len(tokens)} columns, {lead} + {len(placements)} x {width} expected)")
+            continue
+        try:
+            size = integer(tokens[0], lines, n, "size", limit=MAX_SIZE_BYTES)
+            count = integer(tokens[1], lines, n, "count", limit=MAX_SIZE_BYTES)
+        except SchemaError as exc:
+            out.skip(n, str(exc).split(": ", 1)[-1])
+            continue
+        root = tokens[4] if lead == 5 else ""
+        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": root, "test": sec.program or op or ""}
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed = []
-        for k, inplace in enumerate(chosen):
-            cell = rest[k * width:k * width + 4]
-            values = [None if c == "N/A" else number(c, lines, n) for c in cell[:3]]
-            for v in values[1:]:
-                if v is not None:
-                    check_rate(v, lines, n)
-            parsed.append((inplace, values, _wrong(cell[3])))
+        try:
+            for k, inplace in enumerate(chosen):
+                cell = rest[k * width:k * width + 4]
+                values = [None if c == "N/A" else number(c, lines, n) for c in cell[:3]]
+                if values[0] is not None:
+                    values[0] *= cols.time_scale
+                if cols.counts_wrong:
+                    parsed.append((inplace, values, _wrong(cell[3]), None))
+                else:
+                    err = None if cell[3] == "N/A" else number(cell[3], lines, n, "error")
+                    parsed.append((inplace, values, None, err))
+        except SchemaError as exc:
+            out.skip(n, str(exc).split(": ", 1)[-1])
+            continue
         row_op = op
         if row_op is None:
             first = parsed[0][1]
             ratio = first[2] / first[1] if first[1] and first[2] is not None else None
-            row_op = _op_from_columns(tokens[3], tokens[4], ratio, nranks)
+            row_op = _op_from_columns(tokens[3], root, ratio, nranks or 0)
             fields["op_inferred"] = True
-        for inplace, (time_us, algbw, busbw), wrong in parsed:
-            _add_row(out, n, row_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong)
+        for inplace, (time_us, algbw, busbw), wrong, err in parsed:
+            _add_row(out, n, row_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
+    return layout
 
 
 @refuse_malformed("nccl-tests JSON")
 def parse_json(data: Any, source: str) -> PeerRun:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise SchemaError(f"{source}: not nccl-tests -J output (no \"results\" list)")
-    devices: list[Any] = data["devices"] if isinstance(data.get("devices"), list) else []
-    names = [str(d.get("device_info", "")) for d in devices if isinstance(d, dict)]
-    args = [str(a) for a in data.get("args") or []]
     config: dict[str, Any] = data["config"] if isinstance(data.get("config"), dict) else {}
-    nranks = len(devices) or int(config.get("ngpus") or 1) * int(config.get("nthreads") or 1)
+    listed = data.get("devices") if isinstance(data.get("devices"), list) else config.get("devices")
+    devices: list[Any] = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    names = [str(d.get("device_info", "")) for d in devices]
+    args = [str(a) for a in data.get("args") or []]
+    # one "devices" entry per process; each drives ngpus GPUs from nthreads threads (util.cu jsonOutputInit)
+    processes = len({(str(d.get("hostname", "")), str(d.get("pid", ""))) for d in devices}) or None
+    per_process = config.get("ngpus") if isinstance(config.get("ngpus"), int) else None
+    threads = config.get("nthreads") if isinstance(config.get("nthreads"), int) else 1
+    nranks: int | None = processes * per_process * threads if processes and per_process else None
+    hosts = tuple(dict.fromkeys(str(d.get("hostname", "")) for d in devices if d.get("hostname")))
     tool = "rccl-tests" if any("rccl" in a.lower() for a in args[:1]) or _tool("", names) == "rccl-tests" else "nccl-tests"
     version = ""  # the JSON names the NCCL library, not the nccl-tests version
     out = Collector(tool, version, source)
@@ -243,15 +428,20 @@ def parse_json(data: Any, source: str) -> PeerRun:
             time = group.get("time", group.get("cpu_time"))
             algbw, busbw = group.get("alg_bw"), group.get("bus_bw")
             vals = [None if v is None else number(str(v), what=f"results[{i}].{key}") for v in (time, algbw, busbw)]
-            for v in vals[1:]:
-                if v is not None:
-                    check_rate(v, None, 0)
             wrong = group.get("nwrong")
             row_op = op or _op_from_columns(str(item.get("redop", "")), str(item.get("root", "")),
-                                           vals[2] / vals[1] if vals[1] and vals[2] is not None else None, nranks)
+                                           vals[2] / vals[1] if vals[1] and vals[2] is not None else None, nranks or 0)
             _add_row(out, 0, row_op, nranks, size, fields, inplace, vals[0], vals[1], vals[2],
                      None if wrong is None else int(float(wrong)))
     if not out.items:
         raise SchemaError(f"{source}: no nccl-tests result in it")
     context = {"nccl_version": str(data.get("nccl_version", "")), "args": args[:20]}
-    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context)
+    graph = config.get("graph")
+    run_context = RunContext(ranks=nranks, ranks_from="output" if nranks else "", gpus_per_process=per_process,
+                             processes=processes, hosts=hosts,
+                             launch=("graph" if graph else "eager") if isinstance(graph, int) else "")
+    notes = () if nranks else ("the rank count is not in the JSON: the collective is judged on the GPUs selected (--gpus)",)
+    if len(hosts) > 1:
+        context["hosts"] = list(hosts)
+    return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, notes, unread=tuple(out.unread),
+                   run_context=run_context)
