@@ -490,7 +490,7 @@ CASES: list[Case] = [
     Case("check-nvbandwidth-json-bad", "check {fx}/bad-nvb.json --preset dgx-h100", "testcases must be a list"),
     Case("check-nvbandwidth-nothing", "check {fx}/nvb-header.txt --preset dgx-h100", "no nvbandwidth result"),
     Case("check-nccl-bad-number", "check {fx}/nccl-word.txt --preset dgx-h100", "is not a number"),
-    Case("check-nccl-short-row", "check {fx}/nccl-short.txt --preset dgx-h100", "needs time, algbw, busbw"),
+    Case("check-nccl-short-row", "check {fx}/nccl-short.txt --preset dgx-h100", "fit no nccl-tests layout"),
     Case("check-nccl-json-bad-size", "check {fx}/bad-nccl.json --preset dgx-h100", "not a whole number"),
     Case("check-osu-no-table", "check {fx}/osu-empty.txt --preset dgx-h100", "no OSU result"),
     Case("check-osu-row-before-title", "check {fx}/osu-headless.txt --format osu --preset dgx-h100", "before any"),

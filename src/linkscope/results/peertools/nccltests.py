@@ -163,6 +163,8 @@ def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
         if rest >= 4 and rest % width == 0 and rest // width <= 2:
             if lead == 5 and not re.fullmatch(r"-?\d+", tokens[4]):
                 continue
+            if lead == 4 and not re.fullmatch(r"\d+(\.\d+)?", tokens[4]):  # a time: never negative
+                continue
             counts = not re.search(r"[eE]", tokens[lead + 3])
             return _Columns(lead, width, counts, 1.0, False, "" if counts else "2.0-2.12")
     return None
