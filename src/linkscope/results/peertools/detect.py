@@ -17,7 +17,7 @@ from typing import Any
 from ...errors import SchemaError, UserError
 from ...userfiles import loads_strict, read_text, user_file_errors
 from . import nccltests, nvbandwidth, osu, p2p_sample, transferbench
-from .common import MAX_TEXT_CHARS, PeerRun, RunContext
+from .common import MAX_TEXT_CHARS, PeerRun, RunContext, strip_prefixes
 
 FORMATS = ("linkscope", "nvbandwidth", "nccl-tests", "osu", "p2p", "transferbench")
 """``--format`` values (rccl-tests is read as nccl-tests; JSON or text is told from the content)."""
@@ -94,7 +94,8 @@ def _parse(text: str, source: str, fmt: str | None, size_bytes: int | None, stat
         return _from_json(_load_json(text, source), source, fmt, size_bytes)
     kind = fmt
     if kind is None:
-        kind = next((name for name, sniff in _TEXT if sniff(text)), None)
+        head = "\n".join(strip_prefixes(text[:20000].splitlines())[0])  # as the parser will see it
+        kind = next((name for name, sniff in _TEXT if sniff(head)), None)
         if kind is None:
             raise SchemaError(f"{source}: not the output of a tool linkscope check reads",
                               hint="it reads linkscope run records, nvbandwidth, nccl-tests / rccl-tests, OSU, "

@@ -301,8 +301,8 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
         if ranks is None:
             notes.append(f"{source}:{sec.rows[0][0]}: the rank count is not printed (no '# Rank' lines): the collective "
                          "is judged on the GPUs selected (--gpus); say it with --ranks N")
-        for rank in sec.ranks:
-            hosts_seen[rank[1]] = None
+        for listed in sec.ranks:
+            hosts_seen[listed[1]] = None
         layout = _section_rows(out, lines, sec, op, ranks)
         if op is None:
             notes.append(f"{source}:{sec.rows[0][0]}: the operation is not named (no 'Collective test starting' or "
@@ -369,7 +369,7 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         root = tokens[4] if lead == 5 else ""
         fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": root, "test": sec.program or op or ""}
         chosen = placements[-groups:] if groups < len(placements) else placements
-        parsed = []
+        parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []
         try:
             for k, inplace in enumerate(chosen):
                 cell = rest[k * width:k * width + 4]

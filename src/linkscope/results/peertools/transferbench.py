@@ -241,7 +241,7 @@ def parse_text(text: str, source: str) -> PeerRun:
                 continue
             cells = [c for c in re.split(r"[,\s]+", line) if c]
             if scaling["cols"] is not None and cells and (cells[0].isdigit() or cells[0] == "Best"):
-                _scaling_row(out, lines, n, scaling, cells)
+                _scaling_row(out, lines, n, scaling, cells[0], line)
                 continue
     flush_test()
     flush_health()
@@ -257,13 +257,15 @@ def parse_text(text: str, source: str) -> PeerRun:
                    run_context=RunContext(launcher=lines.launcher))
 
 
-def _scaling_row(out: Collector, lines: Lines, n: int, scaling: dict[str, Any], cells: list[str]) -> None:
+def _scaling_row(out: Collector, lines: Lines, n: int, scaling: dict[str, Any], label: str, line: str) -> None:
     """One row of the scaling preset: GPU ``exe``'s kernel with ``NumCUs`` CUs copying ``bytes`` to each
     device (``%7.2f`` per column; the ``Best`` row adds ``(CUs)``). The numbers of a row below the best
     CU count are kept but not judged (they measure the CUs given, not the link); the Best row is read."""
     cols = scaling["cols"]
-    best = cells[0] == "Best"
-    values = cells[1:]
+    best = label == "Best"
+    body = line.split(label, 1)[1]
+    values = [f"{a}({b})" for a, b in re.findall(r"([\d.]+)\(\s*(\d+)\)", body)] if best else \
+        [c for c in re.split(r"[,\s]+", body) if c]
     if len(values) != len(cols):
         out.skip(n, f"{len(values)} values under {len(cols)} columns")
         return
@@ -279,13 +281,13 @@ def _scaling_row(out: Collector, lines: Lines, n: int, scaling: dict[str, Any], 
             continue
         dst: Endpoint = HOST if kind == "CPU" else index
         method = "local" if dst == exe else SM_PUSH.key
-        cus = int(m.group(2)) if best and m.group(2) else (None if best else int(cells[0]))
+        cus = int(m.group(2)) if best and m.group(2) else (None if best else int(label))
         extra = {"test": "scaling", "executor": f"GPU{exe}", "subexecutors": cus, "best": best}
         if best:
             out.add(n, exe, dst, method, "scaling", scaling["bytes"], gb_per_s=gb, extra=extra)
         else:
             out.add(n, exe, dst, method, "scaling", scaling["bytes"], gb_per_s=gb, extra=extra, status=Status.WAIVED,
-                    reason=f"{cells[0]} CUs of the scaling sweep: it measures the CUs given, not the link (the Best row is judged)")
+                    reason=f"{label} CUs of the scaling sweep: it measures the CUs given, not the link (the Best row is judged)")
 
 
 def _end(device: tuple[str, int]) -> Endpoint:
