@@ -44,6 +44,9 @@ _TAG_OUTPUT = re.compile(r"^\[(\d{1,6}),(\d{1,6})\]<(?:stdout|stderr)>:\s?")
 """``mpirun --tag-output`` (Open MPI) writes ``[jobid,rank]<stdout>:``."""
 _QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
 """``> `` quoting (mail, forum replies, Markdown block quotes), possibly nested."""
+_PREPEND_RANK = re.compile(r"^\[(\d{1,6})\]\s?")
+"""MPICH / Intel MPI ``-prepend-rank`` (``-l``): ``[0]`` before each write, so also inside a line
+where the tool printed one row in several writes (``-1[0]    1626.5``)."""
 _ISO_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z? ")
 """A CI or ``kubectl logs --timestamps`` time stamp."""
 
@@ -201,7 +204,7 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
     if filled and sum(1 for ln in filled if _ISO_STAMP.match(ln)) * 2 > len(filled):
         out = [_ISO_STAMP.sub("", ln, count=1) for ln in out]
         names.append("timestamps")
-    if any(_QUOTE.match(ln) for ln in out) and sum(1 for ln in out if ln.strip() and _QUOTE.match(ln)) * 2 > len(filled):
+    if any(_QUOTE.match(ln) for ln in out):  # a tool's own line never starts with '>'
         out = [_QUOTE.sub("", ln, count=1) for ln in out]
         names.append("> quoting")
     if any(_TAG_OUTPUT.match(ln) for ln in out):
@@ -214,6 +217,17 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
             stripped.append(ln)
         out = stripped
         names.append("mpirun --tag-output")
+    filled = [ln for ln in out if ln.strip()]
+    if filled and sum(1 for ln in filled if _PREPEND_RANK.match(ln)) * 2 > len(filled):
+        stripped = []
+        for ln in out:
+            m = _PREPEND_RANK.match(ln)
+            if m:
+                tags[m.group(1)] = None
+                ln = re.sub(r"(?<=\S)\[\d{1,6}\](?=\s)", " ", ln[m.end():])
+            stripped.append(ln)
+        out = stripped
+        names.append("mpiexec -prepend-rank")
     filled = [ln for ln in out if ln.strip()]
     if filled and sum(1 for ln in filled if _SRUN_LABEL.match(ln)) * 2 > len(filled):
         stripped = []

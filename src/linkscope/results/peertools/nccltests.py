@@ -46,7 +46,7 @@ from .common import (
 OPS_OF_BINARY = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
                  "broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv",
                  "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "alltoallv"}
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$")
+_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$")
 _STARTING = re.compile(r"^#\s*Collective test (?:starting|concluded):\s*(\S+)")
 _NCCL_VERSION = re.compile(r"^#\s*(nccl|rccl)-tests version\s+(\S+)(.*)$")
 _RCCL_VERSION = re.compile(r"^rccl-tests:\s*Version\s+(\S+)")
@@ -158,12 +158,14 @@ def _columns_of_header(line: str) -> _Columns | None:
 def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
     """The layout of a row printed without a column header: a root column holds a whole number,
     a time column a decimal one."""
-    for lead in (5, 4):
+    for lead in (5, 4, 3):  # 3: all_gather / broadcast before 2.13 print no redop (v2.9.0 all_gather.cu)
         rest = len(tokens) - lead
         if rest >= 4 and rest % width == 0 and rest // width <= 2:
             if lead == 5 and not re.fullmatch(r"-?\d+", tokens[4]):
                 continue
-            if lead == 4 and not re.fullmatch(r"\d+(\.\d+)?", tokens[4]):  # a time: never negative
+            if lead < 5 and not re.fullmatch(r"\d+(\.\d+)?", tokens[lead]):  # a time: never negative
+                continue
+            if lead == 3 and re.fullmatch(r"[-\d.]+", tokens[2]):  # the type column is a word
                 continue
             counts = not re.search(r"[eE]", tokens[lead + 3])
             return _Columns(lead, width, counts, 1.0, False, "" if counts else "2.0-2.12")
@@ -367,7 +369,8 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
             out.skip(n, str(exc).split(": ", 1)[-1])
             continue
         root = tokens[4] if lead == 5 else ""
-        fields = {"count": count, "type": tokens[2], "redop": tokens[3], "root": root, "test": sec.program or op or ""}
+        redop = tokens[3] if lead >= 4 else "none"
+        fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program or op or ""}
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []
         try:
@@ -388,7 +391,7 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         if row_op is None:
             first = parsed[0][1]
             ratio = first[2] / first[1] if first[1] and first[2] is not None else None
-            row_op = _op_from_columns(tokens[3], root, ratio, nranks or 0)
+            row_op = _op_from_columns(redop, root, ratio, nranks or 0)
             fields["op_inferred"] = True
         for inplace, (time_us, algbw, busbw), wrong, err in parsed:
             _add_row(out, n, row_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)

@@ -334,7 +334,12 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
                     outcomes[test] = Outcome("Passed")
                 test, case = "", None
             continue
-        if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
+        described = _case_of_description(stripped) if _DESC.search(stripped) else None
+        if described is not None and case is not None and test and _case(described) != case and desc:
+            # another testcase's description while one runs without its SUM: its "Running" line was lost
+            flush()
+            test, case = "", None
+        if _DESC.search(stripped) and (case is not None or (not test and described is not None)):
             flush()
             if case is None:  # the "Running <test>." line was cut from the output: the description says it
                 test = _case_of_description(stripped) or ""

@@ -85,7 +85,11 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
         if line.startswith("P2P Connectivity Matrix") or line.startswith("NOTE:"):
             title, header = None, None
             continue
-        if title is None or not line:
+        if not line:
+            continue
+        if title is None:
+            if re.match(r"^\d+(\s+[\d.]+){2,}$", line):
+                out.skip(n, "a matrix row before any matrix title (the paste starts inside a matrix)")
             continue
         tokens = line.split()
         if tokens[0] in ("D\\D", "GPU", "CPU"):
