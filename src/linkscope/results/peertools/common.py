@@ -47,6 +47,8 @@ _QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
 _PREPEND_RANK = re.compile(r"^\[(\d{1,6})\]\s?")
 """MPICH / Intel MPI ``-prepend-rank`` (``-l``): ``[0]`` before each write, so also inside a line
 where the tool printed one row in several writes (``-1[0]    1626.5``)."""
+_LINE_NUMBER = re.compile(r"^\s*(\d{1,7})(?:\s|$)")
+"""``cat -n`` or an editor's line numbers: 1, 2, 3 ... on every line, in order."""
 _ISO_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z? ")
 """A CI or ``kubectl logs --timestamps`` time stamp."""
 
@@ -201,6 +203,10 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
     out = list(lines)
     names: list[str] = []
     tags: dict[str, None] = {}
+    numbered = [_LINE_NUMBER.match(ln) for ln in lines]
+    if len(lines) > 2 and all(m is not None and int(m.group(1)) == i for i, m in enumerate(numbered, start=1)):
+        out = [ln[m.end():] if m else ln for ln, m in zip(lines, numbered)]  # ``cat -n`` / an editor's numbers
+        names.append("line numbers")
     if filled and sum(1 for ln in filled if _ISO_STAMP.match(ln)) * 2 > len(filled):
         out = [_ISO_STAMP.sub("", ln, count=1) for ln in out]
         names.append("timestamps")

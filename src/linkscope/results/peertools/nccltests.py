@@ -139,6 +139,7 @@ class _Columns:
     time_scale: float = 1.0  # to us (1.x prints ms)
     from_header: bool = False
     layout: str = ""
+    names: tuple[str, ...] = ("size", "count", "type", "redop", "root")  # the lead columns' names
 
 
 def _columns_of_header(line: str) -> _Columns | None:
@@ -152,7 +153,7 @@ def _columns_of_header(line: str) -> _Columns | None:
     v1 = names[0] == "bytes"
     counts = fourth == "#wrong"
     layout = "1.x" if v1 else ("2.13+" if counts else "2.0-2.12")
-    return _Columns(lead, max(4, width), counts, 1000.0 if v1 else 1.0, True, layout)
+    return _Columns(lead, max(4, width), counts, 1000.0 if v1 else 1.0, True, layout, tuple(names[:lead]))
 
 
 def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
@@ -168,7 +169,8 @@ def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
             if lead == 3 and re.fullmatch(r"[-\d.]+", tokens[2]):  # the type column is a word
                 continue
             counts = not re.search(r"[eE]", tokens[lead + 3])
-            return _Columns(lead, width, counts, 1.0, False, "" if counts else "2.0-2.12")
+            return _Columns(lead, width, counts, 1.0, False, "" if counts else "2.0-2.12",
+                            ("size", "count", "type", "redop", "root")[:lead])
     return None
 
 
@@ -188,6 +190,7 @@ class _Section:
     graph: bool | None = None
     out_of_bounds: int | None = None
     starts: int = 0
+    fragments: list[int] = field(default_factory=list)  # lines holding part of a row
 
 
 _HEADER = re.compile(r"^#\s*(?:(?:nccl|rccl)-tests version|Collective test starting:|nThread \d+)")
@@ -271,6 +274,9 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
             if cols is not None:
                 cur.columns = cols
             continue
+        if re.match(r"^\d+\.\d+\s", line):  # a row's tail: the paste starts (or a write was split) inside it
+            cur.fragments.append(n)
+            continue
         if _ROW.match(line):
             tokens = line.split()
             if len(tokens) < 8:
@@ -281,6 +287,7 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
                 raise _interleaved(source, n, f"size {size} after {last_size} in one table")
             last_size = size
             cur.rows.append((n, tokens))
+    orphans = [n for sec in sections if not sec.rows for n in sec.fragments]
     sections = [sec for sec in sections if sec.rows]
     if not sections:
         raise SchemaError(f"{source}: no result row of nccl-tests in it",
@@ -288,6 +295,8 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
     names = [r[3] for r in sections[0].ranks]
     tool = _tool(version_line, names)
     out = Collector(tool, version, source)
+    for frag in orphans:
+        out.skip(frag, "part of a result row (the paste starts inside it)")
     notes: list[str] = []
     hosts_seen: dict[str, None] = {}
     incomplete: list[str] = []
@@ -306,6 +315,8 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
         for listed in sec.ranks:
             hosts_seen[listed[1]] = None
         layout = _section_rows(out, lines, sec, op, ranks)
+        for frag in sec.fragments:
+            out.skip(frag, "part of a result row (the paste starts inside it)")
         if op is None:
             notes.append(f"{source}:{sec.rows[0][0]}: the operation is not named (no 'Collective test starting' or "
                          "'concluded' line): inferred from the columns")
@@ -368,8 +379,9 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         except SchemaError as exc:
             out.skip(n, str(exc).split(": ", 1)[-1])
             continue
-        root = tokens[4] if lead == 5 else ""
-        redop = tokens[3] if lead >= 4 else "none"
+        named = dict(zip(cols.names, tokens))
+        root = named.get("root", "")
+        redop = named.get("redop", named.get("op", "none"))
         fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program or op or ""}
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []

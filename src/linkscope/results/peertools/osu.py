@@ -29,7 +29,7 @@ import re
 
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
-from ..schema import ALL, HOST, Endpoint
+from ..schema import ALL, HOST, Endpoint, Status
 from .common import MAX_GB_PER_S, Collector, Lines, PeerRun, RunContext, integer, number, rate_in_bounds
 
 TOOL = "osu"
@@ -121,9 +121,6 @@ def parse_text(text: str, source: str) -> PeerRun:
         writers.add(writer)
         if writer != TOOL:
             extra.update(tool=writer, tool_version="")
-        if "?" in buffers and test in ("bw", "bibw", "latency"):
-            out.skip(n, f"OSU-{accel.upper()} printed no buffer line: where the buffers were (D or H) is not known")
-            continue
         src, dst = _ends(buffers) if "?" not in buffers else (ALL, ALL)
         if unit == "MB/s":
             gb = value / 1000.0  # OSU MB/s = 10^6 B/s
@@ -132,9 +129,9 @@ def parse_text(text: str, source: str) -> PeerRun:
                 continue
             bi = test == "bibw"
             out.add(n, src, dst, f"mpi.{test}", "pairs", size, gb_per_s=gb, direction="bi" if bi else "uni",
-                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value})
+                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value}, **_unknown(buffers, accel))
         elif test == "latency":
-            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra)
+            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra, **_unknown(buffers, accel))
         else:
             out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", extra=extra)
     if not out.items:
@@ -149,6 +146,14 @@ def parse_text(text: str, source: str) -> PeerRun:
                    run_context=RunContext(ranks=2 if any(m.pattern in ("pairs", "pingpong") for m in out.items) else None,
                                           ranks_from="output" if out.items else "", buffers=tuple(buffer_kinds),
                                           launcher=lines.launcher))
+
+
+def _unknown(buffers: str, accel: str) -> dict:
+    """The status of a point-to-point number whose buffer kinds the output does not print."""
+    if "?" not in buffers:
+        return {}
+    return {"status": Status.WAIVED, "reason": f"OSU-{accel.upper()} printed no buffer line: whether each buffer was on "
+                                               "the GPU (D) or in host memory (H) is not known"}
 
 
 def _ends(buffers: str) -> tuple[Endpoint, Endpoint]:
