@@ -52,10 +52,17 @@ _NCCL_VERSION = re.compile(r"^#\s*(nccl|rccl)-tests version\s+(\S+)(.*)$")
 _RCCL_VERSION = re.compile(r"^rccl-tests:\s*Version\s+(\S+)")
 
 
+_TYPES = ("float", "double", "half", "bfloat16", "int8", "uint8", "int32", "uint32", "int64", "uint64", "char", "int",
+          "f8e4m3", "f8e5m2", "fp8_e4m3", "fp8_e5m2")  # nccl-tests' type names across versions (test_typenames)
+_TYPED_ROW = re.compile(rf"^\s*\d+\s+\d+\s+({'|'.join(_TYPES)})\s+\S+\s+\S+\s+\S+", re.M)
+
+
 def looks_like(text: str) -> bool:
     head = text[:20000]
-    return bool(re.search(r"^#\s*(nccl|rccl)-tests version|^rccl-tests: Version|^# nThread \d+ nGpus \d+", head, re.M)) or \
-        ('"results"' in head and '"nccl_version"' in head)
+    return bool(re.search(r"^#\s*(nccl|rccl)-tests version|^rccl-tests: Version|^#?\s*nThread \d+ nGpus \d+|"
+                          r"^#?\s*Avg bus bandwidth\s*:|^#\s*Collective test (starting|concluded)", head, re.M)) or \
+        ('"results"' in head and '"nccl_version"' in head) or len(_TYPED_ROW.findall(head)) >= 2 or \
+        (len(_TYPED_ROW.findall(head)) == 1 and re.search(r"^#?\s*(size|bytes)\s+(count|N)\s+type\b", head, re.M) is not None)
 
 
 def op_of_program(name: str) -> str | None:
@@ -82,8 +89,11 @@ def _op_from_columns(redop: str, root: str, busbw_over_algbw: float | None, rank
     return "allgather"
 
 
-def _tool(version_line: str, names: list[str]) -> str:
-    if "rccl" in version_line.lower() or any(re.search(r"\b(AMD|Radeon|Instinct)\b", n) for n in names):
+def _tool(version_line: str, names: list[str], text: str = "") -> str:
+    """rccl-tests when its version line, an AMD device or an RCCL-only line says so (``RCCL version :``
+    banner, the ``# Errors with asterisks`` legend of rccl-tests src/common.cu)."""
+    if "rccl" in version_line.lower() or any(re.search(r"\b(AMD|Radeon|Instinct)\b", n) for n in names) or \
+            re.search(r"^(RCCL version\s*:|# Errors with asterisks)", text[:200000], re.M):
         return "rccl-tests"
     return "nccl-tests"
 
@@ -289,11 +299,14 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
             cur.rows.append((n, tokens))
     orphans = [n for sec in sections if not sec.rows for n in sec.fragments]
     sections = [sec for sec in sections if sec.rows]
+    if not sections and lines.cut_line is not None:
+        raise SchemaError(f"{source}: no complete result row; " + unread_line(
+            [(lines.cut_line, "the last line has no final newline: a number there may be cut short")]))
     if not sections:
         raise SchemaError(f"{source}: no result row of nccl-tests in it",
                           hint="pass the output of an nccl-tests / rccl-tests binary (text, or -J JSON)")
     names = [r[3] for r in sections[0].ranks]
-    tool = _tool(version_line, names)
+    tool = _tool(version_line, names, "\n".join(lines.lines))
     out = Collector(tool, version, source)
     for frag in orphans:
         out.skip(frag, "part of a result row (the paste starts inside it)")
@@ -361,6 +374,7 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
     """The measurements of one section's result rows; the layout read ("" for the newest)."""
     placements = sec.placements or [False, True]
     layout = ""
+    rows: list[tuple[int, int, dict[str, Any], list[tuple[bool, list[float | None], int | None, float | None]], str, str]] = []
     for n, tokens in sec.rows:
         cols = sec.columns or _columns_of_row(tokens, sec.width)
         if cols is None:
@@ -399,14 +413,19 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         except SchemaError as exc:
             out.skip(n, str(exc).split(": ", 1)[-1])
             continue
-        row_op = op
-        if row_op is None:
-            first = parsed[0][1]
-            ratio = first[2] / first[1] if first[1] and first[2] is not None else None
-            row_op = _op_from_columns(redop, root, ratio, nranks or 0)
+        rows.append((n, size, fields, parsed, redop, root))
+    section_op = op
+    if section_op is None and rows:
+        # busbw / algbw of the fastest row: the printed rates have two decimals, so small rows say nothing
+        top = max(rows, key=lambda r: r[3][0][1][1] or 0.0)
+        algbw, busbw = top[3][0][1][1], top[3][0][1][2]
+        ratio = busbw / algbw if algbw and busbw is not None else None
+        section_op = _op_from_columns(top[4], top[5], ratio, nranks or 0)
+    for n, size, fields, parsed, _, _ in rows:
+        if op is None:
             fields["op_inferred"] = True
         for inplace, (time_us, algbw, busbw), wrong, err in parsed:
-            _add_row(out, n, row_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
+            _add_row(out, n, section_op or "allreduce", nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
     return layout
 
 

@@ -30,7 +30,7 @@ import re
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
 from ..schema import ALL, HOST, Endpoint, Status
-from .common import MAX_GB_PER_S, Collector, Lines, PeerRun, RunContext, integer, number, rate_in_bounds
+from .common import MAX_GB_PER_S, Collector, Lines, PeerRun, RunContext, integer, number, rate_in_bounds, unread_line
 
 TOOL = "osu"
 LINKSCOPE_TITLE_SUFFIX = "(linkscope, OSU semantics)"
@@ -134,10 +134,12 @@ def parse_text(text: str, source: str) -> PeerRun:
             out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra, **_unknown(buffers, accel))
         else:
             out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", extra=extra)
+    out.cut(lines)
+    if not out.items and out.unread:
+        raise SchemaError(f"{source}: no complete OSU result; {unread_line(out.unread)}")
     if not out.items:
         raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
                           hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")
-    out.cut(lines)
     version = sorted(versions)[-1] if versions else ""
     tool = "linkscope" if writers == {"linkscope"} else TOOL
     cut = lines.cut_line is not None

@@ -141,6 +141,9 @@ def parse_text(text: str, source: str) -> PeerRun:
                 extra["transfers"] = flows
             src = t["src"] if t["src"] is not None else HOST
             dst = t["dst"] if t["dst"] is not None else HOST
+            if t.get("sample_lines"):  # SHOW_ITERATIONS: each iteration's rate, with its line
+                extra["iterations_gb_per_s"] = t["samples"]
+                extra["iteration_lines"] = t["sample_lines"]
             out.add(n, src, dst, t["method"], "transferbench", t["bytes"], gb_per_s=t["gb"], group=test, extra=extra)
         pending.clear()
 
@@ -199,7 +202,16 @@ def parse_text(text: str, source: str) -> PeerRun:
                                     "ses": int(m.group(8)) if m.group(8) else None, "method": method,
                                     "text": f"{m.group(5)} -> {exe}{exe_index} -> {m.group(9)}"}))
             continue
+        m = re.match(r"^Iter\s+(\d+)\s*[|,]\s*([\d.eE+-]+)\s*GB/s", line)
+        if m and pending:  # SHOW_ITERATIONS: one sample of the Transfer above (its line holds the mean)
+            pending[-1][1].setdefault("samples", []).append(check_rate(number(m.group(2), lines, n), lines, n))
+            pending[-1][1].setdefault("sample_lines", []).append(n)
+            continue
+        if re.match(r"^StandardDev\s*[|,]", line):
+            out.skip(n, "the standard deviation of the Transfer's iterations (kept in its samples)")
+            continue
         if line.startswith("Aggregate (CPU)"):
+            out.skip(n, "the Test's aggregate, timed on the CPU: not judged (its Transfers are)")
             flush_test()
             test += 1
             continue
@@ -221,6 +233,7 @@ def parse_text(text: str, source: str) -> PeerRun:
             if row is None or p2p["cols"] is None:
                 continue
             if row.group(3) in ("min", "max", "sd"):
+                out.skip(n, f"the {row.group(3)} over iterations of the row above (its '->' row is the mean, read)")
                 continue
             values = [c for c in re.split(r"[,\s]+", row.group(4)) if c]
             cols = p2p["cols"]
