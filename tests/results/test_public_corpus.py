@@ -82,3 +82,58 @@ def test_each_output_parses_with_every_number_accounted_for(sidecar):
         assert m.ok or m.reason, f"{path.name}:{m.extra['source_line']}: not judged without a reason"
     if meta["archive_cut"]:
         assert not run.complete, f"{path.name}: the archive cut it, the parser says it is complete"
+
+
+def agreement(tmp: Path) -> dict[str, list[str]]:
+    """``check``'s verdict on each file whose thread concluded (healthy / broken) and whose machine can be
+    named (``check_args``), against that conclusion: ``agree``, ``disagree`` or ``undecided`` (nothing
+    judged). The verdict says broken when a number is low, a testcase ended in an error or was waived, or
+    data was wrong; healthy when numbers were judged and none is low."""
+    import contextlib
+    import io
+
+    from linkscope.cli import main
+
+    result: dict[str, list[str]] = {"agree": [], "disagree": [], "undecided": [], "healthy_low_with_cause": []}
+    for sidecar in CORPUS:
+        meta, _, path = _load(sidecar)
+        if meta["conclusion"] == "unknown" or meta.get("check_args") is None:
+            continue
+        out_json = tmp / f"{sidecar.stem}.json"
+        argv = ["check", str(path), *meta["check_args"], *(meta.get("check_options") or []), "--json", str(out_json)]
+        if meta.get("format"):
+            argv += ["--format", meta["format"]]
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(argv)
+        if code not in (0, 3) or not out_json.exists():
+            result["undecided"].append(f"{sidecar.stem} (check exit {code}: {err.getvalue().strip()[:80]})")
+            continue
+        check = json.loads(out_json.read_text())["extra"]["check"]
+        verdicts = [v["verdict"] for v in check["verdicts"]]
+        run = parse(path.read_text(), str(path), meta.get("format"), stated=_stated(meta))
+        signals = any(o.status in ("Error", "Waived") for o in run.outcomes.values()) or \
+            any(m.status.value == "error" for m in run.measurements)
+        if "low" in verdicts or signals:
+            said = "broken"
+        elif any(v == "ok" for v in verdicts):
+            said = "healthy"
+        else:
+            result["undecided"].append(f"{sidecar.stem} (nothing judged)")
+            continue
+        (result["agree"] if said == meta["conclusion"] else result["disagree"]).append(
+            f"{sidecar.stem} (thread: {meta['conclusion']}, check: {said})")
+        if meta["conclusion"] == "healthy" and any(v["verdict"] == "low" and v["cause"] for v in check["verdicts"]):
+            result["healthy_low_with_cause"].append(sidecar.stem)
+    return result
+
+
+def test_agreement_with_the_threads_is_measured(tmp_path, capsys):
+    """Recorded, not tuned to: the figures go in tests/fixtures/public/README.md."""
+    result = agreement(tmp_path)
+    with capsys.disabled():
+        print("\npublic corpus agreement:", {k: len(v) for k, v in result.items()})
+        for key, names in result.items():
+            for name in names:
+                print(f"  {key}: {name}")
+    assert sum(len(v) for k, v in result.items() if k != "healthy_low_with_cause") > 0
