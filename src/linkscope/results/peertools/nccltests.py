@@ -201,6 +201,7 @@ class _Section:
     out_of_bounds: int | None = None
     starts: int = 0
     fragments: list[int] = field(default_factory=list)  # lines holding part of a row
+    launch: dict[str, int] = field(default_factory=dict)  # threads, gpus_per_thread, graph_iters (the header's)
 
 
 _HEADER = re.compile(r"^#\s*(?:(?:nccl|rccl)-tests version|Collective test starting:|nThread \d+)")
@@ -259,6 +260,10 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
                 raise _interleaved(source, n, "a second 'nThread' line before any result row")
             cur.threads, cur.gpus_per_process = int(m.group(1)), int(m.group(2))
             cur.graph = bool(int(m.group(3))) if m.group(3) is not None else False
+            # the same keys branch judge reads from each measurement (threads, GPUs per thread, graph iterations)
+            cur.launch = {"threads": cur.threads, "gpus_per_thread": cur.gpus_per_process}
+            if m.group(3) is not None:
+                cur.launch["graph_iters"] = int(m.group(3))
             continue
         m = _RANK.match(line)
         if m:
@@ -396,7 +401,8 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         named = dict(zip(cols.names, tokens))
         root = named.get("root", "")
         redop = named.get("redop", named.get("op", "none"))
-        fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program or op or ""}
+        fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program or op or "",
+                  **sec.launch}
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []
         try:
@@ -444,6 +450,8 @@ def parse_json(data: Any, source: str) -> PeerRun:
     threads = config.get("nthreads") if isinstance(config.get("nthreads"), int) else 1
     nranks: int | None = processes * per_process * threads if processes and per_process else None
     hosts = tuple(dict.fromkeys(str(d.get("hostname", "")) for d in devices if d.get("hostname")))
+    launch = {k: int(config[c]) for k, c in (("threads", "nthreads"), ("gpus_per_thread", "ngpus"), ("graph_iters", "graph"))
+              if isinstance(config.get(c), int) and not isinstance(config.get(c), bool)}
     tool = "rccl-tests" if any("rccl" in a.lower() for a in args[:1]) or _tool("", names) == "rccl-tests" else "nccl-tests"
     version = ""  # the JSON names the NCCL library, not the nccl-tests version
     out = Collector(tool, version, source)
@@ -454,7 +462,7 @@ def parse_json(data: Any, source: str) -> PeerRun:
         program = str(item.get("experiment_name") or (args[0] if args else ""))
         op = op_of_program(program) or op_of_program(source)
         fields = {"count": item.get("count"), "type": item.get("type"), "redop": item.get("redop"),
-                  "root": item.get("root"), "test": program, "result_index": i}
+                  "root": item.get("root"), "test": program, "result_index": i, **launch}
         for key, inplace in (("out_of_place", False), ("in_place", True)):
             group = item.get(key)
             if group is None:
