@@ -214,38 +214,48 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
         out = [_QUOTE.sub("", ln, count=1) for ln in out]
         names.append("> quoting")
     if any(_TAG_OUTPUT.match(ln) for ln in out):
-        stripped = []
-        for ln in out:
-            m = _TAG_OUTPUT.match(ln)
-            if m:
-                tags[m.group(2)] = None
-                ln = ln[m.end():]
-            stripped.append(ln)
-        out = stripped
+        out = _untag(out, _TAG_OUTPUT, 2, tags)
         names.append("mpirun --tag-output")
-    filled = [ln for ln in out if ln.strip()]
-    if filled and sum(1 for ln in filled if _PREPEND_RANK.match(ln)) * 2 > len(filled):
-        stripped = []
-        for ln in out:
-            m = _PREPEND_RANK.match(ln)
-            if m:
-                tags[m.group(1)] = None
-                ln = re.sub(r"(?<=\S)\[\d{1,6}\](?=\s)", " ", ln[m.end():])
-            stripped.append(ln)
-        out = stripped
-        names.append("mpiexec -prepend-rank")
-    filled = [ln for ln in out if ln.strip()]
-    if filled and sum(1 for ln in filled if _SRUN_LABEL.match(ln)) * 2 > len(filled):
-        stripped = []
-        for ln in out:
-            m = _SRUN_LABEL.match(ln)
-            if m:
-                tags[m.group(1)] = None
-                ln = ln[m.end():]
-            stripped.append(ln)
-        out = stripped
-        names.append("srun --label")
+    for pattern, name in ((_PREPEND_RANK, "mpiexec -prepend-rank"), (_SRUN_LABEL, "srun --label")):
+        filled = [ln for ln in out if ln.strip()]
+        if filled and sum(1 for ln in filled if pattern.match(ln)) * 2 > len(filled):
+            out = _untag(out, pattern, 1, tags)
+            names.append(name)
     return out, ", ".join(names), tuple(tags)
+
+
+def _untag(lines: list[str], pattern: re.Pattern[str], group: int, tags: dict[str, None]) -> list[str]:
+    """``lines`` with ``pattern``'s prefix taken off where it starts one (its rank tag kept in ``tags``);
+    a ``-prepend-rank`` tag glued inside a row (one row printed in several writes) becomes a space."""
+    out = []
+    for ln in lines:
+        m = pattern.match(ln)
+        if m:
+            tags[m.group(group)] = None
+            ln = ln[m.end():]
+            if pattern is _PREPEND_RANK:
+                ln = re.sub(r"(?<=\S)\[\d{1,6}\](?=\s)", " ", ln)
+        out.append(ln)
+    return out
+
+
+def matrix_values(out: Collector, lines: Lines, n: int, cells: Sequence[str], columns: int, *,
+                  rates: bool = True, what: str = "a matrix") -> list[float | None] | None:
+    """The values of one matrix row (``N/A`` as None), or None with the reason recorded as unread: a
+    row with another count of cells than the header has columns (cut, or two rows run together), a
+    cell that is not a number, a rate out of bounds (``rates``)."""
+    if len(cells) != columns:
+        out.skip(n, f"{len(cells)} values under {columns} columns in {what}")
+        return None
+    try:
+        values = [None if tok == "N/A" else number(tok, lines, n) for tok in cells]
+    except SchemaError as exc:
+        out.skip(n, str(exc).split(": ", 1)[-1])
+        return None
+    if rates and any(v is not None and not rate_in_bounds(v) for v in values):
+        out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s (a unit mistake or a corrupt file)")
+        return None
+    return values
 
 
 def unread_line(unread: Sequence[tuple[int, str]]) -> str:

@@ -39,7 +39,6 @@ from ...patterns.methods import CE_READ, CE_WRITE, D2H, H2D, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
 from ..schema import ALL, HOST, Endpoint
 from .common import (
-    MAX_GB_PER_S,
     Collector,
     Lines,
     Outcome,
@@ -47,8 +46,8 @@ from .common import (
     RunContext,
     check_rate,
     gpu_index,
+    matrix_values,
     number,
-    rate_in_bounds,
     unread_line,
 )
 
@@ -194,10 +193,6 @@ class _Emitter:
         elif kind == "one-to-all":
             add(line, c, ALL, case.method, "one-to-all", size, gb_per_s=value, scope="total", group=g,
                 extra={**extra, "transfers": [[c, o] for o in others]})
-
-
-def _cell(token: str, lines: Lines, line: int) -> float | None:
-    return None if token == "N/A" else number(token, lines, line)
 
 
 def default_size_bytes(version: str) -> int:
@@ -361,17 +356,11 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
                 continue
             tokens = stripped.split()
             label, cells = tokens[0], tokens[1:]
-            if len(cells) != len(header) or not label.isdigit():
-                out.skip(number_, f"{len(cells)} values under {len(header)} columns in {test or 'a matrix'}")
-                incomplete.append(f"a row of {test or 'a matrix'} is cut (line {number_})")
-                continue
-            try:
-                values = [_cell(tok, lines, number_) for tok in cells]
-            except SchemaError as exc:
-                out.skip(number_, str(exc).split(": ", 1)[-1])
-                continue
-            if not desc.rstrip().endswith("(ns)") and any(v is not None and not rate_in_bounds(v) for v in values):
-                out.skip(number_, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s (a unit mistake or a corrupt file)")
+            values = matrix_values(out, lines, number_, cells if label.isdigit() else tokens, len(header),
+                                   rates=not desc.rstrip().endswith("(ns)"), what=test or "a matrix")
+            if values is None:
+                if len(cells) != len(header) or not label.isdigit():
+                    incomplete.append(f"a row of {test or 'a matrix'} is cut (line {number_})")
                 continue
             rows.append((gpu_index(label, lines, number_), values))
             line_of.append(number_)

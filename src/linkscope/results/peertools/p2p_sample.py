@@ -27,14 +27,12 @@ from ...errors import SchemaError
 from ...patterns.methods import CE, CE_NOPEER, CE_READ
 from ...userfiles import refuse_malformed
 from .common import (
-    MAX_GB_PER_S,
     Collector,
     Lines,
     PeerRun,
     RunContext,
     gpu_index,
-    number,
-    rate_in_bounds,
+    matrix_values,
     unread_line,
 )
 
@@ -103,18 +101,12 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
             continue
         i = gpu_index(tokens[0], lines, n)
         cells = tokens[1:]
-        if len(cells) != len(header):
-            out.skip(n, f"{len(cells)} values under {len(header)} columns")
-            incomplete.append(f"a matrix row is cut (line {n})")
+        read = matrix_values(out, lines, n, cells, len(header), rates=title.group(5) == "GB/s", what=line_title(title))
+        if read is None:
+            if len(cells) != len(header):
+                incomplete.append(f"a matrix row is cut (line {n})")
             continue
-        try:
-            values = [number(cell, lines, n) for cell in cells]
-        except SchemaError as exc:
-            out.skip(n, str(exc).split(": ", 1)[-1])
-            continue
-        if title.group(5) == "GB/s" and not all(rate_in_bounds(v) for v in values):
-            out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s")
-            continue
+        values = [v if v is not None else 0.0 for v in read]  # the sample prints no N/A
         rows_seen += 1
         bi = title.group(1) == "Bidirectional "
         enabled = title.group(2) == "Enabled"
