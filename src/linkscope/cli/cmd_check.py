@@ -42,18 +42,6 @@ def check(
     synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
     gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
                                                          "(default: 0..n-1)."),
-    calibration: Path | None = typer.Option(None, "--calibration",
-                                            help="A calibrated topology (model calibrate -o): judge against its twin."),
-    sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
-                                                           "default 512MiB; p2pBandwidthLatencyTest: 160MB)."),
-    size: str | None = size_alias_option(),
-    low_below: float = typer.Option(0.8, "--low-below", help="Low below this fraction of the expected value."),
-    high_above: float = typer.Option(1.15, "--high-above", help="Suspicious-high above this fraction of the expected value."),
-    fail_below: float | None = typer.Option(None, "--fail-below",
-                                            help="Exit 3 when any number is below this fraction of its expected value "
-                                                 "(health checks), e.g. 0.8."),
-    problems_only: bool = typer.Option(False, "--problems-only",
-                                       help="Print only the numbers that are not ok (the summary still counts every one)."),
     ranks: int | None = typer.Option(None, "--ranks", min=1, max=1_000_000,
                                      help="Ranks of a collective whose output does not list them (nccl-tests pasted "
                                           "without its '# Rank' lines); the output's own count wins."),
@@ -61,6 +49,20 @@ def check(
                                                            "not name them."),
     launch: str | None = typer.Option(None, "--launch", help="How collectives were launched where the output does not say: "
                                                              "eager or graph (nccl-tests -G)."),
+    calibration: Path | None = typer.Option(None, "--calibration",
+                                            help="A calibrated topology (model calibrate -o): judge against its twin."),
+    sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
+                                                           "its version's default, 64MiB to v0.6, 512MiB from v0.7; "
+                                                           "p2pBandwidthLatencyTest: 160MB)."),
+    size: str | None = size_alias_option(),
+    low_below: float = typer.Option(0.8, "--low-below", help="Low below this fraction of the expected value."),
+    high_above: float = typer.Option(1.15, "--high-above", help="Suspicious-high above this fraction of the expected value."),
+    fail_below: float | None = typer.Option(None, "--fail-below",
+                                            help="Exit 3 when any number is below this fraction of its expected value "
+                                                 "(health checks), e.g. 0.8; also when nothing was judged, data "
+                                                 "was wrong (#wrong, a failed data check) or an output is cut."),
+    problems_only: bool = typer.Option(False, "--problems-only",
+                                       help="Print only the numbers that are not ok (the summary still counts every one)."),
     json_path: str | None = typer.Option(None, "--json", help="Write every number, with its verdict, as a RunRecord to FILE "
                                                               "('-' = stdout): report, model check and calibrate read it."),
 ) -> None:
