@@ -333,6 +333,10 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
         for listed in sec.ranks:
             hosts_seen[listed[1]] = None
         layout = _section_rows(out, lines, sec, op, ranks)
+        if layout and layout != "2.13+":
+            notes.append(f"{source}:{sec.rows[0][0]}: read as the nccl-tests {layout} layout (the 4th column of each "
+                         "group is the largest error, not a count of wrong elements" +
+                         ("; times in ms" if layout == "1.x" else "") + ")")
         for frag in sec.fragments:
             out.skip(frag, "part of a result row (the paste starts inside it)")
         if op is None:
