@@ -16,6 +16,13 @@ and may print the in-place group alone):
   [{rank, device, device_info ...}], "results": [{size, count, type, redop, root, out_of_place:
   {time|cpu_time, alg_bw, bus_bw, nwrong}, in_place: {...}, experiment_name}]}``.
 
+Older layouts (``_Columns``): 1.x (``bytes N type op``, time in ms, ``res``), 2.0-2.12 (``root`` only
+for rooted ops, ``error`` = the largest error); a table pasted without its header is read from its
+rows' shape. The rank count comes from the ``# Rank`` lines, else from ``check --ranks``; it is never
+assumed (a one-rank in-place row moves nothing: waived). A run is complete when its ``# Avg bus
+bandwidth`` line is there; two outputs whose lines alternate (a second header before any row, a rank
+listed twice, sizes going down) are refused.
+
 The operation comes from the ``Collective test starting`` line or ``experiment_name``
 (``all_reduce_perf`` -> allreduce ...), else from the file name, else from the columns (redop and
 root say reduce/broadcast; busbw / algbw says allreduce vs reduce_scatter on more than 2 ranks).
