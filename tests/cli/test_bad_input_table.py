@@ -490,11 +490,14 @@ CASES: list[Case] = [
     Case("check-nvbandwidth-json-bad", "check {fx}/bad-nvb.json --preset dgx-h100", "testcases must be a list"),
     Case("check-nvbandwidth-nothing", "check {fx}/nvb-header.txt --preset dgx-h100", "no nvbandwidth result"),
     Case("check-nccl-bad-number", "check {fx}/nccl-word.txt --preset dgx-h100", "is not a number"),
-    Case("check-nccl-short-row", "check {fx}/nccl-short.txt --preset dgx-h100", "needs time, algbw, busbw"),
+    Case("check-nccl-short-row", "check {fx}/nccl-short.txt --preset dgx-h100", "fit no nccl-tests layout"),
     Case("check-nccl-json-bad-size", "check {fx}/bad-nccl.json --preset dgx-h100", "not a whole number"),
     Case("check-osu-no-table", "check {fx}/osu-empty.txt --preset dgx-h100", "no OSU result"),
     Case("check-osu-row-before-title", "check {fx}/osu-headless.txt --format osu --preset dgx-h100", "before any"),
     Case("check-p2p-ragged", "check {fx}/p2p-ragged.txt --preset dgx-h100", "1 values under 2 columns"),
+    Case("check-nccl-interleaved", "check {fx}/nccl-interleaved.txt --preset dgx-h100", "interleaved", 1),
+    Case("check-osu-cut-number", "check {fx}/osu-cut.txt --preset dgx-h100", "no final newline", 1),
+    Case("check-nvb-cut-matrix", "check {fx}/nvb-cut.txt --preset dgx-h100", "no final newline", 1),
     Case("check-transferbench-nothing", "check {fx}/tb-empty.txt --preset dgx-h100", "no TransferBench result"),
     Case("check-too-many-gpus", "check {fx}/p2p8.txt --preset hgx-h200-4", "uses 8 GPUs"),
     Case("check-gpus-too-few", "check {fx}/p2p8.txt --preset dgx-h100 --gpus 0,1", "uses 8 GPUs"),
@@ -727,7 +730,12 @@ def build_fixtures(folder: Path) -> None:
                        "nccl-short.txt": nccl_head + "        8      2   float   sum   -1   1.0  2.0  3.0\n",
                        "osu-empty.txt": "# OSU MPI Bandwidth Test v5.3\n12 34\n", "osu-headless.txt": "65536   7585.54\n",
                        "p2p-ragged.txt": "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)\n   D\\D  0  1\n  0  1.0\n",
-                       "tb-empty.txt": "TransferBench v1.52\n", "p2p8.txt": p2p8}.items():
+                       "tb-empty.txt": "TransferBench v1.52\n", "p2p8.txt": p2p8,
+                       # two runs' lines alternating (#40); an OSU / nvbandwidth number cut at end of file (#40)
+                       "nccl-interleaved.txt": "# Collective test starting: all_reduce_perf\n"
+                                               "# Collective test starting: all_gather_perf\n" + nccl_head,
+                       "osu-cut.txt": "# OSU MPI-CUDA Bandwidth Test v7.1\n# Size      Bandwidth (MB/s)\n4194304     135",
+                       "nvb-cut.txt": nvb + "           0\n 0     39"}.items():
         (folder / name).write_text(text)
     for name, text in {"e-nan.txt": "0 nan\n", "e-wnan.txt": "0 1 nan\n", "e-wneg.txt": "0 1 -2\n",
                        "e-frac.txt": "0.5 1\n", "e-neg.txt": "-1 2\n", "e-junk.txt": "a b\n",

@@ -60,7 +60,7 @@ def test_p2p_enabled_bidirectional_and_latency():
         "   CPU     0      1 ",
         "     0   2.70   1.90 ",
         "     1   2.00   2.70 ",
-    ])
+    ]) + "\n"
     run = p2p_sample.parse_text(text, "p2p.txt")
     assert run.gpus == ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")
     bi = _by(run, src=0, dst=1, method="ce")
@@ -190,7 +190,7 @@ def test_nccl_tests_text_with_op_line_and_two_ranks():
         "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong ",
         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         ",
         "   536870912     134217728     float     sum      -1   1456.2  368.68  368.68       0   1455.0  368.98  368.98     N/A",
-    ])
+    ]) + "\n"
     run = nccltests.parse_text(text, "sr.txt")
     assert run.version == "2.17.6" and run.context["nccl_version"] == "22809"
     assert [m.method for m in run.measurements] == ["nccl.sendrecv"] * 2
@@ -208,7 +208,7 @@ def test_osu_device_buffers_and_collective():
         "# OSU MPI-CUDA Allreduce Latency Test v5.3",
         "# Size       Avg Latency(us)",
         "8                      12.34",
-    ])
+    ]) + "\n"
     run = osu.parse_text(text, "osu.txt")
     assert run.version == "5.3"
     bw = [m for m in run.measurements if m.method == "mpi.bw"]
@@ -256,7 +256,7 @@ def test_transferbench_config_and_p2p():
     ("hello\n", "not the output of a tool"),
     ("nvbandwidth Version: v0.8\n", "no nvbandwidth result"),
     ("nvbandwidth Version: v0.8\nRunning device_local_copy.\nmemcpy local GPU(column) bandwidth (GB/s)\n   0   1\n 0  12.0\n",
-     ":5: 1 values under 2 columns"),
+     "line 5: 1 values under 2 columns"),
     ("nvbandwidth Version: v0.8\nRunning device_local_copy.\nmemcpy local GPU(column) bandwidth (GB/s)\n   0\n 0  1e9\n",
      "outside"),
     ("nvbandwidth Version: v0.8\nRunning device_local_copy.\nmemcpy local GPU(column) bandwidth (GB/s)\n   0\n 0  fast\n",
@@ -323,7 +323,7 @@ def test_transferbench_healthcheck_fail_lines():
         "Testing all-to-all XGMI copies        ........FAIL (2 test(s))",
         " GPU 00 to GPU 07:  31.00 GB/s      Criteria:  40.00 GB/s",
         " GPU 07 to GPU 00:  30.50 GB/s      Criteria:  40.00 GB/s",
-    ])
+    ]) + "\n"
     run = transferbench.parse_text(text, "hc.txt")
     got = [(m.src, m.dst, m.method, m.direction, m.median_gb_per_s, m.extra["criterion_gb_per_s"]) for m in run.measurements]
     assert got[:2] == [(3, HOST, "sm-push", "uni", 41.2, 48.0), (HOST, 5, "sm-pull", "bi", 80.1, 96.0)]

@@ -44,16 +44,25 @@ def check(
     gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
     gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
                                                          "(default: 0..n-1)."),
+    ranks: int | None = typer.Option(None, "--ranks", min=1, max=1_000_000,
+                                     help="Ranks of a collective whose output does not list them (nccl-tests pasted "
+                                          "without its '# Rank' lines); the output's own count wins."),
+    hosts: str | None = typer.Option(None, "--hosts", help="Hosts the run spanned, comma-separated, where the output does "
+                                                           "not name them."),
+    launch: str | None = typer.Option(None, "--launch", help="How collectives were launched where the output does not say: "
+                                                             "eager or graph (nccl-tests -G)."),
     calibration: Path | None = typer.Option(None, "--calibration",
                                             help="A calibrated topology (model calibrate -o): judge against its twin."),
     sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
-                                                           "default 512MiB; p2pBandwidthLatencyTest: 160MB)."),
+                                                           "its version's default, 64MiB to v0.6, 512MiB from v0.7; "
+                                                           "p2pBandwidthLatencyTest: 160MB)."),
     size: str | None = size_alias_option(),
     low_below: float = typer.Option(0.8, "--low-below", help="Low below this fraction of the expected value."),
     high_above: float = typer.Option(1.15, "--high-above", help="Suspicious-high above this fraction of the expected value."),
     fail_below: float | None = typer.Option(None, "--fail-below",
                                             help="Exit 3 when any number is below this fraction of its expected value "
-                                                 "(health checks), e.g. 0.8."),
+                                                 "(health checks), e.g. 0.8; also when nothing was judged, data "
+                                                 "was wrong (#wrong, a failed data check) or an output is cut."),
     problems_only: bool = typer.Option(False, "--problems-only",
                                        help="Print only the numbers that are not ok (the summary still counts every one)."),
     explain: str | None = typer.Option(None, "--explain", metavar="N|TEXT",
@@ -74,7 +83,7 @@ def check(
     from ..judge.expect import Judge
     from ..judge.runs import below, judge_runs, summarize, to_record
     from ..judge.verdict import Thresholds
-    from ..results.peertools.detect import FORMATS, read
+    from ..results.peertools.detect import FORMATS, read_all
     from ..topology.io import load as load_topology
 
     if fmt is not None and fmt not in FORMATS:
@@ -85,7 +94,12 @@ def check(
     size_bytes = one_size_bytes(sizes, size, None, "512MiB")
     check_paths(inputs={"FILE": list(files), "--from": from_file, "--calibration": calibration},
                 outputs={"--json": json_path})
-    runs = [read(path, fmt, size_bytes) for path in files]
+    runs, dropped = read_all(files, fmt, size_bytes, _stated(ranks, hosts, launch))
+    if dropped:
+        from .common import stderr_console
+
+        for line in dropped:
+            stderr_console().print(f"check: {line}", markup=False, soft_wrap=True)
     embedded = next((r.record.topology for r in runs if r.record is not None and r.record.topology), None)
     if preset is None and from_file is None and synthetic is None and embedded is not None and len(runs) == 1:
         from ..topology.io import from_dict
@@ -127,6 +141,11 @@ def check(
             console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
             for note in run.notes:
                 console.print(f"  note: {note}", markup=False, soft_wrap=True)
+            if run.unread:
+                console.print(f"  note: {run.unread_line()}", markup=False, soft_wrap=True)
+            if not run.complete:
+                console.print(f"  warning: the output is incomplete: {run.incomplete}", style="bold yellow", markup=False,
+                              soft_wrap=True)
             if run.record is not None and run.record.provenance.value != "measured":
                 console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
                               "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
@@ -147,12 +166,50 @@ def check(
             console.print(f"  {line}", markup=False, soft_wrap=True)
     if fail_below is not None:
         failing = below(judged, fail_below)
-        if failing:
+        reasons = _health_failures(judged)
+        if failing or reasons:
             from .common import stderr_console
 
-            stderr_console().print(f"check: {len(failing)} number{'s' if len(failing) != 1 else ''} below {fail_below:.0%} of the "
-                                   f"expected value (--fail-below)", markup=False)
+            if failing:
+                stderr_console().print(f"check: {len(failing)} number{'s' if len(failing) != 1 else ''} below {fail_below:.0%} "
+                                       f"of the expected value (--fail-below)", markup=False)
+            for reason in reasons:
+                stderr_console().print(f"check: {reason} (--fail-below)", markup=False, soft_wrap=True)
             raise typer.Exit(EXIT_LOW)
+
+
+def _stated(ranks: int | None, hosts: str | None, launch: str | None):
+    """What the user said of the run (``--ranks/--hosts/--launch``), or None when nothing."""
+    from ..results.peertools.common import RunContext
+
+    if launch is not None and launch not in ("eager", "graph"):
+        raise UserError(f"--launch must be eager or graph, got {launch!r}")
+    host_list = tuple(h.strip() for h in (hosts or "").split(",") if h.strip())
+    if ranks is None and not host_list and launch is None:
+        return None
+    return RunContext(ranks=ranks, ranks_from="option" if ranks else "", hosts=host_list, launch=launch or "")
+
+
+def _health_failures(judged) -> list[str]:
+    """Why a health check fails besides low numbers: nothing judged, wrong data (nccl-tests #wrong,
+    out-of-bounds values, an nvbandwidth data check), an incomplete output."""
+    reasons = []
+    numbers = [j for jr in judged for j in jr.judgements]
+    if not any(j.verdict.value != "not judged" for j in numbers):
+        reasons.append(f"nothing was judged ({len(numbers)} number{'s' if len(numbers) != 1 else ''} read, none judged)")
+    for jr in judged:
+        run = jr.run
+        wrong = sum(1 for m in run.measurements if m.status.value == "error")
+        if wrong or (run.context or {}).get("out_of_bounds"):
+            reasons.append(f"{run.source}: wrong data ({wrong or run.context.get('out_of_bounds')} "
+                           f"{'rows with #wrong > 0' if wrong else 'out-of-bounds values'})")
+        failed = [k for k, o in (run.outcomes or {}).items() if o.status == "Error"]
+        if failed:
+            reasons.append(f"{run.source}: {len(failed)} testcase{'s' if len(failed) != 1 else ''} ended in an error "
+                           f"({', '.join(failed[:3])})")
+        if not run.complete:
+            reasons.append(f"{run.source}: incomplete output ({run.incomplete})")
+    return reasons
 
 
 __all__ = ["check", "register"]

@@ -5,8 +5,15 @@ A parser reads a tool's output (text already read, never a path) and returns a :
 the tool, its version where printed, the GPUs it names, and one Measurement per number it
 printed. Each Measurement's ``extra`` keeps where the number came from (``tool``, ``tool_version``,
 ``source_file``, ``source_line``, and the tool's own name for the test in ``test``); numbers the
-tool printed as unavailable (``N/A``) are left out. A malformed file is a one-line SchemaError
-naming the file and line, never another exception (``refuse_malformed`` is the net).
+tool printed as unavailable (``N/A``) are left out. A file that is not the tool's output at all is a one-line
+SchemaError naming the file and line, never another exception (``refuse_malformed`` is the net);
+a row that cannot be read is left out with its reason (``PeerRun.unread``, said in one line by
+``unread_line``), never the whole file.
+
+Before a parser sees the text, :class:`Lines` takes off what the launcher or the paste put in front
+of each line (``srun --label``'s ``  0: ``, ``mpirun --tag-output``'s ``[1,0]<stdout>:``, ``> ``
+quoting from a forum or mail) and holds back a last line with no final newline when it carries a
+number (it may be cut: "395.14" cut to "39" must never be read as 39).
 """
 from __future__ import annotations
 
@@ -31,6 +38,20 @@ MAX_SIZE_BYTES = 1 << 50
 MAX_GB_PER_S = 1e6
 """Rates above 1 PB/s are refused (no link comes near; a unit mistake does)."""
 
+_SRUN_LABEL = re.compile(r"^\s{0,6}(\d{1,6}): ")
+"""``srun --label`` writes the task number, right-aligned, and ": " before each line."""
+_TAG_OUTPUT = re.compile(r"^\[(\d{1,6}),(\d{1,6})\]<(?:stdout|stderr)>:\s?")
+"""``mpirun --tag-output`` (Open MPI) writes ``[jobid,rank]<stdout>:``."""
+_QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
+"""``> `` quoting (mail, forum replies, Markdown block quotes), possibly nested."""
+_PREPEND_RANK = re.compile(r"^\[(\d{1,6})\]\s?")
+"""MPICH / Intel MPI ``-prepend-rank`` (``-l``): ``[0]`` before each write, so also inside a line
+where the tool printed one row in several writes (``-1[0]    1626.5``)."""
+_LINE_NUMBER = re.compile(r"^\s*(\d{1,7})(?:\s|$)")
+"""``cat -n`` or an editor's line numbers: 1, 2, 3 ... on every line, in order."""
+_ISO_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z? ")
+"""A CI or ``kubectl logs --timestamps`` time stamp."""
+
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -49,6 +70,44 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the output says (or the user said, ``check --ranks/--hosts/--launch``) about how the tool ran.
+
+    Attributes:
+        ranks: how many ranks (GPUs) a collective ran on, or None when neither the output nor an
+            option says (never assumed to be 1).
+        ranks_from: where ``ranks`` came from: ``"output"`` (the tool printed it), ``"option"``, or "".
+        gpus_per_process: GPUs each process drove (nccl-tests ``-g``), or None.
+        processes: how many processes (MPI ranks) printed themselves, or None.
+        hosts: the host names the output names (empty when it names none).
+        launch: ``"graph"`` (nccl-tests ``-G``/CUDA graphs), ``"eager"``, or "" when unknown.
+        buffers: OSU's buffer kinds per table, e.g. ``("D D", "H D")`` (send then receive side).
+        default_size_bytes: the tool version's default buffer size where the output does not print
+            it (nvbandwidth: 64 MiB up to v0.6, 512 MiB from v0.7), or None.
+        size_from: ``"output"``, ``"option"`` (``--sizes``), ``"default of <version>"`` or "".
+        launcher: the prefix taken off each line (``srun --label``, ``mpirun --tag-output``,
+            ``> quoting``, ``timestamps``), "" when none.
+        layout: the tool's output layout where it changed across versions (nccl-tests ``1.x``,
+            ``2.0-2.12``, ``2.13+``; nvbandwidth ``before v0.6`` ...), "" when the newest.
+    """
+
+    ranks: int | None = None
+    ranks_from: str = ""
+    gpus_per_process: int | None = None
+    processes: int | None = None
+    hosts: tuple[str, ...] = ()
+    launch: str = ""
+    buffers: tuple[str, ...] = ()
+    default_size_bytes: int | None = None
+    size_from: str = ""
+    launcher: str = ""
+    layout: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
 class PeerRun:
     """One peer tool's output, parsed.
 
@@ -64,6 +123,13 @@ class PeerRun:
         record: the RunRecord itself when the input was a linkscope run record.
         outcomes: each test case the tool started or gave a status, by the tool's name for it (nvbandwidth;
             empty for tools that print no per-case status).
+        unread: (line, reason) of every printed result the parser could not read (a cut row, a row
+            with too few columns, a value out of bounds); the rest of the file is read.
+        complete: False when the output is cut or lacks the tool's closing lines (``incomplete`` says
+            which); its numbers are read, but a health check (``--fail-below``) fails on it.
+        incomplete: why the output is not complete, in words ("" when complete).
+        run_context: ranks, hosts, launch mode, buffer kinds, default size ... (:class:`RunContext`).
+        digest: SHA-256 of the text read (the same file given twice is counted once).
     """
 
     tool: str
@@ -75,13 +141,23 @@ class PeerRun:
     notes: tuple[str, ...] = ()
     record: RunRecord | None = None
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    unread: tuple[tuple[int, str], ...] = ()
+    complete: bool = True
+    incomplete: str = ""
+    run_context: RunContext = field(default_factory=RunContext)
+    digest: str = ""
+
+    def unread_line(self) -> str:
+        """What could not be read, in one line ("" when everything was)."""
+        return unread_line(self.unread)
 
     def to_record(self) -> RunRecord:
         """The imported run as a RunRecord (``kind`` import), so report, model check and model
         calibrate read it like linkscope's own runs."""
         if self.record is not None:
             return self.record
-        context = {"gpus": list(self.gpus), "tool": self.tool, "tool_version": self.version, **dict(self.context)}
+        context = {"gpus": list(self.gpus), "tool": self.tool, "tool_version": self.version, **dict(self.context),
+                   "run_context": self.run_context.as_dict()}
         options = {"command": f"check (imported {self.tool} output)", "source_file": self.source}
         return RunRecord("import", RunProvenance.MEASURED, now_utc(), context, options,
                          measurements=self.measurements, findings=self.notes,
@@ -90,7 +166,11 @@ class PeerRun:
 
 
 class Lines:
-    """The lines of one text with 1-based numbers, for errors that point at the line."""
+    """The lines of one text with 1-based numbers, for errors that point at the line.
+
+    Launcher prefixes and quoting are taken off (``launcher`` names which); a last line without a
+    final newline that holds a digit is held back (``cut_line``: it may be a number cut short).
+    """
 
     def __init__(self, text: str, source: str) -> None:
         if len(text) > MAX_TEXT_CHARS:
@@ -99,13 +179,97 @@ class Lines:
         if "\x00" in text:
             raise SchemaError(f"{source} is not a text file (it contains NUL bytes)")
         self.source = source
-        self.lines = text.splitlines()
+        raw = text.splitlines()
+        self.lines, self.launcher, self.tags = strip_prefixes(raw)
+        self.cut_line: int | None = None
+        if raw and not text.endswith(("\n", "\r")) and any(ch.isdigit() for ch in self.lines[-1]):
+            self.cut_line = len(raw)
 
     def __iter__(self):
-        return iter(enumerate(self.lines, start=1))
+        for n, line in enumerate(self.lines, start=1):
+            if n == self.cut_line:
+                return
+            yield n, line
 
     def error(self, line: int, message: str) -> SchemaError:
         return SchemaError(f"{self.source}:{line}: {message}")
+
+
+def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
+    """``lines`` without the launcher's or the paste's prefix, the prefix's name, and the rank tags
+    seen (``srun --label`` task numbers, ``--tag-output`` ranks). A ``srun --label`` prefix is taken
+    only when most non-empty lines carry it (a tool's own ``0: ...`` line stays)."""
+    filled = [ln for ln in lines if ln.strip()]
+    out = list(lines)
+    names: list[str] = []
+    tags: dict[str, None] = {}
+    numbered = [_LINE_NUMBER.match(ln) for ln in lines]
+    if len(lines) > 2 and all(m is not None and int(m.group(1)) == i for i, m in enumerate(numbered, start=1)):
+        out = [ln[m.end():] if m else ln for ln, m in zip(lines, numbered)]  # ``cat -n`` / an editor's numbers
+        names.append("line numbers")
+    if filled and sum(1 for ln in filled if _ISO_STAMP.match(ln)) * 2 > len(filled):
+        out = [_ISO_STAMP.sub("", ln, count=1) for ln in out]
+        names.append("timestamps")
+    if any(_QUOTE.match(ln) for ln in out):  # a tool's own line never starts with '>'
+        out = [_QUOTE.sub("", ln, count=1) for ln in out]
+        names.append("> quoting")
+    if any(_TAG_OUTPUT.match(ln) for ln in out):
+        out = _untag(out, _TAG_OUTPUT, 2, tags)
+        names.append("mpirun --tag-output")
+    for pattern, name in ((_PREPEND_RANK, "mpiexec -prepend-rank"), (_SRUN_LABEL, "srun --label")):
+        filled = [ln for ln in out if ln.strip()]
+        if filled and sum(1 for ln in filled if pattern.match(ln)) * 2 > len(filled):
+            out = _untag(out, pattern, 1, tags)
+            names.append(name)
+    return out, ", ".join(names), tuple(tags)
+
+
+def _untag(lines: list[str], pattern: re.Pattern[str], group: int, tags: dict[str, None]) -> list[str]:
+    """``lines`` with ``pattern``'s prefix taken off where it starts one (its rank tag kept in ``tags``);
+    a ``-prepend-rank`` tag glued inside a row (one row printed in several writes) becomes a space."""
+    out = []
+    for ln in lines:
+        m = pattern.match(ln)
+        if m:
+            tags[m.group(group)] = None
+            ln = ln[m.end():]
+            if pattern is _PREPEND_RANK:
+                ln = re.sub(r"(?<=\S)\[\d{1,6}\](?=\s)", " ", ln)
+        out.append(ln)
+    return out
+
+
+def matrix_values(out: Collector, lines: Lines, n: int, cells: Sequence[str], columns: int, *,
+                  rates: bool = True, what: str = "a matrix") -> list[float | None] | None:
+    """The values of one matrix row (``N/A`` as None), or None with the reason recorded as unread: a
+    row with another count of cells than the header has columns (cut, or two rows run together), a
+    cell that is not a number, a rate out of bounds (``rates``)."""
+    if len(cells) != columns:
+        out.skip(n, f"{len(cells)} values under {columns} columns in {what}")
+        return None
+    try:
+        values = [None if tok == "N/A" else number(tok, lines, n) for tok in cells]
+    except SchemaError as exc:
+        out.skip(n, str(exc).split(": ", 1)[-1])
+        return None
+    if rates and any(v is not None and not rate_in_bounds(v) for v in values):
+        out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s (a unit mistake or a corrupt file)")
+        return None
+    return values
+
+
+def unread_line(unread: Sequence[tuple[int, str]]) -> str:
+    """``unread`` in one line: how many, and each line number with its reason (reasons grouped)."""
+    if not unread:
+        return ""
+    by_reason: dict[str, list[int]] = {}
+    for line, reason in unread:
+        by_reason.setdefault(reason, []).append(line)
+    parts = []
+    for reason, where in by_reason.items():
+        shown = ", ".join(str(n) for n in where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
+        parts.append(f"line{'s' if len(where) > 1 else ''} {shown}: {reason}")
+    return f"not read: {len(unread)} row{'s' if len(unread) != 1 else ''} ({'; '.join(parts)})"
 
 
 def number(text: str, lines: Lines | None = None, line: int = 0, what: str = "value") -> float:
@@ -137,9 +301,13 @@ def _err(lines: Lines | None, line: int, message: str) -> SchemaError:
 
 
 def check_rate(value: float, lines: Lines | None, line: int) -> float:
-    if value < 0 or value > MAX_GB_PER_S:
+    if not rate_in_bounds(value):
         raise _err(lines, line, f"rate {value:g} GB/s is outside 0 .. {MAX_GB_PER_S:g}")
     return value
+
+
+def rate_in_bounds(value: float) -> bool:
+    return 0 <= value <= MAX_GB_PER_S
 
 
 class Collector:
@@ -148,6 +316,18 @@ class Collector:
     def __init__(self, tool: str, version: str, source: str) -> None:
         self.tool, self.version, self.source = tool, version, source
         self.items: list[Measurement] = []
+        self.unread: list[tuple[int, str]] = []
+
+    def skip(self, line: int, reason: str) -> None:
+        """A printed result that could not be read (the rest of the file is)."""
+        if len(self.unread) >= MAX_NUMBERS:
+            raise SchemaError(f"{self.source}: more than {MAX_NUMBERS:,} rows could not be read; is this one tool's output?")
+        self.unread.append((line, reason))
+
+    def cut(self, lines: Lines) -> None:
+        """Record the held-back last line (no final newline) as unread."""
+        if lines.cut_line is not None:
+            self.skip(lines.cut_line, "the last line has no final newline: a number there may be cut short")
 
     def add(self, line: int, src: Endpoint, dst: Endpoint, method: str, pattern: str, size_bytes: int, *,
             gb_per_s: float | None = None, latency_us: float | None = None, direction: str = "uni",

@@ -38,7 +38,18 @@ from ...errors import SchemaError
 from ...patterns.methods import CE_READ, CE_WRITE, D2H, H2D, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
 from ..schema import ALL, HOST, Endpoint
-from .common import Collector, Lines, Outcome, PeerRun, check_rate, gpu_index, number
+from .common import (
+    Collector,
+    Lines,
+    Outcome,
+    PeerRun,
+    RunContext,
+    check_rate,
+    gpu_index,
+    matrix_values,
+    number,
+    unread_line,
+)
 
 TOOL = "nvbandwidth"
 DEFAULT_SIZE_BYTES = 512 * 1024 * 1024  # nvbandwidth common.h: defaultBufferSize = 512 (MiB)
@@ -119,7 +130,7 @@ class _Emitter:
     def matrix(self, test: str, case: _Case, desc: str, rows: list[tuple[int, list[float | None]]], line_of: list[int]) -> None:
         """Measurements of one printed matrix (``rows``: (row label, values by column))."""
         unit_ns = desc.rstrip().endswith("(ns)")
-        part = "total" if " Total " in desc else ("1" if re.search(r"(Read|Write)1 ", desc) else
+        part = "total" if re.search(r" Total |\[Total \]", desc) else ("1" if re.search(r"(Read|Write)1 ", desc) else
                                                   ("2" if re.search(r"(Read|Write)2 ", desc) else ""))
         n = max(self.n, max((len(v) for _, v in rows), default=0))
         extra_base: dict[str, Any] = {"test": test, "description": desc.strip()}
@@ -184,12 +195,32 @@ class _Emitter:
                 extra={**extra, "transfers": [[c, o] for o in others]})
 
 
-def _cell(token: str, lines: Lines, line: int) -> float | None:
-    return None if token == "N/A" else number(token, lines, line)
+def default_size_bytes(version: str) -> int:
+    """nvbandwidth's default buffer when ``-b`` is not given: 64 MiB up to v0.6, 512 MiB from v0.7
+    (common.h ``defaultBufferSize``: ``64; // 64MB`` at tags v0.1-v0.6, ``512;  // 512 MiB`` at v0.7
+    and v0.8, github.com/NVIDIA/nvbandwidth). An unknown version is taken as the newest."""
+    m = re.match(r"^v?(\d+)\.(\d+)", version.strip())
+    if m and (int(m.group(1)), int(m.group(2))) < (0, 7):
+        return 64 * 1024 * 1024
+    return DEFAULT_SIZE_BYTES
+
+
+def _old_bidir_part(case: _Case) -> str:
+    """Which part an unlabelled bidirectional device-to-device matrix is (nvbandwidth v0.1-v0.5 print
+    one matrix, "GPU(row) <-> GPU(column) bandwidth"): the SM tests sum both copies (memcpy.h:
+    ``MemcpyOperationSM`` defaults to ``SUM_BW`` at v0.2-v0.4, ``TOTAL_BW`` at v0.5), the CE tests
+    report the first copy (``USE_FIRST_BW``) while the other runs. From v0.6 each part is labelled."""
+    return "total" if case.method in (SM_PULL.key, SM_PUSH.key) else "1"
+
+
+_WAIVING = re.compile(r"^Waiving (\S+?)\.?$")  # v0.1-v0.4: nvbandwidth.cpp runTestcase
+_FAILED_CHECK = re.compile(r"^(?:Invalid value when checking the pattern|ASSERT in expression|\[CUDA_ERROR_\w+\]|"
+                           r"\[\w+\] .* in expression|NVML_ERROR:)")  # kernels.cu memcmp, error_handling.h
+_CLOSING = re.compile(r"^(?:SUM|&&&& PERF) (\S+)")  # inline_common.h: after every matrix
 
 
 @refuse_malformed("nvbandwidth output")
-def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> PeerRun:
+def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun:
     lines = Lines(text, source)
     version = ""
     gpus: list[str] = []
@@ -197,21 +228,38 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
     notes: list[str] = []
     outcomes: dict[str, Outcome] = {}
     out = Collector(TOOL, "", source)
-    emit = _Emitter(out, 0, size_bytes)
+    emit = _Emitter(out, 0, size_bytes or DEFAULT_SIZE_BYTES)
     emit.out_lines = lines
     test, case, desc = "", None, ""
     header: list[int] | None = None
     rows: list[tuple[int, list[float | None]]] = []
     line_of: list[int] = []
+    incomplete: list[str] = []
+    printed: set[str] = set()
+    old_layout = False
 
     def flush() -> None:
         nonlocal rows, line_of, header
         if case is not None and rows:
             emit.n = max(emit.n, len(gpus))
+            want = 1 if case.kind not in ("d2d", "d2d-bi") else len(header or ())
+            if desc.rstrip().endswith("(ns)") and case.kind == "latency-d2d":
+                want = len(header or ())
+            if len(rows) < want:
+                incomplete.append(f"the matrix of {test or 'a testcase'} has {len(rows)} of its {want} rows")
             emit.matrix(test, case, desc, rows, line_of)
-            if outcomes.get(test) == Outcome("Running"):
-                outcomes[test] = Outcome("Passed")
+            printed.add(test)
         rows, line_of, header = [], [], None
+
+    def fail_running(n: int, message: str) -> None:
+        key = test if outcomes.get(test) == Outcome("Running") else ""
+        data_check = message.startswith("Invalid value") or "CUDA_ERROR_ASSERT" in message or "ASSERT" in message
+        word = "a data check failed (ASSERT)" if data_check else "an error"
+        if key:
+            outcomes[key] = Outcome("Error", message)
+            notes.append(f"{key}: {word}: {message[:160]}")
+        else:
+            notes.append(f"{source}:{n}: {word} outside a testcase: {message[:160]}")
 
     for number_, raw in lines:
         line = raw.rstrip()
@@ -219,13 +267,15 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         m = _VERSION.match(stripped)
         if m:
             version = out.version = m.group(1)
+            if size_bytes is None:
+                emit.size = default_size_bytes(version)
             continue
         m = _DEVICE.match(stripped)
         if m and header is None:
             index = gpu_index(m.group(1), lines, number_)
             if index > len(gpus):
-                raise lines.error(number_, f"device {index} listed before device {len(gpus)}")
-            if index == len(gpus):
+                out.skip(number_, f"device {index} listed before device {len(gpus)}")
+            elif index == len(gpus):
                 gpus.append(m.group(2).strip())
             continue  # (an index seen before: a second run appended to the file lists its devices again)
         for key in ("CUDA Runtime Version", "CUDA Driver Version", "Driver Version"):
@@ -233,12 +283,24 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                 context[key.lower().replace(" ", "_")] = stripped.split(":", 1)[1].strip()
         if stripped.startswith("Running ") and stripped.endswith("."):
             flush()
+            if outcomes.get(test) == Outcome("Running") and test:
+                incomplete.append(f"{test} started, and {stripped[len('Running '):-1]} started before its closing SUM line")
             test = stripped[len("Running "):-1].strip()
             case = _case(test)
             outcomes[test] = Outcome("Running")
             if case is None:
                 notes.append(f"{source}:{number_}: testcase {test!r} is not known to this parser; left out")
             desc = ""
+            continue
+        m = _WAIVING.match(stripped)
+        if m:
+            flush()
+            outcomes[m.group(1)] = Outcome("Waived")
+            notes.append(f"{m.group(1)}: {_STATUS_NOTE['Waived']}")
+            continue
+        if _FAILED_CHECK.match(stripped):
+            flush()
+            fail_running(number_, stripped)
             continue
         m = _STATUS.match(stripped)
         if m:
@@ -258,14 +320,21 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                 notes.append(f"{source}:{number_}: a testcase {_STATUS_NOTE[status]}, unnamed in text output"
                              + (f": {message}" if message else "") + " (nvbandwidth -j names it)")
             continue
-        if stripped.startswith("SUM "):
+        m = _CLOSING.match(stripped)
+        if m:
             flush()
-            if stripped.split()[1:2] == [test]:  # the testcase ended (a bidirectional one prints
+            key = m.group(1)
+            if key in (test, f"{test}_total"):  # the testcase ended (a bidirectional one prints
                 if outcomes.get(test) == Outcome("Running"):  # SUM <test>_read1 ... between its matrices)
                     outcomes[test] = Outcome("Passed")
                 test, case = "", None
             continue
-        if _DESC.search(stripped) and (case is not None or (not test and _case_of_description(stripped) is not None)):
+        described = _case_of_description(stripped) if _DESC.search(stripped) else None
+        if described is not None and case is not None and test and _case(described) != case and desc:
+            # another testcase's description while one runs without its SUM: its "Running" line was lost
+            flush()
+            test, case = "", None
+        if _DESC.search(stripped) and (case is not None or (not test and described is not None)):
             flush()
             if case is None:  # the "Running <test>." line was cut from the output: the description says it
                 test = _case_of_description(stripped) or ""
@@ -273,6 +342,9 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                 outcomes[test] = Outcome("Running")
                 notes.append(f"{source}:{number_}: no 'Running' line before {stripped!r}: read as {test}")
             desc = stripped
+            if case is not None and case.kind == "d2d-bi" and not re.search(r"(Read|Write)[12] |\bTotal ", desc):
+                old_layout = True
+                desc = f"{desc} [{'Total' if _old_bidir_part(case) == 'total' else 'Read1'} ]"
             continue
         if desc and header is None and stripped and all(tok.isdigit() for tok in stripped.split()):
             header = [gpu_index(tok, lines, number_) for tok in stripped.split()]
@@ -284,23 +356,44 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                 continue
             tokens = stripped.split()
             label, cells = tokens[0], tokens[1:]
-            if len(cells) != len(header):
-                raise lines.error(number_, f"{len(cells)} values under {len(header)} columns in {test!r}")
-            rows.append((gpu_index(label, lines, number_), [_cell(tok, lines, number_) for tok in cells]))
+            values = matrix_values(out, lines, number_, cells if label.isdigit() else tokens, len(header),
+                                   rates=not desc.rstrip().endswith("(ns)"), what=test or "a matrix")
+            if values is None:
+                if len(cells) != len(header) or not label.isdigit():
+                    incomplete.append(f"a row of {test or 'a matrix'} is cut (line {number_})")
+                continue
+            rows.append((gpu_index(label, lines, number_), values))
             line_of.append(number_)
     flush()
-    notes += [f"{key}: started, printed no result" for key, o in outcomes.items() if o.status == "Running"]
+    out.cut(lines)
+    if lines.cut_line is not None:
+        incomplete.append("the last line has no final newline (cut)")
+    unfinished = [key for key, o in outcomes.items() if o.status == "Running"]
+    notes += [f"{key}: printed a matrix but no closing 'SUM {key}' line (a crash or a cut output)" if key in printed
+              else f"{key}: started, printed no result" for key in unfinished]
+    incomplete += [f"{key} has no closing SUM line" for key in unfinished]
     if not out.items and not outcomes:
         raise SchemaError(f"{source}: no nvbandwidth result in it (no testcase matrix)",
                           hint="pass the output of nvbandwidth (text, or -j JSON)")
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes)
+    if not out.items and out.unread and not any(o.status in ("Waived", "Error", "Not Found") for o in outcomes.values()):
+        raise SchemaError(f"{source}: no number of it could be read; {unread_line(out.unread)}")
+    if not out.items and outcomes and all(o.status == "Waived" for o in outcomes.values()):
+        notes.append(f"every testcase was waived ({len(outcomes)}): nvbandwidth found nothing it could run here "
+                     "(for peer tests: no GPU pair with peer access)")
+    size_from = "option" if size_bytes is not None else (f"default of {version}" if version else
+                                                          "default of the newest version (the output names none)")
+    run_context = RunContext(default_size_bytes=emit.size, size_from=size_from, launcher=lines.launcher,
+                             layout="before v0.6 (unlabelled bidirectional matrices)" if old_layout else "")
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
+                   unread=tuple(out.unread), complete=not incomplete, incomplete="; ".join(dict.fromkeys(incomplete)),
+                   run_context=run_context)
 
 
 _JSON_DEVICE = re.compile(r"^(\d+): (.*?)(?: \([0-9a-fA-F:]+\))?(?:: \(.*\))?$")
 
 
 @refuse_malformed("nvbandwidth JSON")
-def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> PeerRun:
+def parse_json(data: Any, source: str, size_bytes: int | None = None) -> PeerRun:
     if not isinstance(data, dict) or not isinstance(data.get(TOOL), dict):
         raise SchemaError(f"{source}: not nvbandwidth -j output (no \"nvbandwidth\" object)")
     root = data[TOOL]
@@ -314,8 +407,9 @@ def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
     if not isinstance(cases, list):
         raise SchemaError(f"{source}: nvbandwidth.testcases must be a list")
     out = Collector(TOOL, version, source)
-    emit = _Emitter(out, len(gpus), size_bytes)
+    emit = _Emitter(out, len(gpus), size_bytes or default_size_bytes(version))
     notes: list[str] = []
+    labelled = default_size_bytes(version) == DEFAULT_SIZE_BYTES or bool(re.match(r"^v?0\.6\b", version))
     outcomes: dict[str, Outcome] = {}
     for i, tc in enumerate(cases):
         if not isinstance(tc, dict):
@@ -336,7 +430,9 @@ def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
         desc = str(tc.get("bandwidth_description", ""))
         values = [[None if str(v) == "N/A" else number(str(v), what=f"{name} value") for v in row] for row in matrix]
         parts = [(desc, values)]
-        if case.kind == "d2d-bi" and len(values) % 3 == 0 and len(values) >= 3:
+        if case.kind == "d2d-bi" and not labelled:  # v0.5: one unlabelled matrix
+            parts = [(f"{desc} [{'Total' if _old_bidir_part(case) == 'total' else 'Read1'} ]", values)]
+        elif case.kind == "d2d-bi" and len(values) % 3 == 0 and len(values) >= 3:
             k = len(values) // 3  # Read1/Write1, Read2/Write2, Total appended to one matrix
             word = "Read" if "read" in name else "Write"
             parts = [(f"{word}1 bandwidth", values[:k]), (f"{word}2 bandwidth", values[k:2 * k]),
@@ -347,4 +443,6 @@ def parse_json(data: Any, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
                         list(enumerate(part)), [0] * len(part))
     if not out.items and not notes:
         raise SchemaError(f"{source}: no nvbandwidth testcase in it")
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes)
+    size_from = "option" if size_bytes is not None else f"default of {version or 'the newest version'}"
+    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
+                   run_context=RunContext(default_size_bytes=emit.size, size_from=size_from))

@@ -29,8 +29,8 @@ import re
 
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
-from ..schema import ALL, HOST
-from .common import Collector, Lines, PeerRun, check_rate, integer, number
+from ..schema import ALL, HOST, Endpoint, Status
+from .common import MAX_GB_PER_S, Collector, Lines, PeerRun, RunContext, integer, number, rate_in_bounds, unread_line
 
 TOOL = "osu"
 LINKSCOPE_TITLE_SUFFIX = "(linkscope, OSU semantics)"
@@ -68,6 +68,8 @@ def parse_text(text: str, source: str) -> PeerRun:
     writer = TOOL  # who printed the current table: OSU, or linkscope bench mpi in OSU's layout
     writers: set[str] = set()
     in_table = False
+    last_size: int | None = None
+    buffer_kinds: dict[str, None] = {}
     notes: list[str] = []
     versions: set[str] = set()
     for n, raw in lines:
@@ -82,7 +84,8 @@ def parse_text(text: str, source: str) -> PeerRun:
             if m.group(3):
                 versions.add(m.group(3))
                 out.version = m.group(3)
-            buffers, in_table = ("H H", False)
+            # an accelerator build prints its buffer line next; until then the buffers are not known
+            buffers, in_table, last_size = ("? ?" if accel else "H H"), False, None
             if unit == "?":
                 notes.append(f"{source}:{n}: OSU test {m.group(2)!r} is not read by this parser; left out")
             continue
@@ -103,26 +106,62 @@ def parse_text(text: str, source: str) -> PeerRun:
         tokens = line.split()
         if len(tokens) < 2 or not tokens[0].isdigit():
             continue  # MPI warnings interleaved with the table
-        size = integer(tokens[0], lines, n, "size")
-        value = number(tokens[1], lines, n)
+        try:
+            size = integer(tokens[0], lines, n, "size")
+            value = number(tokens[1], lines, n)
+        except SchemaError as exc:
+            out.skip(n, str(exc).split(": ", 1)[-1])
+            continue
+        if last_size is not None and size < last_size:
+            raise SchemaError(f"{source}:{n}: size {size} after {last_size} in one OSU table: two outputs are interleaved "
+                              "in this file, or a title line is missing", hint="give each run its own file")
+        last_size = size
+        buffer_kinds[buffers] = None
         extra = {"test": f"osu_{test}", "buffers": buffers, "accelerator": accel or "none", "osu_value": value}
         writers.add(writer)
         if writer != TOOL:
             extra.update(tool=writer, tool_version="")
+        src, dst = _ends(buffers) if "?" not in buffers else (ALL, ALL)
         if unit == "MB/s":
-            gb = check_rate(value / 1000.0, lines, n)  # OSU MB/s = 10^6 B/s
+            gb = value / 1000.0  # OSU MB/s = 10^6 B/s
+            if not rate_in_bounds(gb):
+                out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s")
+                continue
             bi = test == "bibw"
-            src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
             out.add(n, src, dst, f"mpi.{test}", "pairs", size, gb_per_s=gb, direction="bi" if bi else "uni",
-                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value})
+                    scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value}, **_unknown(buffers, accel))
         elif test == "latency":
-            src, dst = (0, 1) if buffers[0] in "DM" or buffers[-1] in "DM" else (HOST, HOST)
-            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra)
+            out.add(n, src, dst, "mpi.latency", "pingpong", size, latency_us=value, extra=extra, **_unknown(buffers, accel))
         else:
             out.add(n, ALL, ALL, f"mpi.{test}", test, size, latency_us=value, scope="total", extra=extra)
+    out.cut(lines)
+    if not out.items and out.unread:
+        raise SchemaError(f"{source}: no complete OSU result; {unread_line(out.unread)}")
     if not out.items:
         raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
                           hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")
     version = sorted(versions)[-1] if versions else ""
     tool = "linkscope" if writers == {"linkscope"} else TOOL
-    return PeerRun(tool, version, source, tuple(out.items), (), {}, tuple(notes))
+    cut = lines.cut_line is not None
+    return PeerRun(tool, version, source, tuple(out.items), (), {}, tuple(notes), unread=tuple(out.unread),
+                   complete=not cut, incomplete="the last line has no final newline (cut)" if cut else "",
+                   run_context=RunContext(ranks=2 if any(m.pattern in ("pairs", "pingpong") for m in out.items) else None,
+                                          ranks_from="output" if out.items else "", buffers=tuple(buffer_kinds),
+                                          launcher=lines.launcher))
+
+
+def _unknown(buffers: str, accel: str) -> dict:
+    """The status of a point-to-point number whose buffer kinds the output does not print."""
+    if "?" not in buffers:
+        return {}
+    return {"status": Status.WAIVED, "reason": f"OSU-{accel.upper()} printed no buffer line: whether each buffer was on "
+                                               "the GPU (D) or in host memory (H) is not known"}
+
+
+def _ends(buffers: str) -> tuple[Endpoint, Endpoint]:
+    """The ends of a point-to-point test's transfer: rank 0 sends, rank 1 receives, each from the
+    buffer OSU's ``-d`` put on its device (``D``/``M``: the GPU of its local rank, 0 and 1 on one node)
+    or in host memory (``H``). ``D H`` is GPU0 -> host memory, ``H D`` host memory -> GPU1: a GPU
+    end each, not host to host."""
+    send, recv = (buffers.split() + ["H", "H"])[:2]
+    return (0 if send in "DM" else HOST), (1 if recv in "DM" else HOST)

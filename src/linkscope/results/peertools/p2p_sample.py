@@ -26,7 +26,15 @@ import re
 from ...errors import SchemaError
 from ...patterns.methods import CE, CE_NOPEER, CE_READ
 from ...userfiles import refuse_malformed
-from .common import Collector, Lines, PeerRun, check_rate, gpu_index, number
+from .common import (
+    Collector,
+    Lines,
+    PeerRun,
+    RunContext,
+    gpu_index,
+    matrix_values,
+    unread_line,
+)
 
 TOOL = "p2pBandwidthLatencyTest"
 DEFAULT_SIZE_BYTES = 40_000_000 * 4  # numElems ints (p2pBandwidthLatencyTest.cu main)
@@ -38,12 +46,17 @@ _DEVICE = re.compile(r"^Device:\s*(\d+),\s*(.*?),\s*pciBusID")
 
 def looks_like(text: str) -> bool:
     head = text[:20000]
-    return "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in head or bool(re.search(r"^Unidirectional P2P=", head, re.M))
+    return "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in head or \
+        bool(re.search(r"^\s*(?:Unidirectional |Bidirectional )?P2P=(?:Enabled|Disabled) (?:Bandwidth|Latency)", head, re.M))
 
 
 @refuse_malformed("p2pBandwidthLatencyTest output")
-def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> PeerRun:
+def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun:
     lines = Lines(text, source)
+    size_from = "option" if size_bytes is not None else "default (numElems 40,000,000 ints)"
+    size_bytes = size_bytes or DEFAULT_SIZE_BYTES
+    incomplete: list[str] = []
+    rows_seen = 0
     out = Collector(TOOL, "", source)
     gpus: list[str] = []
     title: re.Match | None = None
@@ -63,55 +76,84 @@ def parse_text(text: str, source: str, size_bytes: int = DEFAULT_SIZE_BYTES) -> 
             continue
         m = _TITLE.match(line)
         if m:
+            if header is not None and rows_seen < len(header):
+                incomplete.append(f"the matrix before line {n} has {rows_seen} of its {len(header)} rows")
             title, header, timer = m, None, "GPU"
             continue
         if line.startswith("P2P Connectivity Matrix") or line.startswith("NOTE:"):
             title, header = None, None
             continue
-        if title is None or not line:
+        if not line:
+            continue
+        if title is None:
+            if re.match(r"^\d+(\s+[\d.]+){2,}$", line):
+                out.skip(n, "a matrix row before any matrix title (the paste starts inside a matrix)")
             continue
         tokens = line.split()
         if tokens[0] in ("D\\D", "GPU", "CPU"):
+            if header is not None and rows_seen < len(header):
+                incomplete.append(f"the matrix before line {n} has {rows_seen} of its {len(header)} rows")
             header = [gpu_index(t, lines, n) for t in tokens[1:]]
             timer = tokens[0] if tokens[0] != "D\\D" else "GPU"
+            rows_seen = 0
             continue
         if header is None or not tokens[0].isdigit():
             continue
         i = gpu_index(tokens[0], lines, n)
         cells = tokens[1:]
-        if len(cells) != len(header):
-            raise lines.error(n, f"{len(cells)} values under {len(header)} columns")
+        read = matrix_values(out, lines, n, cells, len(header), rates=title.group(5) == "GB/s", what=line_title(title))
+        if read is None:
+            if len(cells) != len(header):
+                incomplete.append(f"a matrix row is cut (line {n})")
+            continue
+        values = [v if v is not None else 0.0 for v in read]  # the sample prints no N/A
+        rows_seen += 1
         bi = title.group(1) == "Bidirectional "
         enabled = title.group(2) == "Enabled"
         reads = title.group(4) == "Reads"
         latency = title.group(3) == "Latency"
-        for j, cell in zip(header, cells):
-            value = number(cell, lines, n)
-            extra = {"test": line_title(title), "peer_access": enabled and access.get((i, j), enabled)}
+        for j, value in zip(header, values):
+            peer = enabled and access.get((i, j), enabled)
+            extra = {"test": line_title(title), "peer_access": peer}
+            if enabled and not peer:  # "Device=i CANNOT Access Peer Device=j": the sample copies without peer access
+                extra["peer_access_note"] = f"the output says Device={i} CANNOT Access Peer Device={j}"
             if latency:
                 kind = "copy" if timer == "GPU" else "copy (host-timed)"
                 src, dst = (j, i) if reads else (i, j)
                 if i == j:
                     continue  # a copy inside one GPU: no pair latency
-                out.add(n, src, dst, _method(enabled, reads), "latency", LATENCY_SIZE_BYTES, latency_us=value,
+                out.add(n, src, dst, _method(peer, reads), "latency", LATENCY_SIZE_BYTES, latency_us=value,
                         extra={**extra, "latency_kind": kind})
                 continue
-            check_rate(value, lines, n)
             if i == j:  # counted as read + write (x 2): the local copy rate is half of it
                 out.add(n, i, i, "local", "local", size_bytes, gb_per_s=value,
                         extra={**extra, "counts_read_and_write": True})
                 continue
             src, dst = (j, i) if reads else (i, j)
-            method = _method(enabled, reads)
+            method = _method(peer, reads)
             if bi:
                 out.add(n, i, j, method, "matrix", size_bytes, gb_per_s=value, direction="bi", scope="total",
                         extra=extra)
             else:
                 out.add(n, src, dst, method, "matrix", size_bytes, gb_per_s=value, extra=extra)
+    if header is not None and rows_seen < len(header):
+        incomplete.append(f"the last matrix has {rows_seen} of its {len(header)} rows")
+    out.cut(lines)
+    if lines.cut_line is not None:
+        incomplete.append("the last line has no final newline (cut)")
     if not out.items:
+        if out.unread:
+            raise SchemaError(f"{source}: no number of it could be read; {unread_line(out.unread)}")
         raise SchemaError(f"{source}: no p2pBandwidthLatencyTest matrix in it",
                           hint="pass the output of the CUDA sample p2pBandwidthLatencyTest")
-    return PeerRun(TOOL, "", source, tuple(out.items), tuple(gpus))
+    notes = []
+    cannot = sorted(pair for pair, ok in access.items() if not ok)
+    if cannot:
+        notes.append(f"{len(cannot)} GPU pairs CANNOT access each other as peers (e.g. {cannot[0][0]}->{cannot[0][1]}): "
+                     "their P2P=Enabled numbers are copies without peer access (staged through host memory)")
+    return PeerRun(TOOL, "", source, tuple(out.items), tuple(gpus), {}, tuple(notes), unread=tuple(out.unread),
+                   complete=not incomplete, incomplete="; ".join(incomplete),
+                   run_context=RunContext(default_size_bytes=size_bytes, size_from=size_from, launcher=lines.launcher))
 
 
 def _method(enabled: bool, reads: bool) -> str:

@@ -35,8 +35,20 @@ from typing import Any
 from ...errors import SchemaError
 from ...patterns.methods import CE, CE_READ, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
-from ..schema import HOST, Endpoint
-from .common import MAX_GPUS, Collector, Lines, PeerRun, check_rate, integer, number
+from ..schema import HOST, Endpoint, Status
+from .common import (
+    MAX_GB_PER_S,
+    MAX_GPUS,
+    Collector,
+    Lines,
+    PeerRun,
+    RunContext,
+    check_rate,
+    integer,
+    number,
+    rate_in_bounds,
+    unread_line,
+)
 
 TOOL = "TransferBench"
 _VERSION = re.compile(r"^TransferBench v(\S+)")
@@ -51,7 +63,7 @@ _HEALTH_BYTES = 64 * 1024 * 1024  # RunHealthCheck: t.numBytes = 64*1024*1024
 
 def looks_like(text: str) -> bool:
     head = text[:20000]
-    return bool(re.search(r"^TransferBench v|copy peak bandwidth GB/s|^\s*Transfer \d+\s*[|,].*GB/s|"
+    return bool(re.search(r"^TransferBench v|copy peak bandwidth GB/s|^GPU-GFX Scaling benchmark|^\s*Transfer \d+\s*[|,].*GB/s|"
                           r"^Testing (unidirectional|bidirectional|all-to-all XGMI)", head, re.M))
 
 
@@ -102,6 +114,7 @@ def parse_text(text: str, source: str) -> PeerRun:
     p2p_size = 0
     p2p: dict[str, Any] | None = None
 
+    scaling: dict[str, Any] | None = None  # the scaling preset's table
     health = ""  # the healthcheck test whose FAIL lines follow
     health_pairs: list[tuple[int, int, float, float, int]] = []
 
@@ -128,6 +141,9 @@ def parse_text(text: str, source: str) -> PeerRun:
                 extra["transfers"] = flows
             src = t["src"] if t["src"] is not None else HOST
             dst = t["dst"] if t["dst"] is not None else HOST
+            if t.get("sample_lines"):  # SHOW_ITERATIONS: each iteration's rate, with its line
+                extra["iterations_gb_per_s"] = t["samples"]
+                extra["iteration_lines"] = t["sample_lines"]
             out.add(n, src, dst, t["method"], "transferbench", t["bytes"], gb_per_s=t["gb"], group=test, extra=extra)
         pending.clear()
 
@@ -186,7 +202,16 @@ def parse_text(text: str, source: str) -> PeerRun:
                                     "ses": int(m.group(8)) if m.group(8) else None, "method": method,
                                     "text": f"{m.group(5)} -> {exe}{exe_index} -> {m.group(9)}"}))
             continue
+        m = re.match(r"^Iter\s+(\d+)\s*[|,]\s*([\d.eE+-]+)\s*GB/s", line)
+        if m and pending:  # SHOW_ITERATIONS: one sample of the Transfer above (its line holds the mean)
+            pending[-1][1].setdefault("samples", []).append(check_rate(number(m.group(2), lines, n), lines, n))
+            pending[-1][1].setdefault("sample_lines", []).append(n)
+            continue
+        if re.match(r"^StandardDev\s*[|,]", line):
+            out.skip(n, "the standard deviation of the Transfer's iterations (kept in its samples)")
+            continue
         if line.startswith("Aggregate (CPU)"):
+            out.skip(n, "the Test's aggregate, timed on the CPU: not judged (its Transfers are)")
             flush_test()
             test += 1
             continue
@@ -204,23 +229,78 @@ def parse_text(text: str, source: str) -> PeerRun:
             if p2p["cols"] is None and ("\\" in line or "DST" in line):
                 p2p["cols"] = [(k, int(i)) for k, i in _DEVICE_COL.findall(line.split("\\", 1)[-1])]
                 continue
-            row = re.match(r"^(CPU|GPU)\s*(\d+)\s*(->|<-|<->|min|max|sd)\s*[,]?\s*(.*)$", line)
+            row = re.match(r"^(CPU|GPU)\s*(\d+)\s*(<->|->|<-|min|max|sd)\s*[,]?\s*(.*)$", line)
             if row is None or p2p["cols"] is None:
                 continue
             if row.group(3) in ("min", "max", "sd"):
+                out.skip(n, f"the {row.group(3)} over iterations of the row above (its '->' row is the mean, read)")
                 continue
             values = [c for c in re.split(r"[,\s]+", row.group(4)) if c]
             cols = p2p["cols"]
             if len(values) != len(cols):
-                raise lines.error(n, f"{len(values)} values under {len(cols)} columns")
+                out.skip(n, f"{len(values)} values under {len(cols)} columns")
+                continue
             _p2p_row(out, lines, n, p2p, (row.group(1), int(row.group(2))), row.group(3), cols, values, p2p_size)
             continue
+        m = re.match(r"^- Copying (\d+) bytes from GPU (\d+) to other devices", line)
+        if m:  # the scaling preset (RunScalingBenchmark)
+            flush_test()
+            scaling = {"bytes": integer(m.group(1), lines, n, "bytes"),
+                       "exe": integer(m.group(2), lines, n, "GPU index", limit=MAX_GPUS), "cols": None, "rows": []}
+            continue
+        if scaling is not None:
+            if line.startswith("NumCUs"):
+                scaling["cols"] = [(k, int(i)) for k, i in _DEVICE_COL.findall(line)]
+                continue
+            cells = [c for c in re.split(r"[,\s]+", line) if c]
+            if scaling["cols"] is not None and cells and (cells[0].isdigit() or cells[0] == "Best"):
+                _scaling_row(out, lines, n, scaling, cells[0], line)
+                continue
     flush_test()
     flush_health()
+    out.cut(lines)
     if not out.items:
         raise SchemaError(f"{source}: no TransferBench result in it (no 'Transfer NN | ... GB/s' line or p2p matrix)",
                           hint="pass the output of a TransferBench config run or of its p2p preset")
-    return PeerRun(TOOL, out.version, source, tuple(out.items), (), {}, tuple(notes))
+    if out.unread:
+        notes.append(unread_line(out.unread))
+    return PeerRun(TOOL, out.version, source, tuple(out.items), (), {}, tuple(notes), unread=tuple(out.unread),
+                   complete=lines.cut_line is None,
+                   incomplete="" if lines.cut_line is None else "the last line has no final newline (cut)",
+                   run_context=RunContext(launcher=lines.launcher))
+
+
+def _scaling_row(out: Collector, lines: Lines, n: int, scaling: dict[str, Any], label: str, line: str) -> None:
+    """One row of the scaling preset: GPU ``exe``'s kernel with ``NumCUs`` CUs copying ``bytes`` to each
+    device (``%7.2f`` per column; the ``Best`` row adds ``(CUs)``). The numbers of a row below the best
+    CU count are kept but not judged (they measure the CUs given, not the link); the Best row is read."""
+    cols = scaling["cols"]
+    best = label == "Best"
+    body = line.split(label, 1)[1]
+    values = [f"{a}({b})" for a, b in re.findall(r"([\d.]+)\(\s*(\d+)\)", body)] if best else \
+        [c for c in re.split(r"[,\s]+", body) if c]
+    if len(values) != len(cols):
+        out.skip(n, f"{len(values)} values under {len(cols)} columns")
+        return
+    exe = scaling["exe"]
+    for (kind, index), token in zip(cols, values):
+        m = re.match(r"^([\d.]+)(?:\(\s*(\d+)\))?$", token)
+        if not m:
+            out.skip(n, f"{token[:20]!r} is not a rate")
+            continue
+        gb = number(m.group(1), lines, n)
+        if not rate_in_bounds(gb):
+            out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s")
+            continue
+        dst: Endpoint = HOST if kind == "CPU" else index
+        method = "local" if dst == exe else SM_PUSH.key
+        cus = int(m.group(2)) if best and m.group(2) else (None if best else int(label))
+        extra = {"test": "scaling", "executor": f"GPU{exe}", "subexecutors": cus, "best": best}
+        if best:
+            out.add(n, exe, dst, method, "scaling", scaling["bytes"], gb_per_s=gb, extra=extra)
+        else:
+            out.add(n, exe, dst, method, "scaling", scaling["bytes"], gb_per_s=gb, extra=extra, status=Status.WAIVED,
+                    reason=f"{label} CUs of the scaling sweep: it measures the CUs given, not the link (the Best row is judged)")
 
 
 def _end(device: tuple[str, int]) -> Endpoint:
