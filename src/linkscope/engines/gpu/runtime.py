@@ -56,10 +56,11 @@ def wall_clock_khz_for_arch(gcn_arch: str) -> int:
       (rocm-5.7.0 ``src/init.cc:178-181``: ``gcnArch/10 == 94``; rocm-6.0.0 to rocm-6.2.2
       ``src/misc/archinfo.cc:63-69``: prefix ``gfx94``), as does TransferBench
       (``src/include/EnvVars.hpp:550-567``). LLVM libc's table first put gfx940 with the 25 MHz
-      parts (llvm-project ``libc/src/time/gpu/time_utils.h``, LLVM 17: gfx940 listed with
-      gfx900-gfx90c) and later moved gfx940/941/942 to 100 MHz (same file, LLVM 18: ``__gfx94x__``
-      with ``__GFX10__``..``__GFX12__``); it now has no table (the runtime sets
-      ``__llvm_libc_clock_freq``). gfx950 (MI350) is taken as 100 MHz: a belief.
+      parts (llvm-project ``libc/src/time/gpu/time_utils.h`` while it used ``namespace
+      __llvm_libc``, 2023: ``__gfx940__`` listed with gfx900-gfx90c) and later moved gfx940/941/942
+      to 100 MHz (same file under ``LIBC_NAMESPACE``, beside ``__GFX10__``..``__GFX12__``); it now
+      has no table (the runtime sets ``__llvm_libc_clock_freq``; commit 2744685e). The LLVM release
+      tags of the two table versions were not read (the repository is too large to fetch here). gfx950 (MI350) is taken as 100 MHz: a belief.
     * 27 MHz: gfx900 (Vega 10): the LLVM table's comment ("Vega 10 ... is actually 27 Mhz") and
       ROCm/hip#3099 (gfx900, ROCm 5.3: 27000 kHz expected from the attribute).
     * 25 MHz: the other gfx9 parts up to gfx90a (MI200).
