@@ -60,7 +60,8 @@ def wall_clock_khz_for_arch(gcn_arch: str) -> int:
       __llvm_libc``, 2023: ``__gfx940__`` listed with gfx900-gfx90c) and later moved gfx940/941/942
       to 100 MHz (same file under ``LIBC_NAMESPACE``, beside ``__GFX10__``..``__GFX12__``); it now
       has no table (the runtime sets ``__llvm_libc_clock_freq``; commit 2744685e). The LLVM release
-      tags of the two table versions were not read (the repository is too large to fetch here). gfx950 (MI350) is taken as 100 MHz: a belief.
+      tags of the two table versions were not read (the repository is too large to fetch here).
+      gfx950 (MI350) is taken as 100 MHz: a belief.
     * 27 MHz: gfx900 (Vega 10): the LLVM table's comment ("Vega 10 ... is actually 27 Mhz") and
       ROCm/hip#3099 (gfx900, ROCm 5.3: 27000 kHz expected from the attribute).
     * 25 MHz: the other gfx9 parts up to gfx90a (MI200).
