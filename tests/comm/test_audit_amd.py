@@ -17,21 +17,15 @@ import pytest
 from linkscope.comm.audit import judge
 from linkscope.comm.probe import probe
 from linkscope.discovery import amdsmi
-from linkscope.discovery.hipdevices import KfdGpu, kfd_facts, read_kfd_gpus
+from linkscope.discovery.hipdevices import KfdGpu, kfd_facts
 from linkscope.topology.presets import load_preset
-from tests.discovery.fake_amdsmi import FakeAmdSmi
+from tests.discovery.fake_amdsmi import FakeAmdSmi, kfd_table
 
 KFD_ORDER = [1, 0, 3, 2, 5, 4, 7, 6]  # amdkfd's node order differs from amdsmi's (ascending PCI address)
 
 
 def _kfd(tmp_path: Path, fake: FakeAmdSmi) -> list[KfdGpu]:
-    nodes = tmp_path / "nodes"
-    for node, props in fake.kfd_rows():
-        (nodes / str(node)).mkdir(parents=True)
-        (nodes / str(node) / "properties").write_text("".join(f"{k} {v}\n" for k, v in props.items()))
-    gpus = read_kfd_gpus(nodes, tmp_path / "dri", render_opens=lambda _d, _m: True)
-    assert gpus is not None
-    return gpus
+    return kfd_table(fake, tmp_path / "kfd")
 
 
 def _record(rank: int, env: dict[str, str], kfd: list[KfdGpu] | None, version: str | None = "6.2.1") -> dict:

@@ -15,26 +15,20 @@ import pytest
 
 from linkscope.cli import main
 from linkscope.discovery import amdsmi, hipdevices
-from linkscope.discovery.hipdevices import KfdGpu, hip_view, read_kfd_gpus
+from linkscope.discovery.hipdevices import KfdGpu, hip_view
 from linkscope.mapping.api import map_traffic
 from linkscope.mapping.cost import topology_cost
 from linkscope.mapping.emit import check_hip_ordinals, env_files
 from linkscope.topology.io import save
 from linkscope.traffic.io import save_traffic
 from linkscope.traffic.synthetic import ring
-from tests.discovery.fake_amdsmi import FakeAmdSmi
+from tests.discovery.fake_amdsmi import FakeAmdSmi, kfd_table
 
 KFD_ORDER = [1, 0, 3, 2, 5, 4, 7, 6]
 
 
 def _kfd(tmp_path: Path, fake: FakeAmdSmi) -> list[KfdGpu]:
-    nodes = tmp_path / "kfd" / "nodes"
-    for node, props in fake.kfd_rows():
-        (nodes / str(node)).mkdir(parents=True)
-        (nodes / str(node) / "properties").write_text("".join(f"{k} {v}\n" for k, v in props.items()))
-    gpus = read_kfd_gpus(nodes, tmp_path / "dri", render_opens=lambda _d, _m: True)
-    assert gpus is not None
-    return gpus
+    return kfd_table(fake, tmp_path / "kfd")
 
 
 def _exports(folder: Path) -> dict[int, str]:
