@@ -124,3 +124,10 @@ def test_probe_records_the_kfd_table_and_rocm_version(tmp_path):
 def test_an_nvidia_topology_keeps_the_nvml_rules(tmp_path):
     report = judge([_record(0, {"CUDA_VISIBLE_DEVICES": "3"}, None)], load_preset("dgx-h100"))
     assert (report.ranks[0].gpu, report.ranks[0].gpu_source) == (3, "CUDA_VISIBLE_DEVICES")
+
+
+def test_malformed_amd_fields_fall_back_to_the_stated_assumption_without_a_traceback():
+    record = _record(0, {}, None)
+    record.update(visible_env=["ROCR_VISIBLE_DEVICES"], kfd_gpus="nodes", rocm_version=6.2, local_rank="0")
+    view = judge([record], load_preset("mi300x-8")).ranks[0]
+    assert view.gpu == 0 and "assumed" in view.gpu_source

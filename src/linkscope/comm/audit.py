@@ -190,7 +190,8 @@ def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, st
     from ..discovery.hipdevices import HIP_UUID_TOKENS_FROM, hip_view, kfd_from_facts, same_bus, table_from_topology
     from ..engines.rocm import parse_rocm_version
 
-    env = {k: str(v) for k, v in (record.get("visible_env") or {}).items()}
+    raw_env = record.get("visible_env")
+    env = {str(k): str(v) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}
     table = kfd_from_facts(record.get("kfd_gpus"))
     if table:
         index_of = [next((int(d.index or 0) for d in topology.gpus if same_bus(d.pci_bus_id, g.pci_bus_id)), None)
@@ -204,7 +205,8 @@ def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, st
         table, known = table_from_topology(topology.gpus)
         index_of = list(known)
         basis = "the topology's HIP order (assumed: the probe read no KFD table)"
-    version = parse_rocm_version(record.get("rocm_version"))
+    text = record.get("rocm_version")
+    version = parse_rocm_version(text) if isinstance(text, str) else None
     uuid_tokens = version is None or version >= HIP_UUID_TOKENS_FROM
     seen = hip_view(env, table, uuid_tokens=uuid_tokens)
     named = "+".join(n for n in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") if n in env)
@@ -213,7 +215,7 @@ def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, st
         shown = ", ".join(f"{k}={v!r}" for k, v in env.items() if k.endswith("VISIBLE_DEVICES"))
         return None, f"HIP shows this rank no GPU ({shown or 'no visibility variable'}; {basis})"
     local = record.get("local_rank")
-    pick = seen[(local or 0) % len(seen)] if len(seen) > 1 else seen[0]
+    pick = seen[(local if isinstance(local, int) else 0) % len(seen)]
     gpu = index_of[pick]
     if gpu is None:
         return None, f"{rules}: its GPU {table[pick].pci_bus_id} is not in topology {topology.name}"
@@ -223,7 +225,8 @@ def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, st
 def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, list[int]]) -> tuple[int | None, str]:
     """(topology GPU index, how it was found) of one rank."""
     rank, local = int(record["world_rank"]), record.get("local_rank")
-    visible = str(record.get("visible_env", {}).get("CUDA_VISIBLE_DEVICES", "")).strip()
+    raw_env = record.get("visible_env")
+    visible = str(raw_env.get("CUDA_VISIBLE_DEVICES", "")).strip() if isinstance(raw_env, dict) else ""
     entries = [e.strip() for e in visible.split(",") if e.strip()] if visible else []
     count = topology.gpu_count
     mode, values = spec
