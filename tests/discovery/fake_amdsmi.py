@@ -42,6 +42,7 @@ xgmi_num_links``, quoted in ROCm/rocm-systems#5763); MI300X: 8 GPUs, one link pe
 from __future__ import annotations
 
 from enum import IntEnum
+from pathlib import Path
 from types import SimpleNamespace
 
 from tests.discovery.discovery_fakes import MI250X_BUS, MI250X_LINKS, MI250X_NUMA
@@ -270,3 +271,21 @@ class FakeAmdSmi:
         peer = self._links[a][k]
         back = next(i for i, p in enumerate(self._links[peer]) if p == a)
         self.read_kb[(peer, back)] += kib
+
+
+def write_kfd_tree(fake: FakeAmdSmi, root: Path) -> Path:
+    """The fake's KFD table as amdkfd writes it: ``root/nodes/<n>/properties`` (``name value`` lines)."""
+    nodes = root / "nodes"
+    for node, props in fake.kfd_rows():
+        (nodes / str(node)).mkdir(parents=True)
+        (nodes / str(node) / "properties").write_text("".join(f"{k} {v}\n" for k, v in props.items()))
+    return nodes
+
+
+def kfd_table(fake: FakeAmdSmi, root: Path) -> list:
+    """The fake node's KFD GPUs as ``hipdevices.read_kfd_gpus`` reads them, every render node openable."""
+    from linkscope.discovery.hipdevices import read_kfd_gpus
+
+    gpus = read_kfd_gpus(write_kfd_tree(fake, root), root / "dri", render_opens=lambda _d, _m: True)
+    assert gpus is not None
+    return gpus

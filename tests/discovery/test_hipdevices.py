@@ -26,16 +26,12 @@ from linkscope.mapping.assignment import from_dict, to_dict
 from linkscope.mapping.cost import topology_cost
 from linkscope.mapping.emit import env_files, launch_plan
 from linkscope.traffic.synthetic import ring
-from tests.discovery.fake_amdsmi import FakeAmdSmi
+from tests.discovery.fake_amdsmi import FakeAmdSmi, write_kfd_tree
 
 
 def kfd_tree(root: Path, fake: FakeAmdSmi) -> Path:
     """The fake's KFD table as amdkfd's sysfs: nodes/<n>/properties (``name value`` lines)."""
-    nodes = root / "nodes"
-    for node, props in fake.kfd_rows():
-        (nodes / str(node)).mkdir(parents=True)
-        (nodes / str(node) / "properties").write_text("".join(f"{k} {v}\n" for k, v in props.items()))
-    return nodes
+    return write_kfd_tree(fake, root)
 
 
 def _all_open(_dev: Path, _minor: int) -> bool:

@@ -44,10 +44,15 @@ def test_kernels_are_compiled_with_the_devices_wall_clock_rate(khz: int) -> None
 
 
 def test_wall_clock_rate_by_architecture_when_the_runtime_does_not_say() -> None:
-    """TransferBench src/include/EnvVars.hpp:550-567: gfx940/941/942 -> 100000 kHz, else 25000."""
+    """gfx94x -> 100000 kHz (TransferBench src/include/EnvVars.hpp:550-567; RCCL rocm-6.2.2
+    src/misc/archinfo.cc:63-69 takes the whole gfx94 prefix, not gfx942 alone), gfx900 (Vega 10) ->
+    27000 (LLVM libc time_utils.h comment; ROCm/hip#3099), other gfx9 -> 25000."""
     assert wall_clock_khz_for_arch("gfx90a:sramecc+:xnack-") == 25_000
     assert wall_clock_khz_for_arch("gfx908") == 25_000
-    assert wall_clock_khz_for_arch("gfx942:sramecc+:xnack-") == 100_000
+    assert wall_clock_khz_for_arch("gfx906:sramecc-:xnack-") == 25_000
+    assert wall_clock_khz_for_arch("gfx900:xnack-") == 27_000
+    for arch in ("gfx940", "gfx941", "gfx942:sramecc+:xnack-"):
+        assert wall_clock_khz_for_arch(arch) == 100_000
     with pytest.raises(MeasurementError):
         wall_clock_khz_for_arch("gfx803x")
 

@@ -293,3 +293,17 @@ def test_mi300_class_presets_are_a_full_xgmi_mesh_whose_gpus_resolve_to_the_fact
         assert _level(t, g.id, h.id).startswith("XGMI")
     per_gpu = {g.id: sum(1 for l in t.links if l.kind.value == "xgmi" and g.id in (l.a, l.b)) for g in t.gpus}
     assert set(per_gpu.values()) == {facts.xgmi_links}
+
+
+def test_mi300x_usable_xgmi_rate_is_amds_documented_figure_and_the_preset_says_so() -> None:
+    """AMD ROCm blog (mi300x-rccl-xgmi): 64 GB/s raw per link, ~48 GB/s usable after CRC and protocol
+    overhead. The preset's links keep the raw rate (the capacity) and name the usable one."""
+    from linkscope.topology.gpufacts import gpu_facts_by_key
+
+    facts = gpu_facts_by_key("mi300x")
+    assert facts is not None and facts.xgmi_gb_per_s_per_link == 64.0
+    assert facts.xgmi_usable_gb_per_s_per_link == 48.0
+    assert "rocm.blogs.amd.com" in facts.sources["xgmi_usable_gb_per_s_per_link"]
+    t = load_preset("mi300x-8")
+    xgmi = [link for link in t.links if link.kind.value == "xgmi"]
+    assert xgmi and all("usable about 48 GB/s" in (link.source or "") for link in xgmi)

@@ -32,8 +32,10 @@ def register(app: typer.Typer) -> None:
         gpus: str = typer.Option(
             "auto", "--gpus",
             help="Which GPU each rank uses where the probe cannot see GPUs (no NVIDIA driver): auto (NVML, else "
-                 "CUDA_VISIBLE_DEVICES, else the local rank), env (CUDA_VISIBLE_DEVICES entries as topology GPU "
-                 "numbers), local (the local rank), or one topology GPU number per rank: 0,4,2,2."),
+                 "CUDA_VISIBLE_DEVICES, else the local rank; AMD: ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES "
+                 "applied as HIP applies them to the rank's KFD table), env (CUDA_VISIBLE_DEVICES entries as "
+                 "topology GPU numbers; AMD: as auto), local (the local rank), or one topology GPU number per "
+                 "rank: 0,4,2,2."),
         json_path: str | None = json_option("the audit"),
         folder: Path | None = typer.Option(
             None, "--dir", help="Folder the ranks write their records to (shared by every host; default: a new "

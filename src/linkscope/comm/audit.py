@@ -24,7 +24,12 @@ sets them.
 Which GPU a rank uses: the GPUs it sees (NVML's list filtered by CUDA_VISIBLE_DEVICES, matched to
 the topology by UUID, else PCI bus id); one of several by local rank (as most frameworks pick);
 without a driver, ``gpus`` chooses (``env``: CUDA_VISIBLE_DEVICES entries as topology GPU numbers;
-``local``: the local rank; ``0,4,2,2``: per world rank).
+``local``: the local rank; ``0,4,2,2``: per world rank). On AMD (a topology of AMD GPUs, or a
+probe that read a KFD table and no NVML GPU) the rank's ROCR_VISIBLE_DEVICES, then
+HIP_VISIBLE_DEVICES (else CUDA_VISIBLE_DEVICES) are applied as ROCr and HIP apply them
+(``discovery.hipdevices``) to the KFD table the rank recorded, and the GPU found is matched to the
+topology by PCI bus id; without a recorded table, to the topology's GPUs in HIP order
+(``hip_ordinal``), which the rank's ``gpu_source`` says was assumed.
 """
 from __future__ import annotations
 
@@ -173,10 +178,55 @@ def _bus(text: str | None) -> str:
     return (text or "").lower()[-12:]
 
 
+def _is_amd(record: dict[str, Any], topology: Topology) -> bool:
+    if topology.gpus and all(d.vendor == "amd" for d in topology.gpus):
+        return True
+    return bool(record.get("kfd_gpus")) and not record.get("gpus")
+
+
+def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, str]:
+    """(topology GPU index, how it was found) of a rank on an AMD node: HIP device ``local rank
+    modulo the devices HIP shows`` under the rank's visibility variables (``hipdevices.hip_view``)."""
+    from ..discovery.hipdevices import HIP_UUID_TOKENS_FROM, hip_view, kfd_from_facts, same_bus, table_from_topology
+    from ..engines.rocm import parse_rocm_version
+
+    raw_env = record.get("visible_env")
+    env = {str(k): str(v) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}
+    table = kfd_from_facts(record.get("kfd_gpus"))
+    if table:
+        index_of = [next((int(d.index or 0) for d in topology.gpus if same_bus(d.pci_bus_id, g.pci_bus_id)), None)
+                    for g in table]
+        basis = "the rank's KFD table"
+        if all(i is None for i in index_of) and not any(d.pci_bus_id for d in topology.gpus) \
+                and len(table) == topology.gpu_count:
+            index_of = list(table_from_topology(topology.gpus)[1])
+            basis = "the rank's KFD table, in the topology's HIP order (the topology has no PCI addresses)"
+    else:
+        table, known = table_from_topology(topology.gpus)
+        index_of = list(known)
+        basis = "the topology's HIP order (assumed: the probe read no KFD table)"
+    text = record.get("rocm_version")
+    version = parse_rocm_version(text) if isinstance(text, str) else None
+    uuid_tokens = version is None or version >= HIP_UUID_TOKENS_FROM
+    seen = hip_view(env, table, uuid_tokens=uuid_tokens)
+    named = "+".join(n for n in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") if n in env)
+    rules = f"HIP rules on {named or 'no visibility variable'}, {basis}"
+    if not seen:
+        shown = ", ".join(f"{k}={v!r}" for k, v in env.items() if k.endswith("VISIBLE_DEVICES"))
+        return None, f"HIP shows this rank no GPU ({shown or 'no visibility variable'}; {basis})"
+    local = record.get("local_rank")
+    pick = seen[(local if isinstance(local, int) else 0) % len(seen)]
+    gpu = index_of[pick]
+    if gpu is None:
+        return None, f"{rules}: its GPU {table[pick].pci_bus_id} is not in topology {topology.name}"
+    return gpu, rules
+
+
 def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, list[int]]) -> tuple[int | None, str]:
     """(topology GPU index, how it was found) of one rank."""
     rank, local = int(record["world_rank"]), record.get("local_rank")
-    visible = str(record.get("visible_env", {}).get("CUDA_VISIBLE_DEVICES", "")).strip()
+    raw_env = record.get("visible_env")
+    visible = str(raw_env.get("CUDA_VISIBLE_DEVICES", "")).strip() if isinstance(raw_env, dict) else ""
     entries = [e.strip() for e in visible.split(",") if e.strip()] if visible else []
     count = topology.gpu_count
     mode, values = spec
@@ -186,6 +236,8 @@ def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, li
         if values[rank] >= count:
             raise UserError(f"--gpus: rank {rank} on GPU {values[rank]}, but {topology.name} has {count} GPUs")
         return values[rank], "--gpus"
+    if mode in ("auto", "env") and _is_amd(record, topology):
+        return _amd_gpu(record, topology)
     listed = record.get("gpus") or []
     if listed:
         seen = listed
@@ -297,6 +349,8 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
     for record in records:
         cpus = tuple(int(c) for c in record.get("cpus") or ())
         gpu, source = _resolve_gpu(record, topology, spec)
+        if gpu is None and source.startswith("HIP"):
+            notes.append(f"rank {record['world_rank']}: {source}")
         choice = choice_in_environment(record.get("nic_env") or {})
         nics: tuple[str, ...] = ()
         nic_var = None

@@ -9,7 +9,10 @@ variables, ``rankenv``; the process id where none is set) with:
   policy (``Mems_allowed_list`` and the policies of ``/proc/self/numa_maps``);
 * visible GPUs: the ``*_VISIBLE_DEVICES`` variables, and the GPUs NVML lists with UUID and PCI
   bus id (nvidia-ml-py, where a driver is present; NVML does not apply CUDA_VISIBLE_DEVICES, so the
-  audit resolves those entries against this list);
+  audit resolves those entries against this list); on AMD nodes the KFD table this rank sees
+  (``hipdevices.read_kfd_gpus``: the GPUs whose render node it can open, in the order ROCr numbers
+  them, with PCI address and unique id) and the ROCm version (``$ROCM_PATH/.info/version``: HIP
+  takes ``GPU-`` tokens in HIP_VISIBLE_DEVICES from 6.2), from which the audit applies HIP's rules;
 * the NIC variables (UCX_NET_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME, ...);
 * where a GPU is usable through the device runtime (CuPy): a quick host-to-GPU and GPU-to-host
   copy of ``MEASURE_BYTES`` from pinned memory this rank allocated (so on the NUMA node its CPUs
@@ -25,10 +28,12 @@ import os
 import socket
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json_atomic
+from ..discovery.hipdevices import KfdGpu, kfd_facts, read_kfd_gpus
 from ..discovery.sysfs import parse_cpulist
 from ..errors import UserError
 from ..patterns.methods import D2H, H2D
@@ -172,9 +177,14 @@ def _measure(local_rank: int | None, runtime: Any = None) -> tuple[dict[str, Any
 
 
 def probe(environ: dict[str, str] | None = None, root: Path = SYS, proc: Path = Path("/proc/self"),
-          with_nvml: bool = True, measure: bool = True, runtime: Any = None) -> dict[str, Any]:
-    """What this process got (see the module doc), as a JSON-ready dict."""
+          with_nvml: bool = True, measure: bool = True, runtime: Any = None,
+          kfd: Callable[[], list[KfdGpu] | None] = read_kfd_gpus) -> dict[str, Any]:
+    """What this process got (see the module doc), as a JSON-ready dict. ``kfd``: reads the KFD
+    table this process sees (None where there is none: not an AMD node)."""
+    from ..engines.rocm.install import rocm_version
+
     env = dict(os.environ) if environ is None else environ
+    kfd_gpus = kfd()
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     numa = numa_of_cpus(root)
     world = first_index(env, WORLD_RANK_VARS)
@@ -200,6 +210,8 @@ def probe(environ: dict[str, str] | None = None, root: Path = SYS, proc: Path = 
         "visible_env": {v: env[v] for v in VISIBLE_VARS if v in env},
         "gpus": gpus,
         "gpus_note": why,
+        "kfd_gpus": kfd_facts(kfd_gpus),
+        "rocm_version": rocm_version(Path(env.get("ROCM_PATH") or "/opt/rocm")) if kfd_gpus is not None else None,
         "nic_env": {v: env[v] for v in NIC_VARS if v in env},
         "copies": copies,
         "copies_note": copies_note,

@@ -40,6 +40,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 
@@ -312,3 +313,36 @@ def kfd_from_facts(rows: object) -> list[KfdGpu] | None:
         bus = row.get("pci_bus_id")
         out.append(KfdGpu(row["node_id"], unique if isinstance(unique, int) else 0, bus if isinstance(bus, str) else None))
     return out
+
+
+def unique_id_of(hip_uuid: object) -> int:
+    """The 64-bit unique id inside ROCr's ``GPU-<16 hex>`` UUID; 0 for anything else.
+
+    >>> hex(unique_id_of("GPU-5a1f000100001111")), unique_id_of("1eff740c-0000-1000-80ea-a1b2c3d4e500")
+    ('0x5a1f000100001111', 0)
+    """
+    text = str(hip_uuid or "")
+    try:
+        return int(text[4:], 16) if text.startswith("GPU-") and len(text) == 20 else 0
+    except ValueError:
+        return 0
+
+
+def table_from_topology(gpus: Sequence[Any]) -> tuple[list[KfdGpu], list[int]]:
+    """A topology's GPUs (``Device``) as the KFD table HIP would number with every GPU openable:
+    ordered by ``hip_ordinal`` (discovery's KFD order), else by ascending PCI address
+    (``ordinals_by_bus``), else in topology order; and the topology index of each entry. Used where
+    no live table was read (the assumption is the caller's to state)."""
+    by_bus = ordinals_by_bus([getattr(d, "pci_bus_id", None) for d in gpus])
+    ordinals = [d.hip_ordinal if d.hip_ordinal is not None else by_bus[i] for i, d in enumerate(gpus)]
+    if sorted(o for o in ordinals if o is not None) != list(range(len(gpus))):
+        ordinals = list(range(len(gpus)))
+    order = sorted(range(len(gpus)), key=lambda i: ordinals[i] or 0)
+    table = [KfdGpu(pos, unique_id_of((gpus[i].attributes or {}).get("hip_uuid")), gpus[i].pci_bus_id)
+             for pos, i in enumerate(order)]
+    return table, [int(gpus[i].index if gpus[i].index is not None else i) for i in order]
+
+
+def same_bus(a: str | None, b: str | None) -> bool:
+    """Two PCI addresses name one device (domain written with 4 or 8 digits, any case)."""
+    return bool(a and b) and _norm_bus(a) == _norm_bus(b)

@@ -7,9 +7,9 @@ launcher gave the process); the CLI does the reading of ``os.environ`` and the e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device
+from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device, same_bus
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
@@ -299,6 +299,52 @@ def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None, host
     return "\n".join(lines) + "\n"
 
 
+def check_hip_ordinals(assignment: Assignment, kfd_gpus: Sequence[KfdGpu] | None,
+                       node_gpus: int | None = None) -> tuple[Assignment, str]:
+    """Cross-check an AMD mapping's HIP ordinals (what its env files export as HIP_VISIBLE_DEVICES:
+    the topology's ``hip_ordinal``, from discovery) against this node's live KFD table
+    (``hipdevices.read_kfd_gpus``: the order HIP numbers GPUs in with no visibility variable), by
+    each rank's PCI address. Returns the mapping, with the KFD positions where they differ, and one
+    sentence saying what was checked, corrected or assumed (also added to the mapping's notes);
+    ("", unchanged) for a mapping that is not AMD. ``node_gpus``: the node's GPU count (the
+    topology's); a shorter table means this process cannot open every GPU (a cgroup), so its
+    positions are not the node's and are not used."""
+    if assignment.gpu_vendor != "amd":
+        return assignment, ""
+    stored = assignment.visible_device_of_rank or tuple(str(g) for g in assignment.gpu_of_rank)
+    buses = assignment.pci_bus_id_of_rank
+    if not buses:
+        said = ("HIP ordinals assumed: the topology gives no PCI address for its GPUs, so HIP_VISIBLE_DEVICES "
+                "is its hip_ordinal (or GPU number), checked against no KFD table; launch cannot find the GPUs by "
+                "bus id either")
+    elif kfd_gpus is None:
+        said = ("HIP ordinals assumed: HIP_VISIBLE_DEVICES is discovery's HIP ordinal, not checked against a KFD "
+                "table (none readable here; run map on the node to check, or let linkscope launch find each GPU "
+                "by PCI address there)")
+    else:
+        positions = [next((i for i, g in enumerate(kfd_gpus) if same_bus(g.pci_bus_id, bus)), None) for bus in buses]
+        missing = sorted({bus for bus, pos in zip(buses, positions) if pos is None})
+        if node_gpus is not None and 0 < len(kfd_gpus) < node_gpus:
+            said = (f"HIP ordinals not checked: this process can open {len(kfd_gpus)} of the node's {node_gpus} GPUs "
+                    "(the others' render nodes are hidden from it), so KFD positions here are not the node's; "
+                    "HIP_VISIBLE_DEVICES is discovery's HIP ordinal")
+        elif missing:
+            said = (f"HIP ordinals not checked: this node's KFD table lists no GPU at {', '.join(missing)} (the "
+                    "mapping's topology is another node's); HIP_VISIBLE_DEVICES is discovery's HIP ordinal")
+        else:
+            live = tuple(str(p) for p in positions)
+            wrong = [r for r in range(assignment.ranks) if live[r] != stored[r]]
+            if not wrong:
+                said = (f"HIP ordinals checked against this node's KFD table by PCI address: all {assignment.ranks} "
+                        "ranks agree")
+            else:
+                shown = "; ".join(f"rank {r} ({buses[r]}): {stored[r]} -> {live[r]}" for r in wrong[:8])
+                said = (f"HIP ordinals corrected from this node's KFD table by PCI address (discovery's order was not "
+                        f"HIP's): {shown}{' ...' if len(wrong) > 8 else ''}")
+                assignment = replace(assignment, visible_device_of_rank=live)
+    return replace(assignment, notes=(*assignment.notes, said)), said
+
+
 def env_files(assignment: Assignment) -> dict[str, str]:
     """File name -> contents: one ``rank<N>.env`` per rank (``export`` lines for a shell)."""
     head = ""
@@ -306,6 +352,7 @@ def env_files(assignment: Assignment) -> dict[str, str]:
         head = ("# HIP_VISIBLE_DEVICES below counts every GPU of the node in KFD order (no ROCR_VISIBLE_DEVICES);\n"
                 "# under an inherited ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (Slurm sets the first) run the rank\n"
                 "# as: linkscope launch --mapping MAPPING -- APP (it numbers the GPU among those the job was given)\n")
+        head += "".join(f"# {n}\n" for n in assignment.notes if n.startswith("HIP ordinals"))
     out = {}
     for rank in range(assignment.ranks):
         env = rank_environment(assignment, rank)

@@ -124,6 +124,10 @@ _MI300X = ("AMD Instinct MI300X datasheet (192 GB HBM3, 5.3 TB/s; seven Infinity
            "each, 896 GB/s aggregate; PCIe Gen5 x16 128 GB/s)")
 _MI325X = ("AMD Instinct MI325X datasheet (256 GB HBM3E, 6 TB/s; seven Infinity Fabric links, 128 GB/s bidirectional "
            "each, 896 GB/s aggregate; PCIe Gen5 x16 128 GB/s)")
+_MI300X_XGMI_USABLE = ("AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X' "
+                       "(rocm.blogs.amd.com/software-tools-optimization/mi300x-rccl-xgmi/README.html, section "
+                       "'Theoretical Performance Claims vs. Achievable'): 64 GB/s raw per point-to-point link, about "
+                       "48 GB/s usable after CRC and protocol overhead (~75%)")
 _PCI_IDS = "pci.ids (The PCI ID Repository, pci-ids.ucw.cz): vendor 10de NVIDIA, 1002 AMD"
 
 
@@ -143,6 +147,8 @@ class GpuFacts:
         pcie_generation, pcie_lanes: the GPU's host link (None: not on PCIe, e.g. GH200's GPU).
         nvlink_generation, nvlink_links, nvlink_gb_per_s_per_link: NVLink per direction per link.
         xgmi_links, xgmi_gb_per_s_per_link: Infinity Fabric links to peers, per direction per link.
+        xgmi_usable_gb_per_s_per_link: what AMD documents as usable of one such link, per direction,
+            after CRC and protocol overhead (a ceiling for a measured peer copy, not the link's rate).
         c2c_gb_per_s: NVLink-C2C to the Grace CPU, per direction.
         copy_engines: copy (DMA) engines where documented.
         latency_class: architecture family whose latencies apply (``hopper``).
@@ -170,6 +176,7 @@ class GpuFacts:
     nvlink_gb_per_s_per_link: float | None = None
     xgmi_links: int | None = None
     xgmi_gb_per_s_per_link: float | None = None
+    xgmi_usable_gb_per_s_per_link: float | None = None
     c2c_gb_per_s: float | None = None
     copy_engines: int | None = None
     latency_class: str | None = None
@@ -231,6 +238,7 @@ class GpuFacts:
 GiB = 2**30
 _FACT_FIELDS = ("memory_bytes", "memory_bw_gb_per_s", "local_copy_gb_per_s", "pcie_generation", "pcie_lanes",
                 "nvlink_generation", "nvlink_links", "nvlink_gb_per_s_per_link", "xgmi_links", "xgmi_gb_per_s_per_link",
+                "xgmi_usable_gb_per_s_per_link",
                 "c2c_gb_per_s", "copy_engines", "remote_read_latency_us", "host_read_latency_us", "flag_pingpong_us",
                 "pci_ids")
 
@@ -363,7 +371,8 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          pcie_generation=4, pcie_lanes=16, xgmi_links=8, xgmi_gb_per_s_per_link=50.0, gcds_per_package=2,
          pci_ids=("1002:740c",)),
     _row("mi300x", "AMD Instinct MI300X", "amd", "CDNA 3", _MI300X, memory_gb=192, memory_bw_gb_per_s=5300.0,
-         pcie_generation=5, pcie_lanes=16, xgmi_links=7, xgmi_gb_per_s_per_link=64.0, pci_ids=("1002:74a1",)),
+         pcie_generation=5, pcie_lanes=16, xgmi_links=7, xgmi_gb_per_s_per_link=64.0, xgmi_usable_gb_per_s_per_link=48.0,
+         extra_sources={"xgmi_usable_gb_per_s_per_link": _MI300X_XGMI_USABLE}, pci_ids=("1002:74a1",)),
     _row("mi325x", "AMD Instinct MI325X", "amd", "CDNA 3", _MI325X, memory_gb=256, memory_bw_gb_per_s=6000.0,
          pcie_generation=5, pcie_lanes=16, xgmi_links=7, xgmi_gb_per_s_per_link=64.0, pci_ids=("1002:74a5",)),
 )

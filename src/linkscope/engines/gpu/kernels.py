@@ -59,9 +59,9 @@ __device__ __forceinline__ u64 global_ns() {
 """
 
 # wall_clock64() counts at a constant rate that differs by architecture: 25 MHz on gfx9 up to gfx90a
-# (MI200), 100 MHz from gfx940 (MI300) (llvm-project libc/src/time/gpu/time_utils.h; TransferBench and
-# RCCL read it from the device). The engine passes the device's hipDeviceAttributeWallClockRate as
-# -DWALL_CLOCK_KHZ (timer_options); without it the source does not compile, so no default can be wrong.
+# (MI200; 27 MHz on gfx900), 100 MHz on gfx94x (MI300) (runtime.wall_clock_khz_for_arch names the
+# sources). The engine passes the device's hipDeviceAttributeWallClockRate as -DWALL_CLOCK_KHZ
+# (timer_options); without it the source does not compile, so no default can be wrong.
 # hipRTC includes hip/hip_runtime.h itself; an offline hipcc needs HIP_OFFLINE_INCLUDE put first.
 HIP_OFFLINE_INCLUDE = "#include <hip/hip_runtime.h>\n"
 HIP_PRELUDE = r"""

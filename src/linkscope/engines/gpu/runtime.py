@@ -42,22 +42,38 @@ VENDOR_OF_PLATFORM = vendor_of_runtime()  # CuPy build -> vendor, from the platf
 
 WALL_CLOCK_KHZ_MI300 = 100_000
 WALL_CLOCK_KHZ_GFX9 = 25_000
+WALL_CLOCK_KHZ_VEGA10 = 27_000
 
 
 def wall_clock_khz_for_arch(gcn_arch: str) -> int:
     """The rate (kHz) ``wall_clock64()`` ticks at on an AMD architecture, for runtimes that do not
-    answer hipDeviceAttributeWallClockRate: 100 MHz on gfx940/941/942 (MI300) and on gfx10/11/12;
-    25 MHz on the other gfx9 parts up to gfx90a (MI200). Sources: llvm-project
-    libc/src/time/gpu/time_utils.h (the AMDGPU clock_freq table) and TransferBench
-    src/include/EnvVars.hpp:550-567 (wallClockPerDeviceMhz: gfx940/941/942 -> 100000, else 25000).
-    gfx950 (MI350) is taken as MI300's rate: a belief, not in either table.
+    answer hipDeviceAttributeWallClockRate (clr reads it from ROCr's
+    ``HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY`` and leaves 0 where that query fails: clr rocm-6.2.2
+    ``rocclr/device/rocm/rocdevice.cpp:1258-1264``; before ROCm 5.4 the attribute failed outright,
+    ROCm/hip#3099):
 
-    >>> wall_clock_khz_for_arch("gfx90a:sramecc+:xnack-"), wall_clock_khz_for_arch("gfx942")
-    (25000, 100000)
+    * 100 MHz: gfx940/941/942 (MI300) and gfx10/11/12. RCCL takes every ``gfx94*`` as 100 MHz
+      (rocm-5.7.0 ``src/init.cc:178-181``: ``gcnArch/10 == 94``; rocm-6.0.0 to rocm-6.2.2
+      ``src/misc/archinfo.cc:63-69``: prefix ``gfx94``), as does TransferBench
+      (``src/include/EnvVars.hpp:550-567``). LLVM libc's table first put gfx940 with the 25 MHz
+      parts (llvm-project ``libc/src/time/gpu/time_utils.h`` while it used ``namespace
+      __llvm_libc``, 2023: ``__gfx940__`` listed with gfx900-gfx90c) and later moved gfx940/941/942
+      to 100 MHz (same file under ``LIBC_NAMESPACE``, beside ``__GFX10__``..``__GFX12__``); it now
+      has no table (the runtime sets ``__llvm_libc_clock_freq``; commit 2744685e). The LLVM release
+      tags of the two table versions were not read (the repository is too large to fetch here).
+      gfx950 (MI350) is taken as 100 MHz: a belief.
+    * 27 MHz: gfx900 (Vega 10): the LLVM table's comment ("Vega 10 ... is actually 27 Mhz") and
+      ROCm/hip#3099 (gfx900, ROCm 5.3: 27000 kHz expected from the attribute).
+    * 25 MHz: the other gfx9 parts up to gfx90a (MI200).
+
+    >>> [wall_clock_khz_for_arch(a) for a in ("gfx90a:sramecc+:xnack-", "gfx942", "gfx900")]
+    [25000, 100000, 27000]
     """
     arch = (gcn_arch or "").split(":")[0].strip().lower()
     if arch in ("gfx940", "gfx941", "gfx942", "gfx950") or arch.startswith(("gfx10", "gfx11", "gfx12")):
         return WALL_CLOCK_KHZ_MI300
+    if arch == "gfx900":
+        return WALL_CLOCK_KHZ_VEGA10
     if arch.startswith("gfx9"):
         return WALL_CLOCK_KHZ_GFX9
     raise MeasurementError(f"the wall-clock rate of AMD architecture {gcn_arch!r} is not known and the HIP "
