@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.findings import CONCURRENT_PATTERNS
+from ..patterns.methods import latency_timing
+from ..results.findings import AGGREGATE_RATE, AGGREGATE_RATE_MEANING, CONCURRENT_PATTERNS
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import plots
@@ -231,8 +232,8 @@ def _panel(record: RunRecord, label: str, method: str, direction: str, size: int
         title = f"{label}: {method}{'' if 'latency' in method else ' latency'}{size_text}"
         quantity, unit = "latency", "µs"
     word = "simulated by the fabric model" if simulated else "median over repetitions"
-    unit_text = ("GB/s, total of both directions of the pair (the console's 'total of both directions')" if total
-                 else "GB/s, per direction" if what == "bandwidth" else "µs, one way")
+    unit_text = ("GB/s, pair total (both directions)" if total
+                 else "GB/s, per direction" if what == "bandwidth" else f"µs, {latency_timing(method.split()[0])}")
     caption = (f"{word.capitalize()} ({unit_text}); one colour scale for every {unit} matrix of the report; "
                "grey cells are not measured: N/A, waived (the pattern does not apply) or error.")
     return HeatPanel(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", title, caption, tuple(names),
@@ -633,7 +634,7 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     all_sim = all(t.simulated for t in shown)
     word = "simulated" if all_sim else "measured" if not any(t.simulated for t in shown) else "measured or simulated"
     total = [t.total_gb_per_s for t in shown if t.total_gb_per_s is not None]  # all of shown
-    ax.barh(y, total, 0.6, color="#2ca02c", label=f"{word} total")
+    ax.barh(y, total, 0.6, color="#2ca02c", label=f"{word} {AGGREGATE_RATE}")
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
@@ -646,17 +647,17 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     ax.set_yticks(y)
     ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{label} {t.method} {t.direction}" for label, t in rows],
                        fontsize=9)
-    ax.set_xlabel("aggregate GB/s")
+    ax.set_xlabel(f"{AGGREGATE_RATE} (GB/s)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     finite = [v for v in total + theo if not np.isnan(v)]
     ax.set_xlim(0, max(finite) * 1.2)
-    title = "Concurrent patterns: aggregate bandwidth"
+    title = f"Concurrent patterns: {AGGREGATE_RATE}"
     ax.set_title(title, fontsize=10)
     simulated = any(t.simulated for t in shown)
     if simulated and all(t.simulated for t in shown):
         plots.stamp_simulated(fig)
-    caption = "Sum over the transfers running at the same time (scope total), at each pattern's largest size."
+    caption = f"Each pattern's {AGGREGATE_RATE_MEANING}; at each pattern's largest size."
     return FigureItem("concurrency", "concurrency", title, caption, fig, simulated)
 
 

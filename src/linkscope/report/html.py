@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_files_atomic, write_text_atomic
+from ..results.findings import RATE_UNIT_NOTE
 from ..results.schema import RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import figures as F
@@ -156,7 +157,7 @@ def _totals_table(totals: list[F.PatternTotal]) -> str:
              _num(t.total_gb_per_s), _num(t.theoretical_gb_per_s), str(t.entries),
              f'<span class="{_e(t.status)}">{_e(t.status)}</span>' + (f" ({_e(t.reason)})" if t.reason else "")]
             for t in totals]
-    return _table(["run", "pattern", "method", "direction", "size", "total (GB/s)", "theoretical (GB/s)", "sizes",
+    return _table(["run", "pattern", "method", "direction", "size", "aggregate rate (GB/s)", "theoretical (GB/s)", "sizes",
                    "status"], rows, numeric=(5, 6, 7))
 
 
@@ -326,7 +327,7 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>linkscope report</title>", f"<style>{_CSS}</style></head><body>",
            f"<header><h1>linkscope report</h1><p>{len(records)} run(s) · generated {now} · "
-           "GB/s = 10<sup>9</sup> B/s per direction unless marked bidir</p></header><main>"]
+           f"{_e(RATE_UNIT_NOTE)}</p></header><main>"]
     if simulated:
         out.append(f'<div class="banner" id="simulated-banner">SIMULATED: the numbers of {_e(", ".join(simulated))} '
                    "come from the fabric model, not from hardware.</div>")
