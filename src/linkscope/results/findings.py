@@ -198,8 +198,10 @@ def _gpu_span(gpus: Iterable[int]) -> str:
 def _group_parts(flows: list[Measurement], totals: list[Measurement], pattern: str) -> tuple[float | None, float | None, list[int]]:
     """(sum of the flows' median rates, median aggregate rate, GPUs) of one concurrent group."""
     gpus = [e for m in flows for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)]
-    flow_sum = sum(m.bandwidth.median for m in flows) if flows else None  # type: ignore[union-attr]
-    aggregate = statistics.median(m.bandwidth.median for m in totals) if totals else None  # type: ignore[union-attr]
+    flow_rates = [m.bandwidth.median for m in flows if m.bandwidth is not None]
+    total_rates = [m.bandwidth.median for m in totals if m.bandwidth is not None]
+    flow_sum = float(sum(flow_rates)) if flow_rates else None
+    aggregate = statistics.median(total_rates) if total_rates else None
     return flow_sum, aggregate, gpus
 
 
