@@ -33,7 +33,7 @@ except ImportError:  # older typer uses click itself
 
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
-from .keep import refuse_folder_names
+from .keep import refuse_folder_names, stdout_names
 from .signals import interrupt_name, stop_signals
 
 EXIT_OK = 0
@@ -199,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = ["--debug"] + [a for a in args[:cut] if a != "--debug"] + args[cut:]
     command = _command()
     try:
+        args = stdout_names(args)  # --json /dev/stdout is stdout, as '-' (cli/keep.py)
         refuse_folder_names(args)  # -o newdir/ names a folder, not a file (cli/keep.py)
         with stop_signals():  # SIGTERM / SIGHUP end the command as Ctrl-C does (cli/signals.py)
             result = command.main(args=args, prog_name="linkscope", standalone_mode=False)

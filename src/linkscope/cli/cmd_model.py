@@ -12,6 +12,7 @@ from ..patterns.methods import DEFAULT_METHOD
 from .common import (
     FROM_HELP,
     NIC_HELP,
+    STDOUT,
     check_paths,
     json_option,
     parse_gpu_list,
@@ -212,7 +213,7 @@ def calibrate_cmd(
     if result.check and result.check.n_compared:
         err.print(f"calibrated model vs measured: median |error| {result.check.median_abs_rel_error:.1%}, "
                   f"worst {result.check.worst_abs_rel_error:.1%} over {result.check.n_compared} entries", markup=False)
-    if output is not None:
+    if output is not None and str(output) != STDOUT:
         err.print(f"wrote {output}", markup=False)
     if json_path not in (None, "-"):
         write_json_output(json_path, json.dumps(result.as_dict(), indent=2))

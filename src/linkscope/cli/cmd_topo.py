@@ -8,6 +8,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    STDOUT,
     check_output_dir,
     check_paths,
     json_option,
@@ -122,6 +123,8 @@ def register(app: typer.Typer) -> None:
                 io.save(topology, output)
             except OSError as exc:
                 raise write_error(output, exc) from exc
+            if str(output) == STDOUT:  # -o -: stdout holds the topology JSON alone
+                return
             stderr_console().print(f"wrote {output}", markup=False)
         if json_path is not None:
             if selected is not None:

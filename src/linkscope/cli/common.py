@@ -16,10 +16,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from ..atomic import STDOUT
 from ..errors import ConfigError, UserError
 from . import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 
-STDOUT = "-"
 #: What every command's --from accepts (discovery/auto resolves it).
 FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
              "(NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'.")
@@ -346,17 +346,27 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> lis
     return written
 
 
-def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None):
+def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None, stdout: Any = None):
     """The sweep's Checkpoint for ``--json`` / ``--csv`` files (stdout gets only the final record):
     each partial record is written atomically to the files' sidecars (``NAME.partial.json``) after
-    every finished step; a checkpoint that cannot be written is a note, never the end of the run."""
+    every finished step; a checkpoint that cannot be written is a note, never the end of the run.
+    ``-`` writes the complete record to ``stdout`` (default: ``sys.stdout`` at that time)."""
+    import sys
+
     from ..measure.sweep import Checkpoint
 
     paths = {"json_path": str(json_path) if json_path and str(json_path) != STDOUT else None,
              "csv_path": str(csv_path) if csv_path and str(csv_path) != STDOUT else None}
+    streams = {"json_path": STDOUT if json_path is not None and str(json_path) == STDOUT else None,
+               "csv_path": STDOUT if csv_path is not None and str(csv_path) == STDOUT else None}
     warned: list[str] = []
 
     def write(record) -> list[str]:
+        if record.complete and any(streams.values()):
+            import contextlib
+
+            with contextlib.redirect_stdout(stdout or sys.stdout):
+                write_outputs(record, **streams)
         if not any(paths.values()):
             return []
         try:
