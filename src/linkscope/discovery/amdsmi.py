@@ -286,7 +286,7 @@ def read_link_health(mod: Any, h: Any, xgmi_links: list[int] | None = None) -> d
     replay/recovery/NAK counters), and the xGMI error status (``amdsmi_gpu_xgmi_error_status``: 0 no
     errors, 1 an error, 2 several; a GPU-wide status, kept as ``xgmi_error`` on every active link) for
     the active xGMI links ``xgmi_links`` (the counter source's link indices)."""
-    from .sysfs import GT_OF_GEN
+    from ..topology.pcie import GT_OF_GEN
 
     gen_of_mt = {int(gt * 1000): gen for gen, gt in GT_OF_GEN.items()}
     errors: dict[str, str] = {}

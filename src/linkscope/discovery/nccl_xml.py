@@ -26,9 +26,10 @@ from xml.etree.ElementTree import Element, SubElement, indent, tostring
 
 from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from ..topology.pcie import GT_OF_GEN, pcie_gb_per_s, pcie_generation
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S
 from .nvml import NVLINK_DATASHEET_GB_PER_S
-from .sysfs import GT_OF_GEN, MAX_CPUS, VENDORS, normalise_bdf, parse_cpulist, pcie_gb_per_s, pcie_generation
+from .sysfs import MAX_CPUS, VENDORS, normalise_bdf, parse_cpulist
 from .xmlfile import attr_int
 
 NCCL_TOPO_XML_VERSION = 1

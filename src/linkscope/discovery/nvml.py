@@ -35,9 +35,10 @@ from typing import Any
 
 from ..errors import BackendUnavailable
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from ..topology.pcie import GT_OF_GEN, pcie_gb_per_s, pcie_generation
 from .base import Availability
 from .merge import GpuPart, assemble
-from .sysfs import GT_OF_GEN, normalise_bdf, pcie_gb_per_s, pcie_generation
+from .sysfs import normalise_bdf
 
 FACTS_FORMAT = "linkscope.nvml-facts"
 FACTS_VERSION = 1

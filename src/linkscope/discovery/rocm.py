@@ -34,9 +34,10 @@ from typing import Any
 
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
+from ..topology.pcie import pcie_gb_per_s, pcie_generation
 from .base import Availability
 from .merge import GpuPart, assemble
-from .sysfs import normalise_bdf, pcie_gb_per_s, pcie_generation
+from .sysfs import normalise_bdf
 
 XGMI_MI200_GB_PER_S = 50.0
 MI250X_CPU_GCD_GB_PER_S = 36.0

@@ -17,8 +17,8 @@ What is read:
 * ``/sys/devices/system/node/node<N>/cpulist`` and ``meminfo``; ``/sys/devices/system/cpu/cpu<N>/topology/
   physical_package_id`` for the socket.
 
-PCIe rate per direction = GT/s × lanes × encoding / 8 (8b/10b up to 5 GT/s, 128b/130b for 8–32 GT/s,
-242/256 FLIT for 64 GT/s), e.g. Gen4 x16 = 31.508 GB/s, as hwloc reports it.
+PCIe rate per direction: ``topology.pcie`` (GT/s × lanes × encoding / 8), e.g. Gen4 x16 = 31.508 GB/s,
+as hwloc reports it.
 
 Model built from the tree (``build_host``): one ``host_bridge`` per root bus (``pciDDDD:BB``, the
 root ports folded into it), one ``pcie_switch`` per switch upstream port (its downstream ports
@@ -37,6 +37,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance
+from ..topology.pcie import pcie_gb_per_s, pcie_generation
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S, UPI_GB_PER_S
 from .base import Availability
 
@@ -57,8 +58,6 @@ VENDORS = {
     "0x10b5": "broadcom", "0x1000": "broadcom", "0x14e4": "broadcom", "0x11f8": "microchip",
     "0x17cb": "hpe", "0x1d9b": "hpe",
 }
-_GEN_OF_GT = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
-GT_OF_GEN = {gen: gt for gt, gen in _GEN_OF_GT.items()}  # PCIe generation -> GT/s per lane
 
 
 def normalise_bdf(text: str) -> str:
@@ -71,28 +70,6 @@ def normalise_bdf(text: str) -> str:
         return text
     domain = parts[0][-4:].rjust(4, "0") if int(parts[0] or "0", 16) < 0x10000 else parts[0]
     return f"{domain}:{parts[1]}:{parts[2]}"
-
-
-def pcie_gb_per_s(speed_gt_per_s: float, width: int) -> float:
-    """Per-direction payload rate of a PCIe link in GB/s (line encoding included, protocol overhead not)."""
-    if speed_gt_per_s <= 5.0:
-        encoding = 8 / 10
-    elif speed_gt_per_s >= 64.0:
-        encoding = 242 / 256
-    else:
-        encoding = 128 / 130
-    return round(speed_gt_per_s * width * encoding / 8, 3)
-
-
-def pcie_gen_gb_per_s(generation: int, width: int) -> float | None:
-    """Per-direction payload rate (as ``pcie_gb_per_s``) of a link given by generation and width."""
-    gt = GT_OF_GEN.get(int(generation))
-    return pcie_gb_per_s(gt, int(width)) if gt else None
-
-
-def pcie_generation(speed_gt_per_s: float, width: int) -> str:
-    gen = _GEN_OF_GT.get(float(speed_gt_per_s))
-    return f"PCIe Gen{gen} x{width}" if gen else f"PCIe {speed_gt_per_s:g} GT/s x{width}"
 
 
 MAX_CPUS = 65536

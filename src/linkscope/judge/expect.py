@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeGuard
 
+import numpy as np
+
 from ..errors import LinkscopeError, TopologyError
 from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
@@ -46,6 +48,7 @@ from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
 from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
+from ..topology.gpufacts import facts_of_device, no_facts_reason
 from ..topology.model import Topology
 from ..units import format_size
 from .verdict import Alternative, Expectation, Judgement, Thresholds, decide
@@ -330,6 +333,12 @@ class Judge:
 
     def _copy(self, m: Measurement, method: str) -> Expectation:
         flows, target = self._transfers(m)
+        if method == LOCAL.key:  # the device's memory is the bound: only the GPU model's facts say what it is
+            for x, _ in flows:
+                device = self.fabric.gpu(x)
+                if facts_of_device(device) is None and "memory_bw_gb_per_s" not in (device.attributes or {}) \
+                        and self.fabric.params.is_default("device_memory_bw_gb_per_s"):
+                    return Expectation(note=no_facts_reason(device.name))
         declared_off = (m.extra or {}).get("peer_access") is False
         if method == CE_NOPEER.key and declared_off and all(
                 _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
@@ -406,6 +415,10 @@ class Judge:
                 and self.fabric.peer_access(a, b) is None:
             method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
         size = max(int(m.size_bytes), 1)
+        if kind != "copy":
+            unknown = self._latency_without_facts(a, b)
+            if unknown:
+                return Expectation(unit="us", note=unknown)
 
         def value(model: FabricModel, how: str | None = method) -> float:
             return model.latency_us(kind, a, b, method=how, size_bytes=size)
@@ -419,6 +432,25 @@ class Judge:
                                         "no-peer-access"),)
         detail = f"{kind} {method}" if method else kind
         return Expectation("us", None, value(self.fabric), calibrated, route, detail, alternatives)
+
+
+    def _latency_without_facts(self, a: Any, b: Any) -> str:
+        """"no facts for GPU model X" when a pointer-chase or flag latency would rest on the default hop
+        latency alone: a GPU end whose model the facts table does not know, no latency on any link of
+        the route, and no hop latency set by the topology, a calibration or the user ("" otherwise)."""
+        if not self.fabric.params.is_default("hop_latency_us"):
+            return ""
+        ends = [self.fabric.gpu(e) if _is_gpu(e) else self.fabric.router.local_cpu(self.fabric.gpu(b if e == a else a))
+                for e in (a, b)]
+        unknown = [d for d in ends if d.is_gpu and facts_of_device(d) is None]
+        if not unknown:
+            return ""
+        graph = self.fabric.graph
+        for x, y in ((ends[0], ends[1]), (ends[1], ends[0])):
+            edges = self.fabric.router.path(x.id, y.id)
+            if edges.size and not bool(np.isnan(graph.edge_latency_us[edges]).all()):
+                return ""
+        return no_facts_reason(unknown[0].name)
 
 
 def _op(m: Measurement) -> str:

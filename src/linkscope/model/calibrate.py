@@ -334,12 +334,12 @@ def _fit_latency_bases(model: FabricModel, record: RunRecord, fitted: dict[str, 
     overstate this machine: they are scaled down (returned factor) so the round trip fits with a zero
     base. The bases are then the measured medians minus the (scaled) route part, over the pairs."""
     samples: dict[str, list[tuple[float, float]]] = {}
-    for kind, key in _LATENCY_BASES.items():
+    for kind in _LATENCY_BASES:
         for m in record.measurements:
             if m.method != kind or not m.ok or m.latency is None:
                 continue
             try:
-                route_part = model.latency_us(kind, m.src, m.dst) - model.params[key]
+                route_part = model.latency_us(kind, m.src, m.dst) - model.latency_base_us(kind, m.src)
             except UserError:
                 continue
             samples.setdefault(kind, []).append((m.latency.median, route_part))

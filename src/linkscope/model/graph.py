@@ -7,8 +7,14 @@ the edges the model has two more kinds of shared resource:
 * host memory of each CPU / NUMA node (``memory_bw_gb_per_s`` of the CPU device, else the
   ``host_memory_bw_gb_per_s`` parameter): device-to-host writes and host-to-device reads both
   consume it;
-* device memory of each GPU (``attributes["memory_bw_gb_per_s"]``, else
-  ``device_memory_bw_gb_per_s``), used by ``local`` copies (read and write).
+* device memory of each GPU (``attributes["memory_bw_gb_per_s"]``, else a ``device_memory_bw_gb_per_s``
+  set by the topology, a calibration or the user, else the GPU model's facts (``topology.gpufacts``:
+  twice its device-local copy, read + write), else the ``device_memory_bw_gb_per_s`` default), used by
+  ``local`` copies (read and write).
+
+Latency of a link without ``latency_us``: ``hop_latency_us`` where set by a topology, calibration or
+user; else, for an NVLink between a GPU and an NVSwitch, the GPU model's measured remote read split
+over its four hops (``GpuFacts.nvswitch_hop_latency_us``); else the ``hop_latency_us`` default.
 
 Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then device memories (one per GPU).
 """
@@ -18,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..topology.gpufacts import facts_of_device
 from ..topology.model import DeviceKind, Link, LinkKind, Topology
 from .params import LINK_KINDS, ModelParams
 
@@ -136,8 +143,22 @@ class FabricGraph:
         return out
 
     def edge_latency(self, params: ModelParams) -> np.ndarray:
-        """Latency per directed edge in µs (the hop default where the link does not say)."""
-        return np.where(np.isnan(self.edge_latency_us), float(params["hop_latency_us"]), self.edge_latency_us)
+        """Latency per directed edge in µs where the link does not say: the set ``hop_latency_us``, else the
+        GPU model's NVSwitch hop (facts), else the ``hop_latency_us`` default (module docstring)."""
+        default = np.full(self.n_edges, float(params["hop_latency_us"]))
+        if params.is_default("hop_latency_us"):
+            by_id = self.topology.by_id
+            for i, link in enumerate(self.topology.links):
+                if link.latency_us is not None or link.kind is not LinkKind.NVLINK:
+                    continue
+                ends = (by_id[link.a], by_id[link.b])
+                if {d.kind for d in ends} != {DeviceKind.GPU, DeviceKind.NVSWITCH}:
+                    continue
+                facts = facts_of_device(ends[0] if ends[0].kind is DeviceKind.GPU else ends[1])
+                hop = facts.nvswitch_hop_latency_us if facts is not None else None
+                if hop is not None:
+                    default[2 * i] = default[2 * i + 1] = hop
+        return np.where(np.isnan(self.edge_latency_us), default, self.edge_latency_us)
 
     def capacities(self, params: ModelParams) -> np.ndarray:
         """Effective capacity (GB/s) of every resource: edges, host memories, device memories."""
@@ -145,9 +166,16 @@ class FabricGraph:
         by_id = self.topology.by_id
         host = [by_id[c].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
         dev = []
+        fallback = float(params["device_memory_bw_gb_per_s"])
+        use_facts = params.is_default("device_memory_bw_gb_per_s")
         for g in self.gpu_ids:
             value = by_id[g].attributes.get("memory_bw_gb_per_s") if by_id[g].attributes else None
-            dev.append(float(value) if isinstance(value, (int, float)) and value > 0 else float(params["device_memory_bw_gb_per_s"]))
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                dev.append(float(value))
+                continue
+            facts = facts_of_device(by_id[g]) if use_facts else None
+            copy_gb_per_s = facts.copy_memory_gb_per_s if facts is not None else None
+            dev.append(copy_gb_per_s if copy_gb_per_s else fallback)
         return np.concatenate([edges, np.asarray(host, dtype=float), np.asarray(dev, dtype=float)])
 
     def degree(self, device_id: str) -> int:

@@ -31,7 +31,9 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 * ``engine_cap_gb_per_s.<vendor>``: a copy/DMA engine's per-transfer cap (AMD SDMA); absent = no cap.
   Applies to copy-engine methods (ce, ce-read, ce-write, ce-nopeer, h2d, d2h, staged*).
 * ``overhead_us.<method>``: per-transfer software overhead (API call, launch, completion).
-* ``hop_latency_us``: latency of a hop whose link has no ``latency_us``.
+* ``hop_latency_us``: latency of a hop whose link has no ``latency_us``. While it holds its default, a
+  GPU-NVSwitch NVLink of a GPU model whose facts give a measured remote read takes that model's hop
+  instead (``topology.gpufacts``, ``model.graph``).
 * ``host_memory_bw_gb_per_s``: host memory bandwidth of a CPU/NUMA node without ``memory_bw_gb_per_s``.
 * ``host_memcpy_gb_per_s.h2d`` / ``host_memcpy_gb_per_s.d2h``: the host's one-thread copy rate between
   a pageable buffer and the driver's pinned staging buffer, per direction (a machine fact of the socket:
@@ -42,12 +44,16 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
 * ``host_cache_bytes``, ``host_copy_cache_speedup``: a pageable source of at most ``host_cache_bytes``
   stays in the host's caches between copies, and the host-to-device staging copy then reads it
   ``host_copy_cache_speedup`` times faster than from DRAM (``host_copies``, fact 5).
-* ``device_memory_bw_gb_per_s``: GPU memory bandwidth for ``local`` copies (read + write share it).
+* ``device_memory_bw_gb_per_s``: GPU memory bandwidth for ``local`` copies (read + write share it). While
+  it holds its default, a GPU whose model is in the facts table (``topology.gpufacts``) uses that model's
+  figure (twice its device-local copy); a GPU the table does not know keeps this default.
 * ``p2p_transit_efficiency.<kind>`` (pcie_switch, host_bridge, cpu, upi): per-transfer factor for
   a GPU peer copy over PCIe for each device of that kind it passes through (and each socket link it
   crosses): peer traffic through a root complex or across sockets is forwarded worse than through a
   switch.
-* ``remote_read_base_us``, ``flag_base_us``: fixed parts of the pointer-chase and flag ping-pong latencies.
+* ``remote_read_base_us``, ``flag_base_us``: fixed parts of the pointer-chase and flag ping-pong latencies;
+  while ``flag_base_us`` holds its default, a GPU model with a measured flag ping-pong in the facts table
+  uses its own (``GpuFacts.flag_base_us``).
 * ``pcie_duplex_efficiency_down``, ``pcie_duplex_efficiency_up``: the share of its capacity the
   host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
   keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:

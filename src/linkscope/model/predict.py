@@ -45,6 +45,7 @@ from ..errors import ConfigError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
+from ..topology.gpufacts import facts_of_device
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, DeviceKind, LinkKind, Topology
 from .contention import FlowProblem, SimResult, simulate
@@ -553,8 +554,20 @@ class FabricModel:
         one_way = self._lat(self._path(ends[0], ends[1])) * 1e6
         if kind == "remote-read":
             back = self._lat(self._path(ends[1], ends[0])) * 1e6
-            return self.params["remote_read_base_us"] + one_way + back
-        return self.params["flag_base_us"] + one_way
+            return self.latency_base_us(kind, src) + one_way + back
+        return self.latency_base_us(kind, src) + one_way
+
+    def latency_base_us(self, kind: str, src: int | str) -> float:
+        """Fixed part of a ``remote-read`` or ``flag-pingpong`` latency from ``src``: the parameter
+        (``remote_read_base_us`` / ``flag_base_us``) where a topology, calibration or user set it, else
+        for a flag the GPU model's (``GpuFacts.flag_base_us``, measured per model), else the default."""
+        key = "remote_read_base_us" if kind == "remote-read" else "flag_base_us"
+        if kind == "flag-pingpong" and src != HOST and self.params.is_default(key):
+            facts = facts_of_device(self.gpu(src))
+            base = facts.flag_base_us if facts is not None else None
+            if base is not None:
+                return base
+        return self.params[key]
 
 
 def predict(topology: Topology, plan: TransferPlan | Iterable[Transfer | Sequence], method: str | None = None, *,

@@ -485,7 +485,7 @@ def _pcie_findings(record: RunRecord) -> list[str]:
     """Is each GPU's PCIe link at the generation and width it could have? (NVML's current vs maximum,
     read at discovery and, in a survey, again right after the host copies, when an idle GPU's
     power-saving lower generation has gone back up.)"""
-    from ..discovery.sysfs import pcie_gen_gb_per_s
+    from ..topology.pcie import pcie_gen_gb_per_s
 
     states = _gpu_pcie_states(record)
     if not states:

@@ -1,0 +1,55 @@
+"""The twin reads per-GPU facts (topology.gpufacts): device-local copies, NVSwitch hop latency, flag base."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from linkscope.model.predict import FabricModel
+from linkscope.topology.gpufacts import gpu_facts
+from linkscope.topology.presets import load_preset
+
+MiB = 2**20
+
+
+def _renamed(topology, name: str):
+    return topology.replace(devices=tuple(replace(d, name=name) if d.is_gpu else d for d in topology.devices))
+
+
+def _local_gb_per_s(topology, size_bytes: int = 512 * MiB) -> float:
+    return FabricModel(topology).predict([(0, 0, size_bytes)], "local")[0].gb_per_s
+
+
+def test_device_local_copy_follows_the_gpu_model() -> None:
+    h200 = load_preset("hgx-h200-4")
+    assert _local_gb_per_s(h200) == pytest.approx(2080, rel=0.03)  # measured 2078-2085 (nvbandwidth, 4 x H200)
+    k80 = load_preset("k80-16")
+    facts = gpu_facts("Tesla K80")
+    assert facts is not None and facts.memory_bw_gb_per_s is not None
+    assert _local_gb_per_s(k80) < facts.memory_bw_gb_per_s / 2  # read + write share the 240 GB/s
+    assert _local_gb_per_s(_renamed(h200, "NVIDIA H100 80GB HBM3")) == pytest.approx(1490, rel=0.03)
+
+
+def test_calibrated_or_stated_memory_bandwidth_wins_over_the_facts() -> None:
+    h200 = load_preset("hgx-h200-4")
+    model = FabricModel(h200, {"device_memory_bw_gb_per_s": 3000.0})
+    assert model.predict([(0, 0, 512 * MiB)], "local")[0].gb_per_s == pytest.approx(1500, rel=0.02)
+
+
+def test_unknown_model_keeps_the_default_and_facts_set_latencies() -> None:
+    h200 = load_preset("hgx-h200-4")
+    unknown = _renamed(h200, "Mystery GPU 9000")
+    assert _local_gb_per_s(unknown) == pytest.approx(1500, rel=0.03)  # the 3000 GB/s default, not a borrowed figure
+
+
+def test_latencies_on_a_discovered_style_topology_use_the_facts() -> None:
+    """Links without latency_us (as NVML discovery gives them): remote read and flag from the model's facts."""
+    h200 = load_preset("hgx-h200-4")
+    bare = h200.replace(links=tuple(replace(link, latency_us=None) for link in h200.links))
+    model = FabricModel(bare)
+    assert model.latency_us("remote-read", 0, 1) == pytest.approx(0.828, rel=0.02)  # measured 0.824-0.853
+    assert model.latency_us("flag-pingpong", 0, 1) == pytest.approx(0.66, rel=0.02)  # measured 0.59-0.73
+    h100 = FabricModel(_renamed(bare, "NVIDIA H100 80GB HBM3"))
+    assert h100.latency_us("flag-pingpong", 0, 1) == pytest.approx(0.86, rel=0.02)  # measured 0.84-0.88
+    unknown = FabricModel(_renamed(bare, "Mystery GPU 9000"))
+    assert unknown.latency_us("remote-read", 0, 1) == pytest.approx(4 * 0.3)  # the hop default: nothing borrowed
