@@ -196,14 +196,19 @@ def test_non_uniform_states_the_spread_the_links_predict_and_the_engine_cap():
     assert "(4.0x), measured 4.0x, as predicted" in line and "capped" not in line
 
 
-def test_device_local_copy_is_measured_against_this_gpus_memory_not_stated_bare():
-    local = [bw(g, g, 110.0, pattern="local", theo=None) for g in (0, 1)]
-    r = record(*local).with_(topology=_topo((0, "nvidia"), (1, "nvidia"), attrs={"memory_bw_gb_per_s": 240.0}))
-    line = next(t for t in findings(r) if t.startswith("Host"))
-    assert "device-local copy 110.0 GB/s (92% of 120.0 GB/s, half the memory bandwidth" in line
-    sim = record(*local, provenance=RunProvenance.SIMULATED).with_(topology=_topo((0, "nvidia"), (1, "nvidia")))
+def test_device_local_copy_is_measured_against_this_gpu_models_facts_not_stated_bare():
+    from linkscope.topology.gpufacts import gpu_facts
+
+    local = [bw(g, g, 100.0, pattern="local", theo=None) for g in (0, 1)]
+    topo = {"devices": [{"kind": "gpu", "index": g, "vendor": "nvidia", "name": "Tesla K80"} for g in (0, 1)]}
+    line = next(t for t in findings(record(*local).with_(topology=topo)) if t.startswith("Host"))
+    k80 = gpu_facts("Tesla K80")
+    assert k80 is not None and k80.local_copy_gb_per_s
+    assert f"device-local copy 100.0 GB/s ({100 / k80.local_copy_gb_per_s:.0%} of the {k80.local_copy_gb_per_s:.1f} GB/s" in line
+    unknown = {"devices": [{"kind": "gpu", "index": g, "vendor": "nvidia", "name": "Mystery GPU"} for g in (0, 1)]}
+    sim = record(*local, provenance=RunProvenance.SIMULATED).with_(topology=unknown)
     line = next(t for t in findings(sim) if t.startswith("Host"))
-    assert "the model's default memory bandwidth" in line
+    assert "the model's default memory bandwidth: no facts for GPU model 'Mystery GPU'" in line
 
 
 def test_latency_names_a_round_trip_and_a_one_way_time():

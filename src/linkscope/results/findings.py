@@ -381,26 +381,29 @@ def _per_gpu(ms: Iterable[Measurement], *, latency: bool = False) -> dict[int, M
 HOST_LINES = ((H2D.key, "pinned h2d"), (D2H.key, "pinned d2h"), (H2D_PAGEABLE.key, "pageable h2d"), (D2H_PAGEABLE.key, "pageable d2h"))
 
 
-def _gpu_memory_bw(record: RunRecord) -> dict[int, float]:
-    """GPU index -> memory bandwidth (GB/s) of the embedded topology's GPUs that state one."""
-    out: dict[int, float] = {}
-    for d in (record.topology or {}).get("devices", []):
-        attrs = (d.get("attributes") or {}) if isinstance(d, dict) else {}
-        value = attrs.get("memory_bw_gb_per_s")
-        if d.get("kind") == "gpu" and isinstance(d.get("index"), int) and isinstance(value, (int, float)) and value > 0:
-            out[d["index"]] = float(value)
-    return out
+def _gpu_names(record: RunRecord) -> set[str]:
+    """Product names of the embedded topology's GPUs."""
+    return {str(d.get("name") or "") for d in (record.topology or {}).get("devices", [])
+            if isinstance(d, dict) and d.get("kind") == "gpu"}
 
 
 def _local_copy_note(record: RunRecord, median_gb_per_s: float) -> str:
-    """What a device-local copy rate is measured against: half the GPU's memory bandwidth (a copy reads
-    and writes every byte); a simulated one without that fact used the model's default, and says so."""
-    mem = _gpu_memory_bw(record)
-    if mem:
-        bound = statistics.median(mem.values()) / 2
-        return f" ({_pct(median_gb_per_s / bound)} of {_gb(bound)}, half the memory bandwidth: a copy reads and writes)"
+    """A device-local copy rate against what this GPU model reaches (the facts table,
+    ``topology.gpufacts``: measured or assumed, it says which); a GPU model without facts says so, and
+    a simulated run then used the model's default memory bandwidth."""
+    from ..topology.gpufacts import gpu_facts, no_facts_reason
+
+    names = _gpu_names(record)
+    facts = {gpu_facts(n) for n in names}
+    if len(facts) == 1 and None not in facts:
+        row = next(iter(facts))
+        if row is not None and row.local_copy_gb_per_s:
+            return (f" ({_pct(median_gb_per_s / row.local_copy_gb_per_s)} of the {_gb(row.local_copy_gb_per_s)} "
+                    f"listed for {row.name}, {row.local_copy_provenance})")
     if record.provenance is RunProvenance.SIMULATED:
-        return " (the model's default memory bandwidth: the topology gives none for this GPU)"
+        unknown = sorted(n for n in names if gpu_facts(n) is None)
+        why = no_facts_reason(unknown[0]) if unknown else "the GPUs differ"
+        return f" (the model's default memory bandwidth: {why})"
     return ""
 
 
