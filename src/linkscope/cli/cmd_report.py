@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
         from ..results.io import load
 
         check_paths(inputs={"RUN.json": list(runs)}, outputs={"--output": output}, output_dirs={"--png": png})
-        records = [load(path) for path in runs]
+        from ..judge.headline import with_verdict
+
+        records = [with_verdict(load(path)) for path in runs]  # the verdict the report opens with
         err = stderr_console()
         for path, record in zip(runs, records):
             if not record.measurements:

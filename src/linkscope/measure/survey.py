@@ -288,7 +288,9 @@ def run_survey(
         diag_extra, diag_lines = diagnostics.finish(record)
         record = record.with_(extra={**dict(record.extra), **diag_extra})
         found = (*found, *diag_lines)
-    return record.with_(findings=found)
+    from ..judge.headline import with_verdict  # the run's verdict, which the report opens with
+
+    return with_verdict(record.with_(findings=found), topology)
 
 
 def _remeasure(engine: TransferEngine, topology: Topology, options: MeasureOptions, clock: Clock):

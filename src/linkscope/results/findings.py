@@ -181,6 +181,9 @@ def _alone(record: RunRecord, method: str) -> dict[tuple[int | str, int | str], 
     return out
 
 
+#: Where a run's verdict lives (``RunRecord.extra[VERDICT_KEY]``, made by ``judge.headline``, read by the report).
+VERDICT_KEY = "verdict"
+
 #: The one definition of a concurrent group's total, read by the findings, the report's tables and
 #: captions and the guide (tests/docs checks that the guide quotes it).
 AGGREGATE_RATE = "aggregate rate"
