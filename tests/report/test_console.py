@@ -185,3 +185,17 @@ def test_header_and_tables_use_one_wording_for_totals():
     assert f"* -> * {AGGREGATE_RATE}" in plain and RATE_UNIT_NOTE in plain.replace("\n", " ")
     page, _, _ = render_html([record])
     assert "unless marked bidir" not in page and RATE_UNIT_NOTE.replace("'", "&#x27;") in page
+
+
+def test_the_console_opens_with_the_verdict():
+    from pathlib import Path
+
+    from linkscope.judge.headline import with_verdict
+    from linkscope.results.io import load
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2-visits11-13" / "visit13" / "linkscope" / "survey.json"
+    record = with_verdict(load(fixture))
+    console = Console(record=True, width=200)
+    render_record(console, record)
+    plain = console.export_text()
+    assert plain.startswith(f"verdict: {record.extra['verdict']['line']}")

@@ -15,7 +15,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..results.findings import AGGREGATE_RATE, CONCURRENT_PATTERNS, RATE_UNIT_NOTE
+from ..results.findings import AGGREGATE_RATE, CONCURRENT_PATTERNS, RATE_UNIT_NOTE, VERDICT_KEY
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_rate, format_size
 
@@ -313,6 +313,12 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
                            style="bold reverse yellow"))
     if not record.complete:
         console.print(Text("INCOMPLETE: the run was interrupted; only what was measured is shown.", style="bold red"))
+    verdict = (record.extra or {}).get(VERDICT_KEY)
+    if isinstance(verdict, Mapping) and verdict.get("line"):  # the answer first (judge.headline), then the evidence
+        line = str(verdict["line"])
+        console.print(Text(f"verdict: {line}", style="bold green" if line.startswith("healthy") else "bold"))
+        for problem in verdict.get("problems") or []:
+            console.print(f"  ! {problem}", markup=False, highlight=False)
     bandwidth = [m for m in record.measurements if m.pattern != "latency"]
     latency = [m for m in record.measurements if m.pattern == "latency"]
     blocks = _blocks(bandwidth)
