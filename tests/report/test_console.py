@@ -193,7 +193,8 @@ def test_the_console_opens_with_the_verdict():
     from linkscope.judge.headline import with_verdict
     from linkscope.results.io import load
 
-    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2-visits11-13" / "visit13" / "linkscope" / "survey.json"
+    fixture = (Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2-visits11-13" / "visit13"
+               / "linkscope" / "survey.json")
     record = with_verdict(load(fixture))
     console = Console(record=True, width=200)
     render_record(console, record)
