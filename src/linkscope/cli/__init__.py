@@ -52,9 +52,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"linkscope {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
 ) -> None:
     """linkscope: topology, link bandwidth and latency, traffic mapping, counters."""
 

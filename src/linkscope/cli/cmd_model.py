@@ -206,8 +206,9 @@ def calibrate_cmd(
     for key, value in sorted(result.fitted.items()):
         err.print(f"fitted {key} = {value:.4g}", markup=False)
     if result.not_fitted:
-        err.print(f"not fitted ({len(result.not_fitted)}): " + "; ".join(f"{k}: {v}" for k, v in sorted(result.not_fitted.items())),
-                  markup=False)
+        err.print(f"not fitted ({len(result.not_fitted)}), one line each:", markup=False)
+        for key, why in sorted(result.not_fitted.items()):  # one per line: a 4,000-character line helped no one
+            err.print(f"  {key}: {why}", markup=False)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     if result.check and result.check.n_compared:

@@ -10,6 +10,7 @@ from .common import (
     FROM_HELP,
     check_backend,
     check_paths,
+    fallback_note_for,
     finish,
     interrupted,
     make_engine,
@@ -131,7 +132,8 @@ def register(app: typer.Typer) -> None:
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
         survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"))
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=backend in ("auto", "sim"),
+                                        fallback_note=fallback_note_for(backend))
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)
@@ -141,7 +143,7 @@ def register(app: typer.Typer) -> None:
                                        style="bold yellow")
             on_partial = partial_writer(json_path)
             try:
-                with progress_bar() as progress:
+                with progress_bar(unit="steps") as progress:
                     record = run_survey(engine, topology, survey_options, progress=progress,
                                         on_partial=on_partial, context=run_context(topology, engine),
                                         pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics)

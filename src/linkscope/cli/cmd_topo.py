@@ -99,7 +99,9 @@ def register(app: typer.Typer) -> None:
                        or (from_file is not None and not Path(from_file).is_dir())):
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
-        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover)
+        # the topology view prints the fallback note among the topology's notes: not twice
+        topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=live and not health, discover=discover,
+                                        fallback_note=None if json_path is None and output is None else "why")
         if health:
             _print_health(topology, from_file, sysfs_root, json_path, run, record)
             return
