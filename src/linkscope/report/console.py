@@ -218,8 +218,8 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
         theo = m.extra.get("theoretical_gb_per_s")
         rows.append([
             format_size(m.size_bytes),
-            f"{m.src} -> {m.dst}" + ("" if m.scope == "transfer" else f" {AGGREGATE_RATE}" if m.pattern in CONCURRENT_PATTERNS
-                                     else " pair total"),
+            f"{m.src} -> {m.dst}" + ("" if m.scope == "transfer" else " pair total" if m.extra.get("aggregate") == "pair"
+                                     else f" {AGGREGATE_RATE}"),
             _bw_cell(m),
             format_rate(theo) if theo else "",
             _eff_cell(m, shared=is_shared_flow(m) and (m.group is None or flows_in.get(m.group, 0) > 1)),
@@ -316,9 +316,9 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
     verdict = (record.extra or {}).get(VERDICT_KEY)
     if isinstance(verdict, Mapping) and verdict.get("line"):  # the answer first (judge.headline), then the evidence
         line = str(verdict["line"])
-        console.print(Text(f"verdict: {line}", style="bold green" if line.startswith("healthy") else "bold"))
+        console.print(Text(f"verdict: {line}", style="bold green" if line.startswith("healthy") else "bold"), soft_wrap=True)
         for problem in verdict.get("problems") or []:
-            console.print(f"  ! {problem}", markup=False, highlight=False)
+            console.print(f"  ! {problem}", markup=False, highlight=False, soft_wrap=True)
     bandwidth = [m for m in record.measurements if m.pattern != "latency"]
     latency = [m for m in record.measurements if m.pattern == "latency"]
     blocks = _blocks(bandwidth)
@@ -354,5 +354,5 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         console.print(LEGEND, style="dim")
     if show_findings and record.findings:
         console.print("[bold]findings:[/bold]")
-        for line in record.findings:
-            console.print(f"  - {line}", markup=False, highlight=False)
+        for line in record.findings:  # one line each, whatever the width: a finding is grepped, not read in a box
+            console.print(f"  - {line}", markup=False, highlight=False, soft_wrap=True)
