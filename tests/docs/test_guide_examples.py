@@ -169,7 +169,7 @@ def unsourced_numbers(text: str, sources: str) -> list[str]:
         if k in skip:
             continue
         for m in NUMBER.finditer(line):
-            number, unit = m.group(1), m.group(2)
+            number = m.group(1)
             quoted = re.compile(rf"(?<![\w.]){re.escape(number)}(?![\d])")
             if not quoted.search(sources):  # the number itself, not digits inside a longer one
                 out.append(f"{k + 1}: {m.group(0)}: {line.strip()[:120]}")
