@@ -54,3 +54,10 @@ def test_stdout_names_are_mapped_only_for_output_options():
     assert stdout_names(["topo", "-o=/dev/fd/1", "--", "cat", "--json", "/dev/stdout"]) == \
         ["topo", "-o=-", "--", "cat", "--json", "/dev/stdout"]
     assert stdout_alias("-") and stdout_alias("/proc/self/fd/1") and not stdout_alias("/tmp/x.json")
+
+
+def test_survey_to_stdout_writes_no_report_named_after_the_dash(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["survey", "--backend", "sim", "--preset", "hgx-h200-4", "--sizes", "1MiB", "-o", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "survey"
+    assert list(tmp_path.iterdir()) == []  # no '-.html', no '-'

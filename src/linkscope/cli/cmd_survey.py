@@ -8,6 +8,7 @@ import typer
 from ..errors import UserError
 from .common import (
     FROM_HELP,
+    STDOUT,
     check_backend,
     check_paths,
     fallback_note_for,
@@ -118,6 +119,8 @@ def register(app: typer.Typer) -> None:
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
 
         check_backend(backend)
+        if report is None and not no_report and str(output) == STDOUT:
+            no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
         if report is None and not no_report:
             report = output.with_suffix(".html")
             if report == output:
