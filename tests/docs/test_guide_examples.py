@@ -193,3 +193,14 @@ def test_a_number_without_a_source_is_found():
     assert unsourced_numbers(text, "nothing") == ["1: 12.5 GB/s: prose 12.5 GB/s here"]
     assert unsourced_numbers(text, "quoted 12.5 GB/s there") == []
     assert unsourced_numbers(text, "112.5 GB/s or 12.55 us") != []  # digits inside another number are no source
+
+
+def test_the_guide_quotes_the_one_definition_of_an_aggregate_rate():
+    """Issue 39: the guide said a total "sums several flows" (line 8) and "not a sum" (line 163); the
+    findings, the tables, the report caption and the guide now read one definition."""
+    from linkscope.report.figures import contention_figure  # noqa: F401  (the caption reads the same constant)
+    from linkscope.results.findings import AGGREGATE_RATE_MEANING
+
+    text = " ".join(GUIDE.read_text().split())
+    assert AGGREGATE_RATE_MEANING in text
+    assert "sums several flows" not in text
