@@ -102,3 +102,16 @@ def test_pcie_switch_layers_are_drawn_at_their_levels_and_the_legend_draws_width
     xgmi = [(text, lw) for colour, text, lw in link_legend(mi_edges) if text.startswith("xGMI")]
     assert len(xgmi) >= 2 and len({lw for _, lw in xgmi}) == len(xgmi)  # one width per entry, each its own
     assert line_width(200.0) > line_width(50.0)
+
+
+def test_overlapping_arcs_over_a_row_never_share_a_peak():
+    """Issue 39: the MI250X drawing's xGMI arcs of equal span lay on top of each other."""
+    from linkscope.report.topology_figure import arc_rises
+
+    spans = [(0.0, 1.0), (0.5, 1.5), (1.0, 2.0), (3.0, 4.0), (0.0, 1.0)]
+    rises = arc_rises(spans)
+    for i, (a, ra) in enumerate(zip(spans, rises)):
+        for b, rb in zip(spans[i + 1:], rises[i + 1:]):
+            if min(a[1], b[1]) > max(a[0], b[0]):  # the spans overlap
+                assert abs(ra - rb) >= 0.03
+    assert rises[3] == rises[0]  # a span apart from the others keeps its natural height

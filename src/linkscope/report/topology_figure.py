@@ -263,6 +263,22 @@ def line_width(capacity_gb_per_s: float, thin: float = 1.0) -> float:
     return thin * (0.4 + 0.55 * math.log2(max(capacity_gb_per_s, 1.0)))  # 8 GB/s 2.0 pt, 50 GB/s 3.5, 200 GB/s 4.6
 
 
+def arc_rises(spans: Sequence[tuple[float, float]]) -> list[float]:
+    """Height (inches) of each arc drawn over a row between x0 and x1: wider spans rise higher, and an
+    arc whose span overlaps another's at the same height rises one step more, so no two overlapping
+    arcs share a peak (MI250X: eight GCDs, 16 xGMI arcs drew on top of each other)."""
+    out: list[float] = []
+    placed: list[tuple[float, float, float]] = []  # (left, right, rise)
+    for x0, x1 in spans:
+        left, right = min(x0, x1), max(x0, x1)
+        rise = min(0.12 + 0.11 * (right - left), ROW_IN * 0.75)
+        while any(abs(r - rise) < 0.03 and lo < right and left < hi for lo, hi, r in placed):
+            rise += 0.06
+        placed.append((left, right, rise))
+        out.append(rise)
+    return out
+
+
 def _rate_text(gb_per_s: float) -> str:
     return f"{gb_per_s:.0f}" if gb_per_s >= 100 else f"{gb_per_s:.3g}"
 
@@ -306,7 +322,7 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
     gpu_row_on_top = bool(gpus) and not any(d.kind.value == "nvswitch" for d in devices)
     if gpu_row_on_top and any(abs(pos[e.a][1] - pos[e.b][1]) < 1e-6 and by_id[e.a].kind.value == "gpu"
                               for e in edges if e.a in pos and e.b in pos):
-        top_in += ROW_IN * 0.75  # room for the arcs over the GPU row
+        top_in += ROW_IN * 0.75 + 0.06 * len(edges) ** 0.5  # room for the arcs over the GPU row, stacked
     fig_w, fig_h = max(width_in, 6.5), height_in + bottom_in + top_in + 0.45
     fig = plots.new_figure(fig_w, fig_h)
     fig.set_layout_engine(None)
@@ -323,6 +339,8 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
         alpha = 0.55 if kind in ("pcie", "network") else 0.8
         dash = "dashed" if kind == "network" else "solid"
         straight, widths = [], []
+        in_row = [e for e in mine if abs(pos[e.a][1] - pos[e.b][1]) <= 1e-6]
+        rises = dict(zip(map(id, in_row), arc_rises([(pos[e.a][0], pos[e.b][0]) for e in in_row])))
         for e in mine:
             (x0, y0), (x1, y1) = pos[e.a], pos[e.b]
             lw = line_width(e.capacity_gb_per_s, thin)
@@ -331,7 +349,7 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
                 widths.append(lw)
                 continue
             # over the row: labels sit under their devices, so an arc above them crosses no text
-            rise = min(0.12 + 0.11 * abs(x1 - x0), ROW_IN * 0.75)
+            rise = rises[id(e)]
             arc = Path([(x0, y0), ((x0 + x1) / 2, y0 + 2 * rise), (x1, y1)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
             ax.add_patch(PathPatch(arc, fill=False, edgecolor=colour, lw=lw, alpha=alpha, zorder=1, linestyle=dash))
         ax.add_collection(LineCollection(straight, colors=colour, linewidths=widths, alpha=alpha, zorder=1, linestyles=dash))
