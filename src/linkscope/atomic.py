@@ -8,6 +8,9 @@
   the target is refused (``check_replaceable``) rather than replaced by a file.
 * Several files at once (``write_files_atomic``: one env file per rank) are all-or-nothing: every
   file is staged before any is renamed into place, and a failure rolls the renamed ones back.
+* Standard output is a stream, not a file to replace: ``-`` and the names of this process's stdout
+  (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``) are ``STDOUT`` (``stdout_alias``); the CLI
+  maps them to ``-`` before a command runs, so each command writes its record to the stream.
 * An ``OSError`` (full disk, read-only file system, a name too long) is a ``UserError`` naming
   the file: one line, no traceback.
 """
@@ -25,18 +28,40 @@ from typing import Any
 from .errors import UserError
 
 __all__ = [
+    "STDOUT",
     "check_file_name",
     "check_replaceable",
     "current_umask",
     "new_file_mode",
     "sidecar_path",
+    "stdout_alias",
     "write_bytes_atomic",
     "write_files_atomic",
     "write_json_atomic",
     "write_text_atomic",
 ]
 
+#: How an output option names standard output.
+STDOUT = "-"
+_STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+_STREAM_DIRS = ("/dev/", "/proc/")
+
 _TMP_PREFIX = ".linkscope-"  # short: a 250-byte file name still leaves room for the temp name
+
+
+def stdout_alias(path: Path | str) -> bool:
+    """True when ``path`` names this process's standard output: ``-``, ``/dev/stdout`` and its
+    siblings, or another ``/dev`` / ``/proc`` name of the same open file (``/proc/<pid>/fd/1``)."""
+    text = os.fspath(path)
+    if text == STDOUT or text in _STDOUT_NAMES:
+        return True
+    if not isinstance(text, str) or not text.startswith(_STREAM_DIRS):
+        return False
+    try:
+        st, out = os.stat(text), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
 
 
 def current_umask() -> int:
@@ -79,6 +104,8 @@ def _kind(mode: int) -> str | None:
 def check_replaceable(path: Path | str, option: str | None = None) -> None:
     """Refuse a target that is not a plain file (or absent): a write would replace a symbolic
     link, FIFO, device or folder by a file."""
+    if stdout_alias(path):
+        return
     try:
         mode = os.lstat(path).st_mode
     except OSError:
@@ -156,7 +183,23 @@ def _unlink(name: str | Path) -> None:
         pass
 
 
+def _write_stream(content: str | bytes) -> None:
+    """Standard output is a stream: written through, never replaced (``stdout_alias``)."""
+    import sys
+
+    if isinstance(content, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(content)
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write(content)
+        sys.stdout.flush()
+
+
 def _write_atomic(path: Path, content: str | bytes) -> None:
+    if stdout_alias(path):
+        _write_stream(content)
+        return
     check_replaceable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -107,3 +107,28 @@ def test_map_refuses_two_topology_sources_through_the_shared_resolver(tmp_path, 
     traffic.write_text("0,1\n1,0\n")
     assert main(["map", str(traffic), "--preset", "hgx-h200-4", "--synthetic", "nvswitch:2"]) == 1
     assert "choose one topology source" in capsys.readouterr().err
+
+
+def test_progress_counts_in_the_unit_of_the_work():
+    """Issue 39: the survey's bar counted '0/20000' abstract units; it now counts steps (each step's
+    transfers in its label) and shows the time left."""
+    from dataclasses import replace
+
+    from fakes import FakeEngine
+    from rich.console import Console
+
+    from linkscope.cli.common import progress_bar
+    from linkscope.measure.survey import SurveyOptions, run_survey
+    from linkscope.topology.synthetic import synthetic_topology
+
+    topo = synthetic_topology("nvswitch:2")
+    calls = []
+    run_survey(FakeEngine(topo), topo, replace(SurveyOptions(size_bytes=1 << 20, sweep_sizes_bytes=(1 << 20,)),
+                                               peer_methods=("ce",)), progress=lambda d, t, label: calls.append((d, t, label)))
+    steps = calls[-1][1]
+    assert calls[-1][:2] == (steps, steps) and steps < 50 and {t for _, t, _ in calls} == {steps}
+    console = Console(record=True, force_terminal=True, width=160)
+    with progress_bar(enabled=True, unit="steps", console=console) as update:
+        update(3, 20, "ce matrix: ce matrix 0->1 1 MiB (2 of 4)")
+    text = console.export_text()
+    assert "3 of 20 steps" in text and "left" in text and "/20000" not in text

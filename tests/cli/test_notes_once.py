@@ -48,3 +48,42 @@ def test_every_file_written_is_named_once(tmp_path, capsys, argv, files):
     err = capsys.readouterr().err
     for name in files:
         assert err.count(f"wrote {tmp_path / name}") == 1, err
+
+
+# ---- issue 39: notes only where they apply; CLI habits --------------------------------------------------
+@pytest.mark.parametrize("argv,expect", [
+    (["bench", "--backend", "sim", "--sizes", "1MiB", "--gpus", "0,1"], 1),  # a short 'simulating the default preset'
+    (["bench", "--list"], 0),
+    (["topo"], 1),  # the topology view's own note, not a second one on stderr
+])
+def test_no_gpu_discovered_is_said_once_and_only_where_it_applies(no_gpu, capsys, argv, expect):
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert (out + err).count("no GPU discovered") == (1 if argv == ["topo"] else 0)
+    if argv[:3] == ["bench", "--backend", "sim"]:
+        assert "note: simulating the default preset hgx-h200-4" in err
+
+
+def test_version(capsys):
+    from linkscope import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"linkscope {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["env"], ["bench", "--list"]])
+def test_word_tables_fit_a_pipe_unless_wide(capsys, monkeypatch, argv):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(argv) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 100
+    assert main([*argv, "--wide"]) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) > 100
+
+
+def test_model_calibrate_lists_what_was_not_fitted_one_line_each(tmp_path, capsys):
+    run = tmp_path / "run.json"
+    assert main(["bench", "--preset", "hgx-h200-4", "--sizes", "1MiB", "--gpus", "0,1", "--json", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["model", "calibrate", str(run), "-o", str(tmp_path / "cal.json")]) == 0
+    err = capsys.readouterr().err
+    assert "not fitted (" in err and max(len(line) for line in err.splitlines()) < 400

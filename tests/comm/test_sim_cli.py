@@ -25,7 +25,8 @@ def test_sim_nccl_on_a_preset_is_labelled_and_follows_its_links(tmp_path, capsys
                  "--sizes", "8,1MiB", "--iters", "2", "--warmup", "0", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "SIMULATED" in text and "simulated (fabric model of dgx-h100)" in text
-    assert "# simulated 8 B: ring/LL chosen (1 channels; NCCL's estimate 15.00 us" in text  # NCCL's pick at 8 B
+    assert ("# simulated 8 B: ring/LL chosen by NCCL's tuner, the least of its own estimates (1 channels; "
+            "NCCL's estimate 15.00 us") in text  # NCCL's pick at 8 B
     rows = _rows(text)
     assert [int(r[0]) for r in rows] == [8, 1 << 20] and all(r[8] == "0" for r in rows)
     record = load(out)

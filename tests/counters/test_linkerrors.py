@@ -144,11 +144,11 @@ def test_corrected_error_growth_is_its_own_kind_and_not_a_suspect_alone():
 
     lines = _issue_lines(issues)
     assert lines[0] == "GPU1 NVLink 7 error counters grew during 'all-to-all': recovery +1 (0 -> 1)."
-    assert lines[1].startswith("GPU0 NVLink corrected-error counters grew during 'all-to-all' on links 3, 4 "
-                               "(ECC (data) +5 (0 -> 5); CRC (data) +2 (0 -> 2))")
+    assert lines[1].startswith("NVLink corrected-error counters grew on 2 links of GPU0 during 1 step "
+                               "(ECC (data) +5, CRC (data) +2 in all)")
 
 
-def test_corrected_growth_over_many_steps_is_one_line_per_gpu():
+def test_corrected_growth_over_many_steps_is_one_line_per_fabric():
     """A clean 2 x H100 survey added a few corrected CRC/ECC data errors on most links in every step; one
     line per step and GPU made eight findings of a healthy machine (2026-11-25): now one line per GPU."""
     fake = _h100_pair()
@@ -163,8 +163,19 @@ def test_corrected_growth_over_many_steps_is_one_line_per_gpu():
 
     lines = _issue_lines(issues)
     assert len(lines) == 1
-    assert lines[0].startswith("GPU0 NVLink corrected-error counters grew during 3 steps ('ce matrix uni' ... "
-                               "'sm-push matrix uni') on links 1, 2, 3, 6, 7, 8 (")
+    assert lines[0].startswith("NVLink corrected-error counters grew on 6 links of GPU0 during 3 steps (CRC (data) +")
+
+
+def test_corrected_growth_on_every_link_of_every_gpu_is_one_line_with_counts():
+    """Issue 39: the 4 x H200 survey listed the 18 NVLink numbers once per GPU (four findings); now one
+    line with the link and GPU counts and the growth added up."""
+    issues = [linkerrors.LinkIssue(g, f"GPU{g} NVLink {k}", linkerrors.CORRECTED_GREW, step, "CRC (data) +2 (1 -> 3)", k)
+              for g in range(4) for k in range(18) for step in ("a", "b")]
+    lines = linkerrors.corrected_lines(issues)
+    assert lines == [lines[0]] and lines[0].startswith(
+        "NVLink corrected-error counters grew on 18 links of each of 4 GPUs (GPU0–GPU3) during 2 steps (CRC (data) +288 in all)")
+    assert "0, 1, 2" not in lines[0]
+
 
 
 # ---- rates and verdicts (judge_growth) ---------------------------------------------------------

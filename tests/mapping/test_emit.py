@@ -103,3 +103,26 @@ def test_sbatch_script_is_runnable_and_requests_the_gpus(tmp_path):
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     multi = sbatch_script(_assignment(node_of_rank=(0, 0, 1, 1), gpu_of_rank=(0, 1, 1, 0)))
     assert "#SBATCH --nodes=2\n" in multi and "srun linkscope launch --mapping mapping.json -- ./app" in multi
+
+
+def test_launch_warns_when_the_job_has_another_number_of_ranks_than_the_mapping(tmp_path, capfd):
+    """Issue 39: 2 ranks launched with a 4-rank mapping said nothing."""
+    from linkscope.cli import main
+    from linkscope.mapping.emit import size_mismatch
+
+    a = _assignment()
+    assert size_mismatch(a, {"OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) is None
+    assert size_mismatch(a, {}) is None
+    text = size_mismatch(a, {"OMPI_COMM_WORLD_LOCAL_SIZE": "2"})
+    assert text is not None and "2 ranks on this node" in text and "made for 4" in text
+    save_assignment(a, tmp_path / "m.json")
+    import os
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}), \
+            mock.patch("os.execvpe", side_effect=SystemExit(0)):
+        try:
+            main(["launch", "--mapping", str(tmp_path / "m.json"), "--no-bind", "--", "true"])
+        except SystemExit:
+            pass
+    assert "warning: the job has 2 ranks on this node" in capfd.readouterr().err

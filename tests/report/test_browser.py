@@ -70,3 +70,49 @@ def test_report_renders_without_errors(tmp_path):
     distinct, inked = _colour_stats(shot)
     assert distinct > 1000, f"screenshot looks blank: {distinct} distinct colours"
     assert inked > 0.05, f"screenshot looks blank: {inked:.1%} of pixels are not white"
+
+
+# ---- issue 39: the layout at 4, 8 and 16 GPUs ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def survey_pages(tmp_path_factory):
+    """Simulated surveys of a 4-, 8- and 16-GPU preset (one size: the layout is what is tested), as reports."""
+    from linkscope.engines.sim import SimEngine
+    from linkscope.measure.survey import SurveyOptions, run_survey
+    from linkscope.report.html import write_report
+    from linkscope.topology.presets import load_preset
+
+    folder = tmp_path_factory.mktemp("layout")
+    pages = {}
+    for n, preset in ((4, "hgx-h200-4"), (8, "mi250x-8gcd"), (16, "k80-16")):
+        topo = load_preset(preset)
+        record = run_survey(SimEngine(topo, params=None), topo, SurveyOptions(size_bytes=1 << 24, sweep_sizes_bytes=(1 << 24,)))
+        pages[n] = folder / f"{preset}.html"
+        write_report([record], pages[n])
+    return folder, pages
+
+
+@pytest.mark.parametrize("gpus", [4, 8, 16])
+@pytest.mark.parametrize("open_all", [False, True], ids=["as-shipped", "every-details-open"])
+def test_nothing_overflows_its_card_and_no_label_overlaps_another(survey_pages, gpus, open_all):
+    from tests.report.layout import measure
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    folder, pages = survey_pages
+    result = measure(pages[gpus], folder, open_all=open_all)
+    assert result["overflow"] == [], result["overflow"][:5]
+    assert result["overlaps"] == [], result["overlaps"][:5]
+
+
+def test_the_report_opens_with_the_verdict_and_stays_short_at_16_gpus(survey_pages):
+    """Before issue 39 a 16-GPU survey's report was ~25,000 px tall (concurrency 11.6k, waivers 4.5k);
+    the verdict is the first card, and the evidence folds (docs/img/report-k80-16.png)."""
+    from tests.report.layout import measure
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    folder, pages = survey_pages
+    result = measure(pages[16], folder)
+    cards = [k for k in result["sections"] if k not in ("header", "simulated-banner")]
+    assert cards[0] == "verdict"
+    assert result["height"] < 6000, result["sections"]

@@ -39,7 +39,7 @@ def test_bi_matrix_shows_pair_totals_mirrored_and_simulated_banner():
     record = run_bench(engine, TOPO, BenchSpec(get_pattern("matrix"), ("ce",), "bi"), [1 << 20], OPTS)
     plain, styled = render(record)
     assert plain.startswith("SIMULATED")
-    assert "total of both directions" in plain
+    assert "pair total (both directions)" in plain
     assert plain.count("860.6") == 6  # three pairs, each shown at [a][b] and [b][a]
     assert "\x1b[32m860.6" in styled  # 90%: green
 
@@ -163,3 +163,40 @@ def test_a_concurrent_flow_shows_its_share_uncoloured_and_a_pair_its_efficiency(
     assert "\x1b[31m" not in share_line  # not red
     pair_line = next(line for line in text.splitlines() if "12%" in line and "share" not in line)
     assert "\x1b[31m" in pair_line  # the pair matrix entry keeps its efficiency colour
+
+
+def test_header_and_tables_use_one_wording_for_totals():
+    """Issue 39: the HTML header said "unless marked bidir" while the tables said "pair total"; both now
+    read the one note, and a concurrent group's total row is called an aggregate rate."""
+    from linkscope.report.html import render_html
+    from linkscope.results.findings import AGGREGATE_RATE, RATE_UNIT_NOTE
+    from linkscope.results.schema import Measurement, RunProvenance, RunRecord
+    from linkscope.results.stats import Stats
+
+    st = Stats(n=3, median=60.0, min=60.0, max=60.0, mean=60.0, stddev=0.0)
+    ms = (Measurement(src=0, dst=1, method="ce", pattern="ring", direction="uni", size_bytes=1 << 20, bandwidth=st, group=1),
+          Measurement(src=1, dst=0, method="ce", pattern="ring", direction="uni", size_bytes=1 << 20, bandwidth=st, group=1),
+          Measurement(src="*", dst="*", method="ce", pattern="ring", direction="uni", size_bytes=1 << 20, bandwidth=st,
+                      scope="total", group=1))
+    record = RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc="", measurements=ms)
+    console = Console(record=True, width=200)
+    render_record(console, record)
+    plain = console.export_text()
+    assert f"* -> * {AGGREGATE_RATE}" in plain and RATE_UNIT_NOTE in plain.replace("\n", " ")
+    page, _, _ = render_html([record])
+    assert "unless marked bidir" not in page and RATE_UNIT_NOTE.replace("'", "&#x27;") in page
+
+
+def test_the_console_opens_with_the_verdict():
+    from pathlib import Path
+
+    from linkscope.judge.headline import with_verdict
+    from linkscope.results.io import load
+
+    fixture = (Path(__file__).resolve().parents[1] / "fixtures" / "peertools" / "h100x2-visits11-13" / "visit13"
+               / "linkscope" / "survey.json")
+    record = with_verdict(load(fixture))
+    console = Console(record=True, width=200)
+    render_record(console, record)
+    plain = console.export_text()
+    assert plain.startswith(f"verdict: {record.extra['verdict']['line']}")

@@ -177,23 +177,23 @@ def test_topology_caption_explains_confidence_marks_and_no_preset_speaks_of_this
         assert "this project" not in (load_preset(name).description or "").lower(), name
 
 
-def test_matrices_share_one_colour_scale_per_quantity():
-    """A contended flow (a ring's 131 GB/s) is not drawn as bright as a free pair (786 GB/s): every
-    GB/s matrix of the report uses one scale; the µs matrices another."""
+def test_matrix_cells_are_coloured_by_efficiency_with_the_absolute_value_printed():
+    """Issue 39: 50 GB/s on a 200 GB/s xGMI link looked good on an absolute scale; the colour is now
+    measured / the route's bottleneck, the number in the cell stays the GB/s."""
     from linkscope.report.figures import HeatPanel, heat_scales
-
-    def panel(name, quantity, value):
-        return HeatPanel(name, name, "", ("GPU0", "GPU1"), ((None, value), (value, None)), (("–", ""), ("", "–")),
-                         quantity, "GB/s", "{:.0f}", False)
-
-    panels = [panel("pairs", "bandwidth", 786.0), panel("ring", "bandwidth", 131.0), panel("lat", "latency", 2.0)]
-    scales = heat_scales(panels)
-    assert scales == {"bandwidth": (0.0, 786.0), "latency": (0.0, 2.0)}
     from linkscope.report.html import _heat_table
 
-    free, contended = (_heat_table(p, scales["bandwidth"]) for p in panels[:2])
-    colour = re.compile(r'style="background:(#[0-9a-f]{6})')
-    assert colour.findall(free)[0] != colour.findall(contended)[0]
+    def panel(value, eff):
+        return HeatPanel("p", "p", "", ("GPU0", "GPU1"), ((None, value), (value, None)), (("–", ""), ("", "–")),
+                         "bandwidth", "GB/s", "{:.0f}", False, ((None, eff), (eff, None)))
+
+    capped, full = panel(50.0, 0.25), panel(50.0, 1.0)
+    scale = heat_scales([capped, full])["bandwidth"]
+    colour = re.compile(r'style="background:#([0-9a-f]{2})([0-9a-f]{2})')
+    (r1, g1), (r2, g2) = (colour.findall(_heat_table(p, scale))[0] for p in (capped, full))
+    assert int(r1, 16) > int(g1, 16) and int(g2, 16) > int(r2, 16)  # red-ish at 25%, green at 100%
+    assert ">50</td>" in _heat_table(capped, scale) and "25% of the route" in _heat_table(capped, scale)
+    assert "colour = measured / route bottleneck" in _heat_table(capped, scale)
 
 
 def test_topology_section_has_the_topo_m_matrix():
@@ -252,8 +252,23 @@ def test_a_ring_is_a_row_of_flows_not_a_mostly_grey_matrix():
     values = tuple(tuple(26.9 if (i, j) in ring else None for j in range(4)) for i in range(4))
     marks = tuple(tuple("–" if i == j else "N/A" for j in range(4)) for i in range(4))
     html = _heat_table(HeatPanel("ring", "ce ring", "", names, values, marks, "bandwidth", "GB/s", "{:.1f}", True), (0.0, 26.9))
-    assert "one column per flow" in html and "N/A" not in html
+    assert "one row per flow" in html and "N/A" not in html
     assert [h for h in re.findall(r"<th>([^<]*)</th>", html) if "→" in h] == ["GPU0→GPU1", "GPU1→GPU2", "GPU2→GPU3", "GPU3→GPU0"]
+
+
+def test_flows_and_totals_sort_numerically():
+    """Issue 39: GPU10 sorted before GPU2 (text order) in the 16-GPU tables."""
+    from linkscope.report.figures import HeatPanel, natural_key
+    from linkscope.report.html import _heat_table
+
+    assert sorted(["GPU10", "GPU2", "all→GPU11", "all→GPU9"], key=natural_key) == ["GPU2", "GPU10", "all→GPU9", "all→GPU11"]
+    n = 12
+    names = tuple(f"GPU{i}" for i in range(n))
+    values = tuple(tuple(9.0 if j == (i + 1) % n else None for j in range(n)) for i in range(n))
+    marks = tuple(tuple("–" if i == j else "N/A" for j in range(n)) for i in range(n))
+    html = _heat_table(HeatPanel("ring", "ce ring", "", names, values, marks, "bandwidth", "GB/s", "{:.1f}", True), (0.0, 9.0))
+    flows = [h for h in re.findall(r"<th>([^<]*)</th>", html) if "→" in h]
+    assert flows.index("GPU2→GPU3") < flows.index("GPU10→GPU11")
 
 
 def test_the_report_draws_no_image_for_a_matrix_unless_pngs_are_asked(tmp_path):

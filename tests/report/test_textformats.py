@@ -72,3 +72,21 @@ def test_csv_cells_are_plain_and_floats_rounded():
     assert row["median_gb_per_s"] == "115.48" and row["extra.theoretical_gb_per_s"] == "478.116"
     assert row["extra.notes"] == "simulated by the model; not checked" and row["extra.pcie"] == "gen=5; width=16"
     assert not any(cell.startswith(("[", "{")) for cell in row.values())
+
+
+def test_nccl_prediction_line_says_whose_choice_and_whose_numbers():
+    """Issue 39: 'ring/LL chosen' beside a list where tree/LL was faster read as a contradiction: the
+    choice is NCCL's tuner's (its own estimates), the list the twin's; the line now says both."""
+    from linkscope.report.textformats import _prediction_line
+
+    def algo(busbw):
+        return {"busbw_gb_per_s": busbw}
+
+    pred = {"algorithm": "ring", "protocol": "LL", "channels": 24, "nccl_estimate_us": 21.36, "time_us": 24.29,
+            "algorithms": {"tree/LL": algo(81.6), "ring/LL": algo(64.8), "ring/Simple": algo(35.2)}}
+    line = _prediction_line(1 << 20, pred)
+    assert "ring/LL chosen by NCCL's tuner, the least of its own estimates" in line
+    assert "twin busbw GB/s per algorithm/protocol" in line
+    assert "the twin rates tree/LL 26% faster than NCCL's choice" in line
+    pred["algorithms"]["tree/LL"] = algo(60.0)
+    assert "faster than NCCL's choice" not in _prediction_line(1 << 20, pred)

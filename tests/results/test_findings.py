@@ -34,7 +34,7 @@ def test_contention_factor_against_alone():
                bw("*", 1, 400.0, pattern="all-to-one", scope="total"))
     line = next(t for t in findings(r) if t.startswith("All-to-one"))
     assert "each flow gets 0.50× its bandwidth alone (median over 2 flows)" in line
-    assert "total per receiver 400.0 GB/s (84% of the theoretical 478.0 GB/s)" in line
+    assert "aggregate rate per receiver (bytes / elapsed) 400.0 GB/s (84% of the theoretical 478.0 GB/s)" in line
 
 
 def test_missing_peer_access_latency_and_errors():
@@ -48,7 +48,7 @@ def test_missing_peer_access_latency_and_errors():
     )
     text = findings(r)
     assert any(t.startswith("Peer access (P2P) is missing for 1 GPU pair (GPU0–GPU3)") for t in text)
-    assert "Device remote-read latency: median 0.82 us." in text
+    assert "Device remote-read latency (round trip): median 0.82 us." in text
     assert text[-1] == "1 entry failed; the first: ce 1 -> 0: CUDARuntimeError: boom"
 
 
@@ -100,8 +100,8 @@ def test_host_line_summary_names_pinned_pageable_both_ways_local_and_latency():
                bw(0, 0, 1500.0, pattern="local", method="local", theo=None), lat)
     (line,) = [t for t in findings(r) if t.startswith("Host <-> device")]
     assert line == ("Host <-> device, GPU0: pinned h2d 55.5 GB/s (88% of 63.0 GB/s), pinned d2h 55.3 GB/s (88% of 63.0 GB/s), "
-                    "pageable h2d 20.0 GB/s, pageable d2h 18.0 GB/s, both ways at once (total) 110.0 GB/s, "
-                    "device-local copy 1500.0 GB/s, host-read latency 1.21 us.")
+                    "pageable h2d 20.0 GB/s, pageable d2h 18.0 GB/s, both ways at once (pair total) 110.0 GB/s, "
+                    "device-local copy 1500.0 GB/s, host-read latency (round trip) 1.21 us.")
     assert not any("copy latency" in t for t in findings(r))
 
 
@@ -136,3 +136,85 @@ def test_uniform_speaks_only_for_the_pairs_measured_and_names_the_others():
     assert "not measured: 4 GPU pairs (GPU0–GPU2, GPU0–GPU3, GPU1–GPU2, GPU1–GPU3)" in line
     # the measured pairs are all PIX: the topology's other levels are not held against them
     assert "different link levels" not in line
+
+
+# ---- issue 39: each finding fed a record where its old statement would be false ------------------
+
+def _topo(*gpus, attrs=None):
+    return {"devices": [{"kind": "gpu", "index": g, "vendor": v, "attributes": dict(attrs or {})} for g, v in gpus]}
+
+
+def test_a_group_total_is_called_an_aggregate_rate_and_the_flows_sum_is_given_apart():
+    # a ring whose flows add to 83.3 while bytes / elapsed is 61.1 (the slowest flow sets the elapsed time):
+    # the old text called 61.1 the group's total
+    flows = [bw(a, (a + 1) % 4, v, pattern="ring", group=7) for a, v in enumerate((30.0, 15.3, 20.0, 18.0))]
+    total = bw("*", "*", 61.1, pattern="ring", scope="total", group=7, theo=None)
+    line = next(t for t in findings(record(*flows, total)) if t.startswith("Ring"))
+    assert "the flows' rates add to 83.3 GB/s" in line
+    assert "aggregate rate (bytes / elapsed) 61.1 GB/s, lower than the sum because the slowest flow sets the elapsed time" in line
+    assert "total for the group" not in line
+    # where the flows do add to the aggregate, no "lower" clause
+    even = [bw(a, (a + 1) % 4, 20.0, pattern="ring", group=8) for a in range(4)]
+    line = next(t for t in findings(record(*even, bw("*", "*", 80.0, pattern="ring", scope="total", group=8, theo=None)))
+                if t.startswith("Ring"))
+    assert "lower than the sum" not in line and "add to 80.0 GB/s" in line
+
+
+def test_a_pattern_run_on_each_peer_island_says_so_and_names_the_islands():
+    waiver = Measurement(src=0, dst=2, method="ce", pattern="matrix", direction="uni", size_bytes=8, status=Status.WAIVED,
+                         reason="no peer access between GPU 0 and GPU 2")
+    waivers = [waiver] + [waiver.with_(src=a, dst=b, reason=f"no peer access between GPU {a} and GPU {b}")
+                          for a, b in ((0, 3), (1, 2), (1, 3))]
+    island1 = [bw(0, 1, 25.0, pattern="ring", group=1), bw(1, 0, 25.0, pattern="ring", group=1),
+               bw("*", "*", 50.0, pattern="ring", scope="total", group=1, theo=None)]
+    island2 = [bw(2, 3, 25.0, pattern="ring", group=2), bw(3, 2, 25.0, pattern="ring", group=2),
+               bw("*", "*", 50.0, pattern="ring", scope="total", group=2, theo=None)]
+    line = next(t for t in findings(record(*waivers, *island1, *island2)) if t.startswith("Ring"))
+    assert "on 2 GPU groups one after another (GPU0, GPU1; GPU2, GPU3, the peer islands" in line
+    assert "per group" in line
+    # one group over every GPU: no island wording
+    one = [bw(a, (a + 1) % 4, 25.0, pattern="ring", group=3) for a in range(4)]
+    line = next(t for t in findings(record(*one)) if t.startswith("Ring"))
+    assert "island" not in line and "group" not in line.split(":")[0]
+
+
+def test_non_uniform_states_the_spread_the_links_predict_and_the_engine_cap():
+    # MI250X-like: links of 50, 100 and 200 GB/s predict 4x; SDMA-capped copies measure 38.5-50 (1.3x)
+    rates = {(0, 1): (50.0, 200.0), (1, 0): (50.0, 200.0), (0, 2): (38.5, 50.0), (2, 0): (38.5, 50.0),
+             (1, 2): (50.0, 100.0), (2, 1): (50.0, 100.0)}
+    levels = {200.0: "XGMI4", 100.0: "XGMI2", 50.0: "XGMI1"}
+    r = record(*[bw(a, b, v, theo=t) for (a, b), (v, t) in rates.items()]).with_(topology=_topo((0, "amd"), (1, "amd"), (2, "amd")))
+    classes = {k: (levels[t], t) for k, (_, t) in rates.items()}
+    line = next(t for t in findings(r, uniform_topology=False, pair_classes=classes) if "not uniform" in t)
+    assert "the topology's link levels predict 50.0 GB/s to 200.0 GB/s (4.0x), measured 1.3x" in line
+    assert "ce reaches only 25% of the widest links (200.0 GB/s): each copy is capped near 50 GB/s by the SDMA engine" in line
+    assert "as the topology's link levels predict" not in line
+    # the same links with copies that scale with them: "as predicted", no cap
+    scaling = {k: (0.8 * t, t) for k, (_, t) in rates.items()}
+    r = record(*[bw(a, b, v, theo=t) for (a, b), (v, t) in scaling.items()]).with_(topology=_topo((0, "amd"), (1, "amd"), (2, "amd")))
+    line = next(t for t in findings(r, uniform_topology=False, pair_classes=classes) if "not uniform" in t)
+    assert "(4.0x), measured 4.0x, as predicted" in line and "capped" not in line
+
+
+def test_device_local_copy_is_measured_against_this_gpu_models_facts_not_stated_bare():
+    from linkscope.topology.gpufacts import gpu_facts
+
+    local = [bw(g, g, 100.0, pattern="local", theo=None) for g in (0, 1)]
+    topo = {"devices": [{"kind": "gpu", "index": g, "vendor": "nvidia", "name": "Tesla K80"} for g in (0, 1)]}
+    line = next(t for t in findings(record(*local).with_(topology=topo)) if t.startswith("Host"))
+    k80 = gpu_facts("Tesla K80")
+    assert k80 is not None and k80.local_copy_gb_per_s
+    assert f"device-local copy 100.0 GB/s ({100 / k80.local_copy_gb_per_s:.0%} of the {k80.local_copy_gb_per_s:.1f} GB/s" in line
+    unknown = {"devices": [{"kind": "gpu", "index": g, "vendor": "nvidia", "name": "Mystery GPU"} for g in (0, 1)]}
+    sim = record(*local, provenance=RunProvenance.SIMULATED).with_(topology=unknown)
+    line = next(t for t in findings(sim) if t.startswith("Host"))
+    assert "the model's default memory bandwidth: no facts for GPU model 'Mystery GPU'" in line
+
+
+def test_latency_names_a_round_trip_and_a_one_way_time():
+    lat = Stats(n=3, median=2.0, min=2.0, max=2.0, mean=2.0, stddev=0.0)
+    r = record(Measurement(src=0, dst=1, method="remote-read", pattern="latency", direction="uni", size_bytes=0, latency=lat),
+               Measurement(src=0, dst=1, method="flag-pingpong", pattern="latency", direction="uni", size_bytes=0, latency=lat))
+    text = findings(r)
+    assert "Device remote-read latency (round trip): median 2.00 us." in text
+    assert "Flag latency (one way): median 2.00 us." in text

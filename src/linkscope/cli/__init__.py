@@ -33,7 +33,7 @@ except ImportError:  # older typer uses click itself
 
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
-from .keep import refuse_folder_names
+from .keep import refuse_folder_names, stdout_names
 from .signals import interrupt_name, stop_signals
 
 EXIT_OK = 0
@@ -52,9 +52,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"linkscope {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", "-V", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
 ) -> None:
     """linkscope: topology, link bandwidth and latency, traffic mapping, counters."""
 
@@ -199,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = ["--debug"] + [a for a in args[:cut] if a != "--debug"] + args[cut:]
     command = _command()
     try:
+        args = stdout_names(args)  # --json /dev/stdout is stdout, as '-' (cli/keep.py)
         refuse_folder_names(args)  # -o newdir/ names a folder, not a file (cli/keep.py)
         with stop_signals():  # SIGTERM / SIGHUP end the command as Ctrl-C does (cli/signals.py)
             result = command.main(args=args, prog_name="linkscope", standalone_mode=False)

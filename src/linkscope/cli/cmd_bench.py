@@ -19,8 +19,10 @@ from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
     NIC_HELP,
+    WIDE_HELP,
     check_backend,
     check_outputs,
+    fallback_note_for,
     finish,
     interrupted,
     make_engine,
@@ -34,6 +36,7 @@ from .common import (
     size_alias_option,
     stderr_console,
     stdout_console,
+    text_console,
     with_nic_option,
 )
 
@@ -83,7 +86,7 @@ def check_methods(methods: Sequence[str], engine) -> tuple[str, ...]:
     return tuple(methods)
 
 
-def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None = None) -> None:
+def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None = None, wide: bool = False) -> None:
     """Methods (generated from the method table, with this backend's vendor meaning) and patterns."""
     from rich.table import Table
 
@@ -95,7 +98,7 @@ def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None
     engine_name = backend
     vendor = None
     try:
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True, fallback_note=None)
         engine = make_engine(backend, topology)
         caps = engine.capabilities()
         engine_name = caps.name
@@ -104,7 +107,7 @@ def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None
         engine.close()
     except UserError as exc:
         why = exc.one_line()
-    console = stdout_console()
+    console = text_console(wide)
     table = Table(title=f"methods (--method) on the {engine_name} backend", title_justify="left")
     for col in ("method", "available", "moved by", "description", f"on {vendor or 'each vendor'}"):
         table.add_column(col)
@@ -156,6 +159,7 @@ def bench(
     csv_path: str | None = typer.Option(None, "--csv", help="Write one CSV row per measurement to FILE ('-' = stdout)."),
     osu: bool = typer.Option(False, "--osu", help="Print OSU-style text (# Size  Bandwidth (MB/s)) instead of tables."),
     list_: bool = typer.Option(False, "--list", help="List methods (and whether this backend has them) and patterns."),
+    wide: bool = typer.Option(False, "--wide", help="With --list: " + WIDE_HELP),
     no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (on by default)."),
     reps: int | None = typer.Option(None, "--reps", min=1, help="Exactly this many repetitions per plan and size."),
     warmup: int | None = typer.Option(None, "--warmup", min=0, help="Untimed iterations before timing (default 3)."),
@@ -176,7 +180,7 @@ def bench(
         return
     if list_:
         check_backend(backend)
-        print_list(backend, preset, from_file, synthetic, gpu_model)
+        print_list(backend, preset, from_file, synthetic, gpu_model, wide)
         return
     from ..measure.runner import BenchSpec, run_bench
     from ..patterns.base import check_direction, select_gpus
@@ -193,7 +197,8 @@ def bench(
     gpu_sel = tuple(gpu_list) if gpu_list is not None else None
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
+    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
+                                    fallback_note=fallback_note_for(backend))
     topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
@@ -291,7 +296,8 @@ def latency(
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
+    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
+                                    fallback_note=fallback_note_for(backend))
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:

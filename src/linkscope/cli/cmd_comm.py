@@ -24,7 +24,7 @@ import typer
 
 from ..errors import UserError
 from ..measure.options import MAX_REPS, MAX_RUNS
-from .common import FROM_HELP, GPU_MODEL_HELP, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
+from .common import FROM_HELP, GPU_MODEL_HELP, STDOUT, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
                  "topology is named, else simulated; "
@@ -45,15 +45,21 @@ def _run(body: Callable[[Any], int], json_path: Path | None, inputs: dict[str, A
          echo_progress: bool = True) -> None:
     """Run a command body on every rank: paths checked first (``check_paths``), user errors
     reported by rank 0 only, exit codes kept."""
+    import contextlib
+    import sys
+
     from ..comm.bench import Session
     from ..rankenv import world_rank_from_env
 
     environ = dict(os.environ)
     check_paths(inputs=inputs, outputs={"--json": json_path})
-    session = Session(environ, partial_writer(json_path),
+    to_stdout = json_path is not None and str(json_path) == STDOUT
+    session = Session(environ, partial_writer(json_path, stdout=sys.stdout),
                       (lambda text: _progress(text)) if echo_progress else (lambda text: _progress(text, echo=False)))
     try:
-        code = body(session)
+        # --json -: stdout holds the record alone; the tables (OSU, nccl-tests text) go to stderr
+        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+            code = body(session)
     except UserError:
         if (world_rank_from_env(environ) or 0) != 0:
             raise typer.Exit(1) from None
@@ -115,7 +121,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         gpu_aware: str = typer.Option("auto", "--gpu-aware", help="auto | yes | no: override GPU-awareness detection."),
         fake_device: bool = typer.Option(False, "--fake-device", hidden=True,
                                          help="Tests: D buffers are host memory behind __cuda_array_interface__."),
-        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here ('-' = stdout)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the received-data check."),
     ) -> None:
         """MPI point-to-point latency / bandwidth and allreduce latency with OSU semantics (run under mpirun/srun).
@@ -154,7 +160,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
         gpu_model: str | None = _GPU_MODEL,
-        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here ('-' = stdout)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check (#wrong shows N/A)."),
         inplace: bool = typer.Option(False, "--inplace",
                                      help="Also time every size in place and print both column groups (out-of-place | in-place), as "
@@ -200,7 +206,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         synthetic: str | None = _SYNTHETIC,
         gpu_model: str | None = _GPU_MODEL,
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord here ('-' = stdout)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the halo data check."),
     ) -> None:
         """Halo-exchange microbenchmark: default vs a chosen rank → GPU mapping.
@@ -232,7 +238,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         from_file: Path | None = _FROM,
         synthetic: str | None = _SYNTHETIC,
         gpu_model: str | None = _GPU_MODEL,
-        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord (one matrix) here."),
+        json_path: Path | None = typer.Option(None, "--json", help="Write the RunRecord (one matrix) here ('-' = stdout)."),
         no_verify: bool = typer.Option(False, "--no-verify", help="Skip the data check."),
     ) -> None:
         """Every rank pair of the job in turn (others idle), intra- and inter-node, as one matrix.

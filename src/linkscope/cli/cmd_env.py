@@ -5,12 +5,13 @@ import json
 
 import typer
 
-from .common import check_paths, json_option, stdout_console, write_json_output
+from .common import WIDE_HELP, check_paths, json_option, text_console, write_json_output
 
 
 def register(app: typer.Typer) -> None:
     @app.command("env")
-    def env(json_path: str | None = json_option("the versions and backends")) -> None:
+    def env(json_path: str | None = json_option("the versions and backends"),
+            wide: bool = typer.Option(False, "--wide", help=WIDE_HELP)) -> None:
         """Versions, and the backends available here (NVML, CUDA/CuPy, ROCm, MPI, NCCL) and why not.
 
         Example: linkscope env --json -
@@ -23,7 +24,7 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
-        console = stdout_console()
+        console = text_console(wide)
         versions = Table(title="versions", show_header=False)
         for key, value in report["versions"].items():
             versions.add_row(key, str(value))

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         import shutil
 
         from ..mapping.assignment import load_assignment
-        from ..mapping.emit import launch_plan
+        from ..mapping.emit import launch_plan, size_mismatch
 
         if not command or not command[0]:
             raise UserError("no program to launch", hint="linkscope launch --mapping mapping.json -- ./app")
@@ -54,6 +54,9 @@ def register(app: typer.Typer) -> None:
 
             kfd = read_kfd_gpus()
         plan = launch_plan(assignment, os.environ, nic, kfd_gpus=kfd)
+        mismatch = size_mismatch(assignment, os.environ)
+        if mismatch and plan.rank == 0:  # once per job (per node for a one-node mapping), not once per rank
+            stderr_console().print(f"warning: {mismatch}", style="yellow", markup=False)
         for var, value in plan.env.items():  # the mapping's schema refuses these; never exec with one
             if not value.isprintable():
                 raise UserError(f"{mapping}: {var}={value[:60]!r} holds a control character or line break; "

@@ -12,6 +12,7 @@ from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
     NIC_HELP,
+    STDOUT,
     check_paths,
     json_option,
     resolve_topology_cli,
@@ -152,6 +153,8 @@ def register(app: typer.Typer) -> None:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
             save_assignment(assignment, output)
+            if str(output) == STDOUT:  # -o -: stdout holds the mapping JSON alone
+                return
             err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)

@@ -13,6 +13,7 @@ from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
     NIC_HELP,
+    STDOUT,
     check_paths,
     json_option,
     parse_gpu_list,
@@ -251,14 +252,15 @@ def calibrate_cmd(
     for key, value in sorted(result.fitted.items()):
         err.print(f"fitted {key} = {value:.4g}", markup=False)
     if result.not_fitted:
-        err.print(f"not fitted ({len(result.not_fitted)}): " + "; ".join(f"{k}: {v}" for k, v in sorted(result.not_fitted.items())),
-                  markup=False)
+        err.print(f"not fitted ({len(result.not_fitted)}), one line each:", markup=False)
+        for key, why in sorted(result.not_fitted.items()):  # one per line: a 4,000-character line helped no one
+            err.print(f"  {key}: {why}", markup=False)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     if result.check and result.check.n_compared:
         err.print(f"calibrated model vs measured: median |error| {result.check.median_abs_rel_error:.1%}, "
                   f"worst {result.check.worst_abs_rel_error:.1%} over {result.check.n_compared} entries", markup=False)
-    if output is not None:
+    if output is not None and str(output) != STDOUT:
         err.print(f"wrote {output}", markup=False)
     if json_path not in (None, "-"):
         write_json_output(json_path, json.dumps(result.as_dict(), indent=2))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from .common import check_paths, stderr_console, write_error
+from .common import STDOUT, check_paths, stderr_console, write_error
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
         from ..results.io import load
 
         check_paths(inputs={"RUN.json": list(runs)}, outputs={"--output": output}, output_dirs={"--png": png})
-        records = [load(path) for path in runs]
+        from ..judge.headline import with_verdict
+
+        records = [with_verdict(load(path)) for path in runs]  # the verdict the report opens with
         err = stderr_console()
         for path, record in zip(runs, records):
             if not record.measurements:
@@ -37,5 +39,7 @@ def register(app: typer.Typer) -> None:
             raise write_error(exc.filename or output, exc) from exc
         for note in result.notes:
             err.print(f"linkscope/report: {note}", markup=False)
+        if str(output) == STDOUT:
+            return
         err.print(f"wrote {result.path} ({len(result.figures)} figures"
                   + (f", {len(result.png_files)} PNG files in {png}" if png else "") + ")", markup=False)

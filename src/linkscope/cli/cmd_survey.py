@@ -9,8 +9,10 @@ from ..errors import UserError
 from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
+    STDOUT,
     check_backend,
     check_paths,
+    fallback_note_for,
     finish,
     interrupted,
     make_engine,
@@ -119,6 +121,8 @@ def register(app: typer.Typer) -> None:
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
 
         check_backend(backend)
+        if report is None and not no_report and str(output) == STDOUT:
+            no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
         if report is None and not no_report:
             report = output.with_suffix(".html")
             if report == output:
@@ -133,7 +137,8 @@ def register(app: typer.Typer) -> None:
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
         survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"))
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
+                                        fallback_note=fallback_note_for(backend))
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)
@@ -143,7 +148,7 @@ def register(app: typer.Typer) -> None:
                                        style="bold yellow")
             on_partial = partial_writer(json_path)
             try:
-                with progress_bar() as progress:
+                with progress_bar(unit="steps") as progress:
                     record = run_survey(engine, topology, survey_options, progress=progress,
                                         on_partial=on_partial, context=run_context(topology, engine),
                                         pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics)

@@ -9,6 +9,7 @@ from ..errors import UserError
 from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
+    STDOUT,
     check_output_dir,
     check_paths,
     json_option,
@@ -100,8 +101,9 @@ def register(app: typer.Typer) -> None:
                        or (from_file is not None and not Path(from_file).is_dir())):
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model,
-                                        allow_fallback=live and not health, discover=discover)
+        # the topology view prints the fallback note among the topology's notes: not twice
+        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=live and not health,
+                                        discover=discover, fallback_note=None if json_path is None and output is None else "why")
         if health:
             _print_health(topology, from_file, sysfs_root, json_path, run, record)
             return
@@ -125,6 +127,8 @@ def register(app: typer.Typer) -> None:
                 io.save(topology, output)
             except OSError as exc:
                 raise write_error(output, exc) from exc
+            if str(output) == STDOUT:  # -o -: stdout holds the topology JSON alone
+                return
             stderr_console().print(f"wrote {output}", markup=False)
         if json_path is not None:
             if selected is not None:

@@ -16,10 +16,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from ..atomic import STDOUT
 from ..errors import ConfigError, UserError
 from . import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 
-STDOUT = "-"
 #: What every command's --from accepts (discovery/auto resolves it).
 FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
              "(NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'.")
@@ -33,6 +33,24 @@ NIC_HELP = ("NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HC
 def stdout_console() -> Console:
     """Data goes to stdout; colour follows NO_COLOR / FORCE_COLOR / the terminal."""
     return Console(highlight=False, emoji=False, soft_wrap=False, width=None if os.isatty(1) else 200)
+
+
+#: Width of prose tables (``env``, ``bench --list``) sent to a pipe or a file: what a terminal or a
+#: pager shows, unless COLUMNS says otherwise or ``--wide`` asks for long lines.
+PIPED_TEXT_WIDTH = 100
+WIDE_HELP = "Long lines: do not fold the table to the terminal (or to 100 columns when piped)."
+
+
+def text_console(wide: bool = False) -> Console:
+    """A stdout console for tables of words: the terminal's width, COLUMNS, or ``PIPED_TEXT_WIDTH`` when
+    piped, so cells fold instead of making 200-column lines; ``wide``: no folding below 400 columns."""
+    if wide:
+        return Console(highlight=False, emoji=False, soft_wrap=False, width=400)
+    if os.isatty(1):
+        return Console(highlight=False, emoji=False, soft_wrap=False)
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) >= 40 else PIPED_TEXT_WIDTH
+    return Console(highlight=False, emoji=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
@@ -226,18 +244,30 @@ GPU_MODEL_HELP = ("GPU model of a --synthetic topology (a name, key or PCI id of
 
 
 def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synthetic: str | None, *, allow_fallback: bool,
-                         discover: Callable[[], Any] | None = None, gpu_model: str | None = None):
+                         discover: Callable[[], Any] | None = None, gpu_model: str | None = None,
+                         fallback_note: str | None = "why"):
     """The topology of ``--preset / --from / --synthetic [--gpu-model]`` (or this machine's) through
-    ``discovery.auto.resolve_topology``; its note (a simulated fallback) goes to stderr. ``discover``
+    ``discovery.auto.resolve_topology``; its note (a simulated fallback) goes to stderr once, where it
+    applies: ``fallback_note`` ``"why"`` says why no GPU was found (a run that wanted this machine),
+    ``"sim"`` only which preset is simulated (``--backend sim`` asked for a simulation), None nothing
+    (the command shows the topology's notes itself, or the topology only names the vendor). ``discover``
     replaces live discovery (``topo --sysfs-root``)."""
     from ..discovery.auto import resolve_topology
 
     kwargs: dict[str, Any] = {} if discover is None else {"discover": discover}
     topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
                                       allow_fallback=allow_fallback, gpu_model=gpu_model, **kwargs)
-    if note:
+    if note and fallback_note == "sim":
+        stderr_console().print(f"note: simulating the default preset {topology.name} (no --preset, --from or --synthetic "
+                               "and no GPU here)", style="yellow", markup=False)
+    elif note and fallback_note == "why":
         stderr_console().print(f"note: {note}", style="yellow", markup=False)
     return topology
+
+
+def fallback_note_for(backend: str) -> str:
+    """``resolve_topology_cli``'s note for a ``--backend``: ``sim`` asked for a simulation, so no 'no GPU' reason."""
+    return "sim" if backend == "sim" else "why"
 
 
 def with_nic_option(topology, nic: str | None):
@@ -302,14 +332,23 @@ def run_context(topology, engine) -> dict[str, Any]:
 
 
 @contextmanager
-def progress_bar(enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None]]:
-    """A progress callback drawing a Rich bar on stderr; silent when stderr is not a terminal."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def progress_bar(enabled: bool | None = None, unit: str = "transfers", console: Console | None = None
+                 ) -> Iterator[Callable[[int, int, str], None]]:
+    """A progress callback drawing a Rich bar on stderr (silent when stderr is not a terminal), counted
+    in the unit of the work: ``3 of 20 steps`` of a survey, ``5 of 12 transfers`` of a bench (one pair
+    or one concurrent group at one size), then the time spent and the time left."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    console = stderr_console()
+    console = console or stderr_console()
     show = console.is_terminal if enabled is None else enabled
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True, disable=not show)
+    from rich.text import Text
+
+    class Count(TextColumn):
+        def render(self, task):
+            return Text("" if task.total is None else f"{task.completed:.0f} of {task.total:.0f} {unit}")
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), Count(""), TimeElapsedColumn(),
+                        TextColumn("left"), TimeRemainingColumn(), console=console, transient=True, disable=not show)
     task = progress.add_task("measuring", total=None)
 
     def update(done: int, total: int, label: str) -> None:
@@ -350,17 +389,27 @@ def write_outputs(record, *, json_path: str | None, csv_path: str | None) -> lis
     return written
 
 
-def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None):
+def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = None, stdout: Any = None):
     """The sweep's Checkpoint for ``--json`` / ``--csv`` files (stdout gets only the final record):
     each partial record is written atomically to the files' sidecars (``NAME.partial.json``) after
-    every finished step; a checkpoint that cannot be written is a note, never the end of the run."""
+    every finished step; a checkpoint that cannot be written is a note, never the end of the run.
+    ``-`` writes the complete record to ``stdout`` (default: ``sys.stdout`` at that time)."""
+    import sys
+
     from ..measure.sweep import Checkpoint
 
     paths = {"json_path": str(json_path) if json_path and str(json_path) != STDOUT else None,
              "csv_path": str(csv_path) if csv_path and str(csv_path) != STDOUT else None}
+    streams = {"json_path": STDOUT if json_path is not None and str(json_path) == STDOUT else None,
+               "csv_path": STDOUT if csv_path is not None and str(csv_path) == STDOUT else None}
     warned: list[str] = []
 
     def write(record) -> list[str]:
+        if record.complete and any(streams.values()):
+            import contextlib
+
+            with contextlib.redirect_stdout(stdout or sys.stdout):
+                write_outputs(record, **streams)
         if not any(paths.values()):
             return []
         try:

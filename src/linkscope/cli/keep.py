@@ -63,6 +63,27 @@ class OptionAsFileName(UserError):
     exit_code = 2
 
 
+def stdout_names(args: list[str]) -> list[str]:
+    """``args`` with every output file option's value that names stdout (``/dev/stdout``,
+    ``/dev/fd/1``, ``/proc/self/fd/1``: ``atomic.stdout_alias``) replaced by ``-``, so each command
+    writes its stream as for ``-`` instead of refusing a link or replacing the terminal. Words after
+    ``--`` belong to the user's command and are left alone."""
+    from ..atomic import STDOUT, stdout_alias
+
+    cut = args.index("--") if "--" in args else len(args)
+    out = list(args)
+    for i, word in enumerate(args[:cut]):
+        option, eq, value = word.partition("=")
+        if option not in FILE_OUTPUT_OPTIONS:
+            continue
+        if eq:
+            if value != STDOUT and stdout_alias(value):
+                out[i] = f"{option}={STDOUT}"
+        elif i + 1 < cut and args[i + 1] != STDOUT and stdout_alias(args[i + 1]):
+            out[i + 1] = STDOUT
+    return out
+
+
 def refuse_folder_names(args: list[str]) -> None:
     """Refuse ``-o newdir/`` (and the other file outputs) before the command runs: typer turns the
     value into a ``Path``, which drops the trailing slash, and a file named ``newdir`` would be

@@ -11,6 +11,7 @@ snapshot comes back from a recording (``nvml.json`` ``gpus[*].link_health``), so
 """
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -184,6 +185,55 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any], step: str, *,
         if grew:
             out.append(LinkIssue(g, f"{who} PCIe link", _kind(before_counters, after_counters), step, ", ".join(grew)))
     return out
+
+
+def issue_from_dict(data: Mapping[str, Any]) -> LinkIssue | None:
+    """A LinkIssue from its ``as_dict`` form (a RunRecord's ``extra["link_errors"]["issues"]``); None when malformed."""
+    try:
+        link = data.get("link")
+        return LinkIssue(int(data["gpu"]), str(data["element"]), str(data["kind"]), str(data.get("step") or ""),
+                         str(data.get("detail") or ""), int(link) if isinstance(link, int) else None)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+_GREW = re.compile(r"([A-Za-z][^,;+]*?) \+(\d+)")
+
+
+def _gpu_span(gpus: Sequence[int]) -> str:
+    if len(gpus) > 2 and list(gpus) == list(range(gpus[0], gpus[-1] + 1)):
+        return f"GPU{gpus[0]}–GPU{gpus[-1]}"
+    return ", ".join(f"GPU{g}" for g in gpus)
+
+
+def corrected_lines(issues: Sequence[LinkIssue]) -> list[str]:
+    """Corrected-error growth as one line per fabric for the whole run, however many GPUs, links and
+    steps it covers: how many links of how many GPUs, and the counters' growth added up (a healthy
+    node under load adds a few corrected CRC/ECC data errors on most links in every step: one line
+    per GPU listed 18 NVLink numbers four times on a 4 x H200 survey, 2026-11-28)."""
+    by_fabric: dict[str, list[LinkIssue]] = {}
+    for issue in issues:
+        if issue.kind == CORRECTED_GREW and issue.link is not None:
+            by_fabric.setdefault(issue.element.split()[-2], []).append(issue)
+    lines = []
+    for fabric, group in by_fabric.items():
+        links = {(i.gpu, int(i.link)) for i in group if i.link is not None}
+        gpus = sorted({g for g, _ in links})
+        per_gpu = {g: sorted(k for h, k in links if h == g) for g in gpus}
+        counts: dict[str, int] = {}
+        for issue in group:
+            for name, grew in _GREW.findall(issue.detail):
+                counts[name.strip()] = counts.get(name.strip(), 0) + int(grew)
+        same = len({tuple(v) for v in per_gpu.values()}) == 1
+        where = (f"on {len(per_gpu[gpus[0]])} link{'s' if len(per_gpu[gpus[0]]) != 1 else ''} of each of "
+                 f"{len(gpus)} GPUs ({_gpu_span(gpus)})" if same and len(gpus) > 1 else
+                 f"on {len(links)} link{'s' if len(links) != 1 else ''} of {_gpu_span(gpus)}")
+        steps = len(dict.fromkeys(i.step for i in group))
+        grew_text = ", ".join(f"{name} +{n}" for name, n in counts.items())
+        lines.append(f"{fabric} corrected-error counters grew {where} during {steps} step{'s' if steps != 1 else ''}"
+                     f"{f' ({grew_text} in all)' if grew_text else ''}: corrected by the link, worth a look only if "
+                     "these links' pairs are slow or the counts keep climbing (each link in extra['link_errors']).")
+    return lines
 
 
 def summary(snapshot: Mapping[str, Any], names: Mapping[int, str] | None = None) -> list[str]:

@@ -141,28 +141,10 @@ class SurveyDiagnostics:
 
 
 def _issue_lines(issues: Sequence[linkerrors.LinkIssue], limit: int = 8) -> list[str]:
-    """The issues as findings: corrected-error growth of one GPU's links as one line for the whole run
-    (a healthy H100 pair under load adds a few corrected CRC/ECC data errors on most links in every step:
-    one line per step and GPU made eight lines of a clean 2-GPU survey, 2026-11-25), the rest one line
-    each (at most ``limit`` lines, then how many more)."""
-    lines: list[str] = []
-    corrected: dict[tuple[int, str], list[linkerrors.LinkIssue]] = {}
-    for issue in issues:
-        if issue.kind == linkerrors.CORRECTED_GREW and issue.link is not None:
-            fabric = issue.element.split()[-2]
-            corrected.setdefault((issue.gpu, fabric), []).append(issue)
-        else:
-            lines.append(issue.sentence)
-    for group in corrected.values():
-        head = " ".join(group[0].element.split()[:-1])
-        links = sorted({int(i.link) for i in group if i.link is not None})
-        steps = list(dict.fromkeys(i.step for i in group))
-        when = f"during '{steps[0]}'" if len(steps) == 1 else \
-            f"during {len(steps)} steps ('{steps[0]}' ... '{steps[-1]}')"
-        lines.append(f"{head} corrected-error counters grew {when} on link{'s' if len(links) > 1 else ''} "
-                     f"{', '.join(map(str, links))} ({'; '.join(i.detail for i in group[:2])}"
-                     f"{'; ...' if len(group) > 2 else ''}): corrected by the link, worth a look only if these "
-                     "links' pairs are slow or the counts keep climbing.")
+    """The issues as findings: corrected-error growth as one line per fabric for the whole run
+    (``linkerrors.corrected_lines``), the rest one line each (at most ``limit`` lines, then how many more)."""
+    lines = [i.sentence for i in issues if not (i.kind == linkerrors.CORRECTED_GREW and i.link is not None)]
+    lines += linkerrors.corrected_lines(issues)
     if len(lines) > limit:
         lines = lines[:limit] + [f"... and {len(lines) - limit} more link issues (extra['link_errors'])."]
     return lines

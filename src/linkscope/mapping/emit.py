@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device, same_bus
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
-from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index
+from ..rankenv import LOCAL_RANK_VARS, LOCAL_SIZE_VARS, WORLD_RANK_VARS, WORLD_SIZE_VARS, first_index
 from ..topology.model import Topology
 from .assignment import Assignment
 
@@ -157,6 +157,22 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpe
         env.update(choice.env)
         says = choice.says
     return LaunchPlan(rank, name, env, tuple(cores), _unset(assignment, spec), says)
+
+
+def size_mismatch(assignment: Assignment, environ: Mapping[str, str]) -> str | None:
+    """A warning when the job has another number of ranks than the mapping was made for (2 ranks with
+    a 16-rank mapping use GPUs 0 and 1 of a layout chosen for 16: not what the mapping optimised);
+    None when they agree or the launcher does not say. Per node for a one-node mapping."""
+    multi = assignment.node_of_rank is not None
+    found = first_index(environ, WORLD_SIZE_VARS) if multi else (first_index(environ, LOCAL_SIZE_VARS)
+                                                                   or first_index(environ, WORLD_SIZE_VARS))
+    if found is None or found[0] == assignment.ranks:
+        return None
+    size, name = found
+    where = "" if multi else " on this node"
+    return (f"the job has {size} rank{'s' if size != 1 else ''}{where} ({name}) but the mapping was made for "
+            f"{assignment.ranks}: its placement was chosen for {assignment.ranks} ranks; map again with the job's traffic "
+            f"(linkscope map --ranks/traffic of {size} ranks)")
 
 
 def known_host_name(topology: Topology) -> str | None:

@@ -231,16 +231,15 @@ def run_survey(
     parts: list[RunRecord] = []
     step_of: dict[int, str] = {}  # group -> the step that measured it (self-consistency, measure/consistency.py)
     offset = 0
-    scale = 1000
     if diagnostics is not None:
         diagnostics.start()
     for index, (name, entry, step) in enumerate(steps):
         captured: list[RunRecord] = []
 
         def step_progress(done: int, total: int, label: str, _i: int = index, _name: str = name) -> None:
-            if progress is not None:
-                frac = done / total if total else 1.0
-                progress(_i * scale + int(frac * scale), len(steps) * scale, f"{_name}: {label}")
+            if progress is not None:  # counted in steps; the step's own transfers in its label
+                inner = f" ({min(done + 1, total)} of {total})" if total > 1 and done < total else ""
+                progress(_i, len(steps), f"{_name}: {label}{inner}")
 
         try:
             part = step(offset, step_progress, captured.append)
@@ -272,7 +271,7 @@ def run_survey(
         groups = [m.group for m in part.measurements if m.group is not None]
         offset = max(groups) + 1 if groups else offset
     if progress is not None:
-        progress(len(steps) * scale, len(steps) * scale, "done")
+        progress(len(steps), len(steps), "done")
     record = _merge(parts, base, complete=True)
     if extra:
         record = record.with_(extra={**dict(record.extra), **extra})
@@ -288,7 +287,9 @@ def run_survey(
         diag_extra, diag_lines = diagnostics.finish(record)
         record = record.with_(extra={**dict(record.extra), **diag_extra})
         found = (*found, *diag_lines)
-    return record.with_(findings=found)
+    from ..judge.headline import with_verdict  # the run's verdict, which the report opens with
+
+    return with_verdict(record.with_(findings=found), topology)
 
 
 def _remeasure(engine: TransferEngine, topology: Topology, options: MeasureOptions, clock: Clock):

@@ -42,6 +42,15 @@ UNIT_TEXT = {
     "host-staging": "host staging buffer",
 }
 
+#: The unit's name on one vendor, where it has one of its own (else ``UNIT_TEXT``).
+UNIT_NAME_BY_VENDOR = {("copy-engine", "nvidia"): "copy engine", ("copy-engine", "amd"): "SDMA engine",
+                       ("kernel", "nvidia"): "SM kernel", ("kernel", "amd"): "CU kernel"}
+
+
+def unit_name(unit: str, vendor: str | None) -> str:
+    """What moves the bytes, named for ``vendor`` where known: ``SDMA engine`` for an AMD copy engine."""
+    return UNIT_NAME_BY_VENDOR.get((unit, (vendor or "").lower()), UNIT_TEXT.get(unit, unit))
+
 
 def _frozen(mapping: Mapping[str, object] | None) -> Mapping:
     return MappingProxyType(dict(mapping or {}))
@@ -168,15 +177,23 @@ class LatencyKind:
     description: str
     host_end: bool = False  # the memory (src) may be / must be host
     needs_peer_access: bool = False  # between two GPUs it reads or stores through a peer mapping
+    #: what one number is: a pointer chase waits for each load's reply (a round trip); a flag store is
+    #: seen one way (half a ping-pong); a copy is its device time
+    timing: str = "device time"
+
+
+def latency_timing(key: str) -> str:
+    """``round trip`` / ``one way`` / ``device time`` of a latency kind (unknown kinds: ``device time``)."""
+    return next((k.timing for k in LATENCY_KINDS_TABLE if k.key == key), "device time")
 
 
 LATENCY_REMOTE_READ = LatencyKind("remote-read", "one GPU thread pointer-chasing through the memory of src (a GPU, or host)",
-                                  needs_peer_access=True)
+                                  needs_peer_access=True, timing="round trip")
 LATENCY_FLAG = LatencyKind("flag-pingpong", "one-way flag latency between two GPUs (stores into peer memory)",
-                           needs_peer_access=True)
+                           needs_peer_access=True, timing="one way")
 LATENCY_COPY = LatencyKind("copy", "device time of one small copy with --method (default ce)")
 LATENCY_HOST_READ = LatencyKind("host-read", "one GPU thread pointer-chasing through pinned host memory (host -> GPU dst)",
-                                host_end=True)
+                                host_end=True, timing="round trip")
 LATENCY_KINDS_TABLE: tuple[LatencyKind, ...] = (LATENCY_REMOTE_READ, LATENCY_FLAG, LATENCY_COPY, LATENCY_HOST_READ)
 LATENCY_KINDS: tuple[str, ...] = tuple(k.key for k in LATENCY_KINDS_TABLE)
 #: The kinds that need two GPUs (the default of ``bench latency`` and the survey between GPUs).

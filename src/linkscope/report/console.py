@@ -15,6 +15,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..results.findings import AGGREGATE_RATE, CONCURRENT_PATTERNS, RATE_UNIT_NOTE, VERDICT_KEY
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_rate, format_size
 
@@ -25,7 +26,7 @@ _MAX_SWEEP_PAIRS = 8
 LEGEND = ("colour = measured / theoretical bandwidth of the route: "
           "[green]>= 85%[/green], [yellow]>= 60%[/yellow], [red]< 60%[/red]; "
           "a concurrent pattern's flow shows its share of the route, uncoloured; "
-          "N/A = not measured (waived or error, reasons below); GB/s = 10^9 B/s per direction unless marked total")
+          "N/A = not measured (waived or error, reasons below); " + RATE_UNIT_NOTE)
 
 
 def efficiency(m: Measurement) -> float | None:
@@ -48,8 +49,6 @@ def efficiency_style(eff: float | None) -> str:
 def is_shared_flow(m: Measurement) -> bool:
     """A flow of a concurrent pattern: it shares its links with the group's other flows, so its part
     of the route's capacity is a share, not an efficiency to alarm about."""
-    from ..results.findings import CONCURRENT_PATTERNS
-
     return m.pattern in CONCURRENT_PATTERNS and m.scope == "transfer"
 
 
@@ -219,7 +218,8 @@ def entries_table(ms: Sequence[Measurement], title: str, width: int | None = Non
         theo = m.extra.get("theoretical_gb_per_s")
         rows.append([
             format_size(m.size_bytes),
-            f"{m.src} -> {m.dst}" + (" total" if m.scope != "transfer" else ""),
+            f"{m.src} -> {m.dst}" + ("" if m.scope == "transfer" else " pair total" if m.extra.get("aggregate") == "pair"
+                                     else f" {AGGREGATE_RATE}"),
             _bw_cell(m),
             format_rate(theo) if theo else "",
             _eff_cell(m, shared=is_shared_flow(m) and (m.group is None or flows_in.get(m.group, 0) > 1)),
@@ -256,7 +256,7 @@ def _matrix_block(console: Console, method: str, direction: str, ms: list[Measur
     cells_ms = [m for m in ms if m.scope == scope and (pattern == "sweep" or (isinstance(m.src, int) and isinstance(m.dst, int)))]
     gpus = _ends(cells_ms)
     sizes = sorted({m.size_bytes for m in cells_ms})
-    what = "total of both directions" if direction == "bi" else "one way"
+    what = "pair total (both directions)" if direction == "bi" else "one way"
     methods = list(dict.fromkeys(m.method for m in cells_ms))
     one_flow_each = all(len({(m.src, m.dst) for m in cells_ms if m.method == k}) == 1 for k in methods)
     series: dict[str, list[Measurement]] = {}
@@ -313,6 +313,12 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
                            style="bold reverse yellow"))
     if not record.complete:
         console.print(Text("INCOMPLETE: the run was interrupted; only what was measured is shown.", style="bold red"))
+    verdict = (record.extra or {}).get(VERDICT_KEY)
+    if isinstance(verdict, Mapping) and verdict.get("line"):  # the answer first (judge.headline), then the evidence
+        line = str(verdict["line"])
+        console.print(Text(f"verdict: {line}", style="bold green" if line.startswith("healthy") else "bold"), soft_wrap=True)
+        for problem in verdict.get("problems") or []:
+            console.print(f"  ! {problem}", markup=False, highlight=False, soft_wrap=True)
     bandwidth = [m for m in record.measurements if m.pattern != "latency"]
     latency = [m for m in record.measurements if m.pattern == "latency"]
     blocks = _blocks(bandwidth)
@@ -348,5 +354,5 @@ def render_record(console: Console, record: RunRecord, *, show_findings: bool = 
         console.print(LEGEND, style="dim")
     if show_findings and record.findings:
         console.print("[bold]findings:[/bold]")
-        for line in record.findings:
-            console.print(f"  - {line}", markup=False, highlight=False)
+        for line in record.findings:  # one line each, whatever the width: a finding is grepped, not read in a box
+            console.print(f"  - {line}", markup=False, highlight=False, soft_wrap=True)

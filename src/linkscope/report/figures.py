@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.findings import CONCURRENT_PATTERNS
+from ..patterns.methods import latency_timing
+from ..results.findings import AGGREGATE_RATE, AGGREGATE_RATE_MEANING, CONCURRENT_PATTERNS
 from ..results.schema import ALL, HOST, Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import plots
@@ -120,6 +121,13 @@ def topology_figures(records: Sequence[RunRecord], labels: Sequence[str]) -> tup
 
 # ---- heatmaps -------------------------------------------------------------------------------
 
+def natural_key(value: object) -> tuple:
+    """Sort key that orders numbers inside text by value: GPU2 before GPU10, ``all→GPU9`` before ``all→GPU10``."""
+    import re
+
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", str(value)) if part)
+
+
 def _matrix(entries: list[Measurement], value) -> tuple[list[str], list[list[float | None]], list[list[str]]]:
     ends = sorted({e for m in entries for e in (m.src, m.dst)}, key=lambda e: (isinstance(e, str), str(e) if isinstance(e, str) else e))
     index = {e: i for i, e in enumerate(ends)}
@@ -159,6 +167,8 @@ class HeatPanel:
     unit: str
     fmt: str
     simulated: bool
+    #: measured / the route's theoretical bottleneck per cell (None: no theoretical value, or latency)
+    efficiency: tuple[tuple[float | None, ...], ...] = ()
 
 
 #: sequential colour maps (light = little, dark = much): nothing here is an alarm
@@ -218,6 +228,10 @@ def _panel(record: RunRecord, label: str, method: str, direction: str, size: int
            entries: list[Measurement], what: str) -> HeatPanel:
     simulated = is_simulated(record) or any(is_simulated(record, m) for m in entries)
     names, values, marks = _matrix(entries, (lambda m: m.median_gb_per_s) if what == "bandwidth" else (lambda m: m.latency_us))
+    eff: tuple[tuple[float | None, ...], ...] = ()
+    if what == "bandwidth":
+        _, effs, _ = _matrix(entries, _efficiency)
+        eff = tuple(tuple(r) for r in effs)
     finite = [v for row in values for v in row if v is not None]
     total = direction == "bi" and what == "bandwidth" and "total" in {m.scope for m in entries}
     if what == "bandwidth":
@@ -231,12 +245,18 @@ def _panel(record: RunRecord, label: str, method: str, direction: str, size: int
         title = f"{label}: {method}{'' if 'latency' in method else ' latency'}{size_text}"
         quantity, unit = "latency", "µs"
     word = "simulated by the fabric model" if simulated else "median over repetitions"
-    unit_text = ("GB/s, total of both directions of the pair (the console's 'total of both directions')" if total
-                 else "GB/s, per direction" if what == "bandwidth" else "µs, one way")
+    unit_text = ("GB/s, pair total (both directions)" if total
+                 else "GB/s, per direction" if what == "bandwidth" else f"µs, {latency_timing(method.split()[0])}")
     caption = (f"{word.capitalize()} ({unit_text}); one colour scale for every {unit} matrix of the report; "
                "grey cells are not measured: N/A, waived (the pattern does not apply) or error.")
     return HeatPanel(f"{what}-{_slug(label)}-{_slug(method)}-{direction}", title, caption, tuple(names),
-                     tuple(tuple(r) for r in values), tuple(tuple(r) for r in marks), quantity, unit, fmt, simulated)
+                     tuple(tuple(r) for r in values), tuple(tuple(r) for r in marks), quantity, unit, fmt, simulated, eff)
+
+
+def _efficiency(m: Measurement) -> float | None:
+    """measured / theoretical bottleneck of the route (a pair total against its own, both directions)."""
+    theo = _num(m.extra, "theoretical_gb_per_s")
+    return m.median_gb_per_s / theo if theo and m.median_gb_per_s is not None else None
 
 
 def heatmap_figure(panel: HeatPanel, scale: tuple[float, float]) -> FigureItem:
@@ -540,7 +560,7 @@ def comparison_figures(items: list[Comparison]) -> list[FigureItem]:
         ax.set_yticks(y)
         ax.set_yticklabels([f"{g} ({len(groups[g])})" for g in names], fontsize=9)
         ax.set_xlabel("GB/s")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: the bar labels never run into it
         ax.grid(True, axis="x", alpha=0.3)
         ax.set_xlim(0, max([v for v in measured + theoretical + predicted if not math.isnan(v)] or [1.0]) * 1.25)
         title = f"{run}: {word} vs {'predicted vs ' if has_pred else ''}theoretical"
@@ -586,7 +606,7 @@ def pattern_totals(records: Sequence[RunRecord], labels: Sequence[str]) -> list[
                 best[key] = m
                 owner[key] = record
     out = []
-    for key, m in sorted(best.items(), key=lambda kv: kv[0]):
+    for key, m in sorted(best.items(), key=lambda kv: tuple(natural_key(k) for k in kv[0])):
         label = key[0]
         where = "" if (m.src, m.dst) == (ALL, ALL) else f" {_endpoint(m.src)}→{_endpoint(m.dst)}"
         out.append(PatternTotal(label, m.pattern + where, m.method, m.direction, m.size_bytes, m.median_gb_per_s,
@@ -633,7 +653,7 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     all_sim = all(t.simulated for t in shown)
     word = "simulated" if all_sim else "measured" if not any(t.simulated for t in shown) else "measured or simulated"
     total = [t.total_gb_per_s for t in shown if t.total_gb_per_s is not None]  # all of shown
-    ax.barh(y, total, 0.6, color="#2ca02c", label=f"{word} total")
+    ax.barh(y, total, 0.6, color="#2ca02c", label=f"{word} {AGGREGATE_RATE}")
     theo = [t.theoretical_gb_per_s if t.theoretical_gb_per_s is not None else np.nan for t in shown]
     if not all(np.isnan(theo)):
         ax.scatter(theo, y, marker="|", s=300, color="black", label="theoretical", zorder=3)
@@ -646,17 +666,17 @@ def contention_figure(totals: list[PatternTotal]) -> FigureItem | None:
     ax.set_yticks(y)
     ax.set_yticklabels([(f"{t.run}: " if multi_run else "") + f"{label} {t.method} {t.direction}" for label, t in rows],
                        fontsize=9)
-    ax.set_xlabel("aggregate GB/s")
+    ax.set_xlabel(f"{AGGREGATE_RATE} (GB/s)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: bar values never run into it
     finite = [v for v in total + theo if not np.isnan(v)]
     ax.set_xlim(0, max(finite) * 1.2)
-    title = "Concurrent patterns: aggregate bandwidth"
+    title = f"Concurrent patterns: {AGGREGATE_RATE}"
     ax.set_title(title, fontsize=10)
     simulated = any(t.simulated for t in shown)
     if simulated and all(t.simulated for t in shown):
         plots.stamp_simulated(fig)
-    caption = "Sum over the transfers running at the same time (scope total), at each pattern's largest size."
+    caption = f"Each pattern's {AGGREGATE_RATE_MEANING}; at each pattern's largest size."
     return FigureItem("concurrency", "concurrency", title, caption, fig, simulated)
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_files_atomic, write_text_atomic
+from ..results.findings import AGGREGATE_RATE, RATE_UNIT_NOTE, VERDICT_KEY
 from ..results.schema import RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import figures as F
@@ -24,6 +26,8 @@ from . import plots
 from .checks import check_section
 
 MAX_PROBLEM_ROWS = 200
+MAX_OPEN_FINDINGS = 6  # findings shown before the rest fold
+_GPU_NUMBER = re.compile(r"\b(GPU|GCD|gpu|rank) ?\d+")
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -32,7 +36,7 @@ header h1{margin:0;font-size:24px} header p{margin:4px 0 0;color:#cfd8dc;font-si
 main{padding:10px 28px 40px;max-width:1200px}
 section{background:#fff;border:1px solid #e3e3e3;border-radius:6px;margin:18px 0;padding:12px 18px}
 h2{font-size:18px;margin:6px 0 10px;border-bottom:2px solid #76b900;padding-bottom:4px}
-figure{margin:10px 0 18px} figure img{max-width:100%;height:auto;border:1px solid #eee}
+figure{margin:10px 0 18px} figure img{max-width:100%;max-height:460px;height:auto;width:auto;border:1px solid #eee}
 figcaption{font-size:12px;color:#555;margin-top:4px}
 table{border-collapse:collapse;font-size:12.5px;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}
 th{background:#f0f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -45,6 +49,11 @@ div.topo{overflow-x:auto} div.topo table{font-size:11px} div.topo td,div.topo th
 table.heat caption{caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px}
 table.heat td,table.heat th{text-align:center;padding:3px 6px;min-width:3.2em} table.heat td.na{background:#e0e0e0;color:#666}
 .scale{font-size:11px;color:#555} .swatch{display:inline-block;width:14px;height:10px;margin:0 2px 0 8px;vertical-align:middle}
+section#verdict{border-left:6px solid #76b900} section#verdict.bad{border-left-color:#d62728}
+p.verdict{font-size:17px;font-weight:600;margin:4px 0 8px} ul.wrong li{margin:2px 0}
+details{margin:6px 0} details>summary{cursor:pointer;color:#1b4f72;font-size:13px;margin:4px 0}
+div.grid{display:flex;flex-wrap:wrap;gap:4px 22px;align-items:flex-start} div.grid figure{margin:4px 0 8px}
+div.wide{overflow-x:auto;max-width:100%}
 """
 
 
@@ -114,11 +123,56 @@ def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
     return f'<section id="runs"><h2>Runs</h2>{table}</section>'
 
 
+def report_findings(record: RunRecord) -> list[str]:
+    """The record's findings with per-link facts collapsed: the corrected-error lines of a record
+    written before they were one line per fabric become that line (``linkerrors.corrected_lines``,
+    from ``extra["link_errors"]``)."""
+    from ..counters.linkerrors import corrected_lines, issue_from_dict
+
+    lines = list(record.findings)
+    marker = " corrected-error counters grew "
+    old = [i for i, f in enumerate(lines) if marker in f]
+    issues = ((record.extra or {}).get("link_errors") or {}).get("issues") if isinstance(record.extra, dict) else None
+    if len(old) < 2 or not isinstance(issues, list):
+        return lines
+    parsed = [i for i in (issue_from_dict(d) for d in issues if isinstance(d, dict)) if i is not None]
+    collapsed = corrected_lines(parsed)
+    if not collapsed:
+        return lines
+    keep = [f for i, f in enumerate(lines) if i not in old]
+    return keep[:old[0]] + collapsed + keep[old[0]:]
+
+
+def _verdict_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    """The verdict of each run (``extra["verdict"]``, made by ``judge.headline``), then what is wrong."""
+    parts, bad = [], False
+    for r, label in zip(records, labels):
+        verdict = (r.extra or {}).get(VERDICT_KEY)
+        name = f"{_e(label)}: " if len(records) > 1 else ""
+        if not isinstance(verdict, dict) or not verdict.get("line"):
+            errors = sum(1 for m in r.measurements if m.status is Status.ERROR)
+            parts.append(f'<p class="verdict">{name}no verdict: the run has no topology to judge it against '
+                         f"({len(r.measurements)} entries, {errors} failed); the evidence follows.</p>")
+            continue
+        line = str(verdict["line"])
+        bad = bad or not line.startswith(("healthy", "SIMULATED"))
+        problems = [str(p) for p in verdict.get("problems") or []]
+        wrong = ("<p><b>What is wrong</b></p><ul class=\"wrong\">" + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>"
+                 if problems else "")
+        parts.append(f'<p class="verdict">{name}{_e(line)}</p>{wrong}')
+    cls = ' class="bad"' if bad else ""
+    return f'<section id="verdict"{cls}><h2>Verdict</h2>{"".join(parts)}</section>'
+
+
 def _findings_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
     parts = []
     for r, label in zip(records, labels):
-        if r.findings:
-            items = "".join(f"<li>{_e(f)}</li>" for f in r.findings)
+        found = report_findings(r)
+        if found:
+            items = "".join(f"<li>{_e(f)}</li>" for f in found[:MAX_OPEN_FINDINGS])
+            if len(found) > MAX_OPEN_FINDINGS:
+                items += (f"<li><details><summary>{len(found) - MAX_OPEN_FINDINGS} more findings</summary><ul class=\"findings\">"
+                          + "".join(f"<li>{_e(f)}</li>" for f in found[MAX_OPEN_FINDINGS:]) + "</ul></details></li>")
             parts.append(f"<h3>{_e(label)}</h3><ul class=\"findings\">{items}</ul>" if len(records) > 1
                          else f"<ul class=\"findings\">{items}</ul>")
     if not parts:
@@ -152,12 +206,35 @@ def _comparison_table(items: list[F.Comparison]) -> str:
 
 
 def _totals_table(totals: list[F.PatternTotal]) -> str:
-    rows = [[_e(t.run), _e(t.pattern), _e(t.method), _e(t.direction), _e(format_size(t.size_bytes)),
-             _num(t.total_gb_per_s), _num(t.theoretical_gb_per_s), str(t.entries),
-             f'<span class="{_e(t.status)}">{_e(t.status)}</span>' + (f" ({_e(t.reason)})" if t.reason else "")]
-            for t in totals]
-    return _table(["run", "pattern", "method", "direction", "size", "total (GB/s)", "theoretical (GB/s)", "sizes",
-                   "status"], rows, numeric=(5, 6, 7))
+    """One summary row per (run, pattern, method, direction): how many groups, the aggregate rate's
+    range and the theoretical; every group's row folds below it (``<details>``)."""
+    by: dict[tuple[str, str, str, str], list[F.PatternTotal]] = {}
+    for t in totals:
+        by.setdefault((t.run, t.pattern.split(" ")[0], t.method, t.direction), []).append(t)
+    multi_run = len({t.run for t in totals}) > 1
+    rows = []
+    for (run, pattern, method, direction), items in by.items():
+        rates = [t.total_gb_per_s for t in items if t.total_gb_per_s is not None]
+        theos = [t.theoretical_gb_per_s for t in items if t.theoretical_gb_per_s is not None]
+        rate = "N/A" if not rates else _num(rates[0]) if max(rates) - min(rates) < 0.05 else f"{_num(min(rates))}–{_num(max(rates))}"
+        theo = "" if not theos else _num(theos[0]) if max(theos) - min(theos) < 0.05 else f"{_num(min(theos))}–{_num(max(theos))}"
+        bad = [t for t in items if t.status != "ok"]
+        status = "ok" if not bad else f"{len(bad)} not ok"
+        rows.append(([_e(run)] if multi_run else []) + [
+            _e(pattern), _e(method), _e(direction), _e(format_size(max(t.size_bytes for t in items))), str(len(items)), rate, theo,
+            f'<span class="{"ok" if not bad else "error"}">{_e(status)}</span>'])
+    head = (["run"] if multi_run else []) + ["pattern", "method", "direction", "size", "groups", f"{AGGREGATE_RATE} (GB/s)",
+                                              "theoretical (GB/s)", "status"]
+    shift = 1 if multi_run else 0
+    summary = _table(head, rows, numeric=tuple(i + shift for i in (4, 5, 6)))
+    detail_rows = [[_e(t.run), _e(t.pattern), _e(t.method), _e(t.direction), _e(format_size(t.size_bytes)),
+                    _num(t.total_gb_per_s), _num(t.theoretical_gb_per_s), str(t.entries),
+                    f'<span class="{_e(t.status)}">{_e(t.status)}</span>' + (f" ({_e(t.reason)})" if t.reason else "")]
+                   for t in totals]
+    detail = _table(["run", "pattern", "method", "direction", "size", f"{AGGREGATE_RATE} (GB/s)", "theoretical (GB/s)",
+                     "sizes", "status"], detail_rows, numeric=(5, 6, 7))
+    return (f"{summary}<details><summary>every group ({len(totals)} rows)</summary><div class=\"wide\">{detail}</div>"
+            "</details>")
 
 
 def _mapping_table(items: list[tuple[str, dict]]) -> str:
@@ -174,22 +251,34 @@ def _mapping_table(items: list[tuple[str, dict]]) -> str:
 
 
 def _problems_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
+    """One row per (run, status, method, reason) with how many entries it covers and a few of their
+    pairs; every entry folds below (at most ``MAX_PROBLEM_ROWS``)."""
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
     rows = []
     for r, label in zip(records, labels):
         for m in r.measurements:
             if m.status is Status.OK:
                 continue
-            rows.append([_e(label), _e(m.method), _e(m.pattern), _e(f"{F._endpoint(m.src)}→{F._endpoint(m.dst)}"),
-                         _e(format_size(m.size_bytes)), f'<span class="{m.status.value}">{_e(m.status.value)}</span>',
-                         _e(m.reason)])
+            pair = f"{F._endpoint(m.src)}→{F._endpoint(m.dst)}"
+            reason = _GPU_NUMBER.sub(r"\1 #", m.reason or "no reason given")  # one row for every pair's same reason
+            groups.setdefault((label, m.status.value, m.method, reason), []).append(pair)
+            rows.append([_e(label), _e(m.method), _e(m.pattern), _e(pair), _e(format_size(m.size_bytes)),
+                         f'<span class="{m.status.value}">{_e(m.status.value)}</span>', _e(m.reason)])
     if not rows:
         return ""
+    summary_rows = []
+    for (label, status, method, reason), pairs in groups.items():
+        shown = sorted(dict.fromkeys(pairs), key=F.natural_key)
+        summary_rows.append([_e(label), f'<span class="{status}">{_e(status)}</span>', _e(method), str(len(pairs)),
+                             _e(", ".join(shown[:4]) + (" …" if len(shown) > 4 else "")), _e(reason)])
+    summary = _table(["run", "status", "method", "entries", "pairs", "reason"], summary_rows, numeric=(3,))
     more = ""
     if len(rows) > MAX_PROBLEM_ROWS:
         more = f'<p class="muted">{len(rows) - MAX_PROBLEM_ROWS} more not shown (see the JSON).</p>'
         rows = rows[:MAX_PROBLEM_ROWS]
     table = _table(["run", "method", "pattern", "pair", "size", "status", "reason"], rows)
-    return f'<section id="problems"><h2>Waived and failed entries</h2>{table}{more}</section>'
+    return (f'<section id="problems"><h2>Waived and failed entries</h2>{summary}<details><summary>every entry '
+            f"({sum(len(p) for p in groups.values())})</summary>{table}{more}</details></section>")
 
 
 def _heat_colour(cmap: Any, fraction: float) -> tuple[str, str]:
@@ -199,44 +288,87 @@ def _heat_colour(cmap: Any, fraction: float) -> tuple[str, str]:
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}", text
 
 
+EFFICIENCY_CMAP = "RdYlGn"  # red (far below the route's bottleneck) to green (at it)
+
+
+def _cell(value: float, text: str, fraction: float | None, cmap: Any, title: str = "") -> str:
+    if fraction is None:
+        return f'<td class="num"{title}>{_e(text)}</td>'
+    bg, fg = _heat_colour(cmap, fraction)
+    return f'<td class="num" style="background:{bg};color:{fg}"{title}>{_e(text)}</td>'
+
+
 def _heat_table(panel: F.HeatPanel, scale: tuple[float, float]) -> str:
     """A matrix as an HTML table with coloured cells (no image to draw: the report's matrices cost
-    nothing to render and their numbers stay text)."""
+    nothing to render and their numbers stay text). A bandwidth cell shows its GB/s and is coloured
+    by its efficiency, measured / the route's theoretical bottleneck (50 GB/s on a 200 GB/s link is
+    red, not bright); a cell without a theoretical value stays white. Latency is coloured on one
+    absolute scale for the report."""
     import matplotlib
 
-    cmap = matplotlib.colormaps[F.HEAT_CMAPS[panel.quantity]]
+    by_eff = panel.quantity != "latency"
+    cmap = matplotlib.colormaps[EFFICIENCY_CMAP if by_eff else F.HEAT_CMAPS[panel.quantity]]
     lo, hi = scale
-    filled = [(a, b, v) for a, row in zip(panel.names, panel.values) for b, v in zip(panel.names, row) if v is not None]
+    effs = panel.efficiency or tuple(tuple(None for _ in row) for row in panel.values)
+
+    def fraction(v: float, eff: float | None) -> float | None:
+        if by_eff:
+            return eff
+        return (v - lo) / (hi - lo) if hi > lo else 0.0
+
+    def title(eff: float | None) -> str:
+        return f' title="{eff:.0%} of the route\'s theoretical bottleneck"' if eff is not None else ""
+
+    filled = [(a, b, v, e) for a, row, erow in zip(panel.names, panel.values, effs) for b, v, e in zip(panel.names, row, erow)
+              if v is not None]
     sim = ' <span class="tag sim">SIMULATED</span>' if panel.simulated else ""
-    if len(panel.names) > 2 and len(filled) <= len(panel.names):  # a ring's n flows: a row of flows, not a grey matrix
-        flow_cells = []
-        for _, _, flow_gb in filled:
-            bg, fg = _heat_colour(cmap, (flow_gb - lo) / (hi - lo) if hi > lo else 0.0)
-            flow_cells.append(f'<td class="num" style="background:{bg};color:{fg}">{_e(panel.fmt.format(flow_gb))}</td>')
-        head = "".join(f"<th>{_e(a)}→{_e(b)}</th>" for a, b, _ in filled)
+    legend = ('<div class="scale">colour = measured / route bottleneck: '
+              + "".join(f'<span class="swatch" style="background:{_heat_colour(cmap, k / 4)[0]}"></span>{25 * k}% '
+                        for k in range(5)) + "</div>") if by_eff else (
+        f'<div class="scale">{_e(panel.unit)}: '
+        + "".join(f'<span class="swatch" style="background:{_heat_colour(cmap, k / 4)[0]}"></span>'
+                  f"{_e(panel.fmt.format(lo + (hi - lo) * k / 4))} " for k in range(5)) + "</div>")
+    if len(panel.names) > 2 and len(filled) <= len(panel.names):  # a ring's n flows: one row per flow, not a grey matrix
+        rows = "".join(f"<tr><th>{_e(a)}→{_e(b)}</th>{_cell(v, panel.fmt.format(v), fraction(v, e), cmap, title(e))}</tr>"
+                       for a, b, v, e in sorted(filled, key=lambda f: (F.natural_key(f[0]), F.natural_key(f[1]))))
         return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)}), '
-                f'one column per flow</caption><thead><tr><th>flow</th>{head}</tr></thead><tbody><tr><th>{_e(panel.unit)}</th>'
-                f'{"".join(flow_cells)}</tr></tbody></table>'
-                f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
+                f'one row per flow</caption><thead><tr><th>flow</th><th>{_e(panel.unit)}</th></tr></thead><tbody>{rows}</tbody>'
+                f"</table>{legend}<figcaption>{sim.strip()} {_e(panel.caption)}</figcaption></figure>")
     head = "".join(f"<th>{_e(n)}</th>" for n in panel.names)
-    rows = []
-    for name, values, marks in zip(panel.names, panel.values, panel.marks):
+    body = []
+    for name, values, marks, erow in zip(panel.names, panel.values, panel.marks, effs):
         cells = []
-        for v, mark in zip(values, marks):
+        for v, mark, e in zip(values, marks, erow):
             if v is None:
                 cells.append(f'<td class="na">{_e(mark)}</td>')
-                continue
-            bg, fg = _heat_colour(cmap, (v - lo) / (hi - lo) if hi > lo else 0.0)
-            cells.append(f'<td class="num" style="background:{bg};color:{fg}">{_e(panel.fmt.format(v))}</td>')
-        rows.append(f"<tr><th>{_e(name)}</th>{''.join(cells)}</tr>")
-    legend_stops = [lo + (hi - lo) * k / 4 for k in range(5)]
-    legend = "".join(
-        f'<span class="swatch" style="background:{_heat_colour(cmap, k / 4)[0]}"></span>{_e(panel.fmt.format(v))} '
-        for k, v in enumerate(legend_stops))
+            else:
+                cells.append(_cell(v, panel.fmt.format(v), fraction(v, e), cmap, title(e)))
+        body.append(f"<tr><th>{_e(name)}</th>{''.join(cells)}</tr>")
     return (f'<figure id="fig-{_e(panel.name)}"><table class="heat"><caption>{_e(panel.title)} ({_e(panel.unit)})</caption>'
-            f'<thead><tr><th>src \\ dst</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f'<div class="scale">{_e(panel.unit)}: {legend}</div>'
-            f"<figcaption>{_e(panel.title)}{sim}. {_e(panel.caption)}</figcaption></figure>")
+            f'<thead><tr><th>src \\ dst</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
+            f"<figcaption>{sim.strip()} {_e(panel.caption)}</figcaption></figure>")
+
+
+def _heat_section(panels: Sequence[F.HeatPanel], scales: dict[str, tuple[float, float]]) -> str:
+    """Per run, its first bandwidth matrix and its first latency matrix open, side by side where
+    they fit; every other matrix folds below (``<details>``)."""
+    main: list[F.HeatPanel] = []
+    seen: set[tuple[str, str]] = set()
+    # one-way before pair totals, and the latency of a load (remote read) before the others
+    ordered = sorted(panels, key=lambda p: (p.quantity == "total", "remote-read" not in p.name))
+    for p in ordered:
+        run = p.title.split(":")[0]
+        kind = "latency" if p.quantity == "latency" else "bandwidth"
+        if (run, kind) not in seen and (kind == "latency" or len(p.names) > 2 or p.quantity != "total"):
+            seen.add((run, kind))
+            main.append(p)
+    rest = [p for p in panels if p not in main]
+    out = '<div class="grid">' + "".join(_heat_table(p, scales[p.quantity]) for p in main) + "</div>"
+    if rest:
+        out += (f"<details><summary>{len(rest)} more matri{'x' if len(rest) == 1 else 'ces'} (both directions, other "
+                f"methods, concurrent flows)</summary><div class=\"grid\">"
+                + "".join(_heat_table(p, scales[p.quantity]) for p in rest) + "</div></details>")
+    return out
 
 
 def _topo_m_tables(records: Sequence[RunRecord]) -> str:
@@ -262,7 +394,8 @@ def _topo_m_tables(records: Sequence[RunRecord]) -> str:
             continue
         table = _table(rows[0], [[_e(c) for c in row] for row in rows[1:]])
         nic = f'<p class="muted">NIC Legend: {_e(", ".join(f"{n}: {name}" for n, name in legend))}</p>' if legend else ""
-        out.append(f'<h3>{_e(topology.name)}: nvidia-smi topo -m layout</h3><div class="topo">{table}</div>{nic}')
+        out.append(f"<details><summary>{_e(topology.name)}: nvidia-smi topo -m layout</summary>"
+                   f'<div class="topo">{table}</div>{nic}</details>')
     return "".join(out)
 
 
@@ -299,6 +432,10 @@ def build_figures(records: Sequence[RunRecord], *, heatmap_pngs: bool = True) ->
                     "scales": scales}, notes
 
 
+#: Sections whose body folds under one line (the concurrency section keeps its summary table open).
+FOLDED = {"curves": "the curves (bandwidth by message size)", "model": "the chart and the per-entry table",
+          "concurrency": f"the chart of every pattern's {AGGREGATE_RATE}"}
+
 _SECTIONS = (
     ("topology", "Topology"),
     ("heatmaps", "Bandwidth and latency matrices"),
@@ -326,13 +463,14 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>linkscope report</title>", f"<style>{_CSS}</style></head><body>",
            f"<header><h1>linkscope report</h1><p>{len(records)} run(s) · generated {now} · "
-           "GB/s = 10<sup>9</sup> B/s per direction unless marked bidir</p></header><main>"]
+           f"{_e(RATE_UNIT_NOTE)}</p></header><main>"]
     if simulated:
         out.append(f'<div class="banner" id="simulated-banner">SIMULATED: the numbers of {_e(", ".join(simulated))} '
                    "come from the fabric model, not from hardware.</div>")
-    out.append(_runs_section(records, labels))
+    out.append(_verdict_section(records, labels))
     out.append(_findings_section(records, labels))
     out.append(check_section(records, labels))
+    out.append(_runs_section(records, labels))
     for section, heading in _SECTIONS:
         section_items = [i for i in items if i.section == section]
         extra = ""
@@ -340,7 +478,7 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
             extra = _topo_m_tables(records)
         if section == "heatmaps":
             section_items = []  # the tables stand for them (their PNGs, if drawn, go to --png only)
-            extra = "".join(_heat_table(p, data["scales"][p.quantity]) for p in data["panels"])
+            extra = _heat_section(data["panels"], data["scales"])
         if section == "model" and data["comparisons"]:
             extra = _comparison_table(data["comparisons"])
         elif section == "concurrency" and data["totals"]:
@@ -350,6 +488,13 @@ def render_html(records: Sequence[RunRecord], pngs: dict[str, bytes] | None = No
         if not section_items and not extra:
             continue
         figs = "".join(_figure_html(i, pngs[i.name]) for i in section_items)
+        if section in FOLDED:  # evidence behind the verdict: one line, open on demand
+            what = FOLDED[section]
+            body = figs + extra if section != "concurrency" else extra + f"<details><summary>{what}</summary>{figs}</details>"
+            if section != "concurrency":
+                body = f"<details><summary>{what}</summary>{body}</details>"
+            out.append(f'<section id="{section}"><h2>{_e(heading)}</h2>{body}</section>')
+            continue
         out.append(f'<section id="{section}"><h2>{_e(heading)}</h2>{figs}{extra}</section>')
     out.append(_problems_section(records, labels))
     if notes:

@@ -304,7 +304,14 @@ def _prediction_line(size_bytes: int, pred: dict[str, Any]) -> str:
         extra.append(f"NCCL's estimate {pred['nccl_estimate_us']:.2f} us, twin {pred.get('time_us', 0.0):.2f} us")
     algos = ", ".join(f"{name} {v['busbw_gb_per_s']:.1f}" for name, v in pred["algorithms"].items())
     detail = f" ({'; '.join(extra)})" if extra else ""
-    return f"# simulated {size_bytes} B: {chosen} chosen{detail}; busbw GB/s per algorithm/protocol: {algos}"
+    line = (f"# simulated {size_bytes} B: {chosen} chosen by NCCL's tuner, the least of its own estimates{detail}; "
+            f"twin busbw GB/s per algorithm/protocol: {algos}")
+    rated = {name: float(v["busbw_gb_per_s"]) for name, v in pred["algorithms"].items() if v.get("busbw_gb_per_s")}
+    best = max(rated, key=lambda k: rated[k]) if rated else None
+    if best is not None and chosen in rated and best != chosen and rated[best] > 1.05 * rated[chosen]:
+        line += (f"; the twin rates {best} {rated[best] / rated[chosen] - 1:.0%} faster than NCCL's choice "
+                 "(NCCL picks by its estimate, not by the twin)")
+    return line
 
 
 def nccl_tests_footer(record: RunRecord) -> str:

@@ -121,6 +121,47 @@ def _footprint_in(d: Any, label: str, style: _Style) -> float:
     return max(_box_width_in(d, label, style), 0.14 if style.rotate else 0.26) + (0.05 if style.rotate else 0.12)
 
 
+def switch_levels(devices: Sequence[Any], edges: Sequence[Edge]) -> dict[str, int]:
+    """Level of each PCIe switch: 1 for one a GPU hangs off, 2 for the switch above it (a chassis PLX
+    over the boards' switches), ...: hops from the nearest GPU through PCIe switches."""
+    kind = {d.id: d.kind.value for d in devices}
+    neighbours: dict[str, list[str]] = defaultdict(list)
+    for e in edges:
+        neighbours[e.a].append(e.b)
+        neighbours[e.b].append(e.a)
+    level: dict[str, int] = {}
+    frontier = deque((n, 1) for g, k in kind.items() if k == "gpu" for n in neighbours[g] if kind.get(n) == "pcie_switch")
+    while frontier:
+        cur, depth = frontier.popleft()
+        if cur in level:
+            continue
+        level[cur] = depth
+        frontier.extend((n, depth + 1) for n in neighbours[cur] if kind.get(n) == "pcie_switch" and n not in level)
+    for d, k in kind.items():  # a switch no GPU reaches (a NIC's alone): the first level
+        if k == "pcie_switch":
+            level.setdefault(d, 1)
+    return level
+
+
+def _tier(d: Any, levels: dict[str, int]) -> str:
+    """The row of a device: its kind, a PCIe switch's kind and level (``pcie_switch:2``) when there are several."""
+    kind = d.kind.value
+    if kind == "pcie_switch" and len(set(levels.values())) > 1:
+        return f"pcie_switch:{levels.get(d.id, 1)}"
+    return kind
+
+
+def tier_rows(devices: Sequence[Any], levels: dict[str, int]) -> list[tuple[str, str]]:
+    """(tier key, name) of every row drawn, top to bottom: PCIe switches one row per level."""
+    rows = []
+    for kind, name in TIERS:
+        if kind == "pcie_switch" and len(set(levels.values())) > 1:
+            rows += [(f"pcie_switch:{k}", f"PCIe switches, level {k}") for k in sorted(set(levels.values()))]
+        elif any(d.kind.value == kind for d in devices):
+            rows.append((kind, name))
+    return rows
+
+
 def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], list[Edge], float, float]:
     """(position in inches of every drawn device, devices, folded edges, width, height of the drawing)."""
     from ..topology import query
@@ -130,7 +171,8 @@ def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], li
     gpus = [d for d in devices if d.kind.value == "gpu"]
     many = len(gpus) > 16
     styles = _styles(len(gpus))
-    tiers = [kind for kind, _ in TIERS if any(d.kind.value == kind for d in devices)]
+    levels = switch_levels(devices, edges)
+    tiers = [key for key, _ in tier_rows(devices, levels)]
     y_of = {kind: (len(tiers) - 1 - i) * ROW_IN for i, kind in enumerate(tiers)}
     try:
         nodes = query.node_labels(topology)
@@ -180,9 +222,9 @@ def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], li
         return sum(found) / len(found) if found else None
 
     width_gpus = x if gpus else LEFT_IN + 1.0
-    order = ["nvswitch", "nic", "pcie_switch", "host_bridge", "cpu", "network_switch"]
+    order = ["nvswitch", "nic"] + [t for t in tiers if t.startswith("pcie_switch")] + ["host_bridge", "cpu", "network_switch"]
     for kind in order:
-        members = [d for d in devices if d.kind.value == kind]
+        members = [d for d in devices if _tier(d, levels) == kind]
         if not members:
             continue
         wanted = []
@@ -193,7 +235,7 @@ def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], li
                 gx = sum(xs) / len(xs) if xs else (LEFT_IN + width_gpus) / 2
             wanted.append((gx, d.index or 0, d.id))
         wanted.sort()
-        room = [_footprint_in(by_id[i], _label(by_id[i], many), styles[kind]) for _, _, i in wanted]
+        room = [_footprint_in(by_id[i], _label(by_id[i], many), styles[kind.split(":")[0]]) for _, _, i in wanted]
         placed: list[float] = []
         for k, (gx, _, _) in enumerate(wanted):
             if placed:
@@ -216,12 +258,34 @@ def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], li
     return pos, devices, edges, right, height
 
 
+def line_width(capacity_gb_per_s: float, thin: float = 1.0) -> float:
+    """A link's drawn width in points: wider for more GB/s (log scale), the same in the legend."""
+    return thin * (0.4 + 0.55 * math.log2(max(capacity_gb_per_s, 1.0)))  # 8 GB/s 2.0 pt, 50 GB/s 3.5, 200 GB/s 4.6
+
+
+def arc_rises(spans: Sequence[tuple[float, float]]) -> list[float]:
+    """Height (inches) of each arc drawn over a row between x0 and x1: wider spans rise higher, and an
+    arc whose span overlaps another's at the same height rises one step more, so no two overlapping
+    arcs share a peak (MI250X: eight GCDs, 16 xGMI arcs drew on top of each other)."""
+    out: list[float] = []
+    placed: list[tuple[float, float, float]] = []  # (left, right, rise)
+    for x0, x1 in spans:
+        left, right = min(x0, x1), max(x0, x1)
+        rise = min(0.12 + 0.11 * (right - left), ROW_IN * 0.75)
+        while any(abs(r - rise) < 0.03 and lo < right and left < hi for lo, hi, r in placed):
+            rise += 0.06
+        placed.append((left, right, rise))
+        out.append(rise)
+    return out
+
+
 def _rate_text(gb_per_s: float) -> str:
     return f"{gb_per_s:.0f}" if gb_per_s >= 100 else f"{gb_per_s:.3g}"
 
 
-def link_legend(edges: Sequence[Edge]) -> list[tuple[str, str]]:
-    """(colour, text) per link kind and capacity: one label per kind of link in the whole figure."""
+def link_legend(edges: Sequence[Edge]) -> list[tuple[str, str, float]]:
+    """(colour, text, line width) per link kind and capacity: the kind is the colour, the capacity the
+    line's width (as drawn), one entry per width."""
     groups: dict[tuple[str, int, float], int] = defaultdict(int)
     for e in edges:
         groups[(e.kind, e.count if e.kind in ("nvlink", "xgmi") else 1, round(e.capacity_gb_per_s, 1))] += 1
@@ -229,7 +293,8 @@ def link_legend(edges: Sequence[Edge]) -> list[tuple[str, str]]:
     for (kind, count, cap), n in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][2])):
         bond = f" ×{count}" if count > 1 else ""
         out.append((plots.LINK_COLOURS.get(kind, "#444444"),
-                    f"{KIND_NAMES.get(kind, kind)}{bond}: {_rate_text(cap)} GB/s ({n} link{'s' if n != 1 else ''})"))
+                    f"{KIND_NAMES.get(kind, kind)}{bond}: {_rate_text(cap)} GB/s ({n} link{'s' if n != 1 else ''})",
+                    line_width(cap)))
     return out
 
 
@@ -248,7 +313,8 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
     legend = link_legend(edges)
     nics = [d for d in devices if d.kind.value == "nic" and d.line_rate_gbit_per_s]
     rates = sorted({d.line_rate_gbit_per_s / 8 for d in nics})
-    entries = [*legend] + ([("#fdae6b", "NIC line rate: " + ", ".join(f"{_rate_text(r)} GB/s" for r in rates))] if rates else [])
+    entries = [*legend] + ([("#fdae6b", "NIC line rate: " + ", ".join(f"{_rate_text(r)} GB/s" for r in rates), 3.0)]
+                           if rates else [])
     cols = max(1, min(3, int((width_in - 0.4) // 3.3)))
     legend_rows = math.ceil(len(entries) / cols) if entries else 0
     bottom_in = 0.45 + 0.22 * legend_rows + 0.35  # legend, plus room for vertical labels under the last row
@@ -256,7 +322,7 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
     gpu_row_on_top = bool(gpus) and not any(d.kind.value == "nvswitch" for d in devices)
     if gpu_row_on_top and any(abs(pos[e.a][1] - pos[e.b][1]) < 1e-6 and by_id[e.a].kind.value == "gpu"
                               for e in edges if e.a in pos and e.b in pos):
-        top_in += ROW_IN * 0.75  # room for the arcs over the GPU row
+        top_in += ROW_IN * 0.75 + 0.06 * len(edges) ** 0.5  # room for the arcs over the GPU row, stacked
     fig_w, fig_h = max(width_in, 6.5), height_in + bottom_in + top_in + 0.45
     fig = plots.new_figure(fig_w, fig_h)
     fig.set_layout_engine(None)
@@ -273,15 +339,17 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
         alpha = 0.55 if kind in ("pcie", "network") else 0.8
         dash = "dashed" if kind == "network" else "solid"
         straight, widths = [], []
+        in_row = [e for e in mine if abs(pos[e.a][1] - pos[e.b][1]) <= 1e-6]
+        rises = dict(zip(map(id, in_row), arc_rises([(pos[e.a][0], pos[e.b][0]) for e in in_row])))
         for e in mine:
             (x0, y0), (x1, y1) = pos[e.a], pos[e.b]
-            lw = thin * (0.8 + 0.9 * math.log10(max(e.capacity_gb_per_s, 1.0)))
+            lw = line_width(e.capacity_gb_per_s, thin)
             if abs(y0 - y1) > 1e-6:
                 straight.append(((x0, y0), (x1, y1)))
                 widths.append(lw)
                 continue
             # over the row: labels sit under their devices, so an arc above them crosses no text
-            rise = min(0.12 + 0.11 * abs(x1 - x0), ROW_IN * 0.75)
+            rise = rises[id(e)]
             arc = Path([(x0, y0), ((x0 + x1) / 2, y0 + 2 * rise), (x1, y1)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
             ax.add_patch(PathPatch(arc, fill=False, edgecolor=colour, lw=lw, alpha=alpha, zorder=1, linestyle=dash))
         ax.add_collection(LineCollection(straight, colors=colour, linewidths=widths, alpha=alpha, zorder=1, linestyles=dash))
@@ -311,17 +379,17 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
             else:
                 ax.text(x, y - 0.14, label, ha="center", va="top", fontsize=style.font_pt, zorder=4, bbox=box)
     # tier names, left
-    tiers = [(kind, name) for kind, name in TIERS if any(d.kind.value == kind for d in devices)]
-    for kind, name in tiers:
-        count = sum(1 for d in devices if d.kind.value == kind)
-        y = next(pos[d.id][1] for d in devices if d.kind.value == kind and d.id in pos)
+    levels = switch_levels(devices, edges)
+    for kind, name in tier_rows(devices, levels):
+        count = sum(1 for d in devices if _tier(d, levels) == kind)
+        y = next(pos[d.id][1] for d in devices if _tier(d, levels) == kind and d.id in pos)
         ax.text(0.12, y, f"{name} ({count})", ha="left", va="center", fontsize=8, color="#444444", style="italic")
     folded = len(topology.devices) - len(devices)
     ax.text(fig_w / 2, height_in + top_in + 0.3, title, ha="center", va="center", fontsize=10)
     if folded:
         ax.text(fig_w / 2, height_in + top_in + 0.05, f"{folded} pass-through bridge{'s' if folded != 1 else ''} folded into their links",
                 ha="center", va="center", fontsize=7.5, color="#666666")
-    handles = [Line2D([0], [0], color=c, lw=3, label=t) for c, t in entries]
+    handles = [Line2D([0], [0], color=c, lw=lw, label=t) for c, t, lw in entries]
     if handles:
         fig.legend(handles=handles, loc="lower center", ncols=cols, fontsize=7.5, frameon=False,
                    bbox_to_anchor=(0.5, 0.01), handlelength=1.6, columnspacing=1.2)

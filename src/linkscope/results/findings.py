@@ -10,7 +10,18 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..patterns.methods import D2H, D2H_PAGEABLE, DEFAULT_METHOD, H2D, H2D_PAGEABLE, LATENCY_KINDS_TABLE, keys_where
+from ..patterns.methods import (
+    D2H,
+    D2H_PAGEABLE,
+    DEFAULT_METHOD,
+    H2D,
+    H2D_PAGEABLE,
+    LATENCY_KINDS_TABLE,
+    find_method,
+    keys_where,
+    latency_timing,
+    unit_name,
+)
 from ..results.schema import Measurement, RunProvenance, RunRecord, Status
 from ..units import format_size
 
@@ -66,8 +77,50 @@ def _unmeasured_pairs(record: RunRecord, measured: Iterable[tuple[int | str, int
     return {(a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:] if (a, b) not in seen}
 
 
+PREDICTED_RATIO_KEPT = 0.75  # a measured fastest/slowest ratio of at least this part of the links' ratio is "as predicted"
+ENGINE_CAPPED_BELOW = 0.6  # the widest links' pairs below this part of their links: the method, not the fabric, limits
+
+
+def _below_prediction(ms: Sequence[Measurement], pair_classes: PairClasses | None, method: str, vendor: str | None) -> str:
+    """How the measured spread compares with the spread of the links' theoretical rates over the same
+    pairs, and why it is smaller where the widest links' pairs are capped by what moves the bytes."""
+    if not pair_classes:
+        return ""
+    theo = {(m.src, m.dst): pair_classes[(m.src, m.dst)][1] for m in ms  # type: ignore[index]
+            if (m.src, m.dst) in pair_classes}
+    if len(theo) < 2:
+        return ""
+    lo, hi = min(theo.values()), max(theo.values())
+    values = [m.bandwidth.median for m in ms]  # type: ignore[union-attr]
+    s, f = min(values), max(values)
+    if not lo or not s:
+        return ""
+    if hi <= lo * (1 + UNIFORM_SPREAD):
+        by_level: dict[str, list[float]] = {}
+        for m in ms:
+            if (m.src, m.dst) in pair_classes:
+                by_level.setdefault(pair_classes[(m.src, m.dst)][0], []).append(m.bandwidth.median)  # type: ignore[index,union-attr]
+        if len(by_level) < 2:
+            return ""
+        medians = sorted(((statistics.median(v), lvl) for lvl, v in by_level.items()), reverse=True)
+        return (f"; every route's narrowest link is {_gb(hi)}, but the link levels differ: "
+                + ", ".join(f"{lvl} {_gb(gb)}" for gb, lvl in medians) + " (median per level)")
+    predicted, measured = hi / lo, f / s
+    text = (f"; the topology's link levels predict {_gb(lo)} to {_gb(hi)} ({predicted:.1f}x), "
+            f"measured {measured:.1f}x")
+    if measured >= PREDICTED_RATIO_KEPT * predicted:
+        return text + ", as predicted"
+    widest = [m.bandwidth.median for m in ms if theo.get((m.src, m.dst)) == hi]  # type: ignore[union-attr]
+    top = statistics.median(widest)
+    info = find_method(method)
+    if top < ENGINE_CAPPED_BELOW * hi and info is not None:
+        return (text + f": {method} reaches only {_pct(top / hi)} of the widest links ({_gb(hi)}): each copy is capped near "
+                f"{top:.0f} GB/s by the {unit_name(info.unit, vendor)} that moves it, not by the fabric")
+    return text + ": the narrow routes lose less than their links predict"
+
+
 def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None,
-                   pair_classes: PairClasses | None = None) -> list[str]:
+                   pair_classes: PairClasses | None = None, vendor: str | None = None) -> list[str]:
     """The slowest pair and whether the pairs are alike, over the pairs measured (the others are named:
     a pair without peer access is waived, so "uniform" never speaks for it)."""
     out: list[str] = []
@@ -87,17 +140,18 @@ def _pair_findings(record: RunRecord, method: str, uniform_topology: bool | None
     missing = _unmeasured_pairs(record, ((m.src, m.dst) for m in ms))
     not_measured = (f"; not measured: {len(missing)} GPU pair{'s' if len(missing) != 1 else ''} ({_pair_list(missing)}), "
                     f"see the waived entries" if missing else "")
+    below = _below_prediction(ms, pair_classes, method, vendor)
     if spread > UNIFORM_SPREAD:  # a "slowest pair" among equals would be noise
         out.append(f"Slowest GPU pair ({method}, one way, {size}): GPU{slow.src} -> GPU{slow.dst} at {_gb(s)}, "
                    f"{_pct(1 - s / f)} below the fastest (GPU{fast.src} -> GPU{fast.dst}, {_gb(f)}).")
     if spread <= UNIFORM_SPREAD:
-        tail = "" if uniform_topology is not False else " although the topology has different link levels"
+        tail = "" if uniform_topology is not False else f" although the topology has different link levels{below}"
         every = "all" if not missing else "the"
         out.append(f"The fabric looks uniform for {method} over the pairs measured: {every} {len(ms)} ordered pairs are within "
                    f"{_pct(spread)} of each other (median {_gb(median)}){tail}{not_measured}.")
     else:
         why = (" while the topology says every pair is alike: look at the slow pairs (a degraded link, clocks, or another job)"
-               if uniform_topology else " as the topology's link levels predict" if uniform_topology is False else "")
+               if uniform_topology else below if uniform_topology is False else "")
         out.append(f"The fabric is not uniform for {method}: pairs range from {_gb(s)} to {_gb(f)} ({_pct(spread)} spread){why}"
                    f"{not_measured}.")
     return out
@@ -127,20 +181,52 @@ def _alone(record: RunRecord, method: str) -> dict[tuple[int | str, int | str], 
     return out
 
 
+#: Where a run's verdict lives (``RunRecord.extra[VERDICT_KEY]``, made by ``judge.headline``, read by the report).
+VERDICT_KEY = "verdict"
+
+#: The one definition of a concurrent group's total, read by the findings, the report's tables and
+#: captions and the guide (tests/docs checks that the guide quotes it).
+AGGREGATE_RATE = "aggregate rate"
+AGGREGATE_RATE_MEANING = ("aggregate rate = all bytes the group moved / the group's elapsed time (first start to last end); "
+                          "not the sum of the flows' own rates, which is larger when the flows end at different times")
+#: The unit line of every table and report header: what a GB/s figure is, and the two exceptions.
+RATE_UNIT_NOTE = ("GB/s = 10^9 B/s per direction, except where marked pair total (both directions of a pair) "
+                  "or aggregate rate (a concurrent group's bytes / its elapsed time)")
+
+
+def _gpu_span(gpus: Iterable[int]) -> str:
+    return _gpu_set(sorted(set(gpus)))
+
+
+def _group_parts(flows: list[Measurement], totals: list[Measurement], pattern: str) -> tuple[float | None, float | None, list[int]]:
+    """(sum of the flows' median rates, median aggregate rate, GPUs) of one concurrent group."""
+    gpus = [e for m in flows for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)]
+    flow_rates = [m.bandwidth.median for m in flows if m.bandwidth is not None]
+    total_rates = [m.bandwidth.median for m in totals if m.bandwidth is not None]
+    flow_sum = float(sum(flow_rates)) if flow_rates else None
+    aggregate = statistics.median(total_rates) if total_rates else None
+    return flow_sum, aggregate, gpus
+
+
 def _contention_findings(record: RunRecord) -> list[str]:
+    """Per concurrent pattern: how much of its bandwidth alone each flow keeps, what the flows add to
+    and the aggregate rate (``AGGREGATE_RATE_MEANING``), per group where the pattern ran as several
+    groups one after another (the peer islands of a two-socket box, one receiver at a time)."""
     out = []
     keys: list[tuple[str, str, str]] = []
     for m in record.measurements:
         key = (m.pattern, m.method, m.direction)
         if m.pattern in CONCURRENT_PATTERNS and key not in keys:
             keys.append(key)
+    all_gpus = {e for m in record.measurements for e in (m.src, m.dst) if isinstance(e, int) and not isinstance(e, bool)}
+    no_peer = {frozenset(p) for p in _missing_peer_pairs(record)}
     for pattern, method, direction in keys:
         ms = [m for m in _ok_bw(record.measurements) if (m.pattern, m.method, m.direction) == (pattern, method, direction)]
         if not ms:
             continue
         size = max(m.size_bytes for m in ms)
-        flows = [m for m in ms if m.scope == "transfer" and m.size_bytes == size]
-        totals = [m for m in ms if m.scope == "total" and m.size_bytes == size]
+        at_size = [m for m in ms if m.size_bytes == size]
+        flows = [m for m in at_size if m.scope == "transfer"]
         alone = _alone(record, method)
         factors = []
         for m in flows:
@@ -148,21 +234,47 @@ def _contention_findings(record: RunRecord) -> list[str]:
             if by_size:
                 ref = by_size.get(m.size_bytes) or by_size[max(by_size)]
                 factors.append(m.bandwidth.median / ref)  # type: ignore[union-attr]
+        by_group: dict[object, tuple[list[Measurement], list[Measurement]]] = {}
+        for m in at_size:
+            entry = by_group.setdefault(m.group if m.group is not None else (m.extra or {}).get("label"), ([], []))
+            entry[0 if m.scope == "transfer" else 1].append(m)
+        groups = [_group_parts(f, t, pattern) for f, t in by_group.values()]
+        hub = {"all-to-one": "receiver", "one-to-all": "sender"}.get(pattern)
         label = f"{pattern} ({method}{', bi' if direction == 'bi' else ''}, {format_size(size)})"
+        spans = [_gpu_span(g) for _, _, g in groups if g]
+        if len(groups) > 1 and hub:
+            where = f", one {hub} at a time ({len(groups)} {hub}s)"
+        elif len(groups) > 1:
+            sets = [set(g) for _, _, g in groups]
+            islands = bool(no_peer) and all(frozenset((a, b)) in no_peer for i, x in enumerate(sets)
+                                            for y in sets[i + 1:] for a in x for b in y)
+            where = (f" on {len(groups)} GPU groups one after another ({'; '.join(spans)}"
+                     f"{', the peer islands: no peer access between them' if islands else ''}): "
+                     f"the figures are per group (median over the groups)")
+        elif spans and len({e for _, _, g in groups for e in g}) < len(all_gpus):
+            where = f" on {spans[0]} only"
+        else:
+            where = ""
         parts = []
         if factors:
             parts.append(f"each flow gets {statistics.median(factors):.2f}× its bandwidth alone "
                          f"(median over {len(factors)} flow{'s' if len(factors) != 1 else ''})")
-        if totals:
-            tot = statistics.median(m.bandwidth.median for m in totals)  # type: ignore[union-attr]
-            what = {"all-to-one": "per receiver", "one-to-all": "per sender"}.get(pattern, "for the group")
-            text = f"total {what} {_gb(tot)}"
-            theos = [float(m.extra["theoretical_gb_per_s"]) for m in totals if m.extra.get("theoretical_gb_per_s")]
+        sums = [s for s, _, _ in groups if s is not None]
+        aggs = [a for _, a, _ in groups if a is not None]
+        per = f" per {hub}" if hub else ""
+        if sums and len(flows) > 1:
+            parts.append(f"the flows' rates add to {_gb(statistics.median(sums))}{per}")
+        if aggs:
+            agg = statistics.median(aggs)
+            text = f"{AGGREGATE_RATE}{per} (bytes / elapsed) {_gb(agg)}"
+            theos = [float(m.extra["theoretical_gb_per_s"]) for m in at_size if m.scope == "total" and m.extra.get("theoretical_gb_per_s")]
             if theos:
-                text += f" ({_pct(tot / statistics.median(theos))} of the theoretical {_gb(statistics.median(theos))})"
+                text += f" ({_pct(agg / statistics.median(theos))} of the theoretical {_gb(statistics.median(theos))})"
+            if sums and agg < 0.97 * statistics.median(sums):
+                text += ", lower than the sum because the slowest flow sets the elapsed time"
             parts.append(text)
         if parts:
-            out.append(f"{label[0].upper()}{label[1:]}: {'; '.join(parts)}.")
+            out.append(f"{label[0].upper()}{label[1:]}{where}: {'; '.join(parts)}.")
     return out
 
 
@@ -205,19 +317,22 @@ def _gpu_set(gpus: Sequence[int]) -> str:
     return ", ".join(f"GPU{g}" for g in gpus)
 
 
+def _missing_peer_pairs(record: RunRecord) -> set[tuple[int, int]]:
+    """Unordered GPU pairs a waiver names as lacking peer access, less those measured with it."""
+    missing: set[tuple[int, int]] = set()
+    for m in record.measurements:
+        if m.status is not Status.OK:
+            for a, b in _NO_PEER.findall(m.reason or ""):
+                missing.add((min(int(a), int(b)), max(int(a), int(b))))
+    return missing - _peer_measured_pairs(record)
+
+
 def _peer_findings(record: RunRecord) -> list[str]:
     """Which pairs lack peer access: the pair a waiver names (not the entry's ends: a ring is waived for one
     pair of its group), less every pair that was measured with peer access."""
-    missing: set[tuple[int, int]] = set()
-    methods: set[str] = set()
-    for m in record.measurements:
-        if m.status is Status.OK:
-            continue
-        for a, b in _NO_PEER.findall(m.reason or ""):
-            missing.add((min(int(a), int(b)), max(int(a), int(b))))
-            methods.add(m.method)
+    methods = {m.method for m in record.measurements if m.status is not Status.OK and _NO_PEER.search(m.reason or "")}
     measured = _peer_measured_pairs(record)
-    missing -= measured
+    missing = _missing_peer_pairs(record)
     if missing:
         gpus = {g for pair in missing | measured for g in pair}
         groups = _peer_groups(gpus, measured)
@@ -240,9 +355,9 @@ def _latency_findings(record: RunRecord) -> list[str]:
     for m in record.measurements:
         if m.pattern == "latency" and m.status is Status.OK and m.latency is not None and m.method not in HOST_LATENCY_KINDS:
             by_method.setdefault(m.method, []).append(m.latency.median)
-    names = {"remote-read": "Device remote-read latency", "flag-pingpong": "One-way flag latency"}
+    names = {"remote-read": "Device remote-read latency", "flag-pingpong": "Flag latency"}
     for method, values in by_method.items():
-        name = names.get(method, f"{method} copy latency")
+        name = f"{names.get(method, f'{method} copy latency')} ({latency_timing(method)})"
         rng = f" ({min(values):.2f}–{max(values):.2f} over {len(values)} pairs)" if len(values) > 1 else ""
         out.append(f"{name}: median {statistics.median(values):.2f} us{rng}.")
     return out
@@ -269,6 +384,32 @@ def _per_gpu(ms: Iterable[Measurement], *, latency: bool = False) -> dict[int, M
 HOST_LINES = ((H2D.key, "pinned h2d"), (D2H.key, "pinned d2h"), (H2D_PAGEABLE.key, "pageable h2d"), (D2H_PAGEABLE.key, "pageable d2h"))
 
 
+def _gpu_names(record: RunRecord) -> set[str]:
+    """Product names of the embedded topology's GPUs."""
+    return {str(d.get("name") or "") for d in (record.topology or {}).get("devices", [])
+            if isinstance(d, dict) and d.get("kind") == "gpu"}
+
+
+def _local_copy_note(record: RunRecord, median_gb_per_s: float) -> str:
+    """A device-local copy rate against what this GPU model reaches (the facts table,
+    ``topology.gpufacts``: measured or assumed, it says which); a GPU model without facts says so, and
+    a simulated run then used the model's default memory bandwidth."""
+    from ..topology.gpufacts import gpu_facts, no_facts_reason
+
+    names = _gpu_names(record)
+    facts = {gpu_facts(n) for n in names}
+    if len(facts) == 1 and None not in facts:
+        row = next(iter(facts))
+        if row is not None and row.local_copy_gb_per_s:
+            return (f" ({_pct(median_gb_per_s / row.local_copy_gb_per_s)} of the {_gb(row.local_copy_gb_per_s)} "
+                    f"listed for {row.name}, {row.local_copy_provenance})")
+    if record.provenance is RunProvenance.SIMULATED:
+        unknown = sorted(n for n in names if gpu_facts(n) is None)
+        why = no_facts_reason(unknown[0]) if unknown else "the GPUs differ"
+        return f" (the model's default memory bandwidth: {why})"
+    return ""
+
+
 def _host_findings(record: RunRecord) -> list[str]:
     """What each GPU gets from the host: pinned and pageable one way, both ways at once, the
     device-local copy and the host latency (medians over GPUs; the slowest GPU where they differ)."""
@@ -277,10 +418,10 @@ def _host_findings(record: RunRecord) -> list[str]:
     known = {k for k, _ in HOST_LINES}
     for key, name in HOST_LINES + tuple((k, k) for k in sorted({m.method for m in host} - known)):
         lines.append((name, _per_gpu(m for m in host if m.method == key and m.direction == "uni" and m.scope == "transfer"), False))
-    lines.append(("both ways at once (total)", _per_gpu(m for m in host if m.direction == "bi" and m.scope == "total"), False))
+    lines.append(("both ways at once (pair total)", _per_gpu(m for m in host if m.direction == "bi" and m.scope == "total"), False))
     lines.append(("device-local copy", _per_gpu(m for m in record.measurements if m.pattern == "local"), False))
-    lines.append(("host-read latency", _per_gpu((m for m in record.measurements if m.pattern == "latency" and m.method == "host-read"),
-                                                latency=True), True))
+    host_read = (m for m in record.measurements if m.pattern == "latency" and m.method == "host-read")
+    lines.append((f"host-read latency ({latency_timing('host-read')})", _per_gpu(host_read, latency=True), True))
     parts = []
     for name, by_gpu, is_latency in lines:
         if not by_gpu:
@@ -288,6 +429,8 @@ def _host_findings(record: RunRecord) -> list[str]:
         values = {g: (m.latency.median if is_latency else m.bandwidth.median) for g, m in by_gpu.items()}  # type: ignore[union-attr]
         med = statistics.median(values.values())
         text = f"{name} {med:.2f} us" if is_latency else f"{name} {_gb(med)}"
+        if name == "device-local copy":
+            text += _local_copy_note(record, med)
         if not is_latency and name.startswith("pinned"):
             theos = [float(m.extra["theoretical_gb_per_s"]) for m in by_gpu.values() if m.extra.get("theoretical_gb_per_s")]
             if theos:
@@ -397,6 +540,13 @@ def _pcie_findings(record: RunRecord) -> list[str]:
     return out
 
 
+def _vendor(record: RunRecord) -> str | None:
+    """The one vendor of the embedded topology's GPUs (None when mixed or unknown)."""
+    vendors = {str(d.get("vendor") or "").lower() for d in (record.topology or {}).get("devices", [])
+               if isinstance(d, dict) and d.get("kind") == "gpu"}
+    return next(iter(vendors)) if len(vendors) == 1 and "" not in vendors else None
+
+
 def findings(record: RunRecord, *, uniform_topology: bool | None = None,
              pair_classes: PairClasses | None = None) -> tuple[str, ...]:
     """Sentences for the survey; ``uniform_topology`` is ``topology.query.is_uniform`` where known;
@@ -409,9 +559,10 @@ def findings(record: RunRecord, *, uniform_topology: bool | None = None,
     if len(gpus) == 1 and record.kind == "survey":
         out.append(f"One GPU (GPU{next(iter(gpus))}): no GPU pair to measure; the survey checks its host link and memory.")
     methods = _methods_in_order(record)
+    vendor = _vendor(record)
     for i, method in enumerate(methods):
         if i == 0:
-            out.extend(_pair_findings(record, method, uniform_topology, pair_classes))
+            out.extend(_pair_findings(record, method, uniform_topology, pair_classes, vendor))
         out.extend(_efficiency_findings(record, method))
     out.extend(_contention_findings(record))
     out.extend(_peer_findings(record))
