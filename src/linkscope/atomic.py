@@ -28,6 +28,7 @@ __all__ = [
     "check_file_name",
     "check_replaceable",
     "current_umask",
+    "file_kind",
     "new_file_mode",
     "sidecar_path",
     "write_bytes_atomic",
@@ -62,7 +63,9 @@ def new_file_mode(path: Path | str) -> int:
         return 0o666 & ~current_umask()
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (``"a FIFO (named pipe)"``), from its ``st_mode``; None for a
+    regular file."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISFIFO(mode):
@@ -83,7 +86,7 @@ def check_replaceable(path: Path | str, option: str | None = None) -> None:
         mode = os.lstat(path).st_mode
     except OSError:
         return
-    kind = _kind(mode)
+    kind = file_kind(mode)
     if kind is None:
         return
     where = f"{option} {path}" if option else str(path)
