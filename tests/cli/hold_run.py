@@ -3,8 +3,9 @@ there (tests/cli/test_nothing_lost.py). Not a test module.
 
     python tests/cli/hold_run.py HOLD -- linkscope arguments...
 
-HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans) or
-``final`` (the complete record is staged in its temporary file, before the rename over the target).
+HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans),
+``final`` (the complete record is staged in its temporary file, before the rename over the target)
+or ``read`` (the first user file is about to be read: ``check``, ``map``, ``report`` ...).
 At that moment the child writes ``HOLD`` on stderr and waits for a signal (``signal.pause``); the
 test waits for that line, never for a fixed time.
 """
@@ -37,6 +38,16 @@ def main() -> int:
             return original(self, *args, **kwargs)
 
         SimEngine.run = run  # type: ignore[method-assign]
+    elif hold == "read":
+        from linkscope import userfiles
+
+        read_bytes = userfiles.read_bytes
+
+        def held_read(*args, **kwargs):
+            _hold()
+            return read_bytes(*args, **kwargs)
+
+        userfiles.read_bytes = held_read  # type: ignore[assignment]
     elif hold == "final":
         from linkscope import atomic
 

@@ -4,7 +4,9 @@ A batch system's time limit (SIGTERM from Slurm, ``kill``), a closed terminal or
 (SIGHUP) and Ctrl-C (SIGINT) all stop a run the same way: ``Terminated``, a ``KeyboardInterrupt``,
 is raised in the main thread, so every runner's interrupt path runs (the partial record goes to
 the sidecar ``NAME.partial.json``, the complete file of an earlier run is left as it was) and the
-command exits 130 (``EXIT_INTERRUPTED``) with one line naming the signal and the partial files.
+command exits 128 + the signal's number (``interrupt_status``: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)
+with one line naming the signal and the partial files. (Multi-rank sweeps exit 130 on every rank:
+the ranks agree on one stop, whatever signal each got.)
 
 The handlers are installed for the duration of ``cli.main`` only, in the main thread only. The
 first SIGTERM/SIGHUP raises; later ones are ignored while that interrupt writes what was finished
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["HANDLED", "Terminated", "interrupt_name", "stop_signals"]
+__all__ = ["HANDLED", "Terminated", "interrupt_name", "interrupt_status", "stop_signals"]
 
 HANDLED = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -51,6 +53,20 @@ def interrupt_name(exc: BaseException | None = None) -> str:
         seen.add(id(exc))
         exc = exc.__context__
     return "Ctrl-C"
+
+
+def interrupt_status(exc: BaseException | None = None) -> int:
+    """The exit status of a command an interrupt ended: 128 + the signal's number, as a shell reports
+    a process that signal ended (130 SIGINT, 143 SIGTERM, 129 SIGHUP)."""
+    if exc is None:
+        exc = sys.exc_info()[1]
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Terminated):
+            return 128 + exc.signum
+        seen.add(id(exc))
+        exc = exc.__context__
+    return 128 + signal.SIGINT
 
 
 @contextmanager

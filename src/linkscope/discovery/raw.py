@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_json_atomic, write_text_atomic
+from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
 from ..userfiles import extract_tar_bounded, loads_strict, read_text, refuse_malformed
@@ -40,9 +40,8 @@ MANIFEST_FORMAT = "linkscope.raw-recording"
 
 def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
     """Write the folders, symlinks and files ``reader`` touched as a tar.gz (names relative to root)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
+    buffer = io.BytesIO()  # about 1 MiB; written through the one output writer (atomic, no leftover)
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         names: set[str] = set()
 
         def add_dir(name: str) -> None:
@@ -73,7 +72,7 @@ def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
             info = tarfile.TarInfo(name)
             info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, target, 0o777, 0
             tar.addfile(info)
-    tmp.replace(path)
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def extract_sysfs(archive: Path, destination: Path) -> None:
