@@ -5,7 +5,9 @@ there (tests/cli/test_nothing_lost.py). Not a test module.
 
 HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans),
 ``final`` (the complete record is staged in its temporary file, before the rename over the target)
-or ``read`` (the first user file is about to be read: ``check``, ``map``, ``report`` ...).
+``read`` (the first user file is about to be read: ``check``, ``map``, ``report`` ...) or
+``native`` (the simulated engine's first ``run`` says HOLD and then spends hours in one native call,
+``sum(range(...))``, during which Python runs no signal handler: a simulation inside SciPy).
 At that moment the child writes ``HOLD`` on stderr and waits for a signal (``signal.pause``); the
 test waits for that line, never for a fixed time.
 """
@@ -38,6 +40,15 @@ def main() -> int:
             return original(self, *args, **kwargs)
 
         SimEngine.run = run  # type: ignore[method-assign]
+    elif hold == "native":
+        from linkscope.engines.sim import SimEngine
+
+        def stuck(self, *args, **kwargs):
+            sys.stderr.write("HOLD\n")
+            sys.stderr.flush()
+            return sum(range(10**15))  # one C call: no bytecode runs, so no Python signal handler
+
+        SimEngine.run = stuck  # type: ignore[method-assign]
     elif hold == "read":
         from linkscope import userfiles
 

@@ -74,3 +74,24 @@ def test_a_closed_pipe_ends_quietly_with_141(inputs, argv):
         os.close(write_end)
     assert done.returncode == 141, done.stderr
     assert done.stderr == "", done.stderr
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
+def test_a_simulation_inside_native_code_stops_at_once(signum, status):
+    """``bench --backend sim`` on a large fabric acted on SIGTERM 13-60 s late: Python runs handlers
+    only between bytecodes. Here the run is held in one native call that would take hours; the
+    communicate() guard is what fails when the signal is not acted on."""
+    import time
+
+    proc = subprocess.Popen([sys.executable, str(HOLD), "native", "--", "bench", "--backend", "sim", "--preset",
+                             "hgx-h200-4", "--sizes", "1MiB"], env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stderr.readline().strip() == "HOLD"
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert proc.returncode == status, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("linkscope: ") and "interrupted" in lines[0], err
+    assert took < 30, took  # a guard: the watchdog ends it 0.5 s after the signal
