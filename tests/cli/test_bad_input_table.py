@@ -683,6 +683,22 @@ BOUNDED_CASES: list[Case] = [
          setup=_npz("coo.npz", b"coo", row=np.array([0, 9]), col=np.array([1, 2]), data=np.ones(2))),
     Case("show-npz-dia", "traffic show {tmp}/dia.npz", "not read; save CSR",
          setup=_npz("dia.npz", b"dia", offsets=np.array([1]), data=np.ones((1, 4)))),
+    # embedded topologies: one loader for every command that reads a run record
+    Case("model-check-topology-string", "model check {fx}/run-topology-string.json", "topology embedded in the run record"),
+    Case("check-record-topology-list", "check {fx}/run-topology-list.json", "topology embedded in the run record"),
+    Case("report-topology-string", "report {fx}/run-topology-string.json -o {tmp}/r.html", "topology embedded"),
+    Case("calibrate-topology-not-topology", "model calibrate {fx}/run-topology-empty.json", "topology embedded"),
+    Case("topo-health-run-topology-string", "topo --health --from {tmp}/rec --run {fx}/run-topology-string.json",
+         "topology embedded", setup=_recording("rec", {"nvml.json": '{"gpus": []}'})),
+    # audit: its numbers, the launcher's status
+    Case("audit-timeout-nan", "audit --preset dgx-h100 --timeout nan -- true", "--timeout nan"),
+    Case("audit-timeout-negative", "audit --preset dgx-h100 --timeout -1 -- true", "--timeout -1"),
+    Case("audit-timeout-inf", "audit --preset dgx-h100 --timeout inf -- true", "--timeout inf"),
+    Case("audit-launcher-fails", "audit --preset dgx-h100 -- false", "the launcher exited with status 1"),
+    Case("audit-dir-is-file", "audit --preset dgx-h100 --dir {fx}/file.txt -- true", "not a folder"),
+    # the simulator's size guard
+    Case("nccl-sim-1024-gpus-budget", "bench nccl --backend sim --synthetic fattree:128x8 --op allreduce --sizes 4MiB",
+         "on 1,024 GPUs of fattree:128x8 would need about"),
 ]
 CASES.extend(BOUNDED_CASES)
 
@@ -712,6 +728,9 @@ def _robust_fixtures(folder: Path) -> None:
         first = {**run["measurements"][0], key: value}
         (folder / name).write_text(json.dumps({**run, "measurements": [first, *run["measurements"][1:]]}))
 
+    for name, value in {"run-topology-string.json": "hgx-h200-4", "run-topology-list.json": [1],
+                        "run-topology-empty.json": {"devices": "x"}}.items():
+        (folder / name).write_text(json.dumps({**run, "topology": value}))
     run_variant("run-1e30.json", "size_bytes", 1e30)
     run_variant("run-negative.json", "median_gb_per_s", -5.0)
     run_variant("run-slash.json", "direction", "../../etc")
