@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
@@ -51,13 +50,12 @@ def register(app: typer.Typer) -> None:
         Example: linkscope audit --preset dgx-h100 -- mpirun -n 8 --bind-to core ;
         linkscope audit --preset dgx-h100 --gpus local -- srun -N 2 --ntasks-per-node 8
         """
-        from ..comm.audit import audit
+        from ..comm.audit import audit, check_timeout
         from ..mapping.cluster import node_topology, split_hosts
 
         if not command or not command[0]:
             raise UserError("no launcher command to audit", hint="linkscope audit --preset dgx-h100 -- mpirun -n 8")
-        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-            raise UserError(f"--timeout {timeout:g}: expected a positive number of seconds")
+        check_timeout(timeout)  # before the topology is resolved: a bad number fails first
         check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
         topology = resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True)
         if len(split_hosts(topology).gpus) > 1:

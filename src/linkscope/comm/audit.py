@@ -160,6 +160,12 @@ def _pump(stream: Any, sink: Any, tail: deque[str]) -> None:
     stream.close()
 
 
+def check_timeout(timeout_s: float | None) -> None:
+    """Refuse a ``--timeout`` that is not a positive, finite number of seconds (nan, inf, 0, -1)."""
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UserError(f"--timeout {timeout_s:g}: expected a positive number of seconds")
+
+
 def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], timeout_s: float | None = None,
               *, grace_s: float = STOP_GRACE_S) -> LauncherResult:
     """Run the launcher with the probe in its own session (its own process group), so that a timeout,
@@ -168,8 +174,7 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
     argv = probe_command(command, folder)
     if shutil.which(argv[0], path=environ.get("PATH")) is None:
         raise UserError(f"command not found: {argv[0]}")
-    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UserError(f"--timeout {timeout_s:g}: expected a positive number of seconds")
+    check_timeout(timeout_s)
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     try:
         proc = subprocess.Popen(argv, env=dict(environ), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -640,6 +645,7 @@ __all__ = [
     "Problem",
     "RankView",
     "audit",
+    "check_timeout",
     "end_process_group",
     "judge",
     "launcher_kind",
