@@ -6,8 +6,9 @@ there (tests/cli/test_nothing_lost.py). Not a test module.
 HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans),
 ``final`` (the complete record is staged in its temporary file, before the rename over the target)
 ``read`` (the first user file is about to be read: ``check``, ``map``, ``report`` ...) or
-``native`` (the simulated engine's first ``run`` says HOLD and then spends hours in one native call,
-``sum(range(...))``, during which Python runs no signal handler: a simulation inside SciPy).
+``native`` (the simulated engine's first ``run`` says HOLD and then spends hours in one native call
+that releases the GIL, as NumPy and SciPy's graph routines do: Python runs no signal handler until
+it returns; ``hashlib.pbkdf2_hmac`` with 2**31 - 1 rounds stands in for a simulation inside SciPy).
 At that moment the child writes ``HOLD`` on stderr and waits for a signal (``signal.pause``); the
 test waits for that line, never for a fixed time.
 """
@@ -46,7 +47,9 @@ def main() -> int:
         def stuck(self, *args, **kwargs):
             sys.stderr.write("HOLD\n")
             sys.stderr.flush()
-            return sum(range(10**15))  # one C call: no bytecode runs, so no Python signal handler
+            import hashlib
+
+            return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)  # ~50 min in one C call
 
         SimEngine.run = stuck  # type: ignore[method-assign]
     elif hold == "read":

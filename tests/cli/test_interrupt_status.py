@@ -24,6 +24,12 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT / "src"), NO_COLOR="1")
 
 
+def _default_signals() -> None:
+    """In the child: SIGINT as a terminal's foreground job has it (a test runner's worker may ignore
+    it, and an ignored SIGINT is inherited, and rightly kept by linkscope)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("inputs")
@@ -51,7 +57,7 @@ COMMANDS = {
 def test_an_interrupt_is_one_line_and_the_conventional_status(inputs, name, signum, status, line):
     argv = [w.format(f=inputs) for w in COMMANDS[name]]
     proc = subprocess.Popen([sys.executable, str(HOLD), "read", "--", *argv], env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
     assert proc.stderr is not None and proc.stderr.readline().strip() == "HOLD"
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)  # a guard against a hang, not a timing assertion
@@ -85,7 +91,7 @@ def test_a_simulation_inside_native_code_stops_at_once(signum, status):
 
     proc = subprocess.Popen([sys.executable, str(HOLD), "native", "--", "bench", "--backend", "sim", "--preset",
                              "hgx-h200-4", "--sizes", "1MiB"], env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
     assert proc.stderr is not None and proc.stderr.readline().strip() == "HOLD"
     sent = time.monotonic()
     proc.send_signal(signum)
