@@ -169,3 +169,31 @@ def test_cli_output_keeps_a_shared_files_mode(tmp_path, umask):
     os.chmod(out, 0o664)
     assert main(["topo", "--preset", "hgx-h200-4", "-o", str(out)]) == 0
     assert mode(out) == 0o664 and "linkscope.topology" in out.read_text()
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    """SIGKILL while a file was being written left a ``.linkscope-*.tmp`` that stayed for good."""
+    import signal
+    import subprocess
+    import sys
+
+    from linkscope.atomic import write_text_atomic
+
+    held = ("import os, signal, sys\n"
+            "from linkscope import atomic\n"
+            "def hold(fd):\n"
+            "    sys.stderr.write('HOLD\\n'); sys.stderr.flush()\n"
+            "    while True: signal.pause()\n"
+            "os.fsync = hold\n"
+            f"atomic.write_text_atomic({str(tmp_path / 'out.json')!r}, 'new')\n")
+    proc = subprocess.Popen([sys.executable, "-c", held], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
+    assert proc.stderr is not None and proc.stderr.readline().strip() == "HOLD"  # an event, not a sleep
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    left = list(tmp_path.glob(".linkscope-*.tmp"))
+    assert len(left) == 1  # what a kill mid-write leaves, named after its host and process
+    other = tmp_path / ".linkscope-otherhost-1-abc.tmp"
+    other.write_text("another host's write in progress\n")
+    write_text_atomic(tmp_path / "other.json", "x")
+    assert list(tmp_path.glob(".linkscope-*.tmp")) == [other]

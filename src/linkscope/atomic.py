@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import stat
 import tempfile
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ __all__ = [
     "check_file_name",
     "check_replaceable",
     "current_umask",
+    "file_kind",
     "new_file_mode",
     "sidecar_path",
     "stdout_alias",
@@ -87,7 +89,9 @@ def new_file_mode(path: Path | str) -> int:
         return 0o666 & ~current_umask()
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (``"a FIFO (named pipe)"``), from its ``st_mode``; None for a
+    regular file."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISFIFO(mode):
@@ -110,7 +114,7 @@ def check_replaceable(path: Path | str, option: str | None = None) -> None:
         mode = os.lstat(path).st_mode
     except OSError:
         return
-    kind = _kind(mode)
+    kind = file_kind(mode)
     if kind is None:
         return
     where = f"{option} {path}" if option else str(path)
@@ -159,11 +163,52 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _host_tag() -> str:
+    host = "".join(c for c in socket.gethostname() if c.isalnum() or c in ".-")[:32]
+    return host or "host"
+
+
+def _temp_prefix() -> str:
+    """``.linkscope-HOST-PID-``: whose temporary file it is, so a later run can tell a leftover of a
+    killed process from the file of a process still writing (``_remove_stale``)."""
+    return f"{_TMP_PREFIX}{_host_tag()}-{os.getpid()}-"
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    return True
+
+
+def _remove_stale(folder: Path) -> None:
+    """Remove the temporary files a killed linkscope left in ``folder``: ``.linkscope-HOST-PID-*.tmp``
+    of this host whose process no longer runs (SIGKILL, the OOM killer and a power cut leave one;
+    nothing else can). Another host's files (a shared file system), a running process's and any other
+    name are left alone; a PID reused since is taken as running (the file stays)."""
+    head = f"{_TMP_PREFIX}{_host_tag()}-"
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries if e.name.startswith(head) and e.name.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(head):].split("-", 1)[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_running(int(pid_text)):
+            _unlink(folder / name)
+
+
 def _stage(path: Path, content: str | bytes) -> str:
     """Write ``content`` to a temp file beside ``path`` with the mode ``path`` should get; returns
-    the temp file's name (the caller renames or removes it)."""
+    the temp file's name (the caller renames or removes it). Leftovers of killed runs in that folder
+    are removed first (``_remove_stale``): a SIGKILL between this and the rename leaves a
+    ``.linkscope-HOST-PID-*.tmp`` that the next write into the folder takes away."""
     mode = new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".tmp", dir=path.parent)
+    _remove_stale(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content.encode("utf-8") if isinstance(content, str) else content)

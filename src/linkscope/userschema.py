@@ -101,6 +101,8 @@ def _show(value: Any) -> str:
 
 def _key(path: str) -> str:
     """The last name of a JSON path (``$.measurements[0].size_bytes`` -> ``size_bytes``)."""
+    if path == "$":
+        return "the file's top level"
     return re.split(r"[.\[]", path.rstrip("]"))[-1].rstrip("]") or "the value"
 
 

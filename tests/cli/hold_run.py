@@ -3,8 +3,12 @@ there (tests/cli/test_nothing_lost.py). Not a test module.
 
     python tests/cli/hold_run.py HOLD -- linkscope arguments...
 
-HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans) or
-``final`` (the complete record is staged in its temporary file, before the rename over the target).
+HOLD is ``run:N`` (the simulated engine's N-th ``run`` call, N >= 1: after N-1 timed plans),
+``final`` (the complete record is staged in its temporary file, before the rename over the target)
+``read`` (the first user file is about to be read: ``check``, ``map``, ``report`` ...) or
+``native`` (the simulated engine's first ``run`` says HOLD and then spends hours in one native call
+that releases the GIL, as NumPy and SciPy's graph routines do: Python runs no signal handler until
+it returns; ``hashlib.pbkdf2_hmac`` with 2**31 - 1 rounds stands in for a simulation inside SciPy).
 At that moment the child writes ``HOLD`` on stderr and waits for a signal (``signal.pause``); the
 test waits for that line, never for a fixed time.
 """
@@ -37,6 +41,27 @@ def main() -> int:
             return original(self, *args, **kwargs)
 
         SimEngine.run = run  # type: ignore[method-assign]
+    elif hold == "native":
+        from linkscope.engines.sim import SimEngine
+
+        def stuck(self, *args, **kwargs):
+            sys.stderr.write("HOLD\n")
+            sys.stderr.flush()
+            import hashlib
+
+            return hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)  # ~50 min in one C call
+
+        SimEngine.run = stuck  # type: ignore[method-assign]
+    elif hold == "read":
+        from linkscope import userfiles
+
+        read_bytes = userfiles.read_bytes
+
+        def held_read(*args, **kwargs):
+            _hold()
+            return read_bytes(*args, **kwargs)
+
+        userfiles.read_bytes = held_read  # type: ignore[assignment]
     elif hold == "final":
         from linkscope import atomic
 

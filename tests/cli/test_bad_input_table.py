@@ -600,6 +600,112 @@ ROBUST_CASES: list[Case] = [
 CASES.extend(ROBUST_CASES)
 
 
+# ---- issue 40: every reader bounded (regular files, size caps, bounded archives), recordings and
+# .npz arrays checked before use ------------------------------------------------------------------
+def _dev_zero_link(name: str) -> Callable[[Path], None]:
+    return lambda tmp: (tmp / name).symlink_to("/dev/zero")
+
+
+def _tar_bomb(folder: str) -> Callable[[Path], None]:
+    """A recording whose sysfs.tar.gz has a member header promising 2 GiB (a few KiB on disk)."""
+    def make(tmp: Path) -> None:
+        import gzip
+        import tarfile
+
+        (tmp / folder).mkdir()
+        info = tarfile.TarInfo("bus/pci/devices/huge")
+        info.size = 2 * 2**30
+        (tmp / folder / "sysfs.tar.gz").write_bytes(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 8192))
+        (tmp / folder / "nvml.json").write_text('{"gpus": []}')
+    return make
+
+
+def _npz(name: str, fmt: bytes = b"csr", **arrays: object) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        import zipfile
+
+        with zipfile.ZipFile(tmp / name, "w") as archive:
+            for key, value in {"format": np.array(fmt), "shape": np.array([4, 4]), **arrays}.items():
+                buffer = io.BytesIO()
+                np.save(buffer, value)
+                archive.writestr(f"{key}.npy", buffer.getvalue())
+    return make
+
+
+def _fifo_in(folder: str, name: str, files: dict[str, str] | None = None) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / folder).mkdir()
+        for file, text in (files or {}).items():
+            (tmp / folder / file).write_text(text)
+        os.mkfifo(tmp / folder / name)
+    return make
+
+
+_IDX = np.array([1, 2, 3, 0])
+_PTR = np.array([0, 1, 2, 3, 4])
+BOUNDED_CASES: list[Case] = [
+    Case("check-dev-zero", "check /dev/zero --preset dgx-h100", "is a device, not a regular file"),
+    Case("check-fifo", "check {tmp}/out.txt --preset dgx-h100", "FIFO", setup=_fifo("out.txt")),
+    Case("topo-health-run-dev-zero", "topo --health --from {tmp}/rec --run /dev/zero", "is a device",
+         setup=_recording("rec", {"nvml.json": '{"gpus": []}'})),
+    Case("topo-from-fifo", "topo --from {tmp}/t.json", "FIFO", setup=_fifo("t.json")),
+    Case("traffic-show-npy-fifo", "traffic show {tmp}/t.npy", "FIFO", setup=_fifo("t.npy")),
+    Case("traffic-show-npz-fifo", "traffic show {tmp}/t.npz", "FIFO", setup=_fifo("t.npz")),
+    Case("traffic-show-edges-dev-zero", "traffic show {tmp}/t.edges", "is a device", setup=_dev_zero_link("t.edges")),
+    Case("recording-nvml-dev-zero", "topo --from {tmp}/rec", "is a device",
+         setup=lambda tmp: (_recording("rec", {})(tmp), _dev_zero_link("rec/nvml.json")(tmp))),
+    Case("recording-nvml-fifo", "topo --health --from {tmp}/rec", "FIFO", setup=_fifo_in("rec", "nvml.json")),
+    Case("recording-lspci-fifo", "topo --health --from {tmp}/rec", "FIFO",
+         setup=_fifo_in("rec", "lspci.txt", {"nvml.json": '{"gpus": []}', "pcihealth.json": '{"devices": {}}'})),
+    Case("recording-lspci-dev-zero", "topo --health --from {tmp}/rec", "is a device",
+         setup=lambda tmp: (_recording("rec", {"nvml.json": '{"gpus": []}', "pcihealth.json": '{"devices": {}}'})(tmp),
+                            _dev_zero_link("rec/lspci.txt")(tmp))),
+    Case("recording-sysfs-tar-2gib", "topo --health --from {tmp}/rec", "expands to more than 256 MiB",
+         setup=_tar_bomb("rec")),
+    Case("recording-nvml-list", "topo --health --from {tmp}/rec", "must be an object",
+         setup=_recording("rec", {"nvml.json": "[]"})),
+    Case("recording-nvml-gpus-none", "topo --health --from {tmp}/rec", "gpus must be a list",
+         setup=_recording("rec", {"nvml.json": '{"gpus": "none"}'})),
+    Case("recording-nvml-index-text", "topo --from {tmp}/rec", "index must be a number",
+         setup=_recording("rec", {"nvml.json": '{"gpus": [{"index": "abc", "pci_bus_id": "0000:01:00.0"}]}'})),
+    Case("recording-pcihealth-list", "topo --health --from {tmp}/rec", "must be an object",
+         setup=_recording("rec", {"nvml.json": '{"gpus": []}', "pcihealth.json": "[1]"})),
+    Case("map-npz-indptr-bad", "map {tmp}/z_indptr_bad.npz --preset hgx-h200-4", "indptr must be offsets",
+         setup=_npz("z_indptr_bad.npz", indptr=np.array([0, 5, 2, 9, 3]), indices=np.array([1, 2, 3]), data=np.ones(3))),
+    Case("map-npz-negative-index", "map {tmp}/neg.npz --preset hgx-h200-4", "found -2",
+         setup=_npz("neg.npz", indptr=_PTR, indices=np.array([1, -2, 3, 0]), data=np.ones(4) * 2**20)),
+    Case("show-npz-index-out-of-range", "traffic show {tmp}/oor.npz", "found 7",
+         setup=_npz("oor.npz", indptr=_PTR, indices=np.array([1, 7, 3, 0]), data=np.ones(4) * 2**20)),
+    Case("show-npz-negative-bytes", "traffic show {tmp}/nb.npz", "negative byte count",
+         setup=_npz("nb.npz", indptr=_PTR, indices=_IDX, data=-np.ones(4))),
+    Case("show-npz-nan-bytes", "traffic show {tmp}/nan.npz", "non-finite",
+         setup=_npz("nan.npz", indptr=_PTR, indices=_IDX, data=np.array([1.0, np.nan, 1, 1]))),
+    Case("show-npz-values-short", "traffic show {tmp}/vs.npz", "but 3 values",
+         setup=_npz("vs.npz", indptr=_PTR, indices=_IDX, data=np.ones(3))),
+    Case("show-npz-coo-row-out-of-range", "traffic show {tmp}/coo.npz", "row must be ranks 0..3",
+         setup=_npz("coo.npz", b"coo", row=np.array([0, 9]), col=np.array([1, 2]), data=np.ones(2))),
+    Case("show-npz-dia", "traffic show {tmp}/dia.npz", "not read; save CSR",
+         setup=_npz("dia.npz", b"dia", offsets=np.array([1]), data=np.ones((1, 4)))),
+    # embedded topologies: one loader for every command that reads a run record
+    Case("model-check-topology-string", "model check {fx}/run-topology-string.json", "topology embedded in the run record"),
+    Case("check-record-topology-list", "check {fx}/run-topology-list.json", "topology embedded in the run record"),
+    Case("report-topology-string", "report {fx}/run-topology-string.json -o {tmp}/r.html", "topology embedded"),
+    Case("calibrate-topology-not-topology", "model calibrate {fx}/run-topology-empty.json", "topology embedded"),
+    Case("topo-health-run-topology-string", "topo --health --from {tmp}/rec --run {fx}/run-topology-string.json",
+         "topology embedded", setup=_recording("rec", {"nvml.json": '{"gpus": []}'})),
+    # audit: its numbers, the launcher's status
+    Case("audit-timeout-nan", "audit --preset dgx-h100 --timeout nan -- true", "--timeout nan"),
+    Case("audit-timeout-negative", "audit --preset dgx-h100 --timeout -1 -- true", "--timeout -1"),
+    Case("audit-timeout-inf", "audit --preset dgx-h100 --timeout inf -- true", "--timeout inf"),
+    Case("audit-launcher-fails", "audit --preset dgx-h100 -- false", "the launcher exited with status 1"),
+    Case("audit-dir-is-file", "audit --preset dgx-h100 --dir {fx}/file.txt -- true", "not a folder"),
+    # the simulator's size guard
+    Case("nccl-sim-1024-gpus-budget", "bench nccl --backend sim --synthetic fattree:128x8 --op allreduce --sizes 4MiB",
+         "on 1,024 GPUs of fattree:128x8 would need about"),
+]
+CASES.extend(BOUNDED_CASES)
+
+
 def _robust_fixtures(folder: Path) -> None:
     """Inputs of ROBUST_CASES: deep nesting, huge counts, hand-edited records and mappings."""
     depth = 5000
@@ -625,6 +731,9 @@ def _robust_fixtures(folder: Path) -> None:
         first = {**run["measurements"][0], key: value}
         (folder / name).write_text(json.dumps({**run, "measurements": [first, *run["measurements"][1:]]}))
 
+    for name, value in {"run-topology-string.json": "hgx-h200-4", "run-topology-list.json": [1],
+                        "run-topology-empty.json": {"devices": "x"}}.items():
+        (folder / name).write_text(json.dumps({**run, "topology": value}))
     run_variant("run-1e30.json", "size_bytes", 1e30)
     run_variant("run-negative.json", "median_gb_per_s", -5.0)
     run_variant("run-slash.json", "direction", "../../etc")

@@ -216,3 +216,136 @@ def test_measured_copies_appear_in_the_numa_problem():
     (problem,) = [p for p in report.problems if p.kind == "numa-far"]
     assert problem.ranks == (0,) and problem.provenance == "measured and simulated"
     assert "host-to-GPU 20.0 GB/s" in problem.cost and "50.0 / 51.0 GB/s measured by rank 1" in problem.cost
+
+
+# ---- audit owns only what it created; the launcher's whole process group ends with it (issue 40) ------
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its reaper counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(predicate, guard_s: float = 60.0) -> None:
+    """Poll until ``predicate()``; the guard only turns a hang into a failure."""
+    import time
+
+    deadline = time.monotonic() + guard_s
+    while not predicate():
+        assert time.monotonic() < deadline, "guard expired"
+        time.sleep(0.02)
+
+
+def _script(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+HANG = 'echo $$ > "{pids}"; sleep 1000 & echo $! >> "{pids}"; {trap}wait\n'
+
+
+def test_audit_dir_keeps_every_file_already_there(launchers, tmp_path):
+    """``audit --dir keepdir`` deleted every *.json already in keepdir (exit 0, no message)."""
+    keep = tmp_path / "keepdir"
+    keep.mkdir()
+    (keep / "results.json").write_text('{"mine": true}\n')
+    (keep / "rank-0.json").write_text('{"also": "mine"}\n')
+    assert main(["audit", "--preset", "dgx-h100", "--dir", str(keep), "--json", str(tmp_path / "a.json"),
+                 "--", "srun", "-n", "2"]) == 0
+    assert (keep / "results.json").read_text() == '{"mine": true}\n'
+    assert (keep / "rank-0.json").read_text() == '{"also": "mine"}\n'
+    made = [p for p in keep.iterdir() if p.is_dir()]
+    assert len(made) == 1 and sorted(p.name for p in made[0].iterdir()) == ["rank-0.json", "rank-1.json"]
+    assert len(json.loads((tmp_path / "a.json").read_text())["ranks"]) == 2
+
+
+@pytest.mark.parametrize("ignore_term", [False, True])
+def test_ending_the_launcher_ends_its_whole_group(tmp_path, ignore_term):
+    import subprocess
+
+    from linkscope.comm.audit import end_process_group
+
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; " if ignore_term else ""))
+    proc = subprocess.Popen([str(hang)], start_new_session=True)
+    _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+    launcher, child = (int(x) for x in pids.read_text().split())
+    end_process_group(proc, grace_s=0.2)
+    assert proc.returncode is not None
+    _wait_for(lambda: not _alive(child))  # reaped by init after the group was killed
+    assert not _alive(launcher)
+
+
+def test_audit_timeout_ends_the_launcher_and_its_children(launchers, tmp_path):
+    """``audit --timeout 3 -- ./hang.sh`` killed only the launcher; its child ran on."""
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap=""))
+    with pytest.raises(UserError, match="did not finish within 2 s; its process group was ended"):
+        from linkscope.comm.audit import run_probe
+
+        run_probe([str(hang)], tmp_path, dict(os.environ), timeout_s=2, grace_s=0.5)
+    for pid in (int(x) for x in pids.read_text().split()) if pids.exists() else ():
+        _wait_for(lambda pid=pid: not _alive(pid))
+
+
+def test_sigterm_on_audit_ends_the_launcher_group_and_says_so(launchers, tmp_path):
+    import signal
+    import subprocess
+
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; "))
+    proc = subprocess.Popen([sys.executable, "-m", "linkscope", "audit", "--preset", "dgx-h100", "--", str(hang)],
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "linkscope: error: interrupted by SIGTERM", err
+    for pid in (int(x) for x in pids.read_text().split()):
+        _wait_for(lambda pid=pid: not _alive(pid))
+    assert not list(tmp_path.glob(".linkscope-audit-*"))
+
+
+def test_a_failing_launcher_is_reported_with_its_status_and_message(launchers, tmp_path, capsys):
+    """audit exited 0 when the launcher exited 3, and never said why (mpirun refusing root)."""
+    refuse = _script(tmp_path, "mpirun-root", 'echo "mpirun has detected an attempt to run as root." >&2\nexit 3\n')
+    assert main(["audit", "--preset", "dgx-h100", "--", str(refuse)]) == 1
+    err = capsys.readouterr().err
+    assert ("linkscope: error: the launcher exited with status 3: mpirun has detected an attempt to run as root.; "
+            "no rank wrote a probe record") in err
+    half = _script(tmp_path, "half", '"$@"\necho "one node failed" >&2\nexit 3\n')
+    assert main(["audit", "--preset", "dgx-h100", "--json", str(tmp_path / "a.json"), "--", str(half)]) == 3
+    err = capsys.readouterr().err
+    assert "linkscope: error: the launcher exited with status 3: one node failed" in err
+    assert json.loads((tmp_path / "a.json").read_text())["launcher_status"] == 3
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_audit_timeout_must_be_a_positive_finite_number(value, capsys):
+    assert main(["audit", "--preset", "dgx-h100", "--timeout", value, "--", "true"]) == 1
+    assert "--timeout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("world_rank", "abc", r"world_rank must be a number"),
+    ("cpus", ["x"], r"must be a number.*\$\.cpus\[0\]"),
+    ("world_rank", -1, "world_rank must be between"),
+    ("local_rank", 1.5, "local_rank must be a whole number"),
+    ("smt_siblings", {"0": "x"}, "must be a list"),
+    ("memory", {"mems_allowed": ["a"]}, "must be a number"),
+])
+def test_probe_records_are_validated_before_judging(tmp_path, key, value, needle):
+    record = {**_record(0, [0, 1]), key: value}
+    (tmp_path / "rank-0.json").write_text(json.dumps(record))
+    with pytest.raises(UserError, match=needle):
+        read_probes(tmp_path)
+
+
+def test_a_fifo_in_the_probe_folder_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "rank-0.json")
+    with pytest.raises(UserError, match="FIFO"):
+        read_probes(tmp_path)

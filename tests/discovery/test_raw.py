@@ -85,3 +85,62 @@ def test_export_raw_require_sysfs_refuses_before_writing(tmp_path: Path) -> None
     written = raw.export_raw(out, tmp_path / "empty-root", nvml_module=pcie_2s_nvml(), which=lambda n: None)
     assert [p.name for p in written] == ["nvml.json", "manifest.json"]
     assert any(n.startswith("sysfs: sysfs folder missing") for n in json.loads((out / "manifest.json").read_text())["notes"])
+
+
+# ---- every recorded file through the bounded reader and its schema (issue 40) ----------------------
+@pytest.mark.parametrize("text, needle", [
+    ("[]", "must be an object"),
+    ('{"gpus": "none"}', "gpus must be a list"),
+    ('{"gpus": [{"index": "abc", "pci_bus_id": "0000:01:00.0"}]}', r"index must be a number.*\$\.gpus\[0\]\.index"),
+    ('{"gpus": [{"index": 0}]}', "missing field 'pci_bus_id'"),
+    ('{"gpus": [{"index": 0, "pci_bus_id": "0000:01:00.0", "nvlinks": [{"link": "x"}]}]}', "link must be a number"),
+    ('{"gpus": [], "pairs": [{"a": 0, "b": [1]}]}', "b must be a number"),
+])
+def test_a_damaged_nvml_recording_is_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    from linkscope.diagnose import gather
+
+    (tmp_path / "nvml.json").write_text(text)
+    with pytest.raises(UserError, match=needle):
+        raw.load_recording(tmp_path)
+    with pytest.raises(UserError, match=needle):
+        gather.recorded(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["nvml.json", "sysfs.json", "pcihealth.json"])
+def test_a_recorded_file_that_is_a_device_or_fifo_is_refused(tmp_path: Path, name: str) -> None:
+    import os
+
+    from linkscope.diagnose import gather
+
+    (tmp_path / "nvml.json").write_text('{"gpus": []}')
+    (tmp_path / name).unlink(missing_ok=True)
+    (tmp_path / name).symlink_to("/dev/zero")
+    with pytest.raises(UserError, match="is a device"):
+        gather.recorded(tmp_path) if name != "nvml.json" else raw.load_recording(tmp_path)
+    (tmp_path / name).unlink()
+    os.mkfifo(tmp_path / name)
+    with pytest.raises(UserError, match="FIFO"):
+        gather.recorded(tmp_path) if name != "nvml.json" else raw.load_recording(tmp_path)
+
+
+def test_a_recorded_lspci_fifo_is_refused(tmp_path: Path) -> None:
+    import os
+
+    from linkscope.diagnose import gather
+
+    (tmp_path / "pcihealth.json").write_text('{"devices": {}}')
+    os.mkfifo(tmp_path / "lspci.txt")
+    with pytest.raises(UserError, match="FIFO"):
+        gather.recorded(tmp_path)
+
+
+def test_a_sysfs_archive_that_expands_to_2_gib_is_refused_before_writing(tmp_path: Path) -> None:
+    """A 2 MB sysfs.tar.gz expanded to 2 GiB in the temporary folder before an unrelated error."""
+    import gzip
+
+    info = tarfile.TarInfo("bus/pci/devices/huge")
+    info.size = 2 * 2**30
+    (tmp_path / "sysfs.tar.gz").write_bytes(gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 65536))
+    (tmp_path / "nvml.json").write_text('{"gpus": []}')
+    with pytest.raises(UserError, match="expands to more than 256 MiB"):
+        raw.load_recording(tmp_path)

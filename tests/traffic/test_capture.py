@@ -178,3 +178,28 @@ def test_mpi4py_capture_counts_buffer_sends(tmp_path):
     b[0, 2] += 80
     assert load_traffic(out).dense_bytes().astype(int).tolist() == b.tolist()  # dense or CSR in the file
     assert data["collectives"]["allreduce"]["calls"] == 4
+
+
+@pytest.mark.parametrize("command, inject", [(["no-such-program-linkscope"], "env"), (["true"], "magic")])
+def test_a_failed_profile_leaves_no_temporary_folder(tmp_path, monkeypatch, command, inject):
+    import tempfile
+
+    from linkscope.traffic import capture
+
+    monkeypatch.setattr(capture, "build_interposer", lambda environ, mpicc=None: tmp_path / "libfake.so")
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    with pytest.raises(UserError):
+        capture.profile(command, dict(os.environ), inject=inject)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_profile_never_removes_rows_already_in_rows_dir(tmp_path, monkeypatch):
+    from linkscope.traffic import capture
+
+    monkeypatch.setattr(capture, "build_interposer", lambda environ, mpicc=None: tmp_path / "libfake.so")
+    (tmp_path / "rows").mkdir()
+    (tmp_path / "rows" / "rank-0.txt").write_text("mine\n")
+    with pytest.raises(UserError, match="already holds rank-"):
+        capture.profile(["true"], dict(os.environ), inject="env", rows_dir=tmp_path / "rows")
+    assert (tmp_path / "rows" / "rank-0.txt").read_text() == "mine\n"

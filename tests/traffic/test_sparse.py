@@ -130,3 +130,56 @@ def test_captured_rows_merge_sparse_and_the_file_is_csr():
     assert t.is_sparse and t.talking_pairs == n and t.messages[0, 1] == 2
     data = to_dict(t)
     assert set(data["bytes"]) == {"indptr", "indices", "data"} and len(data["bytes"]["data"]) == n
+
+
+# ---- .npz arrays checked before SciPy's native code sees them (issue 40) ---------------------------
+def _raw_npz(path, **arrays) -> None:
+    import io as _io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, value in arrays.items():
+            buffer = _io.BytesIO()
+            np.save(buffer, value)
+            archive.writestr(f"{name}.npy", buffer.getvalue())
+
+
+_CSR4 = {"format": np.array(b"csr"), "shape": np.array([4, 4])}
+
+
+@pytest.mark.parametrize("arrays, needle", [
+    ({"indptr": np.array([0, 5, 2, 9, 3]), "indices": np.array([1, 2, 3]), "data": np.ones(3)}, "indptr"),
+    ({"indptr": np.array([1, 1, 2, 3, 4]), "indices": np.array([1, 2, 3, 0]), "data": np.ones(4)}, "indptr"),
+    ({"indptr": np.array([0, 1, 2, 3]), "indices": np.array([1, 2, 3]), "data": np.ones(3)}, "4-row matrix needs 5"),
+    ({"indptr": np.array([0, 1, 2, 3, 4]), "indices": np.array([1, -2, 3, 0]), "data": np.ones(4)}, "found -2"),
+    ({"indptr": np.array([0, 1, 2, 3, 4]), "indices": np.array([1, 7, 3, 0]), "data": np.ones(4)}, "found 7"),
+    ({"indptr": np.array([0, 1, 2, 3, 4]), "indices": np.array([1, 2, 3, 0]), "data": np.ones(3)}, "but 3 values"),
+    ({"indptr": np.array([0, 1, 2, 3, 4]), "indices": np.array([1, 2, 3, 0]), "data": -np.ones(4)}, "negative"),
+    ({"indptr": np.array([0, 1, 2, 3, 4]), "indices": np.array([1.0, 2, 3, 0]), "data": np.ones(4)}, "whole numbers"),
+])
+def test_bad_npz_arrays_are_refused_not_dropped(tmp_path, arrays, needle) -> None:
+    """``z_indptr_bad.npz`` crashed with "double free or corruption"; negative or out-of-range
+    indices were dropped silently (3 MiB of 4 shown)."""
+
+
+    _raw_npz(tmp_path / "z.npz", **_CSR4, **arrays)
+    with pytest.raises(TrafficError, match=needle):
+        load_traffic(tmp_path / "z.npz")
+
+
+def test_coo_npz_indices_are_checked_too(tmp_path) -> None:
+
+
+    _raw_npz(tmp_path / "c.npz", format=np.array(b"coo"), shape=np.array([4, 4]), row=np.array([0, 9]),
+             col=np.array([1, 2]), data=np.ones(2))
+    with pytest.raises(TrafficError, match="row must be ranks 0..3, found 9"):
+        load_traffic(tmp_path / "c.npz")
+
+
+def test_good_npz_of_each_format_reads_every_byte(tmp_path) -> None:
+
+
+    dense = np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 0, 4], [5, 0, 6, 0]], dtype=float) * 2**20
+    for fmt in ("csr", "csc", "coo"):
+        sp.save_npz(tmp_path / f"{fmt}.npz", getattr(sp, f"{fmt}_matrix")(dense))
+        assert np.array_equal(load_traffic(tmp_path / f"{fmt}.npz").dense_bytes(), dense)

@@ -7,8 +7,15 @@ does not depend on the order the modules are found in. This package is the only 
 ``os.environ`` and maps errors to exit codes:
 
 * 0 ok; 1 user error (one line, no traceback; ``--debug`` shows it); 2 usage;
-* 3 finished with errors; 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (partial results already
-  written to ``NAME.partial.json``; a complete file of an earlier run is left as it was).
+* 3 finished with errors; interrupted: 128 + the signal's number, as a shell reports a process the
+  signal ended (130 Ctrl-C/SIGINT, 143 SIGTERM, 129 SIGHUP), after one line naming it (partial results
+  already written to ``NAME.partial.json``; a complete file of an earlier run is left as it was);
+* 141 (128 + SIGPIPE) and nothing printed when whoever reads stdout stopped reading
+  (``linkscope ... | head``): what a tool that SIGPIPE ends reports, so ``set -o pipefail`` still sees
+  that the output was cut; no traceback and no "Exception ignored" at exit.
+
+The command tree is invoked here, not through click's ``main``: click turns a KeyboardInterrupt into
+a bare ``Exit(130)`` and a broken pipe into a silent exit 1 before these handlers could see them.
 """
 from __future__ import annotations
 
@@ -34,12 +41,13 @@ except ImportError:  # older typer uses click itself
 from ..errors import UserError
 from ..measure.sweep import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
 from .keep import refuse_folder_names, stdout_names
-from .signals import interrupt_name, stop_signals
+from .signals import interrupt_name, interrupt_status, stop_signals
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
-__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER_ERROR", "EXIT_WITH_ERRORS", "app", "main"]
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "EXIT_USER_ERROR", "EXIT_WITH_ERRORS", "app", "main"]
 
 app = typer.Typer(
     name="linkscope",
@@ -178,6 +186,9 @@ def _flush_stdout(code: int) -> int:
     """Flush stdout after any ending (an exit code 3 or 130 too); a full stdout is one line, exit 1."""
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except OSError as exc:
         if exc.errno not in _OUTPUT_FULL:
             raise
@@ -212,12 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = stdout_names(args)  # --json /dev/stdout is stdout, as '-' (cli/keep.py)
         refuse_folder_names(args)  # -o newdir/ names a folder, not a file (cli/keep.py)
         with stop_signals():  # SIGTERM / SIGHUP end the command as Ctrl-C does (cli/signals.py)
-            result = command.main(args=args, prog_name="linkscope", standalone_mode=False)
+            with command.make_context("linkscope", args) as ctx:  # not command.main: see the module text
+                result = command.invoke(ctx)
             sys.stdout.flush()  # a full stdout (> /dev/full) fails here, not at exit
         code = result if isinstance(result, int) else EXIT_OK
     except typer.Exit as exc:
         code = exc.exit_code
-    except typer.Abort:
+    except (typer.Abort, EOFError):  # a prompt's input ended
         _err("interrupted")
         code = EXIT_INTERRUPTED
     except _click_exc.UsageError as exc:
@@ -240,9 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         name = interrupt_name(exc)
         _err("interrupted" if name == "Ctrl-C" else f"interrupted by {name}")
-        code = EXIT_INTERRUPTED
-    except BrokenPipeError:
-        code = EXIT_OK
+        code = interrupt_status(exc)
+    except BrokenPipeError:  # the reader of stdout stopped reading (| head): quietly, as SIGPIPE would
+        _quiet_stdout()
+        code = EXIT_BROKEN_PIPE
     except OSError as exc:
         if exc.errno not in _OUTPUT_FULL:
             raise

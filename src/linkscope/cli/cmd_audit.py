@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UserError
+from . import EXIT_WITH_ERRORS
 from .common import (
     FROM_HELP,
     GPU_MODEL_HELP,
@@ -38,9 +39,12 @@ def register(app: typer.Typer) -> None:
                  "rank: 0,4,2,2."),
         json_path: str | None = json_option("the audit"),
         folder: Path | None = typer.Option(
-            None, "--dir", help="Folder the ranks write their records to (shared by every host; default: a new "
-                                "folder in the current directory, removed afterwards)."),
-        timeout: float | None = typer.Option(None, "--timeout", help="Give up on the launcher after this many seconds."),
+            None, "--dir", help="Folder in which audit creates a new folder for the ranks' records (shared by every "
+                                "host; kept, and named at the end; nothing already there is touched). Default: a new "
+                                "folder in the current directory, removed afterwards."),
+        timeout: float | None = typer.Option(
+            None, "--timeout", help="Give up on the launcher after this many seconds: its whole process group (the "
+                                    "launcher, its ranks and their children) is ended, SIGTERM then SIGKILL."),
     ) -> None:
         """Run a tiny probe as every rank under your launcher and judge what each rank got (CPUs, NUMA
         node, memory policy, GPU, NIC variables) against the topology: GPU-CPU NUMA distance, ranks
@@ -50,18 +54,19 @@ def register(app: typer.Typer) -> None:
         Example: linkscope audit --preset dgx-h100 -- mpirun -n 8 --bind-to core ;
         linkscope audit --preset dgx-h100 --gpus local -- srun -N 2 --ntasks-per-node 8
         """
-        from ..comm.audit import audit
+        from ..comm.audit import audit, check_timeout
         from ..mapping.cluster import node_topology, split_hosts
 
         if not command or not command[0]:
             raise UserError("no launcher command to audit", hint="linkscope audit --preset dgx-h100 -- mpirun -n 8")
+        check_timeout(timeout)  # before the topology is resolved: a bad number fails first
         check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
         topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
         if len(split_hosts(topology).gpus) > 1:
             topology = node_topology(topology)  # every host of the job is judged as one node of it
         option = (f"--preset {preset}" if preset else f"--from {from_file}" if from_file else
                   f"--synthetic {synthetic}" if synthetic else f"--preset {topology.name}")
-        report, status = audit(list(command), topology, os.environ, gpus=gpus, folder=folder,
+        report, launched = audit(list(command), topology, os.environ, gpus=gpus, folder=folder,
                                topology_option=option, timeout_s=timeout)
         if json_path != STDOUT:  # with --json - stdout holds the JSON alone
             out = stdout_console()
@@ -82,9 +87,12 @@ def register(app: typer.Typer) -> None:
         err = stderr_console()
         for note in report.notes:
             err.print(f"note: {note}", markup=False)
-        if status != 0:
-            err.print(f"note: the launcher exited with status {status}", markup=False)
-        write_json_output(json_path, json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        write_json_output(json_path, json.dumps({**report.to_dict(), "launcher_status": launched.status},
+                                                indent=2, allow_nan=False))
+        failure = launched.failure()
+        if failure is not None:  # the records were judged, but the job did not run as asked
+            err.print(f"linkscope: error: {failure}", markup=False)
+            raise typer.Exit(EXIT_WITH_ERRORS)
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:

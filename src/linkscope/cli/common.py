@@ -18,7 +18,7 @@ from rich.console import Console
 
 from ..atomic import STDOUT
 from ..errors import ConfigError, UserError
-from . import EXIT_INTERRUPTED, EXIT_WITH_ERRORS
+from . import EXIT_WITH_ERRORS
 
 #: What every command's --from accepts (discovery/auto resolves it).
 FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
@@ -30,9 +30,18 @@ NIC_HELP = ("NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HC
             "UCX_NET_DEVICES or NCCL_IB_HCA from the environment, else nearest.")
 
 
+class _Console(Console):
+    """Rich's console, except that a closed pipe is raised as the BrokenPipeError it is (rich exits 1
+    itself, silently), so ``cli.main`` ends every command the same way (see its module text)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 def stdout_console() -> Console:
     """Data goes to stdout; colour follows NO_COLOR / FORCE_COLOR / the terminal."""
-    return Console(highlight=False, emoji=False, soft_wrap=False, width=None if os.isatty(1) else 200)
+    return _Console(highlight=False, emoji=False, soft_wrap=False, width=None if os.isatty(1) else 200)
 
 
 #: Width of prose tables (``env``, ``bench --list``) sent to a pipe or a file: what a terminal or a
@@ -57,7 +66,7 @@ def stderr_console() -> Console:
     """Progress, warnings and notes go to stderr; a note stays one line when stderr is not a terminal
     (log files, ``2> err.txt``), so it can be grepped."""
     tty = os.isatty(2)
-    return Console(stderr=True, highlight=False, emoji=False, soft_wrap=not tty, width=None if tty else 200)
+    return _Console(stderr=True, highlight=False, emoji=False, soft_wrap=not tty, width=None if tty else 200)
 
 
 def check_output_file(path: str | Path | None, option: str) -> None:
@@ -427,13 +436,13 @@ def partial_writer(json_path: str | Path | None, csv_path: str | Path | None = N
 
 def interrupted(checkpoint) -> typer.Exit:
     """Ctrl-C (or SIGTERM/SIGHUP) of a single-process sweep: one line naming the signal and only the
-    partial files that exist; exit 130."""
-    from .signals import interrupt_name
+    partial files that exist; exit 128 + the signal's number (130 Ctrl-C, 143 SIGTERM)."""
+    from .signals import interrupt_name, interrupt_status
 
     name = interrupt_name()
     by = "" if name == "Ctrl-C" else f" by {name}"
     stderr_console().print(f"linkscope: interrupted{by}{checkpoint.where()}", style="bold red", markup=False)
-    return typer.Exit(EXIT_INTERRUPTED)
+    return typer.Exit(interrupt_status())
 
 
 def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,

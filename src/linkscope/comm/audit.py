@@ -33,11 +33,17 @@ topology by PCI bus id; without a recorded table, to the topology's GPUs in HIP 
 """
 from __future__ import annotations
 
+import math
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +55,8 @@ from ..report.topology_view import format_cpu_list
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
 from ..userfiles import loads_strict, read_text
-from .probe import FORMAT
+from ..userschema import validate
+from .probe import FORMAT, PROBE_RECORD
 
 PROBE_MODULE = "linkscope.comm.probe"
 LAUNCHERS = ("ompi", "hydra", "srun", "torchrun", "other")
@@ -84,24 +91,133 @@ def probe_command(command: Sequence[str], folder: Path, python: str = sys.execut
     return [*command, *probe]
 
 
-def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], timeout_s: float | None = None
-              ) -> int:
+@dataclass(frozen=True)
+class LauncherResult:
+    """How the launcher ended: its exit status (negative: killed by that signal, as ``subprocess``
+    reports it), the last lines it wrote to stderr, and whether audit ended it (``timeout``)."""
+
+    status: int
+    stderr_tail: tuple[str, ...] = ()
+    timed_out: bool = False
+
+    def failure(self) -> str | None:
+        """One sentence when the launcher failed, with its last stderr line; None when it exited 0."""
+        if self.status == 0 and not self.timed_out:
+            return None
+        how = (f"was killed by {signal.Signals(-self.status).name}" if self.status < 0 and
+               -self.status in signal.Signals._value2member_map_ else f"exited with status {self.status}")
+        last = next((line for line in reversed(self.stderr_tail) if line.strip()), "")
+        return f"the launcher {how}" + (f": {last.strip()[:300]}" if last else "")
+
+
+STDERR_TAIL_LINES = 20
+"""Lines of the launcher's stderr kept for the report (it is shown live as well)."""
+STOP_GRACE_S = 5.0
+"""Seconds the launcher's process group gets between SIGTERM and SIGKILL (mpirun forwards SIGTERM to
+its ranks and waits for them; a few seconds lets it, and a launcher that ignores SIGTERM gets KILL)."""
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member changed its user (setuid): still there
+        return True
+    return True
+
+
+def end_process_group(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S,
+                      clock: Callable[[], float] = time.monotonic) -> None:
+    """End every process of ``proc``'s group (the launcher ran as a session leader, so its group holds
+    its ranks and anything they started): SIGTERM, then SIGKILL to whatever is left after ``grace_s``."""
+    pgid = proc.pid
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = clock() + wait_s
+        while clock() < deadline:
+            proc.poll()  # reap the launcher, so its zombie does not keep the group alive
+            if not _group_alive(pgid):
+                break
+            time.sleep(0.02)
+        else:
+            continue
+        break
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process SIGKILL cannot end (D state)
+        pass
+
+
+def _pump(stream: Any, sink: Any, tail: deque[str]) -> None:
+    """Copy the launcher's stderr to ours line by line, keeping the last lines."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        tail.append(line.rstrip("\n"))
+        try:
+            sink.write(line)
+            sink.flush()
+        except (OSError, ValueError):
+            pass
+    stream.close()
+
+
+def check_timeout(timeout_s: float | None) -> None:
+    """Refuse a ``--timeout`` that is not a positive, finite number of seconds (nan, inf, 0, -1)."""
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UserError(f"--timeout {timeout_s:g}: expected a positive number of seconds")
+
+
+def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], timeout_s: float | None = None,
+              *, grace_s: float = STOP_GRACE_S) -> LauncherResult:
+    """Run the launcher with the probe in its own session (its own process group), so that a timeout,
+    Ctrl-C or SIGTERM ends the launcher and every rank or child it started (``end_process_group``),
+    also when the launcher ignores SIGTERM. Its stderr is shown as it comes and its tail kept."""
     argv = probe_command(command, folder)
     if shutil.which(argv[0], path=environ.get("PATH")) is None:
         raise UserError(f"command not found: {argv[0]}")
+    check_timeout(timeout_s)
+    tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
     try:
-        return subprocess.run(argv, env=dict(environ), timeout=timeout_s).returncode
-    except subprocess.TimeoutExpired:
-        raise UserError(f"the launcher did not finish within {timeout_s:g} s: {' '.join(command)}") from None
+        proc = subprocess.Popen(argv, env=dict(environ), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as exc:
+        raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, tail), daemon=True)
+    pump.start()
+    timed_out = False
+    try:
+        try:
+            status = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            end_process_group(proc, grace_s)
+            status = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    except BaseException:  # Ctrl-C, SIGTERM (cli.signals), anything: no rank survives linkscope
+        end_process_group(proc, grace_s)
+        raise
+    finally:
+        pump.join(timeout=grace_s)
+    result = LauncherResult(status, tuple(tail), timed_out)
+    if timed_out:
+        raise UserError(f"the launcher did not finish within {timeout_s:g} s; its process group was ended: "
+                        f"{' '.join(command)}" + (f" (last stderr line: {result.stderr_tail[-1][:200]})"
+                                                   if result.stderr_tail else ""))
+    return result
 
 
 def read_probes(folder: Path) -> list[dict[str, Any]]:
-    """Every rank's probe record in ``folder``, in world-rank order (refused: none, mixed, repeated)."""
+    """Every rank's probe record in ``folder``, each checked against ``probe.PROBE_RECORD``, in
+    world-rank order (refused: none, mixed, repeated)."""
     records = []
     for path in sorted(Path(folder).glob("*.json")):
         data = loads_strict(read_text(path, "probe record"), str(path))
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UserError(f"{path}: not a linkscope probe record")
+        validate(data, PROBE_RECORD, f"probe record {path}")
         records.append(data)
     if not records:
         raise UserError("no rank wrote a probe record", hint="does every rank reach the folder (a shared file "
@@ -533,40 +649,61 @@ def _overlapping(ranks: Sequence[int], cpus: Mapping[int, set[int]]) -> list[lis
 
 def audit(command: Sequence[str], topology: Topology, environ: Mapping[str, str], *, gpus: str | None = None,
           folder: Path | None = None, keep: bool = False, topology_option: str = "--preset NAME",
-          timeout_s: float | None = None) -> tuple[AuditReport, int]:
+          timeout_s: float | None = None) -> tuple[AuditReport, LauncherResult]:
     """Run the probe under ``command`` (a launcher and its options), judge, and return the report
-    with the launcher's exit status. ``folder``: where ranks write (default: a new folder in the
-    current directory, which a cluster's ranks usually share; removed unless ``keep``)."""
-    own = folder is None
-    where = Path(tempfile.mkdtemp(prefix=".linkscope-audit-", dir=".")) if folder is None else Path(folder)
-    where.mkdir(parents=True, exist_ok=True)
-    for stale in where.glob("*.json"):
-        stale.unlink()
+    with how the launcher ended. The ranks write into a folder this call creates, and only there:
+    inside ``folder`` when given (kept, named in the report's notes, since the user asked for the
+    records), else in the current directory (which a cluster's ranks usually share; removed unless
+    ``keep``). Nothing already in ``folder`` is read, changed or removed."""
+    parent = Path(".") if folder is None else Path(folder)
+    if folder is not None and parent.exists() and not parent.is_dir():
+        raise UserError(f"--dir {parent}: exists and is not a folder")
     try:
-        status = run_probe(command, where.resolve(), environ, timeout_s)
-        records = read_probes(where)
+        parent.mkdir(parents=True, exist_ok=True)
+        where = Path(tempfile.mkdtemp(prefix=".linkscope-audit-" if folder is None else "linkscope-audit-",
+                                      dir=parent))
+    except OSError as exc:
+        raise UserError(f"cannot create the probe folder in {parent}: {exc.strerror or exc}") from None
+    remove = folder is None and not keep
+    try:
+        launched = run_probe(command, where.resolve(), environ, timeout_s)
+        try:
+            records = read_probes(where)
+        except UserError as exc:
+            failure = launched.failure()
+            if failure is not None:  # the launcher's own reason comes first (mpirun refusing root, ...)
+                raise UserError(f"{failure}; {exc}") from None
+            raise
     finally:
-        if own and not keep:
+        if remove:
             shutil.rmtree(where, ignore_errors=True)
     report = judge(records, topology, launcher=launcher_kind(command), gpus=gpus, topology_option=topology_option,
                    command=command)
     expected = records[0].get("rank_env", {})
     size = next((int(expected[k]) for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE")
                  if str(expected.get(k, "")).isdigit()), None)
+    notes = report.notes
     if size is not None and size != len(records):
-        report = AuditReport(report.topology, report.launcher, report.command, report.ranks, report.problems,
-                             report.notes + (f"{len(records)} of {size} ranks wrote a probe record",))
-    return report, status
+        notes += (f"{len(records)} of {size} ranks wrote a probe record",)
+    if not remove:
+        notes += (f"the ranks' probe records are in {where}",)
+    if notes != report.notes:
+        report = AuditReport(report.topology, report.launcher, report.command, report.ranks, report.problems, notes)
+    return report, launched
 
 
 __all__ = [
     "LAUNCHERS",
     "AuditReport",
+    "LauncherResult",
     "Problem",
     "RankView",
     "audit",
+    "check_timeout",
+    "end_process_group",
     "judge",
     "launcher_kind",
     "probe_command",
     "read_probes",
+    "run_probe",
 ]

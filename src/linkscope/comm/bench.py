@@ -194,6 +194,15 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
     def inner() -> int:
         local = _local_gpu(job, backend, environ) if job.size > 1 else None
         peers = make_peers(job, backend, opts.gpus, local_gpu=local)
+        if backend.simulated:  # every rank's buffers live in this process: estimated before any is made
+            from ..model.budget import check_budget, estimate_collective_bytes
+
+            simulated_on = getattr(backend, "topology")  # noqa: B009 - only the simulated backend has one
+            limit = getattr(backend, "data_limit_bytes", None) or max(opts.sizes)
+            buffer_bytes = min(max(opts.sizes), limit)
+            check_budget(estimate_collective_bytes(simulated_on, len(peers), buffer_bytes),
+                         f"bench nccl --backend sim --op {opts.op} on {len(peers):,} GPUs of {simulated_on.name}",
+                         hint="select fewer GPUs (--gpus) or smaller sizes")
         ctx = job_context(job, environ, simulated=backend.simulated, topology=getattr(backend, "topology", None))
         options = {"op": opts.op, "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "cuda_graph": opts.cuda_graph, "backend": opts.backend, "verify": opts.verify,

@@ -38,9 +38,42 @@ from ..discovery.sysfs import parse_cpulist
 from ..errors import UserError
 from ..patterns.methods import D2H, H2D
 from ..rankenv import LOCAL_RANK_VARS, WORLD_RANK_VARS, first_index, rank_variables
+from ..userschema import List, Number, Record, Text
 
 FORMAT = "linkscope.audit-probe"
 VERSION = 1
+
+_RANK = Number(0, 1 << 24, integer=True, null=True)
+_CPU = Number(0, 1 << 20, integer=True)
+_NODE = Number(-1, 1 << 16, integer=True)
+_GB_PER_S = Number(0, 1e5, null=True)
+PROBE_RECORD = Record(
+    fields={
+        "format": Text(choices=(FORMAT,)),
+        "host": Text(max_len=256),
+        "pid": Number(0, 1 << 32, integer=True, null=True),
+        "world_rank": _RANK,
+        "local_rank": _RANK,
+        "rank_env": Record(values=Text(max_len=256)),
+        "cpus": List(_CPU, max_len=1 << 20),
+        "smt_siblings": Record(values=List(_CPU, max_len=1024)),
+        "numa_of_cpu": Record(values=_NODE),
+        "machine_cpus": Number(0, 1 << 20, integer=True, null=True),
+        "machine_numa_nodes": List(_NODE, max_len=1 << 16, null=True),
+        "memory": Record(fields={"mems_allowed": List(_NODE, max_len=1 << 16, null=True)}, null=True),
+        "visible_env": Record(values=Text(max_len=4096)),
+        "gpus": List(Record(fields={"nvml_index": Number(0, 1 << 16, integer=True, null=True),
+                                    "uuid": Text(max_len=256, null=True), "pci_bus_id": Text(max_len=64, null=True)}),
+                     max_len=1 << 16, null=True),
+        "nic_env": Record(values=Text(max_len=4096)),
+        "copies": Record(fields={"ordinal": Number(0, 1 << 16, integer=True, null=True),
+                                 "size_bytes": Number(0, 2.0**50, integer=True, null=True),
+                                 "reps": Number(0, 1 << 20, integer=True, null=True)},
+                         values=_GB_PER_S, null=True),
+    },
+    required=("format", "host", "world_rank", "cpus"))
+"""What a rank's probe record must hold before audit judges it (a hand-made or damaged record such as
+``"world_rank": "abc"`` or ``"cpus": ["x"]`` is one line naming its JSON path)."""
 VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
                 "GPU_DEVICE_ORDINAL")
 NIC_VARS = ("UCX_NET_DEVICES", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "UCX_TLS", "NCCL_NET", "NCCL_IB_DISABLE",

@@ -2,7 +2,6 @@
 (``topology export --raw``), so the same report comes out of both."""
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from ..counters import linkerrors
 from ..discovery import pcihealth, raw, sysfs
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
+from ..userfiles import read_text
 from .health import HealthReport, build_report
 
 
@@ -112,17 +112,12 @@ def recorded(directory: Path) -> HealthInputs:
 
     def load(name: str) -> dict[str, Any] | None:
         path = directory / name
-        if not path.exists():
-            return None
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path} is not readable JSON: {exc}") from None
+        return raw.load_recorded(path) if path.exists() or path.is_symlink() else None
 
     sysfs_facts = raw.load_sysfs_facts(directory)
     health_facts = raw.load_health_facts(directory)
     for path in sorted(directory.glob("lspci*.txt")):  # a root 'lspci -vvv -xxxx' beside the tree has the full space
-        dumps = pcihealth.parse_lspci_hex(path.read_text(errors="replace"))
+        dumps = pcihealth.parse_lspci_hex(read_text(path, "recorded lspci output", errors="replace"))
         if dumps and health_facts is not None:
             health_facts = pcihealth.overlay_config(health_facts, dumps, path.name)
             notes.append(f"config space of bridges not readable in the sysfs tree taken from {path.name} where it has it")

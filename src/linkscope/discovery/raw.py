@@ -27,20 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_json_atomic, write_text_atomic
+from ..atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from ..errors import BackendUnavailable, UserError
 from ..topology.model import Topology
-from ..userfiles import loads_strict, read_text
+from ..userfiles import extract_tar_bounded, loads_strict, read_text, refuse_malformed
+from ..userschema import validate
 from . import amdsmi, nvml, pcihealth, rocm, sysfs
+from .recording_schema import SCHEMAS
 
 MANIFEST_FORMAT = "linkscope.raw-recording"
 
 
 def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
     """Write the folders, symlinks and files ``reader`` touched as a tar.gz (names relative to root)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
+    buffer = io.BytesIO()  # about 1 MiB; written through the one output writer (atomic, no leftover)
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         names: set[str] = set()
 
         def add_dir(name: str) -> None:
@@ -71,22 +72,12 @@ def archive_sysfs(reader: sysfs.SysReader, path: Path) -> None:
             info = tarfile.TarInfo(name)
             info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, target, 0o777, 0
             tar.addfile(info)
-    tmp.replace(path)
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def extract_sysfs(archive: Path, destination: Path) -> None:
     """Extract a recorded sysfs tree (refusing members that would land outside ``destination``)."""
-    try:
-        with tarfile.open(archive, "r:gz") as tar:
-            try:
-                tar.extractall(destination, filter="data")
-            except TypeError:  # Python without extraction filters
-                for member in tar.getmembers():
-                    if member.name.startswith("/") or ".." in member.name.split("/"):
-                        raise UserError(f"unsafe path {member.name!r} in {archive}") from None
-                tar.extractall(destination)
-    except (tarfile.TarError, OSError) as exc:
-        raise UserError(f"cannot read recorded sysfs tree {archive}: {exc}") from exc
+    extract_tar_bounded(archive, destination, "recorded sysfs tree")
 
 
 def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
@@ -172,8 +163,21 @@ def export_raw(directory: Path, sysfs_root: Path = Path("/"), *,
     return written
 
 
-def _load_json(path: Path) -> Any:
-    return loads_strict(read_text(path, "recorded file"), str(path))
+def load_recorded(path: Path) -> Any:
+    """One JSON file of a recording, read through the bounded reader and checked against its schema
+    (``recording_schema.SCHEMAS``, by file name) before any reader sees it."""
+    path = Path(path)
+    data = loads_strict(read_text(path, "recorded file"), str(path))
+    spec = SCHEMAS.get(path.name)
+    if spec is not None:
+        validate(data, spec, str(path))
+    return data
+
+
+@refuse_malformed("recording")
+def _rebuild(build: Callable[..., Topology], *args: Any, **kwargs: Any) -> Topology:
+    """A topology from recorded facts; a shape the schema did not foresee is one line (the net)."""
+    return build(*args, **kwargs)
 
 
 def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:
@@ -185,7 +189,7 @@ def load_sysfs_facts(directory: Path) -> dict[str, Any] | None:
             extract_sysfs(archive, Path(tmp))
             return sysfs.read_facts(Path(tmp))
     if (directory / "sysfs.json").exists():
-        return _load_json(directory / "sysfs.json")
+        return load_recorded(directory / "sysfs.json")
     return None
 
 
@@ -204,7 +208,7 @@ def load_health_facts(directory: Path) -> dict[str, Any] | None:
                     not (directory / "pcihealth.json").exists():
                 return health
     if (directory / "pcihealth.json").exists():
-        return _load_json(directory / "pcihealth.json")
+        return load_recorded(directory / "pcihealth.json")
     return None
 
 
@@ -215,11 +219,11 @@ def load_recording(directory: Path) -> Topology:
         raise UserError(f"recording folder not found: {directory}")
     sysfs_facts = load_sysfs_facts(directory)
     if (directory / "nvml.json").exists():
-        return nvml.facts_to_topology(_load_json(directory / "nvml.json"), sysfs_facts)
+        return _rebuild(nvml.facts_to_topology, load_recorded(directory / "nvml.json"), sysfs_facts)
     if (directory / "amdsmi.json").exists():
-        return rocm.facts_to_topology(_load_json(directory / "amdsmi.json"), sysfs_facts, name=directory.name)
-    outputs = {name: (directory / name).read_text() for name in rocm.COMMANDS if (directory / name).exists()}
+        return _rebuild(rocm.facts_to_topology, load_recorded(directory / "amdsmi.json"), sysfs_facts, name=directory.name)
+    outputs = {name: read_text(directory / name, "recorded file") for name in rocm.COMMANDS if (directory / name).exists()}
     if outputs:
-        return rocm.facts_to_topology(rocm.parse_outputs(outputs), sysfs_facts, name=directory.name)
+        return _rebuild(rocm.facts_to_topology, rocm.parse_outputs(outputs), sysfs_facts, name=directory.name)
     raise UserError(f"{directory} holds no recorded GPU discovery",
                     hint="expected nvml.json, amdsmi.json, rocm-smi-showtopo.txt or amd-smi-topology.json")

@@ -39,7 +39,12 @@ from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance
 from ..topology.pcie import pcie_gb_per_s, pcie_generation
 from ..topology.synthetic import PCIE_GEN4_X16_GB_PER_S, UPI_GB_PER_S
+from ..userfiles import open_regular
 from .base import Availability
+
+MAX_SYSFS_FILE_BYTES = 2**20
+"""Largest sysfs file read (1 MiB): attributes are at most a page (4 KiB), a PCI config space 4 KiB;
+a recorded or hand-made tree with more in one file is not a sysfs tree."""
 
 FACTS_FORMAT = "linkscope.sysfs-facts"
 FACTS_VERSION = 1
@@ -156,7 +161,8 @@ class SysReader:
         """Stripped file text, None when absent or unreadable (UserError naming the path if required)."""
         real = self.resolve(rel)
         try:
-            text = (self.root / real).read_text(errors="replace").strip()
+            with open_regular(self.root / real, "sysfs file", max_bytes=MAX_SYSFS_FILE_BYTES) as handle:
+                text = handle.read(MAX_SYSFS_FILE_BYTES).decode("utf-8", errors="replace").strip()
         except FileNotFoundError:
             if required:
                 raise UserError(f"sysfs file missing: {self.shown(rel)}",
@@ -175,7 +181,7 @@ class SysReader:
         CAP_SYS_ADMIN, see ``discovery.pcihealth``), and exactly those are remembered."""
         real = self.resolve(rel)
         try:
-            with open(self.root / real, "rb") as handle:
+            with open_regular(self.root / real, "sysfs file", max_bytes=MAX_SYSFS_FILE_BYTES) as handle:
                 data = handle.read(limit)
         except OSError:
             return None

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from xml.etree.ElementTree import Element, ParseError
 
 from ..errors import UserError
-from ..userfiles import read_text
+from ..userfiles import open_regular, read_text
 
 HWLOC = "hwloc"
 NCCL = "nccl"
@@ -145,9 +145,9 @@ def looks_like_xml(path: Path) -> bool:
     if path.suffix.lower() == ".xml":
         return True
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "topology file", max_bytes=MAX_XML_BYTES) as handle:
             head = handle.read(256).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
+    except (OSError, UserError):  # the reader names what is wrong with it
         return False
     return head.startswith(b"<")
 

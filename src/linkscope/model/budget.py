@@ -16,6 +16,18 @@ was stopped. Here the work is estimated first and refused in one line above ``ME
   on fattree:4096x8 (1.64 GB peak for 32,768 GPUs, 2026-11-25). The largest synthetic fabric
   (``MAX_CLUSTER_GPUS``) fits the budget, so today this refuses only larger topology files. The
   traffic's own matrices are bounded by its rank limit (``traffic.matrix.MAX_RANKS``), not here.
+* The fabric model itself (``estimate_model_bytes``, checked by ``FabricModel`` before it builds
+  anything, so every simulated command and every prediction passes through it): its build holds one
+  distance per (CPU, device) pair (``FabricModel._duplex_efficiency``: SciPy's shortest paths from
+  every CPU, float64), 8 bytes x CPUs x devices, plus about ``BYTES_PER_ELEMENT`` per device and link.
+  Fitted to peak RSS of building the model of fattree:256x8 (6,752 devices, 256 CPUs: 89 MB) and
+  fattree:1024x8 (26,912 devices, 1,024 CPUs: 332 MB) on this machine (2026-11-28); fattree:4096x8
+  (107,552 devices, 4,096 CPUs) needs 3.5 GB for the distances alone and is refused up front. When the
+  model's build stops holding that table (issue 41), the quadratic term goes with it.
+* Simulated collectives (``estimate_collective_bytes``): every rank's send, receive and reference
+  buffers, each at most the simulated data limit (``comm.nccl_backend.SIM_DATA_LIMIT_BYTES``):
+  ``bench nccl --backend sim`` on the 1,024 GPUs of fattree:128x8 reached 4.3 GB for one size; the
+  buffer size is the largest size asked for, capped at that limit.
 """
 from __future__ import annotations
 
@@ -23,15 +35,23 @@ import math
 from collections.abc import Sequence
 
 from ..errors import ConfigError
-from ..topology.model import Topology
+from ..topology.model import DeviceKind, Topology
 
 MEMORY_BUDGET_BYTES = 2 * 2**30
 """What one command may use for a model, a simulated bench or a mapping (2 GiB)."""
 BASE_BYTES = 300 * 2**20
 BYTES_PER_FLOW = 3300
 BYTES_PER_GPU_MAPPED = 52_000
+BYTES_PER_ELEMENT = 2048
+"""Graph, routes and capacities per device and link of the fabric model (fit above: (332 - 89 MB -
+the distance tables) over the devices and links added, rounded up)."""
+BUFFERS_PER_SIMULATED_RANK = 3
+"""Send, receive and the NumPy reference: fitted to peak RSS of ``bench nccl --backend sim --synthetic
+fattree:32x8 --op allreduce --sizes 4MiB --iters 1 --warmup 0 --runs 1`` (256 ranks, 3.29 GB: 12.5 MiB a
+rank, about 3 buffers of 4 MiB) on this machine, 2026-11-28; allgather at the same size peaked at 1.2 GB."""
 
-__all__ = ["MEMORY_BUDGET_BYTES", "check_budget", "estimate_flow_bytes", "estimate_map_bytes", "pattern_transfer_count"]
+__all__ = ["MEMORY_BUDGET_BYTES", "check_budget", "check_model_budget", "estimate_collective_bytes", "estimate_flow_bytes",
+           "estimate_map_bytes", "estimate_model_bytes", "pattern_transfer_count"]
 
 
 def pattern_transfer_count(pattern: object, topology: Topology, gpus: Sequence[int], size_bytes: int, method: str,
@@ -58,6 +78,28 @@ def estimate_flow_bytes(transfers: int) -> int:
 
 def estimate_map_bytes(gpus: int) -> int:
     return BASE_BYTES + gpus * BYTES_PER_GPU_MAPPED
+
+
+def estimate_model_bytes(topology: Topology) -> int:
+    """Peak memory of building the fabric model of ``topology`` (module text)."""
+    cpus = sum(1 for d in topology.devices if d.kind == DeviceKind.CPU)
+    devices = len(topology.devices)
+    return BASE_BYTES + 8 * cpus * devices + BYTES_PER_ELEMENT * (devices + len(topology.links))
+
+
+def estimate_collective_bytes(topology: Topology, ranks: int, buffer_bytes: int) -> int:
+    """Peak memory of simulating a collective over ``ranks`` ranks whose buffers hold at most
+    ``buffer_bytes`` each (module text), the fabric model included."""
+    return estimate_model_bytes(topology) + ranks * BUFFERS_PER_SIMULATED_RANK * buffer_bytes
+
+
+def check_model_budget(topology: Topology, extra_bytes: int = 0, what: str = "") -> None:
+    """Refuse a fabric model (and ``extra_bytes`` of work on it) that would not fit the budget: the
+    one guard every simulated command and every prediction passes (``FabricModel`` calls it)."""
+    gpus = sum(1 for d in topology.devices if d.kind == DeviceKind.GPU)
+    check_budget(estimate_model_bytes(topology) + extra_bytes,
+                 what or f"the fabric model of {topology.name} ({gpus:,} GPUs, {len(topology.devices):,} devices)",
+                 hint="simulate a smaller fabric (fewer nodes of a fat tree)")
 
 
 def check_budget(estimate_bytes: int, what: str, hint: str) -> None:

@@ -48,6 +48,7 @@ from ..topology import query
 from ..topology.gpufacts import facts_of_device
 from ..topology.levels import DISTANCE_OF_CODE
 from ..topology.model import Device, DeviceKind, LinkKind, Topology
+from .budget import check_model_budget
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, staging_rate_gb_per_s
@@ -153,6 +154,7 @@ class FabricModel:
         ``run_choices.nic_devices``, else nearest. ``peer_fallback``: a copy-engine peer copy
         between GPUs without peer access is modelled as the driver runs cudaMemcpyPeer there (staged
         through host memory, ``ce-nopeer``) instead of being refused."""
+        check_model_budget(topology)  # before anything is built: every simulation and prediction (budget.py)
         self.topology = topology
         self.peer_fallback = peer_fallback
         self.params = ModelParams.for_topology(topology, params)

@@ -160,6 +160,7 @@ def from_dict(data: Any) -> RunRecord:
     if not isinstance(measurements, list):
         raise SchemaError("measurements must be a list", path="$.measurements")
     validate(data, RUN_RECORD, "run record")  # one schema for the format (record_schema.py)
+    _check_embedded_topology(data.get("topology"))
     try:
         provenance = RunProvenance(data.get("provenance", "measured"))
     except ValueError:
@@ -176,6 +177,21 @@ def from_dict(data: Any) -> RunRecord:
         complete=bool(data.get("complete", True)),
         extra=dict(data.get("extra") or {}),
     )
+
+
+def _check_embedded_topology(topology: Any) -> None:
+    """The topology a record carries is read by ``model check``, ``check``, ``report`` and ``calibrate``
+    as a topology: checked here, once, by the topology loader itself (a string or a list there was
+    a traceback in each of them)."""
+    if topology is None:
+        return
+    from ..topology import io as topo_io
+
+    try:
+        topo_io.from_dict(topology)
+    except SchemaError as exc:
+        raise SchemaError(f"the topology embedded in the run record ($.topology) is not valid: {exc}",
+                          hint=exc.hint) from None
 
 
 def save(record: RunRecord, path: str | Path) -> None:

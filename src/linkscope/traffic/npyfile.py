@@ -20,19 +20,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..userfiles import require_regular_file, user_file_errors
+from ..userfiles import open_user_file
 from .matrix import TrafficError, check_rank_count
 
 __all__ = ["read_npy_header", "read_npy_matrix"]
 
 _MAGIC = b"\x93NUMPY"
+_ANY_SIZE = 2**62  # the header's shape, not the file's size, bounds what is read (checked below)
 
 
 def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
     """(shape, dtype, offset of the data) of a ``.npy`` file, from its header alone."""
     fmt = np.lib.format
     try:
-        with user_file_errors(path, "traffic file"), open(path, "rb") as handle:
+        with open_user_file(path, "traffic file", max_bytes=_ANY_SIZE) as handle:
             if handle.read(6) != _MAGIC:
                 raise TrafficError(f"{path}: not a NumPy .npy file (it does not start with the .npy header)")
             handle.seek(0)
@@ -52,8 +53,6 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
 def read_npy_matrix(path: Path | str) -> np.ndarray:
     """The N x N array of a ``.npy`` traffic file, after its header passed every check above."""
     path = Path(path)
-    if path.exists():
-        require_regular_file(path, "traffic file")  # a FIFO would block the header read
     shape, dtype, offset = read_npy_header(path)
     if len(shape) != 2 or shape[0] != shape[1]:
         raise TrafficError(f"{path}: the array is {len(shape)}-D of shape {shape}; a traffic matrix is a square "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import scipy.sparse as sp
 
 from ..atomic import write_bytes_atomic, write_text_atomic
 from ..errors import SchemaError
-from ..userfiles import read_text, require_regular_file
+from ..userfiles import read_text, read_zip_members
 from .matrix import MAX_NONZEROS, TrafficError, TrafficMatrix, check_sparse_rank_count, from_entries
 
 SPARSE_SUFFIXES = (".npz", ".edges")
@@ -104,33 +103,89 @@ def csr_fields(matrix: TrafficMatrix) -> dict[str, Any]:
 
 
 # ---- .npz ------------------------------------------------------------------------------------------
-def load_npz(path: Path) -> TrafficMatrix:
-    """A ``scipy.sparse.save_npz`` file: members and sizes checked before SciPy reads it."""
+def _npz_array(members: dict[str, bytes], name: str, path: Path) -> np.ndarray:
     try:
-        with zipfile.ZipFile(path) as archive:
-            members = {info.filename: info.file_size for info in archive.infolist()}
-            if "shape.npy" not in members or "format.npy" not in members or not set(members) <= NPZ_MEMBERS:
-                raise TrafficError(f"{path}: not a scipy.sparse .npz file (members {sorted(members)[:6]})",
-                                   hint="write it with scipy.sparse.save_npz, or use .npy for a dense array")
-            with archive.open("shape.npy") as handle:
-                shape = np.load(io.BytesIO(handle.read(4096)), allow_pickle=False)
-    except zipfile.BadZipFile:
-        raise TrafficError(f"{path}: not a .npz file (not a zip archive)") from None
+        array = np.load(io.BytesIO(members[name]), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise TrafficError(f"{path}: unreadable .npz member ({exc})") from None
+        raise TrafficError(f"{path}: unreadable .npz member {name} ({str(exc)[:100]})") from None
+    if not isinstance(array, np.ndarray):
+        raise TrafficError(f"{path}: .npz member {name} is not an array")
+    return array
+
+
+def _npz_index(members: dict[str, bytes], name: str, path: Path) -> np.ndarray:
+    array = _npz_array(members, name, path)
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        raise TrafficError(f"{path}: {name} must be a 1-D array of whole numbers, got {array.dtype} of shape "
+                           f"{array.shape}")
+    return array.astype(np.int64)
+
+
+def check_csr_arrays(indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, rows: int, columns: int,
+                     origin: str) -> None:
+    """Refuse compressed-sparse arrays SciPy's native code would trust (it reads ``indices[k]`` as a
+    column without checking, and ``indptr`` as bounds into the arrays): ``rows + 1`` offsets from 0,
+    never decreasing, ending at the number of entries; as many values as indices; every index in
+    ``0 .. columns - 1``; values finite and non-negative. Nothing is dropped: a bad entry is refused."""
+    if len(indptr) != rows + 1:
+        raise TrafficError(f"{origin}: indptr has {len(indptr)} offsets; a {rows}-row matrix needs {rows + 1}")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != len(indices):
+        raise TrafficError(f"{origin}: indptr must be offsets from 0, never decreasing, ending at the {len(indices)} "
+                           f"entries (got first {int(indptr[0])}, last {int(indptr[-1])})")
+    _check_entries(indices, values, columns, "indices", origin)
+
+
+def _check_entries(indices: np.ndarray, values: np.ndarray, columns: int, name: str, origin: str) -> None:
+    if len(values) != len(indices):
+        raise TrafficError(f"{origin}: {len(indices)} {name} but {len(values)} values")
+    if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= columns):
+        bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
+        raise TrafficError(f"{origin}: {name} must be ranks 0..{columns - 1}, found {bad}")
+    if values.dtype.kind not in "biuf":
+        raise TrafficError(f"{origin}: data holds {values.dtype} values; a traffic matrix holds byte counts")
+    if len(values) and not np.all(np.isfinite(values)):
+        raise TrafficError(f"{origin}: data holds a non-finite value (NaN or infinity)")
+    if len(values) and np.any(values < 0):
+        raise TrafficError(f"{origin}: data holds a negative byte count ({float(values.min()):g})")
+
+
+def load_npz(path: Path) -> TrafficMatrix:
+    """A ``scipy.sparse.save_npz`` file (CSR, CSC or COO), read member by member through the bounded
+    zip reader (``userfiles.read_zip_members``: regular file, expanded size capped) and every array
+    checked (``check_csr_arrays``) before SciPy builds a matrix from them."""
+    members = read_zip_members(path, "traffic file")
+    if "shape.npy" not in members or "format.npy" not in members or not set(members) <= NPZ_MEMBERS:
+        raise TrafficError(f"{path}: not a scipy.sparse .npz file (members {sorted(members)[:6]})",
+                           hint="write it with scipy.sparse.save_npz, or use .npy for a dense array")
+    shape = _npz_array(members, "shape.npy", path)
     if shape.shape != (2,) or shape.dtype.kind not in "iu" or shape[0] != shape[1]:
         raise TrafficError(f"{path}: the matrix must be square N x N, got shape {shape.tolist()}")
     ranks = int(shape[0])
     check_sparse_rank_count(ranks, str(path))
-    budget = 8 * (3 * MAX_NONZEROS + ranks + 1) + 4096 * len(members)
-    if sum(members.values()) > budget:
-        raise TrafficError(f"{path}: {sum(members.values())} bytes uncompressed; linkscope reads sparse matrices of "
-                           f"up to {MAX_NONZEROS} entries")
-    try:
-        matrix = sp.load_npz(path)
-    except (ValueError, OSError, EOFError, KeyError) as exc:
-        raise TrafficError(f"{path}: not a readable scipy.sparse .npz file ({exc})") from None
-    return TrafficMatrix(bytes=sp.csr_matrix(matrix), origin=f"file:{path.name}")
+    fmt_array = _npz_array(members, "format.npy", path)
+    item = fmt_array.item() if fmt_array.size == 1 and fmt_array.dtype.kind in "SU" else ""
+    fmt = item.decode("ascii", "replace") if isinstance(item, bytes) else str(item)
+    if fmt not in ("csr", "csc", "coo"):
+        raise TrafficError(f"{path}: sparse format {fmt or fmt_array.tolist()!r} is not read; save CSR, CSC or COO",
+                           hint="scipy.sparse.save_npz(path, matrix.tocsr())")
+    values = _npz_array(members, "data.npy", path) if "data.npy" in members else np.zeros(0)
+    if values.ndim != 1:
+        raise TrafficError(f"{path}: data must be a 1-D array, got shape {values.shape}")
+    if len(values) > MAX_NONZEROS:
+        raise TrafficError(f"{path}: {len(values)} entries; linkscope handles up to {MAX_NONZEROS}")
+    origin = str(path)
+    if fmt == "coo":
+        row, col = _npz_index(members, "row.npy", path), _npz_index(members, "col.npy", path)
+        _check_entries(row, values, ranks, "row", origin)
+        _check_entries(col, values, ranks, "col", origin)
+        matrix = sp.coo_matrix((values.astype(np.float64), (row, col)), shape=(ranks, ranks)).tocsr()
+    else:
+        indptr, indices = _npz_index(members, "indptr.npy", path), _npz_index(members, "indices.npy", path)
+        check_csr_arrays(indptr, indices, values, ranks, ranks, origin)
+        built = (sp.csr_matrix if fmt == "csr" else sp.csc_matrix)((values.astype(np.float64), indices, indptr),
+                                                                   shape=(ranks, ranks))
+        matrix = sp.csr_matrix(built)
+    return TrafficMatrix(bytes=matrix, origin=f"file:{path.name}")
 
 
 def dump_npz(matrix: TrafficMatrix) -> bytes:
@@ -207,7 +262,6 @@ def dumps_edges(matrix: TrafficMatrix) -> str:
 # ---- the two entries traffic.io calls ---------------------------------------------------------------
 def load_sparse(path: Path, suffix: str) -> TrafficMatrix:
     if suffix == ".npz":
-        require_regular_file(path, "traffic file")
         return load_npz(path)
     return loads_edges(read_text(path, "traffic file"), origin=f"file:{path.name}")
 

@@ -138,19 +138,25 @@ def profile(
     keep_rows: bool = False,
     mpicc: str | None = None,
 ) -> ProfileResult:
-    """Build (or reuse) the interposer, run ``command`` with it preloaded, merge the rows."""
+    """Build (or reuse) the interposer, run ``command`` with it preloaded, merge the rows. The rows go
+    to a temporary folder this call creates and removes whatever happens (unless ``keep_rows``), or to
+    ``rows_dir``, which must not hold rows already (a user's files there are never removed)."""
     library = build_interposer(environ, mpicc)
     own_dir = rows_dir is None
-    folder = Path(tempfile.mkdtemp(prefix="linkscope-traffic-")) if rows_dir is None else Path(rows_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("rank-*.txt"):
-        stale.unlink()
-    argv, env = launch_command(command, library, folder, inject, environ)
+    if rows_dir is not None:
+        folder = Path(rows_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.glob("rank-*.txt")):
+            raise UserError(f"--rows-dir {folder} already holds rank-*.txt rows (of an earlier run?)",
+                            hint="give an empty folder, or remove those rows first")
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="linkscope-traffic-"))
     try:
-        returncode = subprocess.run(argv, env=env).returncode
-    except FileNotFoundError:
-        raise UserError(f"command not found: {argv[0]}") from None
-    try:
+        argv, env = launch_command(command, library, folder, inject, environ)
+        try:
+            returncode = subprocess.run(argv, env=env).returncode
+        except FileNotFoundError:
+            raise UserError(f"command not found: {argv[0]}") from None
         rows = read_rows(folder)
         matrix = merge_rows(rows, origin="captured:" + " ".join(command)) if rows else None
     finally:

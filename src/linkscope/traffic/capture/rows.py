@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import UserError
+from ...userfiles import read_text
 from ..matrix import HISTOGRAM_BINS, TrafficMatrix, from_entries
 
 MAGIC = "linkscope-traffic-row 1"
@@ -156,4 +157,4 @@ def _local_ranks_from_hosts(hosts: Iterable[str]) -> list[int]:
 
 
 def read_rows(folder: Path) -> list[Row]:
-    return [parse_row(p.read_text(), origin=str(p)) for p in sorted(Path(folder).glob("rank-*.txt"))]
+    return [parse_row(read_text(p, "captured rank row"), origin=str(p)) for p in sorted(Path(folder).glob("rank-*.txt"))]
