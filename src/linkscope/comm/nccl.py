@@ -39,7 +39,6 @@ launches (median), so the launch cost per op is on record beside the device time
 """
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -166,30 +165,56 @@ class _Buffers:
         return _Buffers(send, recv)
 
 
+def calls(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> list[tuple[str, tuple]]:
+    """The library calls of one operation on every local peer, in order: ``(name, args)`` for the
+    backend's methods of that name (allreduce, send, ...). The views of grouped send/recv are cut here,
+    once per size, not at every launch."""
+    out: list[tuple[str, tuple]] = []
+    for i, p in enumerate(peers):
+        s, r = bufs.send[i], bufs.recv[i]
+        if op == "allreduce":
+            out.append(("allreduce", (p, s, r, lay.send_count)))
+        elif op == "allgather":
+            out.append(("allgather", (p, s, r, lay.send_count)))
+        elif op == "reduce_scatter":
+            out.append(("reduce_scatter", (p, s, r, lay.recv_count)))
+        elif op == "broadcast":
+            out.append(("broadcast", (p, s, r, lay.send_count, 0)))
+        elif op == "reduce":
+            out.append(("reduce", (p, s, r, lay.send_count, 0)))
+        else:  # grouped send/recv (the op table's exchanges)
+            sends, recvs = OP_TABLE[op].exchanges(p.rank, nranks, lay)
+            out.extend(("send", (p, s[offset:offset + count], count, peer)) for peer, offset, count in sends)
+            out.extend(("recv", (p, r[offset:offset + count], count, peer)) for peer, offset, count in recvs)
+    return out
+
+
+def prepared(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> Callable[[], None]:
+    """One operation on every local peer as one NCCL group, bound once: each call is resolved to the
+    library's own function and its plain arguments (pointers, counts, stream handles) by the
+    backend's ``bind`` where it has one, so a launch costs the library calls and little Python.
+
+    Why: an eager launch is timed as it is issued. Cutting CuPy views and reading ``.data.ptr`` at every
+    launch cost 1-3 us a call; a 2-GPU alltoall (4 sends, 4 receives) took 35 us eager from Python
+    where nccl-tests took 18 (2 x H200, docs/runs/h200x2-2026-11-28)."""
+    bind = getattr(backend, "bind", None)
+    bound = [bind(name, args) if bind is not None else (getattr(backend, name), args)
+             for name, args in calls(backend, op, peers, bufs, lay, nranks)]
+    start, end = backend.group_start, backend.group_end
+
+    def launch() -> None:
+        start()
+        try:
+            for fn, args in bound:
+                fn(*args)
+        finally:
+            end()
+    return launch
+
+
 def enqueue(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> None:
-    """One operation on every local peer, as one NCCL group."""
-    backend.group_start()
-    try:
-        for i, p in enumerate(peers):
-            s, r = bufs.send[i], bufs.recv[i]
-            if op == "allreduce":
-                backend.allreduce(p, s, r, lay.send_count)
-            elif op == "allgather":
-                backend.allgather(p, s, r, lay.send_count)
-            elif op == "reduce_scatter":
-                backend.reduce_scatter(p, s, r, lay.recv_count)
-            elif op == "broadcast":
-                backend.broadcast(p, s, r, lay.send_count, 0)
-            elif op == "reduce":
-                backend.reduce(p, s, r, lay.send_count, 0)
-            else:  # grouped send/recv (the op table's exchanges)
-                sends, recvs = OP_TABLE[op].exchanges(p.rank, nranks, lay)
-                for peer, offset, count in sends:
-                    backend.send(p, s[offset:offset + count], count, peer)
-                for peer, offset, count in recvs:
-                    backend.recv(p, r[offset:offset + count], count, peer)
-    finally:
-        backend.group_end()
+    """One operation on every local peer, as one NCCL group (bound for this one call)."""
+    prepared(backend, op, peers, bufs, lay, nranks)()
 
 
 def expected(xp: Any, op: str, rank: int, nranks: int, lay: Layout) -> Any | None:
@@ -276,7 +301,7 @@ def run_nccl(
     agree(job, problem)
     devices = peer_devices(job, peers)
     bufs = _Buffers.allocate(backend, peers, big)
-    notes: list[str] = []
+    notes: list[str] = [backend.alloc_note] if getattr(backend, "alloc_note", "") else []
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0
     placements = (False, True) if inplace else (False,)
@@ -296,7 +321,7 @@ def run_nccl(
                 for p, s in zip(peers, view.send):
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
-                launch_one: Callable[[], None] = functools.partial(enqueue, backend, op, peers, view, lay, nranks)
+                launch_one: Callable[[], None] = prepared(backend, op, peers, view, lay, nranks)
                 enqueue_s = []
                 for _ in range(warmup):
                     t_host = time.perf_counter()

@@ -95,11 +95,59 @@ class CollectiveBackend(CollectiveCalls, DeviceSide, Protocol):
     """What the NCCL runners (nccl, stencil, p2p) need: the collective calls and the device side."""
 
 
+def _nccl_library() -> Any | None:
+    """The NCCL (or RCCL) shared library CuPy loaded, through ctypes; None when it cannot be found."""
+    import ctypes
+    import os
+
+    # RTLD_NOLOAD: only a library already in the process (the one CuPy's NCCL module linked), never a second copy
+    mode = getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL
+    for name in ("libnccl.so.2", "librccl.so.1", "libnccl.so", "librccl.so"):
+        try:
+            return ctypes.CDLL(name, mode=mode)
+        except OSError:
+            continue
+    return None
+
+
+def nccl_mem_alloc(cp: Any, nbytes: int) -> Any | None:
+    """A CuPy float32 array over ``ncclMemAlloc`` memory on the current device, freed with ``ncclMemFree``
+    when the array goes; None when the loaded library has no ``ncclMemAlloc`` (NCCL < 2.19) or it fails."""
+    import ctypes
+    import weakref
+
+    lib = _nccl_library()
+    alloc = getattr(lib, "ncclMemAlloc", None) if lib is not None else None
+    free = getattr(lib, "ncclMemFree", None) if lib is not None else None
+    if alloc is None or free is None:
+        return None
+    alloc.argtypes, alloc.restype = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t], ctypes.c_int
+    free.argtypes, free.restype = [ctypes.c_void_p], ctypes.c_int
+    ptr = ctypes.c_void_p()
+    if alloc(ctypes.byref(ptr), ctypes.c_size_t(nbytes)) != 0 or not ptr.value:
+        return None
+    device = cp.cuda.Device().id
+
+    class _Owner:
+        pass
+
+    owner = _Owner()
+
+    def release(address: int = ptr.value, dev: int = device) -> None:
+        with cp.cuda.Device(dev):
+            free(ctypes.c_void_p(address))
+
+    weakref.finalize(owner, release)
+    memory = cp.cuda.UnownedMemory(ptr.value, nbytes, owner, device)
+    return cp.ndarray((nbytes // 4,), dtype=cp.float32, memptr=cp.cuda.MemoryPointer(memory, 0))
+
+
 class CupyNccl:
     """The real thing: CuPy arrays, NCCL (or RCCL on ROCm) communicators, device events."""
 
     simulated = False
     data_limit_bytes: int | None = None
+    alloc_note: str = ""
 
     def __init__(self, *, cp: Any = None, nccl: Any = None, runtime: Any = None) -> None:
         """``cp``, ``nccl``, ``runtime``: CuPy, its NCCL module and the engines' device runtime
@@ -149,8 +197,46 @@ class CupyNccl:
         return int(self.runtime.mem_get_info(peer.device)[0])
 
     def alloc(self, peer: Peer, count: int) -> Any:
+        """A float32 buffer on the peer's GPU, allocated as nccl-tests allocates its buffers (>= 2.19):
+        with ``ncclMemAlloc`` (CUDA VMM memory NCCL can register), so an operation captured in a CUDA
+        graph has its buffers registered by NCCL (``NCCL_GRAPH_REGISTER``) as in nccl-tests ``-G``.
+        CuPy's pool (plain ``cudaMalloc``) was not: on 2 x H200 a graph-launched allgather of
+        32-512 MiB took 0.79-0.82x of nccl-tests -G 20's time, alltoall 0.80-0.86x, sendrecv 0.72-0.83x,
+        while the eager runs (no registration either side) matched (docs/runs/h200x2-2026-11-28).
+        Falls back to CuPy's pool, with ``alloc_note`` saying so, where the library has no
+        ``ncclMemAlloc`` (NCCL < 2.19, RCCL builds without it)."""
         with self.on(peer):
-            return self.cp.empty(max(count, 1), dtype=self.cp.float32)
+            nbytes = max(count, 1) * 4
+            buf = nccl_mem_alloc(self.cp, nbytes)
+            if buf is None:
+                self.alloc_note = ("buffers from CuPy's pool: the NCCL library has no ncclMemAlloc, so graph-launched "
+                                   "operations are not registered as in nccl-tests -G")
+                return self.cp.empty(max(count, 1), dtype=self.cp.float32)
+            return buf
+
+    def bind(self, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
+        """The communicator's own method and its plain arguments for one call (see ``comm.nccl.prepared``):
+        pointers, counts and the stream handle resolved once."""
+        nc = self.nccl
+        p = args[0]
+        stream = p.stream.ptr
+        if name in ("send", "recv"):
+            _, buf, count, other = args
+            fn = p.comm.send if name == "send" else p.comm.recv
+            return fn, (buf.data.ptr, count, nc.NCCL_FLOAT32, other, stream)
+        _, send, recv, count, *root = args
+        ptrs = (send.data.ptr, recv.data.ptr, count, nc.NCCL_FLOAT32)
+        if name == "allreduce":
+            return p.comm.allReduce, (*ptrs, nc.NCCL_SUM, stream)
+        if name == "allgather":
+            return p.comm.allGather, (*ptrs, stream)
+        if name == "reduce_scatter":
+            return p.comm.reduceScatter, (*ptrs, nc.NCCL_SUM, stream)
+        if name == "broadcast":
+            return p.comm.broadcast, (*ptrs, root[0], stream)
+        if name == "reduce":
+            return p.comm.reduce, (*ptrs, nc.NCCL_SUM, root[0], stream)
+        return getattr(self, name), args
 
     # -- calls (inside a group) -------------------------------------------------------------
     def group_start(self) -> None:
