@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
-from scipy.sparse.csgraph import shortest_path
+from scipy.sparse.csgraph import dijkstra
 
 from ..errors import ConfigError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
@@ -200,7 +200,9 @@ class FabricModel:
         if not pcie.any() or not cpus:
             return out
         adjacency = csr_matrix((np.ones(g.n_edges), (g.edge_src, g.edge_dst)), shape=(len(g.node_ids),) * 2)
-        hops = shortest_path(adjacency, unweighted=True, indices=cpus).min(axis=0)
+        # hops to the nearest CPU: one multi-source search from every CPU at once (linear in the graph),
+        # not one search per CPU
+        hops = dijkstra(adjacency, unweighted=True, indices=cpus, min_only=True)
         down = pcie & (hops[g.edge_dst] > hops[g.edge_src])
         up = pcie & (hops[g.edge_dst] < hops[g.edge_src])
         out[down] = self.params["pcie_duplex_efficiency_down"]
@@ -498,8 +500,8 @@ class FabricModel:
             raise ConfigError(f"transfer from GPU {int(src[i])} to itself (flow {i})", hint="use method 'local'")
         if (size_bytes < 0).any():
             raise ConfigError(f"transfer size must not be negative: {float(size_bytes[size_bytes < 0][0]):.0f}")
-        gpu_ids = self.graph.gpu_ids
-        indptr, indices = self.router.paths([gpu_ids[s] for s in src.tolist()], [gpu_ids[d] for d in dst.tolist()])
+        gpu_nodes = self.graph.gpu_nodes
+        indptr, indices = self.router.node_paths(gpu_nodes[src], gpu_nodes[dst])
         n_flows = src.size
         A = csc_matrix((np.ones(indices.size), indices, indptr), shape=(self.graph.n_resources, n_flows))
         starts = indptr[:-1]
@@ -511,8 +513,10 @@ class FabricModel:
         head_log = self._node_transit_log[self.graph.edge_dst[indices]]
         last = indptr[1:] - 1
         transit_log += np.add.reduceat(head_log, starts) - head_log[last]
-        vendors = np.array([self.params.engine_cap_gb_per_s(g.vendor) if method in COPY_ENGINE_METHODS else np.inf
-                            for g in self.topology.gpus])
+        gpu_vendors = [g.vendor for g in self.topology.gpus]
+        cap_of = {v: self.params.engine_cap_gb_per_s(v) if method in COPY_ENGINE_METHODS else np.inf
+                  for v in set(gpu_vendors)}
+        vendors = np.array([cap_of[v] for v in gpu_vendors])
         initiator = dst if get_method(method).issuer == "dst" else src
         eff_min = np.minimum.reduceat(self.capacity[indices], starts)
         alone = np.minimum(self.params.method_efficiency(method) * raw, eff_min) * np.exp(transit_log)
