@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import ConfigError, UserError
 from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
-from ..topology.query import nearest_nics, node_labels, pair_level
+from ..topology.query import node_labels
 from . import nccl_tuning as nt
 from .contention import simulate
 from .params import generation_key
@@ -671,7 +671,7 @@ class CollectiveModel:
         for g in ranks:
             gid = self.fabric.gpu(g).id
             total = 0.0
-            for link in topo.links:
+            for link in topo.links_of(gid):
                 if link.kind is LinkKind.NVLINK and gid in (link.a, link.b):
                     other = by_id[link.b if link.a == gid else link.a]
                     if other.kind is DeviceKind.NVSWITCH:
@@ -825,7 +825,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     gpu_bw, nvswitch, pci = [], False, []
     for g in gpus:
         links = 0
-        for link in topo.links:
+        for link in topo.links_of(g.id):
             if gid_in(link, g.id):
                 other = by_id[link.b if link.a == g.id else link.a]
                 if link.kind is LinkKind.NVLINK:
@@ -834,7 +834,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
                 elif link.kind is LinkKind.PCIE:
                     pci.append(_nccl_pci_bw(link))
         gpu_bw.append(links * nvl)
-    pair_levels = [pair_level(topo, gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
+    pair_levels = [fabric.router.pair_level(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
                    if nodes[i] == nodes[(i + 1) % len(gpus)]]
     all_nv = all(lv.family == "NV" for lv in pair_levels) and min(gpu_bw) > 0
     if all_nv:
@@ -851,7 +851,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         shares: dict[str, int] = {}
         nic_of = {}
         for g in gpus:
-            nics = nearest_nics(topo, g)
+            nics = fabric.router.nearest_nics(g)
             if nics:
                 nic_of[g.id] = nics[0]
                 shares[nics[0].id] = shares.get(nics[0].id, 0) + 1

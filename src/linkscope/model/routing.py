@@ -17,7 +17,7 @@ route in well under a second:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import ConfigError, TopologyError
 from ..topology import query
+from ..topology.levels import PairLevel
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .nics import NicSpec, choose_from, select_nics
@@ -49,6 +50,8 @@ class _Structure:
     topology: Topology
     routes: dict[tuple[int, int], np.ndarray]  # (local src, local dst) -> rows of (local link, reversed)
     nic_of_gpu: dict[int, int | None]
+    nearest: dict[int, tuple[int, ...]] = field(default_factory=dict)  # local GPU -> local nearest NICs
+    levels: dict[tuple[int, int], PairLevel] = field(default_factory=dict)  # local pair -> level
 
 
 class Router:
@@ -74,6 +77,25 @@ class Router:
             return ()
         node = self.graph.node_index[gpu.id]
         return tuple(self.topology.devices[i] for i in self._hier._nics_of(node).tolist())
+
+    def nearest_nics(self, gpu: Device) -> tuple[Device, ...]:
+        """``query.nearest_nics`` of a GPU, answered on its node's representative topology in a cluster
+        (a NIC of another node is always farther than one of its own: through the network), once per
+        node structure; the whole topology's answer where the node has no NIC or there is no network."""
+        if self._hier is not None:
+            found = self._hier.nearest_nics(gpu)
+            if found:
+                return found
+        return query.nearest_nics(self.topology, gpu)
+
+    def pair_level(self, a: Device, b: Device) -> PairLevel:
+        """``query.pair_level`` of two devices; for two of one node of a cluster answered on the node's
+        representative topology (the route between them stays in the node), once per node structure."""
+        if self._hier is not None:
+            found = self._hier.pair_level(a, b)
+            if found is not None:
+                return found
+        return query.pair_level(self.topology, a, b)
 
     def path(self, src_id: str, dst_id: str) -> np.ndarray:
         """Directed edge ids from ``src_id`` to ``dst_id`` (empty for a device with itself)."""
@@ -283,6 +305,30 @@ class _Hierarchy:
             if not devs[end].is_gpu and self.graph.node_kind[end] != _NIC:
                 raise TopologyError(f"transfers between nodes are modelled between GPUs (or NICs), not from {devs[end].label}")
             check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
+
+    def nearest_nics(self, gpu: Device) -> tuple[Device, ...]:
+        node = self.graph.node_index[gpu.id]
+        comp = int(self.comp_of[node])
+        st = self._structure(comp)
+        local = st.nearest.get(int(self.local_index[node]))
+        if local is None:
+            rep_gpu = st.topology.device(f"d{int(self.local_index[node])}")
+            local = tuple(int(n.id[1:]) for n in query.nearest_nics(st.topology, rep_gpu))
+            st.nearest[int(self.local_index[node])] = local
+        members = self.members[comp]
+        return tuple(self.topology.devices[int(members[k])] for k in local)
+
+    def pair_level(self, a: Device, b: Device) -> PairLevel | None:
+        na, nb = self.graph.node_index[a.id], self.graph.node_index[b.id]
+        comp = int(self.comp_of[na])
+        if comp != int(self.comp_of[nb]):
+            return None
+        st = self._structure(comp)
+        key = (int(self.local_index[na]), int(self.local_index[nb]))
+        level = st.levels.get(key)
+        if level is None:
+            level = st.levels[key] = query.pair_level(st.topology, f"d{key[0]}", f"d{key[1]}")
+        return level
 
     def local_cpu(self, gpu: Device) -> Device | None:
         comp = int(self.comp_of[self.graph.node_index[gpu.id]])
