@@ -385,6 +385,7 @@ class CollectiveModel:
         if not flows:
             return 0.0
         stages, overhead = [], []
+        self.fabric.prefetch_routes([(a, b) for a, b, _ in flows])  # a cluster's pairs in one pass (scaling only)
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
@@ -571,9 +572,10 @@ class CollectiveModel:
         fill = 0.0
         if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
+            ring_pairs = set(ring)  # a set: a ring of thousands of ranks is checked in linear time
             chunk = S / n
             simple = proto == "Simple" and system is not None and channels > 0
-            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring for a, b in ring):
+            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring_pairs for a, b in ring):
                 # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
                 # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
                 # measured on NVLink only, so PCIe rings keep the channels' rate). Rings

@@ -184,6 +184,8 @@ class FabricModel:
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
+        self._peer_stages: dict[tuple[int, int, str, float], _Stage] = {}
+        self._access: dict[tuple[int, int], str | None] = {}  # peer_access answers (the topology is fixed)
 
     def _duplex_efficiency(self) -> np.ndarray:
         """Per directed edge, the share of its capacity it keeps while its reverse carries a flow too:
@@ -252,6 +254,14 @@ class FabricModel:
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
         ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
+        key = (a, b)
+        if key in self._access:
+            return self._access[key]
+        reason = self._peer_access(a, b)
+        self._access[key] = reason
+        return reason
+
+    def _peer_access(self, a: int, b: int) -> str | None:
         ga, gb = self.gpu(a), self.gpu(b)
         for g in (ga, gb):
             attrs = g.attributes or {}
@@ -371,27 +381,19 @@ class FabricModel:
                               hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
             assert a.index is not None and b.index is not None  # gpu() gives GPUs, which have an index
+            key = (a.index, b.index, method, overhead_s)
+            known = self._peer_stages.get(key)  # a peer copy's stage depends on its size only by its bytes
+            if known is not None:
+                return [_Stage(known.resources, known.weights, known.cap_gb_per_s, known.latency_s, size_bytes,
+                               known.raw_gb_per_s)]
             reason = self.peer_access(a.index, b.index)
             if reason and self.peer_fallback and get_method(eff_method).unit == "copy-engine":
                 return self.stages(src, dst, size_bytes, CE_NOPEER.key, chunk_bytes)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
-            initiator = b if get_method(method).issuer == "dst" else a
-            lanes = self.router.lanes(a.id, b.id)
-            if len(lanes) > 1:  # spread over several NICs: bytes split evenly, each lane carries rate / n
-                n = len(lanes)
-                alone = min(min(p.method_efficiency(method) * self._raw(e), self._eff_min(e)) * self._transit(e)
-                            for e in lanes) * n
-                raw = min(self._raw(e) for e in lanes) * n
-                cap = min(alone, self._engine_cap(method, initiator))
-                edges = np.concatenate(lanes)
-                return [_Stage(edges, np.full(edges.size, 1.0 / n), cap,
-                               overhead_s + max(self._lat(e) for e in lanes), size_bytes, raw)]
-            edges = lanes[0]
-            raw = self._raw(edges)
-            alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
-            cap = min(alone, self._engine_cap(method, initiator))
-            return [_Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)]
+            stage = self._peer_stage(a, b, size_bytes, method, overhead_s)
+            self._peer_stages[key] = stage
+            return [stage]
         # host-staged methods: through host memory of the CPU nearest src
         cpu = self.router.local_cpu(a)
         leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
@@ -415,6 +417,34 @@ class FabricModel:
             chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
             latency += min(size_bytes, chunk) / (min(cap, self._eff_min(leg1)) * _GB)
         return [_Stage(np.append(edges, mem), np.append(np.ones(edges.size), 2.0), cap, latency, size_bytes, raw)]
+
+    def prefetch_routes(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Route many GPU pairs (indices) of a cluster in one vectorised pass before ``stages`` asks for
+        them one by one (``Router.prefetch``); indices that are not GPUs are left to ``stages`` to report."""
+        ids = self.graph.gpu_ids
+        ok = [(int(a), int(b)) for a, b in pairs if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer))
+              and 0 <= a < len(ids) and 0 <= b < len(ids)]
+        self.router.prefetch([ids[a] for a, _ in ok], [ids[b] for _, b in ok])
+
+    def _peer_stage(self, a: Device, b: Device, size_bytes: int, method: str, overhead_s: float) -> _Stage:
+        """The one stage of a peer copy between GPUs a and b (peer access checked by the caller)."""
+        p = self.params
+        initiator = b if get_method(method).issuer == "dst" else a
+        lanes = self.router.lanes(a.id, b.id)
+        if len(lanes) > 1:  # spread over several NICs: bytes split evenly, each lane carries rate / n
+            n = len(lanes)
+            alone = min(min(p.method_efficiency(method) * self._raw(e), self._eff_min(e)) * self._transit(e)
+                        for e in lanes) * n
+            raw = min(self._raw(e) for e in lanes) * n
+            cap = min(alone, self._engine_cap(method, initiator))
+            edges = np.concatenate(lanes)
+            return _Stage(edges, np.full(edges.size, 1.0 / n), cap,
+                           overhead_s + max(self._lat(e) for e in lanes), size_bytes, raw)
+        edges = lanes[0]
+        raw = self._raw(edges)
+        alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
+        cap = min(alone, self._engine_cap(method, initiator))
+        return _Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)
 
     # ---- problems ---------------------------------------------------------------------------------------
     def _problem(self, flows: list[list[_Stage]]) -> FlowProblem:

@@ -67,7 +67,7 @@ class Router:
     def lanes(self, src_id: str, dst_id: str) -> list[np.ndarray]:
         """Routes of one transfer, one per NIC lane (several when the NIC choice spreads a transfer
         over several NICs: its bytes split evenly over them); one route within a node."""
-        if self._hier is None:
+        if self._hier is None or self.nic_spec.rule == "nearest":  # one lane: the cached route
             return [self.path(src_id, dst_id)]
         return self._hier.lanes(src_id, dst_id)
 
@@ -121,6 +121,23 @@ class Router:
         s = np.fromiter((index[x] for x in src_ids), dtype=np.int64, count=len(src_ids))
         d = np.fromiter((index[x] for x in dst_ids), dtype=np.int64, count=len(dst_ids))
         return self.node_paths(s, d)
+
+    def prefetch(self, src_ids: list[str], dst_ids: list[str]) -> None:
+        """Route the pairs not routed yet in one vectorised pass (cluster, one NIC per GPU), so that
+        ``path`` answers them from the cache; pairs it cannot route are left to ``path`` (its errors)."""
+        if self._hier is None or self.nic_spec.rule != "nearest":
+            return
+        todo = list({(a, b) for a, b in zip(src_ids, dst_ids) if a != b and (a, b) not in self._cache})
+        if len(todo) <= 64:
+            return
+        index = self.graph.node_index
+        try:
+            indptr, indices = self.node_paths(np.array([index[a] for a, _ in todo], dtype=np.int64),
+                                              np.array([index[b] for _, b in todo], dtype=np.int64))
+        except (TopologyError, ConfigError, KeyError):
+            return
+        for k, key in enumerate(todo):
+            self._cache[key] = indices[indptr[k]:indptr[k + 1]]
 
     def node_paths(self, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``paths`` of node indices (arrays)."""
