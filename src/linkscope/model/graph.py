@@ -14,7 +14,9 @@ Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then devi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +106,7 @@ class FabricGraph:
                                                               count=len(self.gpu_ids)))
 
     # ---- edges -----------------------------------------------------------------------------------
-    def _cached(self, key: str, build):  # type: ignore[no-untyped-def]
+    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
         """A look-up table built on first use (the graph is immutable)."""
         found = self.__dict__.get(key)
         if found is None:
