@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..topology.model import DeviceKind, Link, LinkKind, Topology
+from ..topology.model import DeviceKind, Link, LinkKind, Topology, cached_on
 from .params import LINK_KINDS, ModelParams
 
 KIND_CODE = {kind: i for i, kind in enumerate(LINK_KINDS)}
@@ -108,11 +108,7 @@ class FabricGraph:
     # ---- edges -----------------------------------------------------------------------------------
     def _cached(self, key: str, build: Callable[[], Any]) -> Any:
         """A look-up table built on first use (the graph is immutable)."""
-        found = self.__dict__.get(key)
-        if found is None:
-            found = build()
-            object.__setattr__(self, key, found)
-        return found
+        return cached_on(self, key, build)
 
     def edge_of(self, link: Link, from_id: str) -> int:
         """Directed edge of ``link`` leaving ``from_id``."""

@@ -222,6 +222,16 @@ class RunChoices:
         return self == RunChoices()
 
 
+def cached_on(obj: object, key: str, build: Callable[[], Any]) -> Any:
+    """``build()`` kept on the immutable ``obj`` (a frozen dataclass) under ``key``: a look-up table
+    made on first use and reused."""
+    found = obj.__dict__.get(key)
+    if found is None:
+        found = build()
+        object.__setattr__(obj, key, found)
+    return found
+
+
 @dataclass(frozen=True)
 class Topology:
     """A node (or cluster) as devices and links.
@@ -261,11 +271,7 @@ class Topology:
     # Built once per topology on first use (the topology is immutable), so that a look-up per device of
     # a cluster costs O(1) and loops over GPUs stay linear.
     def _cached(self, key: str, build: Callable[[], Any]) -> Any:
-        found = self.__dict__.get(key)
-        if found is None:
-            found = build()
-            object.__setattr__(self, key, found)
-        return found
+        return cached_on(self, key, build)
 
     @property
     def by_id(self) -> Mapping[str, Device]:
