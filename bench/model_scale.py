@@ -9,6 +9,13 @@ table and writes JSON.
 
     PYTHONPATH=src python bench/model_scale.py [--flows 100000] [--nodes 512] [--json out.json] [--exact]
 
+``--suite`` runs the scale table of issue 41 instead, each case in a fresh process (peak RSS and CPU
+seconds of that process from ``os.wait4``): the model at 4k-32k GPUs with 10^5 and 10^6 mixed flows,
+the batched-vs-exact error on 20,000 flows, ``linkscope map`` of a 32,768-rank stencil as a whole
+command, and 1 GiB collectives on 1,024 nodes (``--collective-nodes``); one JSON with every row.
+
+    PYTHONPATH=src python bench/model_scale.py --suite --json docs/runs/model-scale.json
+
 ``--exact`` also runs the unbatched event-driven simulation and reports how far the batched finish
 times are from it (a few seconds for equal sizes; with ``--mixed`` about 25 s for 20,000 flows and
 far longer for 100,000). Results on the development machine: docs/benchmarks.md, "Fabric model at scale".
@@ -40,7 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rtol", type=float, default=None, help="completion batching (default: the model's auto_rtol)")
     ap.add_argument("--engine", default="auto", help="auto, compiled (Numba) or numpy")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--suite", action="store_true", help="the whole scale table (issue 41), each case in its own process")
+    ap.add_argument("--collective", default=None, help=argparse.SUPPRESS)  # a suite child: OP:TOPOLOGY
+    ap.add_argument("--collective-nodes", type=int, default=1024, help="--suite: nodes of the collectives' cluster")
+    ap.add_argument("--quick", action="store_true", help="--suite: small sizes only (a smoke run)")
     args = ap.parse_args(argv)
+    if args.suite:
+        return suite(args)
+    if args.collective:
+        return collective_child(args.collective, args.json)
 
     from linkscope.model.contention import simulate
     from linkscope.model.predict import FabricModel, auto_rtol
@@ -117,6 +132,136 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as handle:
             json.dump(out, handle, indent=2)
             handle.write("\n")
+    return 0
+
+
+ALLTOALL_NODES = 32
+
+
+def collective_child(spec: str, json_path: str | None) -> int:
+    """One collective at 1 GiB (``OP:TOPOLOGY``), predicted by the twin; the time of the topology,
+    the model and the prediction."""
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.synthetic import synthetic_topology
+
+    op, topo_spec = spec.split(":", 1)
+    t = time.perf_counter()
+    topo = synthetic_topology(topo_spec)
+    model = CollectiveModel.of(topo)
+    build_s = time.perf_counter() - t
+    t = time.perf_counter()
+    pred = model.predict(op, list(range(topo.gpu_count)), 1 << 30)
+    out = {"op": op, "topology": topo_spec, "ranks": topo.gpu_count, "build_s": round(build_s, 3),
+           "predict_s": round(time.perf_counter() - t, 3), "algorithm": pred.chosen.algorithm,
+           "protocol": pred.chosen.protocol, "time_us (simulated)": round(pred.chosen.time_us, 1)}
+    print(json.dumps(out))
+    if json_path:
+        with open(json_path, "w") as handle:
+            json.dump(out, handle)
+    return 0
+
+
+def _child(cmd: list[str], timeout_s: float = 900.0) -> dict:
+    """Run one case in a fresh process: wall seconds, CPU seconds and peak RSS (os.wait4) and its JSON."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "out.json")
+        full = [c.replace("{json}", out_path) for c in cmd]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, ["src", os.environ.get("PYTHONPATH", "")])))
+        t = time.perf_counter()
+        proc = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        import threading
+
+        timer = threading.Timer(timeout_s, proc.kill)  # a case past its time is killed and reported
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except KeyboardInterrupt:
+            proc.kill()
+            raise
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        row: dict = {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+                     "peak_rss_gb": round(usage.ru_maxrss * 1024 / 1e9, 2), "exit": proc.returncode,
+                     "load_1min": round(os.getloadavg()[0], 2)}
+        if proc.returncode:
+            row["error"] = err.strip().splitlines()[-1:] if err.strip() else []
+        elif os.path.exists(out_path):
+            with open(out_path) as handle:
+                row["result"] = json.load(handle)
+        return row
+
+
+def suite(args: argparse.Namespace) -> int:
+    """The table of issue 41 (see the module doc)."""
+    import tempfile
+
+    py = sys.executable
+    me = os.path.abspath(__file__)
+    model_cases = [(512, 100_000), (1024, 100_000), (2048, 100_000), (4096, 100_000), (4096, 1_000_000)]
+    if args.quick:
+        model_cases = [(64, 10_000)]
+    rows: dict = {"benchmark": "model_scale --suite", "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+                  "load_at_start": [round(x, 2) for x in os.getloadavg()], "model": [], "mapping": [], "collectives": []}
+    print(f"{'GPUs (fattree)':<18}{'flows':>10}{'topology':>10}{'model':>8}{'routes':>8}{'event-driven':>14}"
+          f"{'total':>8}{'CPU s':>8}{'peak RSS':>10}{'load':>6}")
+    for nodes, flows in model_cases:
+        row = _child([py, me, "--nodes", str(nodes), "--flows", str(flows), "--mixed", "--json", "{json}"])
+        row.update(nodes=nodes, flows=flows)
+        rows["model"].append(row)
+        t = row.get("result", {}).get("timings_s", {})
+        print(f"{nodes * 8:>7,} ({nodes}x8){'':<3}{flows:>10,}{t.get('topology_s', float('nan')):>10.2f}"
+              f"{t.get('model_s', float('nan')):>8.2f}{t.get('routes_s', float('nan')):>8.2f}"
+              f"{t.get('event_driven_s', float('nan')):>14.2f}{row['wall_s']:>8.1f}{row['cpu_s']:>8.1f}"
+              f"{row['peak_rss_gb']:>8.2f} GB{row['load_1min']:>6.1f}", flush=True)
+    exact_flows = 2_000 if args.quick else 20_000
+    row = _child([py, me, "--nodes", "512" if not args.quick else "64", "--flows", str(exact_flows), "--mixed", "--exact", "--rtol", "0.01",
+                  "--json", "{json}"])
+    rows["exact"] = row
+    ex = row.get("result", {}).get("exact", {})
+    print(f"batched (rtol {row.get('result', {}).get('completion_rtol')}) vs exact, {exact_flows:,} mixed flows: finish "
+          f"times max {ex.get('max_rel_diff', float('nan')):.2e}, median {ex.get('median_rel_diff', float('nan')):.2e}")
+    map_cases = [("fattree:4096x8", "32x32x32")] if not args.quick else [("fattree:8x8", "4x4x4")]
+    with tempfile.TemporaryDirectory() as tmp:
+        for topo, grid in map_cases:
+            traffic = os.path.join(tmp, f"stencil-{grid}.json")
+            gen = _child([py, "-m", "linkscope", "traffic", "gen", "stencil3d", "--grid", grid, "-o", traffic])
+            if gen["exit"]:
+                rows["mapping"].append({"topology": topo, "grid": grid, "error": gen.get("error")})
+                continue
+            for metric in ("latency", "bandwidth"):
+                row = _child([py, "-m", "linkscope", "map", traffic, "--synthetic", topo, "--metric", metric])
+                row.update(topology=topo, grid=grid, metric=metric)
+                rows["mapping"].append(row)
+                print(f"linkscope map stencil3d {grid} on {topo} --metric {metric}: {row['wall_s']:.1f} s wall, "
+                      f"{row['cpu_s']:.1f} CPU s, {row['peak_rss_gb']:.2f} GB (whole command; load {row['load_1min']:.1f})",
+                      flush=True)
+    nodes_c = args.collective_nodes if not args.quick else 4
+    # alltoall: the twin's grouped send/recv keeps every (sender, receiver) pair (n^2 sends: 67 million at
+    # 8,192 ranks), so it runs on a smaller cluster here (ALLTOALL_NODES) until that is restructured
+    for op in ("allreduce", "allgather", "alltoall"):
+        cluster = f"cluster:dgx-h100:{min(nodes_c, ALLTOALL_NODES) if op == 'alltoall' else nodes_c}"
+        row = _child([py, me, "--collective", f"{op}:{cluster}", "--json", "{json}"], timeout_s=600)
+        row.update(op=op, topology=cluster)
+        rows["collectives"].append(row)
+        res = row.get("result", {})
+        print(f"{op} 1 GiB on {cluster}: predict {res.get('predict_s', float('nan'))} s, build {res.get('build_s', float('nan'))} s, "
+              f"whole process {row['wall_s']:.1f} s / {row['cpu_s']:.1f} CPU s, {row['peak_rss_gb']:.2f} GB; "
+              f"{res.get('algorithm')} {res.get('protocol')} {res.get('time_us (simulated)')} us (simulated)"
+              + (f" ERROR {row.get('error')}" if row["exit"] else ""), flush=True)
+    rows["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    if args.json:
+        tmp_path = args.json + ".tmp"
+        with open(tmp_path, "w") as handle:
+            json.dump(rows, handle, indent=2)
+            handle.write("\n")
+        os.replace(tmp_path, args.json)
     return 0
 
 

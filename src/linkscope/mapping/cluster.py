@@ -18,7 +18,7 @@ O(n^2) route queries and no O(n^3) step, whatever the number of hosts.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -321,7 +321,7 @@ def node_topology(topology: Topology, hosts: Hosts | None = None) -> Topology:
     return _host_topology(topology, hosts.components[0], hosts.gpus[0], f"{topology.name} host 0")
 
 
-def _host_name(by_id: dict[str, Device], members: Sequence[str], k: int) -> str:
+def _host_name(by_id: Mapping[str, Device], members: Sequence[str], k: int) -> str:
     """A host's name: the common ``NAME.`` prefix of its device ids (``n3.gpu0`` -> ``n3``), else ``nodeK``."""
     prefixes = {d.split(".", 1)[0] for d in members if "." in d}
     if len(prefixes) == 1 and all("." in d for d in members):

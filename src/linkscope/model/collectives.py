@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import ConfigError, UserError
 from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
-from ..topology.query import nearest_nics, node_labels, pair_level
+from ..topology.query import node_labels
 from . import nccl_tuning as nt
 from . import rccl
 from .contention import simulate
@@ -410,6 +410,7 @@ class CollectiveModel:
         if not flows:
             return 0.0
         stages, overhead = [], []
+        self.fabric.prefetch_routes([(a, b) for a, b, _ in flows])  # a cluster's pairs in one pass (scaling only)
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
@@ -616,12 +617,13 @@ class CollectiveModel:
         fill = 0.0
         if op in ("allreduce", "allgather", "reduce_scatter"):
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
+            ring_pairs = set(ring)  # a set: a ring of thousands of ranks is checked in linear time
             chunk = S / n
             rings = self._node_rings(ranks, system)
             if len(rings) > 1:  # across nodes: the channels' rings leave each node through different NICs
                 spread = [(r[i], r[(i + 1) % n]) for r in rings for i in range(n)]
             simple = proto == "Simple" and system is not None and channels > 0
-            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring for a, b in ring):
+            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring_pairs for a, b in ring):
                 # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
                 # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
                 # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
@@ -777,7 +779,7 @@ class CollectiveModel:
         for g in ranks:
             gid = self.fabric.gpu(g).id
             total = 0.0
-            for link in topo.links:
+            for link in topo.links_of(gid):
                 if link.kind is LinkKind.NVLINK and gid in (link.a, link.b):
                     other = by_id[link.b if link.a == gid else link.a]
                     if other.kind is DeviceKind.NVSWITCH:
@@ -944,7 +946,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     gpu_bw, nvswitch, pci = [], False, []
     for g in gpus:
         links = 0
-        for link in topo.links:
+        for link in topo.links_of(g.id):
             if gid_in(link, g.id):
                 other = by_id[link.b if link.a == g.id else link.a]
                 if link.kind is LinkKind.NVLINK:
@@ -953,7 +955,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
                 elif link.kind is LinkKind.PCIE:
                     pci.append(_nccl_pci_bw(link))
         gpu_bw.append(links * nvl)
-    pair_levels = [pair_level(topo, gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
+    pair_levels = [fabric.router.pair_level(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
                    if nodes[i] == nodes[(i + 1) % len(gpus)]]
     all_nv = all(lv.family == "NV" for lv in pair_levels) and min(gpu_bw) > 0
     if all_nv:
@@ -970,7 +972,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     if n_nodes > 1:
         nic_of = {}
         for g in gpus:
-            nics = nearest_nics(topo, g)
+            nics = fabric.router.nearest_nics(g)
             if nics:
                 nic_of[g.id] = nics[0]
         rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000

@@ -20,12 +20,14 @@ Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then devi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..topology.gpufacts import facts_of_device
-from ..topology.model import DeviceKind, Link, LinkKind, Topology
+from ..topology.model import DeviceKind, Link, LinkKind, Topology, cached_on
 from .params import LINK_KINDS, ModelParams
 
 KIND_CODE = {kind: i for i, kind in enumerate(LINK_KINDS)}
@@ -59,36 +61,28 @@ class FabricGraph:
     edge_latency_us: np.ndarray
     cpu_ids: tuple[str, ...]
     gpu_ids: tuple[str, ...]
-    _link_index: dict[Link, int] = field(repr=False)
-    _edge_of_pair: dict[tuple[int, int], int] = field(repr=False)
 
     @classmethod
     def from_topology(cls, topology: Topology) -> FabricGraph:
         node_ids = tuple(d.id for d in topology.devices)
         node_index = {d: i for i, d in enumerate(node_ids)}
         node_kind = np.array([NODE_KIND_CODE[d.kind.value] for d in topology.devices], dtype=np.int8)
-        n_links = len(topology.links)
-        src = np.empty(2 * n_links, dtype=np.int64)
-        dst = np.empty(2 * n_links, dtype=np.int64)
-        raw = np.empty(2 * n_links)
-        kind = np.empty(2 * n_links, dtype=np.int8)
-        lat = np.empty(2 * n_links)
-        link_index: dict[Link, int] = {}
-        pair: dict[tuple[int, int], int] = {}
-        for i, link in enumerate(topology.links):
-            a, b = node_index[link.a], node_index[link.b]
-            src[2 * i], dst[2 * i], src[2 * i + 1], dst[2 * i + 1] = a, b, b, a
-            raw[2 * i] = raw[2 * i + 1] = link.capacity_gb_per_s
-            kind[2 * i] = kind[2 * i + 1] = KIND_CODE[link.kind.value]
-            lat[2 * i] = lat[2 * i + 1] = np.nan if link.latency_us is None else link.latency_us
-            link_index.setdefault(link, i)
-            # parallel links between the same two devices: keep the widest for pair look-ups
-            for e, key in ((2 * i, (a, b)), (2 * i + 1, (b, a))):
-                if key not in pair or raw[pair[key]] < raw[e]:
-                    pair[key] = e
+        links = topology.links
+        n_links = len(links)
+        a = np.fromiter((node_index[link.a] for link in links), dtype=np.int64, count=n_links)
+        b = np.fromiter((node_index[link.b] for link in links), dtype=np.int64, count=n_links)
+        per_link_raw = np.fromiter((link.count * link.link_gb_per_s for link in links), dtype=float, count=n_links)
+        code = {k: KIND_CODE[k.value] for k in LinkKind}
+        per_link_kind = np.fromiter((code[link.kind] for link in links), dtype=np.int8, count=n_links)
+        per_link_lat = np.fromiter((np.nan if link.latency_us is None else link.latency_us for link in links),
+                                   dtype=float, count=n_links)
+        # edge 2i runs a -> b, edge 2i + 1 back
+        src = np.column_stack([a, b]).ravel()
+        dst = np.column_stack([b, a]).ravel()
+        raw, kind, lat = (np.repeat(x, 2) for x in (per_link_raw, per_link_kind, per_link_lat))
         cpus = tuple(d.id for d in topology.devices if d.kind is DeviceKind.CPU)
         gpus = tuple(g.id for g in topology.gpus)
-        return cls(topology, node_ids, node_index, node_kind, src, dst, raw, kind, lat, cpus, gpus, link_index, pair)
+        return cls(topology, node_ids, node_index, node_kind, src, dst, raw, kind, lat, cpus, gpus)
 
     # ---- sizes and resource indices ----------------------------------------------------------
     @property
@@ -100,20 +94,68 @@ class FabricGraph:
         return self.n_edges + len(self.cpu_ids) + len(self.gpu_ids)
 
     def host_memory_resource(self, cpu_id: str) -> int:
-        return self.n_edges + self.cpu_ids.index(cpu_id)
+        slot = self.__dict__.get("_cpu_slot")
+        if slot is None:  # a dict, not tuple.index: one look-up per CPU of a cluster stays O(1)
+            slot = {c: k for k, c in enumerate(self.cpu_ids)}
+            object.__setattr__(self, "_cpu_slot", slot)
+        found = slot.get(cpu_id)
+        if found is None:
+            raise ValueError(f"{cpu_id!r} is not a CPU of the fabric graph")
+        return self.n_edges + found
 
     def device_memory_resource(self, gpu_index: int) -> int:
         return self.n_edges + len(self.cpu_ids) + gpu_index
 
+    @property
+    def gpu_nodes(self) -> np.ndarray:
+        """Node index of each GPU, in GPU index order (``gpu_ids``)."""
+        return self._cached("_gpu_nodes", lambda: np.fromiter((self.node_index[g] for g in self.gpu_ids), dtype=np.int64,
+                                                              count=len(self.gpu_ids)))
+
     # ---- edges -----------------------------------------------------------------------------------
+    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
+        """A look-up table built on first use (the graph is immutable)."""
+        return cached_on(self, key, build)
+
     def edge_of(self, link: Link, from_id: str) -> int:
         """Directed edge of ``link`` leaving ``from_id``."""
-        i = self._link_index[link]
+        def build() -> dict[Link, int]:
+            index: dict[Link, int] = {}
+            for i, each in enumerate(self.topology.links):
+                index.setdefault(each, i)
+            return index
+
+        i = self._cached("_link_index", build)[link]
         return 2 * i if link.a == from_id else 2 * i + 1
+
+    def pair_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted keys ``u * n_nodes + v``, directed edge) for every pair of nodes joined by a link:
+        where parallel links join them, the widest (the first of equals)."""
+        def build() -> tuple[np.ndarray, np.ndarray]:
+            n = len(self.node_ids)
+            keys = self.edge_src * n + self.edge_dst
+            edges = np.arange(self.n_edges, dtype=np.int64)
+            order = np.lexsort((edges, -self.edge_raw_gb_per_s, keys))
+            keys, edges = keys[order], edges[order]
+            first = np.ones(keys.size, dtype=bool)
+            first[1:] = keys[1:] != keys[:-1]
+            return keys[first], edges[first]
+
+        return self._cached("_pair_table", build)
+
+    def edges_between(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Directed edges from nodes u to nodes v (arrays; the widest where several links join them);
+        KeyError where a pair has no link."""
+        keys, edges = self.pair_table()
+        q = np.asarray(u, dtype=np.int64) * len(self.node_ids) + np.asarray(v, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(keys, q), max(keys.size - 1, 0))
+        if keys.size == 0 or (keys[pos] != q).any():
+            raise KeyError("no link between the nodes asked")
+        return edges[pos]
 
     def edge_between(self, u: int, v: int) -> int:
         """Directed edge from node u to node v (the widest when several links join them)."""
-        return self._edge_of_pair[(u, v)]
+        return int(self.edges_between(np.array([u]), np.array([v]))[0])
 
     def edges_of_route(self, src_id: str, links: tuple[Link, ...]) -> np.ndarray:
         """Directed edge ids of a route given as links in order from ``src_id``."""

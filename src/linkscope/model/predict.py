@@ -34,12 +34,13 @@ runs alone, starting when the one before it ends (``TransferPrediction.start_s``
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
-from scipy.sparse.csgraph import shortest_path
+from scipy.sparse.csgraph import dijkstra
 
 from ..errors import ConfigError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
@@ -189,6 +190,8 @@ class FabricModel:
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
+        self._peer_stages: dict[tuple[int, int, str, float], _Stage] = {}
+        self._access: dict[tuple[int, int], str | None] = {}  # peer_access answers (the topology is fixed)
 
     def _duplex_efficiency(self) -> np.ndarray:
         """Per directed edge, the share of its capacity it keeps while its reverse carries a flow too:
@@ -205,7 +208,9 @@ class FabricModel:
         if not pcie.any() or not cpus:
             return out
         adjacency = csr_matrix((np.ones(g.n_edges), (g.edge_src, g.edge_dst)), shape=(len(g.node_ids),) * 2)
-        hops = shortest_path(adjacency, unweighted=True, indices=cpus).min(axis=0)
+        # hops to the nearest CPU: one multi-source search from every CPU at once (linear in the graph),
+        # not one search per CPU
+        hops = dijkstra(adjacency, unweighted=True, indices=cpus, min_only=True)
         down = pcie & (hops[g.edge_dst] > hops[g.edge_src])
         up = pcie & (hops[g.edge_dst] < hops[g.edge_src])
         out[down] = self.params["pcie_duplex_efficiency_down"]
@@ -255,6 +260,14 @@ class FabricModel:
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
         ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
+        key = (a, b)
+        if key in self._access:
+            return self._access[key]
+        reason = self._peer_access(a, b)
+        self._access[key] = reason
+        return reason
+
+    def _peer_access(self, a: int, b: int) -> str | None:
         ga, gb = self.gpu(a), self.gpu(b)
         for g in (ga, gb):
             attrs = g.attributes or {}
@@ -374,27 +387,19 @@ class FabricModel:
                               hint=f"use method {LOCAL.key!r} for a copy inside one GPU")
         if eff_method in NEEDS_PEER_ACCESS:
             assert a.index is not None and b.index is not None  # gpu() gives GPUs, which have an index
+            key = (a.index, b.index, method, overhead_s)
+            known = self._peer_stages.get(key)  # a peer copy's stage depends on its size only by its bytes
+            if known is not None:
+                return [_Stage(known.resources, known.weights, known.cap_gb_per_s, known.latency_s, size_bytes,
+                               known.raw_gb_per_s)]
             reason = self.peer_access(a.index, b.index)
             if reason and self.peer_fallback and get_method(eff_method).unit == "copy-engine":
                 return self.stages(src, dst, size_bytes, CE_NOPEER.key, chunk_bytes)
             if reason:
                 raise ConfigError(f"{reason}; method {method!r} needs it", hint="use ce-nopeer, staged or staged-pinned")
-            initiator = b if get_method(method).issuer == "dst" else a
-            lanes = self.router.lanes(a.id, b.id)
-            if len(lanes) > 1:  # spread over several NICs: bytes split evenly, each lane carries rate / n
-                n = len(lanes)
-                alone = min(min(p.method_efficiency(method) * self._raw(e), self._eff_min(e)) * self._transit(e)
-                            for e in lanes) * n
-                raw = min(self._raw(e) for e in lanes) * n
-                cap = min(alone, self._engine_cap(method, initiator))
-                edges = np.concatenate(lanes)
-                return [_Stage(edges, np.full(edges.size, 1.0 / n), cap,
-                               overhead_s + max(self._lat(e) for e in lanes), size_bytes, raw)]
-            edges = lanes[0]
-            raw = self._raw(edges)
-            alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
-            cap = min(alone, self._engine_cap(method, initiator))
-            return [_Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)]
+            stage = self._peer_stage(a, b, size_bytes, method, overhead_s)
+            self._peer_stages[key] = stage
+            return [stage]
         # host-staged methods: through host memory of the CPU nearest src
         cpu = self.router.local_cpu(a)
         leg1, leg2 = self._path(a, cpu), self._path(cpu, b)
@@ -418,6 +423,34 @@ class FabricModel:
             chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else int(chunk_bytes)
             latency += min(size_bytes, chunk) / (min(cap, self._eff_min(leg1)) * _GB)
         return [_Stage(np.append(edges, mem), np.append(np.ones(edges.size), 2.0), cap, latency, size_bytes, raw)]
+
+    def prefetch_routes(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Route many GPU pairs (indices) of a cluster in one vectorised pass before ``stages`` asks for
+        them one by one (``Router.prefetch``); indices that are not GPUs are left to ``stages`` to report."""
+        ids = self.graph.gpu_ids
+        ok = [(int(a), int(b)) for a, b in pairs if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer))
+              and 0 <= a < len(ids) and 0 <= b < len(ids)]
+        self.router.prefetch([ids[a] for a, _ in ok], [ids[b] for _, b in ok])
+
+    def _peer_stage(self, a: Device, b: Device, size_bytes: int, method: str, overhead_s: float) -> _Stage:
+        """The one stage of a peer copy between GPUs a and b (peer access checked by the caller)."""
+        p = self.params
+        initiator = b if get_method(method).issuer == "dst" else a
+        lanes = self.router.lanes(a.id, b.id)
+        if len(lanes) > 1:  # spread over several NICs: bytes split evenly, each lane carries rate / n
+            n = len(lanes)
+            alone = min(min(p.method_efficiency(method) * self._raw(e), self._eff_min(e)) * self._transit(e)
+                        for e in lanes) * n
+            raw = min(self._raw(e) for e in lanes) * n
+            cap = min(alone, self._engine_cap(method, initiator))
+            edges = np.concatenate(lanes)
+            return _Stage(edges, np.full(edges.size, 1.0 / n), cap,
+                           overhead_s + max(self._lat(e) for e in lanes), size_bytes, raw)
+        edges = lanes[0]
+        raw = self._raw(edges)
+        alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
+        cap = min(alone, self._engine_cap(method, initiator))
+        return _Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)
 
     # ---- problems ---------------------------------------------------------------------------------------
     def _problem(self, flows: list[list[_Stage]]) -> FlowProblem:
@@ -488,7 +521,7 @@ class FabricModel:
 
     def copy_engine_bound(self, items: list[tuple[int | str, int | str, int, str]], method: str,
                           flows: list[list[_Stage]]) -> set[int]:
-        """Cap, in place, the copy-engine peer copies of a GPU that at once sends CE copies to two or more
+        """Cap (replacing their first stage in ``flows``) the copy-engine peer copies of a GPU that at once sends CE copies to two or more
         GPUs and receives CE copies from two or more (an all-to-all): each of its copies gets
         ``ce_mesh_efficiency`` of its own rate alone over the copies the GPU issues. One-to-all, all-to-one
         and a copy each way between two GPUs keep the links' rate (nvbandwidth on 4 x H200: one_to_all_write_ce
@@ -512,7 +545,10 @@ class FabricModel:
             if src in meshed or dst in meshed:
                 issuer = dst if get_method(method).issuer == "dst" else src
                 copies = max(1, len(out.get(issuer, ())) if issuer == src else len(into.get(issuer, ())))
-                flow[0].cap_gb_per_s = min(flow[0].cap_gb_per_s, share * flow[0].cap_gb_per_s / copies)
+                # a capped copy of the stage: stages may be shared (cached per pair and method), never mutated
+                capped = dataclasses.replace(flow[0], cap_gb_per_s=min(flow[0].cap_gb_per_s,
+                                                                       share * flow[0].cap_gb_per_s / copies))
+                flows[k] = [capped, *flow[1:]]
                 bound.add(k)
         return bound
 
@@ -535,8 +571,8 @@ class FabricModel:
             raise ConfigError(f"transfer from GPU {int(src[i])} to itself (flow {i})", hint="use method 'local'")
         if (size_bytes < 0).any():
             raise ConfigError(f"transfer size must not be negative: {float(size_bytes[size_bytes < 0][0]):.0f}")
-        gpu_ids = self.graph.gpu_ids
-        indptr, indices = self.router.paths([gpu_ids[s] for s in src.tolist()], [gpu_ids[d] for d in dst.tolist()])
+        gpu_nodes = self.graph.gpu_nodes
+        indptr, indices = self.router.node_paths(gpu_nodes[src], gpu_nodes[dst])
         n_flows = src.size
         A = csc_matrix((np.ones(indices.size), indices, indptr), shape=(self.graph.n_resources, n_flows))
         starts = indptr[:-1]
@@ -548,8 +584,10 @@ class FabricModel:
         head_log = self._node_transit_log[self.graph.edge_dst[indices]]
         last = indptr[1:] - 1
         transit_log += np.add.reduceat(head_log, starts) - head_log[last]
-        vendors = np.array([self.params.engine_cap_gb_per_s(g.vendor) if method in COPY_ENGINE_METHODS else np.inf
-                            for g in self.topology.gpus])
+        gpu_vendors = [g.vendor for g in self.topology.gpus]
+        cap_of = {v: self.params.engine_cap_gb_per_s(v) if method in COPY_ENGINE_METHODS else np.inf
+                  for v in set(gpu_vendors)}
+        vendors = np.array([cap_of[v] for v in gpu_vendors])
         initiator = dst if get_method(method).issuer == "dst" else src
         eff_min = np.minimum.reduceat(self.capacity[indices], starts)
         alone = np.minimum(self.params.method_efficiency(method) * raw, eff_min) * np.exp(transit_log)

@@ -17,7 +17,7 @@ route in well under a second:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import ConfigError, TopologyError
 from ..topology import query
+from ..topology.levels import PairLevel
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .nics import NicSpec, choose_from, select_nics
@@ -49,6 +50,8 @@ class _Structure:
     topology: Topology
     routes: dict[tuple[int, int], np.ndarray]  # (local src, local dst) -> rows of (local link, reversed)
     nic_of_gpu: dict[int, int | None]
+    nearest: dict[int, tuple[int, ...]] = field(default_factory=dict)  # local GPU -> local nearest NICs
+    levels: dict[tuple[int, int], PairLevel] = field(default_factory=dict)  # local pair -> level
 
 
 class Router:
@@ -64,7 +67,7 @@ class Router:
     def lanes(self, src_id: str, dst_id: str) -> list[np.ndarray]:
         """Routes of one transfer, one per NIC lane (several when the NIC choice spreads a transfer
         over several NICs: its bytes split evenly over them); one route within a node."""
-        if self._hier is None:
+        if self._hier is None or self.nic_spec.rule == "nearest":  # one lane: the cached route
             return [self.path(src_id, dst_id)]
         return self._hier.lanes(src_id, dst_id)
 
@@ -74,6 +77,25 @@ class Router:
             return ()
         node = self.graph.node_index[gpu.id]
         return tuple(self.topology.devices[i] for i in self._hier._nics_of(node).tolist())
+
+    def nearest_nics(self, gpu: Device) -> tuple[Device, ...]:
+        """``query.nearest_nics`` of a GPU, answered on its node's representative topology in a cluster
+        (a NIC of another node is always farther than one of its own: through the network), once per
+        node structure; the whole topology's answer where the node has no NIC or there is no network."""
+        if self._hier is not None:
+            found = self._hier.nearest_nics(gpu)
+            if found:
+                return found
+        return query.nearest_nics(self.topology, gpu)
+
+    def pair_level(self, a: Device, b: Device) -> PairLevel:
+        """``query.pair_level`` of two devices; for two of one node of a cluster answered on the node's
+        representative topology (the route between them stays in the node), once per node structure."""
+        if self._hier is not None:
+            found = self._hier.pair_level(a, b)
+            if found is not None:
+                return found
+        return query.pair_level(self.topology, a, b)
 
     def path(self, src_id: str, dst_id: str) -> np.ndarray:
         """Directed edge ids from ``src_id`` to ``dst_id`` (empty for a device with itself)."""
@@ -95,12 +117,34 @@ class Router:
     def paths(self, src_ids: list[str], dst_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Routes of many pairs at once as (indptr, edge ids), CSR style: pair k's edges are
         ``indices[indptr[k]:indptr[k+1]]``. Vectorised between nodes of a cluster."""
-        if self._hier is not None and len(src_ids) > 64:
-            index = self.graph.node_index
-            s = np.fromiter((index[x] for x in src_ids), dtype=np.int64, count=len(src_ids))
-            d = np.fromiter((index[x] for x in dst_ids), dtype=np.int64, count=len(dst_ids))
+        index = self.graph.node_index
+        s = np.fromiter((index[x] for x in src_ids), dtype=np.int64, count=len(src_ids))
+        d = np.fromiter((index[x] for x in dst_ids), dtype=np.int64, count=len(dst_ids))
+        return self.node_paths(s, d)
+
+    def prefetch(self, src_ids: list[str], dst_ids: list[str]) -> None:
+        """Route the pairs not routed yet in one vectorised pass (cluster, one NIC per GPU), so that
+        ``path`` answers them from the cache; pairs it cannot route are left to ``path`` (its errors)."""
+        if self._hier is None or self.nic_spec.rule != "nearest":
+            return
+        todo = list({(a, b) for a, b in zip(src_ids, dst_ids) if a != b and (a, b) not in self._cache})
+        if len(todo) <= 64:
+            return
+        index = self.graph.node_index
+        try:
+            indptr, indices = self.node_paths(np.array([index[a] for a, _ in todo], dtype=np.int64),
+                                              np.array([index[b] for _, b in todo], dtype=np.int64))
+        except (TopologyError, ConfigError, KeyError):
+            return
+        for k, key in enumerate(todo):
+            self._cache[key] = indices[indptr[k]:indptr[k + 1]]
+
+    def node_paths(self, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``paths`` of node indices (arrays)."""
+        if self._hier is not None and s.size > 64:
             return self._hier.paths_array(s, d, self.path)
-        paths = [self.path(a, b) for a, b in zip(src_ids, dst_ids)]
+        ids = self.graph.node_ids
+        paths = [self.path(ids[a], ids[b]) for a, b in zip(s.tolist(), d.tolist())]
         lengths = np.fromiter((p.size for p in paths), dtype=np.int64, count=len(paths))
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         return indptr, (np.concatenate(paths) if paths else np.empty(0, dtype=np.int64))
@@ -143,16 +187,24 @@ class _Hierarchy:
         self._uplinks: dict[tuple[int, int], np.ndarray] = {}
         self._downlinks: dict[tuple[int, int], np.ndarray] = {}
         self._nic: dict[int, int] = {}
-        # network switch graph
+        # network switch graph, on the switches alone (positions ``sw_pos``): searches over it cost the
+        # switches and their links, not every device of the cluster
         net = ~local
         na, nb = graph.edge_src[0::2][net], graph.edge_dst[0::2][net]
+        self.switch_nodes = np.nonzero(graph.node_kind == _SWITCH)[0]
+        self.sw_pos = np.full(n, -1, dtype=np.int64)
+        self.sw_pos[self.switch_nodes] = np.arange(self.switch_nodes.size)
         both_sw = (graph.node_kind[na] == _SWITCH) & (graph.node_kind[nb] == _SWITCH)
-        self.switch_adj = coo_matrix((np.ones(int(both_sw.sum())), (na[both_sw], nb[both_sw])), shape=(n, n)).tocsr()
-        self.switch_adj = ((self.switch_adj + self.switch_adj.T) > 0).tocsr()
+        m = self.switch_nodes.size
+        pa, pb = self.sw_pos[na[both_sw]], self.sw_pos[nb[both_sw]]
+        adj = coo_matrix((np.ones(pa.size), (pa, pb)), shape=(m, m)).tocsr()
+        self.switch_adj = ((adj + adj.T) > 0).tocsr()
+        self.switch_adj.sort_indices()
         self.net_neighbours: dict[int, list[int]] = {}
         for u, v in zip(na.tolist(), nb.tolist()):
             self.net_neighbours.setdefault(u, []).append(v)
             self.net_neighbours.setdefault(v, []).append(u)
+        self.twin_rep = self._twin_classes()
         self._dist: dict[int, np.ndarray] = {}
         self._next_hops: dict[tuple[int, int], np.ndarray] = {}
         self.topology = topo
@@ -271,6 +323,30 @@ class _Hierarchy:
                 raise TopologyError(f"transfers between nodes are modelled between GPUs (or NICs), not from {devs[end].label}")
             check_connected(self.topology, devs[end].id, self.graph.degree(devs[end].id))
 
+    def nearest_nics(self, gpu: Device) -> tuple[Device, ...]:
+        node = self.graph.node_index[gpu.id]
+        comp = int(self.comp_of[node])
+        st = self._structure(comp)
+        local = st.nearest.get(int(self.local_index[node]))
+        if local is None:
+            rep_gpu = st.topology.device(f"d{int(self.local_index[node])}")
+            local = tuple(int(n.id[1:]) for n in query.nearest_nics(st.topology, rep_gpu))
+            st.nearest[int(self.local_index[node])] = local
+        members = self.members[comp]
+        return tuple(self.topology.devices[int(members[k])] for k in local)
+
+    def pair_level(self, a: Device, b: Device) -> PairLevel | None:
+        na, nb = self.graph.node_index[a.id], self.graph.node_index[b.id]
+        comp = int(self.comp_of[na])
+        if comp != int(self.comp_of[nb]):
+            return None
+        st = self._structure(comp)
+        key = (int(self.local_index[na]), int(self.local_index[nb]))
+        level = st.levels.get(key)
+        if level is None:
+            level = st.levels[key] = query.pair_level(st.topology, f"d{key[0]}", f"d{key[1]}")
+        return level
+
     def local_cpu(self, gpu: Device) -> Device | None:
         comp = int(self.comp_of[self.graph.node_index[gpu.id]])
         cpus = [self.topology.devices[i] for i in self.members[comp].tolist()
@@ -289,22 +365,65 @@ class _Hierarchy:
         return best[1] if best else None
 
     # ---- network ------------------------------------------------------------------------------
-    def _distances(self, target: int) -> np.ndarray:
-        dist = self._dist.get(target)
+    def _twin_classes(self) -> np.ndarray:
+        """For each switch (by position), the first switch with exactly the same switch neighbours (the
+        leaves of a fat tree under the same spines). Such twins are interchangeable: swapping two of
+        them maps the switch graph onto itself, so the routes towards one are those towards the other
+        with the two swapped (``_hops_towards``). One search per class of twins instead of one per
+        destination switch, exactly."""
+        adj = self.switch_adj
+        rep = np.arange(adj.shape[0], dtype=np.int64)
+        first: dict[bytes, int] = {}
+        for k in range(adj.shape[0]):
+            row = adj.indices[adj.indptr[k]:adj.indptr[k + 1]]
+            if row.size:  # an isolated switch is no twin: it reaches nothing
+                rep[k] = first.setdefault(row.tobytes(), k)
+        return rep
+
+    def _distances(self, rep: int) -> np.ndarray:
+        """Hops from every switch to switch ``rep`` (positions), infinite where unreachable."""
+        dist = self._dist.get(rep)
         if dist is None:
-            dist = shortest_path(self.switch_adj, unweighted=True, directed=False, indices=target)
-            self._dist[target] = dist
+            dist = shortest_path(self.switch_adj, unweighted=True, directed=False, indices=rep)
+            self._dist[rep] = dist
         return dist
 
-    def _next(self, here: int, target: int) -> np.ndarray:
-        key = (here, target)
+    def _next(self, here: int, rep: int) -> np.ndarray:
+        """Switch positions one hop nearer ``rep`` from ``here``, in node order (positions follow it)."""
+        key = (here, rep)
         hops = self._next_hops.get(key)
         if hops is None:
-            dist = self._distances(target)
+            dist = self._distances(rep)
             row = self.switch_adj.indices[self.switch_adj.indptr[here]:self.switch_adj.indptr[here + 1]]
-            hops = np.sort(row[dist[row] == dist[here] - 1])
+            hops = row[dist[row] == dist[here] - 1]
             self._next_hops[key] = hops
         return hops
+
+    @staticmethod
+    def _swap(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """x with a and b exchanged, elementwise."""
+        return np.where(x == a, b, np.where(x == b, a, x))
+
+    def _hop_distance(self, here: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Hops between switch positions (arrays), through the twin class of each target."""
+        rep = self.twin_rep[target]
+        moved = self._swap(here, target, rep)
+        out = np.empty(here.size)
+        for r in np.unique(rep).tolist():
+            sel = rep == r
+            out[sel] = self._distances(r)[moved[sel]]
+        return out
+
+    def _hops_towards(self, here: int, target: int) -> np.ndarray:
+        """Switch positions one hop nearer ``target`` from ``here``, in node order: those of the
+        target's twin representative with the target and the representative swapped (a set that holds
+        either of the two has one member, so the swap keeps the order)."""
+        rep = int(self.twin_rep[target])
+        if rep == target:
+            return self._next(here, rep)
+        moved = rep if here == target else target if here == rep else here
+        hops = self._next(moved, rep)
+        return self._swap(hops, np.int64(target), np.int64(rep))
 
     def _nic_rank(self) -> np.ndarray:
         """Position of each NIC among the NICs (destination-based, d-mod-k style ECMP choice)."""
@@ -328,37 +447,27 @@ class _Hierarchy:
             raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}")
         start = sw_a[int(self._nic_rank()[nic_a]) % len(sw_a)]
         target = sw_b[h % len(sw_b)]
-        if not np.isfinite(self._distances(target)[start]):
+        pos_start, pos_target = int(self.sw_pos[start]), int(self.sw_pos[target])
+        if not np.isfinite(self._hop_distance(np.array([pos_start]), np.array([pos_target]))[0]):
             raise TopologyError(f"no network route between {graph.node_ids[nic_a]!r} and {graph.node_ids[nic_b]!r}: the network is "
                                 "disconnected")
         edges = [graph.edge_between(nic_a, start)]
-        here, div = start, 1
-        while here != target:
-            hops = self._next(here, target)
+        here, div = pos_start, 1
+        while here != pos_target:
+            hops = self._hops_towards(here, pos_target)
             nxt = int(hops[(h // div) % len(hops)])
             div *= len(hops)
-            edges.append(graph.edge_between(here, nxt))
+            edges.append(graph.edge_between(int(self.switch_nodes[here]), int(self.switch_nodes[nxt])))
             here = nxt
         edges.append(graph.edge_between(target, nic_b))
         return edges
 
     # ---- vectorised routes for many pairs -------------------------------------------------------
     def _edge_lookup(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        table = self.__dict__.get("_edge_table")
-        n = len(self.graph.node_ids)
-        if table is None:
-            pairs = self.graph._edge_of_pair
-            keys = np.fromiter((a * n + b for a, b in pairs), dtype=np.int64, count=len(pairs))
-            edges = np.fromiter(pairs.values(), dtype=np.int64, count=len(pairs))
-            order = np.argsort(keys)
-            table = (keys[order], edges[order])
-            self._edge_table = table
-        keys, edges = table
-        q = u * n + v
-        pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
-        if keys.size == 0 or (keys[pos] != q).any():
-            raise TopologyError("internal: a network hop has no link")  # pragma: no cover
-        return edges[pos]
+        try:
+            return self.graph.edges_between(u, v)
+        except KeyError:  # pragma: no cover
+            raise TopologyError("internal: a network hop has no link") from None
 
     def _padded(self, arrays: list[np.ndarray]) -> np.ndarray:
         width = max((a.size for a in arrays), default=0)
@@ -458,29 +567,33 @@ class _Hierarchy:
         start = sw[ptr[nic_s] + rank[nic_s] % cnt_s]
         target = sw[ptr[nic_d] + h % cnt_d]
         cols = [self._edge_lookup(nic_s, start)]
-        targets, t_inv = np.unique(target, return_inverse=True)
-        dist = np.vstack([self._distances(int(t)) for t in targets.tolist()])
-        if not np.isfinite(dist[t_inv, start]).all():
-            k = int(np.nonzero(~np.isfinite(dist[t_inv, start]))[0][0])
+        pos_target = self.sw_pos[target]
+        rep = self.twin_rep[pos_target]
+        far = ~np.isfinite(self._hop_distance(self.sw_pos[start], pos_target))
+        if far.any():
+            k = int(np.nonzero(far)[0][0])
             self._network_path(int(nic_s[k]), int(nic_d[k]))  # raises with the names
-        here = start.copy()
+        here = self.sw_pos[start]
         div = np.ones(here.size, dtype=np.int64)
-        moving = here != target
+        moving = here != pos_target
+        m = self.switch_nodes.size
         while moving.any():
             idx = np.nonzero(moving)[0]
-            key = here[idx] * len(graph.node_ids) + target[idx]
+            # next hops by (switch, twin representative of the target): the target and its representative
+            # swapped on the way in and out (_hops_towards), so a fat tree's leaves share one table
+            moved = self._swap(here[idx], pos_target[idx], rep[idx])
+            key = moved * m + rep[idx]
             uniq, inv = np.unique(key, return_inverse=True)
-            n_nodes = len(graph.node_ids)
-            cands = [self._next(int(k // n_nodes), int(k % n_nodes)) for k in uniq.tolist()]
+            cands = [self._next(int(k // m), int(k % m)) for k in uniq.tolist()]
             table = self._padded(cands)
             counts = np.array([c.size for c in cands], dtype=np.int64)
-            pick = table[inv, (h[idx] // div[idx]) % counts[inv]]
+            pick = self._swap(table[inv, (h[idx] // div[idx]) % counts[inv]], pos_target[idx], rep[idx])
             div[idx] *= counts[inv]
             col = np.full(here.size, -1, dtype=np.int64)
-            col[idx] = self._edge_lookup(here[idx], pick)
+            col[idx] = self._edge_lookup(self.switch_nodes[here[idx]], self.switch_nodes[pick])
             cols.append(col)
             here[idx] = pick
-            moving = here != target
+            moving = here != pos_target
         cols.append(self._edge_lookup(target, nic_d))
         return np.column_stack(cols)
 

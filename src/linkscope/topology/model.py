@@ -19,9 +19,10 @@ because they can disagree (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER); the PCI bus
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import TopologyError
@@ -221,6 +222,16 @@ class RunChoices:
         return self == RunChoices()
 
 
+def cached_on(obj: object, key: str, build: Callable[[], Any]) -> Any:
+    """``build()`` kept on the immutable ``obj`` (a frozen dataclass) under ``key``: a look-up table
+    made on first use and reused."""
+    found = obj.__dict__.get(key)
+    if found is None:
+        found = build()
+        object.__setattr__(obj, key, found)
+    return found
+
+
 @dataclass(frozen=True)
 class Topology:
     """A node (or cluster) as devices and links.
@@ -257,40 +268,57 @@ class Topology:
         validate(self)
 
     # ---- lookups -------------------------------------------------------------------------
+    # Built once per topology on first use (the topology is immutable), so that a look-up per device of
+    # a cluster costs O(1) and loops over GPUs stay linear.
+    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
+        return cached_on(self, key, build)
+
     @property
-    def by_id(self) -> dict[str, Device]:
-        return {d.id: d for d in self.devices}
+    def by_id(self) -> Mapping[str, Device]:
+        return self._cached("_by_id", lambda: MappingProxyType({d.id: d for d in self.devices}))
 
     def device(self, device_id: str) -> Device:
-        for d in self.devices:
-            if d.id == device_id:
-                return d
-        raise TopologyError(f"no device {device_id!r} in topology {self.name!r}")
+        found = self.by_id.get(device_id)
+        if found is None:
+            raise TopologyError(f"no device {device_id!r} in topology {self.name!r}")
+        return found
 
     @property
     def gpus(self) -> tuple[Device, ...]:
         """GPUs ordered by their topology index."""
-        return tuple(sorted((d for d in self.devices if d.is_gpu), key=lambda d: d.index or 0))
+        return self._cached("_gpus", lambda: tuple(sorted((d for d in self.devices if d.is_gpu), key=lambda d: d.index or 0)))
 
     @property
     def gpu_count(self) -> int:
-        return sum(1 for d in self.devices if d.is_gpu)
+        return len(self.gpus)
 
     def gpu(self, index: int) -> Device:
         """The GPU with topology index ``index``; a clear error listing the valid ones otherwise."""
-        for d in self.devices:
-            if d.is_gpu and d.index == index:
-                return d
-        raise TopologyError(
-            f"GPU {index} does not exist in {self.name!r}",
-            hint=f"valid GPU indices: 0..{self.gpu_count - 1}" if self.gpu_count else "this topology has no GPU",
-        )
+        by_index = self._cached("_gpu_by_index", lambda: MappingProxyType({d.index: d for d in self.gpus}))
+        try:
+            found = by_index.get(index)
+        except TypeError:  # unhashable: not an index
+            found = None
+        if found is None:
+            raise TopologyError(
+                f"GPU {index} does not exist in {self.name!r}",
+                hint=f"valid GPU indices: 0..{self.gpu_count - 1}" if self.gpu_count else "this topology has no GPU",
+            )
+        return found
 
     def of_kind(self, kind: DeviceKind) -> tuple[Device, ...]:
         return tuple(d for d in self.devices if d.kind is kind)
 
     def links_of(self, device_id: str) -> tuple[Link, ...]:
-        return tuple(link for link in self.links if device_id in (link.a, link.b))
+        def build() -> Mapping[str, tuple[Link, ...]]:
+            table: dict[str, list[Link]] = {}
+            for link in self.links:
+                table.setdefault(link.a, []).append(link)
+                if link.b != link.a:
+                    table.setdefault(link.b, []).append(link)
+            return MappingProxyType({k: tuple(v) for k, v in table.items()})
+
+        return self._cached("_links_of", build).get(device_id, ())
 
     def neighbours(self, device_id: str) -> tuple[str, ...]:
         return tuple(link.other(device_id) for link in self.links_of(device_id))

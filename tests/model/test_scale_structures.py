@@ -1,0 +1,111 @@
+"""The cluster-scale structures of the model (issue 41) give the answers of the direct searches they replace."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from linkscope.errors import TopologyError
+from linkscope.model.predict import FabricModel
+from linkscope.topology import query
+from linkscope.topology.model import Device, DeviceKind, Link, LinkKind, Topology
+from linkscope.topology.synthetic import synthetic_topology
+
+
+def _two_class_fattree() -> Topology:
+    """fattree:16x2:4 (16 leaves under 2 spines) plus a third spine under the first 6 leaves only: the
+    leaves fall into two classes of twins, and some leaf pairs have three shortest paths, others two."""
+    base = synthetic_topology("fattree:16x2:4")
+    extra = Device(id="spine-x", kind=DeviceKind.NETWORK_SWITCH, name="spine switch")
+    links = tuple(Link(f"leaf{k}", "spine-x", LinkKind.NETWORK, 1, 50.0) for k in range(6))
+    return Topology(name="two-class", devices=base.devices + (extra,), links=base.links + links)
+
+
+def _pairs(n: int, count: int, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, count)
+    dst = rng.integers(0, n - 1, count)
+    return src, np.where(dst >= src, dst + 1, dst)
+
+
+def _without_twins(model: FabricModel) -> FabricModel:
+    hier = model.router._hier
+    hier.twin_rep = np.arange(hier.twin_rep.size)  # one search per destination switch
+    hier._dist.clear()
+    hier._next_hops.clear()
+    model.router._cache.clear()
+    return model
+
+
+@pytest.mark.parametrize("topology", [_two_class_fattree(), synthetic_topology("fattree:40x4:8"),
+                                      synthetic_topology("cluster:dgx-h100:5")], ids=["two-class", "fattree", "rails"])
+def test_routes_through_twin_classes_equal_routes_per_destination(topology):
+    twins = FabricModel(topology)
+    hier = twins.router._hier
+    assert np.unique(hier.twin_rep).size < hier.switch_nodes.size  # twins were found
+    direct = _without_twins(FabricModel(topology))
+    src, dst = _pairs(topology.gpu_count, 2000)
+    a, b = twins.peer_problem(src, dst, np.ones(src.size)).A, direct.peer_problem(src, dst, np.ones(src.size)).A
+    assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+    ids = twins.graph.gpu_ids
+    for s, d in zip(src[:100].tolist(), dst[:100].tolist()):  # the scalar walk agrees with the vectorised one
+        assert np.array_equal(twins.router.path(ids[s], ids[d]), direct.router.path(ids[s], ids[d]))
+
+
+def test_twin_routes_are_shortest_and_spread_over_spines():
+    topo = _two_class_fattree()
+    model = FabricModel(topo)
+    g = model.graph
+    nic = g.node_kind == g.node_kind[g.node_index["n0.nic0"]]
+    src, dst = _pairs(topo.gpu_count, 3000, seed=9)
+    problem = model.peer_problem(src, dst, np.ones(src.size))
+    spine_x = g.node_index["spine-x"]
+    through_x = 0
+    for k in range(src.size):
+        edges = problem.A.indices[problem.A.indptr[k]:problem.A.indptr[k + 1]]
+        edges = edges[edges < g.n_edges]
+        hops = [int(g.edge_dst[e]) for e in edges]
+        through_x += spine_x in hops
+        switch_hops = sum(1 for h in hops if not nic[h] and g.node_kind[h] == g.node_kind[g.node_index["leaf0"]])
+        assert switch_hops in (0, 1, 3)  # same node, same leaf, or leaf - spine - leaf: never longer
+    assert through_x > 0  # the extra spine carries its share of the first leaves' traffic
+
+
+def test_duplex_ends_match_one_search_per_cpu():
+    topo = synthetic_topology("cluster:dgx-h100:3")
+    model = FabricModel(topo)
+    g = model.graph
+    adjacency = csr_matrix((np.ones(g.n_edges), (g.edge_src, g.edge_dst)), shape=(len(g.node_ids),) * 2)
+    cpus = [g.node_index[c] for c in g.cpu_ids]
+    hops = shortest_path(adjacency, unweighted=True, indices=cpus).min(axis=0)
+    expected = np.ones(g.n_edges)
+    gpu = np.array([topo.devices[i].is_gpu for i in range(len(g.node_ids))])
+    pcie = (g.edge_kind == g.edge_kind[model.router.path(g.gpu_ids[0], g.cpu_ids[0])[0]]) & (gpu[g.edge_src] | gpu[g.edge_dst])
+    expected[pcie & (hops[g.edge_dst] > hops[g.edge_src])] = model.params["pcie_duplex_efficiency_down"]
+    expected[pcie & (hops[g.edge_dst] < hops[g.edge_src])] = model.params["pcie_duplex_efficiency_up"]
+    assert len(cpus) > 1 and np.array_equal(model._duplex, expected)
+
+
+def test_node_answers_equal_the_whole_cluster_answers():
+    topo = synthetic_topology("cluster:dgx-h100:2")
+    router = FabricModel(topo).router
+    gpus = topo.gpus
+    for g in gpus[::3]:
+        assert [n.id for n in router.nearest_nics(g)] == [n.id for n in query.nearest_nics(topo, g)]
+    for a, b in [(gpus[0], gpus[1]), (gpus[2], gpus[7]), (gpus[8], gpus[13]), (gpus[0], gpus[9])]:
+        assert router.pair_level(a, b) == query.pair_level(topo, a, b)
+
+
+def test_topology_lookups_are_cached_and_still_checked():
+    topo = synthetic_topology("fattree:2x4")
+    assert topo.gpu(np.int64(3)).index == 3 and topo.gpu(5) is topo.gpus[5]
+    assert topo.by_id["n1.gpu0"] is topo.device("n1.gpu0")
+    assert [(l.a, l.b) for l in topo.links_of("n0.gpu1")] == [(l.a, l.b) for l in topo.links if "n0.gpu1" in (l.a, l.b)]
+    assert topo.links_of("no-such-device") == ()
+    with pytest.raises(TopologyError, match="does not exist"):
+        topo.gpu(8)
+    with pytest.raises(TopologyError, match="no device"):
+        topo.device("nowhere")
+    with pytest.raises(TypeError):
+        topo.by_id["x"] = topo.devices[0]  # read-only view
