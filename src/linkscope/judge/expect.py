@@ -18,7 +18,8 @@ output turned into Measurements by ``results.peertools``). What it reads of a me
   (topology/query.py). Alternatives: the copy without peer access (``ce-nopeer``), and for host
   copies pageable memory and a host link at half its width or generation. A ``ce-nopeer`` entry
   with ``extra["peer_access"]`` false (a tool that turned peer access off, p2pBandwidthLatencyTest
-  P2P=Disabled) is judged against the pair with peer access, the staged path naming the cause;
+  P2P=Disabled) is judged as what it is, a copy staged through host memory (the host route), never
+  against the peer link: the tool chose it, so it is no sign of a fault;
   ``extra["counts_read_and_write"]`` (a local copy counted twice) doubles the twin;
 * an MPI bandwidth (``mpi.bw``, ``mpi.bibw``) between device buffers (``extra["buffers"]`` ``D D``)
   is judged as a ``ce`` copy (CUDA-aware MPI moves GPU buffers over the peer route with the copy
@@ -346,6 +347,10 @@ class Judge:
                 return None
             a, b = self.gpu(m.src), self.gpu(m.dst)
             token = self._gpu_token([g for g in (a, b) if _is_gpu(g)])
+            if token is not None and _is_gpu(a) != _is_gpu(b):  # one end in host memory (pageable: see _mpi_host)
+                link = self._host_link(a if _is_gpu(a) else b)
+                return RefKey(token, link, f"{method} {buffers} (pageable host buffer)", "pair",
+                              "bi-total" if method.endswith("bibw") else "uni", size, "", "GB/s")
             if token is None or not (_is_gpu(a) and _is_gpu(b)):
                 return None
             return RefKey(token, query.pair_level(self.topology, a, b).code, f"{method} {buffers}".strip(), "pair", "uni", size,
@@ -359,8 +364,6 @@ class Judge:
             return None
         if extra.get("counts_read_and_write") and method == LOCAL.key:
             method = f"{method} (read+write)"
-        if extra.get("peer_access") is False and method == CE_NOPEER.key:
-            method = CE.key  # a tool that turned peer access off: judged against the copy with it (see _copy)
         pair = set(flows) <= {flows[0], flows[0][::-1]}
         if not pair:
             ends = sorted({g for f in flows for g in f if _is_gpu(g)})
@@ -577,11 +580,6 @@ class Judge:
                         and self.fabric.params.is_default("device_memory_bw_gb_per_s"):
                     return Expectation(note=no_facts_reason(device.name))
         declared_off = (m.extra or {}).get("peer_access") is False
-        if method == CE_NOPEER.key and declared_off and all(
-                _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
-            # a tool ran the peer copy with peer access off (p2pBandwidthLatencyTest P2P=Disabled): judged
-            # against what the pair gives with it; the staged path is the alternative that explains it
-            method = CE.key
         twin, fixed_share = self._predicted(self.fabric, m, flows, target, method)
         calibrated = None
         if self.calibrated is not None:
@@ -591,12 +589,15 @@ class Judge:
         first = target or flows[0]
         route, theoretical = "", None
         gpu_pair = all(_is_gpu(e) for e in first) and first[0] != first[1]
+        staged = gpu_pair and method == CE_NOPEER.key
         if gpu_pair:
             route = query.pair_level(self.topology, first[0], first[1]).code
+            route = f"host-staged ({route} pair)" if staged else route
         if (gpu_pair or HOST in first) and method != LOCAL.key:
-            if HOST in first:
-                gpu = self.fabric.gpu(first[1] if first[0] == HOST else first[0])
-                bound = query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(gpu), gpu)
+            if HOST in first or staged:  # a staged copy crosses both GPUs' host links
+                ends = [e for e in first if e != HOST]
+                bound = min(query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(self.fabric.gpu(e)),
+                                                       self.fabric.gpu(e)) for e in ends)
             else:
                 bound = query.theoretical_gb_per_s(self.topology, first[0], first[1])
             if target is not None:
@@ -634,15 +635,45 @@ class Judge:
         test = m.method.split(".", 1)[1]
         if test not in ("bw", "bibw"):
             return Expectation(note=f"MPI {test} is not modelled")
-        if buffers not in _DEVICE_BUFFERS:
-            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
         if m.src == ALL or m.dst == ALL:
             return Expectation(note="an aggregate over several pairs is not modelled")
+        if buffers not in _DEVICE_BUFFERS:
+            return self._mpi_host(m, test, buffers)
         # OSU keeps a window of 64 messages in flight (osu_bw.c), but CUDA-aware MPI copies them one
         # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
         # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
         bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
         return self._copy(bi, CE.key)
+
+    def _mpi_host(self, m: Measurement, test: str, buffers: str) -> Expectation:
+        """An MPI bandwidth with one end in host memory (OSU ``D H`` / ``H D``): the GPU's host route.
+        OSU allocates its host buffers with ``posix_memalign`` (osu-micro-benchmarks 5.3
+        mpi/pt2pt/osu_pt2pt.c:370-378, kept in 7.x): pageable memory, so the copy runs at the pageable
+        rate through the driver's staging buffer; the host link (pinned) is the bound. ``bibw``
+        exchanges the GPU's buffer with host memory: both directions at once, their total."""
+        a, b = self.gpu(m.src), self.gpu(m.dst)
+        gpu = a if _is_gpu(a) else b
+        if not _is_gpu(gpu) or (_is_gpu(a) and _is_gpu(b)):
+            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
+        directions = [(gpu, HOST), (HOST, gpu)] if test == "bibw" else [(a, b)]
+        parts = [self._copy(m.with_(src=x, dst=y, direction="uni", scope="transfer"),
+                            D2H_PAGEABLE.key if y == HOST else H2D_PAGEABLE.key) for x, y in directions]
+        if any(p.twin is None for p in parts):
+            return next(p for p in parts if p.twin is None)
+        twin = sum(p.twin for p in parts if p.twin is not None)
+        bounds = [p.theoretical for p in parts]
+        theoretical = sum(x for x in bounds if x is not None) if all(x is not None for x in bounds) else None
+        shares = [p.fixed_share for p in parts if p.fixed_share is not None]
+        pinned = self._copy(m.with_(src=directions[0][0], dst=directions[0][1], direction="uni", scope="transfer"),
+                            D2H.key if directions[0][1] == HOST else H2D.key)
+        alternatives = tuple(a for p in parts for a in p.alternatives)
+        if pinned.twin is not None and test == "bw":
+            alternatives += (Alternative("a host link at half its PCIe width or generation", pinned.twin / 2,
+                                         "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
+                                         "pcie-link-degraded"),)
+        detail = f"{' + '.join(p.detail for p in parts)}: OSU's host buffers are pageable"
+        return Expectation("GB/s", theoretical, twin, None, self._host_link(gpu), detail, alternatives,
+                           fixed_share=max(shares) if shares else None)
 
     # latencies
     def _latency(self, m: Measurement) -> Expectation:
@@ -654,9 +685,6 @@ class Judge:
         if kind == "host-read":
             kind, a = "remote-read", HOST
         method = m.method if kind == "copy" else None
-        if method == CE_NOPEER.key and (m.extra or {}).get("peer_access") is False and _is_gpu(a) and _is_gpu(b) \
-                and self.fabric.peer_access(a, b) is None:
-            method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
         size = max(int(m.size_bytes), 1)
         if kind != "copy":
             unknown = self._latency_without_facts(a, b)
