@@ -3,7 +3,6 @@ nccl-tests collectives whose ranks span the nodes (the twin's multi-node rings),
 between GPU buffers on two hosts (the route GPU -> NIC -> network -> NIC -> GPU, GPUDirect RDMA)."""
 from __future__ import annotations
 
-
 import pytest
 
 from linkscope.judge.expect import Judge
