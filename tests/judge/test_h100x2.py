@@ -118,3 +118,11 @@ def test_pageable_host_copies_are_not_blamed_on_the_pcie_link(judge):
     judged = _judged(judge, "linkscope-survey.json")
     pageable = [j for m, j in judged if m.method.endswith("-pageable") and m.bandwidth is not None]
     assert pageable and all(j.cause_key != "pcie-link-degraded" for j in pageable)
+
+
+def test_a_staged_copy_latency_resting_on_an_assumed_overhead_is_not_judged(judge):
+    """P2P=Disabled latencies (15-17.5 us on this healthy pair) against a twin whose staged-copy overhead is
+    an assumed 10 us: not judged, with the reason (before: low against the peer copy, with a cause)."""
+    staged = [j for m, j in _judged(judge, "p2pBandwidthLatencyTest.txt")
+              if m.method == "ce-nopeer" and m.latency is not None and (m.extra or {}).get("latency_kind") == "copy"]
+    assert staged and all(j.verdict is Verdict.UNJUDGED and "is an assumption" in j.reason for j in staged)

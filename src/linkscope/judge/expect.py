@@ -410,6 +410,11 @@ class Judge:
         if exp.calibrated is None and exp.fixed_share is not None and exp.fixed_share > self.thresholds.latency_bound:
             return (f"{what}, and the twin is latency-bound at this size ({exp.fixed_share:.0%} of its time is fixed cost "
                     "it has not calibrated on this machine)")
+        overhead = f"overhead_us.{m.method}"
+        if exp.unit == "us" and exp.calibrated is None and (m.extra or {}).get("latency_kind") == "copy" \
+                and self.fabric.params.is_default(overhead) and self.fabric.params.provenance.get(overhead) == "default":
+            return (f"{what}, and the twin's per-copy overhead of {m.method} "
+                    f"({self.fabric.params.values.get(overhead):g} us) is an assumption, not a measurement")
         if m.method == CE.key and m.scope == "total" and len((m.extra or {}).get("transfers") or ()) > 2:
             links = self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
             return (f"{what}, and the twin models the links, not how the copy engines schedule "
