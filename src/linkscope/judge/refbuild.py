@@ -18,7 +18,7 @@ import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +218,17 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
     factor = float(BAND_RULE["spread_factor"])
     floors: Mapping[str, float] = BAND_RULE["floor"]
     families: dict[str, dict[str, Any]] = {}
+    # host-small: the same host copy (link class, method, size) on other hosts, whatever their GPU model
+    by_host_copy: dict[RefKey, list[float]] = defaultdict(list)
+    for key, median in medians.items():
+        if family_of(key) == "host-small":
+            by_host_copy[replace(key, gpu="")].append(median)
+    between_hosts = [max(abs(math.log(v / statistics.median(vals))) for v in vals)
+                     for vals in by_host_copy.values() if len(vals) > 1]
     for family in floors:
         seen = [s for k, s in spreads.items() if lease_count[k] > 1 and family_of(k) == family]
+        if family == "host-small":
+            seen += between_hosts
         families[family] = {"keys_with_leases": len(seen), "floor": floors[family],
                             "spread_p90": _sig(_quantile(seen, 0.9), 4) if seen else None}
     refs: list[Reference] = []
