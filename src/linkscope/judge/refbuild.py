@@ -117,6 +117,10 @@ RECORDINGS: tuple[Recording, ...] = (
     Recording((f"{_V1113}/visit13/linkscope/survey.json",), "h100x2-2026-11-25 visit13", "2026-11-25", "held-out"),
     _h100("visit13", [f"{_V1113}/visit13/peers/nvbandwidth-latency-r*.txt", f"{_V1113}/visit13/mpi/osu_*_DD_*.txt",
                       f"{_V1113}/visit13/nccl/alltoall_*.txt"], role="held-out"),
+    # held out: a 1 x H200 lease of 2026-11-28 (docs/runs/h200x1-2026-11-28/README.md)
+    Recording(("docs/runs/h200x1-2026-11-28/linkscope/survey.json",), "h200x1-2026-11-28", "2026-11-28", "held-out"),
+    Recording(("docs/runs/h200x1-2026-11-28/peers/nvbandwidth-all.txt", "docs/runs/h200x1-2026-11-28/nccl/all_reduce_*.txt"),
+              "h200x1-2026-11-28", "2026-11-28", "held-out", "docs/runs/h200x1-2026-11-28/linkscope/topo.json"),
 )
 
 
