@@ -18,7 +18,8 @@ output turned into Measurements by ``results.peertools``). What it reads of a me
   (topology/query.py). Alternatives: the copy without peer access (``ce-nopeer``), and for host
   copies pageable memory and a host link at half its width or generation. A ``ce-nopeer`` entry
   with ``extra["peer_access"]`` false (a tool that turned peer access off, p2pBandwidthLatencyTest
-  P2P=Disabled) is judged against the pair with peer access, the staged path naming the cause;
+  P2P=Disabled) is judged as what it is, a copy staged through host memory (the host route), never
+  against the peer link: the tool chose it, so it is no sign of a fault;
   ``extra["counts_read_and_write"]`` (a local copy counted twice) doubles the twin;
 * an MPI bandwidth (``mpi.bw``, ``mpi.bibw``) between device buffers (``extra["buffers"]`` ``D D``)
   is judged as a ``ce`` copy (CUDA-aware MPI moves GPU buffers over the peer route with the copy
@@ -111,6 +112,7 @@ class Judge:
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
         self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
 
     # ---- GPUs ------------------------------------------------------------------------------------
@@ -345,7 +347,13 @@ class Judge:
             if m.src == ALL or m.dst == ALL:
                 return None
             a, b = self.gpu(m.src), self.gpu(m.dst)
+            if self._hosts(m) > 1 and _is_gpu(a) and _is_gpu(b):
+                a, b = self._network_ends()
             token = self._gpu_token([g for g in (a, b) if _is_gpu(g)])
+            if token is not None and _is_gpu(a) != _is_gpu(b):  # one end in host memory (pageable: see _mpi_host)
+                link = self._host_link(a if _is_gpu(a) else b)
+                return RefKey(token, link, f"{method} {buffers} (pageable host buffer)", "pair",
+                              "bi-total" if method.endswith("bibw") else "uni", size, "", "GB/s")
             if token is None or not (_is_gpu(a) and _is_gpu(b)):
                 return None
             return RefKey(token, query.pair_level(self.topology, a, b).code, f"{method} {buffers}".strip(), "pair", "uni", size,
@@ -359,8 +367,6 @@ class Judge:
             return None
         if extra.get("counts_read_and_write") and method == LOCAL.key:
             method = f"{method} (read+write)"
-        if extra.get("peer_access") is False and method == CE_NOPEER.key:
-            method = CE.key  # a tool that turned peer access off: judged against the copy with it (see _copy)
         pair = set(flows) <= {flows[0], flows[0][::-1]}
         if not pair:
             ends = sorted({g for f in flows for g in f if _is_gpu(g)})
@@ -404,6 +410,11 @@ class Judge:
         if exp.calibrated is None and exp.fixed_share is not None and exp.fixed_share > self.thresholds.latency_bound:
             return (f"{what}, and the twin is latency-bound at this size ({exp.fixed_share:.0%} of its time is fixed cost "
                     "it has not calibrated on this machine)")
+        overhead = f"overhead_us.{m.method}"
+        if exp.unit == "us" and exp.calibrated is None and (m.extra or {}).get("latency_kind") == "copy" \
+                and self.fabric.params.is_default(overhead) and self.fabric.params.provenance.get(overhead) == "default":
+            return (f"{what}, and the twin's per-copy overhead of {m.method} "
+                    f"({self.fabric.params.values.get(overhead):g} us) is an assumption, not a measurement")
         if m.method == CE.key and m.scope == "total" and len((m.extra or {}).get("transfers") or ()) > 2:
             links = self._rate(self.fabric, m, *self._transfers(m), SM_PUSH.key)
             return (f"{what}, and the twin models the links, not how the copy engines schedule "
@@ -465,9 +476,48 @@ class Judge:
         listed = (m.extra or {}).get("rank_gpus")
         if isinstance(listed, list) and len(listed) == ranks and all(_is_gpu(g) for g in listed):
             return [int(self.gpu(g)) for g in listed]
+        if self._hosts(m) > 1:
+            return self._spread(ranks, self._hosts(m))
         if ranks > len(self.gpus):
             raise TopologyError(f"{ranks} ranks, {len(self.gpus)} GPUs selected")
         return list(self.gpus[:ranks])
+
+    def _hosts(self, m: Measurement) -> int:
+        """How many hosts the run spanned (``extra["hosts"]``: the output's or ``check --hosts``), 1 when unsaid."""
+        hosts = (m.extra or {}).get("hosts")
+        return int(hosts) if _is_gpu(hosts) and hosts > 1 else 1
+
+    def _nodes(self) -> list[list[int]]:
+        """The topology's GPUs (indices) node by node, in the order of their first GPU: one list for a
+        single node, one per node of a ``cluster:`` / ``fattree:`` topology (query.node_labels)."""
+        if self._node_gpus is None:
+            labels = query.node_labels(self.topology)
+            index = {d.id: k for k, d in enumerate(self.topology.devices)}
+            groups: dict[int, list[int]] = {}
+            for g, device in enumerate(self.topology.gpus):
+                groups.setdefault(int(labels[index[device.id]]), []).append(g)
+            self._node_gpus = list(groups.values())
+        return self._node_gpus
+
+    def _node_of(self, gpu: int) -> int:
+        return next(k for k, node in enumerate(self._nodes()) if gpu in node)
+
+    def _spread(self, ranks: int, hosts: int) -> list[int]:
+        """The topology GPU of each rank of a run over ``hosts`` hosts: the same number of ranks on each
+        host, in blocks (rank r on host r // per-host, its local GPU r % per-host: mpirun's and srun's
+        default block placement, each local rank on the GPU of its number)."""
+        nodes = self._nodes()
+        hint = "judge it against a topology of as many nodes (--synthetic cluster:PRESET:NODES)"
+        if hosts > len(nodes):
+            raise TopologyError(f"the run spans {hosts} hosts; {self.topology.name!r} has {len(nodes)} node"
+                                f"{'s' if len(nodes) != 1 else ''}", hint=hint)
+        if ranks % hosts:
+            raise TopologyError(f"{ranks} ranks over {hosts} hosts: not as many on each host", hint=hint)
+        per = ranks // hosts
+        if per > min(len(n) for n in nodes[:hosts]):
+            raise TopologyError(f"{per} ranks per host; a node of {self.topology.name!r} has {min(len(n) for n in nodes)} GPUs",
+                                hint=hint)
+        return [nodes[r // per][r % per] for r in range(ranks)]
 
     def _ranks(self, m: Measurement) -> int:
         ranks = (m.extra or {}).get("ranks")
@@ -507,11 +557,12 @@ class Judge:
         # (the floor may take another algorithm or protocol than the size does: at most all of it)
         fixed_share = min(floor_us / full_us, 1.0) if full_us > 0 else None
         theoretical = None
-        if ranks > 1:
+        one_node = len({self._node_of(g) for g in gpus}) == 1
+        if ranks > 1 and one_node:  # across nodes, one channel per NIC and the algorithm decide: the twin carries it
             bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
             theoretical = bound if busbw else bound / max(busbw_factor(op, ranks), 1e-9)
         alternatives: tuple[Alternative, ...] = ()
-        if ranks > 1 and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
+        if ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
@@ -577,11 +628,6 @@ class Judge:
                         and self.fabric.params.is_default("device_memory_bw_gb_per_s"):
                     return Expectation(note=no_facts_reason(device.name))
         declared_off = (m.extra or {}).get("peer_access") is False
-        if method == CE_NOPEER.key and declared_off and all(
-                _is_gpu(x) and _is_gpu(y) and self.fabric.peer_access(x, y) is None for x, y in flows):
-            # a tool ran the peer copy with peer access off (p2pBandwidthLatencyTest P2P=Disabled): judged
-            # against what the pair gives with it; the staged path is the alternative that explains it
-            method = CE.key
         twin, fixed_share = self._predicted(self.fabric, m, flows, target, method)
         calibrated = None
         if self.calibrated is not None:
@@ -591,12 +637,15 @@ class Judge:
         first = target or flows[0]
         route, theoretical = "", None
         gpu_pair = all(_is_gpu(e) for e in first) and first[0] != first[1]
+        staged = gpu_pair and method == CE_NOPEER.key
         if gpu_pair:
             route = query.pair_level(self.topology, first[0], first[1]).code
+            route = f"host-staged ({route} pair)" if staged else route
         if (gpu_pair or HOST in first) and method != LOCAL.key:
-            if HOST in first:
-                gpu = self.fabric.gpu(first[1] if first[0] == HOST else first[0])
-                bound = query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(gpu), gpu)
+            if HOST in first or staged:  # a staged copy crosses both GPUs' host links
+                ends = [e for e in first if e != HOST]
+                bound = min(query.theoretical_gb_per_s(self.topology, self.fabric.router.local_cpu(self.fabric.gpu(e)),
+                                                       self.fabric.gpu(e)) for e in ends)
             else:
                 bound = query.theoretical_gb_per_s(self.topology, first[0], first[1])
             if target is not None:
@@ -634,15 +683,90 @@ class Judge:
         test = m.method.split(".", 1)[1]
         if test not in ("bw", "bibw"):
             return Expectation(note=f"MPI {test} is not modelled")
-        if buffers not in _DEVICE_BUFFERS:
-            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
         if m.src == ALL or m.dst == ALL:
             return Expectation(note="an aggregate over several pairs is not modelled")
+        if self._hosts(m) > 1:
+            return self._mpi_network(m, test, buffers)
+        if buffers not in _DEVICE_BUFFERS:
+            return self._mpi_host(m, test, buffers)
         # OSU keeps a window of 64 messages in flight (osu_bw.c), but CUDA-aware MPI copies them one
         # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
         # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
         bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
         return self._copy(bi, CE.key)
+
+    def _network_ends(self) -> tuple[int, int]:
+        """The GPUs of a two-host point-to-point run: local rank 0's GPU on the first two nodes."""
+        nodes = self._nodes()
+        if len(nodes) < 2:
+            raise TopologyError(f"the run spans several hosts; {self.topology.name!r} is one node",
+                                hint="judge it against a topology of as many nodes (--synthetic cluster:PRESET:NODES)")
+        return nodes[0][0], nodes[1][0]
+
+    def _mpi_network(self, m: Measurement, test: str, buffers: str) -> Expectation:
+        """An MPI bandwidth between GPU buffers on two hosts: the route GPU -> PCIe -> NIC -> network ->
+        NIC -> PCIe -> GPU with GPUDirect RDMA (the NIC reads and writes GPU memory), its bottleneck the
+        narrowest of NIC line rate and the PCIe links to the NICs (the twin; query.theoretical_gb_per_s).
+        Alternatives: the buffers staged through pageable host memory one hop after another (no
+        GPUDirect RDMA: the transport copies to host memory, sends, copies back), and the NIC at half
+        its rate."""
+        if buffers not in _DEVICE_BUFFERS:
+            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory on another node is not modelled "
+                                    "(between nodes: GPU buffers only)")
+        a, b = self._network_ends()
+        flows = [(a, b), (b, a)] if test == "bibw" else [(a, b)]
+        # the NIC's DMA moves the data (no copy engine's efficiency); the copy's fixed cost (launch, route
+        # latency) is the ce prediction's
+        fixed_s = self.fabric.predict([(a, b, m.size_bytes)], CE.key)[0].latency_us * 1e-6
+        rate = min(self.fabric.route_gb_per_s(x, y) for x, y in flows)
+        elapsed_s = m.size_bytes / (rate * 1e9) + fixed_s
+        twin = len(flows) * m.size_bytes / elapsed_s / 1e9
+        fixed_share = fixed_s / elapsed_s
+        bound = query.theoretical_gb_per_s(self.topology, a, b) * len(flows)
+        one_way = twin / len(flows)
+        d2h = self._predicted(self.fabric, m, [(a, HOST)], (a, HOST), D2H_PAGEABLE.key)[0]
+        h2d = self._predicted(self.fabric, m, [(HOST, b)], (HOST, b), H2D_PAGEABLE.key)[0]
+        staged = len(flows) / (1 / d2h + 1 / one_way + 1 / h2d) if min(d2h, h2d, one_way) > 0 else 0.0
+        alternatives = (
+            Alternative("GPU buffers staged through host memory, one hop after another", staged,
+                        "GPU buffers staged through host memory: GPUDirect RDMA off or unavailable (nvidia-peermem / "
+                        "dma-buf not loaded, the transport not CUDA-aware: UCX_TLS, OMPI_MCA_pml)", "no-gpudirect-rdma"),
+            Alternative("the NIC at half its rate", twin / 2,
+                        "the NIC's link likely runs below its rate (ibstat Rate, ethtool Speed, PCIe LnkSta of the NIC)",
+                        "nic-degraded"))
+        route = f"{self.topology.gpu(a).id}->{self.topology.gpu(b).id} over the network"
+        return Expectation("GB/s", bound, twin, None, route, "the NIC's DMA over the network (GPUDirect RDMA)", alternatives,
+                           fixed_share=fixed_share)
+
+    def _mpi_host(self, m: Measurement, test: str, buffers: str) -> Expectation:
+        """An MPI bandwidth with one end in host memory (OSU ``D H`` / ``H D``): the GPU's host route.
+        OSU allocates its host buffers with ``posix_memalign`` (osu-micro-benchmarks 5.3
+        mpi/pt2pt/osu_pt2pt.c:370-378, kept in 7.x): pageable memory, so the copy runs at the pageable
+        rate through the driver's staging buffer; the host link (pinned) is the bound. ``bibw``
+        exchanges the GPU's buffer with host memory: both directions at once, their total."""
+        a, b = self.gpu(m.src), self.gpu(m.dst)
+        gpu = a if _is_gpu(a) else b
+        if not _is_gpu(gpu) or (_is_gpu(a) and _is_gpu(b)):
+            return Expectation(note=f"buffers {buffers or 'unknown'}: host memory to host memory is not modelled")
+        directions = [(gpu, HOST), (HOST, gpu)] if test == "bibw" else [(a, b)]
+        parts = [self._copy(m.with_(src=x, dst=y, direction="uni", scope="transfer"),
+                            D2H_PAGEABLE.key if y == HOST else H2D_PAGEABLE.key) for x, y in directions]
+        if any(p.twin is None for p in parts):
+            return next(p for p in parts if p.twin is None)
+        twin = sum(p.twin for p in parts if p.twin is not None)
+        bounds = [p.theoretical for p in parts]
+        theoretical = sum(x for x in bounds if x is not None) if all(x is not None for x in bounds) else None
+        shares = [p.fixed_share for p in parts if p.fixed_share is not None]
+        pinned = self._copy(m.with_(src=directions[0][0], dst=directions[0][1], direction="uni", scope="transfer"),
+                            D2H.key if directions[0][1] == HOST else H2D.key)
+        alternatives = tuple(a for p in parts for a in p.alternatives)
+        if pinned.twin is not None and test == "bw":
+            alternatives += (Alternative("a host link at half its PCIe width or generation", pinned.twin / 2,
+                                         "the GPU's PCIe link likely trained down (check lspci -vv LnkSta)",
+                                         "pcie-link-degraded"),)
+        detail = f"{' + '.join(p.detail for p in parts)}: OSU's host buffers are pageable"
+        return Expectation("GB/s", theoretical, twin, None, self._host_link(gpu), detail, alternatives,
+                           fixed_share=max(shares) if shares else None)
 
     # latencies
     def _latency(self, m: Measurement) -> Expectation:
@@ -654,9 +778,6 @@ class Judge:
         if kind == "host-read":
             kind, a = "remote-read", HOST
         method = m.method if kind == "copy" else None
-        if method == CE_NOPEER.key and (m.extra or {}).get("peer_access") is False and _is_gpu(a) and _is_gpu(b) \
-                and self.fabric.peer_access(a, b) is None:
-            method = CE.key  # as for bandwidth: judged against the pair with peer access (see _copy)
         size = max(int(m.size_bytes), 1)
         if kind != "copy":
             unknown = self._latency_without_facts(a, b)

@@ -18,7 +18,7 @@ import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,10 @@ RECORDINGS: tuple[Recording, ...] = (
     Recording((f"{_V1113}/visit13/linkscope/survey.json",), "h100x2-2026-11-25 visit13", "2026-11-25", "held-out"),
     _h100("visit13", [f"{_V1113}/visit13/peers/nvbandwidth-latency-r*.txt", f"{_V1113}/visit13/mpi/osu_*_DD_*.txt",
                       f"{_V1113}/visit13/nccl/alltoall_*.txt"], role="held-out"),
+    # held out: a 1 x H200 lease of 2026-11-28 (docs/runs/h200x1-2026-11-28/README.md)
+    Recording(("docs/runs/h200x1-2026-11-28/linkscope/survey.json",), "h200x1-2026-11-28", "2026-11-28", "held-out"),
+    Recording(("docs/runs/h200x1-2026-11-28/peers/nvbandwidth-all.txt", "docs/runs/h200x1-2026-11-28/nccl/all_reduce_*.txt"),
+              "h200x1-2026-11-28", "2026-11-28", "held-out", "docs/runs/h200x1-2026-11-28/linkscope/topo.json"),
 )
 
 
@@ -218,8 +222,17 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
     factor = float(BAND_RULE["spread_factor"])
     floors: Mapping[str, float] = BAND_RULE["floor"]
     families: dict[str, dict[str, Any]] = {}
+    # host-small: the same host copy (link class, method, size) on other hosts, whatever their GPU model
+    by_host_copy: dict[RefKey, list[float]] = defaultdict(list)
+    for key, median in medians.items():
+        if family_of(key) == "host-small":
+            by_host_copy[replace(key, gpu="")].append(median)
+    between_hosts = [max(abs(math.log(v / statistics.median(vals))) for v in vals)
+                     for vals in by_host_copy.values() if len(vals) > 1]
     for family in floors:
         seen = [s for k, s in spreads.items() if lease_count[k] > 1 and family_of(k) == family]
+        if family == "host-small":
+            seen += between_hosts
         families[family] = {"keys_with_leases": len(seen), "floor": floors[family],
                             "spread_p90": _sig(_quantile(seen, 0.9), 4) if seen else None}
     refs: list[Reference] = []

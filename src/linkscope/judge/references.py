@@ -37,14 +37,18 @@ VERSION = 1
 #: CV), that. band = max(floor of the family, exp(``spread_factor`` x spread) - 1).
 #: ``spread_factor`` 2: the largest deviation among a few leases understates what the next lease does
 #: (the range of n normal draws grows with n); it is a choice, not fitted to any verdict.
+#: ``host-small``: pinned copies to or from host memory below ``small_below_bytes`` are latency-bound,
+#: and their fixed cost is the host's (driver path, IOMMU, virtualisation), not the GPU's: their family's
+#: spread is also taken between hosts, across GPU models of one host-link class (refbuild), so a new
+#: host is judged with the variation seen between hosts, not between two leases of one.
 #: The pageable floor: a pageable copy is the host's memcpy through a staging buffer (host memory and
 #: the OS decide it, not the link; docs/benchmarks.md "pageable"), repeatable to no better than ~10%;
 #: the other floors are the resolution of the tools' printed numbers and of a median over 5-30
 #: repetitions (copies are repeatable to ~1% within a lease, docs/benchmarks.md), not fitted either.
 BAND_RULE: Mapping[str, Any] = {
     "spread_factor": 2.0,
-    "floor": {"copy": 0.05, "copy-small": 0.10, "pageable": 0.15, "latency": 0.08, "collective": 0.06, "collective-small": 0.12,
-              "mpi": 0.08, "mpi-small": 0.15},
+    "floor": {"copy": 0.05, "copy-small": 0.10, "host-small": 0.10, "pageable": 0.15, "latency": 0.08, "collective": 0.06,
+              "collective-small": 0.12, "mpi": 0.08, "mpi-small": 0.15},
     "small_below_bytes": 8 * 1024 * 1024,
     "no_spread_factor": 2.0,  # a family without any key seen on two leases: twice its floor
 }
@@ -108,6 +112,8 @@ def family_of(key: RefKey) -> str:
         return "pageable"
     if key.quantity.startswith("mpi."):
         return "mpi-small" if small else "mpi"
+    if small and key.link.startswith("host"):  # a small pinned host copy: the host (driver, IOMMU, VM) sets it
+        return "host-small"
     return "copy-small" if small else "copy"
 
 

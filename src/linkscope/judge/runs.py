@@ -102,6 +102,9 @@ def prepared(run: PeerRun) -> list[Measurement]:
     """A run's measurements as they are judged: a linkscope record's concurrent groups with their
     transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
     measurements = list(run.measurements)
+    hosts = len(set(run.run_context.hosts))
+    if hosts > 1:  # a run over several hosts: its ranks are spread over as many nodes of the topology
+        measurements = [m.with_(extra={**dict(m.extra or {}), "hosts": hosts}) for m in measurements]
     if run.record is not None:
         measurements = with_group_transfers(measurements)
         rank_gpus = record_gpus(run.record)

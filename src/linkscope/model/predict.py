@@ -291,6 +291,12 @@ class FabricModel:
                         "(the topology's peer_access.max_level)")
         return None
 
+    def route_gb_per_s(self, src: int | str, dst: int | str) -> float:
+        """What the route's links carry between two GPUs (each link's capacity times its kind's
+        efficiency, the narrowest; between nodes the first lane's): the rate a NIC's own DMA reaches
+        over it (GPUDirect RDMA), with no copy method's efficiency on top."""
+        return self._eff_min(self._path(self.gpu(src), self.gpu(dst)))
+
     # ---- routes -> stages ---------------------------------------------------------------------------
     def _path(self, a: Device, b: Device) -> np.ndarray:
         return self.router.path(a.id, b.id)
