@@ -15,7 +15,9 @@ def test_a_measured_survey_gets_one_line_and_its_problems_worst_first():
     record = load(H100X2)
     verdict = run_verdict(record)
     assert verdict is not None
-    assert verdict.line.startswith(("healthy: ", "problems found: ")) and "of the twin of" in verdict.line
+    assert verdict.line.startswith(("healthy: ", "problems found: ")) and "numbers as expected on vm" in verdict.line
+    # the line says what each number was held against: references of healthy runs first, the twin after
+    assert "against references of healthy runs" in verdict.line and "of the twin of" not in verdict.line
     assert "2 x NVIDIA H100" in verdict.line
     rated = sum(verdict.counts.get(k, 0) for k in ("ok", "low", "suspicious-high"))
     assert f"{verdict.counts.get('ok', 0)} of {rated} numbers" in verdict.line

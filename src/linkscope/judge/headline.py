@@ -119,8 +119,12 @@ def run_verdict(record: RunRecord, topology: Topology | None = None) -> RunVerdi
     low, high = counts[Verdict.LOW.value], counts[Verdict.HIGH.value]
     word = "healthy" if not low and not errors else "problems found"
     bounds = judge.thresholds
-    line = (f"{word}: {counts[Verdict.OK.value]} of {rated} numbers within {bounds.low_below:.0%}-{bounds.high_above:.0%} "
-            f"of the twin of {topology.name} ({_gpus_text(topology)})")
+    sources = Counter(getattr(j.expectation, "source", "") for _, j in judged
+                      if j.verdict in (Verdict.OK, Verdict.LOW, Verdict.HIGH))
+    against = ", ".join(f"{n} against {'references of healthy runs' if src == 'reference' else 'the twin'}"
+                        for src, n in sorted(sources.items()) if src in ("reference", "twin"))
+    line = (f"{word}: {counts[Verdict.OK.value]} of {rated} numbers as expected on {topology.name} ({_gpus_text(topology)})"
+            + (f" ({against})" if against else f", within {bounds.low_below:.0%}-{bounds.high_above:.0%} of the twin"))
     extras = [f"{low} low" if low else "", f"{high} suspicious-high" if high else "",
               f"{errors} failed" if errors else "", "" if record.complete else "run interrupted"]
     if any(extras):
