@@ -154,16 +154,22 @@ def state_issues(snapshot: Mapping[str, Any], step: str = "", *, loaded: bool = 
     return out
 
 
+def _gpu_pairs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(GPU index, its health before, after) for every GPU read cleanly in both snapshots, in index order."""
+    old_gpus = before.get("gpus") or {}
+    out = []
+    for key, new in sorted((after.get("gpus") or {}).items(), key=lambda kv: int(kv[0])):
+        old = old_gpus.get(key)
+        if isinstance(new, dict) and isinstance(old, dict) and "error" not in new and "error" not in old:
+            out.append((int(key), old, new))
+    return out
+
+
 def changes(before: Mapping[str, Any], after: Mapping[str, Any], step: str, *,
             names: Mapping[int, str] | None = None) -> list[LinkIssue]:
     """Links whose error counters grew, or that were active and are not, between two snapshots."""
     out: list[LinkIssue] = []
-    old_gpus = before.get("gpus") or {}
-    for key, new in sorted((after.get("gpus") or {}).items(), key=lambda kv: int(kv[0])):
-        old = old_gpus.get(key)
-        if not isinstance(new, dict) or not isinstance(old, dict) or "error" in new or "error" in old:
-            continue
-        g = int(key)
+    for g, old, new in _gpu_pairs(before, after):
         who = _name(g, names)
         fabric = _fabric(new)
         old_links = {e["link"]: e for e in (old.get("nvlink") or {}).get("links", [])}
@@ -371,12 +377,7 @@ def judge_growth(before: Mapping[str, Any], after: Mapping[str, Any], step: str 
     window_s = float(t1 - t0) if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0 else None
     when = f" during '{step}'" if step else ""
     out: list[GrowthVerdict] = []
-    old_gpus = before.get("gpus") or {}
-    for key, new in sorted((after.get("gpus") or {}).items(), key=lambda kv: int(kv[0])):
-        old = old_gpus.get(key)
-        if not isinstance(new, dict) or not isinstance(old, dict) or "error" in new or "error" in old:
-            continue
-        g = int(key)
+    for g, old, new in _gpu_pairs(before, after):
         who = _name(g, names)
         moved = (moved_bytes or {}).get(g)
         old_links = {e.get("link"): e for e in (old.get("nvlink") or {}).get("links", []) if isinstance(e, dict)}
