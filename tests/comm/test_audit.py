@@ -349,3 +349,37 @@ def test_a_fifo_in_the_probe_folder_is_refused(tmp_path):
     os.mkfifo(tmp_path / "rank-0.json")
     with pytest.raises(UserError, match="FIFO"):
         read_probes(tmp_path)
+
+
+def test_the_launcher_wait_returns_to_python_between_slices(tmp_path):
+    """A SIGTERM delivered to another thread than the main one left the main thread in one blocking
+    waitpid: the watchdog then ended audit without ending the launcher's group. The wait now runs in
+    slices: a handler raising in the main thread interrupts it while the child still runs."""
+    import signal
+    import subprocess
+    import threading
+
+    from linkscope.comm.audit import _wait_in_slices
+
+    proc = subprocess.Popen(["sleep", "5"])
+    raised = []
+
+    def handler(signum, frame):
+        raise RuntimeError("interrupted")
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        # delivered to another thread (the timer's own): its C handler only flags it; the main thread runs
+        # the Python handler when it next returns to Python (never, inside one blocking waitpid)
+        threading.Timer(0.2, lambda: signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)).start()
+        try:
+            _wait_in_slices(proc, None)
+        except RuntimeError:
+            raised.append(True)
+        assert raised and proc.poll() is None  # interrupted, the child still running
+        with pytest.raises(subprocess.TimeoutExpired):
+            _wait_in_slices(proc, 0.1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        proc.kill()
+        proc.wait()
