@@ -359,7 +359,7 @@ def test_the_launcher_wait_returns_to_python_between_slices(tmp_path):
     import subprocess
     import threading
 
-    from linkscope.comm.audit import _wait_in_slices
+    from linkscope.procwait import wait_in_slices as _wait_in_slices
 
     proc = subprocess.Popen(["sleep", "5"])
     raised = []

@@ -51,6 +51,7 @@ from typing import Any
 from ..errors import UserError
 from ..model.nics import choice_in_environment, choose_from, parse_nic_spec
 from ..patterns.methods import CE
+from ..procwait import wait_in_slices
 from ..report.topology_view import format_cpu_list
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
@@ -165,27 +166,6 @@ def _pump(stream: Any, sink: Any, tail: deque[str]) -> None:
     stream.close()
 
 
-WAIT_SLICE_S = 0.05
-"""How long the main thread waits for the launcher at a time. A signal can be delivered to any thread; while
-the main thread sits in one blocking ``waitpid`` it never runs the Python handler, and the signal watchdog
-(cli.signals) ends the process without ending the launcher's group (a launcher ignoring SIGTERM then
-outlived audit: a CI run, 2026-11-28). Waiting in slices returns to Python between them."""
-
-
-def _wait_in_slices(proc: subprocess.Popen, timeout_s: float | None) -> int:
-    """``proc.wait(timeout_s)``, in slices of ``WAIT_SLICE_S`` so that signal handlers run meanwhile;
-    ``subprocess.TimeoutExpired`` once ``timeout_s`` has passed."""
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while True:
-        left = WAIT_SLICE_S if deadline is None else min(WAIT_SLICE_S, deadline - time.monotonic())
-        if left <= 0:
-            raise subprocess.TimeoutExpired(proc.args, timeout_s or 0.0)
-        try:
-            return proc.wait(timeout=left)
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def check_timeout(timeout_s: float | None) -> None:
     """Refuse a ``--timeout`` that is not a positive, finite number of seconds (nan, inf, 0, -1)."""
     if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
@@ -212,7 +192,7 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
     timed_out = False
     try:
         try:
-            status = _wait_in_slices(proc, timeout_s)
+            status = wait_in_slices(proc, timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             end_process_group(proc, grace_s)

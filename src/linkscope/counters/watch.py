@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from ..procwait import wait_in_slices
 from . import linkerrors
 from .nvml import CounterSource, GpuInfo, check_gpu_indices
 from .sampler import NVLINK, PCIE, RX, TX, CounterKey, GpuPlan, Sampler, plan_gpu
@@ -306,7 +307,7 @@ def run_watch(
         except PermissionError:
             raise CommandNotFound(f"command is not executable: {options.command[0]}", exit_code=126) from None
         try:
-            exit_code = proc.wait()
+            exit_code = wait_in_slices(proc)  # in slices: a signal reaches the handler, whatever thread got it
         except KeyboardInterrupt:
             interrupted = True
             try:  # the child got the same SIGINT (same process group); give it a moment, then stop it
