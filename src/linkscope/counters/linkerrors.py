@@ -101,19 +101,23 @@ def _name(gpu: int, names: Mapping[int, str] | None) -> str:
     return (names or {}).get(gpu, f"GPU{gpu}")
 
 
-def _grew(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    out = []
+def _deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, int]:
+    """Counter name -> growth, for the counters readable in both readings that grew."""
+    out = {}
     for key, new in after.items():
         old = before.get(key)
         if isinstance(new, int) and isinstance(old, int) and new > old:
-            out.append(f"{COUNTER_TEXT.get(key, key)} +{new - old} ({old} -> {new})")
+            out[key] = new - old
     return out
+
+
+def _grew(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    return [f"{COUNTER_TEXT.get(key, key)} +{d} ({before[key]} -> {after[key]})" for key, d in _deltas(before, after).items()]
 
 
 def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> str:
     """errors-grew when a counter outside ``CORRECTED`` grew, else corrected-grew."""
-    names = {k for k, v in (after or {}).items()
-             if isinstance(v, int) and isinstance((before or {}).get(k), int) and v > (before or {})[k]}
+    names = set(_deltas(before or {}, after or {}))
     return CORRECTED_GREW if names and names <= CORRECTED else ERRORS_GREW
 
 
@@ -343,15 +347,6 @@ class GrowthVerdict:
         return {"gpu": self.gpu, "element": self.element, "level": self.level, "deltas": self.deltas,
                 "links": [{"link": link, "peer_pci_bus_id": peer, "deltas": d} for link, peer, d in self.links],
                 "window_s": self.window_s, "per_s": self.per_s, "reason": self.reason, "sentence": self.sentence}
-
-
-def _deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, int]:
-    out = {}
-    for key, new in after.items():
-        old = before.get(key)
-        if isinstance(new, int) and isinstance(old, int) and new > old:
-            out[key] = new - old
-    return out
 
 
 def _rate_text(count: int, window_s: float | None, moved_bytes: float | None) -> str:
