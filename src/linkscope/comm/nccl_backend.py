@@ -21,6 +21,7 @@ together; send/recv pairs never deadlock). Timing goes through per-peer events.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -95,8 +96,10 @@ class CollectiveBackend(CollectiveCalls, DeviceSide, Protocol):
     """What the NCCL runners (nccl, stencil, p2p) need: the collective calls and the device side."""
 
 
-def _nccl_library() -> Any | None:
-    """The NCCL (or RCCL) shared library CuPy loaded, through ctypes; None when it cannot be found."""
+@functools.cache
+def _loaded_nccl_library() -> Any:
+    """The NCCL (or RCCL) shared library CuPy loaded, through ctypes (cached once found); OSError when none
+    is in the process yet (not cached: CuPy loads NCCL with its first communicator)."""
     import ctypes
     import os
 
@@ -107,7 +110,14 @@ def _nccl_library() -> Any | None:
             return ctypes.CDLL(name, mode=mode)
         except OSError:
             continue
-    return None
+    raise OSError("no NCCL or RCCL library loaded")
+
+
+def _nccl_library() -> Any | None:
+    try:
+        return _loaded_nccl_library()
+    except OSError:
+        return None
 
 
 def nccl_mem_alloc(cp: Any, nbytes: int) -> Any | None:
@@ -216,7 +226,8 @@ class CupyNccl:
 
     def bind(self, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
         """The communicator's own method and its plain arguments for one call (see ``comm.nccl.prepared``):
-        pointers, counts and the stream handle resolved once."""
+        pointers, counts and the stream handle resolved once. The one home of each call's argument
+        layout: the collective methods below call through it."""
         nc = self.nccl
         p = args[0]
         stream = p.stream.ptr
@@ -236,7 +247,7 @@ class CupyNccl:
             return p.comm.broadcast, (*ptrs, root[0], stream)
         if name == "reduce":
             return p.comm.reduce, (*ptrs, nc.NCCL_SUM, root[0], stream)
-        return getattr(self, name), args
+        raise ValueError(f"no NCCL call named {name!r}")
 
     # -- calls (inside a group) -------------------------------------------------------------
     def group_start(self) -> None:
@@ -245,28 +256,30 @@ class CupyNccl:
     def group_end(self) -> None:
         self.nccl.groupEnd()
 
+    def _call(self, name: str, args: tuple) -> None:
+        fn, plain = self.bind(name, args)
+        fn(*plain)
+
     def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        p.comm.allReduce(send.data.ptr, recv.data.ptr, count, self.nccl.NCCL_FLOAT32, self.nccl.NCCL_SUM, p.stream.ptr)
+        self._call("allreduce", (p, send, recv, count))
 
     def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        p.comm.allGather(send.data.ptr, recv.data.ptr, count, self.nccl.NCCL_FLOAT32, p.stream.ptr)
+        self._call("allgather", (p, send, recv, count))
 
     def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None:
-        p.comm.reduceScatter(send.data.ptr, recv.data.ptr, recv_count, self.nccl.NCCL_FLOAT32,
-                             self.nccl.NCCL_SUM, p.stream.ptr)
+        self._call("reduce_scatter", (p, send, recv, recv_count))
 
     def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        p.comm.broadcast(send.data.ptr, recv.data.ptr, count, self.nccl.NCCL_FLOAT32, root, p.stream.ptr)
+        self._call("broadcast", (p, send, recv, count, root))
 
     def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        p.comm.reduce(send.data.ptr, recv.data.ptr, count, self.nccl.NCCL_FLOAT32, self.nccl.NCCL_SUM, root,
-                      p.stream.ptr)
+        self._call("reduce", (p, send, recv, count, root))
 
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None:
-        p.comm.send(buf.data.ptr, count, self.nccl.NCCL_FLOAT32, to, p.stream.ptr)
+        self._call("send", (p, buf, count, to))
 
     def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None:
-        p.comm.recv(buf.data.ptr, count, self.nccl.NCCL_FLOAT32, frm, p.stream.ptr)
+        self._call("recv", (p, buf, count, frm))
 
     # -- staged copies (emulated slow pairs) ------------------------------------------------
     def pinned(self, count: int) -> np.ndarray:
@@ -312,7 +325,7 @@ class CupyNccl:
         for p in peers:
             self.runtime.synchronize(p.device)
 
-    # -- CUDA graphs (optional, small messages) -------------------------------------------------
+    # -- CUDA graphs (--cuda-graph N: every size, as nccl-tests -G N) -------------------------------------------------
     def capture(self, peers: Sequence[Peer], body: Callable[[], None]) -> list[Any]:
         """Capture ``body`` (grouped NCCL calls on every peer's stream) into one graph per peer."""
         for p in peers:
