@@ -187,11 +187,12 @@ def _peak_sum_rate(rows: list[dict], gpu: int, bus: str, direction: str) -> floa
 
 
 def build_reports(sampler: Sampler, t_origin_s: float,
-                  background: Mapping[int, Background] | None = None,
-                  window_s: float | None = None) -> tuple[list[GpuReport], list[dict]]:
-    """Per-GPU totals and verdicts; ``background`` (per GPU) with ``window_s`` (the command's time
-    between the first and last sample) lets the verdict discount the idle chatter."""
+                  background: Mapping[int, Background] | None = None) -> tuple[list[GpuReport], list[dict]]:
+    """Per-GPU totals and verdicts; ``background`` (per GPU) lets the verdict discount the idle chatter
+    over the sampled window (first to last sample)."""
     series = sampler.series()
+    times = [p.t_s for s in series for p in s.points]
+    window_s = max(times) - min(times) if times else None
     rows = timeline_rows(series, t_origin_s)
     totals = {s.spec.key: total(s) for s in series}
     for plan in sampler.plans:  # counters the driver refused stay visible as unknown, never as zero
@@ -327,10 +328,7 @@ def run_watch(
     errors_after = linkerrors.take(source, gpus)
     step = "the command"
     issues = linkerrors.state_issues(errors_before) + linkerrors.changes(errors_before, errors_after, step)
-    series = sampler.series()
-    first = min((p.t_s for s in series for p in s.points), default=t0)
-    last = max((p.t_s for s in series for p in s.points), default=t0)
-    reports, rows = build_reports(sampler, t0, background, window_s=last - first)
+    reports, rows = build_reports(sampler, t0, background)
     moved = {r.plan.gpu: float(r.verdict.nvlink_bytes) for r in reports if r.verdict.nvlink_bytes}
     link_errors = {"before": errors_before, "after": errors_after, "issues": [i.as_dict() for i in issues],
                    "summary": linkerrors.summary(errors_after),
