@@ -93,6 +93,33 @@ def _is_collective(m: Measurement) -> bool:
     return m.pattern == "collective" and m.method.startswith("nccl.")
 
 
+
+#: An algorithm/protocol NCCL did not choose is offered as a cause only when it is this much slower than the
+#: chosen one (closer ones cannot be told apart from the band around the chosen one).
+FORCED_DISTINCT_BELOW = 0.8
+
+
+def _forced_alternatives(pred: Any, busbw: bool) -> tuple[Alternative, ...]:
+    """The algorithms/protocols NCCL's tuner weighed and did not choose (``pred.algorithms``), each a cause
+    of a low number: NCCL_ALGO / NCCL_PROTO set by the user (or a tuner plugin) make NCCL run them."""
+    chosen = pred.chosen
+    rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
+    out = []
+    for option in pred.algorithms:
+        value = option.busbw_gb_per_s if busbw else option.algbw_gb_per_s
+        if option is chosen or not (0 < value < FORCED_DISTINCT_BELOW * rate):
+            continue
+        setting = []
+        if option.algorithm != chosen.algorithm:
+            setting.append(f"NCCL_ALGO={option.algorithm}")
+        if option.protocol != chosen.protocol:
+            setting.append(f"NCCL_PROTO={option.protocol}")
+        out.append(Alternative(f"{option.algorithm}/{option.protocol}", value,
+                               f"NCCL ran {option.algorithm}/{option.protocol} where its tuner picks "
+                               f"{chosen.algorithm}/{chosen.protocol} ({' '.join(setting) or 'a forced choice'} set, "
+                               "or a tuner plugin)", f"collective-forced-{option.algorithm}-{option.protocol}".lower()))
+    return tuple(out)
+
 class Judge:
     """Expectations and verdicts for measurements taken on ``topology`` (GPUs ``gpus`` of it)."""
 
@@ -549,7 +576,9 @@ class Judge:
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
         chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch)
-        twin, detail = value(CollectiveModel(self.fabric, launch=launch))
+        twin_model = CollectiveModel(self.fabric, launch=launch)
+        twin, detail = value(twin_model)
+        forced = _forced_alternatives(twin_model.predict(op, gpus, size_bytes), busbw)
         detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
@@ -567,6 +596,7 @@ class Judge:
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),)
+        alternatives += forced
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
