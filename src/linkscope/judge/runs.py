@@ -155,7 +155,7 @@ def _one_forced_curve(judgements: list[Judgement], measurements: Sequence[Measur
             continue
         (key,) = keys if len(keys) == 1 else ("",)
 
-        def close(j: Judgement) -> bool:
+        def close(j: Judgement, key: str = key) -> bool:
             alt = next((a for a in j.expectation.alternatives if a.key == key), None)
             return alt is not None and j.measured is not None and abs(j.measured / alt.value - 1) <= FORCED_WITHIN
         if key and all(close(judgements[i]) for i in rows):
