@@ -39,3 +39,13 @@ def test_healthy_runs_get_no_forced_cause():
     for name in ("all_reduce_g0.txt", "all_reduce_g20.txt", "all_reduce_algo_Tree.txt", "all_reduce_proto_LL128.txt"):
         judged = judge_runs([read(CALL / "nccl" / name)], Judge(topo_io.load(TOPO)))[0]
         assert not [j for j in judged.judgements if j.verdict is Verdict.LOW], name
+
+
+def test_sockets_between_gpus_of_one_node_are_named_as_the_network_transport():
+    """NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: 2-3 GB/s, ten times below NCCL through host memory."""
+    lows = _lows(CALL / "broken/p2p_shm_off_all_reduce.txt")
+    assert len(lows) >= 6 and all(j.cause_key == "collective-network-transport" for j in lows)
+    assert "is below a fifth of what NCCL's slowest path inside a node (through host memory) gives" in lows[-1].reason
+    shm = _lows(CALL / "broken/p2p_off_all_reduce.txt")  # through host memory: not the network
+    assert shm and not any(j.cause_key == "collective-network-transport" for j in shm)
+    assert any(j.cause_key == "collective-no-p2p" for j in shm)

@@ -94,6 +94,12 @@ def _is_collective(m: Measurement) -> bool:
 
 
 
+#: Inside a node NCCL's slowest transports are P2P through host memory and SHM (the no-P2P alternative); a
+#: collective at under a fifth of that went through neither, but through NCCL's network transport (on a node
+#: without a NIC NCCL picks, its sockets): 2 x H200, NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 gave 2.0-2.9 GB/s where
+#: NCCL_P2P_DISABLE=1 alone gave 23-27 (docs/runs/h200x2-2026-11-28b/call1/broken). A decision, not a fit.
+SLOWER_THAN_HOST_MEMORY = 0.2
+
 #: An algorithm/protocol NCCL did not choose is offered as a cause only when it is this much slower than the
 #: chosen one (closer ones cannot be told apart from the band around the chosen one).
 FORCED_DISTINCT_BELOW = 0.8
@@ -595,7 +601,13 @@ class Judge:
             alt = value(self._no_peer_model(tuple(gpus)))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
-                                        "collective-no-p2p"),)
+                                        "collective-no-p2p"),
+                            Alternative("a fifth of what NCCL's slowest path inside a node (through host memory) gives",
+                                        alt * SLOWER_THAN_HOST_MEMORY,
+                                        "NCCL went through its network transport (sockets) between GPUs of one node: "
+                                        "NCCL_P2P_DISABLE and NCCL_SHM_DISABLE set, or the ranks did not see each other "
+                                        "as one node (containers without a shared /dev/shm or IPC namespace)",
+                                        "collective-network-transport", upto=True))
         alternatives += forced
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 

@@ -92,12 +92,15 @@ class Alternative:
         cause: the diagnosis in words, e.g. ``"peer access likely off"``.
         key: the diagnosis as a stable identifier for programs (``"no-peer-access"``,
             ``"collective-no-p2p"``, ``"pageable-host-memory"``, ``"pcie-link-degraded"``), or "".
+        upto: ``value`` is a ceiling, not a value: the cause explains any number at or below it (a
+            path slower than every modelled one, such as NCCL's socket transport), ahead of closer values.
     """
 
     label: str
     value: float
     cause: str
     key: str = ""
+    upto: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,8 @@ class Expectation:
                 "expected": self.expected, "route": self.route, "detail": self.detail, "note": self.note,
                 "fixed_share": self.fixed_share, "source": self.source, "reference": self.reference, "band": self.band,
                 "reference_text": self.reference_text, "plausible_max": self.plausible_max, "bound_note": self.bound_note,
-                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key} for a in self.alternatives]}
+                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key, "upto": a.upto}
+                                 for a in self.alternatives]}
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,10 @@ def _explained(measured: float, exp: Expectation, within: float) -> Alternative 
     best: tuple[float, Alternative] | None = None
     for alt in exp.alternatives:
         if alt.value <= 0 or not math.isfinite(alt.value):
+            continue
+        if alt.upto:
+            if measured <= alt.value:
+                return alt
             continue
         distance = abs(math.log(measured / alt.value))
         if distance <= math.log1p(within) and (best is None or distance < best[0]):
@@ -292,8 +300,9 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         slow = "low" if exp.higher_is_better else "low (slower than expected)"
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
-            reason = (f"{head} -> {pct}: {slow}; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}{unit}): "
-                      f"{alt.cause}{tail}")
+            gives = (f"is below {alt.label} (~{_num(alt.value)}{unit})" if alt.upto
+                     else f"is what {alt.label} gives (~{_num(alt.value)}{unit})")
+            reason = f"{head} -> {pct}: {slow}; {_num(measured)}{unit} {gives}: {alt.cause}{tail}"
             return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
         return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: {slow}{tail}")
     return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok{tail}")
