@@ -145,6 +145,7 @@ class Judge:
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
         self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._capped: dict[tuple[int, str], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
 
@@ -584,7 +585,9 @@ class Judge:
         chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch)
         twin_model = CollectiveModel(self.fabric, launch=launch)
         twin, detail = value(twin_model)
-        forced = _forced_alternatives(twin_model.predict(op, gpus, size_bytes), busbw)
+        twin_pred = twin_model.predict(op, gpus, size_bytes)
+        forced = _forced_alternatives(twin_pred, busbw)
+        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen)
         detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
@@ -610,6 +613,28 @@ class Judge:
                                         "collective-network-transport", upto=True))
         alternatives += forced
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
+
+    def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,
+                              chosen: Any) -> tuple[Alternative, ...]:
+        """The collective capped at fewer channels than NCCL's tuner gives it (NCCL_MAX_NCHANNELS, or
+        NCCL_MIN_NCHANNELS/a tuner plugin capping it), at each power of two below the chosen count."""
+        out = []
+        rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
+        cap = 1
+        while cap < chosen.channels:
+            model = self._capped.get((cap, launch))
+            if model is None:
+                model = self._capped[(cap, launch)] = CollectiveModel(self.fabric, {"NCCL_MAX_NCHANNELS": str(cap)},
+                                                                      launch=launch)
+            capped = model.predict(op, gpus, size_bytes).chosen
+            value = capped.busbw_gb_per_s if busbw else capped.algbw_gb_per_s
+            if 0 < value < FORCED_DISTINCT_BELOW * rate:
+                out.append(Alternative(f"{cap} channel{'s' if cap > 1 else ''}", value,
+                                       f"NCCL ran on {cap} channel{'s' if cap > 1 else ''} where its tuner gives "
+                                       f"{chosen.channels} (NCCL_MAX_NCHANNELS={cap} or a tuner plugin capping it)",
+                                       f"collective-forced-channels-{cap}"))
+            cap *= 2
+        return tuple(out)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
         found = self._no_peer.get(gpus)
