@@ -13,6 +13,7 @@ from Matplotlib's renderer and fails on an overlap):
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -270,8 +271,10 @@ def line_width(capacity_gb_per_s: float, thin: float = 1.0) -> float:
 
 
 #: Orders of a row searched exhaustively up to this many devices (8: 40,320 orders, about 0.3 s in NumPy);
-#: above, pair swaps from the index order while the score improves.
+#: above, pair swaps from the index order while the score improves, up to ``SWAP_ORDER_MAX``.
 EXHAUSTIVE_ORDER_MAX = 8
+EXHAUSTIVE_PAIR_CHECKS = 4_000_000  # orders x pairs of arcs compared, at most (MI250X: 40,320 x 66; a full xGMI mesh is not searched)
+SWAP_ORDER_MAX = 32  # rows longer than this keep the index order (a pass of pair swaps grows as n^2 x links^2)
 TOP_ARC_IN = 1.3  # the highest arc over a row that has room above it (the GPU row without NVSwitches)
 ARC_RISE_PER_IN = 0.35  # an arc's rise per inch of span, at most (less when the row's widest arc would pass its cap)
 
@@ -293,37 +296,44 @@ def arc_order(ids: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[str]
     """The order of ``ids`` along a row that gives the arcs of ``pairs`` (drawn on one side of the row) the
     fewest crossings, then the shortest total span, then the order nearest the given one (MI250X: the
     index order crossed its xGMI arcs 9 times, this order 5, the fewest one side allows)."""
+    ids = list(ids)
+    place = {d: k for k, d in enumerate(ids)}
+    edges = tuple(sorted({(place[a], place[b]) for a, b in pairs if a in place and b in place and a != b}))
+    if len(ids) < 3 or len(edges) < 2 or len(ids) > SWAP_ORDER_MAX:
+        return ids
+    return [ids[k] for k in _best_order(len(ids), edges)]
+
+
+@functools.lru_cache(maxsize=64)
+def _best_order(n: int, edges: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """``arc_order`` on places 0..n-1 (cached: the nodes of a cluster share one answer)."""
     import itertools
 
     import numpy as np
 
-    ids = list(ids)
-    place = {d: k for k, d in enumerate(ids)}
-    edges = np.array([(place[a], place[b]) for a, b in pairs if a in place and b in place and a != b], dtype=np.int64)
-    if len(ids) < 3 or len(edges) < 2:
-        return ids
-    if len(ids) <= EXHAUSTIVE_ORDER_MAX:
-        orders = np.array(list(itertools.permutations(range(len(ids)))), dtype=np.int64)  # the given order first
-        cross, span = _crossings_and_span(np.argsort(orders, axis=1), edges)
-        best = int(np.argmin(cross * (len(ids) ** 2 * len(edges) + 1) + span))  # crossings first, then span
-        return [ids[k] for k in orders[best]]
-    order = list(range(len(ids)))
+    pairs = np.array(edges, dtype=np.int64)
+    if n <= EXHAUSTIVE_ORDER_MAX and math.factorial(n) * len(pairs) * (len(pairs) - 1) // 2 <= EXHAUSTIVE_PAIR_CHECKS:
+        orders = np.array(list(itertools.permutations(range(n))), dtype=np.int64)  # the given order first
+        cross, span = _crossings_and_span(np.argsort(orders, axis=1), pairs)
+        best = int(np.argmin(cross * (n * n * len(pairs) + 1) + span))  # crossings first, then span
+        return tuple(int(k) for k in orders[best])
+    order = list(range(n))
 
     def score(o: list[int]) -> tuple[int, int]:
-        c, sp = _crossings_and_span(np.argsort(np.array([o]), axis=1), edges)
+        c, sp = _crossings_and_span(np.argsort(np.array([o]), axis=1), pairs)
         return int(c[0]), int(sp[0])
 
     current, improved = score(order), True
     while improved:
         improved = False
-        for i in range(len(order)):
-            for j in range(i + 1, len(order)):
+        for i in range(n):
+            for j in range(i + 1, n):
                 trial = order[:]
                 trial[i], trial[j] = trial[j], trial[i]
                 got = score(trial)
                 if got < current:
                     order, current, improved = trial, got, True
-    return [ids[k] for k in order]
+    return tuple(order)
 
 
 @dataclass(frozen=True)
