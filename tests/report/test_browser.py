@@ -116,3 +116,17 @@ def test_the_report_opens_with_the_verdict_and_stays_short_at_16_gpus(survey_pag
     cards = [k for k in result["sections"] if k not in ("header", "simulated-banner")]
     assert cards[0] == "verdict"
     assert result["height"] < 6000, result["sections"]
+
+
+def test_a_4_gpu_survey_report_is_about_a_third_of_its_old_height(survey_pages):
+    """Before issue 39 the 4 x H200 survey's report was 7,382 px tall (docs/benchmarks.md, "Report height");
+    the simulated 4-GPU survey's report must stay within 0.4 of that, the verdict first."""
+    from tests.report.layout import measure
+
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    folder, pages = survey_pages
+    result = measure(pages[4], folder)
+    cards = [k for k in result["sections"] if k not in ("header", "simulated-banner")]
+    assert cards[0] == "verdict"
+    assert result["height"] < 0.4 * 7382, result["sections"]
