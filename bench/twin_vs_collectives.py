@@ -60,6 +60,7 @@ class Case:
     topology_file: str | None = None  # a recorded topology (linkscope topo -o) instead of the preset
     fitted: str = ""  # the model parameters fitted to this row ("" = a test row)
     target: float | None = None  # the row's own target (None: 10% at >= 64 MiB, 25% below)
+    gpus_per_thread: int | None = None  # GPUs one host thread drives (None: all, one process; 1: mpirun per GPU)
 
 
 BENCH_EAGER = "; launched eagerly (`bench nccl` captures CUDA graphs only up to 1 MiB, comm/nccl.py)"
@@ -172,15 +173,20 @@ ROW_FITS = {
 rows; fits made on rows that are not in these tables, e.g. sendrecv's 2-16 MiB slope, are not listed)."""
 
 
+ONE_MIB_BAR_BYTES = (512 << 10, MIB, 2 * MIB)
+"""Rows judged by the 1 MiB bar: 1 MiB, and 512 KiB and 2 MiB, the sizes either side of it in runs that step by
+4 from 8 B and have no 1 MiB row (h200x2_cases); no other table has rows at 512 KiB or 2 MiB."""
+
+
 def held_out_summary(cases: list[Case], rows: list[Row]) -> str:
     """The issue's bar on the rows not used for any fit: >= 64 MiB within 10%, 1 MiB within 25% (the
     MI300X rows' own 15% target); rows between 1 and 64 MiB are not in it."""
     big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= BUSBW_FROM_BYTES]
-    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes == MIB]
+    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes in ONE_MIB_BAR_BYTES]
     fit = sum(bool(c.fitted) for c in cases)
     return (f"Rows not used for any fit ({fit} fit rows left out): {sum(r.passed for r in big)} of {len(big)} at "
             f">= 64 MiB within target ({sum(r.passed for r in big) / max(1, len(big)):.0%}), "
-            f"{sum(r.passed for r in one)} of {len(one)} at 1 MiB within 25% "
+            f"{sum(r.passed for r in one)} of {len(one)} at 1 MiB (512 KiB / 2 MiB where a run has no 1 MiB row) within 25% "
             f"({sum(r.passed for r in one) / max(1, len(one)):.0%})\n")
 
 
@@ -293,7 +299,7 @@ def _topology(preset: str, topology_file: str | None) -> object:
 
 def evaluate(case: Case) -> Row:
     model = CollectiveModel.of(_topology(case.preset, case.topology_file), env=case.env, launch=case.launch,
-                               eager_host_us=case.eager_host_us)
+                               eager_host_us=case.eager_host_us, gpus_per_thread=case.gpus_per_thread)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
     twin = _value(case.quantity, case.size_bytes, c.busbw_gb_per_s, c.time_us)
@@ -497,6 +503,47 @@ def h200x4_cases() -> list[Case]:
     return cases
 
 
+H200X2 = Path(__file__).resolve().parents[1] / "docs" / "runs" / "h200x2-2026-11-28"
+H200X2_SOURCE = ("2 x H200 (NV18, NVSwitch), nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, 2026-11-28 (four calls of one "
+                 "lease kind); twin on call 1's own topo.json; nothing fitted on H200 x 2 (the 2-GPU fits were made "
+                 "on 2 x H100): docs/runs/h200x2-2026-11-28/")
+H200X2_OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
+              "alltoall": "alltoall", "sendrecv": "sendrecv"}
+H200X2_SIZES = (512 << 10, 2 * MIB, 128 * MIB, 512 * MIB)
+"""The runs step by 4 from 8 B (-b 8 -e 512M -f 4): no 1 MiB or 64 MiB row; 512 KiB and 2 MiB stand for the 1 MiB
+bar (time, 25%), 128 and 512 MiB for the >= 64 MiB bar (busbw, 10%)."""
+
+
+def h200x2_cases() -> list[Case]:
+    """The 2 x H200 nccl-tests outputs of 2026-11-28 (docs/runs/h200x2-2026-11-28/call1..call4/nccl): every op,
+    eager (-G 0: each run's own host time, its fastest 8 B-1 KiB row) and -G 20, one process driving both GPUs
+    (``-g 2``) and ``mpirun -n 2 -g 1`` (``mpi_*``: one GPU per host thread), as each file's header says the
+    run ran. No model parameter was fitted to any of them."""
+    cases = []
+    for path in sorted(H200X2.glob("call*/nccl/*.txt")):
+        stem = path.stem.removeprefix("mpi_")
+        op_name, _, mode = stem.rpartition("_g")
+        if op_name not in H200X2_OPS:
+            continue  # linkscope's own files (ls_*) and anything else beside them
+        per_gpu = path.stem.startswith("mpi_")
+        rows = nccl_tests_rows(path)
+        launch = "eager" if mode.split("_")[0] == "0" else "graph"
+        host = run_host_us(rows) if launch == "eager" else None
+        how = ("CUDA graph" if launch == "graph" else f"eager, host {host:.2f} us") + (
+            ", mpirun per GPU" if per_gpu else ", one process")
+        rel = path.relative_to(H200X2)
+        for size in H200X2_SIZES:
+            if size not in rows:
+                continue
+            quantity, value = row_quantity(rows, size)
+            cases.append(Case(f"2 x H200 {H200X2_OPS[op_name]} {_size(size)}, {how} ({rel.parts[0]} {path.name})",
+                              "hgx-h200-4", (0, 1), H200X2_OPS[op_name], size, NVLS_OFF, quantity, value, value,
+                              f"{H200X2_SOURCE}{rel}", False, launch=launch, eager_host_us=host,
+                              topology_file=str(H200X2 / "call1" / "linkscope" / "topo.json"),
+                              gpus_per_thread=1 if per_gpu else None))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -551,9 +598,14 @@ def main(argv: list[str] | None = None) -> int:
                      "rows marked (fit) had a parameter fitted to them:\n\n" + markdown([r for _, r in four])
                      + f"\n{sum(r.passed for r in tests)} of {len(tests)} 4 x H200 test rows within target "
                      f"({sum(r.passed for _, r in four)} of {len(four)} with the fit rows)\n")
+    two = [(c, evaluate(c)) for c in h200x2_cases()]
+    sys.stdout.write("\n2 x H200 (docs/runs/h200x2-2026-11-28), every op eager and -G 20, one process (-g 2) and mpirun "
+                     "per GPU, the node's own topology, nothing fitted on this GPU model:\n\n"
+                     + markdown([r for _, r in two]) + "\n" + held_out_summary(*map(list, zip(*two))))
     every = list(CASES + RCCL_CASES + MULTINODE_CASES) + measured_cases() + visit4_cases() + visits11_13_cases() \
-        + [c for c, _ in four]
-    sys.stdout.write("\n" + held_out_summary(every, rows + measured + later + recent + [r for _, r in four]))
+        + [c for c, _ in four] + [c for c, _ in two]
+    sys.stdout.write("\nEvery table: " + held_out_summary(every, rows + measured + later + recent + [r for _, r in four]
+                                                         + [r for _, r in two]))
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
@@ -563,6 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
                "visits11_13": [asdict(r) for r in recent],
                "h200x4": [{**asdict(r), "fitted": c.fitted} for c, r in four],
+               "h200x2": [asdict(r) for _, r in two],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")

@@ -1,5 +1,7 @@
 """bench/twin_vs_collectives.py's rows: which recordings each row's reference comes from."""
 
+from dataclasses import replace
+
 from tests import benchscripts
 
 tvc = benchscripts.load("twin_vs_collectives")
@@ -71,3 +73,24 @@ def test_the_bar_on_rows_not_used_for_any_fit():
     assert sum(r.passed for r in big) >= 0.9 * len(big) and sum(r.passed for r in one) >= 0.9 * len(one)
     assert sum(bool(c.fitted) for c in cases) >= 10
     assert "Rows not used for any fit" in tvc.held_out_summary(cases, rows)
+
+
+def test_two_h200_rows_of_every_call_held_out_and_launched_as_they_ran():
+    """h200x2_cases: the 2 x H200 nccl-tests outputs of 2026-11-28 (docs/runs, calls 1-4: 51 runs of every op,
+    eager and -G 20, one process and mpirun per GPU), four sizes each, none fitted. A run under mpirun has one
+    GPU per host thread: its eager rows take one GPU's channel tasks on the host, not two (mpi allgather
+    512 KiB was +40% with both GPUs' host work on one thread). The bar holds on them: every >= 64 MiB row
+    within 10%, >= 90% of the 512 KiB / 2 MiB rows within 25%."""
+    cases = tvc.h200x2_cases()
+    assert len(cases) == 51 * 4 and not any(c.fitted for c in cases)
+    assert {c.op for c in cases} == {"allreduce", "allgather", "reduce_scatter", "alltoall", "sendrecv"}
+    for c in cases:
+        assert (c.gpus_per_thread == 1) == ("mpirun per GPU" in c.name) == ("/mpi_" in c.source)
+        assert (c.launch == "eager") == (c.eager_host_us is not None) == ("_g0" in c.source)
+    rows = [tvc.evaluate(c) for c in cases]
+    big = [r for c, r in zip(cases, rows) if c.size_bytes >= 64 << 20]
+    assert len(big) == 102 and all(r.passed for r in big)
+    one = [r for c, r in zip(cases, rows) if c.size_bytes in tvc.ONE_MIB_BAR_BYTES]
+    assert len(one) == 102 and sum(r.passed for r in one) >= 0.9 * len(one)
+    mpi = next(c for c in cases if c.name.startswith("2 x H200 allgather 512 KiB") and "mpi_all_gather_g0_r1" in c.name)
+    assert tvc.evaluate(mpi).passed and not tvc.evaluate(replace(mpi, gpus_per_thread=None)).passed
