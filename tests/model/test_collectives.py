@@ -574,3 +574,15 @@ def test_registered_buffers_skip_the_last_receive_and_the_p2p_fifo():
     assert a2a.time_us < fifo.predict("alltoall", [0, 1], 64 << 20).chosen.time_us
     for size in (64 << 20, GIB):
         assert graph.predict("reduce_scatter", [0, 1], size).time_us == fifo.predict("reduce_scatter", [0, 1], size).time_us
+
+
+def test_a_node_uses_every_nic_its_gpus_reach_at_their_best_path():
+    """DGX A100: two GPUs and two HDR NICs behind each PCIe switch. NCCL keeps every NIC tied at a GPU's best
+    path as local (ncclTopoGetLocal, topo.cc:1548-1572 at v2.28.9-1) and a node's rings use the local NICs of
+    all its GPUs (ncclTopoSelectNets, search.cc:531-546): eight rings leave each node, one per NIC. Taking one
+    NIC per GPU saw four, the rings of a machine with half the NICs."""
+    model = CollectiveModel.of(synthetic_topology("cluster:dgx-a100:2"))
+    system = model.nccl_system(list(range(16)))
+    assert (system.n_nodes, system.ring.n_channels, system.n_channels) == (2, 8, 16)
+    h100 = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2")).nccl_system(list(range(16)))
+    assert h100.ring.n_channels == 8  # one NIC per GPU there: unchanged

@@ -970,17 +970,15 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     inter = 0.0
     node_nics, net_path = 0, 0.0
     if n_nodes > 1:
-        nic_of = {}
-        for g in gpus:
-            nics = fabric.router.nearest_nics(g)
-            if nics:
-                nic_of[g.id] = nics[0]
-        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000
+        # a GPU's local NICs are every NIC tied at its best path (ncclTopoGetLocal keeps ties, topo.cc:1548-1572
+        # at v2.28.9-1), and a node's rings may use the local NICs of any of its GPUs (ncclTopoSelectNets appends
+        # each GPU's local nets, search.cc:531-546): two GPUs behind one PCIe switch with two NICs reach both
+        nics_of = {g.id: fabric.router.nearest_nics(g) for g in gpus}
+        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nics in nics_of.values() for nic in nics]  # topo.cc:373
         inter = min(rates) if rates else 12.0
         per_node: dict[str, set[str]] = {}
         for g, node in zip(gpus, nodes):
-            if g.id in nic_of:
-                per_node.setdefault(node, set()).add(nic_of[g.id].id)
+            per_node.setdefault(node, set()).update(nic.id for nic in nics_of[g.id])
         node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
