@@ -114,6 +114,31 @@ MULTINODE_CASES = tuple(
     for size, ref, _size_name in ((64 * MIB, 270.0, "64 MiB"), (GIB, 448.9, "1 GiB"), (8 * GIB, 468.5, "8 GiB")))
 
 
+NCCL1455 = ("https://github.com/NVIDIA/nccl/issues/1455 (8 x H100 SXM, NGC PyTorch, `NCCL_ALGO=[ALGO] ./all_reduce_perf "
+            "-b 2G -e 4G -f 2 -g [gpus]`, one process, eager; the thread's prose: '{what}'); the twin on the dgx-h100 "
+            "preset's first N GPUs at 4 GiB")
+PUBLIC_CASES = tuple(
+    Case(f"8 x H100 SXM node, {n} GPUs, allreduce 4 GiB, NCCL_ALGO={algo}", "dgx-h100", tuple(range(n)), "allreduce",
+         4 * GIB, {"NCCL_ALGO": algo}, "busbw", low, high, NCCL1455.format(what=what), launch="eager")
+    for algo, n, low, high, what in (
+        ("RING", 2, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("RING", 4, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("RING", 8, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("NVLS", 2, 365.0, 370.0, "ALGO=NVLS ... Busbw remains about 365-370 GBps when gpus from 2 to 4"),
+        ("NVLS", 4, 365.0, 370.0, "ALGO=NVLS ... Busbw remains about 365-370 GBps when gpus from 2 to 4"),
+        ("NVLS", 5, 420.0, 420.0, "Busbw increase from 370 to 420, 440, 460, and 480 GBps when gpus increase from 4 to 5, 6, 7, and 8"),
+        ("NVLS", 6, 440.0, 440.0, "... 440 at 6 GPUs"),
+        ("NVLS", 7, 460.0, 460.0, "... 460 at 7 GPUs"),
+        ("NVLS", 8, 480.0, 480.0, "... 480 at 8 GPUs"))) + (
+    Case("AWS p4dn.24xlarge (8 x A100 40GB, NVSwitch), allreduce 1 GiB", "dgx-a100", tuple(range(8)), "allreduce", GIB, {},
+         "busbw", 230.77, 230.77, "https://github.com/NVIDIA/nccl/issues/527 (one p4dn.24xlarge, nccl-tests output row "
+         "1073741824: 230.77 GB/s busbw out of place, eager, NCCL 2.9.9 era); the twin on the dgx-a100 preset",
+         launch="eager"),
+)
+"""Public single-node rows of 2 to 8 GPUs with their URLs (none used for any fit). The 8 x H100 rows are the
+thread's prose figures at 2-4 GiB (a range where the thread gives one), scored at 4 GiB."""
+
+
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "h100x2-2026-11-25"
 H100X2 = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, 2026-11-25"
 
@@ -577,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    rows = [evaluate(c) for c in CASES + RCCL_CASES + MULTINODE_CASES]
+    rows = [evaluate(c) for c in CASES + PUBLIC_CASES + RCCL_CASES + MULTINODE_CASES]
     measured = [evaluate(c) for c in measured_cases()]
     sys.stdout.write("Public and issue 22 figures:\n\n" + markdown(rows))
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))
@@ -602,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\n2 x H200 (docs/runs/h200x2-2026-11-28), every op eager and -G 20, one process (-g 2) and mpirun "
                      "per GPU, the node's own topology, nothing fitted on this GPU model:\n\n"
                      + markdown([r for _, r in two]) + "\n" + held_out_summary(*map(list, zip(*two))))
-    every = list(CASES + RCCL_CASES + MULTINODE_CASES) + measured_cases() + visit4_cases() + visits11_13_cases() \
+    every = list(CASES + PUBLIC_CASES + RCCL_CASES + MULTINODE_CASES) + measured_cases() + visit4_cases() + visits11_13_cases() \
         + [c for c, _ in four] + [c for c, _ in two]
     sys.stdout.write("\nEvery table: " + held_out_summary(every, rows + measured + later + recent + [r for _, r in four]
                                                          + [r for _, r in two]))

@@ -65,11 +65,11 @@ def test_four_h200_rows_fit_and_test_kept_apart():
 def test_the_bar_on_rows_not_used_for_any_fit():
     """Issue 35's done-when on every table's rows that no parameter was fitted to (fit rows are marked,
     ROW_FITS / H200X4_FITS): >= 90% within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB."""
-    cases = (list(tvc.CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES) + tvc.measured_cases() + tvc.visit4_cases()
-             + tvc.visits11_13_cases() + tvc.h200x4_cases())
+    cases = (list(tvc.CASES + tvc.PUBLIC_CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES) + tvc.measured_cases()
+             + tvc.visit4_cases() + tvc.visits11_13_cases() + tvc.h200x4_cases() + tvc.h200x2_cases())
     rows = [tvc.evaluate(c) for c in cases]
     big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= 64 << 20]
-    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes == 1 << 20]
+    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes in tvc.ONE_MIB_BAR_BYTES]
     assert sum(r.passed for r in big) >= 0.9 * len(big) and sum(r.passed for r in one) >= 0.9 * len(one)
     assert sum(bool(c.fitted) for c in cases) >= 10
     assert "Rows not used for any fit" in tvc.held_out_summary(cases, rows)
@@ -94,3 +94,21 @@ def test_two_h200_rows_of_every_call_held_out_and_launched_as_they_ran():
     assert len(one) == 102 and sum(r.passed for r in one) >= 0.9 * len(one)
     mpi = next(c for c in cases if c.name.startswith("2 x H200 allgather 512 KiB") and "mpi_all_gather_g0_r1" in c.name)
     assert tvc.evaluate(mpi).passed and not tvc.evaluate(replace(mpi, gpus_per_thread=None)).passed
+
+
+def test_public_rows_name_their_thread_and_the_gpu_count_scaling_holds():
+    """PUBLIC_CASES: single-node public figures of 2-8 GPUs, each with its URL. NVLS allreduce busbw grows with the
+    GPU count (nccl#1455: 420, 440, 460, 480 GB/s on 5-8 H100) and the twin follows within 10%, as it does for the
+    ring at 4 and 8 GPUs and the p4dn 8 x A100 row. The 2-GPU rows are not held to it here: the thread's prose
+    gives 365-370 for 2 GPUs, which three recordings of 2 x H100 in this repository contradict (325-328 GB/s at
+    1 GiB), and NVLS on 2 GPUs moves 1.5 x the ring's bytes per GPU (the figure is the ring's)."""
+    cases = {c.name: c for c in tvc.PUBLIC_CASES}
+    assert all(c.source.startswith("https://github.com/") for c in cases.values())
+    rows = {name: tvc.evaluate(c) for name, c in cases.items()}
+    nvls = [rows[f"8 x H100 SXM node, {n} GPUs, allreduce 4 GiB, NCCL_ALGO=NVLS"] for n in (5, 6, 7, 8)]
+    assert [r.chosen for r in nvls] == ["nvls/Simple"] * 4 and all(r.passed for r in nvls)
+    assert nvls[0].twin < nvls[1].twin < nvls[2].twin < nvls[3].twin
+    for name in ("8 x H100 SXM node, 4 GPUs, allreduce 4 GiB, NCCL_ALGO=RING",
+                 "8 x H100 SXM node, 8 GPUs, allreduce 4 GiB, NCCL_ALGO=RING",
+                 "AWS p4dn.24xlarge (8 x A100 40GB, NVSwitch), allreduce 1 GiB"):
+        assert rows[name].passed, name
