@@ -139,6 +139,22 @@ PUBLIC_CASES = tuple(
 thread's prose figures at 2-4 GiB (a range where the thread gives one), scored at 4 GiB."""
 
 
+MULTINODE_RING_CASES = (
+    Case("2 x HGX H100 (16 GPUs, 8 x 400G IB per node), allreduce 8 GiB, NCCL_ALGO=RING", "dgx-h100", tuple(range(16)),
+         "allreduce", 8 * GIB, {"NCCL_ALGO": "RING"}, "busbw", 368.0, 384.0,
+         "https://github.com/NVIDIA/nccl-tests/issues/290 (NCCL maintainer, for 2 nodes with NCCL_ALGO=RING: 'For NDR "
+         "@ 400Gbps you should see 46-48GB/s per NIC', x 8 NICs); the twin on `--synthetic cluster:dgx-h100:2`, eager",
+         launch="eager", topology_file="synthetic:cluster:dgx-h100:2"),
+    Case("2 x DGX A100 (16 GPUs, 8 x 200G HDR per node), allreduce 8 GiB, NCCL_ALGO=RING", "dgx-a100", tuple(range(16)),
+         "allreduce", 8 * GIB, {"NCCL_ALGO": "RING"}, "busbw", 192.0, 192.0,
+         "https://github.com/NVIDIA/nccl-tests/issues/119 (NCCL maintainer: 'We usually consider 24GB/s is the peak "
+         "performance per 200G NIC', confirmed there on 3 nodes x 4 HDR: 96.45 GB/s at 128 MiB) x 8 NICs; the twin on "
+         "`--synthetic cluster:dgx-a100:2`, eager",
+         launch="eager", topology_file="synthetic:cluster:dgx-a100:2"),
+)
+"""Ring allreduce across nodes at the NICs' rate, from the maintainers' figures per NIC (not a recorded row)."""
+
+
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "h100x2-2026-11-25"
 H100X2 = "2 x H100 (NV18), nccl-tests 2.19.6, NCCL 2.28.9, 2026-11-25"
 
@@ -602,7 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    rows = [evaluate(c) for c in CASES + PUBLIC_CASES + RCCL_CASES + MULTINODE_CASES]
+    public = CASES + PUBLIC_CASES + RCCL_CASES + MULTINODE_CASES + MULTINODE_RING_CASES
+    rows = [evaluate(c) for c in public]
     measured = [evaluate(c) for c in measured_cases()]
     sys.stdout.write("Public and issue 22 figures:\n\n" + markdown(rows))
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))
@@ -627,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\n2 x H200 (docs/runs/h200x2-2026-11-28), every op eager and -G 20, one process (-g 2) and mpirun "
                      "per GPU, the node's own topology, nothing fitted on this GPU model:\n\n"
                      + markdown([r for _, r in two]) + "\n" + held_out_summary(*map(list, zip(*two))))
-    every = list(CASES + PUBLIC_CASES + RCCL_CASES + MULTINODE_CASES) + measured_cases() + visit4_cases() + visits11_13_cases() \
+    every = list(public) + measured_cases() + visit4_cases() + visits11_13_cases() \
         + [c for c, _ in four] + [c for c, _ in two]
     sys.stdout.write("\nEvery table: " + held_out_summary(every, rows + measured + later + recent + [r for _, r in four]
                                                          + [r for _, r in two]))

@@ -65,8 +65,8 @@ def test_four_h200_rows_fit_and_test_kept_apart():
 def test_the_bar_on_rows_not_used_for_any_fit():
     """Issue 35's done-when on every table's rows that no parameter was fitted to (fit rows are marked,
     ROW_FITS / H200X4_FITS): >= 90% within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB."""
-    cases = (list(tvc.CASES + tvc.PUBLIC_CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES) + tvc.measured_cases()
-             + tvc.visit4_cases() + tvc.visits11_13_cases() + tvc.h200x4_cases() + tvc.h200x2_cases())
+    cases = (list(tvc.CASES + tvc.PUBLIC_CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES + tvc.MULTINODE_RING_CASES)
+             + tvc.measured_cases() + tvc.visit4_cases() + tvc.visits11_13_cases() + tvc.h200x4_cases() + tvc.h200x2_cases())
     rows = [tvc.evaluate(c) for c in cases]
     big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= 64 << 20]
     one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes in tvc.ONE_MIB_BAR_BYTES]

@@ -347,6 +347,7 @@ class CollectiveModel:
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
+        self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -414,7 +415,10 @@ class CollectiveModel:
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
-            stages.append(self.fabric.stages(src, dst, round(size), how))
+            flow = self.fabric.stages(src, dst, round(size), how)
+            if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
+                flow = [self._net_stage(st) for st in flow]
+            stages.append(flow)
             overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
         problem = self.fabric._problem(stages)
         first = problem.flow_first
@@ -428,6 +432,26 @@ class CollectiveModel:
             caps = np.minimum(caps, flow_cap)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
+
+    def _across_nodes(self, src: int, dst: int) -> bool:
+        """Whether GPUs ``src`` and ``dst`` (indices) sit in different nodes of the topology."""
+        if self._node_of is None:
+            labels = node_labels(self.fabric.topology)
+            index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+            self._node_of = {g.index: labels[index[g.id]] for g in self.fabric.topology.gpus}
+        return self._node_of.get(src) != self._node_of.get(dst)
+
+    def _net_stage(self, stage: Any) -> Any:
+        """A stage of a transfer between nodes as NCCL's net transport moves it: the sender's SMs store into
+        a FIFO in their own GPU's memory and the NIC's DMA engine carries it to the receiver's (GPUDirect
+        RDMA: net_ib.cc ncclIbIsend posts an RDMA write of the FIFO slot, the proxy drives it; net.cc
+        sendProxyProgress). No SM store crosses the network, so the SM copy's share of a link
+        (``method_efficiency.sm-push``) and the peer copy's PCIe transit factors do not bound it: it runs at
+        its route's bottleneck (a NIC: line rate x ``link_efficiency.network``), as the maintainers' 24 GB/s
+        per 200 Gb/s NIC and 46-48 per 400 Gb/s (nccl-tests#119, #290) say."""
+        used = stage.resources[np.asarray(stage.weights) > 0]
+        cap = float(self.fabric.capacity[used].min()) if used.size else stage.cap_gb_per_s
+        return replace(stage, cap_gb_per_s=cap)
 
     def _route_latency_s(self, flows: Sequence[tuple[int, int]]) -> float:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
