@@ -552,7 +552,15 @@ class CollectiveModel:
             return self._prediction(algo, op, n, size_bytes, t_us, 2 if op == "allreduce" else 1, proto, channels,
                                     estimate, "fabric+nccl")
         f = nt.FUNCS.index(op)  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
-        t_us = lat_us + S / (1000.0 * tuning.bandwidth[f][a][p])
+        bw = tuning.bandwidth[f][a][p]
+        t_us = lat_us + S / (1000.0 * bw)
+        if a == nt.NVLS_TREE:
+            # the pipeline's fill, which NCCL's tuner leaves out (its time is latency + bytes / bandwidth): a
+            # chunk reaches the other nodes through the tree's network hops (all_reduce.h:521-620: NVLS reduce,
+            # send up, receive, NVLS broadcast; warps handing chunks on through FIFOs), and each hop holds one
+            # round of chunks (every channel and head) before the pipeline streams. 2 x HGX H100, 64 MiB: 4
+            # rounds of 16 MiB in the whole call, 2 hops: NCCL's 339 us becomes 476 (nccl-tests#309: 466)
+            t_us += nt.nvls_tree_net_hops(system) * nt.nvls_tree_round_bytes(system, size_bytes, channels) / (1000.0 * bw)
         return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
 
     def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
