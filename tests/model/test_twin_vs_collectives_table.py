@@ -66,6 +66,7 @@ def test_the_bar_on_rows_not_used_for_any_fit():
     """Issue 35's done-when on every table's rows that no parameter was fitted to (fit rows are marked,
     ROW_FITS / H200X4_FITS): >= 90% within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB."""
     cases = (list(tvc.CASES + tvc.PUBLIC_CASES + tvc.RCCL_CASES + tvc.MULTINODE_CASES + tvc.MULTINODE_RING_CASES)
+             + tvc.mi300x_public_cases()
              + tvc.measured_cases() + tvc.visit4_cases() + tvc.visits11_13_cases() + tvc.h200x4_cases() + tvc.h200x2_cases())
     rows = [tvc.evaluate(c) for c in cases]
     big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= 64 << 20]
@@ -112,3 +113,12 @@ def test_public_rows_name_their_thread_and_the_gpu_count_scaling_holds():
                  "8 x H100 SXM node, 8 GPUs, allreduce 4 GiB, NCCL_ALGO=RING",
                  "AWS p4dn.24xlarge (8 x A100 40GB, NVSwitch), allreduce 1 GiB"):
         assert rows[name].passed, name
+
+
+def test_public_mi300x_row_from_its_fixture():
+    """hpc-ai-envs#30 (8 x MI300X, rccl-tests, one process): its one row, 8 MiB 161.14 GB/s busbw, read from the
+    fixture and held to 15% on the MI300X topology with RCCL's rings."""
+    (case,) = tvc.mi300x_public_cases()
+    assert (case.size_bytes, case.low, case.gpus) == (8 << 20, 161.14, tuple(range(8)))
+    row = tvc.evaluate(case)
+    assert row.passed and row.chosen == "ring/Simple"
