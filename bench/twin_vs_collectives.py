@@ -570,6 +570,14 @@ H200X2_SIZES = (512 << 10, 2 * MIB, 128 * MIB, 512 * MIB)
 bar (time, 25%), 128 and 512 MiB for the >= 64 MiB bar (busbw, 10%)."""
 
 
+def _command(path: Path) -> str:
+    """The nccl-tests command a 2 x H200 file recorded (its name without the round suffix ``_rN``): the same
+    binary, flags and launcher in every call of the visit (docs/runs/h200x2-2026-11-28/call*/steps.txt)."""
+    stem = path.stem
+    head, _, tail = stem.rpartition("_r")
+    return head if head and tail.isdigit() else stem
+
+
 def h200x2_cases() -> list[Case]:
     """The 2 x H200 nccl-tests outputs of 2026-11-28 (docs/runs/h200x2-2026-11-28/call1..call4/nccl): every op,
     eager (-G 0: each run's own host time, its fastest 8 B-1 KiB row) and -G 20, one process driving both GPUs
@@ -592,9 +600,18 @@ def h200x2_cases() -> list[Case]:
             if size not in rows:
                 continue
             quantity, value = row_quantity(rows, size)
+            low = high = value
+            source = f"{H200X2_SOURCE}{rel}"
+            if is_outlier(path, size):  # the table's rule (OUTLIER_RATIO): every recorded run of the command
+                runs = {p.relative_to(H200X2): row_quantity(nccl_tests_rows(p), size)[1]
+                        for p in sorted(H200X2.glob("call*/nccl/*.txt")) if _command(p) == _command(path)}
+                low, high = min(runs.values()), max(runs.values())
+                unit = "us" if quantity == "time" else "GB/s"
+                source += (f", an outlier of its run (in-place {nccl_tests_rows(path, inplace=True)[size][0]:g} us); "
+                           "the recorded runs of this command: " + "; ".join(f"{k}: {v:g} {unit}" for k, v in runs.items()))
             cases.append(Case(f"2 x H200 {H200X2_OPS[op_name]} {_size(size)}, {how} ({rel.parts[0]} {path.name})",
-                              "hgx-h200-4", (0, 1), H200X2_OPS[op_name], size, NVLS_OFF, quantity, value, value,
-                              f"{H200X2_SOURCE}{rel}", False, launch=launch, eager_host_us=host,
+                              "hgx-h200-4", (0, 1), H200X2_OPS[op_name], size, NVLS_OFF, quantity, low, high,
+                              source, False, launch=launch, eager_host_us=host,
                               topology_file=str(H200X2 / "call1" / "linkscope" / "topo.json"),
                               gpus_per_thread=1 if per_gpu else None))
     return cases

@@ -93,6 +93,12 @@ def test_two_h200_rows_of_every_call_held_out_and_launched_as_they_ran():
     assert len(big) == 102 and all(r.passed for r in big)
     one = [r for c, r in zip(cases, rows) if c.size_bytes in tvc.ONE_MIB_BAR_BYTES]
     assert len(one) == 102 and sum(r.passed for r in one) >= 0.9 * len(one)
+    # the table's outlier rule (out of place over 1.5 x in place): reduce_scatter 2 MiB in call 4 round 1 (35.59 us,
+    # in place 18.72) takes the range of the command's five recorded runs; no other row is an outlier of its run
+    ranged = [c for c in cases if c.low != c.high]
+    assert [c.name for c in ranged] == ["2 x H200 reduce_scatter 2 MiB, eager, host 13.91 us, one process "
+                                        "(call4 reduce_scatter_g0_r1.txt)"]
+    assert (ranged[0].low, ranged[0].high) == (18.92, 35.59) and ranged[0].source.count("reduce_scatter_g0") == 5
     mpi = next(c for c in cases if c.name.startswith("2 x H200 allgather 512 KiB") and "mpi_all_gather_g0_r1" in c.name)
     assert tvc.evaluate(mpi).passed and not tvc.evaluate(replace(mpi, gpus_per_thread=None)).passed
 
