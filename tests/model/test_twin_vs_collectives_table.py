@@ -74,6 +74,9 @@ def test_the_bar_on_rows_not_used_for_any_fit():
     assert sum(r.passed for r in big) >= 0.9 * len(big) and sum(r.passed for r in one) >= 0.9 * len(one)
     assert sum(bool(c.fitted) for c in cases) >= 10
     assert "Rows not used for any fit" in tvc.held_out_summary(cases, rows)
+    text = tvc.bars(cases, rows)  # the four bars of issue 35, each counted and judged
+    assert text.count(": met\n") == 4 and "**missed**" not in text
+    assert "8 x MI300X RCCL within 15% at >= 64 MiB (all): 3 of 3" in text and "CE all-to-all on 4 x H200" in text
 
 
 def test_two_h200_rows_of_every_call_held_out_and_launched_as_they_ran():
