@@ -1,4 +1,6 @@
 """NCCL's tuner replayed from its source (model.nccl_tuning): the graphs, tables and choices it gives."""
+from dataclasses import replace
+
 import pytest
 
 from linkscope.errors import UserError
@@ -169,6 +171,9 @@ def test_nvls_tree_rounds_follow_nccls_chunking():
     assert nt.nvls_tree_net_hops(four) == 4
     tuned = nt.NcclSettings.from_env({"NCCL_NVLS_CHUNKSIZE": "262144", "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-1"})
     assert (tuned.nvls_chunk, tuned.nvls_tree_max_chunk) == (262144, -1)
+    odd = replace(two, settings=nt.NcclSettings.from_env({"NCCL_NVLS_CHUNKSIZE": "-4096",
+                                                            "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-1"}))
+    assert nt.nvls_tree_round_bytes(odd, 64 << 20, 16) == 0  # no negative fill from a nonsense setting
 
 
 def test_nvls_tree_pays_its_pipeline_fill_across_two_nodes():

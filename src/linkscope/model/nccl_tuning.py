@@ -658,11 +658,12 @@ def nvls_tree_round_bytes(system: NcclSystem, n_bytes: int, channels: int) -> in
     nodes, halved to 256 / 128 / 64 / 32 KiB while the operation holds fewer than 32 / 16 / 4 / 1 rounds of
     the larger one). Heads: the NVLS graph's channels (connect.cc nvls.nHeads)."""
     ops = max(1, channels) * max(1, system.nvls.n_channels)
-    chunk = system.settings.nvls_chunk
+    chunk = max(0, system.settings.nvls_chunk)  # a chunk size below 0 is not one NCCL can run: no fill
     cap = system.settings.nvls_tree_max_chunk
     if cap == -2:
         cap = 65536 if system.n_nodes >= 4 else chunk
-    chunk = min(chunk, cap)
+    if cap > 0:  # another value below 1 sets no cap here
+        chunk = min(chunk, cap)
     for rounds, limit in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
         if n_bytes < rounds * ops * chunk and chunk > limit:
             chunk = limit
