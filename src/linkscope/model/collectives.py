@@ -347,6 +347,7 @@ class CollectiveModel:
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
+        self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -414,7 +415,10 @@ class CollectiveModel:
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
-            stages.append(self.fabric.stages(src, dst, round(size), how))
+            flow = self.fabric.stages(src, dst, round(size), how)
+            if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
+                flow = [self._net_stage(st) for st in flow]
+            stages.append(flow)
             overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
         problem = self.fabric._problem(stages)
         first = problem.flow_first
@@ -428,6 +432,26 @@ class CollectiveModel:
             caps = np.minimum(caps, flow_cap)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
+
+    def _across_nodes(self, src: int, dst: int) -> bool:
+        """Whether GPUs ``src`` and ``dst`` (indices) sit in different nodes of the topology."""
+        if self._node_of is None:
+            labels = node_labels(self.fabric.topology)
+            index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+            self._node_of = {g.index: labels[index[g.id]] for g in self.fabric.topology.gpus}
+        return self._node_of.get(src) != self._node_of.get(dst)
+
+    def _net_stage(self, stage: Any) -> Any:
+        """A stage of a transfer between nodes as NCCL's net transport moves it: the sender's SMs store into
+        a FIFO in their own GPU's memory and the NIC's DMA engine carries it to the receiver's (GPUDirect
+        RDMA: net_ib.cc ncclIbIsend posts an RDMA write of the FIFO slot, the proxy drives it; net.cc
+        sendProxyProgress). No SM store crosses the network, so the SM copy's share of a link
+        (``method_efficiency.sm-push``) and the peer copy's PCIe transit factors do not bound it: it runs at
+        its route's bottleneck (a NIC: line rate x ``link_efficiency.network``), as the maintainers' 24 GB/s
+        per 200 Gb/s NIC and 46-48 per 400 Gb/s (nccl-tests#119, #290) say."""
+        used = stage.resources[np.asarray(stage.weights) > 0]
+        cap = float(self.fabric.capacity[used].min()) if used.size else stage.cap_gb_per_s
+        return replace(stage, cap_gb_per_s=cap)
 
     def _route_latency_s(self, flows: Sequence[tuple[int, int]]) -> float:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
@@ -528,7 +552,15 @@ class CollectiveModel:
             return self._prediction(algo, op, n, size_bytes, t_us, 2 if op == "allreduce" else 1, proto, channels,
                                     estimate, "fabric+nccl")
         f = nt.FUNCS.index(op)  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
-        t_us = lat_us + S / (1000.0 * tuning.bandwidth[f][a][p])
+        bw = tuning.bandwidth[f][a][p]
+        t_us = lat_us + S / (1000.0 * bw)
+        if a == nt.NVLS_TREE:
+            # the pipeline's fill, which NCCL's tuner leaves out (its time is latency + bytes / bandwidth): a
+            # chunk reaches the other nodes through the tree's network hops (all_reduce.h:521-620: NVLS reduce,
+            # send up, receive, NVLS broadcast; warps handing chunks on through FIFOs), and each hop holds one
+            # round of chunks (every channel and head) before the pipeline streams. 2 x HGX H100, 64 MiB: 4
+            # rounds of 16 MiB in the whole call, 2 hops: NCCL's 339 us becomes 476 (nccl-tests#309: 466)
+            t_us += nt.nvls_tree_net_hops(system) * nt.nvls_tree_round_bytes(system, size_bytes, channels) / (1000.0 * bw)
         return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
 
     def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
@@ -970,17 +1002,15 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     inter = 0.0
     node_nics, net_path = 0, 0.0
     if n_nodes > 1:
-        nic_of = {}
-        for g in gpus:
-            nics = fabric.router.nearest_nics(g)
-            if nics:
-                nic_of[g.id] = nics[0]
-        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000
+        # a GPU's local NICs are every NIC tied at its best path (ncclTopoGetLocal keeps ties, topo.cc:1548-1572
+        # at v2.28.9-1), and a node's rings may use the local NICs of any of its GPUs (ncclTopoSelectNets appends
+        # each GPU's local nets, search.cc:531-546): two GPUs behind one PCIe switch with two NICs reach both
+        nics_of = {g.id: fabric.router.nearest_nics(g) for g in gpus}
+        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nics in nics_of.values() for nic in nics]  # topo.cc:373
         inter = min(rates) if rates else 12.0
         per_node: dict[str, set[str]] = {}
         for g, node in zip(gpus, nodes):
-            if g.id in nic_of:
-                per_node.setdefault(node, set()).add(nic_of[g.id].id)
+            per_node.setdefault(node, set()).update(nic.id for nic in nics_of[g.id])
         node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)

@@ -90,6 +90,8 @@ ALLREDUCE_CHUNKSTEPS, ALLREDUCE_SLICESTEPS = NCCL_STEPS // 2, NCCL_STEPS // 4  #
 NVLS_NCHANNELS_SM90 = 16  # nvls.cc:148
 NCCL_MAX_NVLS_ARITY = 32  # device.h:207
 P2P_NVL_CHUNKSIZE, P2P_PCI_CHUNKSIZE, P2P_NET_CHUNKSIZE = 1 << 19, 1 << 17, 1 << 17  # init.cc:704-706
+NVLS_CHUNKSIZE = 128 * 1024  # nvls.cc:153 (NCCL_NVLS_CHUNKSIZE)
+NVLSTREE_MAX_CHUNKSIZE = -2  # enqueue.cc:1977 (NCCL_NVLSTREE_MAX_CHUNKSIZE; -2: 64 KiB from 4 nodes, else the NVLS chunk)
 P2P_LL_THRESHOLD = 16384  # enqueue.cc:779
 P2P_PER_CHANNEL_NET_BW = 14  # paths.cc:815
 MAX_NTHREADS = {LL: 512, LL128: 640, SIMPLE: 512}  # device.h:88-92, 109 (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS)
@@ -199,6 +201,8 @@ class NcclSettings:
     min_p2p_channels: int = 1
     max_p2p_channels: int = MAXCHANNELS
     graph_register: bool = True
+    nvls_chunk: int = NVLS_CHUNKSIZE
+    nvls_tree_max_chunk: int = NVLSTREE_MAX_CHUNKSIZE
     given: tuple[str, ...] = field(default=())
 
     @classmethod
@@ -232,6 +236,8 @@ class NcclSettings:
             min_p2p_channels=_env_int(env, "NCCL_MIN_P2P_NCHANNELS", 1),
             max_p2p_channels=_env_int(env, "NCCL_MAX_P2P_NCHANNELS", MAXCHANNELS),
             graph_register=_env_int(env, "NCCL_GRAPH_REGISTER", 1) != 0,  # enqueue.cc:258
+            nvls_chunk=_env_int(env, "NCCL_NVLS_CHUNKSIZE", NVLS_CHUNKSIZE),
+            nvls_tree_max_chunk=_env_int(env, "NCCL_NVLSTREE_MAX_CHUNKSIZE", NVLSTREE_MAX_CHUNKSIZE),
             given=given,
         )
 
@@ -239,7 +245,8 @@ class NcclSettings:
 _KNOWN_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
               "NCCL_MAX_NRINGS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_COLLNET_ENABLE", "NCCL_BUFFSIZE",
               "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
-              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER")
+              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER", "NCCL_NVLS_CHUNKSIZE",
+              "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
 
 # ---- the machine as NCCL sees it ------------------------------------------------------------------------
@@ -643,6 +650,30 @@ def chunk_payload_bytes(system: NcclSystem, a: int, p: int, n_bytes: int, channe
         while n_bytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
             chunk //= 2
     return chunk
+
+
+def nvls_tree_round_bytes(system: NcclSystem, n_bytes: int, channels: int) -> int:
+    """Bytes of one round of NVLS-tree allreduce's pipeline: every channel's every head moves one chunk
+    (``concurrentOps`` x chunkSize, enqueue.cc:2057-2067 at v2.28.9-1: the NVLS chunk, capped at 64 KiB from 4
+    nodes, halved to 256 / 128 / 64 / 32 KiB while the operation holds fewer than 32 / 16 / 4 / 1 rounds of
+    the larger one). Heads: the NVLS graph's channels (connect.cc nvls.nHeads)."""
+    ops = max(1, channels) * max(1, system.nvls.n_channels)
+    chunk = max(0, system.settings.nvls_chunk)  # a chunk size below 0 is not one NCCL can run: no fill
+    cap = system.settings.nvls_tree_max_chunk
+    if cap == -2:
+        cap = 65536 if system.n_nodes >= 4 else chunk
+    if cap > 0:  # another value below 1 sets no cap here
+        chunk = min(chunk, cap)
+    for rounds, limit in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if n_bytes < rounds * ops * chunk and chunk > limit:
+            chunk = limit
+    return ops * chunk
+
+
+def nvls_tree_net_hops(system: NcclSystem) -> int:
+    """The network hops of NVLS-tree's tree, as NCCL's tuner counts them in its latency (2 x log2i(nNodes):
+    up and down, tuning.cc:394-395)."""
+    return 2 * _log2i(system.n_nodes)
 
 
 # ---- point-to-point (alltoall, sendrecv, gather, scatter): enqueue.cc:1040-1110 ---------------
