@@ -662,6 +662,47 @@ def h200x2_cases() -> list[Case]:
     return cases
 
 
+H200X2B = Path(__file__).resolve().parents[1] / "docs" / "runs" / "h200x2-2026-11-28b"
+H200X2B_SIZES = (1 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB)
+"""The afternoon's runs step by 2 (or 4) from 1 MiB: the issue's own 1 MiB (time) and 64 MiB / 256 MiB / 1 GiB (busbw)."""
+FORCED = {"algo": "NCCL_ALGO", "proto": "NCCL_PROTO"}
+
+
+def h200x2b_cases() -> list[Case]:
+    """The afternoon lease's nccl-tests outputs (docs/runs/h200x2-2026-11-28b/call1/nccl): every op eager and -G 20,
+    1 MiB-1 GiB, and allreduce with NCCL_ALGO / NCCL_PROTO forced (the twin given the same setting). A lease not
+    used for any fit, run after the twin was built."""
+    cases = []
+    for path in sorted(H200X2B.glob("call*/nccl/*.txt")):
+        stem = path.stem
+        env = dict(NVLS_OFF)
+        forced = next(((kind, stem.rpartition("_")[2]) for kind in FORCED if f"_{kind}_" in stem), None)
+        if forced is not None:
+            kind, value = forced
+            op_name, mode = stem.partition(f"_{kind}_")[0], "0"
+            env[FORCED[kind]] = value
+        else:
+            op_name, _, mode = stem.rpartition("_g")
+        if op_name not in H200X2_OPS:
+            continue
+        rows = nccl_tests_rows(path)
+        launch = "eager" if mode == "0" else "graph"
+        host = None  # the runs start at 1 MiB: no 8 B-1 KiB row gives the run's own host time; the model's default
+        how = ("CUDA graph" if launch == "graph" else "eager, the model's host time") + (
+            f", {FORCED[forced[0]]}={forced[1]}" if forced else "")
+        rel = path.relative_to(H200X2B)
+        for size in H200X2B_SIZES:
+            if size not in rows:
+                continue
+            quantity, value = row_quantity(rows, size)
+            cases.append(Case(f"2 x H200 {H200X2_OPS[op_name]} {_size(size)}, {how} (afternoon {path.name})", "hgx-h200-4",
+                              (0, 1), H200X2_OPS[op_name], size, env, quantity, value, value,
+                              f"2 x H200, nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, 2026-11-28 12:26 UTC: "
+                              f"docs/runs/h200x2-2026-11-28b/{rel}", False, launch=launch, eager_host_us=host,
+                              topology_file=str(H200X2 / "call1" / "linkscope" / "topo.json")))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -721,9 +762,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\n2 x H200 (docs/runs/h200x2-2026-11-28), every op eager and -G 20, one process (-g 2) and mpirun "
                      "per GPU, the node's own topology, nothing fitted on this GPU model:\n\n"
                      + markdown([r for _, r in two]) + "\n" + held_out_summary(*map(list, zip(*two))))
+    afternoon = [(c, evaluate(c)) for c in h200x2b_cases()]
+    sys.stdout.write("\n2 x H200, the afternoon lease (docs/runs/h200x2-2026-11-28b/call1), every op eager and -G 20 "
+                     "1 MiB-1 GiB, allreduce with NCCL_ALGO / NCCL_PROTO forced, nothing fitted on it:\n\n"
+                     + markdown([r for _, r in afternoon]) + "\n" + held_out_summary(*map(list, zip(*afternoon))))
     every = list(public) + measured_cases() + visit4_cases() + visits11_13_cases() \
-        + [c for c, _ in four] + [c for c, _ in two]
-    all_rows = rows + measured + later + recent + [r for _, r in four] + [r for _, r in two]
+        + [c for c, _ in four] + [c for c, _ in two] + [c for c, _ in afternoon]
+    all_rows = rows + measured + later + recent + [r for _, r in four] + [r for _, r in two] + [r for _, r in afternoon]
     sys.stdout.write("\nEvery table: " + held_out_summary(every, all_rows))
     sys.stdout.write("\n" + bars(every, all_rows))
     checks = launch_check_rows()
@@ -735,7 +780,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
                "visits11_13": [asdict(r) for r in recent],
                "h200x4": [{**asdict(r), "fitted": c.fitted} for c, r in four],
-               "h200x2": [asdict(r) for _, r in two],
+               "h200x2": [asdict(r) for _, r in two], "h200x2_afternoon": [asdict(r) for _, r in afternoon],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")

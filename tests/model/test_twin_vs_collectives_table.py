@@ -132,3 +132,17 @@ def test_public_mi300x_row_from_its_fixture():
     assert (case.size_bytes, case.low, case.gpus) == (8 << 20, 161.14, tuple(range(8)))
     row = tvc.evaluate(case)
     assert row.passed and row.chosen == "ring/Simple"
+
+
+def test_the_afternoon_h200_lease_is_held_out_with_forced_settings_given_to_the_twin():
+    """h200x2b_cases: the 2 x H200 lease of 2026-11-28 12:26 UTC (docs/runs/h200x2-2026-11-28b/call1), run after the
+    twin was built: every op eager and -G 20 at 1 MiB-1 GiB, allreduce with NCCL_ALGO / NCCL_PROTO forced. The
+    forced runs give the twin the same setting (an LL run predicted as NCCL's own Simple choice would miss by 2x)."""
+    cases = tvc.h200x2b_cases()
+    assert not any(c.fitted for c in cases)
+    ll = [c for c in cases if c.env.get("NCCL_PROTO") == "LL" and c.size_bytes >= 64 << 20]
+    assert ll and all(tvc.evaluate(c).passed for c in ll)
+    assert not any(tvc.evaluate(replace(c, env={k: v for k, v in c.env.items() if k != "NCCL_PROTO"})).passed for c in ll)
+    rows = [tvc.evaluate(c) for c in cases]
+    big = [r for c, r in zip(cases, rows) if c.size_bytes >= 64 << 20]
+    assert len(big) >= 40 and sum(r.passed for r in big) >= 0.9 * len(big)
