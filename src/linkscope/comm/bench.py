@@ -183,7 +183,7 @@ class NcclOptions:
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
-    from ..model.collectives import layout
+    from ..collectives import layout
     from .nccl import make_peers, run_nccl
     from .records import nccl_record
 
