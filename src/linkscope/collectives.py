@@ -279,6 +279,10 @@ class CollectiveOp:
         """Sequential steps of the ring: n-1 per pass."""
         return (ranks - 1) * len(self.phases)
 
+    def ring_time_s(self, ranks: int, reduce_step_s: float, copy_step_s: float) -> float:
+        """Seconds of the ring's passes: n-1 steps per pass, each a reduce step or a copy step."""
+        return (ranks - 1) * sum(reduce_step_s if phase == "reduce" else copy_step_s for phase in self.phases)
+
 
 def _all(name: str) -> tuple[str, ...]:
     """``all_reduce`` and ``all-reduce`` for ``allreduce``."""
@@ -306,7 +310,7 @@ TABLE: tuple[CollectiveOp, ...] = (
                  lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count) if r == root else None,
                  redop="sum", root=0, nccl=_REDUCE, rccl=_REDUCE, compute=_np_reduce, nccl_func="reduce",
                  pattern="chain", phases=("reduce",), program="reduce", tool_redop="sum", tool_root=0),
-    CollectiveOp("alltoall", "exchange", "chunks", "undefined", _ref_alltoall, aliases=("all_to_all", "all-to-all"),
+    CollectiveOp("alltoall", "exchange", "chunks", "undefined", _ref_alltoall, aliases=("all_to_all",),
                  exchanges_of=_ex_alltoall, program="alltoall"),
     CollectiveOp("sendrecv", "whole", "one", "undefined",
                  lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count),

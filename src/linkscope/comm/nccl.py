@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..collectives import OP_TABLE, OPS, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
+from ..collectives import OP_TABLE, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
 from .launch import Job, agree, require
@@ -56,6 +56,10 @@ from .nccl_backend import Peer, moves_data
 POISON = -7.0
 UNCHECKED_IN_PLACE = tuple(op.name for op in OP_TABLE.values() if op.in_place == "undefined")
 """Operations NCCL does not define in place: timed, but #wrong is N/A (nccl-tests does the same)."""
+
+
+def _unchecked_in_place(op: str) -> bool:
+    return OP_TABLE[op].in_place == "undefined"  # the table as it is now (``UNCHECKED_IN_PLACE``: at import)
 
 
 @dataclass(frozen=True)
@@ -288,7 +292,7 @@ def run_nccl(
     collectively before each size (an agreed stop or a KeyboardInterrupt raises RunInterrupted
     with the finished sizes).
     """
-    require(job, op in OPS, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OPS)}")
+    require(job, op in OP_TABLE, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OP_TABLE)}")
     require(job, iters >= 1 and warmup >= 0 and runs >= 1, "iterations and runs must be >= 1, warm-up >= 0")
     require(job, bool(sizes), "no sizes given")
     nranks = nccl_ranks(job, peers)
@@ -309,7 +313,7 @@ def run_nccl(
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0
     placements = (False, True) if inplace else (False,)
-    if inplace and op in UNCHECKED_IN_PLACE:
+    if inplace and _unchecked_in_place(op):
         notes.append(f"in-place {op} is timed but not checked (#wrong N/A): NCCL defines no in-place {op}, "
                      "as in nccl-tests")
 
@@ -348,7 +352,7 @@ def run_nccl(
                 if verify and not moved:
                     notes.append(f"simulated: data moves only in buffers up to {format_size(backend.data_limit_bytes)}; "
                                  "larger sizes are timed without data (#wrong N/A)")
-                checked = verify and moved and not (in_place and op in UNCHECKED_IN_PLACE)
+                checked = verify and moved and not (in_place and _unchecked_in_place(op))
                 wrong = check(backend, op, peers, view, lay, nranks) if checked else None
                 if wrong is not None and job.size > 1:
                     wrong = job.comm.allreduce(wrong)

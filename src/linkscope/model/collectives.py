@@ -124,10 +124,8 @@ def _nccl_func(spec: CollectiveOp) -> str:
 
 
 def _ring_passes(spec: CollectiveOp, n: int, reduce_step_s: float, copy_step_s: float) -> tuple[int, float]:
-    """Steps and seconds of a ring's passes (the descriptor's ``phases``): n-1 steps per pass, each a
-    reduce step or a copy step."""
-    per_pass = [reduce_step_s if phase == "reduce" else copy_step_s for phase in spec.phases]
-    return spec.ring_steps(n), (n - 1) * sum(per_pass)
+    """Steps and seconds of a ring's passes (the descriptor's ``phases``)."""
+    return spec.ring_steps(n), spec.ring_time_s(n, reduce_step_s, copy_step_s)
 
 #: How the operations are launched (a run choice of ``CollectiveModel``): from a CUDA graph or one by
 #: one from the host.
