@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..collectives import TABLE
+from ..collectives import TABLE, collective
 from ..errors import UserError
 from .matrix import HISTOGRAM_BINS, TrafficMatrix, check_rank_count, check_sparse_rank_count, from_entries, histogram_bin
 
@@ -141,13 +141,21 @@ def all_to_all(ranks: int, size_bytes: int = 1 << 20) -> TrafficMatrix:
     return _finish(messages * size_bytes, messages, [(size_bytes, ranks * (ranks - 1))], f"all-to-all {ranks}")
 
 
+def _collective_name(op: str) -> str | None:
+    """The descriptor's name for ``op`` (any of its spellings), None when it names no collective."""
+    try:
+        return collective(op).name
+    except UserError:
+        return None
+
+
 def tree(ranks: int, size_bytes: int = 1 << 20, op: str = "bcast", root: int = 0) -> TrafficMatrix:
     """Binary-tree broadcast (parent -> children) or reduce (children -> parent) from ``root``: a rooted
     chain operation of the collective descriptor (``bcast``/``broadcast``, ``reduce``), whose ``reduces``
     says the direction. Tree position i has children 2i+1 and 2i+2; position i is rank (i + root) mod N."""
     _check_ranks(ranks, 2)
     chains = [c for c in TABLE if c.pattern == "chain"]
-    spec = next((c for c in chains if op in (c.name, *c.aliases)), None)
+    spec = next((c for c in chains if c.name == _collective_name(op)), None)
     if spec is None:
         raise UserError(f"unknown tree operation {op!r}",
                         hint="valid: " + ", ".join(name for c in chains for name in (*c.aliases, c.name)))
