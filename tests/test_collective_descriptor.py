@@ -193,3 +193,28 @@ def test_a_new_row_is_predicted_and_written_and_read_as_nccl_tests(monkeypatch):
     assert mine.time_us == pytest.approx(theirs.time_us) and mine.chosen.algorithm == "ring"
     assert coll.op_of_program("build/reduce1_perf") == "reduce1"
     assert nccltests.op_of_program("reduce1_perf") == "reduce1"
+
+
+def test_the_real_backend_calls_each_library_function_with_nccl_h_argument_order():
+    """CupyNccl.bind builds each call from the descriptor: CuPy's method and nccl.h's argument order
+    (send, recv, count, datatype[, op][, root], stream; the communicator is the method's object)."""
+    from types import SimpleNamespace
+
+    from linkscope.comm.nccl_backend import CupyNccl, Peer
+
+    seen = []
+
+    class Comm:
+        def __getattr__(self, name):
+            return lambda *a: seen.append((name, a))
+
+    be = CupyNccl(cp=SimpleNamespace(), nccl=SimpleNamespace(NCCL_FLOAT32=7, NCCL_SUM=3), runtime=SimpleNamespace())
+    p = Peer(0, 0, Comm(), SimpleNamespace(ptr=99))
+    s, r = SimpleNamespace(data=SimpleNamespace(ptr=1)), SimpleNamespace(data=SimpleNamespace(ptr=2))
+    for op in ("allgather", "reduce_scatter", "reduce"):
+        fn, args = be.bind(op, (p, s, r, 5, None))
+        fn(*args)
+    assert seen == [("allGather", (1, 2, 5, 7, 99)), ("reduceScatter", (1, 2, 5, 7, 3, 99)),
+                    ("reduce", (1, 2, 5, 7, 3, 0, 99))]
+    with pytest.raises(ValueError, match="no NCCL call"):
+        be.bind("alltoall", (p, s, r, 5, None))  # grouped send/recv: no library call of its own

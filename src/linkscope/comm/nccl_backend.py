@@ -248,7 +248,7 @@ class CupyNccl:
         _, send, recv, count, *rest = args
         root = rest[0] if rest and rest[0] is not None else spec.root
         values = {"send": send.data.ptr, "recv": recv.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32,
-                  "redop": nc.NCCL_SUM, "root": root, "stream": stream}
+                  "redop": getattr(nc, f"NCCL_{(spec.redop or 'sum').upper()}"), "root": root, "stream": stream}
         return getattr(p.comm, call.method), tuple(values[arg] for arg in call.args)
 
     # -- calls (inside a group) -------------------------------------------------------------
