@@ -218,3 +218,23 @@ def test_the_real_backend_calls_each_library_function_with_nccl_h_argument_order
                     ("reduce", (1, 2, 5, 7, 3, 0, 99))]
     with pytest.raises(ValueError, match="no NCCL call"):
         be.bind("alltoall", (p, s, r, 5, None))  # grouped send/recv: no library call of its own
+
+
+@pytest.mark.parametrize(("root", "busbw", "op"), [("0", "300.00", "broadcast"), ("0", "225.00", "gather"),
+                                                  ("-1", "450.00", "allreduce"), ("-1", "225.00", "allgather")])
+def test_an_unnamed_nccl_tests_table_is_told_by_its_columns_and_bus_bandwidth_factor(root, busbw, op):
+    """No program line, no telling file name: redop and root narrow the operations (the descriptor's
+    columns), busbw / algbw picks among them by their factors (4 ranks: 1, 3/4, 3/2)."""
+    from linkscope.results.peertools import nccltests
+
+    redop = "sum" if op == "allreduce" else "none"
+    ranks = [f"#  Rank {r:2d} Group  0 Pid   1234 on       node device {r:2d} [0000:19:00] NVIDIA H100 80GB HBM3"
+             for r in range(4)]
+    text = "\n".join([
+        "# nccl-tests version 2.17.6 nccl-headers=22809 nccl-library=22809", "#", "# Using devices", *ranks, "#",
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong ",
+        f"   536870912     134217728     float    {redop:>4}      {root:>2}   1789.6  300.00  {busbw}       0"
+        f"   1789.6  300.00  {busbw}       0",
+    ]) + "\n"
+    run = nccltests.parse_text(text, "run.txt")
+    assert {m.method for m in run.measurements} == {f"nccl.{op}"}
