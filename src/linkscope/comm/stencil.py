@@ -6,7 +6,7 @@ matrix: each exchange every rank sends one message to each neighbour carrying it
 neighbour, and receives one from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
 Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
 between CUDA events, ``runs`` times (4), and the mean and standard deviation of the time per
-exchange are reported. Every mapping is warmed alike before it is timed: its exchange at the first size
+exchange are reported. Every mapping is warmed alike before it is timed: its exchange at the largest size
 runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the
 first-timed mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
@@ -42,7 +42,7 @@ from .nccl_backend import Peer, moves_data
 
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
 
-#: Device time (s) each mapping's exchange runs, at the first size, before that mapping is timed. Why: the
+#: Device time (s) each mapping's exchange runs, at the largest size, before that mapping is timed. Why: the
 #: mappings are timed one after the other, and only the first followed an idle machine: on 2 x H200 with
 #: --emulate-slow-pairs 0-1, default and auto were the same mapping ([0, 1]) yet the first-timed one read
 #: 63.4 us at 64 KiB and the second 46.5 (docs/runs/h200x2-2026-11-28/call2/linkscope/stencil_slow.*), with
@@ -341,10 +341,9 @@ def run_stencil(
                 agree(job, None if need < 0.9 * free else
                       f"halos up to {format_size(max(sizes))} need {format_size(need)} per GPU, "
                       f"{format_size(free)} free")
-                warm = _warm_mapping(job, backend, peers, _Exchange(
-                    backend, peers, halo_messages(grid, periodic, sizes[0], weighted), device_of_rank, slow),
-                    max(warmup, 1))
-                notes.append(f"mapping {name} warmed with {warm} exchanges of {format_size(sizes[0])} "
+                warm = _warm_mapping(job, backend, peers, _Exchange(backend, peers, big, device_of_rank, slow),
+                                     max(warmup, 1))
+                notes.append(f"mapping {name} warmed with {warm} exchanges of {format_size(max(sizes))} "
                              f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''}) "
                              "before it was timed")
                 for size in boundaries(job, sizes, stop):
