@@ -18,7 +18,7 @@ from linkscope.comm.launch import serial_job
 from linkscope.comm.nccl import _Buffers, calls, make_peers, run_nccl
 from linkscope.comm.nccl_backend import CupyNccl, Peer, SimNccl
 from linkscope.comm.records import nccl_record
-from linkscope.errors import BackendUnavailable, MeasurementError
+from linkscope.errors import BackendUnavailable, MeasurementError, UserError
 from linkscope.model.collectives import layout
 from linkscope.topology.synthetic import synthetic_topology
 
@@ -245,6 +245,14 @@ def test_without_a_compiler_the_python_loop_is_used_and_said_once(monkeypatch, e
     notes: list[str] = []
     assert eagerloop.eager_loop(serial_job(), _cupy_backend(), todo, notes, env) is None
     assert len(notes) == 1 and notes[0].startswith("eager launches from the Python loop (launch_path python)")
+
+
+def test_the_python_loop_can_be_asked_for_and_a_bad_choice_is_one_line(env):
+    todo, _ = _op_calls("allreduce", 1 << 10)
+    loop, why = eagerloop.native_loop(_cupy_backend(), todo, environ=dict(env, LINKSCOPE_EAGER_LOOP="python"))
+    assert loop is None and why == "LINKSCOPE_EAGER_LOOP=python asked for it"
+    with pytest.raises(UserError, match="LINKSCOPE_EAGER_LOOP='fast' is not a launch loop"):
+        eagerloop.native_loop(_cupy_backend(), todo, environ=dict(env, LINKSCOPE_EAGER_LOOP="fast"))
 
 
 def test_a_library_without_the_symbols_or_a_simulated_backend_falls_back(env):

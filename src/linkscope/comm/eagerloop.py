@@ -16,7 +16,8 @@ back here from ``Peer.comm.comm``). The loop runs ``iters`` x (ncclGroupStart, t
 nothing in between, as nccl-tests 2.19.6 common.cu BenchTime does (727-745), and returns the first NCCL
 error. The timing around it is the runner's, unchanged (events on every peer's stream, ``time_op``).
 
-Fallback: no C compiler, a failed build, an unsafe cache folder, no NCCL library in the process or one
+``LINKSCOPE_EAGER_LOOP=python`` asks for the Python loop (to measure one path beside the other; the
+default is ``native``). Fallback: no C compiler, a failed build, an unsafe cache folder, no NCCL library in the process or one
 without the symbols: the Python loop, with a one-line note naming the reason. ``launch_path`` says which
 loop launched each row's eager operations ("native" or "python"); with several MPI ranks the native
 loop is used only when every rank has it (one launch path per row).
@@ -31,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ..cbuild import build_library, find_c_compiler
-from ..errors import BackendUnavailable, MeasurementError
+from ..errors import BackendUnavailable, MeasurementError, UserError
 
 LIBRARY_NAME = "libls_eagerloop.so"
 NATIVE, PYTHON = "native", "python"
+CHOICE_ENV = "LINKSCOPE_EAGER_LOOP"
 
 # Signature families (eagerloop.c ``enum ls_family``): the NCCL prototype each call is made through.
 REDUCE, GATHER, P2P, ROOTED, BROADCAST = 1, 2, 3, 4, 5
@@ -147,6 +149,11 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
     bind = getattr(backend, "bind", None)
     if getattr(backend, "simulated", False) or bind is None:
         return None, ""
+    choice = environ.get(CHOICE_ENV) or NATIVE
+    if choice not in (NATIVE, PYTHON):
+        raise UserError(f"{CHOICE_ENV}={choice!r} is not a launch loop", hint=f"use {NATIVE} (the default) or {PYTHON}")
+    if choice == PYTHON:
+        return None, f"{CHOICE_ENV}={PYTHON} asked for it"
     unknown = sorted({name for name, _ in calls if name not in FAMILY})
     if unknown:
         return None, f"no native form for {', '.join(unknown)}"
