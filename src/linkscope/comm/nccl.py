@@ -35,7 +35,9 @@ where nccl-tests -G 20 took 21-97 us), longer than the operation itself up to ~3
 make NCCL register the buffers (``NCCL_GRAPH_REGISTER``, default on), as in nccl-tests -G: so
 ``--cuda-graph N`` is compared with nccl-tests ``-G N`` and ``--cuda-graph 0`` with its eager run.
 Each row keeps ``launch_us``: the host time to enqueue one eager operation, measured on the warm-up
-launches (median), so the launch cost per op is on record beside the device time.
+launches (median), so the launch cost per op is on record beside the device time, and ``launch_path``:
+which loop issued the eager operations, the native C loop (``comm.eagerloop``, nccl-tests' own loop) or,
+where it cannot be built or loaded, the Python one (the run's notes say why).
 """
 from __future__ import annotations
 
