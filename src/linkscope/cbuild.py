@@ -9,10 +9,11 @@ how such a library is built and trusted:
   and anything else that changes the binary (``mpicc -show``), so an edited source or another compiler
   never reuses a stale build.
 * Safely: every folder from ``linkscope/`` down that we create is made ``0700``; every one of them
-  (made now or found) must be a real folder (not a symbolic link), owned by this user and not
-  writable by group or others, and a cached library must be a regular file of this user that group and
-  others cannot write. Anything else is refused with one line (``BackendUnavailable``): a library
-  another user can replace would run their code in this process.
+  (made now or found) must be a real folder (not a symbolic link) owned by this user, and one that group
+  or others can write (an older linkscope made them under the user's umask) has that write bit taken
+  away; a cached library must be a regular file of this user, and one that group or others could have
+  written is built again over it. A link, or a folder or library of another user, is refused with one
+  line (``BackendUnavailable``): a library another user can replace would run their code in this process.
 * Atomically: the compiler writes a temporary file (``mkstemp``, private) in the same folder, which is
   renamed over the library's name only once it is complete; concurrent first uses (one per MPI rank)
   each build and the last rename wins, never a half-written library.
@@ -56,17 +57,19 @@ def find_c_compiler(environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def _check_private(path: Path, *, folder: bool) -> None:
+_SHARED_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def _owned(path: Path, *, folder: bool) -> os.stat_result:
+    """``path``'s lstat when it is a plain folder (or regular file) of this user; BackendUnavailable otherwise."""
     info = os.lstat(path)
     kind_ok = stat.S_ISDIR(info.st_mode) if folder else stat.S_ISREG(info.st_mode)
-    what = "folder" if folder else "file"
     if not kind_ok:
+        what = "folder" if folder else "file"
         raise BackendUnavailable(f"{path} is not a plain {what} (a link or something else): refusing to use it")
     if info.st_uid != os.getuid():
         raise BackendUnavailable(f"{path} belongs to another user (uid {info.st_uid}): refusing to use it")
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise BackendUnavailable(f"{path} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o}): "
-                                 "refusing to use it", hint=f"chmod go-w {path}")
+    return info
 
 
 def private_folder(root: Path, *parts: str) -> Path:
@@ -82,7 +85,9 @@ def private_folder(root: Path, *parts: str) -> Path:
             path.mkdir(mode=0o700, parents=(i == 0), exist_ok=True)
         except OSError as exc:
             raise BackendUnavailable(f"cannot create the cache folder {path}: {exc.strerror or exc}") from None
-        _check_private(path, folder=True)
+        info = _owned(path, folder=True)
+        if info.st_mode & _SHARED_WRITE:
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~_SHARED_WRITE)
     return path
 
 
@@ -94,9 +99,8 @@ def build_library(source: str, name: str, compiler: str, *, kind: str, environ: 
     key = hashlib.sha256("\0".join((source, compiler, " ".join(flags), key_extra)).encode()).hexdigest()[:16]
     folder = private_folder(cache or cache_root(environ), kind, key)
     library = folder / name
-    if os.path.lexists(library):
-        _check_private(library, folder=False)
-        return library
+    if os.path.lexists(library) and not _owned(library, folder=False).st_mode & _SHARED_WRITE:
+        return library  # else built again, over it
     stem = name.removesuffix(".so")
     fd, src_name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".c", dir=folder)
     with os.fdopen(fd, "w") as out:

@@ -357,20 +357,30 @@ def test_the_library_is_built_once_per_source_in_a_private_folder(tmp_path, env)
 
 
 @needs_cc
-def test_an_unsafe_cache_is_refused(tmp_path, env):
+def test_a_cache_others_could_write_is_tightened_or_rebuilt_and_a_link_refused(tmp_path, env):
     src = "int answer(void) { return 42; }\n"
     lib = cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
-    lib.chmod(0o777)
-    with pytest.raises(BackendUnavailable, match="writable by group or others"):
-        cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
+    first = lib.stat().st_ino
+    lib.chmod(0o777)  # anyone could have replaced it: built again
+    again = cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
+    assert again == lib and lib.stat().st_ino != first and lib.stat().st_mode & 0o022 == 0
+    root = Path(env["XDG_CACHE_HOME"]) / "linkscope"
+    root.chmod(0o777)  # an older linkscope's folder under umask 0: ours, so the write bits go
+    cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
+    assert root.stat().st_mode & 0o777 == 0o755
     lib.unlink()
     lib.symlink_to(tmp_path / "elsewhere.so")
     with pytest.raises(BackendUnavailable, match="not a plain file"):
         cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can give a folder to another user")
+def test_a_cache_folder_of_another_user_is_refused(env):
     root = Path(env["XDG_CACHE_HOME"]) / "linkscope"
-    root.chmod(0o777)
-    with pytest.raises(BackendUnavailable, match="writable by group or others"):
-        cbuild.build_library(src, "libx.so", CC, kind="t", environ=env)
+    root.mkdir(parents=True)
+    os.chown(root, 1, 1)
+    with pytest.raises(BackendUnavailable, match="belongs to another user"):
+        cbuild.private_folder(root, "t")
 
 
 def test_a_relative_xdg_cache_home_is_ignored(tmp_path):
