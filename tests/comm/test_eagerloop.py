@@ -178,6 +178,18 @@ def test_allreduce_group_is_issued_n_times_with_the_bound_arguments(fake_nccl, e
 
 
 @needs_cc
+def test_a_lone_collective_is_issued_without_a_group_as_nccl_tests_does_with_one_gpu(fake_nccl, env):
+    loop, lay = _native("allreduce", 1 << 10, fake_nccl, env, n=1)
+    fake_nccl.reset()
+    loop.run(3)
+    assert fake_nccl.log() == [("AllReduce", 0x100000, 0x180000, lay.send_count, FLOAT32, SUM, -1, 0xC0, 0x5000)] * 3
+    loop, _ = _native("sendrecv", 1 << 10, fake_nccl, env, n=1)  # a send and a receive: grouped
+    fake_nccl.reset()
+    loop.run(1)
+    assert [e[0] for e in fake_nccl.log()] == ["GroupStart", "Send", "Recv", "GroupEnd"]
+
+
+@needs_cc
 def test_alltoall_sends_and_receives_in_the_runner_order_with_offsets_and_peers(fake_nccl, env):
     loop, lay = _native("alltoall", 1 << 12, fake_nccl, env)
     fake_nccl.reset()

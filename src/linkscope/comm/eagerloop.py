@@ -13,7 +13,8 @@ module uses, ``nccl_backend._loaded_nccl_library``), and an array of bound calls
 by its signature family. The plain arguments come from the backend's ``bind`` (the one home of each call's
 argument layout: CuPy's method signatures are NCCL's prototypes without the communicator, which is put
 back here from ``Peer.comm.comm``). The loop runs ``iters`` x (ncclGroupStart, the calls, ncclGroupEnd),
-nothing in between, as nccl-tests 2.19.6 common.cu BenchTime does (727-745), and returns the first NCCL
+nothing in between, as nccl-tests 2.19.6 common.cu BenchTime does (727-745), a lone call (one GPU per
+process, one collective) without the group as its startColl does (548), and returns the first NCCL
 error. The timing around it is the runner's, unchanged (events on every peer's stream, ``time_op``).
 
 ``LINKSCOPE_EAGER_LOOP=python`` asks for the Python loop (to measure one path beside the other; the

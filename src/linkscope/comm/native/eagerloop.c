@@ -2,8 +2,10 @@
  *
  * What nccl-tests' eager loop does (nccl-tests 2.19.6 src/common.cu, BenchTime 727-745 and startColl
  * 548-619): for each iteration, ncclGroupStart(); one call per local GPU (or the op's sends and
- * receives); ncclGroupEnd(). Nothing else happens between two iterations: no synchronisation, no
- * event; the caller times around the whole loop and synchronises after it. This file does the same
+ * receives, which its alltoall/sendrecv runColl groups itself); ncclGroupEnd(). A lone call (one GPU
+ * per process, one collective) is issued without a group, as startColl does when nGpus == 1. Nothing
+ * else happens between two iterations: no synchronisation, no event; the caller times around the whole
+ * loop and synchronises after it. This file does the same
  * with the NCCL functions the caller found in the library already loaded in the process (CuPy's), so
  * nothing here links against NCCL or CUDA.
  *
@@ -76,19 +78,20 @@ static int64_t ls_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* `iters` groups of the `ncalls` calls. `enqueue_ns` (NULL: not kept) receives the host time of each
+/* `iters` groups of the `ncalls` calls (a lone call: `iters` calls). `enqueue_ns` (NULL: not kept) receives the host time of each
  * iteration, ncclGroupStart to the return of ncclGroupEnd: the launch cost of one operation. */
 int ls_eager_loop(ls_group_fn group_start, ls_group_fn group_end, const ls_call *calls, int32_t ncalls,
                   int64_t iters, int64_t *enqueue_ns)
 {
+    int grouped = ncalls > 1;
     for (int64_t i = 0; i < iters; i++) {
         int64_t t0 = enqueue_ns ? ls_now_ns() : 0;
-        int first = group_start();
+        int first = grouped ? group_start() : 0;
         if (first != 0)
             return first;
         for (int32_t k = 0; k < ncalls && first == 0; k++)
             first = ls_issue(&calls[k]);
-        int closed = group_end();
+        int closed = grouped ? group_end() : 0;
         if (first == 0)
             first = closed;
         if (enqueue_ns)
