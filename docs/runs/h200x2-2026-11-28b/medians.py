@@ -1,4 +1,4 @@
-"""Medians of the interleaved rounds of docs/runs/h200x2-2026-11-28b/visit1.sh: nccl-tests time / linkscope time per
+"""Medians of the interleaved rounds of docs/runs/h200x2-2026-11-28b/visit2.sh: nccl-tests time / linkscope time per
 size (>= 1: linkscope as fast or faster), per launch mode, and the host launch cost per op of each eager loop.
     python3 docs/runs/h200x2-2026-11-28b/medians.py DIR      (DIR: the visit's nccl/ and linkscope/ folders' parent)"""
 import glob

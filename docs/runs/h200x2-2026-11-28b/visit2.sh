@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 2 x H200 (nvidia-h200-x2), visit 1 of 2026-11-28b (issue 36): bench nccl's eager launches from the native loop
+# 2 x H200 (nvidia-h200-x2), visit 2 of 2026-11-28b (issue 36): bench nccl's eager launches from the native loop
 # (comm/native/eagerloop.c) beside nccl-tests 2.19.6, built plain and MPI=1 in the same call.
 #   1. the launch cost per op of each eager loop (LINKSCOPE_EAGER_LOOP=native|python), allreduce and alltoall;
 #   2. one process, eager, all five ops, 8 B - 1 GiB, 3 interleaved rounds (nccl-tests -f 4 stops at 512 MiB, so its
@@ -11,10 +11,10 @@
 # Estimated from the 2026-11-28 calls: builds 86 s, launch costs 20 s, rounds 180 s, stencil 20 s, tests 40 s,
 # per GPU 48 s a round.
 # Steps are in priority order: when the budget runs out, the last ones are skipped (steps.txt says which).
-#   BUDGET_S=420 bash docs/runs/h200x2-2026-11-28b/visit1.sh
+#   BUDGET_S=420 bash docs/runs/h200x2-2026-11-28b/visit2.sh
 set -uo pipefail
 source bench/device_steps.sh
-device_begin x2b1 420 nccl linkscope
+device_begin pm2 420 nccl linkscope
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=$PWD/src:/tmp/site
 SIZES=8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,32MiB,128MiB,512MiB,1GiB
 SMALL=8,128,2KiB,32KiB,512KiB,2MiB
@@ -80,5 +80,5 @@ for round in 1 2; do
 done
 python3 "$here/medians.py" "$r"
 echo "== done $(( $(date +%s) - t0 )) s"
-} 2>&1 | tee "$r/x2b1.log"
-device_end x2b1
+} 2>&1 | tee "$r/pm2.log"
+device_end pm2
