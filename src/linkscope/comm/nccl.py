@@ -36,7 +36,9 @@ where nccl-tests -G 20 took 21-97 us), longer than the operation itself up to ~3
 make NCCL register the buffers (``NCCL_GRAPH_REGISTER``, default on), as in nccl-tests -G: so
 ``--cuda-graph N`` is compared with nccl-tests ``-G N`` and ``--cuda-graph 0`` with its eager run.
 Each row keeps ``launch_us``: the host time to enqueue one eager operation, measured on the warm-up
-launches (median), so the launch cost per op is on record beside the device time.
+launches (median), so the launch cost per op is on record beside the device time, and ``launch_path``:
+which loop issued the eager operations, the native C loop (``comm.eagerloop``, nccl-tests' own loop) or,
+where it cannot be built or loaded, the Python one (the run's notes say why).
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ import numpy as np
 from ..collectives import OP_TABLE, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
+from .eagerloop import eager_loop
 from .launch import Job, agree, require
 from .nccl_backend import Peer, moves_data
 
@@ -80,6 +83,7 @@ class NcclRow:
     graph: bool = False
     inplace: bool = False
     launch_us: float | None = None  # host time to enqueue one eager operation (warm-up median); None: simulated
+    launch_path: str = "python"  # the loop that issued the eager launches: "native" (comm.eagerloop) or "python"
 
 
 @dataclass(frozen=True)
@@ -257,11 +261,15 @@ def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
 MIN_GRAPH_LAUNCHES = 10
 
 
-def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int) -> float:
-    """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers)."""
+def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int,
+            repeat: Callable[[int], None] | None = None) -> float:
+    """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers).
+    ``repeat(n)``: issues the ``n`` launches itself (the native eager loop) instead of calling ``launch``."""
     backend.sync(peers)
     starts = [backend.record(p) for p in peers]
-    for _ in range(iters):
+    if repeat is not None:
+        repeat(iters)
+    for _ in range(iters if repeat is None else 0):
         launch()
     stops = [backend.record(p) for p in peers]
     backend.sync(peers)
@@ -330,8 +338,9 @@ def run_nccl(
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
                 launch_one: Callable[[], None] = prepared(backend, op, peers, view, lay, nranks)
-                enqueue_s = []
-                for _ in range(warmup):
+                native = eager_loop(job, backend, calls(backend, op, peers, view, lay, nranks), notes)
+                enqueue_s = native.run_timed(warmup) if native is not None else []
+                for _ in range(warmup if native is None else 0):
                     t_host = time.perf_counter()
                     launch_one()
                     enqueue_s.append(time.perf_counter() - t_host)
@@ -345,7 +354,8 @@ def run_nccl(
                     launches = max(1, iters // per_launch)
                     if graph_used:  # nccl-tests -G 10 -n 20 times 10 launches of a 20-op graph
                         launches = max(launches, MIN_GRAPH_LAUNCHES)
-                    t = time_op(backend, peers, launch, launches) / per_launch
+                    t = time_op(backend, peers, launch, launches,
+                                None if graph_used or native is None else native.run) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
                 moved = moves_data(backend, max(lay.send_count, lay.recv_count))
@@ -360,7 +370,8 @@ def run_nccl(
                 algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
                 rows.append(NcclRow(op, lay.size_bytes, OP_TABLE[op].reported_count(lay),
                                     t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
-                                    tuple(t * 1e6 for t in times), graph_used, in_place, launch_us))
+                                    tuple(t * 1e6 for t in times), graph_used, in_place, launch_us,
+                                    "native" if native is not None else "python"))
             if job.rank == 0:
                 if checkpoint:
                     checkpoint(result_so_far())
