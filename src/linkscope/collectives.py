@@ -326,6 +326,22 @@ OP_TABLE: dict[str, CollectiveOp] = {op.name: op for op in TABLE}
 OPS = tuple(OP_TABLE)
 P2P_OPS = tuple(op.name for op in TABLE if op.grouped)
 
+#: nccl.h: ncclSend(sendbuff, count, datatype, peer, comm, stream), ncclRecv(recvbuff, count, datatype, peer, comm,
+#: stream): the grouped calls of the operations without a call of their own (CuPy's send/recv take the same).
+SEND_CALL = LibraryCall("ncclSend", "send", ("buffer", "count", "dtype", "peer", "stream"))
+RECV_CALL = LibraryCall("ncclRecv", "recv", ("buffer", "count", "dtype", "peer", "stream"))
+P2P_CALLS = {"send": SEND_CALL, "recv": RECV_CALL}
+
+
+def library_call(name: str, library: str = "NCCL") -> LibraryCall | None:
+    """The library call named ``name`` in a bound launch: ``send``/``recv``, or an operation's own call in
+    ``library`` (None: an operation made of grouped sends and receives, or no such name)."""
+    if name in P2P_CALLS:
+        return P2P_CALLS[name]
+    spec = OP_TABLE.get(name)
+    return spec.call(library) if spec is not None else None
+
+
 #: nccl-tests programs linkscope reads but does not run (no descriptor): their rows keep the program's name.
 PEER_ONLY_PROGRAMS = ("hypercube", "alltoallv")
 #: The lead columns nccl-tests (2.13+) prints before its out-of-place and in-place groups (util.cu writeResultHeader).

@@ -33,18 +33,31 @@ from pathlib import Path
 from typing import Any
 
 from ..cbuild import build_library, find_c_compiler
+from ..collectives import library_call
 from ..errors import BackendUnavailable, MeasurementError, UserError
 
 LIBRARY_NAME = "libls_eagerloop.so"
 NATIVE, PYTHON = "native", "python"
 CHOICE_ENV = "LINKSCOPE_EAGER_LOOP"
 
-# Signature families (eagerloop.c ``enum ls_family``): the NCCL prototype each call is made through.
+# Signature families (eagerloop.c ``enum ls_family``): the NCCL prototype each call is made through, known by
+# the call's argument layout (collectives.LibraryCall.args without the stream: the descriptor is the one home
+# of which operation makes which call).
 REDUCE, GATHER, P2P, ROOTED, BROADCAST = 1, 2, 3, 4, 5
-FAMILY = {"allreduce": REDUCE, "reduce_scatter": REDUCE, "allgather": GATHER, "send": P2P, "recv": P2P,
-          "reduce": ROOTED, "broadcast": BROADCAST}
-SYMBOL = {"allreduce": "ncclAllReduce", "reduce_scatter": "ncclReduceScatter", "allgather": "ncclAllGather",
-          "send": "ncclSend", "recv": "ncclRecv", "reduce": "ncclReduce", "broadcast": "ncclBroadcast"}
+FAMILY_OF_ARGS = {("send", "recv", "count", "dtype", "redop"): REDUCE, ("send", "recv", "count", "dtype"): GATHER,
+                  ("buffer", "count", "dtype", "peer"): P2P, ("send", "recv", "count", "dtype", "redop", "root"): ROOTED,
+                  ("send", "recv", "count", "dtype", "root"): BROADCAST}
+
+
+def _call_of(name: str, library: str = "NCCL") -> tuple[int, str] | None:
+    """(signature family, C symbol) of the bound call ``name``, None when the loop has no form for it."""
+    call = library_call(name, library)
+    if call is None:
+        return None
+    family = FAMILY_OF_ARGS.get(tuple(a for a in call.args if a != "stream"))
+    return (family, call.function) if family is not None else None
+
+
 BAD_FAMILY = -1  # eagerloop.c LS_BAD_FAMILY
 
 
@@ -84,9 +97,8 @@ def _loop_library(compiler: str, environ: Mapping[str, str], cache: Path | None)
     return found
 
 
-def _fields(name: str, plain: Sequence[Any], comm: int) -> dict[str, Any]:
+def _fields(family: int, plain: Sequence[Any], comm: int) -> dict[str, Any]:
     """Struct fields of one call from ``bind``'s plain arguments (CuPy's signature: NCCL's without the comm)."""
-    family = FAMILY[name]
     *head, stream = plain
     out: dict[str, Any] = {"family": family, "comm": comm, "stream": stream, "redop": 0, "peer": 0, "recv": None}
     if family == P2P:
@@ -105,18 +117,19 @@ def _fields(name: str, plain: Sequence[Any], comm: int) -> dict[str, Any]:
 class NativeLoop:
     """One bound operation (all of this process's calls, one NCCL group) launched ``iters`` times in C."""
 
-    def __init__(self, entry: Any, nccl: Any, calls: Sequence[tuple[str, Sequence[Any], int]]) -> None:
-        """``calls``: (name, plain arguments from ``bind``, communicator handle) in launch order."""
+    def __init__(self, entry: Any, nccl: Any, calls: Sequence[tuple[int, str, Sequence[Any], int]]) -> None:
+        """``calls``: (signature family, C symbol, plain arguments from ``bind``, communicator handle) in
+        launch order."""
         self._entry = entry
         self._nccl = nccl
         self._start = ctypes.cast(nccl.ncclGroupStart, ctypes.c_void_p)
         self._end = ctypes.cast(nccl.ncclGroupEnd, ctypes.c_void_p)
         self._calls = (_Call * len(calls))()
-        for slot, (name, plain, comm) in zip(self._calls, calls):
-            fields = _fields(name, plain, comm)
+        for slot, (family, symbol, plain, comm) in zip(self._calls, calls):
+            fields = _fields(family, plain, comm)
             for attr, value in fields.items():
                 setattr(slot, attr, value)
-            slot.fn = ctypes.cast(getattr(nccl, SYMBOL[name]), ctypes.c_void_p).value
+            slot.fn = ctypes.cast(getattr(nccl, symbol), ctypes.c_void_p).value
         self.ncalls = len(calls)
 
     def run(self, iters: int) -> None:
@@ -155,7 +168,9 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
         raise UserError(f"{CHOICE_ENV}={choice!r} is not a launch loop", hint=f"use {NATIVE} (the default) or {PYTHON}")
     if choice == PYTHON:
         return None, f"{CHOICE_ENV}={PYTHON} asked for it"
-    unknown = sorted({name for name, _ in calls if name not in FAMILY})
+    library = getattr(backend, "library", "NCCL")
+    forms = {name: _call_of(name, library if isinstance(library, str) else "NCCL") for name, _ in calls}
+    unknown = sorted(name for name, form in forms.items() if form is None)
     if unknown:
         return None, f"no native form for {', '.join(unknown)}"
     compiler = find_c_compiler(environ)
@@ -167,7 +182,7 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
         nccl = _nccl_library()
         if nccl is None:
             return None, "no NCCL library loaded in the process to take the functions from"
-    missing = [s for s in ("ncclGroupStart", "ncclGroupEnd", *sorted({SYMBOL[n] for n, _ in calls}))
+    missing = [s for s in ("ncclGroupStart", "ncclGroupEnd", *sorted({form[1] for form in forms.values() if form}))
                if not hasattr(nccl, s)]
     if missing:
         return None, f"the NCCL library has no {', '.join(missing)}"
@@ -178,7 +193,9 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
     bound = []
     for name, args in calls:
         _, plain = bind(name, args)
-        bound.append((name, plain, int(args[0].comm.comm)))
+        form = forms[name]
+        assert form is not None  # refused above
+        bound.append((form[0], form[1], plain, int(args[0].comm.comm)))
     return NativeLoop(entry, nccl, bound), ""
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .. import platforms
-from ..collectives import OP_TABLE
+from ..collectives import OP_TABLE, P2P_CALLS, library_call
 from ..errors import UserError
 
 
@@ -237,18 +237,18 @@ class CupyNccl:
         nc = self.nccl
         p = args[0]
         stream = p.stream.ptr
-        if name in ("send", "recv"):
-            _, buf, count, other = args
-            fn = p.comm.send if name == "send" else p.comm.recv
-            return fn, (buf.data.ptr, count, nc.NCCL_FLOAT32, other, stream)
-        spec = OP_TABLE.get(name)
-        call = spec.call(self.library) if spec is not None else None
-        if spec is None or call is None:
+        call = library_call(name, self.library)
+        if call is None:
             raise ValueError(f"no NCCL call named {name!r}")
-        _, send, recv, count, *rest = args
-        root = rest[0] if rest and rest[0] is not None else spec.root
-        values = {"send": send.data.ptr, "recv": recv.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32,
-                  "redop": getattr(nc, f"NCCL_{(spec.redop or 'sum').upper()}"), "root": root, "stream": stream}
+        if name in P2P_CALLS:
+            _, buf, count, other = args
+            values = {"buffer": buf.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32, "peer": other, "stream": stream}
+        else:
+            spec = OP_TABLE[name]
+            _, send, recv, count, *rest = args
+            root = rest[0] if rest and rest[0] is not None else spec.root
+            values = {"send": send.data.ptr, "recv": recv.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32,
+                      "redop": getattr(nc, f"NCCL_{(spec.redop or 'sum').upper()}"), "root": root, "stream": stream}
         return getattr(p.comm, call.method), tuple(values[arg] for arg in call.args)
 
     # -- calls (inside a group) -------------------------------------------------------------
