@@ -11,7 +11,7 @@
 # Estimated from the 2026-11-28 calls: builds 86 s, launch costs 20 s, rounds 180 s, stencil 20 s, tests 40 s,
 # per GPU 48 s a round.
 # Steps are in priority order: when the budget runs out, the last ones are skipped (steps.txt says which).
-#   BUDGET_S=420 bash docs/runs/h200x2-2026-11-28b/visit2.sh
+#   BUDGET_S=500 bash docs/runs/h200x2-2026-11-28b/visit2.sh
 set -uo pipefail
 source bench/device_steps.sh
 device_begin pm2 420 nccl linkscope
@@ -65,6 +65,13 @@ if measured:
         p = f"{sim[size]:+.1%}" if size in sim else "n/a"
         print(f"stencil gain of auto at {size} B: measured {gain:+.1%}, twin (simulated) {p}")
 PY
+# 3b. (lead) issue 33: a held-out survey of this lease, and a survey beside a noisy neighbour (noisy.py copying both
+# ways between the GPUs): the survey's background check must name the load and check must give it as the cause
+step linkscope/survey.txt 60 python3 -m linkscope survey -o "$r/linkscope/survey.json" --no-report
+python3 "$here/noisy.py" 45 > "$r/linkscope/noisy.log" 2>&1 & npid=$!
+sleep 3
+step linkscope/noisy_survey.txt 42 python3 -m linkscope survey -o "$r/linkscope/noisy_survey.json" --no-report
+kill $npid 2>/dev/null; wait $npid 2>/dev/null
 # 4. GPU tests (the native loop's own: tests/comm/test_gpu_comm.py::test_real_nccl_ops_launched_by_the_native_loop_are_correct)
 step linkscope/gpu-tests.txt 150 python3 -m pytest -q -p no:cacheprovider -m "gpu or multi_gpu or nccl" tests
 # 5. one process per GPU under mpirun, eager and -G 20
