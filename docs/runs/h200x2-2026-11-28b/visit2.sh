@@ -14,7 +14,7 @@
 #   BUDGET_S=500 bash docs/runs/h200x2-2026-11-28b/visit2.sh
 set -uo pipefail
 source bench/device_steps.sh
-device_begin pm2 420 nccl linkscope
+device_begin pm2 500 nccl linkscope
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=$PWD/src:/tmp/site
 SIZES=8,32,128,512,2KiB,8KiB,32KiB,128KiB,512KiB,2MiB,8MiB,32MiB,128MiB,512MiB,1GiB
 SMALL=8,128,2KiB,32KiB,512KiB,2MiB
