@@ -75,3 +75,25 @@ def test_check_names_the_shared_load_as_the_cause_of_low_numbers_on_those_gpus()
     clean = [j for m, j in zip(run.measurements, judged.judgements) if isinstance(m.src, int) and isinstance(m.dst, int)
              and not {m.src, m.dst} & {0, 1}]
     assert clean and all(j.cause_key != SHARED_LOAD_KEY for j in clean)
+
+
+def test_a_real_survey_beside_a_noisy_neighbour_puts_every_low_number_down_to_it():
+    """2 x H200, 2026-11-28 (docs/runs/h200x2-2026-11-28b/call2): a survey while noisy.py copied 1 GiB both ways
+    between the GPUs. The background check read ~747 GB/s of NVLink traffic on each GPU with nothing of the
+    survey running; every low number is put down to that load, not to a half-width link its value resembles.
+    The survey of the same lease without the load reads all ok."""
+    from pathlib import Path
+
+    from linkscope.judge.verdict import Verdict
+    from linkscope.results.peertools.detect import read
+    from linkscope.topology import io as topo_io
+
+    call = Path(__file__).resolve().parents[2] / "docs/runs/h200x2-2026-11-28b/call2/linkscope"
+    noisy = read(call / "noisy_survey.json")
+    assert noisy.record is not None and noisy.record.extra["background"]["busy_gpus"] == [0, 1]
+    judge = Judge(topo_io.from_dict(noisy.record.topology))
+    judged = judge_runs([noisy], judge)[0]
+    lows = [j for j in judged.judgements if j.verdict is Verdict.LOW]
+    assert len(lows) >= 20 and all(j.cause_key == SHARED_LOAD_KEY for j in lows)
+    healthy = judge_runs([read(call / "survey.json")], judge)[0]
+    assert not [j for j in healthy.judgements if j.verdict is Verdict.LOW]

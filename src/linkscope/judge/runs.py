@@ -123,11 +123,14 @@ def _gpus_of(m: Measurement) -> set[Any]:
     return {e for e in ends if isinstance(e, int)}
 
 
-def _with_shared_load(j: Judgement, m: Measurement) -> Judgement:
-    """A low number without a cause, measured on a GPU another load was using: that load is the cause."""
+def _with_shared_load(j: Judgement, m: Measurement, thresholds: Thresholds) -> Judgement:
+    """A low number measured on a GPU another load was using: that load, seen on the links' counters, is the
+    cause, ahead of a cause read from the value alone (a half-width link gives what a shared one does)."""
     why = (m.extra or {}).get("shared_load")
-    if j.verdict is not Verdict.LOW or j.cause or not why:
+    if j.verdict is not Verdict.LOW or not why:
         return j
+    if j.cause:
+        j = decide(j.subject, j.measured, replace(j.expectation, alternatives=()), thresholds)
     cause = f"another load shared the links ({why})"
     return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=SHARED_LOAD_KEY)
 
@@ -200,7 +203,7 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
         judge.check_fit(run.measurements, run.source)
         measurements = prepared(run)
         judgements = _one_forced_curve([judge.judge(m) for m in measurements], measurements, judge.thresholds)
-        out.append(JudgedRun(run, tuple(_with_shared_load(j, m) for j, m in zip(judgements, measurements))))
+        out.append(JudgedRun(run, tuple(_with_shared_load(j, m, judge.thresholds) for j, m in zip(judgements, measurements))))
     return out
 
 
