@@ -49,8 +49,8 @@ from ..errors import ConfigError, UserError
 from ..patterns.methods import LOCAL, SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import node_labels
+from . import kernel, rccl
 from . import nccl_tuning as nt
-from . import rccl
 from .contention import FlowProblem, simulate
 from .fits import Context, fits_report
 from .params import generation_key, recording
@@ -225,6 +225,7 @@ NO_PEER_METHOD = STAGED_PINNED.key
 # one GPU): flows_time_s reuses a problem built for the same pairs; the staged methods' caps and latencies depend on it
 _SIZE_FREE_METHODS = frozenset({TRANSPORT_METHOD, LOCAL.key})
 _SKELETONS_KEPT = 8  # problems kept per model (a collective's options reuse a handful)
+_COMPILED_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which the exact simulation runs compiled
 ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
@@ -455,7 +456,10 @@ class CollectiveModel:
             flow_cap = np.full(len(caps), np.inf)
             flow_cap[first] = np.where([src != dst for src, dst, _, _ in classes], class_cap, np.inf)
             caps = np.minimum(caps, flow_cap)
-        result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
+        # exact (rtol 0) either way; a cluster's thousands of flows with a handful of distinct finish times run
+        # faster in the compiled full re-solve than in the NumPy path's local updates (same answers to rounding)
+        engine = "compiled" if len(classes) >= _COMPILED_FROM_FLOWS and kernel.available() else "auto"
+        result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps), engine=engine)
         return float(np.max(result.finish_s))
 
     def _route_latency_s(self, flows: Sequence[tuple[int, int]]) -> float:
