@@ -132,3 +132,22 @@ def test_progress_counts_in_the_unit_of_the_work():
         update(3, 20, "ce matrix: ce matrix 0->1 1 MiB (2 of 4)")
     text = console.export_text()
     assert "3 of 20 steps" in text and "left" in text and "/20000" not in text
+
+
+def test_json_output_is_built_only_when_written(tmp_path):
+    """``write_json_output`` takes a builder: nothing is built without ``--json`` (a 32,768-rank
+    mapping's JSON takes about a second), and the built text is what the file gets."""
+    from linkscope.cli.common import write_json_output
+
+    calls = []
+
+    def build() -> str:
+        calls.append(1)
+        return '{"a": 1}'
+
+    assert write_json_output(None, build) is False
+    assert calls == []
+    out = tmp_path / "out.json"
+    assert write_json_output(str(out), build) is False
+    assert calls == [1]
+    assert out.read_text() == '{"a": 1}\n'

@@ -144,3 +144,13 @@ def test_map_on_a_fat_tree_is_hierarchical_with_logical_rankfile(tmp_path, capsy
     assert main(["map", str(traffic), "--preset", "k80-16", "--emit", "rankfile-logical", "--emit-to", str(rf)]) == 0
     out = capsys.readouterr().out
     assert "not a time prediction" in out and "--map-by rankfile:file=" in rf.read_text()
+
+
+def test_the_map_command_does_not_import_scipy_optimize_until_a_solver_needs_it():
+    """``linkscope map`` at cluster scale never runs the exact or the heuristic solver, and importing
+    scipy.optimize costs about 0.25 s of every such command (issue 41: the whole command counts)."""
+    code = ("import sys, linkscope.cli, linkscope.cli.cmd_map, linkscope.mapping.api, linkscope.mapping.exact, "
+            "linkscope.mapping.heuristic; print(sorted(m for m in ('scipy.optimize', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": SRC})
+    assert out.stdout.strip() == "[]"

@@ -598,3 +598,32 @@ def test_a_ring_across_nodes_runs_at_the_nics_rate():
     assert ring.algorithm == "ring" and abs(ring.busbw_gb_per_s / 192 - 1) <= 0.05
     one = CollectiveModel.of(load_preset("dgx-a100"), env={"NCCL_ALGO": "Ring"})
     assert not one._across_nodes(0, 7) and model._across_nodes(0, 8)
+
+
+def test_identical_flows_are_one_weighted_flow_and_the_answer_does_not_change():
+    """flows_time_s simulates identical flows (same ends, bytes, cap) once, weighing their count on
+    every resource: the same finish as simulating every copy (max-min rates are unique, so the copies
+    share equally). Checked against the unmerged problem on two DGX nodes, where the copies contend
+    on NVLink and on the NICs, and with a second call that reuses the first call's problem."""
+    from linkscope.model.collectives import TRANSPORT_METHOD, _flow_classes
+    from linkscope.model.contention import simulate
+
+    model = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2"))
+    ring = [(g, (g + 1) % 16, 8 << 20) for g in range(16)]
+    flows = ring * 3 + [(0, 9, 1 << 20)] * 2
+    classes, counts = _flow_classes(flows, np.full(len(flows), np.inf))
+    assert len(classes) == 17 and counts[:16] == [3] * 16 and counts[16] == 2
+    fabric = model.fabric
+    unmerged = fabric._problem([fabric.stages(a, b, n, TRANSPORT_METHOD) for a, b, n in flows])
+    first = unmerged.flow_first
+    latency = unmerged.stage_latency_s.copy()
+    latency[first] = np.maximum(latency[first] - fabric.params.overhead_us(TRANSPORT_METHOD) * 1e-6, 0.0)
+    from dataclasses import replace
+
+    expected = float(np.max(simulate(replace(unmerged, stage_latency_s=latency)).finish_s))
+    assert model.flows_time_s(flows) == pytest.approx(expected, rel=1e-9)
+    # the same pairs with other bytes: the kept problem with the new bytes, as a fresh model computes it
+    bigger = [(a, b, 4 * n) for a, b, n in flows]
+    fresh = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2")).flows_time_s(bigger)
+    assert model.flows_time_s(bigger) == pytest.approx(fresh, rel=1e-12)
+    assert fresh > 2 * expected

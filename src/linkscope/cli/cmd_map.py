@@ -158,13 +158,14 @@ def register(app: typer.Typer) -> None:
             err.print(f"wrote {output}", markup=False)
         if emit is not None:
             _emit(emitters, emit, emit_target, assignment, host_list, err)
-        if write_json_output(json_path, json.dumps(to_dict(assignment), indent=2)):
+        if write_json_output(json_path, lambda: json.dumps(to_dict(assignment), indent=2)):
             return
         console = stdout_console()
         if assignment.mode == "reorder":
-            console.print(f"new rank of each process (MPI_Comm_split key): {list(assignment.new_rank_of_rank or ())}")
-        else:
-            console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}")
+            console.print(f"new rank of each process (MPI_Comm_split key): {list(assignment.new_rank_of_rank or ())}",
+                          markup=False, highlight=False)
+        else:  # plain: Rich's highlighting of a 32,768-number list takes half a second
+            console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}", markup=False, highlight=False)
         if assignment.host_of_rank is not None:
             console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
         if nic_choice is not None and assignment.nics_of_rank:

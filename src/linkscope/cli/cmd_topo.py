@@ -134,7 +134,7 @@ def register(app: typer.Typer) -> None:
             if selected is not None:
                 stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
                                        style="yellow", markup=False)
-            if write_json_output(json_path, io.dumps(topology)):
+            if write_json_output(json_path, lambda: io.dumps(topology)):
                 return
         from ..report.topology_view import build_view, render_rich
 

@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
 
         check_paths(inputs={"PATH": path}, outputs={"--json": json_path})
         matrix = load_traffic(path)
-        if write_json_output(json_path, json.dumps(to_dict(matrix))):
+        if write_json_output(json_path, lambda: json.dumps(to_dict(matrix))):
             return
         console = stdout_console()
         console.print(f"{path}: {matrix.ranks} ranks, {format_size(matrix.total_bytes)} between ranks ({matrix.origin})")

@@ -180,14 +180,18 @@ def json_option(what: str) -> Any:
     return typer.Option(None, "--json", metavar="FILE", help=f"Write {what} as JSON to FILE ('-' = stdout).")
 
 
-def write_json_output(path: str | Path | None, text: str) -> bool:
+def write_json_output(path: str | Path | None, text: str | Callable[[], str]) -> bool:
     """``--json PATH`` of a command that prints a table otherwise: ``text`` (JSON) on stdout for
     ``-``, else atomically to the file (``atomic``) and "wrote FILE" on stderr. Returns True when
-    stdout got the JSON (the caller then prints nothing else there); ``None`` writes nothing."""
+    stdout got the JSON (the caller then prints nothing else there); ``None`` writes nothing.
+    ``text`` may be a function that builds the JSON: it runs only when there is somewhere to write
+    it (a 32,768-rank mapping's JSON takes about a second to build)."""
     from ..atomic import write_text_atomic
 
     if path is None:
         return False
+    if callable(text):
+        text = text()
     if str(path) == STDOUT:
         typer.echo(text, nl=not text.endswith("\n"))
         return True

@@ -28,12 +28,12 @@ from ..collectives import (  # noqa: F401 - re-exported: the model's callers rea
     layout,
 )
 from ..errors import ConfigError
-from ..patterns.methods import SM_PUSH, STAGED_PINNED
+from ..patterns.methods import LOCAL, SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import node_labels
+from . import kernel, rccl
 from . import nccl_tuning as nt
-from . import rccl
-from .contention import simulate
+from .contention import FlowProblem, simulate
 from .fits import Context, fits_report
 from .params import generation_key, recording
 from .predict import FabricModel
@@ -44,6 +44,11 @@ TRANSPORT_METHOD = SM_PUSH.key
 transport), so a transfer's cap is the model's SM-copy cap."""
 NO_PEER_METHOD = STAGED_PINNED.key
 """Between GPUs without peer access NCCL goes through pinned host memory (SHM transport)."""
+# methods whose one stage has routes, caps and latency that do not depend on its bytes (a peer copy, a copy inside
+# one GPU): flows_time_s reuses a problem built for the same pairs; the staged methods' caps and latencies depend on it
+_SIZE_FREE_METHODS = frozenset({TRANSPORT_METHOD, LOCAL.key})
+_SKELETONS_KEPT = 8  # problems kept per model (a collective's options reuse a handful)
+_COMPILED_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which the exact simulation runs compiled
 ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
@@ -182,6 +187,7 @@ class CollectiveModel:
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
         self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
+        self._skeletons: dict[tuple, tuple[FlowProblem, np.ndarray]] = {}  # flows_time_s: problems by their pairs
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -242,30 +248,56 @@ class CollectiveModel:
         plus bytes at the max-min fair rate (no per-call overhead: the launch is counted once per
         operation). ``reduce``: the receiver reduces what arrives (bytes / nccl_reduce_efficiency);
         ``wire``: bytes on the wire per payload byte (the protocol); ``cap_gb_per_s``: a per-flow
-        wire-rate cap (the channels' bandwidth) on flows between two GPUs, one for all or one per flow."""
+        wire-rate cap (the channels' bandwidth) on flows between two GPUs, one for all or one per flow.
+
+        Identical flows (same ends, bytes and cap: the channels' rings of a cluster repeat the same
+        GPU pairs) are simulated as one flow that weighs its count on every resource it crosses. That
+        is exact: max-min rates are unique, so identical flows get equal rates and use count x rate of
+        each shared resource, and they finish together (``_flow_classes``)."""
         if not flows:
             return 0.0
-        stages, overhead = [], []
-        self.fabric.prefetch_routes([(a, b) for a, b, _ in flows])  # a cluster's pairs in one pass (scaling only)
-        for src, dst, nbytes in flows:
-            how = method if method is not None and src != dst else self.method(src, dst)
-            size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
-            flow = self.fabric.stages(src, dst, round(size), how)
-            if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
-                flow = [self._net_stage(st) for st in flow]
-            stages.append(flow)
-            overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
-        problem = self.fabric._problem(stages)
+        per_flow = np.broadcast_to(np.asarray(cap_gb_per_s, dtype=float), (len(flows),))
+        classes, counts = _flow_classes(flows, per_flow)
+        hows = [method if method is not None and src != dst else self.method(src, dst) for src, dst, _, _ in classes]
+        sizes = [float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
+                 for src, dst, nbytes, _ in classes]
+        # the same pairs again (another protocol, the reducing and the copying steps of one ring): the routes,
+        # caps and latencies of single-stage methods do not depend on the bytes, only the bytes change
+        key = tuple(zip([(a, b) for a, b, _, _ in classes], hows, counts)) \
+            if all(h in _SIZE_FREE_METHODS for h in hows) else None
+        known = self._skeletons.get(key) if key is not None else None
+        if known is None:
+            self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
+            stages = []
+            for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
+                flow = self.fabric.stages(src, dst, round(size), how)
+                if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
+                    flow = [self._net_stage(st) for st in flow]
+                if count > 1:
+                    flow = [replace(s, weights=s.weights * count) for s in flow]
+                stages.append(flow)
+            overhead = np.array([self.fabric.params.overhead_us(how) * 1e-6 for how in hows])
+            problem = self.fabric._problem(stages)
+            if key is not None:
+                if len(self._skeletons) >= _SKELETONS_KEPT:
+                    self._skeletons.clear()
+                self._skeletons[key] = (problem, overhead)
+        else:
+            problem, overhead = known
+            problem = replace(problem, stage_bytes=np.array([float(round(x)) for x in sizes]))
         first = problem.flow_first
         latency = problem.stage_latency_s.copy()
-        latency[first] = np.maximum(latency[first] - np.asarray(overhead), 0.0)
+        latency[first] = np.maximum(latency[first] - overhead, 0.0)
         caps = problem.stage_cap_gb_per_s
-        per_flow = np.broadcast_to(np.asarray(cap_gb_per_s, dtype=float), (len(flows),))
-        if np.isfinite(per_flow).any():  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
+        class_cap = np.array([c for _, _, _, c in classes], dtype=float)
+        if np.isfinite(class_cap).any():  # the channels' cap is a link-side figure: a copy inside one GPU is not capped
             flow_cap = np.full(len(caps), np.inf)
-            flow_cap[first] = np.where([src != dst for src, dst, _ in flows], per_flow, np.inf)
+            flow_cap[first] = np.where([src != dst for src, dst, _, _ in classes], class_cap, np.inf)
             caps = np.minimum(caps, flow_cap)
-        result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
+        # exact (rtol 0) either way; a cluster's thousands of flows with a handful of distinct finish times run
+        # faster in the compiled full re-solve than in the NumPy path's local updates (same answers to rounding)
+        engine = "compiled" if len(classes) >= _COMPILED_FROM_FLOWS and kernel.available() else "auto"
+        result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps), engine=engine)
         return float(np.max(result.finish_s))
 
     def _across_nodes(self, src: int, dst: int) -> bool:
@@ -775,6 +807,20 @@ class CollectiveModel:
             device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
         tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
         return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
+
+
+def _flow_classes(flows: Sequence[Flow], caps: np.ndarray) -> tuple[list[tuple[int, int, float, float]], list[int]]:
+    """The distinct flows (src, dst, bytes, cap) in first-seen order and how many times each occurs."""
+    index: dict[tuple[int, int, float, float], int] = {}
+    counts: list[int] = []
+    for (src, dst, nbytes), cap in zip(flows, caps.tolist()):
+        key = (src, dst, float(nbytes), cap)
+        k = index.setdefault(key, len(counts))
+        if k == len(counts):
+            counts.append(1)
+        else:
+            counts[k] += 1
+    return list(index), counts
 
 
 @dataclass(frozen=True)

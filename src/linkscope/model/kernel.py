@@ -36,20 +36,48 @@ def available() -> bool:
 
 def dedup_rows(A: csc_matrix, capacity: np.ndarray) -> tuple[csc_matrix, np.ndarray]:
     """Drop resources that cannot bind: of rows of ``A`` with the same stages and weights, keep the
-    one of lowest capacity (any rates that fit it fit the others), and drop empty rows.
-    Returns the reduced matrix (stages unchanged) and its capacities."""
+    one of lowest capacity (any rates that fit it fit the others; the first of equal ones), and drop
+    empty rows. Returns the reduced matrix (stages unchanged) and its capacities.
+
+    Vectorised: rows are grouped by length and a 64-bit hash of their (stage, weight) entries, lowest
+    capacity first, and each row is compared entry by entry with the first of its group; a row that
+    differs from it (a hash collision) is kept, so only exact duplicates are dropped."""
     R = A.tocsr()
     R.sort_indices()
+    capacity = np.asarray(capacity, dtype=float)
     lens = np.diff(R.indptr)
-    best: dict[bytes, int] = {}
-    for i in np.nonzero(lens)[0].tolist():
-        lo, hi = R.indptr[i], R.indptr[i + 1]
-        key = R.indices[lo:hi].tobytes() + R.data[lo:hi].tobytes()
-        k = best.get(key)
-        if k is None or capacity[i] < capacity[k]:
-            best[key] = i
-    keep = np.sort(np.fromiter(best.values(), dtype=np.int64, count=len(best)))
-    return csc_matrix(R[keep]), np.asarray(capacity, dtype=float)[keep]
+    rows = np.nonzero(lens)[0]
+    if rows.size == 0:
+        keep = rows
+        return csc_matrix(R[keep]), capacity[keep]
+    with np.errstate(over="ignore"):
+        pos = (np.arange(R.indices.size) - np.repeat(R.indptr[:-1], lens)).astype(np.uint64)
+        entry = _mix64(R.indices.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                       ^ np.ascontiguousarray(R.data, dtype=float).view(np.uint64)
+                       ^ (pos + np.uint64(1)) * np.uint64(0xC2B2AE3D27D4EB4F))
+        row_hash = np.add.reduceat(entry, R.indptr[rows])
+    order = rows[np.lexsort((rows, capacity[rows], row_hash, lens[rows]))]
+    h = np.empty(R.shape[0], dtype=np.uint64)
+    h[rows] = row_hash
+    new_group = np.ones(order.size, dtype=bool)
+    new_group[1:] = (lens[order[1:]] != lens[order[:-1]]) | (h[order[1:]] != h[order[:-1]])
+    leader = order[np.maximum.accumulate(np.where(new_group, np.arange(order.size), 0))]
+    # entry by entry against the group's first row (same length by construction)
+    n = lens[order]
+    mine = np.repeat(R.indptr[order], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    theirs = mine - np.repeat(R.indptr[order] - R.indptr[leader], n)
+    differs = (R.indices[mine] != R.indices[theirs]) | (R.data[mine] != R.data[theirs])
+    mismatch = np.add.reduceat(differs, np.cumsum(n) - n) > 0
+    keep = np.sort(order[new_group | mismatch])
+    return csc_matrix(R[keep]), capacity[keep]
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on unsigned 64-bit integers (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
 
 
 if HAVE_NUMBA:
