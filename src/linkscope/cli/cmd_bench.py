@@ -16,13 +16,10 @@ import typer
 
 from ..errors import UserError
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     NIC_HELP,
     WIDE_HELP,
     check_backend,
     check_outputs,
-    fallback_note_for,
     finish,
     interrupted,
     make_engine,
@@ -31,7 +28,6 @@ from .common import (
     parse_gpu_list,
     partial_writer,
     progress_bar,
-    resolve_topology_cli,
     run_context,
     size_alias_option,
     stderr_console,
@@ -39,6 +35,7 @@ from .common import (
     text_console,
     with_nic_option,
 )
+from .topoinput import TopologyInput, fallback_note_for, from_option, gpu_model_option, preset_option, synthetic_option
 
 bench_app = typer.Typer(
     invoke_without_command=True,
@@ -98,7 +95,7 @@ def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None
     engine_name = backend
     vendor = None
     try:
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True, fallback_note=None)
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=True, fallback_note=None)
         engine = make_engine(backend, topology)
         caps = engine.capabilities()
         engine_name = caps.name
@@ -144,10 +141,10 @@ _BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm o
 def bench(
     ctx: typer.Context,
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("Measure (sim) a shipped preset topology."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
+    gpu_model: str | None = gpu_model_option(),
     method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
     pattern: str = typer.Option("matrix", "--pattern",
                                 help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a"
@@ -197,8 +194,8 @@ def bench(
     gpu_sel = tuple(gpu_list) if gpu_list is not None else None
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                    fallback_note=fallback_note_for(backend))
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                 fallback_note=fallback_note_for(backend))
     topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
@@ -247,10 +244,10 @@ def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: Sequence[
 @bench_app.command("latency")
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("Measure (sim) a shipped preset topology."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8."),
+    gpu_model: str | None = gpu_model_option(),
     kind: str | None = typer.Option(None, "--kind",
                                     help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong"
                                          " between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else "
@@ -296,8 +293,8 @@ def latency(
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                    fallback_note=fallback_note_for(backend))
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                 fallback_note=fallback_note_for(backend))
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
     try:

@@ -5,18 +5,10 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    check_paths,
-    one_size_bytes,
-    parse_gpu_list,
-    resolve_topology_cli,
-    size_alias_option,
-    stdout_console,
-    write_error,
-)
+from .common import one_size_bytes, parse_gpu_list, size_alias_option, stdout_console, write_error
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 EXIT_LOW = 3
 
@@ -38,10 +30,10 @@ def check(
              "p2pBandwidthLatencyTest, TransferBench."),
     fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
                                                           "transferbench (default: from the content)."),
-    preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("The results came from a machine like this shipped preset."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
+    gpu_model: str | None = gpu_model_option(),
     gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
                                                          "(default: 0..n-1)."),
     ranks: int | None = typer.Option(None, "--ranks", min=1, max=1_000_000,
@@ -101,18 +93,9 @@ def check(
         for line in dropped:
             stderr_console().print(f"check: {line}", markup=False, soft_wrap=True)
     embedded = next((r.record.topology for r in runs if r.record is not None and r.record.topology), None)
-    if preset is None and from_file is None and synthetic is None and embedded is not None and len(runs) == 1:
-        from ..topology.io import from_dict
-
-        topology = from_dict(dict(embedded))
-    else:
-        from ..errors import BackendUnavailable
-
-        try:
-            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
-        except BackendUnavailable as exc:
-            raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
-                                                    "or --synthetic SPEC") from None
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(
+        allow_fallback=False, recorded=embedded if len(runs) == 1 else None,
+        missing_hint="name the machine the results came from: --preset NAME, --from FILE or --synthetic SPEC")
     calibrated = load_topology(calibration) if calibration is not None else None
     judge = Judge(topology, gpus=gpu_list, calibrated=calibrated, thresholds=thresholds)
     judged = judge_runs(runs, judge)

@@ -6,21 +6,11 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import ConfigError
 from ..patterns.methods import DEFAULT_METHOD
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    NIC_HELP,
-    STDOUT,
-    check_paths,
-    json_option,
-    resolve_topology_cli,
-    stderr_console,
-    stdout_console,
-    with_nic_option,
-    write_json_output,
-)
+from .common import NIC_HELP, STDOUT, json_option, stderr_console, stdout_console, with_nic_option, write_json_output
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 
 def _load_results(path: Path) -> dict:
@@ -39,10 +29,10 @@ def register(app: typer.Typer) -> None:
     @app.command("map")
     def map_command(
         traffic: Path = typer.Argument(..., help="Traffic matrix (.json, .csv or .npy)."),
-        preset: str | None = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("Map onto a shipped preset topology."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("Map onto a synthetic topology, e.g. pcie:2x4."),
+        gpu_model: str | None = gpu_model_option(),
         results: Path | None = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
         metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
         method: str | None = typer.Option(None, "--method",
@@ -126,7 +116,7 @@ def register(app: typer.Typer) -> None:
         topology = None
         nic_choice = nic
         if results is None or preset or from_file or synthetic:
-            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
+            topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=False)
             topology, nic_choice = with_nic_option(topology, nic)
             from ..model.budget import check_budget, estimate_map_bytes  # a memory estimate before mapping
 

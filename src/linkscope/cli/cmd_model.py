@@ -7,45 +7,26 @@ from typing import Any
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     NIC_HELP,
     STDOUT,
-    check_paths,
     json_option,
     parse_gpu_list,
-    resolve_topology_cli,
     stderr_console,
     stdout_console,
     with_nic_option,
     write_json_output,
 )
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 model_app = typer.Typer(
     name="model",
     help="Predict transfers with the fabric model; calibrate it from a measured run; check it against one.",
     no_args_is_help=True,
 )
-
-
-def load_topology_arg(value: str):
-    """A topology from ``--topology``: a JSON file or recorded folder, a preset name (or
-    ``preset:NAME``), or a synthetic spec (``nvswitch:8``, ``pcie:2x4``, ``fattree:4x8``); loaded by
-    the one topology resolver (``discovery.auto.resolve_topology``)."""
-    from ..topology.presets import preset_names
-
-    name = value[len("preset:"):] if value.startswith("preset:") else value
-    if Path(value).exists():
-        return resolve_topology_cli(None, value, None, allow_fallback=False)
-    if name in preset_names():
-        return resolve_topology_cli(name, None, None, allow_fallback=False)
-    if ":" in value and not value.startswith("preset:"):
-        return resolve_topology_cli(None, None, value, allow_fallback=False)
-    raise UserError(f"--topology {value!r} is not a file, a preset or a synthetic spec",
-                    hint=f"presets: {', '.join(preset_names())}; specs: nvswitch:N, pcie:SxG, fattree:NxG")
 
 
 def _load_record(path: Path):
@@ -100,10 +81,10 @@ def register(app: typer.Typer) -> None:
 
 @model_app.command("predict")
 def predict_cmd(
-    preset: str | None = typer.Option(None, "--preset", help="A shipped preset."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("A shipped preset."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
+    gpu_model: str | None = gpu_model_option(),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern",
                                 help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, "
@@ -130,7 +111,7 @@ def predict_cmd(
     check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=True)
     topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
     if not flows:  # a memory estimate before any plan is made (model/budget.py)
@@ -193,7 +174,8 @@ def params_cmd(
     from ..model.params import ModelParams
 
     check_paths(outputs={"--json": json_path})
-    params = ModelParams.for_topology(load_topology_arg(topology)) if topology else ModelParams.defaults()
+    params = (ModelParams.for_topology(TopologyInput.from_value(topology).resolve(allow_fallback=False)) if topology
+              else ModelParams.defaults())
     rows: list[dict[str, Any]] = []
     for key in sorted(params.values):
         fit = FITS.get(key) if params.is_default(key) else None
@@ -237,7 +219,7 @@ def calibrate_cmd(
     if json_path == "-" and output is None:
         raise ConfigError("--json - prints the fit report on stdout; give -o FILE for the calibrated topology")
     record = _load_record(results)
-    topo = load_topology_arg(topology) if topology else None
+    topo = TopologyInput.from_value(topology).resolve(allow_fallback=False) if topology else None
     result = calibrate(record, topo, source=str(results))
     err = stderr_console()
     if output is not None:
@@ -296,7 +278,7 @@ def check_cmd(
                           "give --topology or --params-from, not both")
     check_paths(inputs={"RESULTS": results, "--params-from": params_from}, outputs={"--json": json_path})
     record = _load_record(results)
-    topo = load_topology_arg(topology) if topology else None
+    topo = TopologyInput.from_value(topology).resolve(allow_fallback=False) if topology else None
     params = None
     if params_from is not None:
         from ..topology import io as topo_io

@@ -5,14 +5,11 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     STDOUT,
     check_backend,
-    check_paths,
-    fallback_note_for,
     finish,
     interrupted,
     make_engine,
@@ -20,13 +17,13 @@ from .common import (
     one_size_bytes,
     partial_writer,
     progress_bar,
-    resolve_topology_cli,
     run_context,
     size_alias_option,
     stderr_console,
     stdout_console,
     write_error,
 )
+from .topoinput import TopologyInput, fallback_note_for, from_option, gpu_model_option, preset_option, synthetic_option
 
 
 def _render_survey(record, topology) -> None:
@@ -97,10 +94,10 @@ def register(app: typer.Typer) -> None:
         report: Path | None = typer.Option(None, "--report", help="Where to write the HTML report (default: the JSON path with .html)."),
         no_report: bool = typer.Option(False, "--no-report", help="Do not write the HTML report."),
         backend: str = typer.Option("auto", "--backend", help="auto (cuda when usable here, else sim), cuda, rocm or sim."),
-        preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("Survey (sim) a shipped preset instead of this machine."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8."),
+        gpu_model: str | None = gpu_model_option(),
         sizes: str | None = typer.Option(None, "--sizes",
                                          help="Transfer size of the matrices and patterns (one size; default 512MiB)."),
         size: str | None = size_alias_option(),
@@ -137,8 +134,8 @@ def register(app: typer.Typer) -> None:
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
         survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                        fallback_note=fallback_note_for(backend))
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                     fallback_note=fallback_note_for(backend))
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)

@@ -5,21 +5,10 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_output_dir, check_paths
 from ..errors import UserError
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    STDOUT,
-    check_output_dir,
-    check_paths,
-    json_option,
-    parse_gpu_list,
-    resolve_topology_cli,
-    stderr_console,
-    stdout_console,
-    write_error,
-    write_json_output,
-)
+from .common import STDOUT, json_option, parse_gpu_list, stderr_console, stdout_console, write_error, write_json_output
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 EXPORT_FORMATS = ("nccl-xml",)
 
@@ -33,10 +22,10 @@ def register(app: typer.Typer) -> None:
     @topo_app.callback()
     def topo(
         ctx: typer.Context,
-        preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("A shipped preset (see --list-presets)."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("e.g. nvswitch:8, pcie:2x4."),
+        gpu_model: str | None = gpu_model_option(),
         json_path: str | None = json_option("the topology model (with --health: the health report)"),
         output: Path | None = typer.Option(None, "-o", "--output",
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
@@ -102,8 +91,9 @@ def register(app: typer.Typer) -> None:
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
         # the topology view prints the fallback note among the topology's notes: not twice
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=live and not health,
-                                        discover=discover, fallback_note=None if json_path is None and output is None else "why")
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(
+            allow_fallback=live and not health, discover=discover,
+            fallback_note=None if json_path is None and output is None else "why")
         if health:
             _print_health(topology, from_file, sysfs_root, json_path, run, record)
             return
