@@ -171,8 +171,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        topology = choice.lazy(allow_fallback=True)
         # each size's row is on stdout as it finishes: no second copy on stderr
-        _run(lambda session: bench.bench_nccl(session, opts, choice.lazy(allow_fallback=True), choice.given), json_path, echo_progress=False)
+        _run(lambda session: bench.bench_nccl(session, opts, topology, choice.given), json_path, echo_progress=False)
 
     @bench_app.command("stencil")
     def bench_stencil(
