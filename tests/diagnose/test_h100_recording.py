@@ -220,7 +220,7 @@ def test_examine_is_the_health_of_topo_as_one_library_call():
     exam = examine(topology, recording=folder, record=record, record_name="run.json")
     assert exam.notes == ("run.json is SIMULATED: it proves nothing about this machine's links",)
     assert any("bounce through the host" in p for p in exam.proofs)
-    assert [s.element for s in exam.suspects][0].startswith("PCIe switch downstream port 0000:02:00.0")
+    assert exam.suspects[0].element.startswith("PCIe switch downstream port 0000:02:00.0")
     data = exam.to_dict()
     assert data["host_bounce"] == list(exam.proofs) and data["suspects"][0]["element"] == exam.suspects[0].element
     bare = examine(topology, recording=folder)

@@ -61,20 +61,6 @@ def _int(text: str, part: str) -> int:
         raise ConfigError(f"bad endpoint {text!r} in flow {part!r}", hint="use a GPU index or 'host'") from None
 
 
-def _pattern_plans(topology, pattern: str, gpus: list[int] | None, size_bytes: int, method: str):
-    """The concurrent groups of a built-in pattern (``patterns``), as ``bench --pattern`` runs them."""
-    from ..patterns.base import select_gpus
-    from ..patterns.methods import find_method
-    from ..patterns.registry import get_pattern
-
-    chosen = select_gpus(topology, gpus)
-    pat = get_pattern(pattern)
-    waiver = pat.applies_to(topology, chosen, find_method(method))
-    if waiver is not None:
-        raise ConfigError(waiver.reason)
-    return pat.plan(topology, chosen, size_bytes, method, "uni")
-
-
 def register(app: typer.Typer) -> None:
     app.add_typer(model_app, name="model")
 
@@ -104,8 +90,9 @@ def predict_cmd(
 
     Example: linkscope model predict --preset pcie-8gpu-2socket --method staged-pinned --flows 0->1,2->3
     """
+    from ..model.groups import predict_groups
     from ..model.predict import FabricModel, check_rtol
-    from ..units import format_size, parse_sizes
+    from ..units import parse_sizes
 
     gpu_list = parse_gpu_list(gpus)
     check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
@@ -114,32 +101,18 @@ def predict_cmd(
     topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=True)
     topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
-    if not flows:  # a memory estimate before any plan is made (model/budget.py)
-        from ..model.budget import check_pattern_budget
-        from ..patterns.base import select_gpus
-        from ..patterns.registry import get_pattern
-
-        check_pattern_budget(get_pattern(pattern), topology, select_gpus(topology, gpu_list), size_list, [method], "uni",
-                             "model predict")
     model = FabricModel(topology)
-    groups: list[tuple[str, list[tuple]]] = []  # (label, flows) per size, each predicted as one concurrent group
-    for size in size_list:
-        if flows:
-            groups.append(("flows", [(a, b, size) for a, b in _parse_flows(flows)]))
-        else:
-            groups.extend((plan.label, [(t.src, t.dst, t.size_bytes) for t in plan.transfers])
-                          for plan in _pattern_plans(topology, pattern, gpu_list, size, method))
-    rows: list[dict[str, Any]] = []
-    for label, group in groups:
-        for p in model.predict(group, method, rtol=rtol):
-            rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
-                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
-                         "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
-                         "limited_by": p.limited_by or None, "provenance": "predicted"})
+    rows = predict_groups(model, size_list, method, flows=_parse_flows(flows) if flows else None, pattern=pattern,
+                          gpus=gpu_list, rtol=rtol)
     if write_json_output(json_path, json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows},
                                                indent=2)):
         return
+    _render_predictions(rows, topology.name, nic_choice)
+
+
+def _render_predictions(rows: list[dict[str, Any]], topology_name: str, nic_choice: str | None) -> None:
     from ..report.console import Column, print_fitted
+    from ..units import format_size
 
     columns = [Column("group", key=True), Column("src", key=True), Column("dst", key=True), Column("size", key=True),
                Column("GB/s"), Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
@@ -147,7 +120,7 @@ def predict_cmd(
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
     nics = f", NICs {nic_choice}" if nic_choice else ""
     console = stdout_console()
-    print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    print_fitted(console, f"predicted on {topology_name}{nics} (model, not measured)", columns, table_rows)
     bound = sum(1 for r in rows if r["limited_by"] == "copy engines")
     if bound:
         console.print(f"note: {bound} of {len(rows)} copies are copy-engine bound (each GPU sends to and receives from "
