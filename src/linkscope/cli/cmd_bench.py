@@ -21,13 +21,12 @@ from .common import (
     check_backend,
     check_outputs,
     finish,
-    interrupted,
     make_engine,
     measure_options,
+    measure_with,
     one_size_bytes,
     parse_gpu_list,
-    partial_writer,
-    progress_bar,
+    parse_gpu_tuple,
     run_context,
     size_alias_option,
     stderr_console,
@@ -180,6 +179,7 @@ def bench(
         print_list(backend, preset, from_file, synthetic, gpu_model, wide)
         return
     from ..measure.runner import BenchSpec, run_bench
+    from ..model.budget import check_pattern_budget
     from ..patterns.base import check_direction, select_gpus
     from ..patterns.registry import resolve_pattern
     from ..units import parse_sizes
@@ -190,8 +190,7 @@ def bench(
                   inputs={"--from": from_file, "--pattern": pattern if Path(pattern).is_file() else None})
     pat = resolve_pattern(pattern)
     size_list = parse_sizes(sizes)
-    gpu_list = parse_gpu_list(gpus)
-    gpu_sel = tuple(gpu_list) if gpu_list is not None else None
+    gpu_sel = parse_gpu_tuple(gpus)
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
     topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
@@ -199,31 +198,28 @@ def bench(
     topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
-    try:
+
+    def work(progress, on_partial):
         methods = check_methods(parse_list(method if method is not None else _default_methods(pat.key), "--method")
                                 or [_default_methods("")], engine)
-        spec = BenchSpec(pat, methods, direction, gpu_sel)
-        from ..model.budget import check_pattern_budget  # a memory estimate before any plan is made
-
+        # a memory estimate before any plan is made
         check_pattern_budget(pat, topology, select_gpus(topology, gpu_sel), size_list, methods, direction, "bench")
-        on_partial = partial_writer(json_path, csv_path)
-        try:
-            with progress_bar() as progress:
-                record = run_bench(engine, topology, spec, size_list, options, progress=progress, on_partial=on_partial,
-                                   context=run_context(topology, engine),
-                                   run_options={"pattern": pattern, "command": "bench",
-                                                **({"nic": nic_choice} if nic_choice else {})})
-        except KeyboardInterrupt:
-            raise interrupted(on_partial) from None
-    finally:
-        engine.close()
+        return methods, run_bench(engine, topology, BenchSpec(pat, methods, direction, gpu_sel), size_list, options,
+                                  progress=progress, on_partial=on_partial, context=run_context(topology, engine),
+                                  run_options={"pattern": pattern, "command": "bench", **({"nic": nic_choice} if nic_choice else {})})
+
+    methods, record = measure_with(engine, work, json_path=json_path, csv_path=csv_path)
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
     if not osu and json_path != "-" and csv_path != "-" and len(methods) > 1:
-        from ..results.findings import method_comparison_lines
+        _compare_methods(record, topology)
 
-        console = stdout_console()
-        for line in method_comparison_lines(record, topology):
-            console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
+
+def _compare_methods(record, topology) -> None:
+    from ..results.findings import method_comparison_lines
+
+    console = stdout_console()
+    for line in method_comparison_lines(record, topology):
+        console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
 
 
 def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: Sequence[int], engine) -> list[str]:
@@ -267,28 +263,19 @@ def latency(
 
     Example: linkscope bench latency --kind remote-read --gpus 0,1,2,3 --json lat.json
     """
-    from ..measure.runner import all_ordered_pairs, run_latency
+    from ..measure.runner import latency_pairs, run_latency
     from ..patterns.base import select_gpus
     from ..patterns.methods import (
         DEFAULT_METHOD,
         LATENCY_COPY,
-        LATENCY_HOST_READ,
-        LATENCY_KINDS,
         PAIR_LATENCY_KINDS,
+        check_latency_kinds,
     )
-    from ..patterns.plan import HOST
 
     method = DEFAULT_METHOD.key if method is None else method
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu, inputs={"--from": from_file})
-    kinds = parse_list(kind, "--kind") if kind is not None else list(PAIR_LATENCY_KINDS)
-    if not kinds:
-        raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
-    for k in kinds:
-        if k not in LATENCY_KINDS:
-            raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
-        if kinds.count(k) > 1:
-            raise UserError(f"latency kind {k!r} is listed twice in --kind {kind!r}")
+    kinds = check_latency_kinds(parse_list(kind, "--kind"), kind) if kind is not None else list(PAIR_LATENCY_KINDS)
     size_bytes = one_size_bytes(sizes, size, "8", "4KiB")
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
@@ -297,30 +284,15 @@ def latency(
                                                                                  fallback_note=fallback_note_for(backend))
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
-    try:
-        one_gpu = len(selected) < 2
-        if one_gpu:
-            kinds = _one_gpu_latency_kinds(kinds, kind is not None, selected, engine)
-        if LATENCY_COPY.key in kinds:
-            check_methods([method], engine)
-        # host-read chases through host memory from each GPU; on one GPU a copy runs both ways between
-        # the host and the GPU; the other kinds run on GPU pairs
-        def pairs_of(k: str) -> list:
-            if k == LATENCY_HOST_READ.key:
-                return [(HOST, g) for g in selected]
-            if one_gpu:
-                return [(HOST, g) for g in selected] + [(g, HOST) for g in selected]
-            return all_ordered_pairs(selected)
 
-        on_partial = partial_writer(json_path, csv_path)
-        try:
-            with progress_bar() as progress:
-                record = run_latency(engine, kinds, {k: pairs_of(k) for k in kinds}, options, topology=topology,
-                                     method=method, size_bytes=size_bytes, progress=progress, on_partial=on_partial,
-                                     context=run_context(topology, engine), run_options={"command": "bench latency"})
-        except KeyboardInterrupt:
-            raise interrupted(on_partial) from None
-    finally:
-        engine.close()
+    def work(progress, on_partial):
+        chosen = _one_gpu_latency_kinds(kinds, kind is not None, selected, engine) if len(selected) < 2 else kinds
+        if LATENCY_COPY.key in chosen:
+            check_methods([method], engine)
+        return run_latency(engine, chosen, {k: latency_pairs(k, selected) for k in chosen}, options, topology=topology,
+                           method=method, size_bytes=size_bytes, progress=progress, on_partial=on_partial,
+                           context=run_context(topology, engine), run_options={"command": "bench latency"})
+
+    record = measure_with(engine, work, json_path=json_path, csv_path=csv_path)
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
 

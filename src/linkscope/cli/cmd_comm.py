@@ -25,7 +25,7 @@ import typer
 from ..atomic import check_paths
 from ..errors import UserError
 from ..measure.options import MAX_REPS, MAX_RUNS
-from .common import STDOUT, parse_gpu_list, partial_writer
+from .common import STDOUT, parse_gpu_tuple, partial_writer
 from .topoinput import FROM_HELP, TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
@@ -76,11 +76,6 @@ def _sizes(text: str) -> tuple[int, ...]:
     from ..units import parse_sizes
 
     return tuple(parse_sizes(text))
-
-
-def _gpus(text: str | None) -> tuple[int, ...] | None:
-    parsed = parse_gpu_list(text)
-    return tuple(parsed) if parsed is not None else None
 
 
 _PRESET = preset_option("Topology preset (simulated backend; stencil --mapping auto).")
@@ -168,7 +163,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
 
         if op not in OPS:
             raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}")
-        opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
+        opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, parse_gpu_tuple(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
         topology = choice.lazy(allow_fallback=True)
@@ -207,7 +202,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         if dims not in (2, 3):
             raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
         opts = bench.StencilOptions(dims, periodic, weighted, mapping, grid, _sizes(sizes), iters, warmup, runs,
-                                    _gpus(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
+                                    parse_gpu_tuple(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
         topology = choice.lazy(allow_fallback=True)
         inputs = {"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None}

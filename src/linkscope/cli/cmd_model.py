@@ -244,7 +244,6 @@ def check_cmd(
     Example: linkscope model check run.json --topology calibrated.json
     """
     from ..model.check import check
-    from ..units import format_size
 
     if params_from is not None and topology is not None:
         raise ConfigError("--params-from applies another file's parameters to RESULTS' own topology; "
@@ -273,32 +272,38 @@ def check_cmd(
     for note in notes:
         err_console.print(f"warning: {note}", style="bold yellow", markup=False)
     if not write_json_output(json_path, json.dumps(report.as_dict(), indent=2, allow_nan=False)):
-        from ..report.console import Column, print_fitted
-
-        what = "measured" if not report.compares_model_with_itself else report.record_provenance
-        columns = [Column("#", key=True), Column("src"), Column("dst"), Column("method", justify="left"),
-                   Column("pattern", justify="left"), Column("dir", justify="left"), Column("size"),
-                   Column(f"{what} (GB/s)", f"{what[:4]}. GB/s"), Column("predicted (GB/s)", "pred. GB/s"),
-                   Column("error", justify="left", wrap=True)]
-        rows = []
-        for e in report.entries:
-            err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
-            rows.append([str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
-                         _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})"])
-        console = stdout_console()
-        print_fitted(console, f"model check on {report.topology}: predicted vs {what}", columns, rows)
-        for note in notes:
-            console.print(f"{note}", style="bold yellow", markup=False)
-        if report.n_compared:
-            console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
-                          f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)
-            for method, s in report.by_method.items():
-                console.print(f"  {method}: n={int(s['n'])} median {s['median_abs_rel_error']:.1%} worst {s['worst_abs_rel_error']:.1%}",
-                              markup=False)
-        else:
-            console.print("summary: no entry could be compared", markup=False)
+        _render_check(report, notes)
     if max_error is not None and (report.worst_abs_rel_error is None or report.worst_abs_rel_error > max_error):
         worst = "no entry could be compared" if report.worst_abs_rel_error is None else \
             f"worst |error| {report.worst_abs_rel_error:.1%} (entry {report.worst_index})"
         stderr_console().print(f"model check: {worst} exceeds --max-error {max_error:g}", markup=False)
         raise typer.Exit(3)
+
+
+def _render_check(report, notes: list[str]) -> None:
+    """Predicted vs measured, entry by entry, the notes, and the summary by method."""
+    from ..report.console import Column, print_fitted
+    from ..units import format_size
+
+    what = "measured" if not report.compares_model_with_itself else report.record_provenance
+    columns = [Column("#", key=True), Column("src"), Column("dst"), Column("method", justify="left"),
+               Column("pattern", justify="left"), Column("dir", justify="left"), Column("size"),
+               Column(f"{what} (GB/s)", f"{what[:4]}. GB/s"), Column("predicted (GB/s)", "pred. GB/s"),
+               Column("error", justify="left", wrap=True)]
+    rows = []
+    for e in report.entries:
+        err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
+        rows.append([str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
+                     _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})"])
+    console = stdout_console()
+    print_fitted(console, f"model check on {report.topology}: predicted vs {what}", columns, rows)
+    for note in notes:
+        console.print(f"{note}", style="bold yellow", markup=False)
+    if report.n_compared:
+        console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
+                      f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)
+        for method, s in report.by_method.items():
+            console.print(f"  {method}: n={int(s['n'])} median {s['median_abs_rel_error']:.1%} worst {s['worst_abs_rel_error']:.1%}",
+                          markup=False)
+    else:
+        console.print("summary: no entry could be compared", markup=False)

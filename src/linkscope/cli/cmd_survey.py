@@ -11,12 +11,10 @@ from .common import (
     STDOUT,
     check_backend,
     finish,
-    interrupted,
     make_engine,
     measure_options,
+    measure_with,
     one_size_bytes,
-    partial_writer,
-    progress_bar,
     run_context,
     size_alias_option,
     stderr_console,
@@ -118,15 +116,7 @@ def register(app: typer.Typer) -> None:
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
 
         check_backend(backend)
-        if report is None and not no_report and str(output) == STDOUT:
-            no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
-        if report is None and not no_report:
-            report = output.with_suffix(".html")
-            if report == output:
-                raise UserError(f"--output {output}: the HTML report's default name (the JSON path with .html) is the same file",
-                                hint="name the JSON file .json, or give --report FILE or --no-report")
-        if no_report:
-            report = None
+        report = _report_path(output, report, no_report)
         check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--report": report})
         size_bytes = one_size_bytes(sizes, size, "512MiB", "256MiB")
         assert size_bytes is not None  # a default is given
@@ -139,21 +129,25 @@ def register(app: typer.Typer) -> None:
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)
-        try:
-            if engine.capabilities().provenance == "simulated":
-                stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
-                                       style="bold yellow")
-            on_partial = partial_writer(json_path)
-            try:
-                with progress_bar(unit="steps") as progress:
-                    record = run_survey(engine, topology, survey_options, progress=progress,
-                                        on_partial=on_partial, context=run_context(topology, engine),
-                                        pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics)
-            except KeyboardInterrupt:
-                raise interrupted(on_partial) from None
-        finally:
-            engine.close()
-            if diagnostics is not None:
-                diagnostics.close()
+        if engine.capabilities().provenance == "simulated":
+            stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
+                                   style="bold yellow")
+        record = measure_with(engine, lambda progress, on_partial: run_survey(
+            engine, topology, survey_options, progress=progress, on_partial=on_partial, context=run_context(topology, engine),
+            pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics), json_path=json_path, unit="steps",
+            close=diagnostics.close if diagnostics is not None else None)
         finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology),
                before_exit=lambda r: _after_write(r, output, report))
+
+
+def _report_path(output: Path, report: Path | None, no_report: bool) -> Path | None:
+    """The HTML report beside ``--output`` (the JSON path with .html) unless ``--report`` names one or
+    ``--no-report``; none for ``-o -`` (the record goes to stdout) unless ``--report`` names one."""
+    if report is None and not no_report and str(output) == STDOUT:
+        no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
+    if report is None and not no_report:
+        report = output.with_suffix(".html")
+        if report == output:
+            raise UserError(f"--output {output}: the HTML report's default name (the JSON path with .html) is the same file",
+                            hint="name the JSON file .json, or give --report FILE or --no-report")
+    return None if no_report else report

@@ -139,6 +139,12 @@ def parse_gpu_list(text: str | None, option: str = "--gpus") -> list[int] | None
     return values
 
 
+def parse_gpu_tuple(text: str | None, option: str = "--gpus") -> tuple[int, ...] | None:
+    """``parse_gpu_list`` as a tuple (what the measuring options hold)."""
+    parsed = parse_gpu_list(text, option)
+    return tuple(parsed) if parsed is not None else None
+
+
 # ---- measuring commands (bench, bench latency, survey) ------------------------------
 def with_nic_option(topology, nic: str | None):
     """``(topology, choice)``: the topology whose model, routes and mapping use ``--nic`` or, without
@@ -304,6 +310,24 @@ def interrupted(checkpoint) -> typer.Exit:
     by = "" if name == "Ctrl-C" else f" by {name}"
     stderr_console().print(f"linkscope: interrupted{by}{checkpoint.where()}", style="bold red", markup=False)
     return typer.Exit(interrupt_status())
+
+
+def measure_with(engine, work: Callable[[Callable[[int, int, str], None], Any], Any], *, json_path: str | Path | None,
+                 csv_path: str | Path | None = None, unit: str = "transfers", close: Callable[[], None] | None = None) -> Any:
+    """The frame of every single-process measuring command: ``work(progress, on_partial)`` runs under a
+    progress bar with the partial files written after each step (``partial_writer``); Ctrl-C ends it
+    with the partial files named (``interrupted``); the engine (and ``close``) are closed whatever happens."""
+    try:
+        on_partial = partial_writer(json_path, csv_path)
+        try:
+            with progress_bar(unit=unit) as progress:
+                return work(progress, on_partial)
+        except KeyboardInterrupt:
+            raise interrupted(on_partial) from None
+    finally:
+        engine.close()
+        if close is not None:
+            close()
 
 
 def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,
