@@ -275,7 +275,7 @@ def latency(
     method = DEFAULT_METHOD.key if method is None else method
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu, inputs={"--from": from_file})
-    kinds = check_latency_kinds(parse_list(kind, "--kind"), kind) if kind is not None else list(PAIR_LATENCY_KINDS)
+    kinds = check_latency_kinds(parse_list(kind, "--kind") or [], kind) if kind is not None else list(PAIR_LATENCY_KINDS)
     size_bytes = one_size_bytes(sizes, size, "8", "4KiB")
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
