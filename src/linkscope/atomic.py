@@ -11,6 +11,8 @@
 * Standard output is a stream, not a file to replace: ``-`` and the names of this process's stdout
   (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``) are ``STDOUT`` (``stdout_alias``); the CLI
   maps them to ``-`` before a command runs, so each command writes its record to the stream.
+* Before any work, a command's outputs are checked (``check_paths``): each can be written, and none
+  is an input or another output of the same invocation.
 * An ``OSError`` (full disk, read-only file system, a name too long) is a ``UserError`` naming
   the file: one line, no traceback.
 """
@@ -135,6 +137,107 @@ def check_file_name(path: Path | str, option: str | None = None) -> None:
         where = f"{option} {text}" if option else text
         raise UserError(f"{where}: ends with '{os.sep}', which names a folder; expected a file name",
                         hint=f"give a file name inside it, e.g. {text}out.json")
+
+
+def check_output_file(path: str | Path | None, option: str) -> None:
+    """Refuse, before any work is done, an output file that cannot be written: its folder does not
+    exist (a typo is not silently turned into new folders), is not a folder or is not writable (a
+    file is created there and removed, which also catches /proc and read-only file systems), the
+    name is longer than the file system allows, or the path is a folder, a symbolic link, a FIFO or
+    a device (``atomic.check_replaceable``). ``None`` and ``"-"`` (stdout) pass."""
+    if path is None or str(path) == STDOUT:
+        return
+    check_file_name(path, option)
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not str(path).strip() or not target.name:
+        raise UserError(f"{option} {str(path)!r}: not a file name")
+    check_replaceable(target, option)
+    name_max = _path_limit(parent, "PC_NAME_MAX", 255)
+    if len(os.fsencode(target.name)) > name_max:
+        raise UserError(f"{option}: the file name is {len(os.fsencode(target.name))} bytes long; "
+                        f"the file system allows {name_max}", hint="choose a shorter name")
+    if len(os.fsencode(os.path.abspath(target))) >= _path_limit(parent, "PC_PATH_MAX", 4096):
+        raise UserError(f"{option}: the path is longer than the file system allows", hint="choose a shorter path")
+    if not parent.exists():
+        raise UserError(f"{option} {target}: folder {parent} does not exist", hint=f"create it first: mkdir -p {parent}")
+    if not parent.is_dir():
+        raise UserError(f"{option} {target}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UserError(f"{option} {target}: not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".linkscope-probe-", dir=parent)
+    except OSError as exc:
+        raise UserError(f"{option} {target}: cannot create a file in {parent}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _path_limit(folder: Path, name: str, default: int) -> int:
+    """``pathconf`` of the nearest existing folder (NAME_MAX, PATH_MAX), or ``default``."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return int(os.pathconf(probe if probe.exists() else ".", name))
+    except (OSError, ValueError):
+        return default
+
+
+def check_output_dir(path: str | Path | None, option: str) -> None:
+    """Refuse an output folder that cannot be created or written (its parent must exist), and an
+    existing file or link given where a folder is expected."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise UserError(f"{option} {target}: exists and is not a folder", hint="give a folder name")
+    if target.exists():
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise UserError(f"{option} {target}: not writable")
+        return
+    check_output_file(target, option)
+
+
+def _identity(path: str | Path) -> tuple:
+    """What makes two path names the same file: (device, inode) when it exists, else the real path."""
+    try:
+        st = os.stat(path)
+        return ("inode", st.st_dev, st.st_ino)
+    except OSError:
+        return ("path", os.path.realpath(os.path.abspath(path)))
+
+
+def check_paths(*, inputs: dict[str, Any] | None = None, outputs: dict[str, Any] | None = None,
+                output_dirs: dict[str, Any] | None = None) -> None:
+    """The one guard every command runs before any work: each output file and folder can be
+    written (``check_output_file`` / ``check_output_dir``), and no output is an input or another
+    output of the same invocation (same name, or the same file through a link, ``..`` or a hard
+    link). ``inputs``/``outputs``/``output_dirs`` map an option name to a path, ``None`` (not
+    given) or a list of paths (``report RUN.json...``); ``"-"`` (stdout) is never a clash."""
+    named: list[tuple[str, str, str | Path]] = []  # (role, option, path)
+    for role, group in (("input", inputs), ("output", outputs), ("output folder", output_dirs)):
+        for option, value in (group or {}).items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if item is not None and str(item) != STDOUT:
+                    named.append((role, option, item))
+    for role, option, path in named:
+        if role == "output":
+            check_output_file(path, option)
+        elif role == "output folder":
+            check_output_dir(path, option)
+    seen: dict[tuple, tuple[str, str, str | Path]] = {}
+    for role, option, path in named:
+        key = _identity(path)
+        if key in seen:
+            first_role, first_option, first_path = seen[key]
+            if role == "input" and first_role == "input":
+                continue  # reading one file twice destroys nothing
+            same = "" if str(first_path) == str(path) else f" ({first_path} and {path} are the same file)"
+            raise UserError(f"{option} {path} names the same file as {first_role} {first_option}{same}; "
+                            "it would be overwritten", hint=f"give {option} another file name")
+        seen[key] = (role, option, path)
 
 
 def sidecar_path(path: Path | str) -> Path:

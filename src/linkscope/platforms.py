@@ -61,14 +61,14 @@ class Platform:
             nvbandwidth's latency figure is the mean over the SMs of one SM chasing alone
             (kernels.cu latencyPtrChaseKernel: launch k lets block k chase); one SM alone is not
             representative (block 0 read a peer 3% above that mean on 2 x H100). On 2 x H100
-            (2026-11-25, visit 12, bench/chase_modes.py beside nvbandwidth in the same call): every
+            (2026-11-25, visit 12, docs/runs/scripts/chase_modes.py beside nvbandwidth in the same call): every
             SM at once read a peer in 0.8264-0.8271 us against nvbandwidth's 0.8300-0.8310 and each SM
             in turn 0.8275-0.8301; host memory every SM at once 1.221-1.270 against 1.178-1.205 (132
             chasers share the PCIe path) and each SM in turn 1.186-1.204. Hence every SM at once for
             remote-read (one launch a sample) and in turn for host-read. Off on AMD: not measured there.
         sm_push_shape: (threads, blocks per SM, unroll) of the ``sm-push`` copy kernel between two GPUs where the engine's
             launch shape is left at its default (``SmLaunch()``, 512 x 4 x 4). On 2 x H100 (NV18,
-            2026-11-25, bench/sm_launch_sweep.py, two rounds beside nvbandwidth -b in the same call)
+            2026-11-25, docs/runs/scripts/sm_launch_sweep.py, two rounds beside nvbandwidth -b in the same call)
             256 x 1 x 4 pushed 354, 370 and 370 GB/s at 1, 16 and 64 MiB where the default pushed 339,
             368 and 368 and nvbandwidth's write_sm 317-320, 369 and 369; the best of 18 shapes at both
             16 and 64 MiB in visit 5 too. Pulls keep the default (no shape reached nvbandwidth's

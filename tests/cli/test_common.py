@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from linkscope.cli import main
-from linkscope.cli.common import parse_gpu_list, resolve_topology_cli
+from linkscope.cli.common import parse_gpu_list
+from linkscope.cli.topoinput import TopologyInput
 from linkscope.errors import UserError
 
 HINT = "use comma-separated non-negative integers, e.g. --gpus 0,1,3"
@@ -87,19 +88,50 @@ def test_model_predict_uses_the_gpus_given(capsys):
     assert sorted((r["src"], r["dst"]) for r in rows) == [(2, 3), (3, 2)]
 
 
-def test_resolve_topology_cli_prints_the_fallback_note_on_stderr(capsys):
+def test_topology_input_prints_the_fallback_note_on_stderr(capsys):
     from linkscope.errors import BackendUnavailable
 
     def no_gpu():
         raise BackendUnavailable("no GPU discovered here (NVML: absent; ROCm: absent)")
 
-    topology = resolve_topology_cli(None, None, None, allow_fallback=True, discover=no_gpu)
+    topology = TopologyInput().resolve(allow_fallback=True, discover=no_gpu)
     captured = capsys.readouterr()
     assert topology.name == "hgx-h200-4"
     assert captured.out == ""
     assert "note: no GPU discovered here (NVML: absent; ROCm: absent): using the simulated default preset hgx-h200-4" in captured.err
     with pytest.raises(BackendUnavailable):
-        resolve_topology_cli(None, None, None, allow_fallback=False, discover=no_gpu)
+        TopologyInput().resolve(allow_fallback=False, discover=no_gpu)
+    with pytest.raises(BackendUnavailable) as caught:
+        TopologyInput().resolve(allow_fallback=False, discover=no_gpu, missing_hint="name the machine")
+    assert caught.value.hint == "name the machine"
+
+
+def test_topology_input_reads_one_value_as_a_file_a_preset_or_a_spec(tmp_path):
+    from linkscope.errors import UserError
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    assert TopologyInput.from_value("hgx-h200-4") == TopologyInput(preset="hgx-h200-4")
+    assert TopologyInput.from_value("preset:hgx-h200-4") == TopologyInput(preset="hgx-h200-4")
+    assert TopologyInput.from_value("nvswitch:8") == TopologyInput(synthetic="nvswitch:8")
+    assert TopologyInput.from_value(str(folder)) == TopologyInput(from_file=str(folder))
+    with pytest.raises(UserError, match="--topology 'no-such' is not a file, a preset or a synthetic spec"):
+        TopologyInput.from_value("no-such")
+    assert TopologyInput.from_value("nvswitch:2").resolve(allow_fallback=False).gpus
+
+
+def test_topology_input_names_itself_and_prefers_a_recorded_topology_only_when_none_is_named():
+    from linkscope.topology.io import to_dict
+    from linkscope.topology.synthetic import synthetic_topology
+
+    assert TopologyInput(synthetic="pcie:2x2").flag("x") == "--synthetic pcie:2x2"
+    assert TopologyInput(from_file="a.json").flag("x") == "--from a.json"
+    assert TopologyInput().flag("hgx-h200-4") == "--preset hgx-h200-4"
+    assert not TopologyInput(gpu_model="H100").given and TopologyInput(preset="p").given
+    recorded = to_dict(synthetic_topology("nvswitch:2"))
+    assert len(TopologyInput().resolve(allow_fallback=False, recorded=recorded).gpus) == 2
+    named = TopologyInput(synthetic="nvswitch:4").resolve(allow_fallback=False, recorded=recorded)
+    assert len(named.gpus) == 4
 
 
 def test_map_refuses_two_topology_sources_through_the_shared_resolver(tmp_path, capsys):

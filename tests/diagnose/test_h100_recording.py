@@ -204,3 +204,24 @@ def test_the_stored_health_facts_are_what_the_archive_reads_again():
     for name in ("h100x2-vm", "h100x2-vm-acs", "h100x2-vm-x8"):
         folder = MACHINES / name
         assert raw.load_health_facts(folder) == json.loads((folder / "pcihealth.json").read_text()), f"{name}/pcihealth.json is stale"
+
+
+def test_examine_is_the_health_of_topo_as_one_library_call():
+    """diagnose.examine (what ``topo --health`` prints) on the recording with ACS redirect: the port
+    is the suspect and the JSON carries it; without a record there are no proofs and no record keys."""
+    from linkscope.diagnose.examine import examine
+
+    folder = MACHINES / "h100x2-vm-acs"
+    topology = raw.load_recording(folder)
+    stats = Stats.from_samples([37.2, 37.2, 37.2])
+    record = RunRecord(kind="bench", provenance=RunProvenance.SIMULATED, created_utc="2026-11-25T18:00:00Z", measurements=(
+        Measurement(0, 1, "ce", "matrix", "uni", 512 * MiB, bandwidth=stats),
+        Measurement(0, 1, "staged-pinned", "matrix", "uni", 512 * MiB, bandwidth=stats)))
+    exam = examine(topology, recording=folder, record=record, record_name="run.json")
+    assert exam.notes == ("run.json is SIMULATED: it proves nothing about this machine's links",)
+    assert any("bounce through the host" in p for p in exam.proofs)
+    assert exam.suspects[0].element.startswith("PCIe switch downstream port 0000:02:00.0")
+    data = exam.to_dict()
+    assert data["host_bounce"] == list(exam.proofs) and data["suspects"][0]["element"] == exam.suspects[0].element
+    bare = examine(topology, recording=folder)
+    assert not bare.proofs and "host_bounce" not in bare.to_dict() and "health" in bare.to_dict()

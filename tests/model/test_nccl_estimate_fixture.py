@@ -19,7 +19,7 @@ TAGS = ("default", "Ring-LL", "Ring-LL128", "Ring-Simple", "Tree-LL", "Tree-LL12
 
 
 def _env(tag: str) -> dict[str, str]:
-    env = {"NCCL_NVLS_ENABLE": "0"}  # bench/device_x2_final.sh exports it for the estimate runs
+    env = {"NCCL_NVLS_ENABLE": "0"}  # docs/runs/scripts/device_x2_final.sh exports it for the estimate runs
     if tag != "default":
         algo, proto = tag.split("-")
         env.update(NCCL_ALGO=algo, NCCL_PROTO=proto)

@@ -54,7 +54,7 @@ def test_the_default_host_copy_rates_come_within_about_20_percent_of_the_h100_ho
     assert max(h2d) < 0.25 and max(d2h) < 0.25  # now +21.7% / -22.4% at worst; before (20 GB/s): +212% / +103%
 
 
-RUN2 = RUNS / "survey-h100x2-2026-11-25-run2.json"  # same machine, 19:11 UTC, merged main (bench/device_x2_final.sh)
+RUN2 = RUNS / "survey-h100x2-2026-11-25-run2.json"  # same machine, 19:11 UTC, merged main (docs/runs/scripts/device_x2_final.sh)
 
 
 def test_calibrated_on_one_h100_survey_the_model_predicts_the_other():

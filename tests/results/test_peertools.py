@@ -100,7 +100,7 @@ def test_nvbandwidth_size_latency_and_bidirectional_matrices():
 
 def test_nvbandwidth_outcome_of_each_testcase():
     """tests/fixtures/nvbandwidth/onegpu_sample.txt is SYNTHETIC (hand-written in nvbandwidth's layout
-    for bench/onegpu_compare.py; see tests/test_bench_onegpu.py): a waived case, an N/A cell, a case
+    for tests/benchtables/onegpu_compare.py; see tests/benchtables/test_onegpu.py): a waived case, an N/A cell, a case
     that started and printed only a CUDA error."""
     run = nvbandwidth.parse_text(NVB_ONE.read_text(), str(NVB_ONE))
     assert run.outcomes["host_to_device_memcpy_ce"] == Outcome("Passed")

@@ -227,7 +227,7 @@ def test_docs_before_after_flattened_vm_view() -> None:
 
 def test_real_nccl_dump_from_the_h200_vm_imports_and_reexports(tmp_path):
     """NCCL's own dump (one H200 in a VM: flattened PCIe, link_width 0) reads, and the export is
-    what NCCL then loaded on that machine (bench/device_ncclxml.sh, 2026-11-23)."""
+    what NCCL then loaded on that machine (docs/runs/scripts/device_ncclxml.sh, 2026-11-23)."""
     from xml.etree import ElementTree
 
     dump = FIXTURES / "nccl" / "h200-1gpu-dump.xml"

@@ -7,29 +7,21 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
 from . import EXIT_WITH_ERRORS
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    STDOUT,
-    check_paths,
-    json_option,
-    resolve_topology_cli,
-    stderr_console,
-    stdout_console,
-    write_json_output,
-)
+from .common import STDOUT, json_option, stderr_console, stdout_console, write_json_output
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 
 def register(app: typer.Typer) -> None:
     @app.command("audit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
     def audit_command(
         command: list[str] = typer.Argument(..., help="The launcher and its options, after --."),
-        preset: str | None = typer.Option(None, "--preset", help="Judge against a shipped preset topology."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="Judge against a synthetic topology."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("Judge against a shipped preset topology."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("Judge against a synthetic topology."),
+        gpu_model: str | None = gpu_model_option(),
         gpus: str = typer.Option(
             "auto", "--gpus",
             help="Which GPU each rank uses where the probe cannot see GPUs (no NVIDIA driver): auto (NVML, else "
@@ -61,13 +53,12 @@ def register(app: typer.Typer) -> None:
             raise UserError("no launcher command to audit", hint="linkscope audit --preset dgx-h100 -- mpirun -n 8")
         check_timeout(timeout)  # before the topology is resolved: a bad number fails first
         check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
+        choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        topology = choice.resolve(allow_fallback=True)
         if len(split_hosts(topology).gpus) > 1:
             topology = node_topology(topology)  # every host of the job is judged as one node of it
-        option = (f"--preset {preset}" if preset else f"--from {from_file}" if from_file else
-                  f"--synthetic {synthetic}" if synthetic else f"--preset {topology.name}")
         report, launched = audit(list(command), topology, os.environ, gpus=gpus, folder=folder,
-                               topology_option=option, timeout_s=timeout)
+                               topology_option=choice.flag(topology.name), timeout_s=timeout)
         if json_path != STDOUT:  # with --json - stdout holds the JSON alone
             out = stdout_console()
             out.print(f"audit of {' '.join(command)} against {report.topology} ({report.launcher}): "

@@ -16,22 +16,17 @@ import typer
 
 from ..errors import UserError
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     NIC_HELP,
     WIDE_HELP,
     check_backend,
     check_outputs,
-    fallback_note_for,
     finish,
-    interrupted,
     make_engine,
     measure_options,
+    measure_with,
     one_size_bytes,
     parse_gpu_list,
-    partial_writer,
-    progress_bar,
-    resolve_topology_cli,
+    parse_gpu_tuple,
     run_context,
     size_alias_option,
     stderr_console,
@@ -39,6 +34,7 @@ from .common import (
     text_console,
     with_nic_option,
 )
+from .topoinput import TopologyInput, fallback_note_for, from_option, gpu_model_option, preset_option, synthetic_option
 
 bench_app = typer.Typer(
     invoke_without_command=True,
@@ -98,7 +94,7 @@ def print_list(backend: str, preset, from_file, synthetic, gpu_model: str | None
     engine_name = backend
     vendor = None
     try:
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True, fallback_note=None)
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=True, fallback_note=None)
         engine = make_engine(backend, topology)
         caps = engine.capabilities()
         engine_name = caps.name
@@ -144,10 +140,10 @@ _BACKEND_HELP = "auto (cuda when usable on this machine, else sim), cuda, rocm o
 def bench(
     ctx: typer.Context,
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("Measure (sim) a shipped preset topology."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8, pcie:2x4."),
+    gpu_model: str | None = gpu_model_option(),
     method: str | None = typer.Option(None, "--method", help="Comma-separated methods (default ce; see --list)."),
     pattern: str = typer.Option("matrix", "--pattern",
                                 help="matrix, pairs, ring, all-to-one, one-to-all, all-to-all, all-to-host, host-to-all, host, local, or a"
@@ -183,6 +179,7 @@ def bench(
         print_list(backend, preset, from_file, synthetic, gpu_model, wide)
         return
     from ..measure.runner import BenchSpec, run_bench
+    from ..model.budget import check_pattern_budget
     from ..patterns.base import check_direction, select_gpus
     from ..patterns.registry import resolve_pattern
     from ..units import parse_sizes
@@ -193,40 +190,36 @@ def bench(
                   inputs={"--from": from_file, "--pattern": pattern if Path(pattern).is_file() else None})
     pat = resolve_pattern(pattern)
     size_list = parse_sizes(sizes)
-    gpu_list = parse_gpu_list(gpus)
-    gpu_sel = tuple(gpu_list) if gpu_list is not None else None
+    gpu_sel = parse_gpu_tuple(gpus)
     options = measure_options(reps=reps, warmup=warmup, time_budget=time_budget, target_ci=target_ci,
                               no_verify=no_verify, chunk=chunk)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                    fallback_note=fallback_note_for(backend))
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                 fallback_note=fallback_note_for(backend))
     topology, nic_choice = with_nic_option(topology, nic)
     select_gpus(topology, gpu_sel)
     engine = make_engine(backend, topology)
-    try:
+
+    def work(progress, on_partial):
         methods = check_methods(parse_list(method if method is not None else _default_methods(pat.key), "--method")
                                 or [_default_methods("")], engine)
-        spec = BenchSpec(pat, methods, direction, gpu_sel)
-        from ..model.budget import check_pattern_budget  # a memory estimate before any plan is made
-
+        # a memory estimate before any plan is made
         check_pattern_budget(pat, topology, select_gpus(topology, gpu_sel), size_list, methods, direction, "bench")
-        on_partial = partial_writer(json_path, csv_path)
-        try:
-            with progress_bar() as progress:
-                record = run_bench(engine, topology, spec, size_list, options, progress=progress, on_partial=on_partial,
-                                   context=run_context(topology, engine),
-                                   run_options={"pattern": pattern, "command": "bench",
-                                                **({"nic": nic_choice} if nic_choice else {})})
-        except KeyboardInterrupt:
-            raise interrupted(on_partial) from None
-    finally:
-        engine.close()
+        return methods, run_bench(engine, topology, BenchSpec(pat, methods, direction, gpu_sel), size_list, options,
+                                  progress=progress, on_partial=on_partial, context=run_context(topology, engine),
+                                  run_options={"pattern": pattern, "command": "bench", **({"nic": nic_choice} if nic_choice else {})})
+
+    methods, record = measure_with(engine, work, json_path=json_path, csv_path=csv_path)
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
     if not osu and json_path != "-" and csv_path != "-" and len(methods) > 1:
-        from ..results.findings import method_comparison_lines
+        _compare_methods(record, topology)
 
-        console = stdout_console()
-        for line in method_comparison_lines(record, topology):
-            console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
+
+def _compare_methods(record, topology) -> None:
+    from ..results.findings import method_comparison_lines
+
+    console = stdout_console()
+    for line in method_comparison_lines(record, topology):
+        console.print(line, markup=False, soft_wrap=True)  # one line each, whatever the width
 
 
 def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: Sequence[int], engine) -> list[str]:
@@ -247,10 +240,10 @@ def _one_gpu_latency_kinds(kinds: list[str], explicit: bool, selected: Sequence[
 @bench_app.command("latency")
 def latency(
     backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
-    preset: str | None = typer.Option(None, "--preset", help="Measure (sim) a shipped preset topology."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("Measure (sim) a shipped preset topology."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8."),
+    gpu_model: str | None = gpu_model_option(),
     kind: str | None = typer.Option(None, "--kind",
                                     help="remote-read, flag-pingpong, copy, host-read (comma-separated); default remote-read,flag-pingpong"
                                          " between GPUs, and on one GPU the host<->GPU latency (host-read where the engine has it, else "
@@ -270,60 +263,36 @@ def latency(
 
     Example: linkscope bench latency --kind remote-read --gpus 0,1,2,3 --json lat.json
     """
-    from ..measure.runner import all_ordered_pairs, run_latency
+    from ..measure.runner import latency_pairs, run_latency
     from ..patterns.base import select_gpus
     from ..patterns.methods import (
         DEFAULT_METHOD,
         LATENCY_COPY,
-        LATENCY_HOST_READ,
-        LATENCY_KINDS,
         PAIR_LATENCY_KINDS,
+        check_latency_kinds,
     )
-    from ..patterns.plan import HOST
 
     method = DEFAULT_METHOD.key if method is None else method
     check_backend(backend)
     check_outputs(json_path=json_path, csv_path=csv_path, osu=osu, inputs={"--from": from_file})
-    kinds = parse_list(kind, "--kind") if kind is not None else list(PAIR_LATENCY_KINDS)
-    if not kinds:
-        raise UserError("--kind is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
-    for k in kinds:
-        if k not in LATENCY_KINDS:
-            raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
-        if kinds.count(k) > 1:
-            raise UserError(f"latency kind {k!r} is listed twice in --kind {kind!r}")
+    kinds = check_latency_kinds(parse_list(kind, "--kind") or [], kind) if kind is not None else list(PAIR_LATENCY_KINDS)
     size_bytes = one_size_bytes(sizes, size, "8", "4KiB")
     assert size_bytes is not None  # a default is given
     options = measure_options(reps=None, warmup=warmup, time_budget=None, target_ci=None, no_verify=False,
                               chunk=None, latency_reps=reps)
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                    fallback_note=fallback_note_for(backend))
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                 fallback_note=fallback_note_for(backend))
     selected = select_gpus(topology, parse_gpu_list(gpus))
     engine = make_engine(backend, topology)
-    try:
-        one_gpu = len(selected) < 2
-        if one_gpu:
-            kinds = _one_gpu_latency_kinds(kinds, kind is not None, selected, engine)
-        if LATENCY_COPY.key in kinds:
-            check_methods([method], engine)
-        # host-read chases through host memory from each GPU; on one GPU a copy runs both ways between
-        # the host and the GPU; the other kinds run on GPU pairs
-        def pairs_of(k: str) -> list:
-            if k == LATENCY_HOST_READ.key:
-                return [(HOST, g) for g in selected]
-            if one_gpu:
-                return [(HOST, g) for g in selected] + [(g, HOST) for g in selected]
-            return all_ordered_pairs(selected)
 
-        on_partial = partial_writer(json_path, csv_path)
-        try:
-            with progress_bar() as progress:
-                record = run_latency(engine, kinds, {k: pairs_of(k) for k in kinds}, options, topology=topology,
-                                     method=method, size_bytes=size_bytes, progress=progress, on_partial=on_partial,
-                                     context=run_context(topology, engine), run_options={"command": "bench latency"})
-        except KeyboardInterrupt:
-            raise interrupted(on_partial) from None
-    finally:
-        engine.close()
+    def work(progress, on_partial):
+        chosen = _one_gpu_latency_kinds(kinds, kind is not None, selected, engine) if len(selected) < 2 else kinds
+        if LATENCY_COPY.key in chosen:
+            check_methods([method], engine)
+        return run_latency(engine, chosen, {k: latency_pairs(k, selected) for k in chosen}, options, topology=topology,
+                           method=method, size_bytes=size_bytes, progress=progress, on_partial=on_partial,
+                           context=run_context(topology, engine), run_options={"command": "bench latency"})
+
+    record = measure_with(engine, work, json_path=json_path, csv_path=csv_path)
     finish(record, json_path=json_path, csv_path=csv_path, osu=osu, render=_render)
 

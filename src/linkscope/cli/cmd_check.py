@@ -5,18 +5,10 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    check_paths,
-    one_size_bytes,
-    parse_gpu_list,
-    resolve_topology_cli,
-    size_alias_option,
-    stdout_console,
-    write_error,
-)
+from .common import one_size_bytes, parse_gpu_list, size_alias_option, stdout_console, write_error
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 EXIT_LOW = 3
 
@@ -38,10 +30,10 @@ def check(
              "p2pBandwidthLatencyTest, TransferBench."),
     fmt: str | None = typer.Option(None, "--format", help="Force the format: linkscope, nvbandwidth, nccl-tests, osu, p2p, "
                                                           "transferbench (default: from the content)."),
-    preset: str | None = typer.Option(None, "--preset", help="The results came from a machine like this shipped preset."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("The results came from a machine like this shipped preset."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:2, pcie:2x4."),
+    gpu_model: str | None = gpu_model_option(),
     gpus: str | None = typer.Option(None, "--gpus", help="The topology's GPUs the tool ran on, in the tool's order, e.g. 2,3 "
                                                          "(default: 0..n-1)."),
     ranks: int | None = typer.Option(None, "--ranks", min=1, max=1_000_000,
@@ -81,7 +73,7 @@ def check(
     Example: linkscope check nvbandwidth.txt all_reduce.txt --preset dgx-h100 --gpus 0,1
     """
     from ..judge.expect import Judge
-    from ..judge.runs import below, judge_runs, summarize, to_record
+    from ..judge.runs import judge_runs
     from ..judge.verdict import Thresholds
     from ..results.peertools.detect import FORMATS, read_all
     from ..topology.io import load as load_topology
@@ -101,30 +93,14 @@ def check(
         for line in dropped:
             stderr_console().print(f"check: {line}", markup=False, soft_wrap=True)
     embedded = next((r.record.topology for r in runs if r.record is not None and r.record.topology), None)
-    if preset is None and from_file is None and synthetic is None and embedded is not None and len(runs) == 1:
-        from ..topology.io import from_dict
-
-        topology = from_dict(dict(embedded))
-    else:
-        from ..errors import BackendUnavailable
-
-        try:
-            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
-        except BackendUnavailable as exc:
-            raise BackendUnavailable(str(exc), hint="name the machine the results came from: --preset NAME, --from FILE "
-                                                    "or --synthetic SPEC") from None
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(
+        allow_fallback=False, recorded=embedded if len(runs) == 1 else None,
+        missing_hint="name the machine the results came from: --preset NAME, --from FILE or --synthetic SPEC")
     calibrated = load_topology(calibration) if calibration is not None else None
     judge = Judge(topology, gpus=gpu_list, calibrated=calibrated, thresholds=thresholds)
     judged = judge_runs(runs, judge)
-    summary = summarize(judged)
     if json_path is not None:
-        from .common import stderr_console, write_outputs
-
-        try:
-            for path in write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None):
-                stderr_console().print(f"wrote {path}", markup=False)
-        except OSError as exc:
-            raise write_error(json_path, exc) from exc
+        _write_json(judged, judge, json_path)
     if explain is not None and json_path != "-":
         from ..judge.explain import explained
 
@@ -132,50 +108,76 @@ def check(
         for line in explained(judge, judged, explain):
             console.print(line, markup=False, soft_wrap=True)
     elif json_path != "-":
-        console = stdout_console()
-        selected = ",".join(map(str, judge.gpus))
-        console.print(f"judged against {topology.name!r} (GPUs {selected}); {thresholds.text()}", markup=False, soft_wrap=True)
-        for jr in judged:
-            run = jr.run
-            version = f" {run.version}" if run.version else ""
-            console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
-            for note in run.notes:
-                console.print(f"  note: {note}", markup=False, soft_wrap=True)
-            if run.unread:
-                console.print(f"  note: {run.unread_line()}", markup=False, soft_wrap=True)
-            if not run.complete:
-                console.print(f"  warning: the output is incomplete: {run.incomplete}", style="bold yellow", markup=False,
-                              soft_wrap=True)
-            if run.record is not None and run.record.provenance.value != "measured":
-                console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
-                              "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
-            differ = judge.mismatch(run.gpus)
-            if differ:
-                console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
-            hidden = 0
-            for i, j in enumerate(jr.judgements):
-                if problems_only and j.verdict.value == "ok":
-                    hidden += 1
-                    continue
-                style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
-                console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)
-            if hidden:
-                console.print(f"  ({hidden} ok not shown: --problems-only)", markup=False)
-        console.print(f"\nsummary: {summary.line()}", markup=False, soft_wrap=True)
-        for line in summary.tool_lines():
-            console.print(f"  {line}", markup=False, soft_wrap=True)
+        _render(judged, judge, topology.name, thresholds, problems_only)
     if fail_below is not None:
-        failing = below(judged, fail_below)
-        reasons = _health_failures(judged)
-        if failing or reasons:
-            from .common import stderr_console
+        _fail_below(judged, fail_below)
 
-            if failing:
-                stderr_console().print(f"check: {len(failing)} number{'s' if len(failing) != 1 else ''} below {fail_below:.0%} "
-                                       f"of the expected value (--fail-below)", markup=False)
-            for reason in reasons:
-                stderr_console().print(f"check: {reason} (--fail-below)", markup=False, soft_wrap=True)
-            raise typer.Exit(EXIT_LOW)
+
+def _write_json(judged, judge, json_path: str) -> None:
+    """Every number with its verdict as a RunRecord (``judge.runs.to_record``)."""
+    from ..judge.runs import to_record
+    from .common import stderr_console, write_outputs
+
+    try:
+        for path in write_outputs(to_record(judged, judge), json_path=json_path, csv_path=None):
+            stderr_console().print(f"wrote {path}", markup=False)
+    except OSError as exc:
+        raise write_error(json_path, exc) from exc
+
+
+def _render(judged, judge, topology_name: str, thresholds, problems_only: bool) -> None:
+    """Every judged number with its verdict, run by run, then the summary."""
+    from ..judge.runs import summarize
+
+    console = stdout_console()
+    selected = ",".join(map(str, judge.gpus))
+    console.print(f"judged against {topology_name!r} (GPUs {selected}); {thresholds.text()}", markup=False, soft_wrap=True)
+    for jr in judged:
+        run = jr.run
+        version = f" {run.version}" if run.version else ""
+        console.print(f"\n{run.source}: {run.tool}{version}, {len(jr.judgements)} numbers", markup=False, soft_wrap=True)
+        for note in run.notes:
+            console.print(f"  note: {note}", markup=False, soft_wrap=True)
+        if run.unread:
+            console.print(f"  note: {run.unread_line()}", markup=False, soft_wrap=True)
+        if not run.complete:
+            console.print(f"  warning: the output is incomplete: {run.incomplete}", style="bold yellow", markup=False,
+                          soft_wrap=True)
+        if run.record is not None and run.record.provenance.value != "measured":
+            console.print(f"  warning: a {run.record.provenance.value.upper()} record: its numbers come from the model, so the "
+                          "twin judges itself (ok says nothing about hardware)", style="bold yellow", markup=False, soft_wrap=True)
+        differ = judge.mismatch(run.gpus)
+        if differ:
+            console.print(f"  warning: {differ}", style="bold yellow", markup=False, soft_wrap=True)
+        hidden = 0
+        for i, j in enumerate(jr.judgements):
+            if problems_only and j.verdict.value == "ok":
+                hidden += 1
+                continue
+            style = {"ok": "green", "low": "bold red", "suspicious-high": "bold yellow"}.get(j.verdict.value)
+            console.print(f"  {j.verdict.value:<15} {j.line}  [{jr.where(i)}]", style=style, markup=False, soft_wrap=True)
+        if hidden:
+            console.print(f"  ({hidden} ok not shown: --problems-only)", markup=False)
+    summary = summarize(judged)
+    console.print(f"\nsummary: {summary.line()}", markup=False, soft_wrap=True)
+    for line in summary.tool_lines():
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+
+
+def _fail_below(judged, fraction: float) -> None:
+    """``--fail-below``: exit 3 naming each reason (low numbers, nothing judged, wrong data, a cut output)."""
+    from ..judge.runs import below, health_failures
+    from .common import stderr_console
+
+    failing = below(judged, fraction)
+    reasons = health_failures(judged)
+    if failing:
+        stderr_console().print(f"check: {len(failing)} number{'s' if len(failing) != 1 else ''} below {fraction:.0%} "
+                               f"of the expected value (--fail-below)", markup=False)
+    for reason in reasons:
+        stderr_console().print(f"check: {reason} (--fail-below)", markup=False, soft_wrap=True)
+    if failing or reasons:
+        raise typer.Exit(EXIT_LOW)
 
 
 def _stated(ranks: int | None, hosts: str | None, launch: str | None):
@@ -188,28 +190,6 @@ def _stated(ranks: int | None, hosts: str | None, launch: str | None):
     if ranks is None and not host_list and launch is None:
         return None
     return RunContext(ranks=ranks, ranks_from="option" if ranks else "", hosts=host_list, launch=launch or "")
-
-
-def _health_failures(judged) -> list[str]:
-    """Why a health check fails besides low numbers: nothing judged, wrong data (nccl-tests #wrong,
-    out-of-bounds values, an nvbandwidth data check), an incomplete output."""
-    reasons = []
-    numbers = [j for jr in judged for j in jr.judgements]
-    if not any(j.verdict.value != "not judged" for j in numbers):
-        reasons.append(f"nothing was judged ({len(numbers)} number{'s' if len(numbers) != 1 else ''} read, none judged)")
-    for jr in judged:
-        run = jr.run
-        wrong = sum(1 for m in run.measurements if m.status.value == "error")
-        if wrong or (run.context or {}).get("out_of_bounds"):
-            reasons.append(f"{run.source}: wrong data ({wrong or run.context.get('out_of_bounds')} "
-                           f"{'rows with #wrong > 0' if wrong else 'out-of-bounds values'})")
-        failed = [k for k, o in (run.outcomes or {}).items() if o.status == "Error"]
-        if failed:
-            reasons.append(f"{run.source}: {len(failed)} testcase{'s' if len(failed) != 1 else ''} ended in an error "
-                           f"({', '.join(failed[:3])})")
-        if not run.complete:
-            reasons.append(f"{run.source}: incomplete output ({run.incomplete})")
-    return reasons
 
 
 __all__ = ["check", "register"]

@@ -22,10 +22,12 @@ from typing import Any
 
 import typer
 
+from ..atomic import check_paths
 from ..collectives import op_help
 from ..errors import UserError
 from ..measure.options import MAX_REPS, MAX_RUNS
-from .common import FROM_HELP, GPU_MODEL_HELP, STDOUT, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
+from .common import STDOUT, parse_gpu_tuple, partial_writer
+from .topoinput import FROM_HELP, TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 _BACKEND_HELP = ("auto | cuda | rocm | sim. auto: NCCL through CuPy when a GPU is usable and no other machine's "
                  "topology is named, else simulated; "
@@ -77,29 +79,10 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(parse_sizes(text))
 
 
-def _gpus(text: str | None) -> tuple[int, ...] | None:
-    parsed = parse_gpu_list(text)
-    return tuple(parsed) if parsed is not None else None
-
-
-def _topology(preset: str | None, from_file: Path | None, synthetic: str | None,
-              gpu_model: str | None = None) -> Callable[[], Any]:
-    """The topology of --preset/--from/--synthetic (or this machine's, else the simulated default
-    preset with a note), resolved once, when a simulated backend or a mapping needs it."""
-    cache: list[Any] = []
-
-    def resolve() -> Any:
-        if not cache:
-            cache.append(resolve_topology_cli(preset, from_file, synthetic, allow_fallback=True, gpu_model=gpu_model))
-        return cache[0]
-
-    return resolve
-
-
-_PRESET = typer.Option(None, "--preset", help="Topology preset (simulated backend; stencil --mapping auto).")
-_FROM = typer.Option(None, "--from", help=FROM_HELP + " (simulated backend; --mapping auto)")
-_SYNTHETIC = typer.Option(None, "--synthetic", help="Synthetic topology, e.g. nvswitch:4 (simulated backend; --mapping auto).")
-_GPU_MODEL = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP)
+_PRESET = preset_option("Topology preset (simulated backend; stencil --mapping auto).")
+_FROM = from_option(FROM_HELP + " (simulated backend; --mapping auto)")
+_SYNTHETIC = synthetic_option("Synthetic topology, e.g. nvswitch:4 (simulated backend; --mapping auto).")
+_GPU_MODEL = gpu_model_option()
 
 
 def register_bench_subcommands(bench_app: typer.Typer) -> None:
@@ -182,12 +165,12 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             op = collective(op).name
         except UserError:
             raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}") from None
-        opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
+        opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, parse_gpu_tuple(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
-        topology = _topology(preset, from_file, synthetic, gpu_model)
-        named = any(v is not None for v in (preset, from_file, synthetic))
+        choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        topology = choice.lazy(allow_fallback=True)
         # each size's row is on stdout as it finishes: no second copy on stderr
-        _run(lambda session: bench.bench_nccl(session, opts, topology, named), json_path, echo_progress=False)
+        _run(lambda session: bench.bench_nccl(session, opts, topology, choice.given), json_path, echo_progress=False)
 
     @bench_app.command("stencil")
     def bench_stencil(
@@ -221,11 +204,11 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         if dims not in (2, 3):
             raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
         opts = bench.StencilOptions(dims, periodic, weighted, mapping, grid, _sizes(sizes), iters, warmup, runs,
-                                    _gpus(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
-        given = any(v is not None for v in (preset, from_file, synthetic))
-        topology = _topology(preset, from_file, synthetic, gpu_model)
+                                    parse_gpu_tuple(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
+        choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        topology = choice.lazy(allow_fallback=True)
         inputs = {"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None}
-        _run(lambda session: bench.bench_stencil(session, opts, topology if given else None, topology), json_path,
+        _run(lambda session: bench.bench_stencil(session, opts, topology if choice.given else None, topology), json_path,
              inputs)
 
     @bench_app.command("p2p")
@@ -256,7 +239,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         if buf not in ("H", "D"):
             raise UserError(f"--buffers {buffers!r} is not valid", hint="valid choices: H, D")
         opts = bench.P2POptions(_sizes(sizes), buf, iters, warmup, backend, not no_verify)
-        topology = _topology(preset, from_file, synthetic, gpu_model)
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).lazy(allow_fallback=True)
         _run(lambda session: bench.bench_p2p(session, opts, topology), json_path, {"--from": from_file})
 
 

@@ -5,7 +5,8 @@ import json
 
 import typer
 
-from .common import WIDE_HELP, check_paths, json_option, text_console, write_json_output
+from ..atomic import check_paths
+from .common import WIDE_HELP, json_option, text_console, write_json_output
 
 
 def register(app: typer.Typer) -> None:

@@ -35,18 +35,10 @@ def register(app: typer.Typer) -> None:
         Example: mpirun -n 8 linkscope launch --mapping mapping.json -- ./app ;
         mpirun -n 8 linkscope launch --mapping mapping.json --nic mlx5_1 -- ./app
         """
-        import shutil
-
         from ..mapping.assignment import load_assignment
         from ..mapping.emit import launch_plan, size_mismatch
 
-        if not command or not command[0]:
-            raise UserError("no program to launch", hint="linkscope launch --mapping mapping.json -- ./app")
-        if shutil.which(command[0], path=os.environ.get("PATH")) is None:  # refused before the mapping is read
-            if "/" in command[0] and Path(command[0]).is_file():
-                raise UserError(f"cannot run {command[0]}: not executable",
-                                hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}")
-            raise UserError(f"command not found: {command[0]}")
+        _check_program(command)
         assignment = load_assignment(mapping)
         kfd = None
         if assignment.gpu_vendor == "amd":
@@ -57,23 +49,10 @@ def register(app: typer.Typer) -> None:
         mismatch = size_mismatch(assignment, os.environ)
         if mismatch and plan.rank == 0:  # once per job (per node for a one-node mapping), not once per rank
             stderr_console().print(f"warning: {mismatch}", style="yellow", markup=False)
-        for var, value in plan.env.items():  # the mapping's schema refuses these; never exec with one
-            if not value.isprintable():
-                raise UserError(f"{mapping}: {var}={value[:60]!r} holds a control character or line break; "
-                                "not launching with it")
-        env = dict(os.environ)
-        for var in plan.unset:
-            env.pop(var, None)
-        env.update(plan.env)
+        env = _rank_environment(plan, mapping)
         err = stderr_console()
         if bind and plan.cores:
-            allowed = os.sched_getaffinity(0)
-            cores = set(plan.cores) & allowed
-            if cores:
-                os.sched_setaffinity(0, cores)
-            else:
-                err.print(f"warning: rank {plan.rank}: the mapping's cores {plan.env.get('LINKSCOPE_CPUS')} are not "
-                          "available here; not binding", style="yellow")
+            _bind(plan, err)
         if verbose:
             shown = " ".join(f"{k}={v}" for k, v in plan.env.items())
             err.print(f"rank {plan.rank} ({plan.rank_source}): {shown}", markup=False)
@@ -82,13 +61,52 @@ def register(app: typer.Typer) -> None:
             # an inherited visibility variable renumbers the GPUs: say what this rank's index means
             err.print(f"rank {plan.rank}: {plan.device_says}; HIP_VISIBLE_DEVICES={plan.env['HIP_VISIBLE_DEVICES']}",
                       markup=False)
-        sys.stdout.flush()
-        try:
-            os.execvpe(command[0], list(command), env)
-        except FileNotFoundError:
-            raise UserError(f"command not found: {command[0]}") from None
-        except PermissionError:
-            raise UserError(f"cannot run {command[0]}: permission denied (not executable?)",
-                            hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}") from None
-        except OSError as exc:
-            raise UserError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
+        _exec(command, env)
+
+
+def _check_program(command: list[str]) -> None:
+    """A program that cannot run is refused before the mapping is read."""
+    import shutil
+
+    if not command or not command[0]:
+        raise UserError("no program to launch", hint="linkscope launch --mapping mapping.json -- ./app")
+    if shutil.which(command[0], path=os.environ.get("PATH")) is None:
+        if "/" in command[0] and Path(command[0]).is_file():
+            raise UserError(f"cannot run {command[0]}: not executable",
+                            hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}")
+        raise UserError(f"command not found: {command[0]}")
+
+
+def _rank_environment(plan, mapping: Path) -> dict[str, str]:
+    """This process's environment with the plan's variables set and its unset ones removed."""
+    for var, value in plan.env.items():  # the mapping's schema refuses these; never exec with one
+        if not value.isprintable():
+            raise UserError(f"{mapping}: {var}={value[:60]!r} holds a control character or line break; "
+                            "not launching with it")
+    env = dict(os.environ)
+    for var in plan.unset:
+        env.pop(var, None)
+    env.update(plan.env)
+    return env
+
+
+def _bind(plan, err) -> None:
+    cores = set(plan.cores) & os.sched_getaffinity(0)
+    if cores:
+        os.sched_setaffinity(0, cores)
+    else:
+        err.print(f"warning: rank {plan.rank}: the mapping's cores {plan.env.get('LINKSCOPE_CPUS')} are not "
+                  "available here; not binding", style="yellow")
+
+
+def _exec(command: list[str], env: dict[str, str]) -> None:
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], list(command), env)
+    except FileNotFoundError:
+        raise UserError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise UserError(f"cannot run {command[0]}: permission denied (not executable?)",
+                        hint=f"chmod +x {command[0]}, or name its interpreter: -- python3 {command[0]}") from None
+    except OSError as exc:
+        raise UserError(f"cannot run {command[0]}: {exc.strerror or exc}") from None

@@ -6,21 +6,9 @@ from pathlib import Path
 
 import typer
 
-from ..errors import ConfigError
-from ..patterns.methods import DEFAULT_METHOD
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    NIC_HELP,
-    STDOUT,
-    check_paths,
-    json_option,
-    resolve_topology_cli,
-    stderr_console,
-    stdout_console,
-    with_nic_option,
-    write_json_output,
-)
+from ..atomic import check_paths
+from .common import NIC_HELP, STDOUT, json_option, stderr_console, stdout_console, with_nic_option, write_json_output
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 
 def _load_results(path: Path) -> dict:
@@ -39,10 +27,10 @@ def register(app: typer.Typer) -> None:
     @app.command("map")
     def map_command(
         traffic: Path = typer.Argument(..., help="Traffic matrix (.json, .csv or .npy)."),
-        preset: str | None = typer.Option(None, "--preset", help="Map onto a shipped preset topology."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="Map onto a synthetic topology, e.g. pcie:2x4."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("Map onto a shipped preset topology."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("Map onto a synthetic topology, e.g. pcie:2x4."),
+        gpu_model: str | None = gpu_model_option(),
         results: Path | None = typer.Option(None, "--results", help="Use measured costs from a bench RunRecord JSON."),
         metric: str = typer.Option("bandwidth", "--metric", help="bandwidth | latency | distance | alpha-beta | model."),
         method: str | None = typer.Option(None, "--method",
@@ -76,79 +64,25 @@ def register(app: typer.Typer) -> None:
         --from calibrated.json from linkscope model calibrate) predicts the whole exchange,
         contention included: linkscope map traffic.json --from calibrated.json --metric model
         """
-        import math
-
         from ..mapping import emit as emitters
-        from ..mapping.api import MODES, SOLVERS, map_onto
         from ..mapping.assignment import save_assignment, to_dict
-        from ..mapping.cost import METRICS, results_cost
+        from ..mapping.request import MapRequest, map_request
         from ..traffic.io import load_traffic
 
-        if metric not in METRICS:
-            raise ConfigError(f"unknown metric {metric!r}", hint=f"valid metrics: {', '.join(METRICS)}")
-        if solver not in SOLVERS:
-            raise ConfigError(f"unknown solver {solver!r}", hint=f"valid solvers: {', '.join(SOLVERS)}")
-        if mode not in MODES:
-            raise ConfigError(f"unknown mapping mode {mode!r}", hint=f"valid modes: {', '.join(MODES)}")
-        if method is not None and metric != "model":
-            raise ConfigError(f"--method {method} applies to --metric model only (got --metric {metric})")
-        if emit is not None and emit not in emitters.EMITTERS:
-            raise ConfigError(f"unknown --emit {emit!r}", hint=f"valid: {', '.join(emitters.EMITTERS)}")
-        if nodes < 1:
-            raise ConfigError(f"--nodes must be at least 1, got {nodes}")
-        if node_limit is not None and node_limit < 1:
-            raise ConfigError(f"--node-limit must be at least 1, got {node_limit}")
-        if time_limit is not None and (not math.isfinite(time_limit) or time_limit <= 0):
-            raise ConfigError(f"--time-limit must be a positive number of seconds, got {time_limit:g}", hint="e.g. --time-limit 30")
-        from ..patterns.methods import method_keys
-
-        if method is not None and method not in method_keys():
-            raise ConfigError(f"unknown --method {method!r}", hint=f"valid methods: {', '.join(method_keys())}")
-        if emit_to is not None and emit is None:
-            raise ConfigError("--emit-to needs --emit (env, rankfile or slurm)")
-        host_list = [h.strip() for h in hosts.split(",")] if hosts is not None else None
-        if host_list is not None and (not all(host_list) or len(set(host_list)) != len(host_list)):
-            raise ConfigError(f"--hosts {hosts!r}: host names must be non-empty and distinct")
-        if host_list is not None and len(host_list) < nodes:
-            raise ConfigError(f"--hosts names {len(host_list)} host(s) for --nodes {nodes}")
-        emit_target = emit_to if emit_to is not None or emit not in ("rankfile", "rankfile-logical", "sbatch") \
-            else Path("job.sbatch" if emit == "sbatch" else "rankfile")
-        if emit == "env" and emit_target is None:
-            emit_target = Path("linkscope-env")
+        request = MapRequest(metric, method, solver, mode, nodes, hosts, node_limit, time_limit, emit, emit_to)
+        emit_file, emit_dir = request.emit_outputs()
         check_paths(inputs={"TRAFFIC": traffic, "--from": from_file, "--results": results},
-                    outputs={"--output": output, "--json": json_path, "--emit-to": emit_target if emit != "env" else None},
-                    output_dirs={"--emit-to": emit_target if emit == "env" else None})
+                    outputs={"--output": output, "--json": json_path, **emit_file}, output_dirs=emit_dir)
         matrix = load_traffic(traffic)
-        if nodes > matrix.ranks:
-            raise ConfigError(f"--nodes {nodes} is more nodes than the traffic has ranks ({matrix.ranks})",
-                              hint="a node would hold no rank")
+        request.check_traffic(matrix)
+        choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        topology, nic_choice = None, nic
+        if results is None or choice.given:
+            topology, nic_choice = with_nic_option(choice.resolve(allow_fallback=False), nic)
+        outcome = map_request(matrix, topology, request, results=_load_results(results) if results is not None else None,
+                              results_name=results.name if results is not None else "results", nic_choice=nic_choice)
+        assignment = outcome.assignment
         err = stderr_console()
-        topology = None
-        nic_choice = nic
-        if results is None or preset or from_file or synthetic:
-            topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=False)
-            topology, nic_choice = with_nic_option(topology, nic)
-            from ..model.budget import check_budget, estimate_map_bytes  # a memory estimate before mapping
-
-            check_budget(estimate_map_bytes(topology.gpu_count * nodes),
-                         f"map of {matrix.ranks:,} ranks onto {nodes} x {topology.name} ({topology.gpu_count * nodes:,} GPUs)",
-                         hint="map onto a smaller fabric")
-            known = emitters.known_host_name(topology) if host_list is None and nodes == 1 else None
-            if known is not None:
-                host_list = [known]  # this machine's (or the recorded machine's) name, not "localhost"
-        measured = None
-        if results is not None:
-            measured = results_cost(_load_results(results), metric,
-                                    gpus=topology.gpu_count if topology is not None else None,
-                                    source=f"results:{results.name}")
-        assignment = map_onto(matrix, topology, metric, method=DEFAULT_METHOD.key if method is None else method,
-                              results_cost=measured, nodes=nodes, hosts=host_list, solver=solver, mode=mode,
-                              node_limit=node_limit, time_limit_s=time_limit, nics=nic_choice)
-        if assignment.gpu_vendor == "amd":  # HIP ordinals against this node's KFD table, or what was assumed
-            from ..discovery.hipdevices import read_kfd_gpus
-
-            assignment, _ = emitters.check_hip_ordinals(assignment, read_kfd_gpus(),
-                                                        topology.gpu_count if topology is not None else None)
         for note_text in assignment.notes[1:] if assignment.uniform else assignment.notes:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:
@@ -157,33 +91,37 @@ def register(app: typer.Typer) -> None:
                 return
             err.print(f"wrote {output}", markup=False)
         if emit is not None:
-            _emit(emitters, emit, emit_target, assignment, host_list, err)
-        if write_json_output(json_path, lambda: json.dumps(to_dict(assignment), indent=2)):
-            return
-        console = stdout_console()
-        if assignment.mode == "reorder":
-            console.print(f"new rank of each process (MPI_Comm_split key): {list(assignment.new_rank_of_rank or ())}",
-                          markup=False, highlight=False)
-        else:  # plain: Rich's highlighting of a 32,768-number list takes half a second
-            console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}", markup=False, highlight=False)
-        if assignment.host_of_rank is not None:
-            console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
-        if nic_choice is not None and assignment.nics_of_rank:
-            sets = "leaves UCX_NET_DEVICES / NCCL_IB_HCA unset" if assignment.nic_choice == "any" \
-                else "sets UCX_NET_DEVICES / NCCL_IB_HCA"
-            console.print(f"NIC choice: {assignment.nic_choice} (nics_of_rank in the mapping JSON; launch {sets})",
-                          markup=False)
-        if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
-            console.print(f"predicted exchange time (fabric model, method {method or DEFAULT_METHOD.key}, contention included): "
-                          f"{_format_cost(assignment.exchange_time_us, 'µs')}; "
-                          f"default: {_format_cost(assignment.default_exchange_time_us, 'µs')}")
-            console.print(f"pairwise model cost (sum of message times alone): "
-                          f"{_format_cost(assignment.pairwise_cost or 0.0, 'µs')}; "
-                          f"default: {_format_cost(assignment.default_pairwise_cost or 0.0, 'µs')}")
-        else:
-            console.print(f"cost ({assignment.metric}): {_format_cost(assignment.cost, assignment.unit)}; "
-                          f"default: {_format_cost(assignment.default_cost, assignment.unit)}")
-        console.print(f"{assignment.summary()}  [solver: {assignment.solver}, {assignment.elapsed_s:.2f} s]", markup=False)
+            _emit(emitters, emit, request.emit_target, assignment, outcome.hosts, err)
+        if not write_json_output(json_path, lambda: json.dumps(to_dict(assignment), indent=2)):
+            _render(assignment, request.method_key, nic_choice)
+
+
+def _render(assignment, method: str, nic_choice: str | None) -> None:
+    """The mapping on stdout: each rank's GPU (or new rank), hosts, NICs, and its cost beside the default's."""
+    console = stdout_console()
+    if assignment.mode == "reorder":
+        console.print(f"new rank of each process (MPI_Comm_split key): {list(assignment.new_rank_of_rank or ())}",
+                      markup=False, highlight=False)
+    else:  # plain: Rich's highlighting of a 32,768-number list takes half a second
+        console.print(f"gpu_of_rank: {list(assignment.gpu_of_rank)}", markup=False, highlight=False)
+    if assignment.host_of_rank is not None:
+        console.print(f"hosts used: {len(set(assignment.host_of_rank))}")
+    if nic_choice is not None and assignment.nics_of_rank:
+        sets = "leaves UCX_NET_DEVICES / NCCL_IB_HCA unset" if assignment.nic_choice == "any" \
+            else "sets UCX_NET_DEVICES / NCCL_IB_HCA"
+        console.print(f"NIC choice: {assignment.nic_choice} (nics_of_rank in the mapping JSON; launch {sets})",
+                      markup=False)
+    if assignment.exchange_time_us is not None and assignment.default_exchange_time_us is not None:
+        console.print(f"predicted exchange time (fabric model, method {method}, contention included): "
+                      f"{_format_cost(assignment.exchange_time_us, 'µs')}; "
+                      f"default: {_format_cost(assignment.default_exchange_time_us, 'µs')}")
+        console.print(f"pairwise model cost (sum of message times alone): "
+                      f"{_format_cost(assignment.pairwise_cost or 0.0, 'µs')}; "
+                      f"default: {_format_cost(assignment.default_pairwise_cost or 0.0, 'µs')}")
+    else:
+        console.print(f"cost ({assignment.metric}): {_format_cost(assignment.cost, assignment.unit)}; "
+                      f"default: {_format_cost(assignment.default_cost, assignment.unit)}")
+    console.print(f"{assignment.summary()}  [solver: {assignment.solver}, {assignment.elapsed_s:.2f} s]", markup=False)
 
 
 def _emit(emitters, kind: str, target: Path | None, assignment, hosts, err) -> None:

@@ -7,45 +7,26 @@ from typing import Any
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import ConfigError, UserError
 from ..patterns.methods import DEFAULT_METHOD
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     NIC_HELP,
     STDOUT,
-    check_paths,
     json_option,
     parse_gpu_list,
-    resolve_topology_cli,
     stderr_console,
     stdout_console,
     with_nic_option,
     write_json_output,
 )
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 model_app = typer.Typer(
     name="model",
     help="Predict transfers with the fabric model; calibrate it from a measured run; check it against one.",
     no_args_is_help=True,
 )
-
-
-def load_topology_arg(value: str):
-    """A topology from ``--topology``: a JSON file or recorded folder, a preset name (or
-    ``preset:NAME``), or a synthetic spec (``nvswitch:8``, ``pcie:2x4``, ``fattree:4x8``); loaded by
-    the one topology resolver (``discovery.auto.resolve_topology``)."""
-    from ..topology.presets import preset_names
-
-    name = value[len("preset:"):] if value.startswith("preset:") else value
-    if Path(value).exists():
-        return resolve_topology_cli(None, value, None, allow_fallback=False)
-    if name in preset_names():
-        return resolve_topology_cli(name, None, None, allow_fallback=False)
-    if ":" in value and not value.startswith("preset:"):
-        return resolve_topology_cli(None, None, value, allow_fallback=False)
-    raise UserError(f"--topology {value!r} is not a file, a preset or a synthetic spec",
-                    hint=f"presets: {', '.join(preset_names())}; specs: nvswitch:N, pcie:SxG, fattree:NxG")
 
 
 def _load_record(path: Path):
@@ -80,30 +61,16 @@ def _int(text: str, part: str) -> int:
         raise ConfigError(f"bad endpoint {text!r} in flow {part!r}", hint="use a GPU index or 'host'") from None
 
 
-def _pattern_plans(topology, pattern: str, gpus: list[int] | None, size_bytes: int, method: str):
-    """The concurrent groups of a built-in pattern (``patterns``), as ``bench --pattern`` runs them."""
-    from ..patterns.base import select_gpus
-    from ..patterns.methods import find_method
-    from ..patterns.registry import get_pattern
-
-    chosen = select_gpus(topology, gpus)
-    pat = get_pattern(pattern)
-    waiver = pat.applies_to(topology, chosen, find_method(method))
-    if waiver is not None:
-        raise ConfigError(waiver.reason)
-    return pat.plan(topology, chosen, size_bytes, method, "uni")
-
-
 def register(app: typer.Typer) -> None:
     app.add_typer(model_app, name="model")
 
 
 @model_app.command("predict")
 def predict_cmd(
-    preset: str | None = typer.Option(None, "--preset", help="A shipped preset."),
-    from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-    synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
-    gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+    preset: str | None = preset_option("A shipped preset."),
+    from_file: Path | None = from_option(),
+    synthetic: str | None = synthetic_option("e.g. nvswitch:8, pcie:2x4, fattree:4x8."),
+    gpu_model: str | None = gpu_model_option(),
     method: str = typer.Option(DEFAULT_METHOD.key, "--method", help="Transfer method (see: linkscope bench --list)."),
     pattern: str = typer.Option("pairs", "--pattern",
                                 help="A built-in pattern (bench --list): pairs, ring, matrix, all-to-one, one-to-all, all-to-all, "
@@ -123,42 +90,29 @@ def predict_cmd(
 
     Example: linkscope model predict --preset pcie-8gpu-2socket --method staged-pinned --flows 0->1,2->3
     """
+    from ..model.groups import predict_groups
     from ..model.predict import FabricModel, check_rtol
-    from ..units import format_size, parse_sizes
+    from ..units import parse_sizes
 
     gpu_list = parse_gpu_list(gpus)
     check_paths(inputs={"--from": from_file}, outputs={"--json": json_path})
     if rtol is not None:
         check_rtol(rtol)  # a bad tolerance is refused before any work
-    topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=True)
+    topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=True)
     topology, nic_choice = with_nic_option(topology, nic)  # --nic, else UCX_NET_DEVICES / NCCL_IB_HCA, else nearest
     size_list = parse_sizes(sizes)
-    if not flows:  # a memory estimate before any plan is made (model/budget.py)
-        from ..model.budget import check_pattern_budget
-        from ..patterns.base import select_gpus
-        from ..patterns.registry import get_pattern
-
-        check_pattern_budget(get_pattern(pattern), topology, select_gpus(topology, gpu_list), size_list, [method], "uni",
-                             "model predict")
     model = FabricModel(topology)
-    groups: list[tuple[str, list[tuple]]] = []  # (label, flows) per size, each predicted as one concurrent group
-    for size in size_list:
-        if flows:
-            groups.append(("flows", [(a, b, size) for a, b in _parse_flows(flows)]))
-        else:
-            groups.extend((plan.label, [(t.src, t.dst, t.size_bytes) for t in plan.transfers])
-                          for plan in _pattern_plans(topology, pattern, gpu_list, size, method))
-    rows: list[dict[str, Any]] = []
-    for label, group in groups:
-        for p in model.predict(group, method, rtol=rtol):
-            rows.append({"group": label, "src": p.src, "dst": p.dst, "method": method, "size_bytes": p.size_bytes,
-                         "predicted_gb_per_s": p.gb_per_s, "elapsed_us": p.elapsed_s * 1e6, "start_us": p.start_s * 1e6,
-                         "latency_us": p.latency_us, "theoretical_gb_per_s": p.theoretical_gb_per_s,
-                         "limited_by": p.limited_by or None, "provenance": "predicted"})
+    rows = predict_groups(model, size_list, method, flows=_parse_flows(flows) if flows else None, pattern=pattern,
+                          gpus=gpu_list, rtol=rtol)
     if write_json_output(json_path, json.dumps({"topology": topology.name, "nic": model.nic_spec.text, "predictions": rows},
                                                indent=2)):
         return
+    _render_predictions(rows, topology.name, nic_choice)
+
+
+def _render_predictions(rows: list[dict[str, Any]], topology_name: str, nic_choice: str | None) -> None:
     from ..report.console import Column, print_fitted
+    from ..units import format_size
 
     columns = [Column("group", key=True), Column("src", key=True), Column("dst", key=True), Column("size", key=True),
                Column("GB/s"), Column("time (us)", "us"), Column("theoretical (GB/s)", "theo GB/s")]
@@ -166,7 +120,7 @@ def predict_cmd(
                    _fmt(r["elapsed_us"], 2), _fmt(r["theoretical_gb_per_s"])] for r in rows]
     nics = f", NICs {nic_choice}" if nic_choice else ""
     console = stdout_console()
-    print_fitted(console, f"predicted on {topology.name}{nics} (model, not measured)", columns, table_rows)
+    print_fitted(console, f"predicted on {topology_name}{nics} (model, not measured)", columns, table_rows)
     bound = sum(1 for r in rows if r["limited_by"] == "copy engines")
     if bound:
         console.print(f"note: {bound} of {len(rows)} copies are copy-engine bound (each GPU sends to and receives from "
@@ -193,7 +147,8 @@ def params_cmd(
     from ..model.params import ModelParams
 
     check_paths(outputs={"--json": json_path})
-    params = ModelParams.for_topology(load_topology_arg(topology)) if topology else ModelParams.defaults()
+    params = (ModelParams.for_topology(TopologyInput.from_value(topology).resolve(allow_fallback=False)) if topology
+              else ModelParams.defaults())
     rows: list[dict[str, Any]] = []
     for key in sorted(params.values):
         fit = FITS.get(key) if params.is_default(key) else None
@@ -237,7 +192,7 @@ def calibrate_cmd(
     if json_path == "-" and output is None:
         raise ConfigError("--json - prints the fit report on stdout; give -o FILE for the calibrated topology")
     record = _load_record(results)
-    topo = load_topology_arg(topology) if topology else None
+    topo = TopologyInput.from_value(topology).resolve(allow_fallback=False) if topology else None
     result = calibrate(record, topo, source=str(results))
     err = stderr_console()
     if output is not None:
@@ -289,14 +244,13 @@ def check_cmd(
     Example: linkscope model check run.json --topology calibrated.json
     """
     from ..model.check import check
-    from ..units import format_size
 
     if params_from is not None and topology is not None:
         raise ConfigError("--params-from applies another file's parameters to RESULTS' own topology; "
                           "give --topology or --params-from, not both")
     check_paths(inputs={"RESULTS": results, "--params-from": params_from}, outputs={"--json": json_path})
     record = _load_record(results)
-    topo = load_topology_arg(topology) if topology else None
+    topo = TopologyInput.from_value(topology).resolve(allow_fallback=False) if topology else None
     params = None
     if params_from is not None:
         from ..topology import io as topo_io
@@ -318,32 +272,38 @@ def check_cmd(
     for note in notes:
         err_console.print(f"warning: {note}", style="bold yellow", markup=False)
     if not write_json_output(json_path, json.dumps(report.as_dict(), indent=2, allow_nan=False)):
-        from ..report.console import Column, print_fitted
-
-        what = "measured" if not report.compares_model_with_itself else report.record_provenance
-        columns = [Column("#", key=True), Column("src"), Column("dst"), Column("method", justify="left"),
-                   Column("pattern", justify="left"), Column("dir", justify="left"), Column("size"),
-                   Column(f"{what} (GB/s)", f"{what[:4]}. GB/s"), Column("predicted (GB/s)", "pred. GB/s"),
-                   Column("error", justify="left", wrap=True)]
-        rows = []
-        for e in report.entries:
-            err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
-            rows.append([str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
-                         _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})"])
-        console = stdout_console()
-        print_fitted(console, f"model check on {report.topology}: predicted vs {what}", columns, rows)
-        for note in notes:
-            console.print(f"{note}", style="bold yellow", markup=False)
-        if report.n_compared:
-            console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
-                          f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)
-            for method, s in report.by_method.items():
-                console.print(f"  {method}: n={int(s['n'])} median {s['median_abs_rel_error']:.1%} worst {s['worst_abs_rel_error']:.1%}",
-                              markup=False)
-        else:
-            console.print("summary: no entry could be compared", markup=False)
+        _render_check(report, notes)
     if max_error is not None and (report.worst_abs_rel_error is None or report.worst_abs_rel_error > max_error):
         worst = "no entry could be compared" if report.worst_abs_rel_error is None else \
             f"worst |error| {report.worst_abs_rel_error:.1%} (entry {report.worst_index})"
         stderr_console().print(f"model check: {worst} exceeds --max-error {max_error:g}", markup=False)
         raise typer.Exit(3)
+
+
+def _render_check(report, notes: list[str]) -> None:
+    """Predicted vs measured, entry by entry, the notes, and the summary by method."""
+    from ..report.console import Column, print_fitted
+    from ..units import format_size
+
+    what = "measured" if not report.compares_model_with_itself else report.record_provenance
+    columns = [Column("#", key=True), Column("src"), Column("dst"), Column("method", justify="left"),
+               Column("pattern", justify="left"), Column("dir", justify="left"), Column("size"),
+               Column(f"{what} (GB/s)", f"{what[:4]}. GB/s"), Column("predicted (GB/s)", "pred. GB/s"),
+               Column("error", justify="left", wrap=True)]
+    rows = []
+    for e in report.entries:
+        err = "N/A" if e.rel_error is None else f"{e.rel_error:+.1%}"
+        rows.append([str(e.index), str(e.src), str(e.dst), e.method, e.pattern, e.direction, format_size(e.size_bytes),
+                     _fmt(e.measured_gb_per_s), _fmt(e.predicted_gb_per_s), err if not e.note else f"{err} ({e.note})"])
+    console = stdout_console()
+    print_fitted(console, f"model check on {report.topology}: predicted vs {what}", columns, rows)
+    for note in notes:
+        console.print(f"{note}", style="bold yellow", markup=False)
+    if report.n_compared:
+        console.print(f"summary: {report.n_compared} entries, median |error| {report.median_abs_rel_error:.1%}, "
+                      f"worst {report.worst_abs_rel_error:.1%} (entry {report.worst_index})", markup=False)
+        for method, s in report.by_method.items():
+            console.print(f"  {method}: n={int(s['n'])} median {s['median_abs_rel_error']:.1%} worst {s['worst_abs_rel_error']:.1%}",
+                          markup=False)
+    else:
+        console.print("summary: no entry could be compared", markup=False)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
 from .common import stderr_console
 
@@ -31,7 +32,6 @@ def register(app: typer.Typer) -> None:
         from ..traffic.capture import profile
         from ..traffic.io import check_suffix, save_traffic
         from ..units import format_size
-        from .common import check_paths
 
         check_suffix(output, "--output")
         check_paths(outputs={"--output": output}, output_dirs={"--rows-dir": rows_dir})

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import typer
 
-from .common import STDOUT, check_paths, stderr_console, write_error
+from ..atomic import check_paths
+from .common import STDOUT, stderr_console, write_error
 
 
 def register(app: typer.Typer) -> None:

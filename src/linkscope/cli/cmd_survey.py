@@ -5,28 +5,23 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
 from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
     STDOUT,
     check_backend,
-    check_paths,
-    fallback_note_for,
     finish,
-    interrupted,
     make_engine,
     measure_options,
+    measure_with,
     one_size_bytes,
-    partial_writer,
-    progress_bar,
-    resolve_topology_cli,
     run_context,
     size_alias_option,
     stderr_console,
     stdout_console,
     write_error,
 )
+from .topoinput import TopologyInput, fallback_note_for, from_option, gpu_model_option, preset_option, synthetic_option
 
 
 def _render_survey(record, topology) -> None:
@@ -97,10 +92,10 @@ def register(app: typer.Typer) -> None:
         report: Path | None = typer.Option(None, "--report", help="Where to write the HTML report (default: the JSON path with .html)."),
         no_report: bool = typer.Option(False, "--no-report", help="Do not write the HTML report."),
         backend: str = typer.Option("auto", "--backend", help="auto (cuda when usable here, else sim), cuda, rocm or sim."),
-        preset: str | None = typer.Option(None, "--preset", help="Survey (sim) a shipped preset instead of this machine."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="A synthetic topology, e.g. nvswitch:8."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("Survey (sim) a shipped preset instead of this machine."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("A synthetic topology, e.g. nvswitch:8."),
+        gpu_model: str | None = gpu_model_option(),
         sizes: str | None = typer.Option(None, "--sizes",
                                          help="Transfer size of the matrices and patterns (one size; default 512MiB)."),
         size: str | None = size_alias_option(),
@@ -121,15 +116,7 @@ def register(app: typer.Typer) -> None:
         from ..measure.survey import SURVEY_MEASURE_OPTIONS, SurveyOptions, run_survey
 
         check_backend(backend)
-        if report is None and not no_report and str(output) == STDOUT:
-            no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
-        if report is None and not no_report:
-            report = output.with_suffix(".html")
-            if report == output:
-                raise UserError(f"--output {output}: the HTML report's default name (the JSON path with .html) is the same file",
-                                hint="name the JSON file .json, or give --report FILE or --no-report")
-        if no_report:
-            report = None
+        report = _report_path(output, report, no_report)
         check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--report": report})
         size_bytes = one_size_bytes(sizes, size, "512MiB", "256MiB")
         assert size_bytes is not None  # a default is given
@@ -137,26 +124,30 @@ def register(app: typer.Typer) -> None:
                                   chunk=None, base=SURVEY_MEASURE_OPTIONS)
         sweep = tuple(s for s in SurveyOptions().sweep_sizes_bytes if s < size_bytes) + (size_bytes,)
         survey_options = replace(SurveyOptions(), size_bytes=size_bytes, sweep_sizes_bytes=sweep, measure=options)
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=backend in ("auto", "sim"),
-                                        fallback_note=fallback_note_for(backend))
+        topology = TopologyInput(preset, from_file, synthetic, gpu_model).resolve(allow_fallback=backend in ("auto", "sim"),
+                                                                                     fallback_note=fallback_note_for(backend))
         engine = make_engine(backend, topology)
         json_path = str(output)
         diagnostics = None if no_diagnosis else _diagnostics(engine, topology)
-        try:
-            if engine.capabilities().provenance == "simulated":
-                stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
-                                       style="bold yellow")
-            on_partial = partial_writer(json_path)
-            try:
-                with progress_bar(unit="steps") as progress:
-                    record = run_survey(engine, topology, survey_options, progress=progress,
-                                        on_partial=on_partial, context=run_context(topology, engine),
-                                        pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics)
-            except KeyboardInterrupt:
-                raise interrupted(on_partial) from None
-        finally:
-            engine.close()
-            if diagnostics is not None:
-                diagnostics.close()
+        if engine.capabilities().provenance == "simulated":
+            stderr_console().print("note: SIMULATED survey: numbers come from the fabric model, not from hardware",
+                                   style="bold yellow")
+        record = measure_with(engine, lambda progress, on_partial: run_survey(
+            engine, topology, survey_options, progress=progress, on_partial=on_partial, context=run_context(topology, engine),
+            pcie_probe=_pcie_probe(engine, topology), diagnostics=diagnostics), json_path=json_path, unit="steps",
+            close=diagnostics.close if diagnostics is not None else None)
         finish(record, json_path=json_path, csv_path=None, osu=osu, render=lambda r: _render_survey(r, topology),
                before_exit=lambda r: _after_write(r, output, report))
+
+
+def _report_path(output: Path, report: Path | None, no_report: bool) -> Path | None:
+    """The HTML report beside ``--output`` (the JSON path with .html) unless ``--report`` names one or
+    ``--no-report``; none for ``-o -`` (the record goes to stdout) unless ``--report`` names one."""
+    if report is None and not no_report and str(output) == STDOUT:
+        no_report = True  # -o -: the record goes to stdout; an HTML report only where --report names one
+    if report is None and not no_report:
+        report = output.with_suffix(".html")
+        if report == output:
+            raise UserError(f"--output {output}: the HTML report's default name (the JSON path with .html) is the same file",
+                            hint="name the JSON file .json, or give --report FILE or --no-report")
+    return None if no_report else report

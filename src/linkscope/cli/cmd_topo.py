@@ -5,21 +5,10 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_output_dir, check_paths
 from ..errors import UserError
-from .common import (
-    FROM_HELP,
-    GPU_MODEL_HELP,
-    STDOUT,
-    check_output_dir,
-    check_paths,
-    json_option,
-    parse_gpu_list,
-    resolve_topology_cli,
-    stderr_console,
-    stdout_console,
-    write_error,
-    write_json_output,
-)
+from .common import STDOUT, json_option, parse_gpu_list, stderr_console, stdout_console, write_error, write_json_output
+from .topoinput import TopologyInput, from_option, gpu_model_option, preset_option, synthetic_option
 
 EXPORT_FORMATS = ("nccl-xml",)
 
@@ -33,10 +22,10 @@ def register(app: typer.Typer) -> None:
     @topo_app.callback()
     def topo(
         ctx: typer.Context,
-        preset: str | None = typer.Option(None, "--preset", help="A shipped preset (see --list-presets)."),
-        from_file: Path | None = typer.Option(None, "--from", help=FROM_HELP),
-        synthetic: str | None = typer.Option(None, "--synthetic", help="e.g. nvswitch:8, pcie:2x4."),
-        gpu_model: str | None = typer.Option(None, "--gpu-model", help=GPU_MODEL_HELP),
+        preset: str | None = preset_option("A shipped preset (see --list-presets)."),
+        from_file: Path | None = from_option(),
+        synthetic: str | None = synthetic_option("e.g. nvswitch:8, pcie:2x4."),
+        gpu_model: str | None = gpu_model_option(),
         json_path: str | None = json_option("the topology model (with --health: the health report)"),
         output: Path | None = typer.Option(None, "-o", "--output",
                                            help="Also write the JSON model (or, with --export, that format) to this file."),
@@ -67,30 +56,15 @@ def register(app: typer.Typer) -> None:
         """
         if ctx.invoked_subcommand is not None:
             return
-        from ..topology import io
-        from ..topology.presets import load_preset, preset_names
-
         if list_presets:
-            for name in preset_names():
-                typer.echo(f"{name}\t{load_preset(name).description}")
+            _list_presets()
             return
         from ..discovery.auto import discover_live
-        from ..patterns.base import select_gpus
 
         check_paths(inputs={"--from": from_file}, outputs={"--output": output, "--json": json_path})
-        if export_format is not None:
-            if export_format not in EXPORT_FORMATS:
-                raise UserError(f"unknown --export format {export_format!r}", hint=f"valid: {', '.join(EXPORT_FORMATS)}")
-            if output is None:
-                raise UserError("--export needs -o FILE", hint="e.g. linkscope topo --export nccl-xml -o nccl-topo.xml")
-        requested = parse_gpu_list(gpus)
-        live = preset is None and from_file is None and synthetic is None
-        if sysfs_root is not None and not live:
-            raise UserError("--sysfs-root applies to live discovery only",
-                            hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
+        choice = TopologyInput(preset, from_file, synthetic, gpu_model)
+        requested = _check_options(choice, export_format, output, gpus, sysfs_root, health, run)
         discover = None if sysfs_root is None else (lambda: discover_live(sysfs_root, strict_sysfs=True))
-        if run is not None and not health:
-            raise UserError("--run goes with --health", hint="linkscope topo --health --run run.json")
         check_paths(inputs={"--run": run})
         record = None
         if run is not None:  # read it first: a bad file fails before discovery
@@ -102,43 +76,14 @@ def register(app: typer.Typer) -> None:
             raise UserError("--health reads this machine or a folder recorded by 'linkscope topo export --raw'",
                             hint="drop --preset/--synthetic/--export/-o, or give --from a recorded folder")
         # the topology view prints the fallback note among the topology's notes: not twice
-        topology = resolve_topology_cli(preset, from_file, synthetic, gpu_model=gpu_model, allow_fallback=live and not health,
-                                        discover=discover, fallback_note=None if json_path is None and output is None else "why")
+        topology = choice.resolve(allow_fallback=not choice.given and not health, discover=discover,
+                                  fallback_note=None if json_path is None and output is None else "why")
         if health:
             _print_health(topology, from_file, sysfs_root, json_path, run, record)
-            return
-        selected = list(select_gpus(topology, requested)) if requested is not None else None
-        if export_format == "nccl-xml":
-            from ..atomic import write_text_atomic
-            from ..discovery.nccl_xml import export_xml
-
-            text, notes = export_xml(topology, placeholders=placeholder_bus_ids)
-            assert output is not None  # --export without -o was refused above
-            try:
-                write_text_atomic(output, text)
-            except OSError as exc:
-                raise write_error(output, exc) from exc
-            for note in notes:
-                stderr_console().print(f"note: {note}", style="yellow", markup=False)
-            stderr_console().print(f"wrote NCCL topology XML to {output} (use: NCCL_TOPO_FILE={output})", markup=False)
-            return
-        elif output is not None:
-            try:
-                io.save(topology, output)
-            except OSError as exc:
-                raise write_error(output, exc) from exc
-            if str(output) == STDOUT:  # -o -: stdout holds the topology JSON alone
-                return
-            stderr_console().print(f"wrote {output}", markup=False)
-        if json_path is not None:
-            if selected is not None:
-                stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
-                                       style="yellow", markup=False)
-            if write_json_output(json_path, lambda: io.dumps(topology)):
-                return
-        from ..report.topology_view import build_view, render_rich
-
-        render_rich(build_view(topology, selected), stdout_console())
+        elif export_format == "nccl-xml":
+            _export_nccl_xml(topology, output, placeholder_bus_ids)
+        else:
+            _show(topology, requested, output, json_path)
 
     @topo_app.command("export")
     def export(
@@ -168,41 +113,87 @@ def register(app: typer.Typer) -> None:
     app.add_typer(topo_app, name="topo")
 
 
+def _list_presets() -> None:
+    from ..topology.presets import load_preset, preset_names
+
+    for name in preset_names():
+        typer.echo(f"{name}\t{load_preset(name).description}")
+
+
+def _check_options(choice: TopologyInput, export_format: str | None, output: Path | None, gpus: str | None,
+                   sysfs_root: Path | None, health: bool, run: Path | None) -> list[int] | None:
+    """Options of ``topo`` that cannot work together are refused before anything is read; returns ``--gpus``."""
+    if export_format is not None:
+        if export_format not in EXPORT_FORMATS:
+            raise UserError(f"unknown --export format {export_format!r}", hint=f"valid: {', '.join(EXPORT_FORMATS)}")
+        if output is None:
+            raise UserError("--export needs -o FILE", hint="e.g. linkscope topo --export nccl-xml -o nccl-topo.xml")
+    requested = parse_gpu_list(gpus)
+    if sysfs_root is not None and choice.given:
+        raise UserError("--sysfs-root applies to live discovery only",
+                        hint="drop --preset/--from/--synthetic, or drop --sysfs-root")
+    if run is not None and not health:
+        raise UserError("--run goes with --health", hint="linkscope topo --health --run run.json")
+    return requested
+
+
+def _export_nccl_xml(topology, output: Path | None, placeholders: bool) -> None:
+    from ..atomic import write_text_atomic
+    from ..discovery.nccl_xml import export_xml
+
+    text, notes = export_xml(topology, placeholders=placeholders)
+    assert output is not None  # --export without -o was refused before
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise write_error(output, exc) from exc
+    for note in notes:
+        stderr_console().print(f"note: {note}", style="yellow", markup=False)
+    stderr_console().print(f"wrote NCCL topology XML to {output} (use: NCCL_TOPO_FILE={output})", markup=False)
+
+
+def _show(topology, requested: list[int] | None, output: Path | None, json_path: str | None) -> None:
+    """``-o`` (the JSON model), ``--json`` and the tables of the topology view."""
+    from ..patterns.base import select_gpus
+    from ..topology import io
+
+    selected = list(select_gpus(topology, requested)) if requested is not None else None
+    if output is not None:
+        try:
+            io.save(topology, output)
+        except OSError as exc:
+            raise write_error(output, exc) from exc
+        if str(output) == STDOUT:  # -o -: stdout holds the topology JSON alone
+            return
+        stderr_console().print(f"wrote {output}", markup=False)
+    if json_path is not None:
+        if selected is not None:
+            stderr_console().print("note: --gpus selects the GPUs of the tables; --json writes the whole model",
+                                   style="yellow", markup=False)
+        if write_json_output(json_path, lambda: io.dumps(topology)):
+            return
+    from ..report.topology_view import build_view, render_rich
+
+    render_rich(build_view(topology, selected), stdout_console())
+
+
 def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, json_path: str | None, run: Path | None = None,
                   record=None) -> None:
     """The health section (and the link state and error counters NVML gave) of a live machine or a
-    recording; with ``run``, what its measurements prove (host bounces) and the suspects."""
+    recording; with ``run``, what its measurements prove (host bounces) and the suspects (``diagnose.examine``)."""
     import json
 
     from ..counters import linkerrors
-    from ..diagnose import bounce, gather, suspect
+    from ..diagnose.examine import examine
 
-    inputs = gather.recorded(Path(from_file)) if from_file is not None else gather.live(sysfs_root or Path("/"))
-    report = inputs.report(topology)
-    snapshot = inputs.link_snapshot(topology)
-    issues = linkerrors.state_issues(snapshot)
-    proofs: list[str] = []
-    suspects: list = []
-    if record is not None:
-        from ..judge.expect import max_gpu_used
-
-        need = max_gpu_used(record.measurements)
-        if need > topology.gpu_count:
-            stderr_console().print(f"note: {run} uses {need} GPUs, {topology.name!r} has {topology.gpu_count}: the pairs "
-                                   "beyond are left out (was it measured on this machine?)", style="yellow", markup=False)
-        if record.provenance.value == "simulated":
-            stderr_console().print(f"note: {run} is SIMULATED: it proves nothing about this machine's links",
-                                   style="yellow", markup=False)
-        found = bounce.find_bounces(record, topology)
-        proofs = [bounce.explain(b, report) for b in found]
-        suspects = suspect.suspects(record, topology, report=report, issues=issues, bounces=found)
-    if json_path is not None:
-        data = {"health": report.to_dict(), "link_health": snapshot, "link_issues": [i.as_dict() for i in issues]}
-        if record is not None:
-            data["host_bounce"] = proofs
-            data["suspects"] = [{"element": s.element, "evidence": list(s.evidence)} for s in suspects]
-        if write_json_output(json_path, json.dumps(data, indent=2)):
-            return
+    exam = examine(topology, recording=Path(from_file) if from_file is not None else None, sysfs_root=sysfs_root or Path("/"),
+                   record=record, record_name=str(run))
+    for note in exam.notes:
+        stderr_console().print(f"note: {note}", style="yellow", markup=False)
+    inputs, report, snapshot, issues = exam.inputs, exam.report, exam.snapshot, exam.issues
+    proofs, suspects = list(exam.proofs), list(exam.suspects)
+    if json_path is not None and write_json_output(json_path, json.dumps(exam.to_dict(), indent=2)):
+        return
     out = stdout_console()
     where = f"recording {from_file}" if from_file is not None else "this machine"
     out.print(f"[bold]P2P routing health[/bold] of {where} ({topology.name})")

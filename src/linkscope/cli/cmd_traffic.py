@@ -5,8 +5,9 @@ from pathlib import Path
 
 import typer
 
+from ..atomic import check_paths
 from ..errors import UserError
-from .common import check_paths, json_option, stderr_console, stdout_console, write_json_output
+from .common import json_option, stderr_console, stdout_console, write_json_output
 
 
 def _parse_weights(text: str | None) -> list[float] | None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import check_paths, parse_gpu_list, stderr_console, write_error
+from ..atomic import check_paths
+from .common import parse_gpu_list, stderr_console, write_error
 
 
 def _parse_gpus(text: str | None) -> tuple[int, ...] | None:

@@ -1,6 +1,6 @@
-"""Shared CLI helpers: consoles, option parsing (GPU lists), output-path checks, the topology of a
-command (``--preset/--from/--synthetic``), and what the measuring commands (``bench``, ``bench
-latency``, ``survey``) share: engine, context, progress bar, partial and final outputs.
+"""Shared CLI helpers: consoles, option parsing (GPU lists), output options, and what the measuring
+commands (``bench``, ``bench latency``, ``survey``) share: engine, context, progress bar, partial and final
+outputs. The topology of a command is ``topoinput``'s; output-path checks are ``atomic.check_paths``.
 
 Vendor and measuring modules are imported inside the functions, so importing this module stays cheap.
 """
@@ -16,13 +16,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from ..atomic import STDOUT
+from ..atomic import STDOUT, check_paths
 from ..errors import ConfigError, UserError
 from . import EXIT_WITH_ERRORS
 
-#: What every command's --from accepts (discovery/auto resolves it).
-FROM_HELP = ("A topology file: linkscope JSON, hwloc XML (lstopo --of xml), NCCL topology XML "
-             "(NCCL_TOPO_DUMP_FILE), or a folder recorded by 'topo export --raw'.")
 _GPU_INDEX = re.compile(r"[0-9]+")
 #: What --nic accepts (bench, map); model/nics.py parses it.
 NIC_HELP = ("NIC(s) for transfers between nodes, as UCX_NET_DEVICES / NCCL_IB_HCA name them: mlx5_0, "
@@ -67,111 +64,6 @@ def stderr_console() -> Console:
     (log files, ``2> err.txt``), so it can be grepped."""
     tty = os.isatty(2)
     return _Console(stderr=True, highlight=False, emoji=False, soft_wrap=not tty, width=None if tty else 200)
-
-
-def check_output_file(path: str | Path | None, option: str) -> None:
-    """Refuse, before any work is done, an output file that cannot be written: its folder does not
-    exist (a typo is not silently turned into new folders), is not a folder or is not writable (a
-    file is created there and removed, which also catches /proc and read-only file systems), the
-    name is longer than the file system allows, or the path is a folder, a symbolic link, a FIFO or
-    a device (``atomic.check_replaceable``). ``None`` and ``"-"`` (stdout) pass."""
-    import tempfile
-
-    from ..atomic import check_file_name, check_replaceable
-
-    if path is None or str(path) == STDOUT:
-        return
-    check_file_name(path, option)
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if not str(path).strip() or not target.name:
-        raise UserError(f"{option} {str(path)!r}: not a file name")
-    check_replaceable(target, option)
-    name_max = _path_limit(parent, "PC_NAME_MAX", 255)
-    if len(os.fsencode(target.name)) > name_max:
-        raise UserError(f"{option}: the file name is {len(os.fsencode(target.name))} bytes long; "
-                        f"the file system allows {name_max}", hint="choose a shorter name")
-    if len(os.fsencode(os.path.abspath(target))) >= _path_limit(parent, "PC_PATH_MAX", 4096):
-        raise UserError(f"{option}: the path is longer than the file system allows", hint="choose a shorter path")
-    if not parent.exists():
-        raise UserError(f"{option} {target}: folder {parent} does not exist", hint=f"create it first: mkdir -p {parent}")
-    if not parent.is_dir():
-        raise UserError(f"{option} {target}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise UserError(f"{option} {target}: not writable")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".linkscope-probe-", dir=parent)
-    except OSError as exc:
-        raise UserError(f"{option} {target}: cannot create a file in {parent}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
-
-
-def _path_limit(folder: Path, name: str, default: int) -> int:
-    """``pathconf`` of the nearest existing folder (NAME_MAX, PATH_MAX), or ``default``."""
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        return int(os.pathconf(probe if probe.exists() else ".", name))
-    except (OSError, ValueError):
-        return default
-
-
-def check_output_dir(path: str | Path | None, option: str) -> None:
-    """Refuse an output folder that cannot be created or written (its parent must exist), and an
-    existing file or link given where a folder is expected."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise UserError(f"{option} {target}: exists and is not a folder", hint="give a folder name")
-    if target.exists():
-        if not os.access(target, os.W_OK | os.X_OK):
-            raise UserError(f"{option} {target}: not writable")
-        return
-    check_output_file(target, option)
-
-
-def _identity(path: str | Path) -> tuple:
-    """What makes two path names the same file: (device, inode) when it exists, else the real path."""
-    try:
-        st = os.stat(path)
-        return ("inode", st.st_dev, st.st_ino)
-    except OSError:
-        return ("path", os.path.realpath(os.path.abspath(path)))
-
-
-def check_paths(*, inputs: dict[str, Any] | None = None, outputs: dict[str, Any] | None = None,
-                output_dirs: dict[str, Any] | None = None) -> None:
-    """The one guard every command runs before any work: each output file and folder can be
-    written (``check_output_file`` / ``check_output_dir``), and no output is an input or another
-    output of the same invocation (same name, or the same file through a link, ``..`` or a hard
-    link). ``inputs``/``outputs``/``output_dirs`` map an option name to a path, ``None`` (not
-    given) or a list of paths (``report RUN.json...``); ``"-"`` (stdout) is never a clash."""
-    named: list[tuple[str, str, str | Path]] = []  # (role, option, path)
-    for role, group in (("input", inputs), ("output", outputs), ("output folder", output_dirs)):
-        for option, value in (group or {}).items():
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for item in values:
-                if item is not None and str(item) != STDOUT:
-                    named.append((role, option, item))
-    for role, option, path in named:
-        if role == "output":
-            check_output_file(path, option)
-        elif role == "output folder":
-            check_output_dir(path, option)
-    seen: dict[tuple, tuple[str, str, str | Path]] = {}
-    for role, option, path in named:
-        key = _identity(path)
-        if key in seen:
-            first_role, first_option, first_path = seen[key]
-            if role == "input" and first_role == "input":
-                continue  # reading one file twice destroys nothing
-            same = "" if str(first_path) == str(path) else f" ({first_path} and {path} are the same file)"
-            raise UserError(f"{option} {path} names the same file as {first_role} {first_option}{same}; "
-                            "it would be overwritten", hint=f"give {option} another file name")
-        seen[key] = (role, option, path)
 
 
 def json_option(what: str) -> Any:
@@ -251,38 +143,13 @@ def parse_gpu_list(text: str | None, option: str = "--gpus") -> list[int] | None
     return values
 
 
-# ---- topology and measuring commands (bench, bench latency, survey) ------------------------------
-GPU_MODEL_HELP = ("GPU model of a --synthetic topology (a name, key or PCI id of the GPU facts table: H100, "
-                  "'NVIDIA A100 80GB PCIe', mi300x, 10de:2335); its links, PCIe and memory follow the model.")
+def parse_gpu_tuple(text: str | None, option: str = "--gpus") -> tuple[int, ...] | None:
+    """``parse_gpu_list`` as a tuple (what the measuring options hold)."""
+    parsed = parse_gpu_list(text, option)
+    return tuple(parsed) if parsed is not None else None
 
 
-def resolve_topology_cli(preset: str | None, from_file: str | Path | None, synthetic: str | None, *, allow_fallback: bool,
-                         discover: Callable[[], Any] | None = None, gpu_model: str | None = None,
-                         fallback_note: str | None = "why"):
-    """The topology of ``--preset / --from / --synthetic [--gpu-model]`` (or this machine's) through
-    ``discovery.auto.resolve_topology``; its note (a simulated fallback) goes to stderr once, where it
-    applies: ``fallback_note`` ``"why"`` says why no GPU was found (a run that wanted this machine),
-    ``"sim"`` only which preset is simulated (``--backend sim`` asked for a simulation), None nothing
-    (the command shows the topology's notes itself, or the topology only names the vendor). ``discover``
-    replaces live discovery (``topo --sysfs-root``)."""
-    from ..discovery.auto import resolve_topology
-
-    kwargs: dict[str, Any] = {} if discover is None else {"discover": discover}
-    topology, note = resolve_topology(preset, str(from_file) if from_file else None, synthetic,
-                                      allow_fallback=allow_fallback, gpu_model=gpu_model, **kwargs)
-    if note and fallback_note == "sim":
-        stderr_console().print(f"note: simulating the default preset {topology.name} (no --preset, --from or --synthetic "
-                               "and no GPU here)", style="yellow", markup=False)
-    elif note and fallback_note == "why":
-        stderr_console().print(f"note: {note}", style="yellow", markup=False)
-    return topology
-
-
-def fallback_note_for(backend: str) -> str:
-    """``resolve_topology_cli``'s note for a ``--backend``: ``sim`` asked for a simulation, so no 'no GPU' reason."""
-    return "sim" if backend == "sim" else "why"
-
-
+# ---- measuring commands (bench, bench latency, survey) ------------------------------
 def with_nic_option(topology, nic: str | None):
     """``(topology, choice)``: the topology whose model, routes and mapping use ``--nic`` or, without
     it, UCX_NET_DEVICES / NCCL_IB_HCA from the environment (what the libraries will read), else
@@ -447,6 +314,24 @@ def interrupted(checkpoint) -> typer.Exit:
     by = "" if name == "Ctrl-C" else f" by {name}"
     stderr_console().print(f"linkscope: interrupted{by}{checkpoint.where()}", style="bold red", markup=False)
     return typer.Exit(interrupt_status())
+
+
+def measure_with(engine, work: Callable[[Callable[[int, int, str], None], Any], Any], *, json_path: str | Path | None,
+                 csv_path: str | Path | None = None, unit: str = "transfers", close: Callable[[], None] | None = None) -> Any:
+    """The frame of every single-process measuring command: ``work(progress, on_partial)`` runs under a
+    progress bar with the partial files written after each step (``partial_writer``); Ctrl-C ends it
+    with the partial files named (``interrupted``); the engine (and ``close``) are closed whatever happens."""
+    try:
+        on_partial = partial_writer(json_path, csv_path)
+        try:
+            with progress_bar(unit=unit) as progress:
+                return work(progress, on_partial)
+        except KeyboardInterrupt:
+            raise interrupted(on_partial) from None
+    finally:
+        engine.close()
+        if close is not None:
+            close()
 
 
 def measure_options(*, reps: int | None, warmup: int | None, time_budget: str | None, target_ci: float | None,

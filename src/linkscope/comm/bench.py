@@ -45,7 +45,7 @@ def job_context(job: Job, environ: Mapping[str, str], *, simulated: bool, topolo
     ``touch_gpu=False`` leaves the vendor libraries alone (no CUDA/NCCL/NVML versions): a host-buffer
     ``bench mpi`` must not initialise the GPU driver, because a CUDA-aware MPI's host-buffer calls then
     cost more (2 x H100, Open MPI 4.1.4: an 8 B allreduce from mpi4py 2.1-2.4 us in a process that never
-    touched CUDA, 3.0-3.2 once cuInit ran, 4.4-4.5 with a context; bench/mpi_overhead/pingpong.py)."""
+    touched CUDA, 3.0-3.2 once cuInit ran, 4.4-4.5 with a context; docs/runs/scripts/mpi_overhead/pingpong.py)."""
     ctx = collect_context(environ, gpu_names=[g.name for g in topology.gpus] if topology is not None else (),
                           engine="sim" if simulated else "nccl/mpi",
                           topology_source=(topology.source or topology.name) if topology is not None else None,

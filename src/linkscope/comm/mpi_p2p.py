@@ -415,7 +415,7 @@ def _latency_loop(comm: Any, side: _Side, size: int, iters: int, skip: int, firs
     Unstaged, each is a persistent request (``Send_init`` / ``Recv_init`` once per size, then ``Start``
     and ``Wait``), in osu_latency's order: the send completes before the receive is started, as
     ``MPI_Send`` returns before ``MPI_Recv`` is called; MPI moves the same message each way. Measured
-    on 2 x H100 with the CUDA-aware Open MPI 4.1.4 (bench/mpi_overhead/pingpong.py, 8 B, min over 20
+    on 2 x H100 with the CUDA-aware Open MPI 4.1.4 (docs/runs/scripts/mpi_overhead/pingpong.py, 8 B, min over 20
     rounds, 2026-11-25): host buffers 0.78-0.79 us a half round trip against 1.18-1.22 for blocking
     ``Send``/``Recv`` (C: 0.61-0.66), device buffers 9.84-10.63 against 10.80-11.84 (C: 9.99-10.71):
     a persistent request does the CUDA-aware library's per-call work (buffer checks, convertor set-up)

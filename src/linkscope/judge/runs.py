@@ -229,6 +229,28 @@ def below(judged: Sequence[JudgedRun], fraction: float) -> list[tuple[JudgedRun,
             if j.fraction is not None and j.fraction < fraction]
 
 
+def health_failures(judged: Sequence[JudgedRun]) -> list[str]:
+    """Why a health check fails besides low numbers: nothing judged, wrong data (nccl-tests #wrong,
+    out-of-bounds values, an nvbandwidth data check), an incomplete output."""
+    reasons = []
+    numbers = [j for jr in judged for j in jr.judgements]
+    if not any(j.verdict.value != "not judged" for j in numbers):
+        reasons.append(f"nothing was judged ({len(numbers)} number{'s' if len(numbers) != 1 else ''} read, none judged)")
+    for jr in judged:
+        run = jr.run
+        wrong = sum(1 for m in run.measurements if m.status.value == "error")
+        if wrong or (run.context or {}).get("out_of_bounds"):
+            reasons.append(f"{run.source}: wrong data ({wrong or run.context.get('out_of_bounds')} "
+                           f"{'rows with #wrong > 0' if wrong else 'out-of-bounds values'})")
+        failed = [k for k, o in (run.outcomes or {}).items() if o.status == "Error"]
+        if failed:
+            reasons.append(f"{run.source}: {len(failed)} testcase{'s' if len(failed) != 1 else ''} ended in an error "
+                           f"({', '.join(failed[:3])})")
+        if not run.complete:
+            reasons.append(f"{run.source}: incomplete output ({run.incomplete})")
+    return reasons
+
+
 def _mapped(m: Measurement, judge: Judge) -> Measurement:
     """``m`` with the topology's GPU numbers (``--gpus`` applied)."""
     changes: dict[str, Any] = {"src": judge.gpu(m.src), "dst": judge.gpu(m.dst)}

@@ -547,6 +547,18 @@ def all_ordered_pairs(gpus: Sequence[int]) -> list[tuple[int, int]]:
     return [(a, b) for a in gpus for b in gpus if a != b]
 
 
+def latency_pairs(kind: str, gpus: Sequence[int]) -> list[tuple[Endpoint, Endpoint]]:
+    """The ends a latency kind runs between: host-read chases through host memory from each GPU; on
+    one GPU a copy runs both ways between the host and the GPU; the other kinds run on GPU pairs."""
+    from ..patterns.methods import LATENCY_HOST_READ
+
+    if kind == LATENCY_HOST_READ.key:
+        return [(HOST, g) for g in gpus]
+    if len(gpus) < 2:
+        return [(HOST, g) for g in gpus] + [(g, HOST) for g in gpus]
+    return list(all_ordered_pairs(gpus))
+
+
 _PEER_LATENCY_KINDS = frozenset(k.key for k in LATENCY_KINDS_TABLE if k.needs_peer_access)
 
 

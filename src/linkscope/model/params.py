@@ -137,7 +137,7 @@ _GCD_HOP = ("arXiv:2302.14827 (Pearson 2023), Sec. IV: GCD pairs without a direc
 # Pageable host copies (model/host_copies.py says how they are modelled). The rates are what one host
 # thread copies between pageable memory and the driver's staging buffer on the machine that measured
 # them: nvidia-h200 (one H200, PCIe Gen5 x16, pinned h2d/d2h 55.4/55.2 GB/s, so the copy, not the DMA,
-# bounds them), 2026-11-23, docs/benchmarks.md "One GPU": h2d-pageable 7.05 (bench/device_engine.py,
+# bounds them), 2026-11-23, docs/benchmarks.md "One GPU": h2d-pageable 7.05 (docs/runs/scripts/device_engine.py,
 # 256 MiB) and 8.54 GB/s (survey, 512 MiB), d2h-pageable 10.93 and 10.73 GB/s. Mean of the two runs.
 # A measured figure of another machine: `model calibrate` on a survey with pageable rows replaces it.
 _VISITS11_12 = "tests/fixtures/peertools/h100x2-visits11-13"

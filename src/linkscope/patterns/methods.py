@@ -22,12 +22,12 @@ other module spells a method key out. A method says:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UserError
 from ..platforms import hardware_platforms
 from .plan import HOST, Endpoint
 
@@ -198,6 +198,19 @@ LATENCY_KINDS_TABLE: tuple[LatencyKind, ...] = (LATENCY_REMOTE_READ, LATENCY_FLA
 LATENCY_KINDS: tuple[str, ...] = tuple(k.key for k in LATENCY_KINDS_TABLE)
 #: The kinds that need two GPUs (the default of ``bench latency`` and the survey between GPUs).
 PAIR_LATENCY_KINDS: tuple[str, ...] = (LATENCY_REMOTE_READ.key, LATENCY_FLAG.key)
+
+
+def check_latency_kinds(kinds: Sequence[str], text: str, option: str = "--kind") -> list[str]:
+    """``kinds`` (parsed from the option's ``text``) when each is a latency kind listed once; else a
+    UserError naming the valid kinds."""
+    if not kinds:
+        raise UserError(f"{option} is empty", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
+    for k in kinds:
+        if k not in LATENCY_KINDS:
+            raise UserError(f"unknown latency kind {k!r}", hint=f"valid kinds: {', '.join(LATENCY_KINDS)}")
+        if kinds.count(k) > 1:
+            raise UserError(f"latency kind {k!r} is listed twice in {option} {text!r}")
+    return list(kinds)
 
 
 def method_keys(vendor: str | None = None) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ MIN_CHASE_BYTES = 64 * 1024
 HOPS = 10_000
 #: Hops a launch when the chase runs on each SM in turn (a launch per SM and sample: 132 x 2,000 hops through
 #: host memory take 0.32 s on an H100). 2 x H100 read the same at 2,000 and 10,000 (visit 12,
-#: bench/chase_modes.py: host 1.186-1.202 against 1.186-1.204 us, a peer 0.8296-0.8301 against 0.8275-0.8281).
+#: docs/runs/scripts/chase_modes.py: host 1.186-1.202 against 1.186-1.204 us, a peer 0.8296-0.8301 against 0.8275-0.8281).
 IN_TURN_HOPS = 2_000
 PINGPONG_ROUNDS = 2_000
 

@@ -1,6 +1,6 @@
-"""linkscope's one-GPU host-link numbers beside nvbandwidth's (bench/device_onegpu.sh runs both).
+"""linkscope's one-GPU host-link numbers beside nvbandwidth's (docs/runs/scripts/device_onegpu.sh runs both).
 
-    PYTHONPATH=src python3 bench/onegpu_compare.py WORK_DIR OUT_JSON
+    PYTHONPATH=src python3 tests/benchtables/onegpu_compare.py WORK_DIR OUT_JSON
 
 WORK_DIR holds ``nvbandwidth.txt`` (nvbandwidth's plain-text output of the host test cases) and the
 linkscope RunRecords ``bench_*.json``, ``latency_host.json`` and ``survey.json``. Prints one table

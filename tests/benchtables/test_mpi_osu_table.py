@@ -1,4 +1,4 @@
-"""bench/mpi_osu_table.py on a real recording (tests/fixtures/mpi/h100x2-2026-11-25: OSU 5.3 beside
+"""tests/benchtables/mpi_osu_table.py on a real recording (tests/fixtures/mpi/h100x2-2026-11-25: OSU 5.3 beside
 `linkscope bench mpi`, 2 x H100, round 1 of the lead's visit 2): both tools' text is read by
 results.peertools.osu, and the table is docs/benchmarks.md's "GPU-aware MPI between GPU0 and GPU1" r1 column."""
 from __future__ import annotations
@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests import benchscripts
+from tests.benchtables import mpi_osu_table
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 R1 = ROOT / "tests" / "fixtures" / "mpi" / "h100x2-2026-11-25" / "r1"
 
 
 @pytest.fixture(scope="module")
 def tool():
-    return benchscripts.load("mpi_osu_table")
+    return mpi_osu_table
 
 
 def test_table_of_the_recorded_round(tool, tmp_path):

@@ -5,7 +5,7 @@ nvbandwidth (visits 6 and 13), host-read latency beside nvbandwidth (visits 12-1
 bandwidth and peer / linkscope for latency, so >= 1.00 means linkscope at least equal; each tool's value is
 the median over the call's rounds.
 
-    PYTHONPATH=src python3 bench/x2_visits_table.py [DIR]   -> markdown on stdout
+    PYTHONPATH=src python3 tests/benchtables/x2_visits_table.py [DIR]   -> markdown on stdout
 
 Every number is read by the project's parsers (results.peertools: nvbandwidth, OSU), as `linkscope check` reads them.
 """
@@ -21,8 +21,8 @@ from linkscope.results.peertools.nvbandwidth import parse_text as parse_nvbandwi
 from linkscope.results.peertools.osu import parse_text as parse_osu
 
 MIB = 1024 * 1024
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "tests/fixtures/peertools/h100x2-visits4-9"
-LATER_DIR = Path(__file__).resolve().parent.parent / "tests/fixtures/peertools/h100x2-visits11-13"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests/fixtures/peertools/h100x2-visits4-9"
+LATER_DIR = Path(__file__).resolve().parents[2] / "tests/fixtures/peertools/h100x2-visits11-13"
 #: linkscope's method -> nvbandwidth's testcase it is compared with
 COPIES = {"ce": ("ce-write", "memcpy_write_ce"), "sm-push": ("sm-push", "memcpy_write_sm"),
           "sm-pull": ("sm-pull", "memcpy_read_sm")}
@@ -79,7 +79,7 @@ def _latency_row(label: str, visit: int, nv: list[float], ls: list[float]) -> st
 
 def latency(d: Path, later: Path = LATER_DIR) -> list[str]:
     """Remote-read (visit 6: the all-SM chase; visit 13: the same on the final code) and host-read (visit 12:
-    bench/chase_modes.py's each-SM-in-turn at 2,000 hops, now the engine's; visit 13: the engine) beside
+    docs/runs/scripts/chase_modes.py's each-SM-in-turn at 2,000 hops, now the engine's; visit 13: the engine) beside
     nvbandwidth's latency tests of the same call. ratio = nvbandwidth / linkscope (>= 1: linkscope as fast)."""
     lines = ["| memory read (reader <- owner) | visit | nvbandwidth latency_sm (µs, 2 runs) | linkscope (µs, 2 runs) | ratio |",
              "|---|---|---|---|---|"]

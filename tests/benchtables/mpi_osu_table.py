@@ -1,6 +1,6 @@
-"""The OSU vs linkscope table from bench/device_mpi_osu.sh's step outputs.
+"""The OSU vs linkscope table from docs/runs/scripts/device_mpi_osu.sh's step outputs.
 
-    PYTHONPATH=src python3 bench/mpi_osu_table.py STEP_DIR OUT_JSON
+    PYTHONPATH=src python3 tests/benchtables/mpi_osu_table.py STEP_DIR OUT_JSON
 
 Both tools print OSU's layout (``size value`` rows under ``#`` comments), so one parser reads both:
 OSU's stdout and ``linkscope bench mpi``'s stdout, through linkscope's own OSU parser

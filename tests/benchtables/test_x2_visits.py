@@ -1,17 +1,17 @@
-"""bench/x2_visits_table.py on the recorded visits 4-9 and 11-13 (tests/fixtures/peertools/h100x2-visits4-9,
+"""tests/benchtables/x2_visits_table.py on the recorded visits 4-9 and 11-13 (tests/fixtures/peertools/h100x2-visits4-9,
 h100x2-visits11-13): the tables in docs/benchmarks.md "Final tables: visits 4-13" come out of the committed outputs
 through the project's parsers."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests import benchscripts
+from tests.benchtables import x2_visits_table
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def test_the_docs_tables_come_from_the_fixtures():
-    tool = benchscripts.load("x2_visits_table")
+    tool = x2_visits_table
     d = tool.DEFAULT_DIR
     copies, latency, mpi = "\n".join(tool.copies(d)), "\n".join(tool.latency(d)), "\n".join(tool.mpi(d))
     probes = "\n".join(tool.probes())

@@ -1,4 +1,4 @@
-"""The pure-Python half of bench/device_onegpu.sh: nvbandwidth's text output read through
+"""The pure-Python half of docs/runs/scripts/device_onegpu.sh: nvbandwidth's text output read through
 results.peertools.nvbandwidth, and the side-by-side table built from linkscope records. The sample
 (tests/fixtures/nvbandwidth/) is SYNTHETIC: written by hand in the format of nvbandwidth's output.cpp /
 inline_common.h, with illustrative numbers (not a measurement), plus a waived case, an N/A cell and
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests import benchscripts
+from tests.benchtables import onegpu_compare
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 SAMPLE = ROOT / "tests" / "fixtures" / "nvbandwidth" / "onegpu_sample.txt"
 H100X2 = ROOT / "tests" / "fixtures" / "peertools" / "h100x2"
 
 
 @pytest.fixture(scope="module")
 def tool():
-    return benchscripts.load("onegpu_compare")
+    return onegpu_compare
 
 
 def test_the_script_reads_nvbandwidth_through_the_library_parser(tool):
