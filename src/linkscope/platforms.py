@@ -143,7 +143,7 @@ class Platform:
 
 NVIDIA = Platform(
     key="nvidia", label="NVIDIA", hardware=True, engine="cuda",
-    engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.gpu.probe:probe",
+    engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.cuda:probe",
     runtime="cuda", cupy_wheel="cupy-cuda12x (or cupy-cuda13x)",
     discover="linkscope.discovery.nvml:discover_platform", discovery_backends=("nvml",),
     counters="linkscope.counters.nvml:open_nvml", health_facts="linkscope.discovery.nvml:live_facts",

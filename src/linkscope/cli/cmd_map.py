@@ -144,11 +144,8 @@ def register(app: typer.Typer) -> None:
         assignment = map_onto(matrix, topology, metric, method=DEFAULT_METHOD.key if method is None else method,
                               results_cost=measured, nodes=nodes, hosts=host_list, solver=solver, mode=mode,
                               node_limit=node_limit, time_limit_s=time_limit, nics=nic_choice)
-        if assignment.gpu_vendor == "amd":  # HIP ordinals against this node's KFD table, or what was assumed
-            from ..discovery.hipdevices import read_kfd_gpus
-
-            assignment, _ = emitters.check_hip_ordinals(assignment, read_kfd_gpus(),
-                                                        topology.gpu_count if topology is not None else None)
+        # the vendor's device numbers against this node (AMD: HIP ordinals against the KFD table)
+        assignment = emitters.check_devices(assignment, topology.gpu_count if topology is not None else None)
         for note_text in assignment.notes[1:] if assignment.uniform else assignment.notes:
             err.print(f"note: {note_text}", style="yellow")
         if output is not None:

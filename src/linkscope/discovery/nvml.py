@@ -14,7 +14,7 @@ Two layers:
 
 GPU numbering: the topology index of a GPU is its position when GPUs are sorted by PCI bus id,
 which is the CUDA ordinal under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` with no ``CUDA_VISIBLE_DEVICES``
-(CUDA's default order, FASTEST_FIRST, can differ). ``cuda_ordinal`` holds that position and
+(CUDA's default order, FASTEST_FIRST, can differ). ``ordinals["nvidia"]`` holds that position and
 ``nvml_index`` NVML's own index; the PCI bus id is the stable key.
 
 NVLink model: active links to the same peer GPU are one bonded link (``count`` = number of links,
@@ -494,7 +494,7 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         numa = numa if isinstance(numa, int) and numa >= 0 else None
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=g.get("name") or "NVIDIA GPU", index=pos,
                            vendor="nvidia", uuid=g.get("uuid"), pci_bus_id=g["pci_bus_id"],
-                           memory_bytes=g.get("memory_bytes"), numa_node=numa, cuda_ordinal=pos,
+                           memory_bytes=g.get("memory_bytes"), numa_node=numa, ordinals={"nvidia": pos},
                            nvml_index=g["index"], attributes=attrs))
         if g.get("cpu_affinity"):
             cores.setdefault(numa if numa is not None else 0, set()).update(g["cpu_affinity"])

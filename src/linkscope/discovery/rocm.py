@@ -359,7 +359,7 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=product, index=pos, vendor="amd",
                            uuid=g.get("uuid"), pci_bus_id=g.get("pci_bus_id"),
                            numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
-                           hip_ordinal=ordinals[pos], attributes=attributes))
+                           ordinals={} if ordinals[pos] is None else {"amd": ordinals[pos]}, attributes=attributes))
         if "MI250" in product.upper():
             host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1, MI250X_CPU_GCD_GB_PER_S,
                                            provenance=Provenance.DATASHEET, generation="Infinity Fabric CPU-GCD",
