@@ -64,6 +64,18 @@ class LaunchEnvironment(Protocol):
     def env_file_head(self, assignment: Any) -> str: ...
 
 
+class DiscoveryFacts(Protocol):
+    """Reading one vendor's discovery facts dump (``diagnose``: P2P health, BARs, link state)."""
+
+    recorded_file: str  # its name in a ``topo export --raw`` folder
+    vram_bar_in_sysfs: bool  # the GPU's largest sysfs BAR is its VRAM BAR
+    unrecorded_link_health: str  # what a recording without link state says
+
+    def p2p_pairs(self, facts: Any) -> dict[frozenset[str], dict[str, Any]]: ...  # driver P2P status by bus pair
+    def gpu_records(self, facts: Any) -> dict[str, Any]: ...  # each GPU's record (BAR1) by bus id
+    def link_health(self, facts: Any) -> list[tuple[str, Any, Any]]: ...  # (bus id, index, link health)
+
+
 @dataclass(frozen=True)
 class Platform:
     """One vendor's pieces. ``None`` / ``()``: the platform has no such piece.
@@ -113,6 +125,8 @@ class Platform:
             read_sm at 64 MiB).
         runtime_traits: the device runtime's ``RuntimeTraits``; ``kernels``: its ``KernelDialect``.
         launch: ``"module:attribute"`` of its ``LaunchEnvironment``.
+        facts: ``"module:attribute"`` of its ``DiscoveryFacts``: reading the facts dump that
+            ``health_facts`` returns and ``topo export --raw`` records (``diagnose``).
         ordinal_field: the field a topology stored this vendor's runtime ordinal in before
             ``Device.ordinals`` (``cuda_ordinal``): read, never written (``topology/io``).
     """
@@ -138,6 +152,7 @@ class Platform:
     runtime_traits: RuntimeTraits | None = None
     kernels: KernelDialect | None = None
     launch: str | None = None
+    facts: str | None = None
     ordinal_field: str | None = None
 
 
@@ -158,6 +173,7 @@ NVIDIA = Platform(
     latency_chase=(("remote-read", CHASE_EVERY_SM), ("host-read", CHASE_IN_TURN)),
     sm_push_shape=(256, 1, 4),
     runtime_traits=_nvidia.RUNTIME, kernels=_nvidia.KERNELS, launch="linkscope.mapping.nvidia:LAUNCH",
+    facts="linkscope.discovery.nvml:FACTS",
     ordinal_field="cuda_ordinal",
 )
 AMD = Platform(
@@ -170,6 +186,7 @@ AMD = Platform(
     env_rows=(("rocm", "linkscope.envinfo:rocm_smi_row"), ("rocm install", "linkscope.envinfo:rocm_install_row"),
               ("rocm engine", "linkscope.envinfo:rocm_engine_row")),
     runtime_traits=_amd.RUNTIME, kernels=_amd.KERNELS, launch="linkscope.mapping.amd:LAUNCH",
+    facts="linkscope.discovery.amdsmi:FACTS",
     ordinal_field="hip_ordinal",
 )
 SIM = Platform(key="sim", label="simulated (the fabric model)", hardware=False, engine="sim",

@@ -601,3 +601,36 @@ def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes:
         raise BackendUnavailable(f"NVML: {nv.reason}")
     topology = facts_to_topology(read_facts(_import_pynvml()), host_facts())
     return topology.replace(source="nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml")
+
+
+class NvmlFacts:
+    """NVIDIA's discovery facts (the platform row's ``facts``): the NVML dump ``live_facts`` returns
+    and ``topo export --raw`` records as ``nvml.json``, read for the P2P health check."""
+
+    recorded_file = "nvml.json"
+    vram_bar_in_sysfs = False  # BAR1 comes from NVML (bar_records)
+    unrecorded_link_health = "not in these NVML facts (recorded before linkscope read link error counters)"
+
+    def p2p_pairs(self, facts: Mapping[str, Any] | None) -> dict[frozenset[str], dict[str, Any]]:
+        """Driver P2P status (NVML's read, write, nvlink, ... -> OK or a refusal) by pair of PCI bus ids."""
+        if not facts:
+            return {}
+        bus_of = {g["index"]: normalise_bdf(g["pci_bus_id"]) for g in facts.get("gpus", [])}
+        out: dict[frozenset[str], dict[str, Any]] = {}
+        for pair in facts.get("pairs", []):
+            a, b = bus_of.get(pair["a"]), bus_of.get(pair["b"])
+            if a and b:
+                out[frozenset((a, b))] = dict(pair.get("p2p") or {})
+        return out
+
+    def gpu_records(self, facts: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+        """Each GPU's record (BAR1, errors) by PCI bus id."""
+        return {normalise_bdf(g["pci_bus_id"]): g for g in (facts or {}).get("gpus", [])}
+
+    def link_health(self, facts: Mapping[str, Any] | None) -> list[tuple[str, Any, Mapping[str, Any]]]:
+        """(PCI bus id, NVML index, recorded link health) of each GPU that has one."""
+        return [(str(g.get("pci_bus_id") or ""), g.get("index"), g["link_health"])
+                for g in (facts or {}).get("gpus", []) if g.get("link_health")]
+
+
+FACTS = NvmlFacts()
