@@ -73,6 +73,7 @@ class DiscoveryFacts(Protocol):
 
     def p2p_pairs(self, facts: Any) -> dict[frozenset[str], dict[str, Any]]: ...  # driver P2P status by bus pair
     def gpu_records(self, facts: Any) -> dict[str, Any]: ...  # each GPU's record (BAR1) by bus id
+    def host_name(self, topology: Any) -> str | None: ...  # the host a topology from these facts names
     def link_health(self, facts: Any) -> list[tuple[str, Any, Any]]: ...  # (bus id, index, link health)
 
 
@@ -125,6 +126,8 @@ class Platform:
             read_sm at 64 MiB).
         runtime_traits: the device runtime's ``RuntimeTraits``; ``kernels``: its ``KernelDialect``.
         launch: ``"module:attribute"`` of its ``LaunchEnvironment``.
+        pcie_probe: ``"module:callable"`` reading each GPU's PCIe link state now (the survey reads
+            it right after its host copies, while the links are up).
         facts: ``"module:attribute"`` of its ``DiscoveryFacts``: reading the facts dump that
             ``health_facts`` returns and ``topo export --raw`` records (``diagnose``).
         ordinal_field: the field a topology stored this vendor's runtime ordinal in before
@@ -153,6 +156,7 @@ class Platform:
     kernels: KernelDialect | None = None
     launch: str | None = None
     facts: str | None = None
+    pcie_probe: str | None = None
     ordinal_field: str | None = None
 
 
@@ -173,7 +177,7 @@ NVIDIA = Platform(
     latency_chase=(("remote-read", CHASE_EVERY_SM), ("host-read", CHASE_IN_TURN)),
     sm_push_shape=(256, 1, 4),
     runtime_traits=_nvidia.RUNTIME, kernels=_nvidia.KERNELS, launch="linkscope.mapping.nvidia:LAUNCH",
-    facts="linkscope.discovery.nvml:FACTS",
+    facts="linkscope.discovery.nvml:FACTS", pcie_probe="linkscope.discovery.nvml:pcie_link_states",
     ordinal_field="cuda_ordinal",
 )
 AMD = Platform(
@@ -228,6 +232,14 @@ def launch_of(vendor: str | None) -> LaunchEnvironment | None:
 def launch_environments() -> tuple[LaunchEnvironment, ...]:
     """Every hardware platform's launch environment, in table order (a mapping of unknown vendor sets all)."""
     return tuple(load(p.launch) for p in PLATFORMS if p.hardware and p.launch)
+
+
+def pcie_probe_for(vendors: Any) -> Any:
+    """The PCIe link-state reader of the first platform among ``vendors`` (device vendor keys) that
+    has one, None when none has."""
+    present = set(vendors)
+    ref = next((p.pcie_probe for p in PLATFORMS if p.hardware and p.key in present and p.pcie_probe), None)
+    return load(ref) if ref else None
 
 
 def by_engine(name: str) -> Platform | None:

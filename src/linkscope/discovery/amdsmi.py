@@ -357,6 +357,9 @@ class AmdFacts:
                 out[frozenset((a, b))] = {"accessible": "OK" if pair["p2p_accessible"] else "NOT_ACCESSIBLE"}
         return out
 
+    def host_name(self, topology: Topology) -> str | None:
+        return None  # amdsmi discovery does not name the topology after the host
+
     def gpu_records(self, facts: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
         return {}  # no BAR1 record: the VRAM BAR is read from sysfs
 

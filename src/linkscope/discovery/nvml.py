@@ -623,6 +623,13 @@ class NvmlFacts:
                 out[frozenset((a, b))] = dict(pair.get("p2p") or {})
         return out
 
+    def host_name(self, topology: Topology) -> str | None:
+        """The host a topology read from NVML facts names: the recorded ``hostname`` became its name
+        (``nvml`` when the facts had none); None for a topology from elsewhere."""
+        if (topology.source or "").split("+")[0] != "nvml":
+            return None
+        return topology.name if topology.name != "nvml" else None
+
     def gpu_records(self, facts: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
         """Each GPU's record (BAR1, errors) by PCI bus id."""
         return {normalise_bdf(g["pci_bus_id"]): g for g in (facts or {}).get("gpus", [])}

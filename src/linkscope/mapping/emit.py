@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
-from ..platforms import launch_environments, launch_of
+from ..platforms import hardware_platforms, launch_environments, launch_of, load
 from ..rankenv import LOCAL_RANK_VARS, LOCAL_SIZE_VARS, WORLD_RANK_VARS, WORLD_SIZE_VARS, first_index
 from ..topology.model import Topology
 from .assignment import Assignment
@@ -179,8 +179,10 @@ def known_host_name(topology: Topology) -> str | None:
     if topology.is_this_system:
         return socket.gethostname()
     source = topology.source or ""
-    if source.split("+")[0] == "nvml":
-        return topology.name if topology.name != "nvml" else None
+    for platform in hardware_platforms():  # a vendor's discovery facts may name the host (NVML's do)
+        named = load(platform.facts).host_name(topology) if platform.facts else None
+        if named is not None:
+            return named
     if source.startswith("hwloc-xml:"):
         return topology.name if topology.name != PurePath(source.removeprefix("hwloc-xml:")).stem else None
     return None

@@ -8,8 +8,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from .. import platforms
 from ..errors import SchemaError, TopologyError
-from ..platforms import PLATFORMS
 from ..userfiles import loads_strict, read_text, refuse_malformed
 from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, PeerAccess, Provenance, RunChoices, Topology
 
@@ -210,7 +210,7 @@ def _ordinals(item: dict[str, Any], path: str) -> dict[str, int]:
     row names as where files before ``ordinals`` kept it (``cuda_ordinal``, ``hip_ordinal``); where
     both say, ``ordinals`` wins."""
     out: dict[str, int] = {}
-    for platform in PLATFORMS:
+    for platform in platforms.PLATFORMS:  # read now: a row added later counts
         if platform.ordinal_field and item.get(platform.ordinal_field) is not None:
             out[platform.key] = _ordinal(item[platform.ordinal_field], f"{path}.{platform.ordinal_field}")
     raw = item.get("ordinals")

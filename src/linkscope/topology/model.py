@@ -56,6 +56,10 @@ class LinkKind(str, Enum):
     NETWORK = "network"
 
 
+#: the GPU-to-GPU fabrics (a vendor's fabric adds its kind here and a level family in ``levels``)
+GPU_FABRICS = frozenset({LinkKind.NVLINK, LinkKind.XGMI})
+
+
 class Provenance(str, Enum):
     """Where a number came from (STYLE.md C4)."""
 
