@@ -10,6 +10,14 @@ layer may read it (tests/test_layers.py: ground).
 
 Order matters: live discovery, ``--backend auto`` and ``watch`` try the hardware platforms in
 table order and say every reason when none works.
+
+Each row holds the objects of small Protocols (``RuntimeTraits``, ``KernelDialect``, ``LaunchEnvironment``,
+``DiscoveryFacts``) or names them by reference: the pure ones live in ``vendors/<vendor>.py`` (ground
+layer), the others in the vendor's own modules of their layer (``discovery/nvml.py``,
+``mapping/amd.py`` ...). A device's runtime ordinals are ``Device.ordinals`` keyed by the row's key.
+Callers ask the row; ``tests/test_vendor_branches.py`` lists any branch on a vendor's name outside
+these modules, and ``tests/test_third_platform.py`` shows a new row reaching discovery, launch, env,
+health and the kernels.
 """
 from __future__ import annotations
 
