@@ -16,8 +16,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "linkscope"
 #: Layer of every top-level package or module, bottom first (cli → comm/measure → engines/mapping/judge →
 #: model → patterns/report → results/discovery/counters → topology/traffic → units/errors).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "units", "atomic", "userfiles", "userschema", "rankenv", "endpoints", "__init__", "platforms", "procwait",
-     "collectives", "cbuild",
+    ("errors", "units", "atomic", "userfiles", "userschema", "rankenv", "endpoints", "__init__", "platforms", "vendors",
+     "procwait", "collectives", "cbuild",
      "engines.gpu.runtime"),
     ("topology", "traffic", "patterns.plan", "patterns.methods"),
     ("results", "discovery", "counters"),

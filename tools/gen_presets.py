@@ -69,7 +69,7 @@ def hgx_h200_4():
     links = []
     for i in range(4):
         devices.append(Device(id=f"gpu{i}", kind=K.GPU, name="NVIDIA H200", index=i, vendor="nvidia",
-                              memory_bytes=143771 * MiB, numa_node=0, cuda_ordinal=i, nvml_index=i,
+                              memory_bytes=143771 * MiB, numa_node=0, ordinals={"nvidia": i}, nvml_index=i,
                               attributes={"form_factor": "SXM5",
                                           "source": "nvidia-smi on this project's machine: NVIDIA H200, 143771 MiB; "
                                                     "NUMA node unknown (0 assumed)"}))
@@ -151,7 +151,7 @@ def dgx_h100():
         s = i // 4
         hb, top, gsw, nic = f"hb{i}", f"pcie_sw{i}", f"pcie_sw{i}_gpu", compute_nics[i]
         devices.append(Device(id=f"gpu{i}", kind=K.GPU, name="NVIDIA H100 80GB HBM3", index=i, vendor="nvidia",
-                              memory_bytes=81559 * MiB, numa_node=s, cuda_ordinal=i, nvml_index=i,
+                              memory_bytes=81559 * MiB, numa_node=s, ordinals={"nvidia": i}, nvml_index=i,
                               attributes={"form_factor": "SXM5",
                                           "source": "8 x H100 SXM5 80 GB (DGX H100 datasheet); 81559 MiB as "
                                                     "nvidia-smi reports an H100 80GB HBM3; NUMA affinity from "
@@ -258,7 +258,7 @@ def dgx_a100():
             g = 2 * k + j
             gsw = f"pcie_sw{k}_gpu{g}"
             devices.append(Device(id=f"gpu{g}", kind=K.GPU, name="NVIDIA A100-SXM4-40GB", index=g, vendor="nvidia",
-                                  memory_bytes=40 * GiB, numa_node=numa, cuda_ordinal=g, nvml_index=g,
+                                  memory_bytes=40 * GiB, numa_node=numa, ordinals={"nvidia": g}, nvml_index=g,
                                   attributes={"form_factor": "SXM4",
                                               "source": "A100 SXM4 40 GB (PCI device 0x20b0 in " + topo_src +
                                                         "; DGX A100 640GB uses the 80 GB part); NUMA " + str(numa) +
@@ -361,7 +361,7 @@ def mi250x():
         lo = gcd_cores[g]
         devices.append(Device(
             id=f"gcd{g}", kind=K.GPU, name="AMD Instinct MI250X (GCD)", index=g, vendor="amd",
-            memory_bytes=64 * GiB, numa_node=gcd_numa[g], hip_ordinal=g, package=g // 2,
+            memory_bytes=64 * GiB, numa_node=gcd_numa[g], ordinals={"amd": g}, package=g // 2,
             attributes={"gfx": "gfx90a", "closest_cores": f"{lo[0][0]}-{lo[0][1]},{lo[1][0]}-{lo[1][1]}",
                         "source": "8 GCDs of 4 MI250X, 64 GB HBM2E each, GCD g on package g//2; NUMA node and "
                                   "closest L3 cores from " + fr}))
@@ -492,7 +492,7 @@ def k80_16():
                     g = 2 * b + h
                     devices.append(Device(
                         id=f"gpu{g}", kind=K.GPU, name="Tesla K80 (GK210)", index=g, vendor="nvidia",
-                        memory_bytes=12 * GiB, numa_node=s, cuda_ordinal=g, nvml_index=g, package=b,
+                        memory_bytes=12 * GiB, numa_node=s, ordinals={"nvidia": g}, nvml_index=g, package=b,
                         attributes={"source": K80_SPEC + ": 24 GB per board = 12 GB per GPU; PCI bus order "
                                               "assumed = board order"}))
                     links.append(L(f"gpu{g}", bsw, LK.PCIE, 1, PCIE3_X16, LAT_K80_LINK, PCIE_SRC3 + "; GK210 x16 "
@@ -592,7 +592,7 @@ def pcie_8gpu():
         for j in range(4):
             g = 4 * s + j
             devices.append(Device(id=f"gpu{g}", kind=K.GPU, name="NVIDIA A100 80GB PCIe", index=g, vendor="nvidia",
-                                  memory_bytes=80 * GiB, numa_node=s, cuda_ordinal=g, nvml_index=g,
+                                  memory_bytes=80 * GiB, numa_node=s, ordinals={"nvidia": g}, nvml_index=g,
                                   attributes={"source": "4 x 'GA100 [A100 PCIe 80GB]' per switch (NVIDIA/nccl#1405); "
                                                         "L40S / L4 / RTX 4090 servers share this layout"}))
             links.append(L(f"gpu{g}", f"sw{s}", LK.PCIE, 1, PCIE4_X16, LAT_PCIE, PCIE_SRC4 + "; A100 PCIe is Gen4 x16. "
@@ -655,7 +655,7 @@ def v100_4():
         for j in range(2):
             g = 2 * s + j
             devices.append(Device(id=f"gpu{g}", kind=K.GPU, name="Tesla V100-SXM2-16GB", index=g, vendor="nvidia",
-                                  memory_bytes=16 * GiB, numa_node=s, cuda_ordinal=g, nvml_index=g,
+                                  memory_bytes=16 * GiB, numa_node=s, ordinals={"nvidia": g}, nvml_index=g,
                                   attributes={"form_factor": "SXM2",
                                               "source": "4 x V100 SXM2 per node (CALMIP Olympe); 16 GB variant "
                                                         "assumed [L]"}))

@@ -10,20 +10,79 @@ layer may read it (tests/test_layers.py: ground).
 
 Order matters: live discovery, ``--backend auto`` and ``watch`` try the hardware platforms in
 table order and say every reason when none works.
+
+Each row holds the objects of small Protocols (``RuntimeTraits``, ``KernelDialect``, ``LaunchEnvironment``,
+``DiscoveryFacts``) or names them by reference: the pure ones live in ``vendors/<vendor>.py`` (ground
+layer), the others in the vendor's own modules of their layer (``discovery/nvml.py``,
+``mapping/amd.py`` ...). A device's runtime ordinals are ``Device.ordinals`` keyed by the row's key.
+Callers ask the row; ``tests/test_vendor_branches.py`` lists any branch on a vendor's name outside
+these modules, and ``tests/test_third_platform.py`` shows a new row reaching discovery, launch, env,
+health and the kernels.
 """
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import UserError
+from .vendors import amd as _amd
+from .vendors import nvidia as _nvidia
 
 #: How a latency chase is spread over the reader's SMs (Platform.latency_chase, engines/gpu/latency.py):
 #: one block; one block per SM, all at once (a sample is their mean); one SM after another, alone, in a
 #: launch each (a sample per SM: nvbandwidth's method).
 CHASE_ONE_BLOCK, CHASE_EVERY_SM, CHASE_IN_TURN = "one-block", "every-sm", "in-turn"
 CHASE_SPREADS = (CHASE_ONE_BLOCK, CHASE_EVERY_SM, CHASE_IN_TURN)
+
+
+class RuntimeTraits(Protocol):
+    """What one vendor's device runtime does differently under CuPy (``engines/gpu/runtime``)."""
+
+    api: str  # the runtime's name in messages (``CUDA``, ``HIP``)
+    device_word: str  # "no <word> device visible"
+    cupy_is_hip: bool  # which CuPy build carries it (``cupy.cuda.runtime.is_hip``)
+
+    def host_alloc_flags(self, numa_user: bool) -> int: ...  # added to portable | mapped
+    def malloc_uncached(self, runtime: Any, ordinal: int, size_bytes: int) -> int | None: ...  # None: plain malloc
+    def wall_clock_khz(self, runtime: Any, ordinal: int) -> int: ...  # the kernels' timer rate; 0 where unused
+
+
+class KernelDialect(Protocol):
+    """The vendor's kernel language for ``engines/gpu/kernels``: prelude before the shared source."""
+
+    compiler: str  # NVRTC, hipRTC
+    prelude: str  # the nanosecond timer and the load/store hints
+    bulk_copies: bool  # the Hopper bulk-copy (TMA) kernels compile here
+
+    def timer_options(self, rt: Any, ordinals: Sequence[int]) -> tuple[str, ...]: ...
+
+
+class LaunchEnvironment(Protocol):
+    """How a rank is pointed at its GPU (``mapping``: ``map``'s env files, ``launch``)."""
+
+    visible_devices_var: str  # CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES
+    accepts_node_uuids: bool  # the variable takes the UUIDs a cluster's node files list
+
+    def device_tokens(self, gpus: Sequence[Any]) -> list[str]: ...  # per GPU of a topology, in order
+    def live_table(self) -> Any: ...  # this node's device table to place ranks by, or None
+    def check(self, assignment: Any, live: Any, node_gpus: int | None) -> Any: ...  # the mapping, checked
+    def place(self, assignment: Any, rank: int, environ: Any, live: Any) -> tuple[dict[str, str], str] | None: ...
+    def env_file_head(self, assignment: Any) -> str: ...
+
+
+class DiscoveryFacts(Protocol):
+    """Reading one vendor's discovery facts dump (``diagnose``: P2P health, BARs, link state)."""
+
+    recorded_file: str  # its name in a ``topo export --raw`` folder
+    vram_bar_in_sysfs: bool  # the GPU's largest sysfs BAR is its VRAM BAR
+    unrecorded_link_health: str  # what a recording without link state says
+
+    def p2p_pairs(self, facts: Any) -> dict[frozenset[str], dict[str, Any]]: ...  # driver P2P status by bus pair
+    def gpu_records(self, facts: Any) -> dict[str, Any]: ...  # each GPU's record (BAR1) by bus id
+    def host_name(self, topology: Any) -> str | None: ...  # the host a topology from these facts names
+    def link_health(self, facts: Any) -> list[tuple[str, Any, Any]]: ...  # (bus id, index, link health)
 
 
 @dataclass(frozen=True)
@@ -73,6 +132,14 @@ class Platform:
             368 and 368 and nvbandwidth's write_sm 317-320, 369 and 369; the best of 18 shapes at both
             16 and 64 MiB in visit 5 too. Pulls keep the default (no shape reached nvbandwidth's
             read_sm at 64 MiB).
+        runtime_traits: the device runtime's ``RuntimeTraits``; ``kernels``: its ``KernelDialect``.
+        launch: ``"module:attribute"`` of its ``LaunchEnvironment``.
+        pcie_probe: ``"module:callable"`` reading each GPU's PCIe link state now (the survey reads
+            it right after its host copies, while the links are up).
+        facts: ``"module:attribute"`` of its ``DiscoveryFacts``: reading the facts dump that
+            ``health_facts`` returns and ``topo export --raw`` records (``diagnose``).
+        ordinal_field: the field a topology stored this vendor's runtime ordinal in before
+            ``Device.ordinals`` (``cuda_ordinal``): read, never written (``topology/io``).
     """
 
     key: str
@@ -93,11 +160,17 @@ class Platform:
     copy_loops_in_kernel: bool = False
     latency_chase: tuple[tuple[str, str], ...] = ()
     sm_push_shape: tuple[int, int, int] | None = None
+    runtime_traits: RuntimeTraits | None = None
+    kernels: KernelDialect | None = None
+    launch: str | None = None
+    facts: str | None = None
+    pcie_probe: str | None = None
+    ordinal_field: str | None = None
 
 
 NVIDIA = Platform(
     key="nvidia", label="NVIDIA", hardware=True, engine="cuda",
-    engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.gpu.probe:probe",
+    engine_factory="linkscope.engines.cuda:CudaEngine", engine_probe="linkscope.engines.cuda:probe",
     runtime="cuda", cupy_wheel="cupy-cuda12x (or cupy-cuda13x)",
     discover="linkscope.discovery.nvml:discover_platform", discovery_backends=("nvml",),
     counters="linkscope.counters.nvml:open_nvml", health_facts="linkscope.discovery.nvml:live_facts",
@@ -111,6 +184,9 @@ NVIDIA = Platform(
     copy_loops_in_kernel=True,
     latency_chase=(("remote-read", CHASE_EVERY_SM), ("host-read", CHASE_IN_TURN)),
     sm_push_shape=(256, 1, 4),
+    runtime_traits=_nvidia.RUNTIME, kernels=_nvidia.KERNELS, launch="linkscope.mapping.nvidia:LAUNCH",
+    facts="linkscope.discovery.nvml:FACTS", pcie_probe="linkscope.discovery.nvml:pcie_link_states",
+    ordinal_field="cuda_ordinal",
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",
@@ -121,6 +197,9 @@ AMD = Platform(
     collective_library="RCCL",
     env_rows=(("rocm", "linkscope.envinfo:rocm_smi_row"), ("rocm install", "linkscope.envinfo:rocm_install_row"),
               ("rocm engine", "linkscope.envinfo:rocm_engine_row")),
+    runtime_traits=_amd.RUNTIME, kernels=_amd.KERNELS, launch="linkscope.mapping.amd:LAUNCH",
+    facts="linkscope.discovery.amdsmi:FACTS",
+    ordinal_field="hip_ordinal",
 )
 SIM = Platform(key="sim", label="simulated (the fabric model)", hardware=False, engine="sim",
                engine_factory="linkscope.engines.sim:SimEngine")
@@ -137,6 +216,38 @@ def by_key(key: str) -> Platform:
         if p.key == key:
             return p
     raise UserError(f"unknown platform {key!r}", hint=f"known: {', '.join(p.key for p in PLATFORMS)}")
+
+
+def of_vendor(vendor: str | None) -> Platform | None:
+    """The hardware platform of a device vendor key (``Device.vendor``), None for another or none."""
+    return next((p for p in PLATFORMS if p.hardware and p.key == vendor), None)
+
+
+def of_runtime(runtime: str) -> Platform:
+    """The platform whose CuPy build is ``runtime`` (``cuda`` / ``rocm``)."""
+    for p in PLATFORMS:
+        if p.runtime == runtime:
+            return p
+    raise ValueError(f"runtime must be one of {', '.join(p.runtime for p in PLATFORMS if p.runtime)}, got {runtime!r}")
+
+
+def launch_of(vendor: str | None) -> LaunchEnvironment | None:
+    """The launch environment of a vendor's platform, None when it has none (or the vendor is unknown)."""
+    platform = of_vendor(vendor)
+    return load(platform.launch) if platform is not None and platform.launch else None
+
+
+def launch_environments() -> tuple[LaunchEnvironment, ...]:
+    """Every hardware platform's launch environment, in table order (a mapping of unknown vendor sets all)."""
+    return tuple(load(p.launch) for p in PLATFORMS if p.hardware and p.launch)
+
+
+def pcie_probe_for(vendors: Any) -> Any:
+    """The PCIe link-state reader of the first platform among ``vendors`` (device vendor keys) that
+    has one, None when none has."""
+    present = set(vendors)
+    ref = next((p.pcie_probe for p in PLATFORMS if p.hardware and p.key in present and p.pcie_probe), None)
+    return load(ref) if ref else None
 
 
 def by_engine(name: str) -> Platform | None:

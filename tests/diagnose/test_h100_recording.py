@@ -56,7 +56,7 @@ def test_the_recording_as_it_is_gets_the_clean_bill_and_says_it_is_a_vm():
     assert devices["0000:00:06.0"]["config"] == {"readable_bytes": 4096, "status": "absent", "acs": None}
     from linkscope.counters import linkerrors
 
-    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.nvml_facts["gpus"]}}
+    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.vendor_facts["nvidia"]["gpus"]}}
     assert linkerrors.state_issues(snapshot) == []
 
 
@@ -95,7 +95,7 @@ def test_a_link_trained_below_its_width_is_named_from_sysfs_and_from_nvml():
                                "check the riser/cable or the slot's lane sharing (BIOS bifurcation)",)
     from linkscope.counters import linkerrors
 
-    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.nvml_facts["gpus"]}}
+    snapshot = {"gpus": {str(g["index"]): g["link_health"] for g in inputs.vendor_facts["nvidia"]["gpus"]}}
     assert [i.sentence for i in linkerrors.state_issues(snapshot)] == ["GPU1 PCIe link runs below its width: x8 of x16."]
 
 

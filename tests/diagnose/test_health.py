@@ -40,7 +40,7 @@ def _report(root: Path, nvml_module=None):
     health = pcihealth.read_facts(facts["pci"], reader=reader)
     nvml_facts = nvml.read_facts(nvml_module or fakes.pcie_2s_nvml(), cpu_count=128, hostname="pcie-2s")
     topology = nvml.facts_to_topology(nvml_facts, facts)
-    return build_report(topology, sysfs_facts=facts, health_facts=health, nvml_facts=nvml_facts), health
+    return build_report(topology, sysfs_facts=facts, health_facts=health, vendor_facts={"nvidia": nvml_facts}), health
 
 
 def test_parse_config_reads_acs_control_bits_and_says_when_only_64_bytes_were_readable():
@@ -262,7 +262,7 @@ def test_live_inputs_on_an_amd_node_read_link_health_through_amdsmi(tmp_path, mo
     monkeypatch.setattr(amdsmi, "import_amdsmi", opened)
     monkeypatch.setattr(camdsmi, "import_amdsmi", opened)
     inputs = gather.live(_machine(tmp_path))  # the platform table picks amdsmi for facts and counters
-    assert inputs.nvml_facts is None and inputs.amd_facts is not None and len(inputs.live_link_health) == 8
+    assert set(inputs.vendor_facts) == {"amd"} and len(inputs.live_link_health) == 8
     topology = amdsmi.discover(None, module=FakeAmdSmi(gpu="mi300x"))
     from linkscope.counters import linkerrors
 

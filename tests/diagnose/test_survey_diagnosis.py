@@ -29,7 +29,7 @@ def _setup(tmp_path, acs=None):
     fake_nvml.p2p = {}
     nvml_facts = nvml.read_facts(fake_nvml, cpu_count=128, hostname="pcie-2s")
     topology = nvml.facts_to_topology(nvml_facts, sysfs_facts)
-    inputs = HealthInputs(sysfs_facts, health, nvml_facts)
+    inputs = HealthInputs(sysfs_facts, health, {"nvidia": nvml_facts})
     return topology, inputs, fake_nvml
 
 

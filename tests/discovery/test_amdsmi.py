@@ -45,7 +45,7 @@ def test_resolved_peer_addresses_count_links_directly() -> None:
 def test_mi250x_facts_and_levels() -> None:
     topo = amdsmi.discover(module=FakeAmdSmi())
     assert topo.gpu(0).name == "AMD Instinct MI250X" and topo.gpu(4).numa_node == 0
-    assert topo.gpu(2).pci_bus_id == "0000:c9:00.0" and topo.gpu(0).hip_ordinal == 0
+    assert topo.gpu(2).pci_bus_id == "0000:c9:00.0" and topo.gpu(0).ordinals == {"amd": 0}
     assert str(query.pair_level(topo, 0, 1)) == "XGMI4" and str(query.pair_level(topo, 0, 7)).startswith("XGMI-")
     assert not any("hops is 1" in n for n in topo.notes)
 

@@ -100,9 +100,9 @@ def test_launch_exports_a_device_hip_accepts(tmp_path: Path, layout: str, gpu: s
         in_job = [kfd[i].pci_bus_id for i in hip_view(inherited, kfd)]
         if want not in in_job:
             with pytest.raises(UserError, match="outside the GPUs this job was given"):
-                launch_plan(assignment, env, kfd_gpus=kfd)
+                launch_plan(assignment, env, live_gpus=kfd)
             continue
-        plan = launch_plan(assignment, env, kfd_gpus=kfd)
+        plan = launch_plan(assignment, env, live_gpus=kfd)
         child = {**env, **plan.env}
         seen = hip_view(child, kfd, uuid_tokens=layout == "7")
         assert [kfd[i].pci_bus_id for i in seen] == [want], (plan.env, plan.device_says)
@@ -114,7 +114,7 @@ def test_hip_ordinal_follows_kfd_order_not_amdsmi_index(tmp_path: Path) -> None:
     index; env files name that ordinal, never amdsmi's UUID."""
     order = [1, 0, 3, 2, 5, 4, 7, 6]
     topology = amdsmi.discover(module=FakeAmdSmi(layout="7", gpu="mi300x", kfd_order=order))
-    assert [g.hip_ordinal for g in topology.gpus] == [order.index(i) for i in range(8)]
+    assert [g.ordinals["amd"] for g in topology.gpus] == [order.index(i) for i in range(8)]
     assert topology.gpus[0].attributes["hip_uuid"].startswith("GPU-")
     assignment = map_traffic(ring(8), topology_cost(topology, "bandwidth"), topology)
     files = env_files(assignment)
@@ -127,7 +127,7 @@ def test_hip_ordinal_follows_kfd_order_not_amdsmi_index(tmp_path: Path) -> None:
 
 def test_6x_without_enumeration_assumes_bus_order_and_says_so() -> None:
     topology = amdsmi.discover(module=FakeAmdSmi(layout="6", gpu="mi250x"))
-    assert [g.hip_ordinal for g in topology.gpus] == list(range(8))
+    assert [g.ordinals["amd"] for g in topology.gpus] == list(range(8))
     assert any("ascending PCI address" in n for n in topology.notes)
 
 

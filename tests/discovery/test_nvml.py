@@ -99,7 +99,7 @@ def test_gpu_index_follows_pci_bus_order_not_nvml_order() -> None:
     fake = FakeNVML(gpus=[FakeGpu(bus_id="00000000:81:00.0", uuid="GPU-b"), FakeGpu(bus_id="00000000:07:00.0", uuid="GPU-a")])
     topo = nvml.facts_to_topology(nvml.read_facts(fake, cpu_count=8, hostname="h"))
     g0 = topo.gpu(0)
-    assert g0.uuid == "GPU-a" and g0.cuda_ordinal == 0 and g0.nvml_index == 1
+    assert g0.uuid == "GPU-a" and g0.ordinals == {"nvidia": 0} and g0.nvml_index == 1
     assert topo.gpu(1).nvml_index == 0
 
 

@@ -93,7 +93,7 @@ def test_mi250x_links_match_the_published_graph() -> None:
     assert str(query.pair_level(topo, 0, 1)) == "XGMI4" and str(query.pair_level(topo, 0, 6)) == "XGMI2"
     assert str(query.pair_level(topo, 0, 3)) == "XGMI-2hop"
     assert topo.gpu(4).numa_node == 0 and topo.gpu(0).pci_bus_id == "0000:c1:00.0"
-    assert topo.gpu(0).name == "AMD Instinct MI250X" and topo.gpu(3).hip_ordinal == 3
+    assert topo.gpu(0).name == "AMD Instinct MI250X" and topo.gpu(3).ordinals == {"amd": 3}
     assert any("datasheet value" in n for n in topo.notes)
 
 

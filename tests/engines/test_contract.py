@@ -218,7 +218,9 @@ def test_rocm_and_cuda_engines_are_the_gpu_engine_over_their_runtime():
     assert rocm.child_factory[0] == "linkscope.engines.rocm:RocmEngine"
     cuda = CudaEngine(TOPO, runtime=FakeRuntime(gpus=2))
     assert cuda.capabilities().method("ce-blit") is None and cuda.capabilities().vendor == "nvidia"
-    hip, names = source_for("rocm")
+    from linkscope.platforms import AMD
+
+    hip, names = source_for(AMD.kernels)
     assert "%%globaltimer;" not in hip and "__ldcs" not in hip and "cp.async.bulk" not in hip and "wall_clock64" in hip
     assert not any(n.startswith("copy_bulk") for n in names)
     rocm.close()

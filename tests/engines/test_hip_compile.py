@@ -1,7 +1,7 @@
 """The HIP kernels compiled by a real HIP compiler, offline, for MI200 (gfx90a) and the MI300
 family (gfx940). Skips only where no ``hipcc`` is installed (Debian bookworm: ``apt-get install
 hipcc``, ROCm 5.2.3; .ci/run installs it). hipRTC adds ``#include <hip/hip_runtime.h>`` itself; an
-offline compile needs it first (``kernels.HIP_OFFLINE_INCLUDE``)."""
+offline compile needs it first (``vendors.amd.HIP_OFFLINE_INCLUDE``)."""
 from __future__ import annotations
 
 import re
@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.engines.gpu.kernels import HIP_OFFLINE_INCLUDE, OPTIONS, source_for
-from linkscope.engines.gpu.runtime import HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE
+from linkscope.engines.gpu.kernels import OPTIONS, source_for
+from linkscope.platforms import AMD
+from linkscope.vendors.amd import HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE, HIP_OFFLINE_INCLUDE
 
 HIPCC = shutil.which("hipcc")
 pytestmark = pytest.mark.skipif(HIPCC is None, reason="no hipcc installed (Debian: apt-get install hipcc)")
 
 
 def _compile(tmp_path: Path, arch: str, defines: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
-    source, _ = source_for("rocm")
+    source, _ = source_for(AMD.kernels)
     src = tmp_path / "kernels.hip"
     src.write_text(HIP_OFFLINE_INCLUDE + source)
     argv = [str(HIPCC), f"--offload-arch={arch}", "--cuda-device-only", "--no-gpu-bundle-output", "-c",
@@ -33,7 +34,7 @@ def test_hip_kernels_compile_for_mi200_and_mi300(tmp_path: Path, arch: str, khz:
     assert done.returncode == 0, done.stderr[-3000:]
     code_object = (tmp_path / f"kernels-{arch}.co").read_bytes()
     assert code_object[:4] == b"\x7fELF"
-    _, names = source_for("rocm")
+    _, names = source_for(AMD.kernels)
     missing = [n for n in names if n.encode() not in code_object]
     assert not missing, f"kernels missing from the {arch} code object: {missing}"
 

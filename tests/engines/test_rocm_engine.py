@@ -9,13 +9,12 @@ import pytest
 
 from linkscope.engines.gpu import buffers
 from linkscope.engines.gpu.fake import FakeRuntime
-from linkscope.engines.gpu.kernels import HIP_PRELUDE
 from linkscope.engines.gpu.latency import chase_bytes
-from linkscope.engines.gpu.runtime import wall_clock_khz_for_arch
 from linkscope.engines.rocm import RocmEngine
 from linkscope.errors import ConfigError, MeasurementError
 from linkscope.patterns.plan import HOST, Transfer, TransferPlan
 from linkscope.topology.synthetic import synthetic_topology
+from linkscope.vendors.amd import HIP_PRELUDE, wall_clock_khz_for_arch
 
 MiB = 1024 * 1024
 TOPO = synthetic_topology("nvswitch:2")

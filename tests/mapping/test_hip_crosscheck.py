@@ -16,9 +16,10 @@ import pytest
 from linkscope.cli import main
 from linkscope.discovery import amdsmi, hipdevices
 from linkscope.discovery.hipdevices import KfdGpu, hip_view
+from linkscope.mapping.amd import check_hip_ordinals
 from linkscope.mapping.api import map_traffic
 from linkscope.mapping.cost import topology_cost
-from linkscope.mapping.emit import check_hip_ordinals, env_files
+from linkscope.mapping.emit import env_files
 from linkscope.topology.io import save
 from linkscope.traffic.io import save_traffic
 from linkscope.traffic.synthetic import ring

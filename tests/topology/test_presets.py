@@ -86,7 +86,7 @@ def test_device_fields_required_by_the_preset_conventions(name):
     assert [g.index for g in t.gpus] == list(range(t.gpu_count))
     for g in t.gpus:
         assert g.vendor in ("nvidia", "amd") and g.name and g.memory_bytes and g.numa_node is not None
-        assert (g.hip_ordinal if g.vendor == "amd" else g.cuda_ordinal) == g.index
+        assert g.ordinal() == g.index
     cpus = t.of_kind(DeviceKind.CPU)
     assert cpus
     numa_nodes = [c.numa_node for c in cpus]

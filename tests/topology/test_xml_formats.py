@@ -69,7 +69,7 @@ def test_hwloc_power8_direct_nvlinks_and_nvlink_to_cpu() -> None:
 def test_nccl_dump_imports_switches_nics_and_nvswitch() -> None:
     topo = xmlfile.load(NCCL_H100)
     assert topo.gpu_count == 8 and len(topo.of_kind(DeviceKind.PCIE_SWITCH)) == 8
-    assert topo.gpu(3).cuda_ordinal == 3 and topo.gpu(3).pci_bus_id == "0000:5d:00.0"
+    assert topo.gpu(3).ordinals == {"nvidia": 3} and topo.gpu(3).pci_bus_id == "0000:5d:00.0"
     assert str(query.pair_level(topo, 0, 7)) == "NV18"
     assert query.theoretical_gb_per_s(topo, 0, 7) == pytest.approx(18 * 25.0)
     assert [d.id for d in query.nearest_nics(topo, 5)] == ["mlx5_5"]

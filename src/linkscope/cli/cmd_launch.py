@@ -36,16 +36,11 @@ def register(app: typer.Typer) -> None:
         mpirun -n 8 linkscope launch --mapping mapping.json --nic mlx5_1 -- ./app
         """
         from ..mapping.assignment import load_assignment
-        from ..mapping.emit import launch_plan, size_mismatch
+        from ..mapping.emit import launch_plan, node_device_table, size_mismatch
 
         _check_program(command)
         assignment = load_assignment(mapping)
-        kfd = None
-        if assignment.gpu_vendor == "amd":
-            from ..discovery.hipdevices import read_kfd_gpus
-
-            kfd = read_kfd_gpus()
-        plan = launch_plan(assignment, os.environ, nic, kfd_gpus=kfd)
+        plan = launch_plan(assignment, os.environ, nic, live_gpus=node_device_table(assignment))
         mismatch = size_mismatch(assignment, os.environ)
         if mismatch and plan.rank == 0:  # once per job (per node for a one-node mapping), not once per rank
             stderr_console().print(f"warning: {mismatch}", style="yellow", markup=False)

@@ -37,15 +37,13 @@ def _render_survey(record, topology) -> None:
 
 
 def _pcie_probe(engine, topology):
-    """NVML's PCIe link state per GPU, read by the survey right after the host copies (real NVIDIA
-    GPUs of this machine only; None elsewhere)."""
+    """The GPUs' PCIe link state reader (NVML's on NVIDIA: the platform row's ``pcie_probe``), read by
+    the survey right after the host copies (real GPUs of this machine only; None elsewhere)."""
     if engine.capabilities().provenance == "simulated" or not topology.is_this_system:
         return None
-    if not any(g.vendor == "nvidia" for g in topology.gpus):
-        return None
-    from ..discovery.nvml import pcie_link_states
+    from ..platforms import pcie_probe_for
 
-    return pcie_link_states
+    return pcie_probe_for(g.vendor for g in topology.gpus)
 
 
 def _diagnostics(engine, topology):

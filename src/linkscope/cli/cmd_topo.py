@@ -202,12 +202,8 @@ def _print_health(topology, from_file: Path | None, sysfs_root: Path | None, jso
     out.print("[bold]Link state and error counters[/bold] (NVML/amdsmi, cumulative since the driver loaded)")
     if snapshot["gpus"]:
         lines = linkerrors.summary(snapshot)
-    elif inputs.nvml_facts is not None:
-        lines = ["not in these NVML facts (recorded before linkscope read link error counters)"]
-    elif inputs.amd_facts is not None:
-        lines = ["not recorded (amdsmi's link health is read live, not recorded)"]
     else:
-        lines = ["not read (no NVML facts: an AMD node, or NVML unavailable)"]
+        lines = [inputs.unrecorded_link_health()]
     for line in lines + [i.sentence for i in issues]:
         out.print(f"  {line}", markup=False)
     if record is not None:

@@ -151,6 +151,12 @@ def nccl_mem_alloc(cp: Any, nbytes: int) -> Any | None:
     return cp.ndarray((nbytes // 4,), dtype=cp.float32, memptr=cp.cuda.MemoryPointer(memory, 0))
 
 
+def _cupy_build(cp: Any) -> str:
+    """Which CuPy build ``cp`` is (``cuda`` or ``rocm``: the platform rows' ``runtime``)."""
+    hip = getattr(getattr(getattr(cp, "cuda", None), "runtime", None), "is_hip", False)
+    return "rocm" if hip else "cuda"
+
+
 class CupyNccl:
     """The real thing: CuPy arrays, NCCL (or RCCL on ROCm) communicators, device events."""
 
@@ -166,7 +172,7 @@ class CupyNccl:
         self.cp = cp if cp is not None else cupy_module()
         self.nccl = nccl if nccl is not None else cupy_module("cupy.cuda.nccl")
         if runtime is None:
-            runtime = CupyRuntime("rocm" if getattr(self.cp.cuda.runtime, "is_hip", False) else "cuda")
+            runtime = CupyRuntime(_cupy_build(self.cp))
         self.runtime = runtime
 
     @property
@@ -178,8 +184,7 @@ class CupyNccl:
     def version(self) -> str:
         v = int(self.nccl.get_version())
         text = f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
-        runtime = "rocm" if getattr(self.cp.cuda.runtime, "is_hip", False) else "cuda"
-        library = platforms.by_key(platforms.vendor_of_runtime()[runtime]).collective_library
+        library = self.library
         return text if library == platforms.NVIDIA.collective_library else f"{library} {text}"
 
     def device_count(self) -> int:
@@ -226,8 +231,7 @@ class CupyNccl:
     @property
     def library(self) -> str:
         """The collective library CuPy's NCCL module is backed by here (platforms.py: NCCL, or RCCL on ROCm)."""
-        hip = getattr(getattr(getattr(self.cp, "cuda", None), "runtime", None), "is_hip", False)
-        return platforms.by_key(platforms.vendor_of_runtime()["rocm" if hip else "cuda"]).collective_library or "NCCL"
+        return platforms.of_runtime(_cupy_build(self.cp)).collective_library or "NCCL"
 
     def bind(self, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
         """The communicator's own method and its plain arguments for one call (see ``comm.nccl.prepared``):

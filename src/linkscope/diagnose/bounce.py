@@ -99,7 +99,7 @@ def _counts(topology: Topology | None, src: int, dst: int, ce: float, reference:
         theory = query.theoretical_gb_per_s(topology, src, dst)
     except Exception:  # a pair the topology cannot route: judge by the numbers alone
         return True
-    return level.family in ("NV", "XGMI") or not theory or ce < PCIE_STAGED_CE_CEILING * theory
+    return level.over_fabric or not theory or ce < PCIE_STAGED_CE_CEILING * theory
 
 
 def explain(bounce: Bounce, report: HealthReport | None) -> str:

@@ -23,28 +23,36 @@ class HealthInputs:
 
     sysfs_facts: Mapping[str, Any] | None
     health_facts: Mapping[str, Any] | None
-    nvml_facts: Mapping[str, Any] | None = None
-    amd_facts: Mapping[str, Any] | None = None
+    vendor_facts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # platform key -> its facts
     notes: tuple[str, ...] = field(default=())
     live_link_health: Mapping[str, Any] | None = None  # PCI bus id -> link health, read live
 
     def link_snapshot(self, topology: Topology) -> dict[str, Any]:
         """The link state and error counters as a ``counters.linkerrors`` snapshot keyed by the
         topology's GPU index: read live through the platform's counter source, or (a recording)
-        the ``link_health`` of the recorded NVML facts."""
+        the link health recorded in a platform's facts (NVML's; the row's ``facts.link_health``)."""
         by_bus = {(g.pci_bus_id or "").lower(): g.index for g in topology.gpus}
         if self.live_link_health is not None:
             return {"gpus": {str(by_bus.get(bus.lower(), k)): health
                              for k, (bus, health) in enumerate(sorted(self.live_link_health.items()))}}
         out: dict[str, Any] = {}
-        for g in (self.nvml_facts or {}).get("gpus", []):
-            if g.get("link_health"):
-                out[str(by_bus.get(str(g.get("pci_bus_id") or "").lower(), g.get("index")))] = g["link_health"]
+        for key, facts in self.vendor_facts.items():
+            ref = platforms.by_key(key).facts
+            for bus, index, health in platforms.load(ref).link_health(facts) if ref else ():
+                out[str(by_bus.get(bus.lower(), index))] = health
         return {"gpus": out}
+
+    def unrecorded_link_health(self) -> str:
+        """Why a recording shows no link state: said by the platform whose facts it holds."""
+        for key in self.vendor_facts:
+            ref = platforms.by_key(key).facts
+            if ref:
+                return str(platforms.load(ref).unrecorded_link_health)
+        return "not read (no NVML facts: an AMD node, or NVML unavailable)"
 
     def report(self, topology: Topology) -> HealthReport:
         report = build_report(topology, sysfs_facts=self.sysfs_facts, health_facts=self.health_facts,
-                              nvml_facts=self.nvml_facts, amd_facts=self.amd_facts)
+                              vendor_facts=self.vendor_facts)
         if self.notes:
             from dataclasses import replace
 
@@ -77,7 +85,7 @@ def live(sysfs_root: Path = Path("/")) -> HealthInputs:
                 continue  # not this vendor's machine
             except Exception as exc:
                 notes.append(f"{platform.label}: {type(exc).__name__}: {exc}")
-    return HealthInputs(sysfs_facts, health_facts, facts.get("nvidia"), facts.get("amd"), tuple(notes), _live_link_health(notes))
+    return HealthInputs(sysfs_facts, health_facts, facts, tuple(notes), _live_link_health(notes))
 
 
 def _live_link_health(notes: list[str]) -> dict[str, Any] | None:
@@ -123,4 +131,10 @@ def recorded(directory: Path) -> HealthInputs:
             notes.append(f"config space of bridges not readable in the sysfs tree taken from {path.name} where it has it")
     if health_facts is None:
         notes.append(f"{directory} has no config-space/IOMMU recording (recorded before linkscope recorded them?)")
-    return HealthInputs(sysfs_facts, health_facts, load("nvml.json"), load("amdsmi.json"), tuple(notes))
+    recorded_facts = {}
+    for platform in platforms.hardware_platforms():  # each vendor's facts file, as its row names it
+        if platform.facts:
+            facts = load(platforms.load(platform.facts).recorded_file)
+            if facts is not None:
+                recorded_facts[platform.key] = facts
+    return HealthInputs(sysfs_facts, health_facts, recorded_facts, tuple(notes))

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import platforms
 from ..discovery.pcihealth import ACS_REDIRECT_BITS, PRIVILEGE_NOTE
 from ..discovery.sysfs import normalise_bdf
 from ..topology import query
@@ -241,34 +242,23 @@ def _path_ports(chain_a: list[str], chain_b: list[str], health: Mapping[str, Any
     return ports
 
 
-def _nvml_pairs(nvml_facts: Mapping[str, Any] | None) -> dict[frozenset[str], dict[str, Any]]:
-    if not nvml_facts:
-        return {}
-    bus_of = {g["index"]: normalise_bdf(g["pci_bus_id"]) for g in nvml_facts.get("gpus", [])}
-    out: dict[frozenset[str], dict[str, Any]] = {}
-    for pair in nvml_facts.get("pairs", []):
-        a, b = bus_of.get(pair["a"]), bus_of.get(pair["b"])
-        if a and b:
-            out[frozenset((a, b))] = dict(pair.get("p2p") or {})
-    return out
-
-
-def _amd_pairs(amd_facts: Mapping[str, Any] | None) -> dict[frozenset[str], dict[str, Any]]:
-    if not amd_facts:
-        return {}
-    bus_of = {g["index"]: normalise_bdf(g["pci_bus_id"]) for g in amd_facts.get("gpus", []) if g.get("pci_bus_id")}
-    out: dict[frozenset[str], dict[str, Any]] = {}
-    for pair in amd_facts.get("pairs", []):
-        a, b = bus_of.get(pair["a"]), bus_of.get(pair["b"])
-        if a and b and pair.get("p2p_accessible") is not None:
-            out[frozenset((a, b))] = {"accessible": "OK" if pair["p2p_accessible"] else "NOT_ACCESSIBLE"}
-    return out
-
-
-def _bar1_lines(topology: Topology, nvml_facts: Mapping[str, Any] | None, health: Mapping[str, Any] | None,
-                problems: list[str], unknown: list[str]) -> list[str]:
+def _facts_readers(vendor_facts: Mapping[str, Mapping[str, Any]] | None) -> list[tuple[Any, Mapping[str, Any]]]:
+    """(the platform's facts reader, its facts) for each platform that gave facts (its row's ``facts``)."""
     out = []
-    by_bus = {normalise_bdf(g["pci_bus_id"]): g for g in (nvml_facts or {}).get("gpus", [])}
+    for key, facts in (vendor_facts or {}).items():
+        platform = platforms.by_key(key)
+        if platform.facts and facts:
+            out.append((platforms.load(platform.facts), facts))
+    return out
+
+
+def _bar1_lines(topology: Topology, vendor_facts: Mapping[str, Mapping[str, Any]] | None,
+                health: Mapping[str, Any] | None, problems: list[str], unknown: list[str]) -> list[str]:
+    out = []
+    by_bus: dict[str, Mapping[str, Any]] = {}
+    for reader, facts in _facts_readers(vendor_facts):
+        by_bus.update(reader.gpu_records(facts))
+    in_sysfs = {p.key for p in platforms.hardware_platforms() if p.facts and platforms.load(p.facts).vram_bar_in_sysfs}
     devices = (health or {}).get("devices", {})
     for gpu in topology.gpus:
         bus = normalise_bdf(gpu.pci_bus_id or "")
@@ -289,7 +279,7 @@ def _bar1_lines(topology: Topology, nvml_facts: Mapping[str, Any] | None, health
                                 "a small window; enable 'Above 4G decoding' and Resizable BAR in the BIOS")
             continue
         bars = (devices.get(bus) or {}).get("bars") or []
-        if bars and gpu.vendor == "amd":
+        if bars and gpu.vendor in in_sysfs:  # the largest BAR is the VRAM BAR (AMD)
             largest = max(b["size_bytes"] for b in bars)
             if memory and largest >= memory:
                 out.append(f"{gpu.id} VRAM BAR {largest / GiB:.0f} GiB maps all {memory / GiB:.0f} GiB (resizable BAR on).")
@@ -343,9 +333,10 @@ def _endpoints(topology: Topology) -> list[tuple[Device, Device]]:
 
 
 def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, health_facts: Mapping[str, Any] | None,
-                 nvml_facts: Mapping[str, Any] | None = None, amd_facts: Mapping[str, Any] | None = None) -> HealthReport:
+                 vendor_facts: Mapping[str, Mapping[str, Any]] | None = None) -> HealthReport:
     """The health report of ``topology`` from the facts of its machine (any may be None: what is
-    missing becomes a 'not readable' line, never a guess)."""
+    missing becomes a 'not readable' line, never a guess). ``vendor_facts``: each platform's
+    discovery facts by platform key (NVML's, amdsmi's), read through its row's ``facts``."""
     problems: list[str] = []
     unknown: list[str] = []
     notes: list[str] = []
@@ -356,7 +347,9 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
         unknown.append("ACS, IOMMU and BARs: no config-space/IOMMU facts recorded")
     iommu = dict((health_facts or {}).get("iommu") or {"mode": "unknown", "evidence": []})
     vm = dict((health_facts or {}).get("virtual_machine") or {"detected": None, "evidence": "not read"})
-    p2p_of = {**_nvml_pairs(nvml_facts), **_amd_pairs(amd_facts)}
+    p2p_of: dict[frozenset[str], dict[str, Any]] = {}
+    for reader, facts in _facts_readers(vendor_facts):
+        p2p_of.update(reader.p2p_pairs(facts))
     paths: list[PathCheck] = []
     unreadable_ports: set[str] = set()
     redirecting: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
@@ -383,7 +376,8 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
                 pair_problems.append("the IOMMU translates the DMA of both ends")
         p2p = p2p_of.get(frozenset((bus_a, bus_b)), {})
         if a.is_gpu and b.is_gpu:
-            wanted = ("nvlink",) if over == "nvlink" else ("read", "write", "pci", "accessible")
+            # a route over a GPU fabric is judged by the driver's status named after it (NVML's "nvlink")
+            wanted = (over,) if over in p2p else ("read", "write", "pci", "accessible")
             bad = {k: v for k, v in p2p.items() if k in wanted and v not in (None, "OK")}
             for k, v in bad.items():
                 pair_problems.append(f"driver P2P {k} {v}")
@@ -419,7 +413,7 @@ def build_report(topology: Topology, *, sysfs_facts: Mapping[str, Any] | None, h
     if health_facts is not None and not health_facts.get("cmdline_read", True):
         unknown.append("/proc/cmdline: not readable or not recorded")
     problems.extend(_narrow_links(topology, pci, bool(vm.get("detected"))))
-    bar1 = _bar1_lines(topology, nvml_facts, health_facts, problems, unknown)
+    bar1 = _bar1_lines(topology, vendor_facts, health_facts, problems, unknown)
     if vm.get("detected") and not problems:
         notes.append("In a VM, 'clean' covers what the guest sees; slow peer copies can still come from the host's "
                      "ACS/IOMMU settings or from a hypervisor that does not pass P2P through.")

@@ -335,3 +335,36 @@ def read_link_health(mod: Any, h: Any, xgmi_links: list[int] | None = None) -> d
     links = [{"link": k, "active": True, "errors": {"xgmi_error": status}} for k in (xgmi_links or [])]
     return {"fabric": "xgmi", "nvlink": {"links": links, "active_count": len(links), "link_count": len(links), "totals": {}},
             "pcie": pcie, "errors": errors}
+
+
+class AmdFacts:
+    """AMD's discovery facts (the platform row's ``facts``): the amdsmi/ROCm dump ``live_facts``
+    returns and ``topo export --raw`` records as ``amdsmi.json``, read for the P2P health check."""
+
+    recorded_file = "amdsmi.json"
+    vram_bar_in_sysfs = True  # the largest sysfs BAR of the GPU is its VRAM BAR
+    unrecorded_link_health = "not recorded (amdsmi's link health is read live, not recorded)"
+
+    def p2p_pairs(self, facts: Mapping[str, Any] | None) -> dict[frozenset[str], dict[str, Any]]:
+        """amdsmi's P2P accessibility (``accessible`` -> OK / NOT_ACCESSIBLE) by pair of PCI bus ids."""
+        if not facts:
+            return {}
+        bus_of = {g["index"]: normalise_bdf(g["pci_bus_id"]) for g in facts.get("gpus", []) if g.get("pci_bus_id")}
+        out: dict[frozenset[str], dict[str, Any]] = {}
+        for pair in facts.get("pairs", []):
+            a, b = bus_of.get(pair["a"]), bus_of.get(pair["b"])
+            if a and b and pair.get("p2p_accessible") is not None:
+                out[frozenset((a, b))] = {"accessible": "OK" if pair["p2p_accessible"] else "NOT_ACCESSIBLE"}
+        return out
+
+    def host_name(self, topology: Topology) -> str | None:
+        return None  # amdsmi discovery does not name the topology after the host
+
+    def gpu_records(self, facts: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+        return {}  # no BAR1 record: the VRAM BAR is read from sysfs
+
+    def link_health(self, facts: Mapping[str, Any] | None) -> list[tuple[str, Any, Mapping[str, Any]]]:
+        return []  # read live through the counter source, not recorded
+
+
+FACTS = AmdFacts()

@@ -330,11 +330,12 @@ def unique_id_of(hip_uuid: object) -> int:
 
 def table_from_topology(gpus: Sequence[Any]) -> tuple[list[KfdGpu], list[int]]:
     """A topology's GPUs (``Device``) as the KFD table HIP would number with every GPU openable:
-    ordered by ``hip_ordinal`` (discovery's KFD order), else by ascending PCI address
+    ordered by their HIP ordinal (``Device.ordinals["amd"]``: discovery's KFD order), else by ascending PCI address
     (``ordinals_by_bus``), else in topology order; and the topology index of each entry. Used where
     no live table was read (the assumption is the caller's to state)."""
     by_bus = ordinals_by_bus([getattr(d, "pci_bus_id", None) for d in gpus])
-    ordinals = [d.hip_ordinal if d.hip_ordinal is not None else by_bus[i] for i, d in enumerate(gpus)]
+    hip = [getattr(d, "ordinals", {}).get("amd") for d in gpus]
+    ordinals = [hip[i] if hip[i] is not None else by_bus[i] for i in range(len(gpus))]
     if sorted(o for o in ordinals if o is not None) != list(range(len(gpus))):
         ordinals = list(range(len(gpus)))
     order = sorted(range(len(gpus)), key=lambda i: ordinals[i] or 0)

@@ -186,9 +186,10 @@ def topology_from_xml(root: Element, *, origin: str = "<nccl xml>") -> Topology:
         vendor_id = pci.get("vendor", "").lower()
         attrs: dict[str, Any] = {k: gpu.get(k) for k in ("sm", "gdr") if gpu.get(k)}
         attrs.update(_ids(pci))
+        vendor = "amd" if vendor_id == "0x1002" else "nvidia"
         devices.append(Device(id=f"gpu{i}", kind=DeviceKind.GPU, index=i, name=f"GPU (sm {sm})" if sm else "GPU",
-                              vendor="amd" if vendor_id == "0x1002" else "nvidia", pci_bus_id=busid, numa_node=numa,
-                              cuda_ordinal=dev, attributes=attrs))
+                              vendor=vendor, pci_bus_id=busid, numa_node=numa,
+                              ordinals={} if dev is None else {vendor: dev}, attributes=attrs))
         links[:] = [l if l.a != busid else Link(f"gpu{i}", l.b, l.kind, l.count, l.link_gb_per_s, l.latency_us,
                                                  l.provenance, l.source, l.generation) for l in links]
         rate = NVLINK_DATASHEET_GB_PER_S.get(gen or "")
@@ -358,7 +359,7 @@ def export_xml(topology: Topology, *, placeholders: bool = False) -> tuple[str, 
                 SubElement(SubElement(node, "nic"), "net", net_attrs)
 
     def _gpu(node: Element, gpu: Device) -> None:
-        attrs = {"dev": str(gpu.cuda_ordinal)} if gpu.cuda_ordinal is not None else {}
+        attrs = {"dev": str(gpu.ordinal())} if gpu.ordinal() is not None else {}
         for key in ("sm", "gdr"):
             if gpu.attributes.get(key) is not None:
                 attrs[key] = str(gpu.attributes[key])

@@ -14,7 +14,7 @@ Two layers:
 
 GPU numbering: the topology index of a GPU is its position when GPUs are sorted by PCI bus id,
 which is the CUDA ordinal under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` with no ``CUDA_VISIBLE_DEVICES``
-(CUDA's default order, FASTEST_FIRST, can differ). ``cuda_ordinal`` holds that position and
+(CUDA's default order, FASTEST_FIRST, can differ). ``ordinals["nvidia"]`` holds that position and
 ``nvml_index`` NVML's own index; the PCI bus id is the stable key.
 
 NVLink model: active links to the same peer GPU are one bonded link (``count`` = number of links,
@@ -494,7 +494,7 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         numa = numa if isinstance(numa, int) and numa >= 0 else None
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=g.get("name") or "NVIDIA GPU", index=pos,
                            vendor="nvidia", uuid=g.get("uuid"), pci_bus_id=g["pci_bus_id"],
-                           memory_bytes=g.get("memory_bytes"), numa_node=numa, cuda_ordinal=pos,
+                           memory_bytes=g.get("memory_bytes"), numa_node=numa, ordinals={"nvidia": pos},
                            nvml_index=g["index"], attributes=attrs))
         if g.get("cpu_affinity"):
             cores.setdefault(numa if numa is not None else 0, set()).update(g["cpu_affinity"])
@@ -601,3 +601,43 @@ def discover_platform(host_facts: Callable[[], Mapping[str, Any] | None], notes:
         raise BackendUnavailable(f"NVML: {nv.reason}")
     topology = facts_to_topology(read_facts(_import_pynvml()), host_facts())
     return topology.replace(source="nvml+sysfs" if topology.source == "nvml+sysfs" else "nvml")
+
+
+class NvmlFacts:
+    """NVIDIA's discovery facts (the platform row's ``facts``): the NVML dump ``live_facts`` returns
+    and ``topo export --raw`` records as ``nvml.json``, read for the P2P health check."""
+
+    recorded_file = "nvml.json"
+    vram_bar_in_sysfs = False  # BAR1 comes from NVML (bar_records)
+    unrecorded_link_health = "not in these NVML facts (recorded before linkscope read link error counters)"
+
+    def p2p_pairs(self, facts: Mapping[str, Any] | None) -> dict[frozenset[str], dict[str, Any]]:
+        """Driver P2P status (NVML's read, write, nvlink, ... -> OK or a refusal) by pair of PCI bus ids."""
+        if not facts:
+            return {}
+        bus_of = {g["index"]: normalise_bdf(g["pci_bus_id"]) for g in facts.get("gpus", [])}
+        out: dict[frozenset[str], dict[str, Any]] = {}
+        for pair in facts.get("pairs", []):
+            a, b = bus_of.get(pair["a"]), bus_of.get(pair["b"])
+            if a and b:
+                out[frozenset((a, b))] = dict(pair.get("p2p") or {})
+        return out
+
+    def host_name(self, topology: Topology) -> str | None:
+        """The host a topology read from NVML facts names: the recorded ``hostname`` became its name
+        (``nvml`` when the facts had none); None for a topology from elsewhere."""
+        if (topology.source or "").split("+")[0] != "nvml":
+            return None
+        return topology.name if topology.name != "nvml" else None
+
+    def gpu_records(self, facts: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+        """Each GPU's record (BAR1, errors) by PCI bus id."""
+        return {normalise_bdf(g["pci_bus_id"]): g for g in (facts or {}).get("gpus", [])}
+
+    def link_health(self, facts: Mapping[str, Any] | None) -> list[tuple[str, Any, Mapping[str, Any]]]:
+        """(PCI bus id, NVML index, recorded link health) of each GPU that has one."""
+        return [(str(g.get("pci_bus_id") or ""), g.get("index"), g["link_health"])
+                for g in (facts or {}).get("gpus", []) if g.get("link_health")]
+
+
+FACTS = NvmlFacts()

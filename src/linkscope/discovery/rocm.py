@@ -356,10 +356,11 @@ def facts_to_topology(facts: Mapping[str, Any], sysfs_facts: Mapping[str, Any] |
         attributes: dict[str, Any] = {"smi_index": g["index"]}
         if g.get("hip_uuid"):
             attributes["hip_uuid"] = g["hip_uuid"]
+        hip = ordinals[pos]
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=product, index=pos, vendor="amd",
                            uuid=g.get("uuid"), pci_bus_id=g.get("pci_bus_id"),
                            numa_node=numa if isinstance(numa, int) and numa >= 0 else None,
-                           hip_ordinal=ordinals[pos], attributes=attributes))
+                           ordinals={} if hip is None else {"amd": hip}, attributes=attributes))
         if "MI250" in product.upper():
             host_links[f"gpu{pos}"] = Link(f"gpu{pos}", "", LinkKind.PCIE, 1, MI250X_CPU_GCD_GB_PER_S,
                                            provenance=Provenance.DATASHEET, generation="Infinity Fabric CPU-GCD",

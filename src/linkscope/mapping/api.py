@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConfigError, UserError
 from ..model.nics import NicSpec, nic_choice_of, nics_by_gpu
 from ..patterns.methods import DEFAULT_METHOD
+from ..platforms import launch_of
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
 from ..traffic.matrix import TrafficMatrix
@@ -134,32 +135,23 @@ def _core_indexes(topology: Topology | None, cores: Sequence[Sequence[int]]) -> 
 
 def _visible_devices(topology: Topology | None, gpus: Sequence[int]
                      ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
-    """(what each rank's device variable names, the vendor, each rank's GPU PCI address).
-
-    NVIDIA: the UUID CUDA_VISIBLE_DEVICES accepts where known, else the CUDA ordinal. AMD: the HIP
-    ordinal with no visibility variable set (discovery's, from the KFD order; else ascending bus id,
-    ``hipdevices.ordinals_by_bus``); never amdsmi's UUID, which HIP_VISIBLE_DEVICES rejects
-    (clr rocdevice.cpp:518 at rocm-6.2.2 translates only ``GPU-`` tokens). ``launch`` makes it
-    relative to the variables the job inherits."""
-    from ..discovery.hipdevices import ordinals_by_bus
-
+    """(what each rank's device variable names, the vendor, each rank's GPU PCI address): the token
+    the vendor's launch environment gives the GPU (``LaunchEnvironment.device_tokens``: NVIDIA the
+    UUID, else the CUDA ordinal; AMD the HIP ordinal); a GPU of no known platform, its UUID, else its
+    index. ``launch`` makes it relative to the variables the job inherits."""
     if topology is None:
         return tuple(str(g) for g in gpus), None, ()
+    tokens: dict[str | None, dict[int | None, str]] = {}
     out = []
     vendors = set()
-    by_bus = ordinals_by_bus([d.pci_bus_id for d in topology.gpus])
     for g in gpus:
         device = topology.gpu(int(g))
         vendors.add(device.vendor)
-        if device.vendor == "amd":
-            ordinal = device.hip_ordinal if device.hip_ordinal is not None else by_bus[int(g)]
-            out.append(str(ordinal if ordinal is not None else device.index))
-        elif device.uuid:
-            out.append(device.uuid)
-        elif device.cuda_ordinal is not None:
-            out.append(str(device.cuda_ordinal))
-        else:
-            out.append(str(device.index))
+        if device.vendor not in tokens:
+            launch = launch_of(device.vendor)
+            ours = [d for d in topology.gpus if d.vendor == device.vendor]
+            tokens[device.vendor] = dict(zip((d.index for d in ours), launch.device_tokens(ours))) if launch else {}
+        out.append(tokens[device.vendor].get(device.index) or device.uuid or str(device.index))
     vendor = vendors.pop() if len(vendors) == 1 else None
     buses = tuple(topology.gpu(int(g)).pci_bus_id or "" for g in gpus)
     return tuple(out), vendor, buses if all(buses) else ()
@@ -289,7 +281,8 @@ def map_cluster(
     nics_out, cores = _nics_and_cores(node_topology, result.gpu_of_rank, result.node_of_rank, cost.nic_names, spec)
     node_nics = cost.nic_names or ((_nic_names(node_topology),) * cost.hosts if node_topology is not None else ())
     visible, vendor, buses = _visible_devices(node_topology, result.gpu_of_rank)
-    if cost.uuids is not None and vendor != "amd":  # an AMD host's UUIDs are amdsmi's: HIP rejects them
+    launch = launch_of(vendor)
+    if cost.uuids is not None and (launch is None or launch.accepts_node_uuids):  # AMD's are amdsmi's: HIP rejects them
         visible = tuple(cost.uuids[h][g] or v for h, g, v in zip(result.node_of_rank, result.gpu_of_rank, visible))
     node_name = node_topology.name if node_topology else cost.node.source
     return Assignment(

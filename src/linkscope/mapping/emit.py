@@ -6,12 +6,13 @@ launcher gave the process); the CLI does the reading of ``os.environ`` and the e
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device, same_bus
 from ..errors import ConfigError, UserError
 from ..model.nics import NIC_ENV_VARS, NicSpec, as_spec, pick_named, unknown_names
+from ..platforms import hardware_platforms, launch_environments, launch_of, load
 from ..rankenv import LOCAL_RANK_VARS, LOCAL_SIZE_VARS, WORLD_RANK_VARS, WORLD_SIZE_VARS, first_index
 from ..topology.model import Topology
 from .assignment import Assignment
@@ -89,10 +90,9 @@ def rank_environment(assignment: Assignment, rank: int, nics: NicSpec | str | No
     env: dict[str, str] = {}
     visible = assignment.visible_device_of_rank[rank] if assignment.visible_device_of_rank \
         else str(assignment.gpu_of_rank[rank])
-    if assignment.gpu_vendor in (None, "nvidia"):
-        env["CUDA_VISIBLE_DEVICES"] = visible
-    if assignment.gpu_vendor in (None, "amd"):
-        env["HIP_VISIBLE_DEVICES"] = visible
+    launch = launch_of(assignment.gpu_vendor)  # a mapping of no known vendor sets every platform's variable
+    for each in (launch,) if launch is not None else launch_environments():
+        env[each.visible_devices_var] = visible
     env.update(nic_environment(rank_nics(assignment, rank, nics)))
     if assignment.cores_of_rank and assignment.cores_of_rank[rank]:
         env["LINKSCOPE_CPUS"] = _cpu_list(assignment.cores_of_rank[rank])
@@ -120,27 +120,13 @@ def _unset(assignment: Assignment, nics: NicSpec | str | None) -> tuple[str, ...
     return NIC_ENV_VARS if as_spec(nics if nics is not None else assignment.nic_choice).rule == "any" else ()
 
 
-def amd_device(assignment: Assignment, rank: int, environ: Mapping[str, str],
-               kfd_gpus: Sequence[KfdGpu] | None) -> HipChoice:
-    """HIP_VISIBLE_DEVICES (and CUDA_VISIBLE_DEVICES where inherited) for ``rank``'s AMD GPU under
-    the environment the launcher gave: found by PCI address in this node's KFD topology
-    (``kfd_gpus``) and numbered among the GPUs the inherited ROCR_VISIBLE_DEVICES leaves
-    (``hipdevices.choose_device``); without a KFD table, the mapping's ordinal made relative to an
-    integer ROCR_VISIBLE_DEVICES."""
-    bus = assignment.pci_bus_id_of_rank[rank] if assignment.pci_bus_id_of_rank else None
-    stored = assignment.visible_device_of_rank[rank] if assignment.visible_device_of_rank else None
-    ordinal = int(stored) if stored is not None and stored.isdigit() else assignment.gpu_of_rank[rank]
-    if kfd_gpus:
-        return choose_device(environ, kfd_gpus, pci_bus_id=bus, ordinal=None if bus else ordinal)
-    return choose_by_ordinal(environ, ordinal)
-
-
 def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpec | str | None = None,
-                kfd_gpus: Sequence[KfdGpu] | None = None) -> LaunchPlan:
+                live_gpus: Any = None) -> LaunchPlan:
     """Pick this process's entry: the global rank for a multi-node mapping, else the local rank
     (Open MPI, MPICH/Hydra, PMI, Slurm, torchrun variables, in that order). ``nics`` (``launch
     --nic``) overrides the mapping's NICs for it (``rank_nics``). On an AMD mapping the device
-    variables come from ``amd_device`` (``kfd_gpus``: this node's KFD topology, ``read_kfd_gpus``)."""
+    variables come from the vendor's launch environment (``LaunchEnvironment.place``: on AMD by PCI
+    address in ``live_gpus``, this node's KFD table, ``node_device_table``)."""
     spec = as_spec(nics) if nics is not None else None  # a bad choice is refused before the rank is sought
     names = WORLD_RANK_VARS if assignment.node_of_rank is not None else LOCAL_RANK_VARS
     found = first_index(environ, names)
@@ -152,10 +138,11 @@ def launch_plan(assignment: Assignment, environ: Mapping[str, str], nics: NicSpe
     cores = assignment.cores_of_rank[rank] if assignment.cores_of_rank and rank < assignment.ranks else ()
     env = rank_environment(assignment, rank, spec)
     says = ""
-    if assignment.gpu_vendor == "amd":
-        choice = amd_device(assignment, rank, environ, kfd_gpus)
-        env.update(choice.env)
-        says = choice.says
+    launch = launch_of(assignment.gpu_vendor)
+    placed = launch.place(assignment, rank, environ, live_gpus) if launch is not None else None
+    if placed is not None:
+        env.update(placed[0])
+        says = placed[1]
     return LaunchPlan(rank, name, env, tuple(cores), _unset(assignment, spec), says)
 
 
@@ -192,8 +179,10 @@ def known_host_name(topology: Topology) -> str | None:
     if topology.is_this_system:
         return socket.gethostname()
     source = topology.source or ""
-    if source.split("+")[0] == "nvml":
-        return topology.name if topology.name != "nvml" else None
+    for platform in hardware_platforms():  # a vendor's discovery facts may name the host (NVML's do)
+        named = load(platform.facts).host_name(topology) if platform.facts else None
+        if named is not None:
+            return named
     if source.startswith("hwloc-xml:"):
         return topology.name if topology.name != PurePath(source.removeprefix("hwloc-xml:")).stem else None
     return None
@@ -315,60 +304,27 @@ def sbatch_script(assignment: Assignment, gpus_per_node: int | None = None, host
     return "\n".join(lines) + "\n"
 
 
-def check_hip_ordinals(assignment: Assignment, kfd_gpus: Sequence[KfdGpu] | None,
-                       node_gpus: int | None = None) -> tuple[Assignment, str]:
-    """Cross-check an AMD mapping's HIP ordinals (what its env files export as HIP_VISIBLE_DEVICES:
-    the topology's ``hip_ordinal``, from discovery) against this node's live KFD table
-    (``hipdevices.read_kfd_gpus``: the order HIP numbers GPUs in with no visibility variable), by
-    each rank's PCI address. Returns the mapping, with the KFD positions where they differ, and one
-    sentence saying what was checked, corrected or assumed (also added to the mapping's notes);
-    ("", unchanged) for a mapping that is not AMD. ``node_gpus``: the node's GPU count (the
-    topology's); a shorter table means this process cannot open every GPU (a cgroup), so its
-    positions are not the node's and are not used."""
-    if assignment.gpu_vendor != "amd":
-        return assignment, ""
-    stored = assignment.visible_device_of_rank or tuple(str(g) for g in assignment.gpu_of_rank)
-    buses = assignment.pci_bus_id_of_rank
-    if not buses:
-        said = ("HIP ordinals assumed: the topology gives no PCI address for its GPUs, so HIP_VISIBLE_DEVICES "
-                "is its hip_ordinal (or GPU number), checked against no KFD table; launch cannot find the GPUs by "
-                "bus id either")
-    elif kfd_gpus is None:
-        said = ("HIP ordinals assumed: HIP_VISIBLE_DEVICES is discovery's HIP ordinal, not checked against a KFD "
-                "table (none readable here; run map on the node to check, or let linkscope launch find each GPU "
-                "by PCI address there)")
-    else:
-        positions = [next((i for i, g in enumerate(kfd_gpus) if same_bus(g.pci_bus_id, bus)), None) for bus in buses]
-        missing = sorted({bus for bus, pos in zip(buses, positions) if pos is None})
-        if node_gpus is not None and 0 < len(kfd_gpus) < node_gpus:
-            said = (f"HIP ordinals not checked: this process can open {len(kfd_gpus)} of the node's {node_gpus} GPUs "
-                    "(the others' render nodes are hidden from it), so KFD positions here are not the node's; "
-                    "HIP_VISIBLE_DEVICES is discovery's HIP ordinal")
-        elif missing:
-            said = (f"HIP ordinals not checked: this node's KFD table lists no GPU at {', '.join(missing)} (the "
-                    "mapping's topology is another node's); HIP_VISIBLE_DEVICES is discovery's HIP ordinal")
-        else:
-            live = tuple(str(p) for p in positions)
-            wrong = [r for r in range(assignment.ranks) if live[r] != stored[r]]
-            if not wrong:
-                said = (f"HIP ordinals checked against this node's KFD table by PCI address: all {assignment.ranks} "
-                        "ranks agree")
-            else:
-                shown = "; ".join(f"rank {r} ({buses[r]}): {stored[r]} -> {live[r]}" for r in wrong[:8])
-                said = (f"HIP ordinals corrected from this node's KFD table by PCI address (discovery's order was not "
-                        f"HIP's): {shown}{' ...' if len(wrong) > 8 else ''}")
-                assignment = replace(assignment, visible_device_of_rank=live)
-    return replace(assignment, notes=(*assignment.notes, said)), said
+def node_device_table(assignment: Assignment) -> Any:
+    """This node's device table that the mapping's vendor places ranks by (AMD: the KFD topology),
+    None where it needs none or none is readable."""
+    launch = launch_of(assignment.gpu_vendor)
+    return launch.live_table() if launch is not None else None
+
+
+def check_devices(assignment: Assignment, node_gpus: int | None = None, live_gpus: Any = None) -> Assignment:
+    """The mapping with its device numbers checked against this node (``LaunchEnvironment.check``:
+    on AMD the HIP ordinals against the KFD table, corrected where they differ, with a note);
+    unchanged for a vendor with nothing to check. ``live_gpus``: the table (default: read now)."""
+    launch = launch_of(assignment.gpu_vendor)
+    if launch is None:
+        return assignment
+    return launch.check(assignment, launch.live_table() if live_gpus is None else live_gpus, node_gpus)
 
 
 def env_files(assignment: Assignment) -> dict[str, str]:
     """File name -> contents: one ``rank<N>.env`` per rank (``export`` lines for a shell)."""
-    head = ""
-    if assignment.gpu_vendor == "amd":
-        head = ("# HIP_VISIBLE_DEVICES below counts every GPU of the node in KFD order (no ROCR_VISIBLE_DEVICES);\n"
-                "# under an inherited ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (Slurm sets the first) run the rank\n"
-                "# as: linkscope launch --mapping MAPPING -- APP (it numbers the GPU among those the job was given)\n")
-        head += "".join(f"# {n}\n" for n in assignment.notes if n.startswith("HIP ordinals"))
+    launch = launch_of(assignment.gpu_vendor)
+    head = launch.env_file_head(assignment) if launch is not None else ""
     out = {}
     for rank in range(assignment.ranks):
         env = rank_environment(assignment, rank)

@@ -129,9 +129,6 @@ def map_request(matrix: TrafficMatrix, topology: Topology | None, request: MapRe
     assignment = map_onto(matrix, topology, request.metric, method=request.method_key, results_cost=measured,
                           nodes=request.nodes, hosts=host_list, solver=request.solver, mode=request.mode,
                           node_limit=request.node_limit, time_limit_s=request.time_limit_s, nics=nic_choice)
-    if assignment.gpu_vendor == "amd":  # HIP ordinals against this node's KFD table, or what was assumed
-        from ..discovery.hipdevices import read_kfd_gpus
-
-        assignment, _ = emitters.check_hip_ordinals(assignment, read_kfd_gpus(),
-                                                    topology.gpu_count if topology is not None else None)
+    # the vendor's device numbers against this node (AMD: HIP ordinals against the KFD table)
+    assignment = emitters.check_devices(assignment, topology.gpu_count if topology is not None else None)
     return MapOutcome(assignment, host_list)

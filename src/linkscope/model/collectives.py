@@ -900,7 +900,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
     cpus = topo.of_kind(DeviceKind.CPU)
-    amd = bool(cpus) and all((c.vendor or "").lower() == "amd" for c in cpus)
+    amd = nt.amd_cpus(c.vendor for c in cpus)
     # CollNet needs in-network reduction: a network switch or NIC the topology marks with the attribute
     # ``sharp`` (or ``collnet``) true, e.g. InfiniBand switches with SHARP
     sharp = any(bool((d.attributes or {}).get("sharp") or (d.attributes or {}).get("collnet"))

@@ -26,7 +26,7 @@ Environment honoured as NCCL does: ``NCCL_ALGO``, ``NCCL_PROTO`` (tuning.cc:54 `
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -747,3 +747,10 @@ def p2p_round_channels(system: NcclSystem, round_index: int, channels: int) -> f
     bits = max(0, nch.bit_length() - 1)
     base = int(format(round_index % max(nch, 1), f"0{bits}b")[::-1], 2) if bits else 0
     return frozenset((base + part) & (nch - 1) for part in range(channels))
+
+
+def amd_cpus(vendors: Iterable[str | None]) -> bool:
+    """Every CPU of the node is AMD's (NCCL's ``NCCL_TOPO_CPU_VENDOR_AMD``, which picks the LL bandwidth
+    row of a multi-node ring); False for a node without CPUs."""
+    seen = [(v or "").lower() for v in vendors]
+    return bool(seen) and all(v == "amd" for v in seen)

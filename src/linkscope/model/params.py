@@ -97,6 +97,7 @@ LINK_KINDS = ("nvlink", "xgmi", "pcie", "upi", "network")
 TRANSIT_KINDS = ("pcie_switch", "host_bridge", "cpu", "upi", "gpu")
 LINK_GENERATIONS = ("nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "pcie3", "pcie4", "pcie5", "pcie6",
                     "qpi", "upi", "xgmi")
+_LINK_FAMILIES = tuple(dict.fromkeys(k.rstrip("0123456789") for k in LINK_GENERATIONS))  # nvlink, pcie, qpi, ...
 
 
 def generation_key(kind: str, generation: str | None) -> str | None:
@@ -105,14 +106,12 @@ def generation_key(kind: str, generation: str | None) -> str | None:
     if not generation:
         return None
     g = generation.lower().replace(" ", "")
-    if g.startswith("nvlink") and len(g) > 6 and g[6].isdigit():
-        return f"nvlink{g[6]}"
-    if g.startswith("pcie"):
-        rest = g[4:].removeprefix("gen")
-        return f"pcie{rest[0]}" if rest[:1].isdigit() else None
-    for prefix in ("qpi", "upi", "xgmi"):
-        if g.startswith(prefix):
-            return prefix
+    for family in _LINK_FAMILIES:
+        if g.startswith(family):
+            if family in LINK_GENERATIONS:  # one generation: the family is the key
+                return family
+            rest = g[len(family):].removeprefix("gen")  # numbered: the digit after the name (or "Gen")
+            return f"{family}{rest[0]}" if rest[:1].isdigit() else None
     return None
 
 

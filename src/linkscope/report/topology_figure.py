@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..topology.model import GPU_FABRICS
 from . import plots
 
 #: tier of each device kind, top to bottom
@@ -391,7 +392,7 @@ def link_legend(edges: Sequence[Edge]) -> list[tuple[str, str, float]]:
     line's width (as drawn), one entry per width."""
     groups: dict[tuple[str, int, float], int] = defaultdict(int)
     for e in edges:
-        groups[(e.kind, e.count if e.kind in ("nvlink", "xgmi") else 1, round(e.capacity_gb_per_s, 1))] += 1
+        groups[(e.kind, e.count if e.kind in GPU_FABRICS else 1, round(e.capacity_gb_per_s, 1))] += 1
     out = []
     for (kind, count, cap), n in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][2])):
         bond = f" ×{count}" if count > 1 else ""

@@ -471,9 +471,9 @@ def gpu_facts(name_or_pci_id: str | None) -> GpuFacts | None:
 def _lookup(text: str) -> GpuFacts | None:
     if text in _BY_KEY:
         return _BY_KEY[text]
-    nvml = _NVML_PCI.fullmatch(text)  # NVML pciDeviceId: device << 16 | vendor
-    if nvml:
-        return _BY_PCI_ID.get(f"{nvml.group(2)}:{nvml.group(1)}")
+    packed = _NVML_PCI.fullmatch(text)  # NVML pciDeviceId: device << 16 | vendor
+    if packed:
+        return _BY_PCI_ID.get(f"{packed.group(2)}:{packed.group(1)}")
     pci = _PCI.fullmatch(text)
     if pci:
         return _BY_PCI_ID.get(f"{pci.group(1)}:{pci.group(2)}")

@@ -8,6 +8,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from .. import platforms
 from ..errors import SchemaError, TopologyError
 from ..userfiles import loads_strict, read_text, refuse_malformed
 from .model import SCHEMA_VERSION, Device, DeviceKind, Link, LinkKind, PeerAccess, Provenance, RunChoices, Topology
@@ -16,11 +17,10 @@ FORMAT = "linkscope.topology"
 SCHEMA_FILE = Path(__file__).parent / "schema" / "topology-1.json"
 
 _DEVICE_OPTIONAL = (
-    "name", "index", "vendor", "uuid", "pci_bus_id", "memory_bytes", "numa_node", "cuda_ordinal",
-    "hip_ordinal", "nvml_index", "socket", "package", "device_name", "line_rate_gbit_per_s",
-    "memory_bw_gb_per_s",
+    "name", "index", "vendor", "uuid", "pci_bus_id", "memory_bytes", "numa_node", "nvml_index", "socket", "package",
+    "device_name", "line_rate_gbit_per_s", "memory_bw_gb_per_s",
 )
-_INT_FIELDS = {"index", "memory_bytes", "numa_node", "cuda_ordinal", "hip_ordinal", "nvml_index", "socket", "package"}
+_INT_FIELDS = {"index", "memory_bytes", "numa_node", "nvml_index", "socket", "package"}
 _NUM_FIELDS = {"line_rate_gbit_per_s", "memory_bw_gb_per_s"}
 
 
@@ -32,6 +32,8 @@ def to_dict(topology: Topology) -> dict[str, Any]:
             value = getattr(d, key)
             if value is not None and value != "":
                 item[key] = value
+        if d.ordinals:
+            item["ordinals"] = dict(d.ordinals)
         if d.cores:
             item["cores"] = list(d.cores)
         if d.attributes:
@@ -141,6 +143,9 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
                 if key not in _INT_FIELDS | _NUM_FIELDS and not isinstance(value, str):
                     raise SchemaError(f"field {key!r} must be a string", path=f"{path}.{key}")
                 kwargs[key] = value
+        ordinals = _ordinals(item, path)
+        if ordinals:
+            kwargs["ordinals"] = ordinals
         if "cores" in item:
             cores = item["cores"]
             if not isinstance(cores, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in cores):
@@ -192,6 +197,28 @@ def from_dict(data: Any, *, is_this_system: bool | None = None) -> Topology:
         model_params=model_params,
         notes=tuple(str(s) for s in data.get("notes", [])),
     )
+
+
+def _ordinal(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SchemaError("an ordinal must be a non-negative integer", path=path)
+    return value
+
+
+def _ordinals(item: dict[str, Any], path: str) -> dict[str, int]:
+    """A device's runtime ordinals by platform: ``ordinals``, and the per-vendor field each platform
+    row names as where files before ``ordinals`` kept it (``cuda_ordinal``, ``hip_ordinal``); where
+    both say, ``ordinals`` wins."""
+    out: dict[str, int] = {}
+    for platform in platforms.PLATFORMS:  # read now: a row added later counts
+        if platform.ordinal_field and item.get(platform.ordinal_field) is not None:
+            out[platform.key] = _ordinal(item[platform.ordinal_field], f"{path}.{platform.ordinal_field}")
+    raw = item.get("ordinals")
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise SchemaError("ordinals must be an object (platform -> ordinal)", path=f"{path}.ordinals")
+        out.update({str(k): _ordinal(v, f"{path}.ordinals.{k}") for k, v in raw.items()})
+    return out
 
 
 def _peer_access(raw: Any) -> PeerAccess:

@@ -33,6 +33,8 @@ DISTANCE_OF_CODE = {
     "NET": 8,
 }
 MAX_LEVEL = max(DISTANCE_OF_CODE.values())
+#: the families of a pair joined directly by a GPU fabric (NVLink, xGMI), numbered by bonded links
+FABRIC_FAMILIES = ("NV", "XGMI")
 
 LEGEND = (
     ("X", "self"),
@@ -61,9 +63,14 @@ class PairLevel:
     count: int | None = None
 
     @property
+    def over_fabric(self) -> bool:
+        """The pair talks over a GPU fabric link (NVLink, xGMI), not PCIe or the host."""
+        return self.family in FABRIC_FAMILIES
+
+    @property
     def code(self) -> str:
         """nvidia-smi style code: ``NV18``, ``XGMI4``, ``XGMI-2hop``, ``PIX``, ``SYS``."""
-        if self.family in ("NV", "XGMI") and self.count:
+        if self.over_fabric and self.count:
             return f"{self.family}{self.count}"
         if self.family == "XGMI-HOP":
             return f"XGMI-{self.count}hop"

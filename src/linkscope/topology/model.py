@@ -14,7 +14,7 @@ all the chips, so the bottleneck is the GPU's own link count). ``attributes["phy
 keeps the chip count.
 
 GPU numbering: ``Device.index`` is the topology's GPU number, the one every result refers to
-(``src``/``dst``). ``cuda_ordinal``, ``hip_ordinal`` and ``nvml_index`` are separate optional fields
+(``src``/``dst``). ``ordinals`` (per platform) and ``nvml_index`` are separate optional fields
 because they can disagree (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER); the PCI bus id is the stable key.
 """
 from __future__ import annotations
@@ -56,6 +56,10 @@ class LinkKind(str, Enum):
     NETWORK = "network"
 
 
+#: the GPU-to-GPU fabrics (a vendor's fabric adds its kind here and a level family in ``levels``)
+GPU_FABRICS = frozenset({LinkKind.NVLINK, LinkKind.XGMI})
+
+
 class Provenance(str, Enum):
     """Where a number came from (STYLE.md C4)."""
 
@@ -83,7 +87,11 @@ class Device:
         pci_bus_id: normalised ``0000:07:00.0`` where known.
         memory_bytes: device memory (GPU) or host memory (CPU) in bytes.
         numa_node: NUMA node the device is attached to (CPU: its own node).
-        cuda_ordinal, hip_ordinal, nvml_index: runtime/driver indices, separate on purpose.
+        ordinals: the device's number in each platform's runtime, keyed by platform (``platforms``
+            row key: ``{"nvidia": 0}`` is the CUDA ordinal, ``{"amd": 2}`` the HIP ordinal with no
+            visibility variable set); files before it stored ``cuda_ordinal`` / ``hip_ordinal``
+            (read by ``topology/io``, never written).
+        nvml_index: the driver's index, separate on purpose.
         cores: logical CPU ids (CPU devices).
         socket: physical package of a CPU device.
         package: physical package of a GPU (e.g. the MI250X holding two GCDs).
@@ -102,8 +110,7 @@ class Device:
     pci_bus_id: str | None = None
     memory_bytes: int | None = None
     numa_node: int | None = None
-    cuda_ordinal: int | None = None
-    hip_ordinal: int | None = None
+    ordinals: Mapping[str, int] = field(default_factory=dict, hash=False, compare=True)
     nvml_index: int | None = None
     cores: tuple[int, ...] = ()
     socket: int | None = None
@@ -112,6 +119,11 @@ class Device:
     line_rate_gbit_per_s: float | None = None
     memory_bw_gb_per_s: float | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=True)
+
+    def ordinal(self, platform: str | None = None) -> int | None:
+        """The device's runtime ordinal on ``platform`` (default: its own vendor's), None when not known."""
+        key = self.vendor if platform is None else platform
+        return self.ordinals.get(key) if key else None
 
     @property
     def is_gpu(self) -> bool:

@@ -255,7 +255,7 @@ def _cluster(args: list[str], facts: GpuFacts | None) -> Topology:
     for n in range(nodes):
         for d in base.devices:
             devices.append(dc_replace(d, id=f"n{n}.{d.id}", index=None if d.index is None else n * per + d.index,
-                                      cuda_ordinal=d.cuda_ordinal, nvml_index=d.nvml_index))
+                                      nvml_index=d.nvml_index))
         for link in base.links:
             links.append(dc_replace(link, a=f"n{n}.{link.a}", b=f"n{n}.{link.b}"))
     switches = [f"rail{k}" for k in range(len(nics))] if wiring == "rails" else ["ibswitch"]

@@ -110,7 +110,7 @@ def _ordinals_by_bus(gpus: Sequence[Any], declared: list[int],
 
 class GpuEngine:
     """TransferEngine on the local GPUs of ``runtime``. ``topology`` maps linkscope GPU indices to
-    runtime ordinals (``Device.cuda_ordinal``, else the index) and gives NUMA nodes; ``None`` means
+    runtime ordinals (``Device.ordinals`` of the runtime's platform, else the index) and gives NUMA nodes; ``None`` means
     every visible device, in runtime order. ``name`` and the offered methods follow the runtime's
     vendor (the method table's ``meaning``)."""
 
@@ -131,7 +131,7 @@ class GpuEngine:
         self._topology = topology
         gpus = list(getattr(topology, "gpus", ())) if topology is not None else []
         if gpus:
-            ordinals = [g.cuda_ordinal if g.cuda_ordinal is not None else g.index for g in gpus]
+            ordinals = [g.ordinals.get(self.vendor, g.index) for g in gpus]
             missing = [o for o in ordinals if o is None or o >= visible]
             if missing:
                 raise UserError(f"topology names devices {missing} but only {visible} are visible",

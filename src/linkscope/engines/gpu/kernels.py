@@ -1,6 +1,6 @@
 """Kernels of the GPU engine (CUDA C, also valid HIP C++), compiled by the runtime's compiler
 (NVRTC on CUDA, hipRTC on ROCm, through CuPy ``RawModule``) and loaded on every GPU before anything
-is timed. ``source_for(platform)`` puts a small vendor prelude (the nanosecond timer and the
+is timed. ``source_for(dialect)`` puts a small vendor prelude (the platform row's ``kernels``) (the nanosecond timer and the
 streaming-load/store hints) before the shared source; the Hopper bulk-copy kernels are CUDA only.
 
 Why preload: loading a module makes the driver synchronise the device, so loading it in the middle
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
+from ...platforms import KernelDialect, by_key
 
 #: Unroll factors compiled for the SM copy (independent uint4 loads in flight per thread).
 COPY_UNROLLS = (1, 2, 4, 8, 12, 16)
@@ -43,38 +44,6 @@ COPY_MAX_THREADS = {12: 512, 16: 512}
 BULK_SHAPES = ((4096, 4), (8192, 4), (16384, 2), (8192, 2))
 
 GATE_TIMEOUT_NS = 10_000_000_000  # 10 s: far above any gated region, low enough not to hang a run
-
-CUDA_PRELUDE = r"""
-typedef unsigned long long u64;
-typedef unsigned int u32;
-
-__device__ __forceinline__ u64 global_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-#define LOAD_STREAM(p) __ldcg(p)
-#define STORE_STREAM(p, v) __stcs((p), (v))
-#define LOAD_CHASE(p) __ldcg(p)
-"""
-
-# wall_clock64() counts at a constant rate that differs by architecture: 25 MHz on gfx9 up to gfx90a
-# (MI200; 27 MHz on gfx900), 100 MHz on gfx94x (MI300) (runtime.wall_clock_khz_for_arch names the
-# sources). The engine passes the device's hipDeviceAttributeWallClockRate as -DWALL_CLOCK_KHZ
-# (timer_options); without it the source does not compile, so no default can be wrong.
-# hipRTC includes hip/hip_runtime.h itself; an offline hipcc needs HIP_OFFLINE_INCLUDE put first.
-HIP_OFFLINE_INCLUDE = "#include <hip/hip_runtime.h>\n"
-HIP_PRELUDE = r"""
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#ifndef WALL_CLOCK_KHZ
-#error "WALL_CLOCK_KHZ (hipDeviceAttributeWallClockRate of the device, kHz) must be defined"
-#endif
-__device__ __forceinline__ u64 global_ns() { return (u64)((double)wall_clock64() * (1000000.0 / WALL_CLOCK_KHZ)); }
-#define LOAD_STREAM(p) (*(p))
-#define STORE_STREAM(p, v) (*(p) = (v))
-#define LOAD_CHASE(p) (*(const volatile u64*)(p))
-"""
 
 SOURCE = r"""
 
@@ -295,11 +264,12 @@ BULK_NAMES = tuple(f"copy_bulk_{c}_{st}" for c, st in BULK_SHAPES)
 OPTIONS = ("-std=c++17",)
 
 
-def source_for(platform: str) -> tuple[str, tuple[str, ...]]:
-    """(source, kernel names) for ``cuda``, ``rocm`` or ``fake`` (the fake runs the CUDA names)."""
-    if platform == "rocm":
-        return HIP_PRELUDE + SOURCE, KERNEL_NAMES
-    return CUDA_PRELUDE + SOURCE + BULK_SOURCE, KERNEL_NAMES + BULK_NAMES
+def source_for(dialect: KernelDialect) -> tuple[str, tuple[str, ...]]:
+    """(source, kernel names) in a platform's kernel dialect (its row's ``kernels``): its prelude, the
+    shared source, and the bulk-copy kernels where the dialect compiles them."""
+    if dialect.bulk_copies:
+        return dialect.prelude + SOURCE + BULK_SOURCE, KERNEL_NAMES + BULK_NAMES
+    return dialect.prelude + SOURCE, KERNEL_NAMES
 
 
 @dataclass
@@ -318,24 +288,12 @@ class KernelSet:
         self.rt.launch(self.module, name, lane.ordinal, lane.stream, grid, threads, args)
 
 
-def timer_options(rt: Any, ordinals: tuple[int, ...]) -> tuple[str, ...]:
-    """``-DWALL_CLOCK_KHZ=<rate>`` for AMD runtimes (every device's hipDeviceAttributeWallClockRate;
-    one module serves all devices, so they must agree); nothing on NVIDIA (%globaltimer is in ns)."""
-    if rt.vendor != "amd":
-        return ()
-    rates = {o: int(rt.wall_clock_khz(o)) for o in ordinals}
-    if len(set(rates.values())) > 1:
-        raise ConfigError(f"devices tick at different wall-clock rates (kHz by device: {rates}): one kernel module "
-                          "cannot time them all", hint="select devices of one kind (HIP_VISIBLE_DEVICES)")
-    rate = next(iter(rates.values()), 0)
-    if rate <= 0:
-        raise ConfigError("the HIP runtime reports no wall-clock rate: device-side times cannot be converted")
-    return (f"-DWALL_CLOCK_KHZ={rate}",)
-
-
 def compile_and_preload(rt: Any, ordinals: tuple[int, ...], options: tuple[str, ...] = OPTIONS) -> KernelSet:
     """Compile the platform's source and load every kernel on every ordinal (KernelCompileError
     with the source, options and compiler log when that fails)."""
-    source, names = source_for("rocm" if rt.vendor == "amd" else rt.platform)
-    module = rt.compile(source, tuple(options) + timer_options(rt, tuple(ordinals)), names, ordinals)
+    dialect = by_key(rt.vendor).kernels  # a fake runtime names the vendor it stands in for
+    if dialect is None:
+        raise ConfigError(f"platform {rt.vendor!r} has no kernel dialect")
+    source, names = source_for(dialect)
+    module = rt.compile(source, tuple(options) + dialect.timer_options(rt, tuple(ordinals)), names, ordinals)
     return KernelSet(rt=rt, module=module, ordinals=tuple(ordinals), names=names)

@@ -20,17 +20,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...errors import BackendUnavailable, KernelCompileError, MeasurementError
-from ...platforms import by_key, vendor_of_runtime
+from ...platforms import PLATFORMS, of_runtime, vendor_of_runtime
 
 HOST_ALLOC_PORTABLE = 1
 HOST_ALLOC_MAPPED = 2
-HIP_HOST_MALLOC_COHERENT = 0x40000000  # fine-grained: the GPU sees host stores while it polls
-HIP_HOST_MALLOC_NUMA_USER = 0x20000000  # hipHostMalloc: honour the calling thread's NUMA policy
-HIP_DEVICE_MALLOC_UNCACHED = 0x3  # hipExtMallocWithFlags: fine-grained and uncached (hip_runtime_api.h)
-#: hipDeviceAttributeWallClockRate: the AMD-specific attribute after hipDeviceAttributeFineGrainSupport
-#: (10016 in hip_runtime_api.h, counted from hipDeviceAttributeAmdSpecificBegin = 10000; the test
-#: checks it against the installed HIP header); in kHz, the rate ``wall_clock64()`` ticks at.
-HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE = 10017
 HOST_REGISTER_PORTABLE = 1
 HOST_REGISTER_MAPPED = 2
 EVENT_DISABLE_TIMING = 2
@@ -39,46 +32,6 @@ ERROR_PEER_ACCESS_ALREADY_ENABLED = 704  # cudaError / hipError: same value
 ERROR_PEER_ACCESS_NOT_ENABLED = 705
 
 VENDOR_OF_PLATFORM = vendor_of_runtime()  # CuPy build -> vendor, from the platform table
-
-WALL_CLOCK_KHZ_MI300 = 100_000
-WALL_CLOCK_KHZ_GFX9 = 25_000
-WALL_CLOCK_KHZ_VEGA10 = 27_000
-
-
-def wall_clock_khz_for_arch(gcn_arch: str) -> int:
-    """The rate (kHz) ``wall_clock64()`` ticks at on an AMD architecture, for runtimes that do not
-    answer hipDeviceAttributeWallClockRate (clr reads it from ROCr's
-    ``HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY`` and leaves 0 where that query fails: clr rocm-6.2.2
-    ``rocclr/device/rocm/rocdevice.cpp:1258-1264``; before ROCm 5.4 the attribute failed outright,
-    ROCm/hip#3099):
-
-    * 100 MHz: gfx940/941/942 (MI300) and gfx10/11/12. RCCL takes every ``gfx94*`` as 100 MHz
-      (rocm-5.7.0 ``src/init.cc:178-181``: ``gcnArch/10 == 94``; rocm-6.0.0 to rocm-6.2.2
-      ``src/misc/archinfo.cc:63-69``: prefix ``gfx94``), as does TransferBench
-      (``src/include/EnvVars.hpp:550-567``). LLVM libc's table first put gfx940 with the 25 MHz
-      parts (llvm-project ``libc/src/time/gpu/time_utils.h`` while it used ``namespace
-      __llvm_libc``, 2023: ``__gfx940__`` listed with gfx900-gfx90c) and later moved gfx940/941/942
-      to 100 MHz (same file under ``LIBC_NAMESPACE``, beside ``__GFX10__``..``__GFX12__``); it now
-      has no table (the runtime sets ``__llvm_libc_clock_freq``; commit 2744685e). The LLVM release
-      tags of the two table versions were not read (the repository is too large to fetch here).
-      gfx950 (MI350) is taken as 100 MHz: a belief.
-    * 27 MHz: gfx900 (Vega 10): the LLVM table's comment ("Vega 10 ... is actually 27 Mhz") and
-      ROCm/hip#3099 (gfx900, ROCm 5.3: 27000 kHz expected from the attribute).
-    * 25 MHz: the other gfx9 parts up to gfx90a (MI200).
-
-    >>> [wall_clock_khz_for_arch(a) for a in ("gfx90a:sramecc+:xnack-", "gfx942", "gfx900")]
-    [25000, 100000, 27000]
-    """
-    arch = (gcn_arch or "").split(":")[0].strip().lower()
-    if arch in ("gfx940", "gfx941", "gfx942", "gfx950") or arch.startswith(("gfx10", "gfx11", "gfx12")):
-        return WALL_CLOCK_KHZ_MI300
-    if arch == "gfx900":
-        return WALL_CLOCK_KHZ_VEGA10
-    if arch.startswith("gfx9"):
-        return WALL_CLOCK_KHZ_GFX9
-    raise MeasurementError(f"the wall-clock rate of AMD architecture {gcn_arch!r} is not known and the HIP "
-                           "runtime did not report hipDeviceAttributeWallClockRate: kernel times cannot be trusted")
-
 
 def cupy_module(name: str = "cupy") -> Any:
     """CuPy (or one of its submodules, ``cupy.cuda.nccl``, ``cupyx``), imported here and only here.
@@ -135,26 +88,29 @@ class CupyRuntime:
     sees no device)."""
 
     def __init__(self, platform: str = "cuda") -> None:
-        if platform not in VENDOR_OF_PLATFORM:
-            raise ValueError(f"platform must be cuda or rocm, got {platform!r}")
+        row = of_runtime(platform)  # ValueError for a runtime no platform has
+        assert row.runtime_traits is not None, f"platform {row.key} names no runtime traits"
         self.platform = platform
-        self.vendor = VENDOR_OF_PLATFORM[platform]
-        wheel = by_key(self.vendor).cupy_wheel
+        self.vendor = row.key
+        self.traits = row.runtime_traits
+        self.compiler = row.kernels.compiler if row.kernels is not None else platform
+        wheel = row.cupy_wheel
         try:
             self.cp = cupy_module()
             self.rt = cupy_module("cupy.cuda.runtime")
         except Exception as exc:  # ImportError, or CuPy failing to find its GPU libraries
             raise BackendUnavailable(f"CuPy is not usable here: {exc}", hint=f"install {wheel}") from exc
-        is_hip = bool(getattr(self.rt, "is_hip", False))
-        if is_hip != (platform == "rocm"):
-            built = "ROCm (HIP)" if is_hip else "CUDA"
-            raise BackendUnavailable(f"the installed CuPy is its {built} build; the {platform} engine needs {wheel}")
+        built = bool(getattr(self.rt, "is_hip", False))
+        if built != self.traits.cupy_is_hip:
+            other = next((p for p in PLATFORMS if p.runtime_traits is not None and p.runtime_traits.cupy_is_hip == built), None)
+            raise BackendUnavailable(f"the installed CuPy is its {other.runtime_traits.api if other and other.runtime_traits else 'other'} "
+                                     f"build; the {platform} engine needs {wheel}")
         try:
             count = int(self.rt.getDeviceCount())
         except Exception as exc:
-            raise BackendUnavailable(f"no {'AMD' if is_hip else 'CUDA'} device usable: {exc}") from exc
+            raise BackendUnavailable(f"no {self.traits.device_word} device usable: {exc}") from exc
         if count == 0:
-            raise BackendUnavailable(f"no {'AMD' if is_hip else 'CUDA'} device visible")
+            raise BackendUnavailable(f"no {self.traits.device_word} device visible")
 
     # ---- facts --------------------------------------------------------------------------------
     def _dev(self, ordinal: int) -> Any:
@@ -182,7 +138,7 @@ class CupyRuntime:
         return int(free), int(total)
 
     def versions(self) -> str:
-        return f"CuPy {self.cp.__version__}, {'HIP' if self.platform == 'rocm' else 'CUDA'} runtime {self.rt.runtimeGetVersion()}"
+        return f"CuPy {self.cp.__version__}, {self.traits.api} runtime {self.rt.runtimeGetVersion()}"
 
     def synchronize(self, ordinal: int) -> None:
         with self._dev(ordinal):
@@ -198,50 +154,20 @@ class CupyRuntime:
             self.rt.free(ptr)
 
     def host_alloc(self, size_bytes: int, numa_user: bool = False) -> int:
-        """Pinned, portable, mapped host memory. On ROCm, coherent (fine-grained), and with
-        ``numa_user`` placed by the calling thread's NUMA policy (hipHostMallocNumaUser, as
-        TransferBench allocates its host buffers: src/TransferBench.cpp:1388-1396)."""
-        flags = HOST_ALLOC_PORTABLE | HOST_ALLOC_MAPPED
-        if self.platform == "rocm":
-            flags |= HIP_HOST_MALLOC_COHERENT | (HIP_HOST_MALLOC_NUMA_USER if numa_user else 0)
+        """Pinned, portable, mapped host memory, with the flags the vendor adds (``RuntimeTraits``:
+        on ROCm coherent, and with ``numa_user`` placed by the calling thread's NUMA policy)."""
+        flags = HOST_ALLOC_PORTABLE | HOST_ALLOC_MAPPED | self.traits.host_alloc_flags(numa_user)
         return int(self.rt.hostAlloc(size_bytes, flags))
 
-    def _hip(self) -> Any:
-        """The HIP runtime library CuPy's ROCm build uses, for the calls CuPy does not expose."""
-        import ctypes
-
-        if getattr(self, "_libhip", None) is None:
-            self._libhip = ctypes.CDLL("libamdhip64.so", mode=ctypes.RTLD_GLOBAL)
-        return self._libhip
-
     def malloc_uncached(self, ordinal: int, size_bytes: int) -> int:
-        """Device memory a kernel polling it sees a peer's stores in: on ROCm
-        ``hipExtMallocWithFlags(hipDeviceMallocUncached)`` (TransferBench src/TransferBench.cpp:1431,
-        RCCL's flags likewise); plain ``hipMalloc`` memory is coarse-grained and may be cached.
-        On CUDA, ordinary memory with volatile accesses and a system fence is enough."""
-        if self.platform != "rocm":
-            return self.malloc(ordinal, size_bytes)
-        import ctypes
-
-        ptr = ctypes.c_void_p()
-        with self._dev(ordinal):
-            rc = self._hip().hipExtMallocWithFlags(ctypes.byref(ptr), ctypes.c_size_t(size_bytes),
-                                                   ctypes.c_uint(HIP_DEVICE_MALLOC_UNCACHED))
-        if rc != 0 or not ptr.value:
-            raise MeasurementError(f"hipExtMallocWithFlags(hipDeviceMallocUncached) of {size_bytes} bytes on "
-                                   f"device {ordinal} failed (hipError {rc})")
-        return int(ptr.value)
+        """Device memory a kernel polling it sees a peer's stores in (the vendor's allocation where it
+        needs one, ``RuntimeTraits.malloc_uncached``; else ordinary memory with volatile accesses)."""
+        ptr = self.traits.malloc_uncached(self, ordinal, size_bytes)
+        return self.malloc(ordinal, size_bytes) if ptr is None else ptr
 
     def wall_clock_khz(self, ordinal: int) -> int:
-        """hipDeviceAttributeWallClockRate (kHz) on ROCm, else the rate the GPU's architecture is
-        known to have (``kernels.wall_clock_khz_for_arch``); 0 on CUDA (%globaltimer is in ns)."""
-        if self.platform != "rocm":
-            return 0
-        try:
-            value = int(self.rt.deviceGetAttribute(HIP_DEVICE_ATTRIBUTE_WALL_CLOCK_RATE, ordinal))
-        except Exception:
-            value = 0
-        return value if value > 0 else wall_clock_khz_for_arch(self.properties(ordinal).get("gcn_arch", ""))
+        """The rate (kHz) of the kernels' device timer where it needs one (ROCm), else 0."""
+        return self.traits.wall_clock_khz(self, ordinal)
 
     def free_host(self, ptr: int) -> None:
         self.rt.freeHost(ptr)
@@ -320,7 +246,7 @@ class CupyRuntime:
         """Compile (NVRTC or hipRTC) and load every kernel on every ordinal now (loading syncs the
         device, so it must never happen inside a timed region)."""
         module = self.cp.RawModule(code=source, options=tuple(options), backend="nvrtc")
-        compiler = "hipRTC" if self.platform == "rocm" else "NVRTC"
+        compiler = self.compiler
         for ordinal in ordinals:
             with self._dev(ordinal):
                 for name in names:
@@ -366,4 +292,4 @@ def nccl_version() -> str:
     return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
-__all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module", "wall_clock_khz_for_arch"]
+__all__ = ["VENDOR_OF_PLATFORM", "CupyRuntime", "DeviceRuntime", "cupy_module"]
