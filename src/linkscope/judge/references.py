@@ -25,7 +25,8 @@ from typing import Any
 
 from ..errors import SchemaError
 
-__all__ = ["BAND_RULE", "FORMAT", "RefKey", "RefSource", "Reference", "ReferenceTable", "family_of", "family_of_pool", "host_decided", "pool_of", "shipped"]
+__all__ = ["BAND_RULE", "FORMAT", "RefKey", "RefSource", "Reference", "ReferenceTable", "family_of", "family_of_pool",
+           "host_decided", "pool_of", "shipped"]
 
 FORMAT = "linkscope.references"
 VERSION = 1
