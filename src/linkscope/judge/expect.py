@@ -256,10 +256,7 @@ class Judge:
     def _with_reference(self, m: Measurement, exp: Expectation, ref: Reference) -> Expectation:
         alternatives = list(exp.alternatives)
         if exp.unit == "GB/s" and exp.route and m.method in PEER_METHODS and ref.key.pattern == "pair":
-            # one pair at half: links of the bond down (NVLink) or a PCIe path trained down
-            alternatives.append(Alternative("the pair's link at half its width (links down or trained down)",
-                                            ref.median / 2, "the pair's link is likely degraded (links down or trained down: "
-                                            "nvidia-smi nvlink -s, lspci -vv LnkSta)", "link-degraded"))
+            alternatives.append(self._half_link(m, ref))
         if exp.unit == "GB/s" and ref.key.direction == "flow":  # judged only where fairness is the claim (a ring)
             alternatives.append(Alternative("the flow's link at half (shared with other traffic, or degraded)", ref.median / 2,
                                             "this flow is slow where the others of the pattern are not: a noisy neighbour "
@@ -277,6 +274,28 @@ class Judge:
         exp = replace(exp, reference=ref.median, band=ref.band, reference_text=text, alternatives=tuple(alternatives),
                       one_sided=one_sided)
         return replace(exp, bound_note=self._bound_note(m, exp, ref.key) or exp.bound_note)
+
+    @staticmethod
+    def _half_link(m: Measurement, ref: Reference) -> Alternative:
+        """One pair at half: links of the bond down (NVLink) or a PCIe path trained down, which is steady; or
+        the link shared with other traffic (a noisy neighbour), which makes the repetitions spread. A record
+        with repetitions (n >= 3) tells them apart: a spread (CV) beyond the reference's band is contention;
+        an output that prints one number per copy (nvbandwidth) cannot, and the cause names both."""
+        label = "the pair's link at half (links down, trained down, or shared with other traffic)"
+        stats = m.bandwidth
+        cv = stats.cv if stats is not None and stats.n >= 3 and isinstance(stats.cv, float) else None
+        if cv is not None and cv > ref.band:
+            return Alternative(label, ref.median / 2, f"the pair's link is shared with other traffic (a noisy neighbour or "
+                               f"a concurrent job on these GPUs): its repetitions spread (CV {cv:.0%}, more than the "
+                               f"{ref.band:.0%} band), where a link trained down is steady (linkscope watch shows the "
+                               "other traffic)", "shared-link")
+        if cv is not None:
+            return Alternative(label, ref.median / 2, f"the pair's link is likely degraded, steady at half (CV {cv:.1%}): "
+                               "links down or trained down (nvidia-smi nvlink -s, lspci -vv LnkSta)", "link-degraded")
+        return Alternative(label, ref.median / 2, "the pair's link at half: degraded (links down or trained down: "
+                           "nvidia-smi nvlink -s, lspci -vv LnkSta) or shared with other traffic (a noisy neighbour: "
+                           "linkscope watch shows it); this output prints one number per copy, so it cannot tell them "
+                           "apart", "link-degraded-or-shared")
 
     # ---- references ------------------------------------------------------------------------------
     def launch(self, m: Measurement) -> str:
@@ -591,9 +610,16 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
+            # below host-memory staging lies only NCCL's network transport within a node (P2P and SHM both off:
+            # NET over sockets or the NIC's loopback), or a degraded host path: a range, not a point
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
-                                        "collective-no-p2p"),)
+                                        "collective-no-p2p"),
+                            Alternative("the same collective through host memory (no P2P)", alt,
+                                        "slower than host-memory staging: NCCL likely ran on its network transport "
+                                        "(sockets) inside the node, P2P and SHM both off (NCCL_P2P_DISABLE with "
+                                        "NCCL_SHM_DISABLE), or the host path itself is degraded", "collective-net",
+                                        below=True))
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:

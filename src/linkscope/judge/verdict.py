@@ -92,12 +92,16 @@ class Alternative:
         cause: the diagnosis in words, e.g. ``"peer access likely off"``.
         key: the diagnosis as a stable identifier for programs (``"no-peer-access"``,
             ``"collective-no-p2p"``, ``"pageable-host-memory"``, ``"pcie-link-degraded"``), or "".
+        below: the cause explains any number under ``value`` too (a path slower than the slowest one
+            modelled, e.g. NCCL's socket transport under host-memory staging), where no alternative's
+            own value is near the number.
     """
 
     label: str
     value: float
     cause: str
     key: str = ""
+    below: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,13 +226,18 @@ def _num(value: float) -> str:
 def _explained(measured: float, exp: Expectation, within: float) -> Alternative | None:
     """The alternative closest to ``measured`` (in ratio), when within ``within`` of it."""
     best: tuple[float, Alternative] | None = None
+    floor: Alternative | None = None
     for alt in exp.alternatives:
         if alt.value <= 0 or not math.isfinite(alt.value):
             continue
         distance = abs(math.log(measured / alt.value))
+        if alt.below:
+            if measured < alt.value / (1 + within) and (floor is None or alt.value < floor.value):
+                floor = alt  # the slowest path that still lies above the number
+            continue
         if distance <= math.log1p(within) and (best is None or distance < best[0]):
             best = (distance, alt)
-    return best[1] if best else None
+    return best[1] if best else floor
 
 
 def decide(subject: str, measured: float | None, expectation: Expectation,
@@ -299,8 +308,9 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         slow = "low" if exp.higher_is_better else "low (slower than expected)"
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
-            reason = (f"{head} -> {pct}: {slow}; {_num(measured)}{unit} is what {alt.label} gives (~{_num(alt.value)}{unit}): "
-                      f"{alt.cause}{tail}")
+            gives = (f"is below what {alt.label} gives (~{_num(alt.value)}{unit})" if alt.below else
+                     f"is what {alt.label} gives (~{_num(alt.value)}{unit})")
+            reason = f"{head} -> {pct}: {slow}; {_num(measured)}{unit} {gives}: {alt.cause}{tail}"
             return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
         return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: {slow}{tail}")
     return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok{tail}")
