@@ -60,6 +60,7 @@ class Case:
     topology_file: str | None = None  # a recorded topology (linkscope topo -o) instead of the preset
     fitted: str = ""  # the model parameters fitted to this row ("" = a test row)
     target: float | None = None  # the row's own target (None: 10% at >= 64 MiB, 25% below)
+    gpus_per_thread: int | None = None  # GPUs one host thread drives (None: all, one process; 1: mpirun per GPU)
 
 
 BENCH_EAGER = "; launched eagerly (`bench nccl` captures CUDA graphs only up to 1 MiB, comm/nccl.py)"
@@ -104,6 +105,21 @@ RCCL_CASES = tuple(
          "busbw", 271.0, 314.0, MI300X_SOURCE, launch="eager", topology_file=MI300X_TOPOLOGY, target=0.15)
     for size in (64 * MIB, 256 * MIB, GIB))
 
+MI300X_ENVS30 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "peertools" / "rccl-tests-mi300x8-hpc-ai-envs30.txt"
+
+
+def mi300x_public_cases() -> list[Case]:
+    """The public 8 x MI300X rccl-tests rows kept as a fixture (https://github.com/crickett-hpe/hpc-ai-envs/pull/30,
+    rccl-tests develop:83d38d9, one process driving 8 GPUs, eager; the thread kept its 8 MiB row only), held to
+    the MI300X target (15%); 8 MiB is in neither bar's sizes."""
+    rows = nccl_tests_rows(MI300X_ENVS30)
+    return [Case(f"8 x MI300X, allreduce {_size(size)}, RCCL (hpc-ai-envs#30)", "hgx-h200-4", tuple(range(8)),
+                 "allreduce", size, {}, "busbw", busbw, busbw,
+                 f"https://github.com/crickett-hpe/hpc-ai-envs/pull/30: tests/fixtures/peertools/{MI300X_ENVS30.name}; the "
+                 "twin on tests/fixtures/topologies/mi300x-8.json with RCCL's rings (model/rccl.py)", launch="eager",
+                 topology_file=MI300X_TOPOLOGY, target=0.15) for size, (_, busbw) in sorted(rows.items())]
+
+
 MULTINODE_SOURCE = ("NVIDIA/nccl-tests#309 as cited by issue 35: 2 x HGX H100, 8 x 400 Gb/s InfiniBand per node, NCCL "
                     "2.26.2, NCCL's default choice; the twin on `--synthetic cluster:dgx-h100:2` (rails), eager")
 MULTINODE_CASES = tuple(
@@ -111,6 +127,47 @@ MULTINODE_CASES = tuple(
          "allreduce", size, {}, "busbw", ref, ref, MULTINODE_SOURCE, launch="eager",
          topology_file="synthetic:cluster:dgx-h100:2")
     for size, ref, _size_name in ((64 * MIB, 270.0, "64 MiB"), (GIB, 448.9, "1 GiB"), (8 * GIB, 468.5, "8 GiB")))
+
+
+NCCL1455 = ("https://github.com/NVIDIA/nccl/issues/1455 (8 x H100 SXM, NGC PyTorch, `NCCL_ALGO=[ALGO] ./all_reduce_perf "
+            "-b 2G -e 4G -f 2 -g [gpus]`, one process, eager; the thread's prose: '{what}'); the twin on the dgx-h100 "
+            "preset's first N GPUs at 4 GiB")
+PUBLIC_CASES = tuple(
+    Case(f"8 x H100 SXM node, {n} GPUs, allreduce 4 GiB, NCCL_ALGO={algo}", "dgx-h100", tuple(range(n)), "allreduce",
+         4 * GIB, {"NCCL_ALGO": algo}, "busbw", low, high, NCCL1455.format(what=what), launch="eager")
+    for algo, n, low, high, what in (
+        ("RING", 2, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("RING", 4, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("RING", 8, 365.0, 370.0, "ALGO=RING, busbw is about 365-370 GBps when gpus from 2 to 8"),
+        ("NVLS", 2, 365.0, 370.0, "ALGO=NVLS ... Busbw remains about 365-370 GBps when gpus from 2 to 4"),
+        ("NVLS", 4, 365.0, 370.0, "ALGO=NVLS ... Busbw remains about 365-370 GBps when gpus from 2 to 4"),
+        ("NVLS", 5, 420.0, 420.0, "Busbw increase from 370 to 420, 440, 460, and 480 GBps when gpus increase from 4 to 5, 6, 7, and 8"),
+        ("NVLS", 6, 440.0, 440.0, "... 440 at 6 GPUs"),
+        ("NVLS", 7, 460.0, 460.0, "... 460 at 7 GPUs"),
+        ("NVLS", 8, 480.0, 480.0, "... 480 at 8 GPUs"))) + (
+    Case("AWS p4dn.24xlarge (8 x A100 40GB, NVSwitch), allreduce 1 GiB", "dgx-a100", tuple(range(8)), "allreduce", GIB, {},
+         "busbw", 230.77, 230.77, "https://github.com/NVIDIA/nccl/issues/527 (one p4dn.24xlarge, nccl-tests output row "
+         "1073741824: 230.77 GB/s busbw out of place, eager, NCCL 2.9.9 era); the twin on the dgx-a100 preset",
+         launch="eager"),
+)
+"""Public single-node rows of 2 to 8 GPUs with their URLs (none used for any fit). The 8 x H100 rows are the
+thread's prose figures at 2-4 GiB (a range where the thread gives one), scored at 4 GiB."""
+
+
+MULTINODE_RING_CASES = (
+    Case("2 x HGX H100 (16 GPUs, 8 x 400G IB per node), allreduce 8 GiB, NCCL_ALGO=RING", "dgx-h100", tuple(range(16)),
+         "allreduce", 8 * GIB, {"NCCL_ALGO": "RING"}, "busbw", 368.0, 384.0,
+         "https://github.com/NVIDIA/nccl-tests/issues/290 (NCCL maintainer, for 2 nodes with NCCL_ALGO=RING: 'For NDR "
+         "@ 400Gbps you should see 46-48GB/s per NIC', x 8 NICs); the twin on `--synthetic cluster:dgx-h100:2`, eager",
+         launch="eager", topology_file="synthetic:cluster:dgx-h100:2"),
+    Case("2 x DGX A100 (16 GPUs, 8 x 200G HDR per node), allreduce 8 GiB, NCCL_ALGO=RING", "dgx-a100", tuple(range(16)),
+         "allreduce", 8 * GIB, {"NCCL_ALGO": "RING"}, "busbw", 192.0, 192.0,
+         "https://github.com/NVIDIA/nccl-tests/issues/119 (NCCL maintainer: 'We usually consider 24GB/s is the peak "
+         "performance per 200G NIC', confirmed there on 3 nodes x 4 HDR: 96.45 GB/s at 128 MiB) x 8 NICs; the twin on "
+         "`--synthetic cluster:dgx-a100:2`, eager",
+         launch="eager", topology_file="synthetic:cluster:dgx-a100:2"),
+)
+"""Ring allreduce across nodes at the NICs' rate, from the maintainers' figures per NIC (not a recorded row)."""
 
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl" / "h100x2-2026-11-25"
@@ -172,16 +229,66 @@ ROW_FITS = {
 rows; fits made on rows that are not in these tables, e.g. sendrecv's 2-16 MiB slope, are not listed)."""
 
 
+ONE_MIB_BAR_BYTES = (512 << 10, MIB, 2 * MIB)
+"""Rows judged by the 1 MiB bar: 1 MiB, and 512 KiB and 2 MiB, the sizes either side of it in runs that step by
+4 from 8 B and have no 1 MiB row (h200x2_cases); no other table has rows at 512 KiB or 2 MiB."""
+
+
 def held_out_summary(cases: list[Case], rows: list[Row]) -> str:
     """The issue's bar on the rows not used for any fit: >= 64 MiB within 10%, 1 MiB within 25% (the
     MI300X rows' own 15% target); rows between 1 and 64 MiB are not in it."""
     big = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes >= BUSBW_FROM_BYTES]
-    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes == MIB]
+    one = [r for c, r in zip(cases, rows) if not c.fitted and c.size_bytes in ONE_MIB_BAR_BYTES]
     fit = sum(bool(c.fitted) for c in cases)
     return (f"Rows not used for any fit ({fit} fit rows left out): {sum(r.passed for r in big)} of {len(big)} at "
             f">= 64 MiB within target ({sum(r.passed for r in big) / max(1, len(big)):.0%}), "
-            f"{sum(r.passed for r in one)} of {len(one)} at 1 MiB within 25% "
+            f"{sum(r.passed for r in one)} of {len(one)} at 1 MiB (512 KiB / 2 MiB where a run has no 1 MiB row) within 25% "
             f"({sum(r.passed for r in one) / max(1, len(one)):.0%})\n")
+
+
+CE_A2A_MEASURED_GB_PER_S = (731.0, 943.2)
+"""4 x H200 copy-engine all-to-all, total GB/s (bytes over the slowest copy's time), the two leases of
+2026-11-28 (../shared/recordings/h200x4-2026-11-28/linkscope/a2a_r1.txt: 863.4 at 64 MiB, 943.2 at 512 MiB;
+731 on the other lease); ``ce_mesh_efficiency`` was fitted to the 64 MiB total."""
+
+
+def ce_all_to_all_totals() -> dict[int, float]:
+    """The twin's CE all-to-all total (GB/s) on the 4 x H200 node's own topology at 64 and 512 MiB."""
+    from linkscope.model.predict import FabricModel
+    from linkscope.topology.io import load
+
+    model = FabricModel(load(str(H200X4 / "topo.json")))
+    out = {}
+    for size in (64 * MIB, 512 * MIB):
+        preds = model.predict([(a, b, size) for a in range(4) for b in range(4) if a != b], "ce")
+        out[size] = sum(p.size_bytes for p in preds) / max(p.elapsed_s for p in preds) / 1e9
+    return out
+
+
+def bars(cases: list[Case], rows: list[Row]) -> str:
+    """Issue 35's bars, each with its count and whether it is met: on the rows not used for any fit, >= 90%
+    within 10% at >= 64 MiB and >= 90% within 25% at 1 MiB (ONE_MIB_BAR_BYTES); the MI300X RCCL rows within
+    15% at >= 64 MiB; CE all-to-all on 4 GPUs within 15% of the measured totals (a fit row: said so)."""
+    held = [(c, r) for c, r in zip(cases, rows) if not c.fitted]
+    big = [r for c, r in held if c.size_bytes >= BUSBW_FROM_BYTES]
+    one = [r for c, r in held if c.size_bytes in ONE_MIB_BAR_BYTES]
+    amd = [(c, r) for c, r in held if c.topology_file == MI300X_TOPOLOGY and c.size_bytes >= BUSBW_FROM_BYTES]
+    amd_ok = [abs(r.twin / min(max(r.twin, c.low), c.high) - 1) <= 0.15 for c, r in amd]
+    low, high = CE_A2A_MEASURED_GB_PER_S
+    ce = ce_all_to_all_totals()
+    ce_ok = [abs(t / min(max(t, low), high) - 1) <= 0.15 for t in ce.values()]
+
+    def line(name: str, ok: int, n: int, need: float) -> str:
+        share = ok / n if n else 0.0
+        return f"- {name}: {ok} of {n} ({share:.0%}): {'met' if n and share >= need else '**missed**'}\n"
+
+    return ("Issue 35's bars (rows not used for any fit):\n\n"
+            + line(">= 64 MiB within 10% (>= 90%)", sum(r.passed for r in big), len(big), 0.9)
+            + line("1 MiB within 25% (>= 90%)", sum(r.passed for r in one), len(one), 0.9)
+            + line("8 x MI300X RCCL within 15% at >= 64 MiB (all)", sum(amd_ok), len(amd_ok), 1.0)
+            + line("CE all-to-all on 4 x H200 within 15% of " + f"{low:g}-{high:g} GB/s (all; twin "
+                   + ", ".join(f"{t:.1f} at {_size(b)}" for b, t in ce.items())
+                   + "; ce_mesh_efficiency was fitted to the 64 MiB total)", sum(ce_ok), len(ce_ok), 1.0))
 
 
 def measured_cases() -> list[Case]:
@@ -293,7 +400,7 @@ def _topology(preset: str, topology_file: str | None) -> object:
 
 def evaluate(case: Case) -> Row:
     model = CollectiveModel.of(_topology(case.preset, case.topology_file), env=case.env, launch=case.launch,
-                               eager_host_us=case.eager_host_us)
+                               eager_host_us=case.eager_host_us, gpus_per_thread=case.gpus_per_thread)
     pred = model.predict(case.op, list(case.gpus), case.size_bytes)
     c = pred.chosen
     twin = _value(case.quantity, case.size_bytes, c.busbw_gb_per_s, c.time_us)
@@ -497,6 +604,105 @@ def h200x4_cases() -> list[Case]:
     return cases
 
 
+H200X2 = Path(__file__).resolve().parents[1] / "docs" / "runs" / "h200x2-2026-11-28"
+H200X2_SOURCE = ("2 x H200 (NV18, NVSwitch), nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, 2026-11-28 (four calls of one "
+                 "lease kind); twin on call 1's own topo.json; nothing fitted on H200 x 2 (the 2-GPU fits were made "
+                 "on 2 x H100): docs/runs/h200x2-2026-11-28/")
+H200X2_OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
+              "alltoall": "alltoall", "sendrecv": "sendrecv"}
+H200X2_SIZES = (512 << 10, 2 * MIB, 128 * MIB, 512 * MIB)
+"""The runs step by 4 from 8 B (-b 8 -e 512M -f 4): no 1 MiB or 64 MiB row; 512 KiB and 2 MiB stand for the 1 MiB
+bar (time, 25%), 128 and 512 MiB for the >= 64 MiB bar (busbw, 10%)."""
+
+
+def _command(path: Path) -> str:
+    """The nccl-tests command a 2 x H200 file recorded (its name without the round suffix ``_rN``): the same
+    binary, flags and launcher in every call of the visit (docs/runs/h200x2-2026-11-28/call*/steps.txt)."""
+    stem = path.stem
+    head, _, tail = stem.rpartition("_r")
+    return head if head and tail.isdigit() else stem
+
+
+def h200x2_cases() -> list[Case]:
+    """The 2 x H200 nccl-tests outputs of 2026-11-28 (docs/runs/h200x2-2026-11-28/call1..call4/nccl): every op,
+    eager (-G 0: each run's own host time, its fastest 8 B-1 KiB row) and -G 20, one process driving both GPUs
+    (``-g 2``) and ``mpirun -n 2 -g 1`` (``mpi_*``: one GPU per host thread), as each file's header says the
+    run ran. No model parameter was fitted to any of them."""
+    cases = []
+    for path in sorted(H200X2.glob("call*/nccl/*.txt")):
+        stem = path.stem.removeprefix("mpi_")
+        op_name, _, mode = stem.rpartition("_g")
+        if op_name not in H200X2_OPS:
+            continue  # linkscope's own files (ls_*) and anything else beside them
+        per_gpu = path.stem.startswith("mpi_")
+        rows = nccl_tests_rows(path)
+        launch = "eager" if mode.split("_")[0] == "0" else "graph"
+        host = run_host_us(rows) if launch == "eager" else None
+        how = ("CUDA graph" if launch == "graph" else f"eager, host {host:.2f} us") + (
+            ", mpirun per GPU" if per_gpu else ", one process")
+        rel = path.relative_to(H200X2)
+        for size in H200X2_SIZES:
+            if size not in rows:
+                continue
+            quantity, value = row_quantity(rows, size)
+            low = high = value
+            source = f"{H200X2_SOURCE}{rel}"
+            if is_outlier(path, size):  # the table's rule (OUTLIER_RATIO): every recorded run of the command
+                runs = {p.relative_to(H200X2): row_quantity(nccl_tests_rows(p), size)[1]
+                        for p in sorted(H200X2.glob("call*/nccl/*.txt")) if _command(p) == _command(path)}
+                low, high = min(runs.values()), max(runs.values())
+                unit = "us" if quantity == "time" else "GB/s"
+                source += (f", an outlier of its run (in-place {nccl_tests_rows(path, inplace=True)[size][0]:g} us); "
+                           "the recorded runs of this command: " + "; ".join(f"{k}: {v:g} {unit}" for k, v in runs.items()))
+            cases.append(Case(f"2 x H200 {H200X2_OPS[op_name]} {_size(size)}, {how} ({rel.parts[0]} {path.name})",
+                              "hgx-h200-4", (0, 1), H200X2_OPS[op_name], size, NVLS_OFF, quantity, low, high,
+                              source, False, launch=launch, eager_host_us=host,
+                              topology_file=str(H200X2 / "call1" / "linkscope" / "topo.json"),
+                              gpus_per_thread=1 if per_gpu else None))
+    return cases
+
+
+H200X2B = Path(__file__).resolve().parents[1] / "docs" / "runs" / "h200x2-2026-11-28b"
+H200X2B_SIZES = (1 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB)
+"""The afternoon's runs step by 2 (or 4) from 1 MiB: the issue's own 1 MiB (time) and 64 MiB / 256 MiB / 1 GiB (busbw)."""
+FORCED = {"algo": "NCCL_ALGO", "proto": "NCCL_PROTO"}
+
+
+def h200x2b_cases() -> list[Case]:
+    """The afternoon lease's nccl-tests outputs (docs/runs/h200x2-2026-11-28b/call1/nccl): every op eager and -G 20,
+    1 MiB-1 GiB, and allreduce with NCCL_ALGO / NCCL_PROTO forced (the twin given the same setting). A lease not
+    used for any fit, run after the twin was built."""
+    cases = []
+    for path in sorted(H200X2B.glob("call*/nccl/*.txt")):
+        stem = path.stem
+        env = dict(NVLS_OFF)
+        forced = next(((kind, stem.rpartition("_")[2]) for kind in FORCED if f"_{kind}_" in stem), None)
+        if forced is not None:
+            kind, value = forced
+            op_name, mode = stem.partition(f"_{kind}_")[0], "0"
+            env[FORCED[kind]] = value
+        else:
+            op_name, _, mode = stem.rpartition("_g")
+        if op_name not in H200X2_OPS:
+            continue
+        rows = nccl_tests_rows(path)
+        launch = "eager" if mode == "0" else "graph"
+        host = None  # the runs start at 1 MiB: no 8 B-1 KiB row gives the run's own host time; the model's default
+        how = ("CUDA graph" if launch == "graph" else "eager, the model's host time") + (
+            f", {FORCED[forced[0]]}={forced[1]}" if forced else "")
+        rel = path.relative_to(H200X2B)
+        for size in H200X2B_SIZES:
+            if size not in rows:
+                continue
+            quantity, value = row_quantity(rows, size)
+            cases.append(Case(f"2 x H200 {H200X2_OPS[op_name]} {_size(size)}, {how} (afternoon {path.name})", "hgx-h200-4",
+                              (0, 1), H200X2_OPS[op_name], size, env, quantity, value, value,
+                              f"2 x H200, nccl-tests 2.19.6, NCCL 2.28.9, NVLS off, 2026-11-28 12:26 UTC: "
+                              f"docs/runs/h200x2-2026-11-28b/{rel}", False, launch=launch, eager_host_us=host,
+                              topology_file=str(H200X2 / "call1" / "linkscope" / "topo.json")))
+    return cases
+
+
 CHECK_FILES = (("all_reduce.txt", "allreduce"), ("all_reduce_rerun.txt", "allreduce"), ("all_gather.txt", "allgather"),
                ("reduce_scatter.txt", "reduce_scatter"), ("broadcast.txt", "broadcast"), ("sendrecv.txt", "sendrecv"),
                ("alltoall.txt", "alltoall"))
@@ -530,7 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    rows = [evaluate(c) for c in CASES + RCCL_CASES + MULTINODE_CASES]
+    public = CASES + PUBLIC_CASES + RCCL_CASES + tuple(mi300x_public_cases()) + MULTINODE_CASES + MULTINODE_RING_CASES
+    rows = [evaluate(c) for c in public]
     measured = [evaluate(c) for c in measured_cases()]
     sys.stdout.write("Public and issue 22 figures:\n\n" + markdown(rows))
     sys.stdout.write("\nThe lent 2 x H100, every size 1 MiB (time) / 64 MiB / 1 GiB (busbw):\n\n" + markdown(measured))
@@ -551,9 +758,19 @@ def main(argv: list[str] | None = None) -> int:
                      "rows marked (fit) had a parameter fitted to them:\n\n" + markdown([r for _, r in four])
                      + f"\n{sum(r.passed for r in tests)} of {len(tests)} 4 x H200 test rows within target "
                      f"({sum(r.passed for _, r in four)} of {len(four)} with the fit rows)\n")
-    every = list(CASES + RCCL_CASES + MULTINODE_CASES) + measured_cases() + visit4_cases() + visits11_13_cases() \
-        + [c for c, _ in four]
-    sys.stdout.write("\n" + held_out_summary(every, rows + measured + later + recent + [r for _, r in four]))
+    two = [(c, evaluate(c)) for c in h200x2_cases()]
+    sys.stdout.write("\n2 x H200 (docs/runs/h200x2-2026-11-28), every op eager and -G 20, one process (-g 2) and mpirun "
+                     "per GPU, the node's own topology, nothing fitted on this GPU model:\n\n"
+                     + markdown([r for _, r in two]) + "\n" + held_out_summary(*map(list, zip(*two))))
+    afternoon = [(c, evaluate(c)) for c in h200x2b_cases()]
+    sys.stdout.write("\n2 x H200, the afternoon lease (docs/runs/h200x2-2026-11-28b/call1), every op eager and -G 20 "
+                     "1 MiB-1 GiB, allreduce with NCCL_ALGO / NCCL_PROTO forced, nothing fitted on it:\n\n"
+                     + markdown([r for _, r in afternoon]) + "\n" + held_out_summary(*map(list, zip(*afternoon))))
+    every = list(public) + measured_cases() + visit4_cases() + visits11_13_cases() \
+        + [c for c, _ in four] + [c for c, _ in two] + [c for c, _ in afternoon]
+    all_rows = rows + measured + later + recent + [r for _, r in four] + [r for _, r in two] + [r for _, r in afternoon]
+    sys.stdout.write("\nEvery table: " + held_out_summary(every, all_rows))
+    sys.stdout.write("\n" + bars(every, all_rows))
     checks = launch_check_rows()
     sys.stdout.write("\nThe eager launch between the table's sizes (measured us / twin us, each run's host time):\n\n"
                      + launch_check_markdown(checks))
@@ -563,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {"rows": [asdict(r) for r in rows + measured], "visit4": [asdict(r) for r in later],
                "visits11_13": [asdict(r) for r in recent],
                "h200x4": [{**asdict(r), "fitted": c.fitted} for c, r in four],
+               "h200x2": [asdict(r) for _, r in two], "h200x2_afternoon": [asdict(r) for _, r in afternoon],
                "per_size": [asdict(r) for r in sizes],
                "launch_check": [{"file": f, "size_bytes": b, "measured_us": m, "twin_us": t} for f, b, m, t in checks]}
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")

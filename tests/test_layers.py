@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "linkscope"
 #: model → patterns/report → results/discovery/counters → topology/traffic → units/errors).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "units", "atomic", "userfiles", "userschema", "rankenv", "endpoints", "__init__", "platforms", "procwait",
+     "collectives", "cbuild",
      "engines.gpu.runtime"),
     ("topology", "traffic", "patterns.plan", "patterns.methods"),
     ("results", "discovery", "counters"),

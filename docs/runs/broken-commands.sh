@@ -12,7 +12,7 @@
 #   broken/nccl-shm/OP_g0.txt                 NCCL_P2P_DISABLE=1: NCCL moves through host memory (SHM transport):
 #                                             low, cause collective-no-p2p ("NCCL ran without peer-to-peer")
 #   broken/nccl-net/OP_g0.txt                 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: NCCL's network transport inside
-#                                             the node (sockets; IB off): low, cause collective-net (below host staging)
+#                                             the node (sockets; IB off): low, cause collective-network-transport
 #   broken/nccl-*/transport.txt               one NCCL_DEBUG=INFO all_reduce at 64 MiB: the "via SHM / NET/Socket"
 #                                             lines that prove which transport ran (not judged; evidence)
 #   broken/noisy/load.txt                     the noisy neighbour: nvbandwidth's CE copies both ways between GPUs 0 and 1,

@@ -84,3 +84,36 @@ def test_real_nccl_ops_in_place(op):
     expected = [0, None if op in UNCHECKED_IN_PLACE else 0] * 2
     assert [r.wrong for r in result.rows] == expected
     assert [r.inplace for r in result.rows] == [False, True, False, True]
+
+
+@pytest.mark.nccl
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
+@pytest.mark.parametrize("op", OPS)
+def test_real_nccl_ops_launched_by_the_native_loop_are_correct(op, monkeypatch):
+    """The native eager loop (comm.eagerloop) on the real library: the timed rows say ``native``, and the data
+    check's operation, issued by the native loop too, leaves every element right (out of place and in place)."""
+    import os
+
+    from linkscope.comm import eagerloop
+    from linkscope.comm import nccl as runner
+    from linkscope.comm.nccl import make_peers, run_nccl
+    from linkscope.comm.nccl_backend import CupyNccl
+
+    def native_enqueue(backend, op_, peers, bufs, lay, nranks):
+        loop, why = eagerloop.native_loop(backend, runner.calls(backend, op_, peers, bufs, lay, nranks),
+                                          environ=os.environ)
+        assert loop is not None, why
+        loop.run(1)
+
+    monkeypatch.setattr(runner, "enqueue", native_enqueue)
+    be = CupyNccl()
+    job = serial_job()
+    peers = make_peers(job, be, [0, 1])
+    try:
+        result = run_nccl(job, be, peers, op, [8, 1 << 20], iters=5, warmup=2, inplace=True)
+    finally:
+        be.destroy(peers)
+    assert {r.launch_path for r in result.rows} == {"native"}, result.notes
+    assert [r.wrong for r in result.rows if r.wrong is not None] and all(
+        r.wrong == 0 for r in result.rows if r.wrong is not None)

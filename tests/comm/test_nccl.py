@@ -168,7 +168,7 @@ def test_simulated_repeats_advance_the_clock_each_time_but_move_data_once():
     for _ in range(3):
         be.group_start()
         for p in peers:
-            be.allreduce(p, send[p.rank], recv[p.rank], 4)
+            be.collective("allreduce", p, send[p.rank], recv[p.rank], 4)
         be.group_end()
     one = be.model.predict("allreduce", [0, 1], 16).time_us * 1e-6
     assert be.elapsed_s(t0, be.record(peers[0])) == pytest.approx(3 * one)

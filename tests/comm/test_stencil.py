@@ -84,3 +84,38 @@ def test_grid_that_does_not_match_the_gpus_is_refused():
     be = sim_backend(4)
     with pytest.raises(CollectiveError, match="grid 3x2 has 6 ranks but the job has 4"):
         run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (3, 2), {"default": (0, 1, 2, 3)})
+
+
+def _cold_backend(gpus: int, cold_s: float):
+    """A simulated node that leaves its idle state slowly: its first ``cold_s`` of device time run at half
+    speed (clocks and links ramping up), whatever runs then."""
+    from linkscope.comm.nccl_backend import SimNccl
+    from linkscope.topology.synthetic import synthetic_topology
+
+    class Cold(SimNccl):
+        def __init__(self):
+            super().__init__(synthetic_topology(f"nvswitch:{gpus}"))
+            self.busy_s = 0.0
+
+        def _run_group(self, key, calls, model):
+            before = self.clock.now_s
+            super()._run_group(key, calls, model)
+            spent = self.clock.now_s - before
+            if self.busy_s < cold_s:
+                self.clock.now_s += spent  # twice as long while cold
+            self.busy_s += spent
+
+    return Cold()
+
+
+def test_every_mapping_is_warmed_the_same_before_it_is_timed():
+    """2 x H200, --emulate-slow-pairs 0-1 (docs/runs/h200x2-2026-11-28/call2): default and auto were the
+    same mapping, yet the first-timed one read 63.4 us at 64 KiB and the second 46.5. On a node that is slow
+    while it leaves its idle state (here its first 1 ms of work), two identical mappings must read the same:
+    before the fix the first mapping's first size was timed cold."""
+    be = _cold_backend(4, cold_s=0.001)
+    result = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 2),
+                         {"default": (0, 1, 2, 3), "auto": (0, 1, 2, 3)}, sizes=[1024, 1 << 20], iters=2, runs=4)
+    assert all(abs(g) < 1e-9 for _, g in result.gains("auto")), result.gains("auto")
+    warmed = [n for n in result.notes if n.startswith("mapping ")]
+    assert [n.split()[1] for n in warmed] == ["default", "auto"] and all("(>= 100 ms simulated)" in n for n in warmed)

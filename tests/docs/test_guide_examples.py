@@ -10,9 +10,10 @@ matches an output line when its pieces between ``...`` / ``…`` elisions appear
 (whitespace collapsed); a line of just ``...`` stands for lines left out. The lines must match in
 order. ``<!-- doctest: exit N -->`` is a last command that must exit N.
 
-Every number quoted with a unit (GB/s, µs, us, ms, s, %, x) in those files outside such a block must
-be one a doc-test block of the same file checks, or a measured one quoted from docs/benchmarks.md
-(where each has its device, date and command) or a kept record under docs/runs:
+Every number quoted with a unit (GB/s, µs, us, ms, s, MiB, GiB, %, x) in those files outside such a
+block must be one a doc-test block of the same file prints with that unit, or a measured one quoted from
+docs/benchmarks.md (where each has its device, date and command) or a kept record under docs/runs, with
+its unit (a table's header names the unit of its cells; a record's key names the unit of its value):
 ``test_every_number_has_a_source``. So a simulated number that drifts fails its doc-test, and a
 measured one must have its source.
 """
@@ -152,47 +153,156 @@ def test_guide_example(where, code, cwd, runs, tmp_path):
                              + "\n--- it printed:\n" + (done.stdout + done.stderr)[-4000:])
 
 
-NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(GB/s|µs|us|ms|s\b|%|x\b|×)")
+#: A quoted number and its unit; a run of numbers before one unit ("369.3 / 373.5 GB/s", "0.60–0.62 µs",
+#: "45% to 63%") gives the unit to each. ``x`` and ``×`` count only written against the number ("1.5x"):
+#: "6 x RTX A6000" is a count of cards.
+_UNIT = r"(GB/s|µs|us|ms|s|MiB|GiB|%|x|×)"
+_NUM = r"\d+(?:\.\d+)?"
+QUOTE = re.compile(rf"(?<![\w.])([−-]?{_NUM}%?(?:\s*(?:/|–|-|to)\s*[−-]?{_NUM})*)(\s?){_UNIT}(?![\w/])")
+SAME_UNIT = {"µs": "us", "×": "x"}
+#: Table headers name the unit of their cells ("linkscope (µs, 2 runs)", "GB/s", "│ median │"): these.
+HEADER_UNIT = re.compile(r"GB/s|µs|\bus\b|\bms\b|MiB|GiB|%|\(s\)")
+TABLE_ROW = re.compile(r"^\s*[|│┃┏┡└┌├╭╰━─]")
+#: A JSON value's unit from its key (``median_gb_per_s``, ``latency_us``, Stats under ``bandwidth`` / ``latency``).
+JSON_UNIT = (("gb_per_s", "GB/s"), ("_us", "us"), ("_ms", "ms"), ("_s", "s"), ("bandwidth", "GB/s"), ("latency", "us"))
 
 
-def unsourced_numbers(text: str, sources: str) -> list[str]:
-    """Numbers with a unit outside doctest blocks that no source quotes (module docstring)."""
+def quotes(line: str) -> list[tuple[str, str]]:
+    """(number, unit) of every number quoted with a unit in ``line`` (unit spelled one way: µs as us, × as x)."""
+    out = []
+    for m in QUOTE.finditer(line):
+        numbers, space, unit = m.groups()
+        if unit in ("x", "×") and space:
+            continue
+        unit = SAME_UNIT.get(unit, unit)
+        out += [(n.lstrip("−-"), unit) for n in re.findall(_NUM, numbers)]
+    return out
+
+
+#: A value after a name with a unit suffix in printed text: ``fitted overhead_us.ce = 1.967``.
+NAMED = re.compile(rf"[a-z]_(us|ms|s|gb_per_s)\b[\w.-]*\s*[=:]\s*({_NUM})")
+NAMED_UNIT = {"us": "us", "ms": "ms", "s": "s", "gb_per_s": "GB/s"}
+
+
+def _table_quotes(lines: list[str]) -> set[tuple[str, str]]:
+    """Bare numbers in table rows, with the units the table's header (or the caption line just above it) names."""
+    out: set[tuple[str, str]] = set()
+    k = 0
+    while k < len(lines):
+        if not TABLE_ROW.match(lines[k]):
+            k += 1
+            continue
+        j = k
+        while j < len(lines) and TABLE_ROW.match(lines[j]):
+            j += 1
+        units = {SAME_UNIT.get(u, u).strip("()") for u in HEADER_UNIT.findall(" ".join(lines[max(0, k - 1):min(j, k + 3)]))}
+        for row in lines[k:j]:
+            out |= {(n, u) for n in re.findall(rf"(?<![\w.]){_NUM}(?![\w.])", row) for u in units}
+        k = j
+    return out
+
+
+def _json_quotes(data: object, unit: str | None = None, out: set[tuple[str, str]] | None = None) -> set[tuple[str, str]]:
+    """Numbers of a kept record with the unit their key names, at every precision a prose quote may round to."""
+    out = set() if out is None else out
+    if isinstance(data, dict):
+        for key, value in data.items():
+            named = next((u for suffix, u in JSON_UNIT if str(key).endswith(suffix) or str(key) == suffix.strip("_")), unit)
+            _json_quotes(value, named, out)
+    elif isinstance(data, list):
+        for value in data:
+            _json_quotes(value, unit, out)
+    elif isinstance(data, (int, float)) and not isinstance(data, bool) and unit is not None:
+        out |= {(f"{data:.{d}f}", unit) for d in range(5)}
+    return out
+
+
+def _rounded(found: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """``found`` and each number rounded to one decimal fewer: prose may quote 200.0 as 200, 62.6% as 63%
+    (not 40.93 as 41: fewer digits than that say less than the source)."""
+    out = set(found)
+    for number, unit in found:
+        decimals = len(number.partition(".")[2])
+        if decimals:
+            out.add((f"{float(number):.{decimals - 1}f}", unit))
+    return out
+
+
+def sourced(text: str) -> set[tuple[str, str]]:
+    """Every (number, unit) a source text states: quoted with its unit, in a table whose header names it,
+    or after a name with a unit suffix; each also rounded to fewer decimals."""
+    lines = text.splitlines()
+    named = {(n, NAMED_UNIT[u]) for line in lines for u, n in NAMED.findall(line)}
+    return _rounded({q for line in lines for q in quotes(line)} | _table_quotes(lines) | named)
+
+
+def unsourced_numbers(text: str, sources: set[tuple[str, str]]) -> list[str]:
+    """Numbers with a unit outside doctest blocks whose number and unit no source states (module docstring)."""
     lines = text.splitlines()
     skip: set[int] = set()
     for i, line in enumerate(lines):
         if MARK.match(line):
             skip |= _block_lines(lines, i)[1]
-    tested = "\n".join(lines[k] for k in skip)  # prose may quote what a doc-test checks
-    sources = sources + "\n" + tested
+    tested = sourced("\n".join(lines[k] for k in sorted(skip)))  # prose may quote what a doc-test checks
     out = []
     for k, line in enumerate(lines):
         if k in skip:
             continue
-        for m in NUMBER.finditer(line):
-            number = m.group(1)
-            quoted = re.compile(rf"(?<![\w.]){re.escape(number)}(?![\d])")
-            if not quoted.search(sources):  # the number itself, not digits inside a longer one
-                out.append(f"{k + 1}: {m.group(0)}: {line.strip()[:120]}")
+        for number, unit in quotes(line):
+            if (number, unit) not in sources and (number, unit) not in tested:
+                out.append(f"{k + 1}: {number} {unit}: {line.strip()[:120]}")
     return out
 
 
-def _sources() -> str:
-    kept = [p.read_text(errors="replace") for p in sorted((ROOT / "docs" / "runs").rglob("*")) if p.is_file()
-            and p.suffix in (".json", ".txt", ".md")]
-    return "\n".join([(ROOT / "docs" / "benchmarks.md").read_text(), *kept])
+def _sources() -> set[tuple[str, str]]:
+    import json
+
+    found = sourced((ROOT / "docs" / "benchmarks.md").read_text())
+    for p in sorted((ROOT / "docs" / "runs").rglob("*")):
+        if p.is_file() and p.suffix in (".txt", ".md", ".log"):
+            found |= sourced(p.read_text(errors="replace"))
+        elif p.is_file() and p.suffix == ".json":
+            try:
+                found |= _json_quotes(json.loads(p.read_text()))
+            except ValueError:
+                continue
+    return found
+
+
+SOURCES: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
 def test_every_number_has_a_source(path):
-    missing = unsourced_numbers(path.read_text(), _sources())
-    assert not missing, f"{path.name}: numbers neither doc-tested nor in docs/benchmarks.md or docs/runs:\n" + "\n".join(missing)
+    if not SOURCES:
+        SOURCES.update(_sources())
+    missing = unsourced_numbers(path.read_text(), SOURCES)
+    assert not missing, (f"{path.name}: numbers whose number and unit neither a doc-test block prints nor "
+                         "docs/benchmarks.md or docs/runs states:\n" + "\n".join(missing))
 
 
 def test_a_number_without_a_source_is_found():
     text = "prose 12.5 GB/s here\n\n<!-- doctest -->\n\n    $ linkscope env\n    99.9 GB/s\n"
-    assert unsourced_numbers(text, "nothing") == ["1: 12.5 GB/s: prose 12.5 GB/s here"]
-    assert unsourced_numbers(text, "quoted 12.5 GB/s there") == []
-    assert unsourced_numbers(text, "112.5 GB/s or 12.55 us") != []  # digits inside another number are no source
+    assert unsourced_numbers(text, set()) == ["1: 12.5 GB/s: prose 12.5 GB/s here"]
+    assert unsourced_numbers(text, sourced("quoted 12.5 GB/s there")) == []
+    assert unsourced_numbers(text, sourced("112.5 GB/s or 12.55 GB/s")) != []  # digits inside another number are no source
+
+
+def test_a_number_is_sourced_only_with_its_unit():
+    """issue 39: the guard matched digits only, so "12.5 us" was sourced by any "12.5" (a GB/s, a ratio)."""
+    assert unsourced_numbers("it takes 12.5 us", sourced("12.5 GB/s, 12.5x, 12.5%")) == ["1: 12.5 us: it takes 12.5 us"]
+    assert unsourced_numbers("it takes 12.5 µs", sourced("latency 12.5 us")) == []
+    assert unsourced_numbers("2.1x faster, 40% of it", sourced("2.1 GB/s; 40 GiB")) == ["1: 2.1 x: 2.1x faster, 40% of it",
+                                                                                      "1: 40 %: 2.1x faster, 40% of it"]
+
+
+def test_each_number_of_a_range_carries_the_unit_and_tables_lend_theirs():
+    assert quotes("369.3 / 373.5 GB/s and 0.60–0.62 µs, 6 x RTX") == [("369.3", "GB/s"), ("373.5", "GB/s"),
+                                                                      ("0.60", "us"), ("0.62", "us")]
+    table = "| pair | linkscope (µs, 2 runs) |\n|---|---|\n| 0-1 | 0.8258 / 0.8254 |\n"
+    assert ("0.8254", "us") in sourced(table) and ("0.8254", "GB/s") not in sourced(table)
+    assert ("393.8", "GB/s") in _json_quotes({"bandwidth": {"median": 393.79439}})
+    assert ("393.7", "GB/s") not in _json_quotes({"bandwidth": {"median": 393.79439}})
 
 
 def test_the_guide_quotes_the_one_definition_of_an_aggregate_rate():

@@ -574,3 +574,27 @@ def test_registered_buffers_skip_the_last_receive_and_the_p2p_fifo():
     assert a2a.time_us < fifo.predict("alltoall", [0, 1], 64 << 20).chosen.time_us
     for size in (64 << 20, GIB):
         assert graph.predict("reduce_scatter", [0, 1], size).time_us == fifo.predict("reduce_scatter", [0, 1], size).time_us
+
+
+def test_a_node_uses_every_nic_its_gpus_reach_at_their_best_path():
+    """DGX A100: two GPUs and two HDR NICs behind each PCIe switch. NCCL keeps every NIC tied at a GPU's best
+    path as local (ncclTopoGetLocal, topo.cc:1548-1572 at v2.28.9-1) and a node's rings use the local NICs of
+    all its GPUs (ncclTopoSelectNets, search.cc:531-546): eight rings leave each node, one per NIC. Taking one
+    NIC per GPU saw four, the rings of a machine with half the NICs."""
+    model = CollectiveModel.of(synthetic_topology("cluster:dgx-a100:2"))
+    system = model.nccl_system(list(range(16)))
+    assert (system.n_nodes, system.ring.n_channels, system.n_channels) == (2, 8, 16)
+    h100 = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2")).nccl_system(list(range(16)))
+    assert h100.ring.n_channels == 8  # one NIC per GPU there: unchanged
+
+
+def test_a_ring_across_nodes_runs_at_the_nics_rate():
+    """NCCL's net transport: the NIC's DMA carries the FIFO between nodes (GPUDirect RDMA), so neither the SM
+    copy's share of a link nor the PCIe transit factors bound it. 2 x DGX A100, NCCL_ALGO=Ring, 8 GiB: 8 HDR NICs
+    at the maintainers' 24 GB/s each (nccl-tests#119) is 192 GB/s busbw; the twin gave 128.6 with every
+    transfer between nodes timed as an SM store (and 63.8 with four NICs). Within a node nothing changes."""
+    model = CollectiveModel.of(synthetic_topology("cluster:dgx-a100:2"), env={"NCCL_ALGO": "Ring"})
+    ring = model.predict("allreduce", list(range(16)), 8 << 30).chosen
+    assert ring.algorithm == "ring" and abs(ring.busbw_gb_per_s / 192 - 1) <= 0.05
+    one = CollectiveModel.of(load_preset("dgx-a100"), env={"NCCL_ALGO": "Ring"})
+    assert not one._across_nodes(0, 7) and model._across_nodes(0, 8)

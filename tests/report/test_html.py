@@ -290,3 +290,25 @@ def test_the_report_draws_no_image_for_a_matrix_unless_pngs_are_asked(tmp_path):
     latency_only = record.with_(measurements=tuple(m for m in record.measurements if m.latency_us is not None))
     with_pngs = write_report([latency_only], tmp_path / "p.html", png_dir=tmp_path / "png")
     assert any(n.startswith("latency-") for n in with_pngs.figures)
+
+
+def test_report_of_an_old_record_states_todays_findings_and_verdict(tmp_path, capfd):
+    """issue 39: a survey written by an older linkscope (the 4 x H200 of 2026-11-28: "total for the group")
+    with an older judge's verdict stored: the report derives both again from the record's numbers."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "recordings" / "h200x4-2026-11-28" / "linkscope" / "survey.json"
+    data = json.loads(src.read_text())
+    data.setdefault("extra", {})["verdict"] = {"line": "problems found: stale verdict of an older judge",
+                                               "problems": ["low: stale problem"], "counts": {}}
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    out = tmp_path / "r.html"
+    assert main(["report", str(old), "-o", str(out)]) == 0
+    capfd.readouterr()
+    html = out.read_text()
+    assert "total for the group" not in html and "stale" not in html
+    assert "aggregate rate (bytes / elapsed) 1542.8 GB/s" in html
+    assert "Derived again from the record&#x27;s numbers" in html or "Derived again from the record's numbers" in html
+    assert '<p class="verdict">healthy' in html
+    assert "Re-measured d2h-pageable" in html  # the run's own notes are kept

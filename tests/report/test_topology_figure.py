@@ -104,14 +104,71 @@ def test_pcie_switch_layers_are_drawn_at_their_levels_and_the_legend_draws_width
     assert line_width(200.0) > line_width(50.0)
 
 
-def test_overlapping_arcs_over_a_row_never_share_a_peak():
-    """Issue 39: the MI250X drawing's xGMI arcs of equal span lay on top of each other."""
-    from linkscope.report.topology_figure import arc_rises
+def _meetings(a, b) -> int:
+    """Points where two drawn arcs meet. Each is the graph of a parabola over x (``Arc.points``), so they
+    meet where the difference of the two quadratics is zero over the x both span; one curve drawn on the
+    other (a shared path) counts as many."""
+    import numpy as np
 
-    spans = [(0.0, 1.0), (0.5, 1.5), (1.0, 2.0), (3.0, 4.0), (0.0, 1.0)]
-    rises = arc_rises(spans)
-    for i, (a, ra) in enumerate(zip(spans, rises)):
-        for b, rb in zip(spans[i + 1:], rises[i + 1:]):
-            if min(a[1], b[1]) > max(a[0], b[0]):  # the spans overlap
-                assert abs(ra - rb) >= 0.03
-    assert rises[3] == rises[0]  # a span apart from the others keeps its natural height
+    def coeffs(arc):
+        lo, hi = sorted((arc.x0, arc.x1))
+        k = 4 * arc.rise / (hi - lo) ** 2  # y - arc.y = k (x - lo)(hi - x)
+        return np.array([-k, k * (lo + hi), -k * lo * hi]), lo, hi
+
+    (ca, la, ha), (cb, lb, hb) = coeffs(a), coeffs(b)
+    left, right = max(la, lb), min(ha, hb)
+    if left > right + 1e-9:
+        return 0
+    diff = ca - cb
+    if np.allclose(diff, 0, atol=1e-12):
+        return 10**6
+    roots = np.roots(np.trim_zeros(diff, "f")) if np.any(diff) else []
+    inside = sorted({round(float(r.real), 6) for r in roots if abs(r.imag) < 1e-9 and left - 1e-9 <= r.real <= right + 1e-9})
+    return len(inside)
+
+
+def _interleaving(order, pairs) -> int:
+    rank = {d: k for k, d in enumerate(order)}
+    spans = [tuple(sorted((rank[a], rank[b]))) for a, b in pairs]
+    return sum(1 for i, (a, b) in enumerate(spans) for c, d in spans[i + 1:] if a < c < b < d or c < a < d < b)
+
+
+def test_mi250x_arcs_meet_only_where_they_must_cross_and_cross_the_fewest_times():
+    """Issue 39: the MI250X drawing's xGMI arcs lay on top of each other and crossed 9 times (index order).
+    Now: every arc has its own ends, two arcs meet only where their ends interleave (once), and the
+    GPU order gives the fewest such crossings any order of the row allows (all 40,320 tried here)."""
+    import itertools
+
+    from linkscope.report.topology_figure import drawn_arcs, layout
+    from linkscope.topology.presets import load_preset
+
+    pos, devices, edges, _, _ = layout(load_preset("mi250x-8gcd"))
+    index = {d.id: d.index for d in devices if d.kind.value == "gpu"}
+    gpus = sorted(index, key=index.get)
+    arcs = [a for a in drawn_arcs(pos, devices, edges) if a.edge.a in gpus]
+    assert len(arcs) == 12
+    order = sorted(gpus, key=lambda g: pos[g][0])
+    pairs = [(a.edge.a, a.edge.b) for a in arcs]
+    for i, a in enumerate(arcs):
+        for b in arcs[i + 1:]:
+            assert _meetings(a, b) == _interleaving(order, [(a.edge.a, a.edge.b), (b.edge.a, b.edge.b)]), (a.edge, b.edge)
+    fewest = min(_interleaving(p, pairs) for p in itertools.permutations(gpus))
+    assert _interleaving(order, pairs) == fewest < _interleaving(gpus, pairs)  # the index order
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_arcs_of_any_row_meet_only_where_their_ends_interleave(seed):
+    """Nested arcs, arcs side by side and arcs sharing a device never touch; interleaving ones cross once."""
+    import random
+
+    from linkscope.report.topology_figure import Edge, row_arcs
+
+    rng = random.Random(seed)
+    ids = [f"d{k}" for k in range(7)]
+    pos = {d: (1.0 + 0.7 * k, 2.0) for k, d in enumerate(ids)}
+    pairs = rng.sample([(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]], 10)
+    arcs = row_arcs([Edge(a, b, "xgmi", 1, 50.0) for a, b in pairs], pos, {d: 0.2 for d in ids}, cap_in=1.3, lift_in=0.15)
+    assert max(a.rise for a in arcs) <= 1.3 + 1e-9
+    for i, a in enumerate(arcs):
+        for b in arcs[i + 1:]:
+            assert _meetings(a, b) == _interleaving(ids, [(a.edge.a, a.edge.b), (b.edge.a, b.edge.b)])

@@ -1,3 +1,7 @@
+from pathlib import Path
+
+import pytest
+
 from linkscope.results.findings import findings
 from linkscope.results.schema import Measurement, RunProvenance, RunRecord, Status
 from linkscope.results.stats import Stats
@@ -218,3 +222,84 @@ def test_latency_names_a_round_trip_and_a_one_way_time():
     text = findings(r)
     assert "Device remote-read latency (round trip): median 2.00 us." in text
     assert "Flag latency (one way): median 2.00 us." in text
+
+
+# --- findings of old records are derived again (issue 39) -------------------------------------------
+
+OLD_SURVEY = Path(__file__).resolve().parents[1] / "fixtures" / "recordings" / "h200x4-2026-11-28" / "linkscope" / "survey.json"
+
+
+def _sim_survey(preset: str) -> RunRecord:
+    from linkscope.engines.sim import SimEngine
+    from linkscope.measure.survey import SurveyOptions, run_survey
+    from linkscope.topology.presets import load_preset
+
+    topo = load_preset(preset)
+    return run_survey(SimEngine(topo, params=None), topo, SurveyOptions(size_bytes=1 << 24, sweep_sizes_bytes=(1 << 24,)))
+
+
+@pytest.mark.parametrize("preset", ["mi250x-8gcd", "k80-16", "pcie-8gpu-2socket", "hgx-h200-4"])
+def test_every_sentence_of_a_survey_is_told_from_the_notes(preset):
+    """A report re-derives exactly what ``findings`` makes: each of its sentences is recognised."""
+    from linkscope.results.findings import findings_for, is_derived
+    from linkscope.topology.io import from_dict
+
+    r = _sim_survey(preset)
+    made = findings_for(r, from_dict(dict(r.topology)))
+    assert made and [f for f in made if not is_derived(f)] == []
+
+
+def test_every_sentence_of_the_constructed_cases_is_recognised_and_notes_are_not():
+    from linkscope.results.findings import is_derived
+
+    cases = [record(bw(0, 1, 400.0), bw(1, 0, 396.0), bw(0, 2, 300.0), bw(2, 0, 398.0)),
+             record(bw(0, 1, 400.0), bw(1, 0, 398.0), provenance=RunProvenance.SIMULATED),
+             record(Measurement(src=0, dst=3, method="ce", pattern="matrix", direction="uni", size_bytes=8,
+                                status=Status.WAIVED, reason="no peer access between GPU 0 and GPU 3"),
+                    Measurement(src=1, dst=0, method="ce", pattern="matrix", direction="uni", size_bytes=8,
+                                status=Status.ERROR, reason="boom")).with_(complete=False)]
+    made = [f for r in cases for f in findings(r, uniform_topology=True)]
+    assert len(made) >= 5 and [f for f in made if not is_derived(f)] == []
+    notes = ["Re-measured d2h-pageable 0->host at 512 MiB: 'host' read 11.3 GB/s and 'host sweep GPU0' 14.5.",
+             "P2P health: IOMMU: off.", "P2P routing health: clean.", "interrupted: ce finished",
+             "GPU0 NVLink corrected-error counters grew during 15 steps on links 0, 1.",
+             "GPU0 PCIe link: ok: no counter grew.", "GPU1 PCIe link runs below its width: x8 of x16."]
+    assert [n for n in notes if is_derived(n)] == []
+
+
+def test_an_old_survey_gets_todays_statements_and_keeps_its_notes():
+    """The 4 x H200 survey of 2026-11-28 was written with "total for the group" (bytes / elapsed called a
+    total) and "One-way flag latency"; re-derived, it says aggregate rate and what the flows add to, and
+    keeps its re-measurement and health notes."""
+    from linkscope.results.findings import rederived
+    from linkscope.results.io import load
+
+    old = load(OLD_SURVEY)
+    assert any("total for the group" in f for f in old.findings)
+    now = rederived(old)
+    assert not any("total for the group" in f for f in now)
+    ring = next(f for f in now if f.startswith("Ring ("))
+    assert "the flows' rates add to" in ring and "aggregate rate (bytes / elapsed)" in ring
+    assert any(f.startswith("Re-measured d2h-pageable") for f in now)
+    assert sum(f.startswith("P2P health: ") for f in now) == sum(f.startswith("P2P health: ") for f in old.findings) > 0
+    assert any(f.startswith("Flag latency (one way)") for f in now)
+
+
+def test_a_borrowed_device_local_figure_is_replaced_by_the_facts_of_the_gpu():
+    """An old K80 record said "device-local copy 1483.4 GB/s" (an H200 figure, every preset got it):
+    the report states today's sentence, from the K80's own row of the facts table."""
+    from linkscope.results.findings import rederived
+
+    r = _sim_survey("k80-16")
+    stale = tuple(f for f in r.findings if not f.startswith("Host")) + ("Host <-> device per GPU (median): device-local copy 1483.4 GB/s.",)
+    now = rederived(r.with_(findings=stale))
+    host = [f for f in now if f.startswith("Host <-> device")]
+    assert len(host) == 1 and "1483.4" not in host[0] and "Tesla K80" in host[0]
+
+
+def test_a_bench_record_keeps_its_notes():
+    from linkscope.results.findings import rederived
+
+    r = RunRecord(kind="bench", provenance=RunProvenance.MEASURED, created_utc="", measurements=(bw(0, 1, 400.0),),
+                  findings=("nccl-tests text: 2 ranks",))
+    assert rederived(r) == ("nccl-tests text: 2 ranks",)

@@ -22,6 +22,7 @@ from typing import Any
 
 import typer
 
+from ..collectives import op_help
 from ..errors import UserError
 from ..measure.options import MAX_REPS, MAX_RUNS
 from .common import FROM_HELP, GPU_MODEL_HELP, STDOUT, check_paths, parse_gpu_list, partial_writer, resolve_topology_cli
@@ -144,8 +145,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
     @bench_app.command("nccl")
     def bench_nccl(
         op: str = typer.Option("allreduce", "--op",
-                               help="allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | sendrecv | gather | "
-                                    "scatter (gather/scatter: grouped send/recv to/from rank 0, as nccl-tests)."),
+                               help=f"{op_help()} (gather/scatter: grouped send/recv to/from rank 0, as nccl-tests)."),
         sizes: str = typer.Option("8:128MiB", "--sizes", help="Sizes (nccl-tests' S): list or power-of-two range."),
         iters: int = typer.Option(20, "--iters", "-n", min=1, max=MAX_REPS, help="Timed operations per size (nccl-tests -n)."),
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, max=MAX_REPS, help="Untimed operations per size (nccl-tests -w)."),
@@ -175,11 +175,13 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         Example: linkscope bench nccl --op allreduce --sizes 8:1GiB --iters 20 --warmup 5 --inplace
         Example: linkscope bench nccl --backend sim --preset hgx-h200-4 --gpus 0,1 --sizes 1GiB
         """
+        from ..collectives import OPS, collective
         from ..comm import bench
-        from ..model.collectives import OPS
 
-        if op not in OPS:
-            raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}")
+        try:
+            op = collective(op).name
+        except UserError:
+            raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}") from None
         opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, _gpus(gpus), cuda_graph, backend,
                                  not no_verify, inplace)
         topology = _topology(preset, from_file, synthetic, gpu_model)

@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         check_paths(inputs={"RUN.json": list(runs)}, outputs={"--output": output}, output_dirs={"--png": png})
         from ..judge.headline import with_verdict
 
-        records = [with_verdict(load(path)) for path in runs]  # the verdict the report opens with
+        records = [with_verdict(load(path), again=True) for path in runs]  # today's verdict, which the report opens with
         err = stderr_console()
         for path, record in zip(runs, records):
             if not record.measurements:

@@ -183,7 +183,6 @@ class NcclOptions:
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
-    from ..model.collectives import layout
     from .nccl import make_peers, run_nccl
     from .records import nccl_record
 
@@ -209,17 +208,16 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
                    "inplace": opts.inplace, "gpus": [p.device for p in peers]}
         topo = _topology_dict(backend)
         model = getattr(backend, "model", None)
+        if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
+            model = getattr(backend, "graph_model", model)
         predictions: dict[int, Any] = {}
-        if model is not None:
-            devices = [p.device for p in peers]
-            for size in opts.sizes:
-                lay = layout(opts.op, size, len(devices))
-                graph = opts.cuda_graph > 0  # run_nccl captures graphs at every size
-                chosen = getattr(backend, "graph_model", model) if graph else model
-                predictions[lay.size_bytes] = chosen.predict(opts.op, devices, lay.size_bytes).as_dict()
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:
+            if model is not None:  # simulated: the model's choice of every size run so far, each predicted once
+                for size in result.sizes():
+                    if size not in predictions:
+                        predictions[size] = model.predict(result.op, [p.device for p in peers], size).as_dict()
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
         def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes

@@ -4,11 +4,12 @@ Per size: allocate once at the largest size, run ``warmup`` untimed operations, 
 ``iters`` back-to-back operations between CUDA events on every local GPU's stream (each operation
 is one NCCL group over all local peers) and take time = elapsed / iters; with several MPI ranks
 the times are averaged over ranks as nccl-tests does. algbw and busbw come from
-``collectives`` (nccl-tests' factors). float32, sum, root 0.
+the collective descriptor (``linkscope.collectives``: nccl-tests' factors, the library call, the
+reference). float32, sum, root 0.
 
 Placement: out-of-place by default (separate send and receive buffers). With ``inplace=True``
 every size is also timed in place, right after the out-of-place run, with nccl-tests' buffer
-offsets (``model.collectives.OP_TABLE``, one descriptor per operation): allreduce, broadcast, reduce,
+offsets (``linkscope.collectives``, one descriptor per operation): allreduce, broadcast, reduce,
 alltoall and sendrecv pass one buffer as both send and receive buffer; allgather and gather send
 from their own slot of the receive buffer
 (``recv + rank * count``); reduce_scatter and scatter receive into their own slot of the send buffer
@@ -35,7 +36,9 @@ where nccl-tests -G 20 took 21-97 us), longer than the operation itself up to ~3
 make NCCL register the buffers (``NCCL_GRAPH_REGISTER``, default on), as in nccl-tests -G: so
 ``--cuda-graph N`` is compared with nccl-tests ``-G N`` and ``--cuda-graph 0`` with its eager run.
 Each row keeps ``launch_us``: the host time to enqueue one eager operation, measured on the warm-up
-launches (median), so the launch cost per op is on record beside the device time.
+launches (median), so the launch cost per op is on record beside the device time, and ``launch_path``:
+which loop issued the eager operations, the native C loop (``comm.eagerloop``, nccl-tests' own loop) or,
+where it cannot be built or loaded, the Python one (the run's notes say why).
 """
 from __future__ import annotations
 
@@ -46,15 +49,20 @@ from typing import Any
 
 import numpy as np
 
+from ..collectives import OP_TABLE, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..measure.sweep import StopSignal, boundaries, interrupted
-from ..model.collectives import OP_TABLE, OPS, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..units import format_size
+from .eagerloop import eager_loop
 from .launch import Job, agree, require
 from .nccl_backend import Peer, moves_data
 
 POISON = -7.0
 UNCHECKED_IN_PLACE = tuple(op.name for op in OP_TABLE.values() if op.in_place == "undefined")
 """Operations NCCL does not define in place: timed, but #wrong is N/A (nccl-tests does the same)."""
+
+
+def _unchecked_in_place(op: str) -> bool:
+    return OP_TABLE[op].in_place == "undefined"  # the table as it is now (``UNCHECKED_IN_PLACE``: at import)
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,7 @@ class NcclRow:
     graph: bool = False
     inplace: bool = False
     launch_us: float | None = None  # host time to enqueue one eager operation (warm-up median); None: simulated
+    launch_path: str = "python"  # the loop that issued the eager launches: "native" (comm.eagerloop) or "python"
 
 
 @dataclass(frozen=True)
@@ -166,24 +175,18 @@ class _Buffers:
 
 
 def calls(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> list[tuple[str, tuple]]:
-    """The library calls of one operation on every local peer, in order: ``(name, args)`` for the
-    backend's methods of that name (allreduce, send, ...). The views of grouped send/recv are cut here,
-    once per size, not at every launch."""
+    """The library calls of one operation on every local peer, in order: ``(name, args)``, where name is
+    the operation, args ``(peer, send, recv, count, root)`` (the descriptor's call: which count, which
+    root), or ``send``/``recv`` with ``(peer, view, count, other rank)`` for grouped send/recv (the
+    descriptor's exchanges). The views of grouped send/recv are cut here, once per size, not at every launch."""
+    spec = OP_TABLE[op]
     out: list[tuple[str, tuple]] = []
     for i, p in enumerate(peers):
         s, r = bufs.send[i], bufs.recv[i]
-        if op == "allreduce":
-            out.append(("allreduce", (p, s, r, lay.send_count)))
-        elif op == "allgather":
-            out.append(("allgather", (p, s, r, lay.send_count)))
-        elif op == "reduce_scatter":
-            out.append(("reduce_scatter", (p, s, r, lay.recv_count)))
-        elif op == "broadcast":
-            out.append(("broadcast", (p, s, r, lay.send_count, 0)))
-        elif op == "reduce":
-            out.append(("reduce", (p, s, r, lay.send_count, 0)))
-        else:  # grouped send/recv (the op table's exchanges)
-            sends, recvs = OP_TABLE[op].exchanges(p.rank, nranks, lay)
+        if spec.nccl is not None:
+            out.append((op, (p, s, r, getattr(lay, spec.nccl.count), spec.root)))
+        else:
+            sends, recvs = spec.exchanges(p.rank, nranks, lay, spec.root or 0)
             out.extend(("send", (p, s[offset:offset + count], count, peer)) for peer, offset, count in sends)
             out.extend(("recv", (p, r[offset:offset + count], count, peer)) for peer, offset, count in recvs)
     return out
@@ -198,7 +201,7 @@ def prepared(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: 
     launch cost 1-3 us a call; a 2-GPU alltoall (4 sends, 4 receives) took 35 us eager from Python
     where nccl-tests took 18 (2 x H200, docs/runs/h200x2-2026-11-28)."""
     bind = getattr(backend, "bind", None)
-    bound = [bind(name, args) if bind is not None else (getattr(backend, name), args)
+    bound = [bind(name, args) if bind is not None else unbound(backend, name, args)
              for name, args in calls(backend, op, peers, bufs, lay, nranks)]
     start, end = backend.group_start, backend.group_end
 
@@ -212,14 +215,23 @@ def prepared(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: 
     return launch
 
 
+def unbound(backend: Any, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
+    """A call of ``calls`` on a backend without ``bind``: its ``send``/``recv``, or its ``collective``."""
+    if name in ("send", "recv"):
+        return getattr(backend, name), args
+    return backend.collective, (name, *args)
+
+
 def enqueue(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> None:
     """One operation on every local peer, as one NCCL group (bound for this one call)."""
     prepared(backend, op, peers, bufs, lay, nranks)()
 
 
 def expected(xp: Any, op: str, rank: int, nranks: int, lay: Layout) -> Any | None:
-    """What rank ``rank``'s receive buffer must hold after ``op`` (None: nothing to check), root 0."""
-    return OP_TABLE[op].reference(xp, rank, nranks, lay, 0)
+    """What rank ``rank``'s receive buffer must hold after ``op`` (None: nothing to check), at the
+    descriptor's root (0)."""
+    spec = OP_TABLE[op]
+    return spec.reference(xp, rank, nranks, lay, spec.root or 0)
 
 
 def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> int:
@@ -249,11 +261,15 @@ def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
 MIN_GRAPH_LAUNCHES = 10
 
 
-def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int) -> float:
-    """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers)."""
+def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int,
+            repeat: Callable[[int], None] | None = None) -> float:
+    """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers).
+    ``repeat(n)``: issues the ``n`` launches itself (the native eager loop) instead of calling ``launch``."""
     backend.sync(peers)
     starts = [backend.record(p) for p in peers]
-    for _ in range(iters):
+    if repeat is not None:
+        repeat(iters)
+    for _ in range(iters if repeat is None else 0):
         launch()
     stops = [backend.record(p) for p in peers]
     backend.sync(peers)
@@ -284,7 +300,7 @@ def run_nccl(
     collectively before each size (an agreed stop or a KeyboardInterrupt raises RunInterrupted
     with the finished sizes).
     """
-    require(job, op in OPS, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OPS)}")
+    require(job, op in OP_TABLE, f"unknown NCCL operation {op!r}", f"valid operations: {', '.join(OP_TABLE)}")
     require(job, iters >= 1 and warmup >= 0 and runs >= 1, "iterations and runs must be >= 1, warm-up >= 0")
     require(job, bool(sizes), "no sizes given")
     nranks = nccl_ranks(job, peers)
@@ -305,7 +321,7 @@ def run_nccl(
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0
     placements = (False, True) if inplace else (False,)
-    if inplace and op in UNCHECKED_IN_PLACE:
+    if inplace and _unchecked_in_place(op):
         notes.append(f"in-place {op} is timed but not checked (#wrong N/A): NCCL defines no in-place {op}, "
                      "as in nccl-tests")
 
@@ -322,8 +338,9 @@ def run_nccl(
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
                 launch_one: Callable[[], None] = prepared(backend, op, peers, view, lay, nranks)
-                enqueue_s = []
-                for _ in range(warmup):
+                native = eager_loop(job, backend, calls(backend, op, peers, view, lay, nranks), notes)
+                enqueue_s = native.run_timed(warmup) if native is not None else []
+                for _ in range(warmup if native is None else 0):
                     t_host = time.perf_counter()
                     launch_one()
                     enqueue_s.append(time.perf_counter() - t_host)
@@ -337,22 +354,24 @@ def run_nccl(
                     launches = max(1, iters // per_launch)
                     if graph_used:  # nccl-tests -G 10 -n 20 times 10 launches of a 20-op graph
                         launches = max(launches, MIN_GRAPH_LAUNCHES)
-                    t = time_op(backend, peers, launch, launches) / per_launch
+                    t = time_op(backend, peers, launch, launches,
+                                None if graph_used or native is None else native.run) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
                 moved = moves_data(backend, max(lay.send_count, lay.recv_count))
                 if verify and not moved:
                     notes.append(f"simulated: data moves only in buffers up to {format_size(backend.data_limit_bytes)}; "
                                  "larger sizes are timed without data (#wrong N/A)")
-                checked = verify and moved and not (in_place and op in UNCHECKED_IN_PLACE)
+                checked = verify and moved and not (in_place and _unchecked_in_place(op))
                 wrong = check(backend, op, peers, view, lay, nranks) if checked else None
                 if wrong is not None and job.size > 1:
                     wrong = job.comm.allreduce(wrong)
                 t_med = float(np.median(times))
                 algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
-                rows.append(NcclRow(op, lay.size_bytes, lay.recv_count if OP_TABLE[op].layout == "gather" else lay.send_count,
+                rows.append(NcclRow(op, lay.size_bytes, OP_TABLE[op].reported_count(lay),
                                     t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
-                                    tuple(t * 1e6 for t in times), graph_used, in_place, launch_us))
+                                    tuple(t * 1e6 for t in times), graph_used, in_place, launch_us,
+                                    "native" if native is not None else "python"))
             if job.rank == 0:
                 if checkpoint:
                     checkpoint(result_so_far())

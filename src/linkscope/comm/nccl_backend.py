@@ -6,7 +6,8 @@ drives all local GPUs (``initAll``, like nccl-tests ``-g``), or each MPI rank dr
 rank 0's unique id is broadcast over MPI (``ncclCommInitRank``).
 
 Every backend offers the same calls on arrays of float32 elements (``send``/``recv`` take views):
-``allreduce, allgather, reduce_scatter, broadcast, reduce, send, recv``, inside
+``collective(op, ...)`` for every operation with a library call in the collective descriptor
+(``linkscope.collectives``: which function, which arguments, what it computes), and ``send, recv``, inside
 ``group_start()`` / ``group_end()`` (NCCL's group semantics: calls of all local peers are issued
 together; send/recv pairs never deadlock). Timing goes through per-peer events.
 
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .. import platforms
+from ..collectives import OP_TABLE
 from ..errors import UserError
 
 
@@ -52,11 +54,8 @@ class CollectiveCalls(Protocol):
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer: ...
     def group_start(self) -> None: ...
     def group_end(self) -> None: ...
-    def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
-    def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None: ...
-    def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None: ...
-    def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
-    def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None: ...
+    def collective(self, op: str, p: Peer, send: Any, recv: Any, count: int, root: int | None = None) -> None:
+        """One library call of ``op`` (the descriptor's; ``count`` as its call counts, ``root`` its root)."""
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None: ...
     def recv(self, p: Peer, buf: Any, count: int, frm: int) -> None: ...
     def destroy(self, peers: Sequence[Peer]) -> None: ...
@@ -224,10 +223,17 @@ class CupyNccl:
                 return self.cp.empty(max(count, 1), dtype=self.cp.float32)
             return buf
 
+    @property
+    def library(self) -> str:
+        """The collective library CuPy's NCCL module is backed by here (platforms.py: NCCL, or RCCL on ROCm)."""
+        hip = getattr(getattr(getattr(self.cp, "cuda", None), "runtime", None), "is_hip", False)
+        return platforms.by_key(platforms.vendor_of_runtime()["rocm" if hip else "cuda"]).collective_library or "NCCL"
+
     def bind(self, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
         """The communicator's own method and its plain arguments for one call (see ``comm.nccl.prepared``):
-        pointers, counts and the stream handle resolved once. The one home of each call's argument
-        layout: the collective methods below call through it."""
+        pointers, counts and the stream handle resolved once. ``name``: ``send``, ``recv`` or an operation,
+        whose method and argument layout are the descriptor's (``LibraryCall`` of this library);
+        ``args``: ``(peer, send, recv, count[, root])`` (root: the descriptor's when left out)."""
         nc = self.nccl
         p = args[0]
         stream = p.stream.ptr
@@ -235,19 +241,15 @@ class CupyNccl:
             _, buf, count, other = args
             fn = p.comm.send if name == "send" else p.comm.recv
             return fn, (buf.data.ptr, count, nc.NCCL_FLOAT32, other, stream)
-        _, send, recv, count, *root = args
-        ptrs = (send.data.ptr, recv.data.ptr, count, nc.NCCL_FLOAT32)
-        if name == "allreduce":
-            return p.comm.allReduce, (*ptrs, nc.NCCL_SUM, stream)
-        if name == "allgather":
-            return p.comm.allGather, (*ptrs, stream)
-        if name == "reduce_scatter":
-            return p.comm.reduceScatter, (*ptrs, nc.NCCL_SUM, stream)
-        if name == "broadcast":
-            return p.comm.broadcast, (*ptrs, root[0], stream)
-        if name == "reduce":
-            return p.comm.reduce, (*ptrs, nc.NCCL_SUM, root[0], stream)
-        raise ValueError(f"no NCCL call named {name!r}")
+        spec = OP_TABLE.get(name)
+        call = spec.call(self.library) if spec is not None else None
+        if spec is None or call is None:
+            raise ValueError(f"no NCCL call named {name!r}")
+        _, send, recv, count, *rest = args
+        root = rest[0] if rest and rest[0] is not None else spec.root
+        values = {"send": send.data.ptr, "recv": recv.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32,
+                  "redop": getattr(nc, f"NCCL_{(spec.redop or 'sum').upper()}"), "root": root, "stream": stream}
+        return getattr(p.comm, call.method), tuple(values[arg] for arg in call.args)
 
     # -- calls (inside a group) -------------------------------------------------------------
     def group_start(self) -> None:
@@ -260,20 +262,8 @@ class CupyNccl:
         fn, plain = self.bind(name, args)
         fn(*plain)
 
-    def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        self._call("allreduce", (p, send, recv, count))
-
-    def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        self._call("allgather", (p, send, recv, count))
-
-    def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None:
-        self._call("reduce_scatter", (p, send, recv, recv_count))
-
-    def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        self._call("broadcast", (p, send, recv, count, root))
-
-    def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        self._call("reduce", (p, send, recv, count, root))
+    def collective(self, op: str, p: Peer, send: Any, recv: Any, count: int, root: int | None = None) -> None:
+        self._call(op, (p, send, recv, count, root))
 
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None:
         self._call("send", (p, buf, count, to))
@@ -457,20 +447,11 @@ class SimNccl:
             raise RuntimeError("simulated NCCL call outside a group")
         self._pending.append(call)
 
-    def allreduce(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        self._add("allreduce", p, send, recv, count, None)
-
-    def allgather(self, p: Peer, send: Any, recv: Any, count: int) -> None:
-        self._add("allgather", p, send, recv, count, None)
-
-    def reduce_scatter(self, p: Peer, send: Any, recv: Any, recv_count: int) -> None:
-        self._add("reduce_scatter", p, send, recv, recv_count, None)
-
-    def broadcast(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        self._add("broadcast", p, send, recv, count, root)
-
-    def reduce(self, p: Peer, send: Any, recv: Any, count: int, root: int) -> None:
-        self._add("reduce", p, send, recv, count, root)
+    def collective(self, op: str, p: Peer, send: Any, recv: Any, count: int, root: int | None = None) -> None:
+        spec = OP_TABLE.get(op)
+        if spec is None or spec.compute is None:
+            raise ValueError(f"no NCCL call named {op!r}")
+        self._add(op, p, send, recv, count, spec.root if root is None else root)
 
     def send(self, p: Peer, buf: Any, count: int, to: int) -> None:
         self._add("send", p, buf, None, count, to)
@@ -502,7 +483,7 @@ class SimNccl:
         for kind in dict.fromkeys(c[0] for c in calls if c[0] not in ("send", "recv")):
             mine = sorted((c for c in calls if c[0] == kind), key=lambda c: c[1].rank)
             n, count = len(mine), mine[0][4]
-            size = count * 4 * (n if kind in ("allgather", "reduce_scatter") else 1)
+            size = OP_TABLE[kind].size_of_call(count, n)
             elapsed_s += model.predict(kind, [c[1].device for c in mine], size).time_us * 1e-6
         flows = _match_sends(calls, deliver=False)
         if flows:
@@ -579,8 +560,7 @@ def _fits(call: _Call, n: int) -> bool:
     if kind in ("send", "recv"):
         buf = send if kind == "send" else recv
         return buf is not None and len(buf) >= count
-    need_send = count * n if kind == "reduce_scatter" else count
-    need_recv = count * n if kind == "allgather" else count
+    need_send, need_recv = OP_TABLE[kind].call_counts(count, n)
     return len(send) >= need_send and len(recv) >= need_recv
 
 
@@ -589,30 +569,15 @@ def _address(buf: Any) -> int | None:
 
 
 def _execute(kind: str, mine: Sequence[_Call]) -> None:
-    """What NCCL computes for one collective over the ranks' (send, recv) buffers, with NumPy."""
-    n = len(mine)
-    sends = [np.asarray(c[2]) for c in mine]
-    count = mine[0][4]
-    if kind == "allreduce":
-        total = np.sum([s[:count] for s in sends], axis=0)
-        for c in mine:
-            c[3][:count] = total
-    elif kind == "allgather":
-        for c in mine:
-            for k, s in enumerate(sends):
-                c[3][k * count:(k + 1) * count] = s[:count]
-    elif kind == "reduce_scatter":
-        total = np.sum([s[:count * n] for s in sends], axis=0)
-        for c in mine:
-            r = c[1].rank
-            c[3][:count] = total[r * count:(r + 1) * count]
-    elif kind == "broadcast":
-        root = mine[0][5]
-        for c in mine:
-            c[3][:count] = sends[root][:count]
-    elif kind == "reduce":
-        root = mine[0][5]
-        mine[root][3][:count] = np.sum([s[:count] for s in sends], axis=0)
+    """What the library computes for one collective over the ranks' (send, recv) buffers, in rank order:
+    the descriptor's NumPy ``compute``."""
+    compute = OP_TABLE[kind].compute
+    if compute is None:
+        raise ValueError(f"{kind} has no library call")
+    outputs = compute([np.asarray(c[2]) for c in mine], mine[0][4], mine[0][5] or 0)
+    for c, out in zip(mine, outputs):
+        if out is not None:
+            c[3][:len(out)] = out
 
 
 def _match_sends(calls: Sequence[_Call], *, deliver: bool) -> list[tuple[int, int, float]]:

@@ -87,7 +87,7 @@ def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping
         extra: dict[str, Any] = {
             "algbw_gb_per_s": r.algbw_gb_per_s, "busbw_gb_per_s": r.busbw_gb_per_s, "wrong": r.wrong,
             "inplace": r.inplace, "count": r.count, "time_us": r.time_us, "ranks": result.ranks, "cuda_graph": r.graph,
-            "launch_us": r.launch_us}
+            "launch_us": r.launch_us, "launch_path": r.launch_path}
         if predictions and r.size_bytes in predictions:
             extra["prediction"] = dict(predictions[r.size_bytes])
         ms.append(Measurement(

@@ -6,7 +6,9 @@ matrix: each exchange every rank sends one message to each neighbour carrying it
 neighbour, and receives one from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
 Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
 between CUDA events, ``runs`` times (4), and the mean and standard deviation of the time per
-exchange are reported. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
+exchange are reported. Every mapping is warmed alike before it is timed: its exchange at the largest size
+runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the
+first-timed mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
 
 Mappings: ``default`` puts rank r on the r-th GPU; ``auto`` asks ``linkscope.mapping`` for the
@@ -39,6 +41,16 @@ from .nccl import time_op
 from .nccl_backend import Peer, moves_data
 
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
+
+#: Device time (s) each mapping's exchange runs, at the largest size, before that mapping is timed. Why: the
+#: mappings are timed one after the other, and only the first followed an idle machine: on 2 x H200 with
+#: --emulate-slow-pairs 0-1, default and auto were the same mapping ([0, 1]) yet the first-timed one read
+#: 63.4 us at 64 KiB and the second 46.5 (docs/runs/h200x2-2026-11-28/call2/linkscope/stencil_slow.*), with
+#: the 5 warm-up exchanges per size (~0.3 ms) as the only warm-up. A fixed device time, the same for every
+#: mapping, puts each one in the same state as the others when its timing starts (clocks and links out of
+#: their idle states, host staging buffers touched, NCCL connections made). The value is a choice, not a fit:
+#: long against the millisecond-scale power-state changes, short against a run (2 mappings: 0.2 s).
+MAPPING_WARMUP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -329,6 +341,11 @@ def run_stencil(
                 agree(job, None if need < 0.9 * free else
                       f"halos up to {format_size(max(sizes))} need {format_size(need)} per GPU, "
                       f"{format_size(free)} free")
+                warm = _warm_mapping(job, backend, peers, _Exchange(backend, peers, big, device_of_rank, slow),
+                                     max(warmup, 1))
+                notes.append(f"mapping {name} warmed with {warm} exchanges of {format_size(max(sizes))} "
+                             f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''}) "
+                             "before it was timed")
                 for size in boundaries(job, sizes, stop):
                     msgs = halo_messages(grid, periodic, size, weighted)
                     ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
@@ -361,6 +378,22 @@ def run_stencil(
     if job.rank != 0:
         return None
     return result_so_far()
+
+
+def _warm_mapping(job: Job, backend: Any, peers: Sequence[Peer], ex: _Exchange, block: int) -> int:
+    """Run ``ex`` in blocks of ``block`` exchanges until ``MAPPING_WARMUP_S`` of device time has passed
+    (events; the slowest rank's time, so every rank runs the same blocks); returns the exchanges run."""
+    done, elapsed_s = 0, 0.0
+    while elapsed_s < MAPPING_WARMUP_S:
+        t = time_op(backend, peers, ex.launch, block) * block
+        if job.size > 1:
+            t = max(job.comm.allgather(t))
+        done += block
+        elapsed_s += t
+        if t <= 0:  # a clock that does not move (a fake): one block is all there is to do
+            break
+        block = min(block * 2, 4096)
+    return done
 
 
 def uniform_gain_note(gains: Sequence[tuple[int, float]], stddev_rel: float) -> str:

@@ -6,10 +6,13 @@ small hook and all the logic lives here.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..counters import linkerrors
+from ..counters.sampler import plan_gpu
+from ..counters.watch import measure_background
 from ..patterns.methods import CE_NOPEER, STAGED_PINNED
 from ..results.schema import RunRecord
 from ..topology.model import Topology
@@ -20,6 +23,16 @@ from .suspect import suspects
 
 #: the methods of the peer check: the driver's own staging (peer access off) and staging by hand.
 PEER_CHECK_METHODS = (CE_NOPEER.key, STAGED_PINNED.key)
+
+#: A GPU whose links carry more than this (NVLink/xGMI + PCIe, TX + RX) while nothing of the survey runs shares
+#: them with another load (a noisy neighbour). Idle GPUs show tens of MB/s of driver and NVML chatter (~28 MB/s of
+#: PCIe per GPU, busy or idle, in the 4 x H200 recording's watch: shared/recordings/h200x4-2026-11-28/linkscope/
+#: watch.txt); a copy or a collective moves tens to hundreds of GB/s. 1 GB/s is ~35x the chatter and under 2% of one
+#: PCIe Gen4 x16 link: a decision, not a fit.
+BUSY_BYTES_PER_S = 1e9
+#: How long the link counters are sampled with nothing of ours running, before the first step and after the last.
+BACKGROUND_S = 0.5
+BACKGROUND_INTERVAL_S = 0.1
 
 
 class SurveyDiagnostics:
@@ -32,11 +45,19 @@ class SurveyDiagnostics:
         counter_gpus: the source's GPU indices to sample (default all GPUs of the topology, matched
             by PCI bus id).
         peer_check: add the host-bounce step (ce-nopeer and staged-pinned on every pair).
+        background_s: how long the link counters are sampled with nothing of the survey running, before
+            the first step and after the last (another load on the links shows there); 0 skips it.
+        clock, sleep: time for the background windows (tests pass a fake clock).
     """
 
     def __init__(self, topology: Topology, *, inputs: HealthInputs | None = None, source: Any | None = None,
-                 counter_gpus: Sequence[int] | None = None, peer_check: bool = True) -> None:
+                 counter_gpus: Sequence[int] | None = None, peer_check: bool = True,
+                 background_s: float = BACKGROUND_S, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.topology = topology
+        self.background_s = background_s
+        self._clock, self._sleep = clock, sleep
+        self.background: dict[str, Any] = {}
         self.inputs = inputs
         self.source = source
         self.peer_check = peer_check
@@ -82,6 +103,46 @@ class SurveyDiagnostics:
         self.start_snapshot = self._last = snap
         if snap is not None:
             self.issues.extend(linkerrors.state_issues(snap, "", names=self._names))
+        self._sample_background("before")
+
+    def _sample_background(self, when: str) -> None:
+        """Each GPU's link traffic over ``background_s`` with nothing of the survey running (``when``:
+        before the first step or after the last), kept in ``self.background[when]`` by GPU name."""
+        if self.source is None or self.background_s <= 0 or not self._gpus:
+            return
+        try:
+            plans = [plan_gpu(self.source, g) for g in self._gpus]
+            found = measure_background(self.source, plans, self.background_s, BACKGROUND_INTERVAL_S,
+                                       clock=self._clock, sleep=self._sleep)
+        except Exception as exc:  # advisory: a counter that stops answering must not cost the survey its numbers
+            self.background[when] = {"error": f"{type(exc).__name__}: {exc}"}
+            return
+        self.background[when] = {self._names[g]: {"gpu": self._to_topology[g], "window_s": b.window_s,
+                                                  "fabric_bytes_per_s": b.nvlink_bytes_per_s,
+                                                  "pcie_bytes_per_s": b.pcie_bytes_per_s}
+                                 for g, b in sorted(found.items())}
+
+    def _background_result(self) -> tuple[dict[str, Any], list[str]]:
+        """(extra["background"], its finding): the GPUs whose links carried more than BUSY_BYTES_PER_S
+        in a window with nothing of ours running."""
+        busy: dict[str, tuple[int, float, str]] = {}
+        for when in ("before", "after"):
+            for name, rates in (self.background.get(when) or {}).items():
+                if not isinstance(rates, Mapping):
+                    continue
+                total = sum(v for k, v in rates.items() if k.endswith("_bytes_per_s") and v is not None)
+                if total > BUSY_BYTES_PER_S and total > busy.get(name, (0, 0.0, ""))[1]:
+                    busy[name] = (rates["gpu"], total, when)
+        extra = {**self.background, "busy_threshold_bytes_per_s": BUSY_BYTES_PER_S,
+                 "busy_gpus": sorted(g for g, _, _ in busy.values())}
+        if not busy:
+            return extra, []
+        said = ", ".join(f"{name} {total / 1e9:.1f} GB/s ({'before the first step' if when == 'before' else 'after the last'})"
+                         for name, (_, total, when) in sorted(busy.items(), key=lambda kv: kv[1][0]))
+        line = (f"Another load shared the links: with nothing of the survey running, {said} of link traffic "
+                f"(idle GPUs carry tens of MB/s); numbers on {'that GPU' if len(busy) == 1 else 'those GPUs'} were "
+                "measured beside it and read low (nvidia-smi / amd-smi list the processes).")
+        return extra, [line]
 
     def after_step(self, name: str, *, loaded: bool = False) -> None:
         """Sample after step ``name``; ``loaded``: the step drove the host links (its PCIe generation counts)."""
@@ -101,6 +162,10 @@ class SurveyDiagnostics:
         """(extra for the RunRecord, findings sentences) from what was sampled and measured."""
         extra: dict[str, Any] = {}
         lines: list[str] = []
+        self._sample_background("after")
+        if self.background:
+            extra["background"], busy_lines = self._background_result()
+            lines.extend(busy_lines)
         if self.report is not None:
             extra["health"] = self.report.to_dict()
             summary = self.report.summary_lines()

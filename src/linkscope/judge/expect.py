@@ -93,6 +93,39 @@ def _is_collective(m: Measurement) -> bool:
     return m.pattern == "collective" and m.method.startswith("nccl.")
 
 
+
+#: Inside a node NCCL's slowest transports are P2P through host memory and SHM (the no-P2P alternative); a
+#: collective at under a fifth of that went through neither, but through NCCL's network transport (on a node
+#: without a NIC NCCL picks, its sockets): 2 x H200, NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 gave 2.0-2.9 GB/s where
+#: NCCL_P2P_DISABLE=1 alone gave 23-27 (docs/runs/h200x2-2026-11-28b/call1/broken). A decision, not a fit.
+SLOWER_THAN_HOST_MEMORY = 0.2
+
+#: An algorithm/protocol NCCL did not choose is offered as a cause only when it is this much slower than the
+#: chosen one (closer ones cannot be told apart from the band around the chosen one).
+FORCED_DISTINCT_BELOW = 0.8
+
+
+def _forced_alternatives(pred: Any, busbw: bool) -> tuple[Alternative, ...]:
+    """The algorithms/protocols NCCL's tuner weighed and did not choose (``pred.algorithms``), each a cause
+    of a low number: NCCL_ALGO / NCCL_PROTO set by the user (or a tuner plugin) make NCCL run them."""
+    chosen = pred.chosen
+    rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
+    out = []
+    for option in pred.algorithms:
+        value = option.busbw_gb_per_s if busbw else option.algbw_gb_per_s
+        if option is chosen or not (0 < value < FORCED_DISTINCT_BELOW * rate):
+            continue
+        setting = []
+        if option.algorithm != chosen.algorithm:
+            setting.append(f"NCCL_ALGO={option.algorithm}")
+        if option.protocol != chosen.protocol:
+            setting.append(f"NCCL_PROTO={option.protocol}")
+        out.append(Alternative(f"{option.algorithm}/{option.protocol}", value,
+                               f"NCCL ran {option.algorithm}/{option.protocol} where its tuner picks "
+                               f"{chosen.algorithm}/{chosen.protocol} ({' '.join(setting) or 'a forced choice'} set, "
+                               "or a tuner plugin)", f"collective-forced-{option.algorithm}-{option.protocol}".lower()))
+    return tuple(out)
+
 class Judge:
     """Expectations and verdicts for measurements taken on ``topology`` (GPUs ``gpus`` of it)."""
 
@@ -112,6 +145,7 @@ class Judge:
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
         self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._capped: dict[tuple[int, str], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
 
@@ -595,7 +629,11 @@ class Judge:
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
         chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch)
-        twin, detail = value(CollectiveModel(self.fabric, launch=launch))
+        twin_model = CollectiveModel(self.fabric, launch=launch)
+        twin, detail = value(twin_model)
+        twin_pred = twin_model.predict(op, gpus, size_bytes)
+        forced = _forced_alternatives(twin_pred, busbw)
+        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen)
         detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
@@ -610,17 +648,39 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
-            # below host-memory staging lies only NCCL's network transport within a node (P2P and SHM both off:
-            # NET over sockets or the NIC's loopback), or a degraded host path: a range, not a point
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),
-                            Alternative("the same collective through host memory (no P2P)", alt,
-                                        "slower than host-memory staging: NCCL likely ran on its network transport "
-                                        "(sockets) inside the node, P2P and SHM both off (NCCL_P2P_DISABLE with "
-                                        "NCCL_SHM_DISABLE), or the host path itself is degraded", "collective-net",
-                                        below=True))
+                            Alternative("a fifth of what NCCL's slowest path inside a node (through host memory) gives",
+                                        alt * SLOWER_THAN_HOST_MEMORY,
+                                        "NCCL went through its network transport (sockets) between GPUs of one node: "
+                                        "NCCL_P2P_DISABLE and NCCL_SHM_DISABLE set, or the ranks did not see each other "
+                                        "as one node (containers without a shared /dev/shm or IPC namespace)",
+                                        "collective-network-transport", upto=True))
+        alternatives += forced
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
+
+    def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,
+                              chosen: Any) -> tuple[Alternative, ...]:
+        """The collective capped at fewer channels than NCCL's tuner gives it (NCCL_MAX_NCHANNELS, or
+        NCCL_MIN_NCHANNELS/a tuner plugin capping it), at each power of two below the chosen count."""
+        out = []
+        rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
+        cap = 1
+        while cap < chosen.channels:
+            model = self._capped.get((cap, launch))
+            if model is None:
+                model = self._capped[(cap, launch)] = CollectiveModel(self.fabric, {"NCCL_MAX_NCHANNELS": str(cap)},
+                                                                      launch=launch)
+            capped = model.predict(op, gpus, size_bytes).chosen
+            value = capped.busbw_gb_per_s if busbw else capped.algbw_gb_per_s
+            if 0 < value < FORCED_DISTINCT_BELOW * rate:
+                out.append(Alternative(f"{cap} channel{'s' if cap > 1 else ''}", value,
+                                       f"NCCL ran on {cap} channel{'s' if cap > 1 else ''} where its tuner gives "
+                                       f"{chosen.channels} (NCCL_MAX_NCHANNELS={cap} or a tuner plugin capping it)",
+                                       f"collective-forced-channels-{cap}"))
+            cap *= 2
+        return tuple(out)
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
         found = self._no_peer.get(gpus)

@@ -139,10 +139,12 @@ def run_verdict(record: RunRecord, topology: Topology | None = None) -> RunVerdi
     return RunVerdict(line, tuple(problems), dict(counts))
 
 
-def with_verdict(record: RunRecord, topology: Topology | None = None) -> RunRecord:
+def with_verdict(record: RunRecord, topology: Topology | None = None, *, again: bool = False) -> RunRecord:
     """``record`` with its verdict in ``extra[VERDICT_KEY]`` (unchanged when it has one, or none can be
-    made): what the survey and ``linkscope report`` call, so the judge is asked in one place."""
-    if isinstance((record.extra or {}).get(VERDICT_KEY), Mapping):
+    made): what the survey and ``linkscope report`` call, so the judge is asked in one place.
+    ``again``: judge a record that has a verdict once more (the report: an old record's stored verdict
+    was made by an older judge), keeping the stored one only where no verdict can be made now."""
+    if isinstance((record.extra or {}).get(VERDICT_KEY), Mapping) and not again:
         return record
     verdict = run_verdict(record, topology)
     if verdict is None:

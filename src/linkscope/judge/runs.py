@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model.check import record_gpus
@@ -15,7 +15,7 @@ from ..results.peertools.common import PeerRun
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
 from ..topology import io as topo_io
 from .expect import Judge
-from .verdict import Judgement, Verdict
+from .verdict import Judgement, Thresholds, Verdict, decide
 
 VERDICT_ORDER = (Verdict.OK, Verdict.LOW, Verdict.HIGH, Verdict.UNJUDGED)
 
@@ -98,6 +98,77 @@ def with_group_transfers(measurements: Sequence[Measurement]) -> list[Measuremen
     return out
 
 
+SHARED_LOAD_KEY = "shared-load"
+
+
+def _busy_gpus(record: RunRecord | None) -> dict[int, str]:
+    """GPU (topology number) -> what the survey saw on its links with nothing of its own running, for
+    the GPUs it found shared with another load (``extra["background"]``, diagnose.survey)."""
+    background = (record.extra or {}).get("background") if record is not None else None
+    if not isinstance(background, Mapping):
+        return {}
+    busy = set(g for g in background.get("busy_gpus") or () if isinstance(g, int))
+    out: dict[int, str] = {}
+    for when in ("before", "after"):
+        for name, rates in (background.get(when) or {}).items():
+            if isinstance(rates, Mapping) and rates.get("gpu") in busy and rates["gpu"] not in out:
+                total = sum(v for k, v in rates.items() if k.endswith("_bytes_per_s") and isinstance(v, (int, float)))
+                out[rates["gpu"]] = f"{name} carried {total / 1e9:.1f} GB/s with nothing of the run's own running"
+    return out
+
+
+def _gpus_of(m: Measurement) -> set[Any]:
+    extra = m.extra or {}
+    ends = {m.src, m.dst} | {e for pair in extra.get("transfers") or () for e in pair} | set(extra.get("rank_gpus") or ())
+    return {e for e in ends if isinstance(e, int)}
+
+
+def _with_shared_load(j: Judgement, m: Measurement) -> Judgement:
+    """A low number without a cause, measured on a GPU another load was using: that load is the cause."""
+    why = (m.extra or {}).get("shared_load")
+    if j.verdict is not Verdict.LOW or j.cause or not why:
+        return j
+    cause = f"another load shared the links ({why})"
+    return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=SHARED_LOAD_KEY)
+
+
+FORCED_PREFIX = "collective-forced-"
+#: A forced algorithm/protocol (NCCL_ALGO / NCCL_PROTO: one setting for the whole process) is the cause of a
+#: run's low collectives only when it is the closest cause of every low row of that collective in the file and
+#: within this of each: one curve explains the run or none does (a shared link halves every size a little
+#: differently from how LL does, and the two meet at some sizes). A decision, not a fit.
+FORCED_WITHIN = 0.15
+
+
+def _one_forced_curve(judgements: list[Judgement], measurements: Sequence[Measurement],
+                      thresholds: Thresholds) -> list[Judgement]:
+    """The judgements with a forced-setting cause kept only where one forced setting explains every low
+    row of its collective (FORCED_WITHIN); elsewhere the row is judged again without forced causes."""
+    by_op: dict[str, list[int]] = {}
+    for i, (m, j) in enumerate(zip(measurements, judgements)):
+        if m.pattern == "collective" and j.verdict is Verdict.LOW:
+            by_op.setdefault(m.method, []).append(i)
+    out = list(judgements)
+    for rows in by_op.values():
+        keys = {judgements[i].cause_key for i in rows}
+        if not any(k.startswith(FORCED_PREFIX) for k in keys):
+            continue
+        (key,) = keys if len(keys) == 1 else ("",)
+
+        def close(j: Judgement, key: str = key) -> bool:
+            alt = next((a for a in j.expectation.alternatives if a.key == key), None)
+            return alt is not None and j.measured is not None and abs(j.measured / alt.value - 1) <= FORCED_WITHIN
+        if key and all(close(judgements[i]) for i in rows):
+            continue
+        for i in rows:
+            j = judgements[i]
+            if j.cause_key.startswith(FORCED_PREFIX):
+                exp = replace(j.expectation, alternatives=tuple(a for a in j.expectation.alternatives
+                                                                if not a.key.startswith(FORCED_PREFIX)))
+                out[i] = decide(j.subject, j.measured, exp, thresholds)
+    return out
+
+
 def prepared(run: PeerRun) -> list[Measurement]:
     """A run's measurements as they are judged: a linkscope record's concurrent groups with their
     transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
@@ -115,6 +186,10 @@ def prepared(run: PeerRun) -> list[Measurement]:
             extra = {"rank_gpus": rank_gpus, **({"gpus_per_process": per} if per else {})}
             measurements = [m.with_(extra={**extra, **dict(m.extra or {})}) if m.pattern == "collective" else m
                             for m in measurements]
+        busy = _busy_gpus(run.record)
+        if busy:
+            measurements = [m.with_(extra={**dict(m.extra or {}), "shared_load": "; ".join(busy[g] for g in sorted(gpus))})
+                            if (gpus := _gpus_of(m) & busy.keys()) else m for m in measurements]
     return measurements
 
 
@@ -123,7 +198,9 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
     out = []
     for run in runs:
         judge.check_fit(run.measurements, run.source)
-        out.append(JudgedRun(run, tuple(judge.judge(m) for m in prepared(run))))
+        measurements = prepared(run)
+        judgements = _one_forced_curve([judge.judge(m) for m in measurements], measurements, judge.thresholds)
+        out.append(JudgedRun(run, tuple(_with_shared_load(j, m) for j, m in zip(judgements, measurements))))
     return out
 
 

@@ -92,16 +92,15 @@ class Alternative:
         cause: the diagnosis in words, e.g. ``"peer access likely off"``.
         key: the diagnosis as a stable identifier for programs (``"no-peer-access"``,
             ``"collective-no-p2p"``, ``"pageable-host-memory"``, ``"pcie-link-degraded"``), or "".
-        below: the cause explains any number under ``value`` too (a path slower than the slowest one
-            modelled, e.g. NCCL's socket transport under host-memory staging), where no alternative's
-            own value is near the number.
+        upto: ``value`` is a ceiling, not a value: the cause explains any number at or below it (a
+            path slower than every modelled one, such as NCCL's socket transport), ahead of closer values.
     """
 
     label: str
     value: float
     cause: str
     key: str = ""
-    below: bool = False
+    upto: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,7 +177,8 @@ class Expectation:
                 "fixed_share": self.fixed_share, "source": self.source, "reference": self.reference, "band": self.band,
                 "reference_text": self.reference_text, "plausible_max": self.plausible_max, "bound_note": self.bound_note,
                 "one_sided": self.one_sided,
-                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key} for a in self.alternatives]}
+                "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key, "upto": a.upto}
+                                 for a in self.alternatives]}
 
 
 @dataclass(frozen=True)
@@ -226,18 +226,17 @@ def _num(value: float) -> str:
 def _explained(measured: float, exp: Expectation, within: float) -> Alternative | None:
     """The alternative closest to ``measured`` (in ratio), when within ``within`` of it."""
     best: tuple[float, Alternative] | None = None
-    floor: Alternative | None = None
     for alt in exp.alternatives:
         if alt.value <= 0 or not math.isfinite(alt.value):
             continue
-        distance = abs(math.log(measured / alt.value))
-        if alt.below:
-            if measured < alt.value / (1 + within) and (floor is None or alt.value < floor.value):
-                floor = alt  # the slowest path that still lies above the number
+        if alt.upto:
+            if measured <= alt.value:
+                return alt
             continue
+        distance = abs(math.log(measured / alt.value))
         if distance <= math.log1p(within) and (best is None or distance < best[0]):
             best = (distance, alt)
-    return best[1] if best else floor
+    return best[1] if best else None
 
 
 def decide(subject: str, measured: float | None, expectation: Expectation,
@@ -308,8 +307,8 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         slow = "low" if exp.higher_is_better else "low (slower than expected)"
         alt = _explained(measured, exp, t.explain_within) if measured > 0 else None
         if alt is not None:
-            gives = (f"is below what {alt.label} gives (~{_num(alt.value)}{unit})" if alt.below else
-                     f"is what {alt.label} gives (~{_num(alt.value)}{unit})")
+            gives = (f"is below {alt.label} (~{_num(alt.value)}{unit})" if alt.upto
+                     else f"is what {alt.label} gives (~{_num(alt.value)}{unit})")
             reason = f"{head} -> {pct}: {slow}; {_num(measured)}{unit} {gives}: {alt.cause}{tail}"
             return Judgement(subject, measured, exp, Verdict.LOW, fraction, reason, alt.cause, alt.key)
         return Judgement(subject, measured, exp, Verdict.LOW, fraction, f"{head} -> {pct}: {slow}{tail}")

@@ -1,51 +1,33 @@
-"""Collectives: sizes and bus-bandwidth factors as nccl-tests defines them, and their predicted time.
+"""Collectives' predicted time: ``CollectiveModel`` times an NCCL-style collective on a topology with the
+fabric model (docs/comm.md explains the method).
 
-The first half is a pure table (nccl-tests' conventions); the second, ``CollectiveModel``, times
-an NCCL-style collective on a topology with the fabric model (docs/comm.md explains the method).
-
-nccl-tests (``doc/PERFORMANCE.md``) reports for each operation a *size* S in bytes, the time t of
-one operation, the algorithm bandwidth ``algbw = S / t`` and the bus bandwidth
-``busbw = algbw * factor(n)``, where the factor makes busbw comparable with the hardware's
-per-GPU link speed whatever the number of ranks n:
-
-* **allreduce** ``2(n-1)/n``: a ring (or any optimal) allreduce is a reduce-scatter followed by an
-  allgather; each rank sends and receives ``(n-1)/n * S`` bytes in each phase, so every rank's
-  links carry ``2(n-1)/n * S`` while the user sees S.
-* **allgather** ``(n-1)/n``: S is the *received* total (n chunks of S/n); each rank must receive
-  the n-1 chunks it does not own.
-* **reduce_scatter** ``(n-1)/n``: S is the *sent* total per rank (n chunks of S/n); each rank
-  must send the n-1 chunks it does not keep.
-* **broadcast**, **reduce** ``1``: every byte crosses the root's link once (pipelined chain or
-  tree), so busbw = algbw.
-* **alltoall** ``(n-1)/n``: S is each rank's send total (n chunks of S/n); the chunk to itself
-  does not leave the GPU.
-* **sendrecv** ``1``: each rank sends S to its right neighbour and receives S from its left one
-  (a ring shift); each byte crosses one link once.
-* **gather**, **scatter** ``(n-1)/n``: S is the root's total (n chunks of S/n); the root receives
-  (sends) the n-1 chunks of the other ranks. NCCL has no gather/scatter call: nccl-tests, and
-  linkscope, group ``ncclSend``/``ncclRecv`` to/from root 0.
-
-Sizes: ``count`` elements of ``dtype_bytes`` each are rounded down so the per-rank chunks are
-whole (nccl-tests does the same), and the size actually used is reported.
-
->>> round(busbw_factor("allreduce", 4), 3)
-1.5
->>> busbw_factor("broadcast", 8)
-1.0
->>> layout("allgather", 4096, 4, 4).size_bytes
-4096
->>> layout("allgather", 4100, 4, 4).send_count
-256
+What each operation is (sizes, bus-bandwidth factor, in-place rule, library call, reference, and the
+ring or chain passes the twin times) is the collective descriptor's (``linkscope.collectives``, one row
+per operation); this module reads it and never branches on an operation's name. The descriptor's
+names are re-exported here for the model's callers.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, UserError
+from ..collectives import (  # noqa: F401 - re-exported: the model's callers read the descriptor through it
+    OP_TABLE,
+    OPS,
+    P2P_OPS,
+    CollectiveOp,
+    Layout,
+    _check_op,
+    algbw_gb_per_s,
+    busbw_factor,
+    busbw_gb_per_s,
+    check_values,
+    layout,
+)
+from ..errors import ConfigError
 from ..patterns.methods import SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import node_labels
@@ -55,165 +37,6 @@ from .contention import simulate
 from .fits import Context, fits_report
 from .params import generation_key, recording
 from .predict import FabricModel
-
-
-def check_values(xp: Any, rank: int, start: int, count: int) -> Any:
-    """The data check's input: element i of rank r's send buffer is ``(i mod 13) + r + 1`` (exact in float32)."""
-    idx = xp.arange(start, start + count, dtype=xp.int64)
-    return ((idx % 13) + rank + 1).astype(xp.float32)
-
-
-def _sum_values(xp: Any, n: int, start: int, count: int) -> Any:
-    """The sum of ``check_values`` over n ranks."""
-    idx = xp.arange(start, start + count, dtype=xp.int64)
-    return (n * (idx % 13) + n * (n + 1) // 2).astype(xp.float32)
-
-
-def _concat(xp: Any, parts: list[Any]) -> Any:
-    return xp.concatenate(parts) if parts else xp.zeros(0, xp.float32)
-
-
-def _ref_allgather(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
-    return _concat(xp, [check_values(xp, k, 0, lay.chunk_count) for k in range(n)]) if lay.chunk_count else xp.zeros(0, xp.float32)
-
-
-def _ref_alltoall(xp: Any, rank: int, n: int, lay: Layout, root: int) -> Any:
-    c = lay.chunk_count
-    return _concat(xp, [check_values(xp, k, rank * c, c) for k in range(n)]) if c else xp.zeros(0, xp.float32)
-
-
-@dataclass(frozen=True)
-class CollectiveOp:
-    """One collective as nccl-tests describes it (one descriptor per operation, like its ``testColl``):
-    read by the real runner (comm/nccl.py), the simulated backend and the model.
-
-    Attributes:
-        name: the operation (``--op``).
-        layout: ``whole`` (send and receive S), ``gather`` (send S/n, receive S), ``scatter`` (send S,
-            receive S/n) or ``exchange`` (send and receive S in n chunks).
-        busbw: ``allreduce`` (2(n-1)/n), ``chunks`` ((n-1)/n) or ``one`` (1): nccl-tests' factor.
-        in_place: ``same`` (one buffer), ``recv_slot`` (send from the rank's slot of the receive
-            buffer), ``send_slot`` (receive into the rank's slot of the send buffer) or ``undefined``
-            (NCCL defines none: timed, not checked).
-        nccl_func: the function NCCL's tuner times (None: grouped send/recv).
-        reference: what rank r's receive buffer must hold (None: nothing to check on that rank).
-    """
-
-    name: str
-    layout: str
-    busbw: str
-    in_place: str
-    nccl_func: str | None
-    reference: Callable[[Any, int, int, Layout, int], Any | None]
-
-    def busbw_factor(self, ranks: int) -> float:
-        n = float(ranks)
-        return 2.0 * (n - 1.0) / n if self.busbw == "allreduce" else (n - 1.0) / n if self.busbw == "chunks" else 1.0
-
-    def bytes_per_rank(self, size_bytes: int, ranks: int) -> float:
-        """Bytes each rank's links carry at size S on the best algorithm (S x the busbw factor)."""
-        return size_bytes * self.busbw_factor(ranks)
-
-    def exchanges(self, rank: int, n: int, lay: Layout, root: int = 0) -> tuple[list[tuple[int, int, int]],
-                                                                                  list[tuple[int, int, int]]]:
-        """Grouped send/recv operations: (peer, element offset, count) of this rank's sends and receives
-        (nccl-tests' alltoall, sendrecv, gather and scatter); empty for NCCL collectives."""
-        c = lay.chunk_count
-        if self.name == "alltoall":
-            return [(k, k * c, c) for k in range(n)], [(k, k * c, c) for k in range(n)]
-        if self.name == "sendrecv":
-            return [((rank + 1) % n, 0, lay.send_count)], [((rank - 1) % n, 0, lay.recv_count)]
-        if self.name == "gather":
-            return [(root, 0, c)], ([(k, k * c, c) for k in range(n)] if rank == root else [])
-        if self.name == "scatter":
-            return ([(k, k * c, c) for k in range(n)] if rank == root else []), [(root, 0, c)]
-        return [], []
-
-
-OP_TABLE: dict[str, CollectiveOp] = {op.name: op for op in (
-    CollectiveOp("allreduce", "whole", "allreduce", "same", "allreduce",
-                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count)),
-    CollectiveOp("allgather", "gather", "chunks", "recv_slot", "allgather", _ref_allgather),
-    CollectiveOp("reduce_scatter", "scatter", "chunks", "send_slot", "reduce_scatter",
-                 lambda xp, r, n, lay, root: _sum_values(xp, n, r * lay.chunk_count, lay.chunk_count)),
-    CollectiveOp("broadcast", "whole", "one", "same", "broadcast",
-                 lambda xp, r, n, lay, root: check_values(xp, root, 0, lay.recv_count)),
-    CollectiveOp("reduce", "whole", "one", "same", "reduce",
-                 lambda xp, r, n, lay, root: _sum_values(xp, n, 0, lay.recv_count) if r == root else None),
-    CollectiveOp("alltoall", "exchange", "chunks", "undefined", None, _ref_alltoall),
-    CollectiveOp("sendrecv", "whole", "one", "undefined", None,
-                 lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count)),
-    CollectiveOp("gather", "gather", "chunks", "recv_slot", None,
-                 lambda xp, r, n, lay, root: _ref_allgather(xp, r, n, lay, root) if r == root else None),
-    CollectiveOp("scatter", "scatter", "chunks", "send_slot", None,
-                 lambda xp, r, n, lay, root: check_values(xp, root, r * lay.chunk_count, lay.chunk_count)),
-)}
-OPS = tuple(OP_TABLE)
-
-
-def busbw_factor(op: str, ranks: int) -> float:
-    """nccl-tests' bus-bandwidth factor of ``op`` on ``ranks`` ranks (derivations in the module doc)."""
-    _check_op(op)
-    if ranks < 1:
-        raise ValueError(f"ranks must be >= 1, got {ranks}")
-    return OP_TABLE[op].busbw_factor(ranks)
-
-
-def algbw_gb_per_s(size_bytes: int, time_s: float) -> float:
-    """Algorithm bandwidth S / t in decimal GB/s."""
-    if time_s <= 0:
-        raise ValueError(f"time must be positive, got {time_s}")
-    return size_bytes / time_s / 1e9
-
-
-def busbw_gb_per_s(op: str, ranks: int, size_bytes: int, time_s: float) -> float:
-    return algbw_gb_per_s(size_bytes, time_s) * busbw_factor(op, ranks)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Element counts of one operation at one nominal size.
-
-    Attributes:
-        op: the operation.
-        ranks: number of ranks.
-        send_count: elements each rank's send buffer holds.
-        recv_count: elements each rank's receive buffer holds.
-        chunk_count: elements per peer (alltoall), per rank (allgather, reduce_scatter, gather,
-            scatter), else count.
-        size_bytes: the size S nccl-tests reports (after rounding), used for algbw.
-    """
-
-    op: str
-    ranks: int
-    send_count: int
-    recv_count: int
-    chunk_count: int
-    size_bytes: int
-
-
-def layout(op: str, size_bytes: int, ranks: int, dtype_bytes: int = 4) -> Layout:
-    """The buffers of ``op`` at nominal size ``size_bytes`` (nccl-tests' conventions)."""
-    _check_op(op)
-    if size_bytes < 0 or ranks < 1 or dtype_bytes < 1:
-        raise ValueError("size, ranks and dtype size must be positive")
-    count = size_bytes // dtype_bytes
-    kind = OP_TABLE[op].layout
-    if kind == "whole":
-        return Layout(op, ranks, count, count, count, count * dtype_bytes)
-    chunk = count // ranks
-    total = chunk * ranks
-    if kind == "gather":
-        return Layout(op, ranks, chunk, total, chunk, total * dtype_bytes)
-    if kind == "scatter":
-        return Layout(op, ranks, total, chunk, chunk, total * dtype_bytes)
-    return Layout(op, ranks, total, total, chunk, total * dtype_bytes)
-
-
-def _check_op(op: str) -> None:
-    if op not in OP_TABLE:
-        raise UserError(f"unknown collective {op!r}", hint=f"valid operations: {', '.join(OP_TABLE)}")
-
 
 # ---- predicted time: NCCL's algorithms and protocols on the fabric model ------------------------------
 TRANSPORT_METHOD = SM_PUSH.key
@@ -225,7 +48,6 @@ ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
 ``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:105-107); Simple only data."""
-P2P_OPS = tuple(op.name for op in OP_TABLE.values() if op.nccl_func is None)
 
 
 @dataclass(frozen=True)
@@ -293,6 +115,18 @@ class CollectivePrediction:
 
 Flow = tuple[int, int, float]
 
+
+def _nccl_func(spec: CollectiveOp) -> str:
+    """The NCCL function whose algorithms NCCL's tuner times for ``spec`` (the descriptor's ``nccl_func``)."""
+    if spec.nccl_func is None:
+        raise ConfigError(f"{spec.name} is grouped send/recv: NCCL's tuner does not time it")
+    return spec.nccl_func
+
+
+def _ring_passes(spec: CollectiveOp, n: int, reduce_step_s: float, copy_step_s: float) -> tuple[int, float]:
+    """Steps and seconds of a ring's passes (the descriptor's ``phases``)."""
+    return spec.ring_steps(n), spec.ring_time_s(n, reduce_step_s, copy_step_s)
+
 #: How the operations are launched (a run choice of ``CollectiveModel``): from a CUDA graph or one by
 #: one from the host.
 LAUNCH_MODES = ("graph", "eager")
@@ -347,6 +181,7 @@ class CollectiveModel:
         self.reduce_efficiency = fabric.params["nccl_reduce_efficiency"]
         self.settings = nt.NcclSettings.from_env(env)
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
+        self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -381,7 +216,8 @@ class CollectiveModel:
         (``isAllDirectP2p``, coll_reg.cc:320) and with Simple (coll_reg.cc:181). Ring: allgather,
         broadcast and out-of-place allreduce (nccl-tests' reported column); not reduce_scatter, reduce or
         an in-place allreduce (coll_reg.cc:183-184). Grouped send/recv: Simple sends to another GPU over P2P
-        (enqueue.cc:874-888; ``op`` None: any grouped send/recv). Trees (coll_reg.cc:185) are not modelled as
+        (enqueue.cc:874-888; ``op`` None: any grouped send/recv); the descriptor's ``ends_with_copy`` says
+        which. Trees (coll_reg.cc:185) are not modelled as
         registered."""
         if self.launch != "graph" or not self.settings.graph_register or protocol != "Simple":
             return False
@@ -391,8 +227,8 @@ class CollectiveModel:
         if any(self.fabric.peer_access(a, b) is not None for a in ranks for b in ranks if a != b):
             return False
         if algorithm == "p2p":
-            return op is None or op in P2P_OPS
-        return algorithm == "ring" and op in ("allgather", "broadcast", "allreduce")
+            return op is None or OP_TABLE[op].grouped
+        return algorithm == "ring" and op is not None and OP_TABLE[op].ends_with_copy
 
     def method(self, src: int, dst: int) -> str:
         """The transport between two GPUs: ``local`` inside one, P2P where peer access exists, else host."""
@@ -414,7 +250,10 @@ class CollectiveModel:
         for src, dst, nbytes in flows:
             how = method if method is not None and src != dst else self.method(src, dst)
             size = float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
-            stages.append(self.fabric.stages(src, dst, round(size), how))
+            flow = self.fabric.stages(src, dst, round(size), how)
+            if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
+                flow = [self._net_stage(st) for st in flow]
+            stages.append(flow)
             overhead.append(self.fabric.params.overhead_us(how) * 1e-6)
         problem = self.fabric._problem(stages)
         first = problem.flow_first
@@ -428,6 +267,26 @@ class CollectiveModel:
             caps = np.minimum(caps, flow_cap)
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps))
         return float(np.max(result.finish_s))
+
+    def _across_nodes(self, src: int, dst: int) -> bool:
+        """Whether GPUs ``src`` and ``dst`` (indices) sit in different nodes of the topology."""
+        if self._node_of is None:
+            labels = node_labels(self.fabric.topology)
+            index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+            self._node_of = {g.index: labels[index[g.id]] for g in self.fabric.topology.gpus}
+        return self._node_of.get(src) != self._node_of.get(dst)
+
+    def _net_stage(self, stage: Any) -> Any:
+        """A stage of a transfer between nodes as NCCL's net transport moves it: the sender's SMs store into
+        a FIFO in their own GPU's memory and the NIC's DMA engine carries it to the receiver's (GPUDirect
+        RDMA: net_ib.cc ncclIbIsend posts an RDMA write of the FIFO slot, the proxy drives it; net.cc
+        sendProxyProgress). No SM store crosses the network, so the SM copy's share of a link
+        (``method_efficiency.sm-push``) and the peer copy's PCIe transit factors do not bound it: it runs at
+        its route's bottleneck (a NIC: line rate x ``link_efficiency.network``), as the maintainers' 24 GB/s
+        per 200 Gb/s NIC and 46-48 per 400 Gb/s (nccl-tests#119, #290) say."""
+        used = stage.resources[np.asarray(stage.weights) > 0]
+        cap = float(self.fabric.capacity[used].min()) if used.size else stage.cap_gb_per_s
+        return replace(stage, cap_gb_per_s=cap)
 
     def _route_latency_s(self, flows: Sequence[tuple[int, int]]) -> float:
         return self.flows_time_s([(a, b, 0) for a, b in flows])
@@ -456,6 +315,7 @@ class CollectiveModel:
         """Predicted time of ``op`` over ranks on ``gpus`` (rank order = ring order) at nccl-tests'
         size S (``layout(...).size_bytes``), with the algorithm and protocol NCCL would choose."""
         _check_op(op)
+        spec = OP_TABLE[op]
         ranks = [int(g) for g in gpus]
         n = len(ranks)
         if n < 1:
@@ -465,11 +325,11 @@ class CollectiveModel:
         for g in ranks:
             self.fabric.gpu(g)  # an unknown GPU index is a clear error
         if n == 1:
-            copy = self.flows_time_s([(ranks[0], ranks[0], float(size_bytes))]) if op != "reduce_scatter" else 0.0
+            copy = self.flows_time_s([(ranks[0], ranks[0], float(size_bytes))]) if spec.one_rank_copy else 0.0
             local = self._prediction("local", op, 1, size_bytes, self.launch_us + copy * 1e6, 0, channels=1)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), local, (local,))
         system = self.nccl_system(ranks)
-        if op in P2P_OPS:
+        if spec.grouped:
             with recording() as used:
                 chosen = self._p2p(op, ranks, int(size_bytes), system)
             chosen = self._with_fits(chosen, used, ranks, system)
@@ -482,11 +342,12 @@ class CollectiveModel:
             ring = self._with_fits(ring, used, ranks, system)
             return CollectivePrediction(op, tuple(ranks), int(size_bytes), ring, (ring,))
         tuning = nt.tune(system)
-        choice = nt.choose(tuning, system, op, int(size_bytes))
+        func = _nccl_func(spec)
+        choice = nt.choose(tuning, system, func, int(size_bytes))
         options = []
         for (algo, proto), estimate in choice.estimates_us.items():
             a, p = nt.ALGOS.index(algo), nt.PROTOS.index(proto)
-            channels = nt.channels_for(system, op, a, p, int(size_bytes))
+            channels = nt.channels_for(system, func, a, p, int(size_bytes))
             with recording() as used:
                 option = self._nccl_algorithm(op, ranks, int(size_bytes), system, tuning, a, p, channels, estimate)
             options.append(self._with_fits(option, used, ranks, system))
@@ -508,7 +369,7 @@ class CollectiveModel:
         """The launch floor plus NCCL's latency for the algorithm and protocol without its base part
         (tuning.cc:353-401: per-step hardware latencies; the base latency is a launch cost, which the
         twin takes from the measured ``nccl_launch_us``)."""
-        f = nt.FUNCS.index(op)
+        f = nt.FUNCS.index(_nccl_func(OP_TABLE[op]))
         return self.launch_us + max(0.0, tuning.latency_us[f][a][p] - nt.BASE_LATENCY_US[a][p])
 
     def _nccl_algorithm(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem, tuning: nt.Tuning,
@@ -523,12 +384,21 @@ class CollectiveModel:
             return self._tree(op, ranks, S, proto, channels, system, lat_us, estimate)
         if a == nt.NVLS and system.n_nodes == 1:  # across nodes NVLS runs with CollNet: NCCL's bandwidth below
             rate = self._nvls_rate_gb_per_s(ranks, system)
-            per_link = S * (1.0 + 1.0 / n) if op == "allreduce" else S * (n - 1) / n
+            passes = len(OP_TABLE[op].phases)  # allreduce: a reduce pass, then a copy pass
+            per_link = S * (1.0 + 1.0 / n) if passes == 2 else S * (n - 1) / n
             t_us = lat_us + per_link / (rate * 1e3)
-            return self._prediction(algo, op, n, size_bytes, t_us, 2 if op == "allreduce" else 1, proto, channels,
+            return self._prediction(algo, op, n, size_bytes, t_us, passes, proto, channels,
                                     estimate, "fabric+nccl")
-        f = nt.FUNCS.index(op)  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
-        t_us = lat_us + S / (1000.0 * tuning.bandwidth[f][a][p])
+        f = nt.FUNCS.index(_nccl_func(OP_TABLE[op]))  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
+        bw = tuning.bandwidth[f][a][p]
+        t_us = lat_us + S / (1000.0 * bw)
+        if a == nt.NVLS_TREE:
+            # the pipeline's fill, which NCCL's tuner leaves out (its time is latency + bytes / bandwidth): a
+            # chunk reaches the other nodes through the tree's network hops (all_reduce.h:521-620: NVLS reduce,
+            # send up, receive, NVLS broadcast; warps handing chunks on through FIFOs), and each hop holds one
+            # round of chunks (every channel and head) before the pipeline streams. 2 x HGX H100, 64 MiB: 4
+            # rounds of 16 MiB in the whole call, 2 hops: NCCL's 339 us becomes 476 (nccl-tests#309: 466)
+            t_us += nt.nvls_tree_net_hops(system) * nt.nvls_tree_round_bytes(system, size_bytes, channels) / (1000.0 * bw)
         return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
 
     def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
@@ -597,7 +467,7 @@ class CollectiveModel:
         per_gpu = S / n  # what the last receives of all loops write on each GPU
         chunk_bytes = system.settings.buffsize // nt.NCCL_STEPS * nt.ALLREDUCE_CHUNKSTEPS
         first = channels * min(per_gpu / channels, float(chunk_bytes))
-        link_steps = 2 * (n - 1) if op == "allreduce" else n - 1
+        link_steps = OP_TABLE[op].ring_steps(n)
         hidden = min(1.0, link_steps * params["nccl_ring_local_hidden_per_step"])
         unhidden = first + (1.0 - hidden) * (per_gpu - first)
         cta_s = unhidden / (channels * params["nccl_ring_local_cta_gb_per_s"] * 1e9)
@@ -605,17 +475,19 @@ class CollectiveModel:
 
     def _ring_like(self, op: str, ranks: list[int], S: float, proto: str, channels: int,
                    system: nt.NcclSystem | None, lat_us: float | None, estimate: float | None = None) -> AlgorithmPrediction:
-        """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce."""
+        """Ring steps (allreduce, allgather, reduce_scatter) or the pipelined chain of broadcast / reduce
+        (the descriptor's ``pattern`` and ``phases``)."""
         n = len(ranks)
+        spec = OP_TABLE[op]
         wire = 1.0 / PAYLOAD_FRACTION[proto]
         p = nt.PROTOS.index(proto)
         cap = self._caps(system, nt.RING, proto, channels)
         if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
-            cap = min(cap, channels * nt.threads_for(system, op, nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
+            cap = min(cap, channels * nt.threads_for(system, _nccl_func(spec), nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
         cap *= wire
         step_bytes = (system.settings.buffsize if system else nt.DEFAULT_BUFFSIZE) // nt.NCCL_STEPS
         fill = 0.0
-        if op in ("allreduce", "allgather", "reduce_scatter"):
+        if spec.pattern == "ring":
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
             ring_pairs = set(ring)  # a set: a ring of thousands of ranks is checked in linear time
             chunk = S / n
@@ -638,8 +510,7 @@ class CollectiveModel:
             else:
                 red = self.flows_time_s([(a, b, chunk) for a, b in ring], reduce=True, cap_gb_per_s=cap, wire=wire)
                 cpy = self.flows_time_s([(a, b, chunk) for a, b in ring], cap_gb_per_s=cap, wire=wire)
-            steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
-            t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
+            steps, t = _ring_passes(spec, n, red, cpy)
             # The last step of each loop only receives: the channel's CTA copies (allreduce, allgather) or
             # reduces (reduce_scatter) the arriving chunk into the output, a local memory pass that the CTA
             # runs after its sends (all_gather.h / all_reduce.h runRing: ... directRecv last). Over the
@@ -654,7 +525,7 @@ class CollectiveModel:
             if simple and system is not None:
                 t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
             else:
-                local = chunk * (1.5 if op == "reduce_scatter" else 1.0)
+                local = chunk * (1.0 if spec.ends_with_copy else 1.5)  # a last reduce reads two buffers
                 if not registered:
                     t += self.flows_time_s([(g, g, local) for g in ranks])
                 if system is not None and channels and proto == "LL128":
@@ -666,9 +537,9 @@ class CollectiveModel:
                     fill = self._fill_s(cpy, chunk, real_chunk, channels)
         else:  # broadcast, reduce: a pipelined chain from / to the root
             chain = [(ranks[i], ranks[i + 1]) for i in range(n - 1)]
-            if op == "reduce":
+            if spec.reduces:  # towards the root
                 chain = [(b, a) for a, b in reversed(chain)]
-            t = self.flows_time_s([(a, b, S) for a, b in chain], reduce=op == "reduce", cap_gb_per_s=cap, wire=wire)
+            t = self.flows_time_s([(a, b, S) for a, b in chain], reduce=spec.reduces, cap_gb_per_s=cap, wire=wire)
             steps = n - 1
             if proto == "Simple" and channels:  # BROADCAST_SLICESTEPS = 1 step (collectives.h:25-26)
                 fill = (n - 2) * self._fill_s(t, S, min(step_bytes, S / channels), channels)
@@ -708,7 +579,8 @@ class CollectiveModel:
         2(n-1) or n-1 steps, Simple. None where RCCL's rings do not apply (not AMD, another op, no ring
         over direct xGMI links)."""
         gpus = [self.fabric.gpu(g) for g in ranks]
-        if op not in ("allreduce", "allgather", "reduce_scatter") or not all(rccl.is_amd(g) for g in gpus):
+        spec = OP_TABLE[op]
+        if spec.pattern != "ring" or not all(rccl.is_amd(g) for g in gpus):
             return None
         n = len(ranks)
         where = {g.id: k for k, g in enumerate(gpus)}
@@ -723,8 +595,7 @@ class CollectiveModel:
         flows = [(ranks[r[k]], ranks[r[(k + 1) % n]], chunk) for r in found for k in range(n)]
         red = self.flows_time_s(flows, reduce=True)
         cpy = self.flows_time_s(flows)
-        steps = {"allreduce": 2 * (n - 1), "allgather": n - 1, "reduce_scatter": n - 1}[op]
-        t = {"allreduce": (n - 1) * (red + cpy), "allgather": (n - 1) * cpy, "reduce_scatter": (n - 1) * red}[op]
+        steps, t = _ring_passes(spec, n, red, cpy)
         return self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, "Simple", channels,
                                 basis="fabric (RCCL rings)")
 
@@ -970,17 +841,15 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     inter = 0.0
     node_nics, net_path = 0, 0.0
     if n_nodes > 1:
-        nic_of = {}
-        for g in gpus:
-            nics = fabric.router.nearest_nics(g)
-            if nics:
-                nic_of[g.id] = nics[0]
-        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nic in nic_of.values()]  # topo.cc:373: Mbps / 8000
+        # a GPU's local NICs are every NIC tied at its best path (ncclTopoGetLocal keeps ties, topo.cc:1548-1572
+        # at v2.28.9-1), and a node's rings may use the local NICs of any of its GPUs (ncclTopoSelectNets appends
+        # each GPU's local nets, search.cc:531-546): two GPUs behind one PCIe switch with two NICs reach both
+        nics_of = {g.id: fabric.router.nearest_nics(g) for g in gpus}
+        rates = [(nic.line_rate_gbit_per_s or 100.0) / 8.0 for nics in nics_of.values() for nic in nics]  # topo.cc:373
         inter = min(rates) if rates else 12.0
         per_node: dict[str, set[str]] = {}
         for g, node in zip(gpus, nodes):
-            if g.id in nic_of:
-                per_node.setdefault(node, set()).add(nic_of[g.id].id)
+            per_node.setdefault(node, set()).update(nic.id for nic in nics_of[g.id])
         node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)

@@ -35,6 +35,9 @@ from ..errors import UserError
 # ---- names (init.cc:49-51; nccl_common.h / nccl_tuner.h order) ------------------------------------------
 FUNCS = ("broadcast", "reduce", "allgather", "reduce_scatter", "allreduce")
 """NCCL's collective functions in its order (init.cc:49: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)."""
+BROADCAST, REDUCE, ALLGATHER, REDUCE_SCATTER, ALLREDUCE = FUNCS
+"""NCCL's ``ncclFunc_t`` values (the tuner branches on them as tuning.cc does); an operation names its
+function in the collective descriptor (``linkscope.collectives``, ``nccl_func``)."""
 NCCL_FUNC_NAMES = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 ALGOS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 NCCL_ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # init.cc:50
@@ -90,6 +93,8 @@ ALLREDUCE_CHUNKSTEPS, ALLREDUCE_SLICESTEPS = NCCL_STEPS // 2, NCCL_STEPS // 4  #
 NVLS_NCHANNELS_SM90 = 16  # nvls.cc:148
 NCCL_MAX_NVLS_ARITY = 32  # device.h:207
 P2P_NVL_CHUNKSIZE, P2P_PCI_CHUNKSIZE, P2P_NET_CHUNKSIZE = 1 << 19, 1 << 17, 1 << 17  # init.cc:704-706
+NVLS_CHUNKSIZE = 128 * 1024  # nvls.cc:153 (NCCL_NVLS_CHUNKSIZE)
+NVLSTREE_MAX_CHUNKSIZE = -2  # enqueue.cc:1977 (NCCL_NVLSTREE_MAX_CHUNKSIZE; -2: 64 KiB from 4 nodes, else the NVLS chunk)
 P2P_LL_THRESHOLD = 16384  # enqueue.cc:779
 P2P_PER_CHANNEL_NET_BW = 14  # paths.cc:815
 MAX_NTHREADS = {LL: 512, LL128: 640, SIMPLE: 512}  # device.h:88-92, 109 (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS)
@@ -199,6 +204,8 @@ class NcclSettings:
     min_p2p_channels: int = 1
     max_p2p_channels: int = MAXCHANNELS
     graph_register: bool = True
+    nvls_chunk: int = NVLS_CHUNKSIZE
+    nvls_tree_max_chunk: int = NVLSTREE_MAX_CHUNKSIZE
     given: tuple[str, ...] = field(default=())
 
     @classmethod
@@ -232,6 +239,8 @@ class NcclSettings:
             min_p2p_channels=_env_int(env, "NCCL_MIN_P2P_NCHANNELS", 1),
             max_p2p_channels=_env_int(env, "NCCL_MAX_P2P_NCHANNELS", MAXCHANNELS),
             graph_register=_env_int(env, "NCCL_GRAPH_REGISTER", 1) != 0,  # enqueue.cc:258
+            nvls_chunk=_env_int(env, "NCCL_NVLS_CHUNKSIZE", NVLS_CHUNKSIZE),
+            nvls_tree_max_chunk=_env_int(env, "NCCL_NVLSTREE_MAX_CHUNKSIZE", NVLSTREE_MAX_CHUNKSIZE),
             given=given,
         )
 
@@ -239,7 +248,8 @@ class NcclSettings:
 _KNOWN_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
               "NCCL_MAX_NRINGS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_COLLNET_ENABLE", "NCCL_BUFFSIZE",
               "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
-              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER")
+              "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER", "NCCL_NVLS_CHUNKSIZE",
+              "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
 
 # ---- the machine as NCCL sees it ------------------------------------------------------------------------
@@ -432,13 +442,13 @@ def tune(system: NcclSystem) -> Tuning:
     s = system.settings
     lat_all, bw_all = [], []
     for f, func in enumerate(FUNCS):
-        nsteps = 2 * (n - 1) if func == "allreduce" else n - 1 if func in ("reduce_scatter", "allgather") else n
+        nsteps = 2 * (n - 1) if func == ALLREDUCE else n - 1 if func in (REDUCE_SCATTER, ALLGATHER) else n
         lat_f, bw_f = [], []
         for a in range(len(ALGOS)):
             lat_a, bw_a = [0.0] * 3, [0.0] * 3
-            skip = ((func in ("broadcast", "reduce") and a != RING)
-                    or (func in ("reduce_scatter", "allgather") and a not in (PAT, RING, NVLS, COLLNET_DIRECT))
-                    or (func == "allreduce" and a == PAT))  # tuning.cc:273-277
+            skip = ((func in (BROADCAST, REDUCE) and a != RING)
+                    or (func in (REDUCE_SCATTER, ALLGATHER) and a not in (PAT, RING, NVLS, COLLNET_DIRECT))
+                    or (func == ALLREDUCE and a == PAT))  # tuning.cc:273-277
             g = graphs[a]
             for p in range(3):
                 if skip or ((a in (NVLS, NVLS_TREE)) and p != SIMPLE):
@@ -451,7 +461,7 @@ def tune(system: NcclSystem) -> Tuning:
                     if g.n_channels < 2:  # :288
                         continue
                     intra = g.bw_intra * NVLS_EFFICIENCY[ci] * (g.n_channels - 1) / g.n_channels  # :290
-                    intra *= 2.0 if func == "allreduce" else (ppn - 1) / ppn  # :292-296
+                    intra *= 2.0 if func == ALLREDUCE else (ppn - 1) / ppn  # :292-296
                     inter_bw = g.bw_inter * (2 if nodes <= 2 and a == NVLS_TREE else 1)  # :297
                     bw = min(intra, inter_bw if nodes > 1 else intra, nvls_tree_max if a == NVLS_TREE else math.inf)
                 bus = g.n_channels * bw  # :301
@@ -459,7 +469,7 @@ def tune(system: NcclSystem) -> Tuning:
                     bus = min(ll_max, bus * 0.5)  # :304
                 if a == RING and p == LL128:
                     bus = min(bus * LL128_WIRE_FRACTION, g.n_channels * ring_ll128)  # :305
-                if a == TREE and func == "allreduce":
+                if a == TREE and func == ALLREDUCE:
                     bus = min(bus * 0.92, g.n_channels * tree_max)  # :306
                 if a == TREE and p == LL:
                     bus = min(bus / 3.8, ll_max)  # :307
@@ -470,7 +480,7 @@ def tune(system: NcclSystem) -> Tuning:
                 if collnet and p != SIMPLE:
                     bus = 0.0  # :311-312
                 if a == COLLNET_DIRECT and p == SIMPLE:
-                    if func in ("allgather", "reduce_scatter"):
+                    if func in (ALLGATHER, REDUCE_SCATTER):
                         bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)  # :314-315
                     else:
                         factor = ppn / g.n_channels
@@ -478,24 +488,24 @@ def tune(system: NcclSystem) -> Tuning:
                         bus /= factor
                         if system.cc >= 90:
                             bus *= 0.85  # :317-321
-                if not (a != RING and func in ("allgather", "reduce_scatter")):  # :346-351
+                if not (a != RING and func in (ALLGATHER, REDUCE_SCATTER)):  # :346-351
                     bus *= (n / nsteps) if a in (RING, NVLS, NVLS_TREE) else 0.5
                 lat = BASE_LATENCY_US[a][p]  # :353
                 intra_lat = HW_LATENCY_US[intra_hw][a][p]
                 inter_lat = HW_LATENCY_US[HW_NET][TREE if ppn == 1 else a][p]  # :356 (graph latencyInter 0)
                 if a == RING:
                     ring_lat = HW_LATENCY_US[hw][a][p]
-                    if func in ("reduce", "broadcast"):
+                    if func in (REDUCE, BROADCAST):
                         lat += ring_lat  # :362-365 (sameChannels)
                     else:
                         net = 0.0
                         if nodes > 1:
                             net = (2.0 if system.amd_cpu else 1.0) * (3 if p == SIMPLE else 1)  # :368-372, 213-219
                         intra_lat = max(intra_lat, net)
-                        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if func == "allreduce" else nodes - 1
+                        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if func == ALLREDUCE else nodes - 1
                         lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat  # :374-375
                 elif a == TREE:
-                    if func == "allreduce":
+                    if func == ALLREDUCE:
                         lat += 2 * ((n // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)  # :382-384
                 elif a == COLLNET_DIRECT:
                     lat += 2 * (min(1, n // nodes - 1) * intra_lat + (n // nodes - 1) * 0.4) + inter_lat  # :386-387
@@ -505,7 +515,7 @@ def tune(system: NcclSystem) -> Tuning:
                     lat = intra_lat + (inter_lat if nodes > 1 else 0.0)  # :392-393
                 elif a == NVLS_TREE:
                     lat += intra_lat + 2 * _log2i(nodes) * inter_lat  # :395
-                elif a == PAT and func in ("allgather", "reduce_scatter"):
+                elif a == PAT and func in (ALLGATHER, REDUCE_SCATTER):
                     lat += _log2i(nodes) * (inter_lat / 3.5) + n * 2.8  # :397-399
                 # enable / disable (tuning.cc:403-499)
                 enabled = s.algo_enable[f][a] and s.proto_enable[f][p]
@@ -553,9 +563,9 @@ def algo_time_us(tuning: Tuning, system: NcclSystem, func: str, a: int, p: int, 
     if bw == 0:
         return -1.0
     log_size = _log2i(n_bytes >> 6) if n_bytes >> 6 else -1
-    if a == TREE and func == "allreduce" and 0 <= log_size < 23:
+    if a == TREE and func == ALLREDUCE and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[p][log_size]
-    if (a == RING and p == SIMPLE and system.n_nodes > 1 and func == "allreduce"
+    if (a == RING and p == SIMPLE and system.n_nodes > 1 and func == ALLREDUCE
             and n_bytes / (system.n_channels * system.n_ranks) >= 64):
         lat *= 1.9 if system.cc < 80 else 1.4  # :593-596
     return lat + n_bytes / (1000.0 * bw)
@@ -643,6 +653,30 @@ def chunk_payload_bytes(system: NcclSystem, a: int, p: int, n_bytes: int, channe
         while n_bytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
             chunk //= 2
     return chunk
+
+
+def nvls_tree_round_bytes(system: NcclSystem, n_bytes: int, channels: int) -> int:
+    """Bytes of one round of NVLS-tree allreduce's pipeline: every channel's every head moves one chunk
+    (``concurrentOps`` x chunkSize, enqueue.cc:2057-2067 at v2.28.9-1: the NVLS chunk, capped at 64 KiB from 4
+    nodes, halved to 256 / 128 / 64 / 32 KiB while the operation holds fewer than 32 / 16 / 4 / 1 rounds of
+    the larger one). Heads: the NVLS graph's channels (connect.cc nvls.nHeads)."""
+    ops = max(1, channels) * max(1, system.nvls.n_channels)
+    chunk = max(0, system.settings.nvls_chunk)  # a chunk size below 0 is not one NCCL can run: no fill
+    cap = system.settings.nvls_tree_max_chunk
+    if cap == -2:
+        cap = 65536 if system.n_nodes >= 4 else chunk
+    if cap > 0:  # another value below 1 sets no cap here
+        chunk = min(chunk, cap)
+    for rounds, limit in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if n_bytes < rounds * ops * chunk and chunk > limit:
+            chunk = limit
+    return ops * chunk
+
+
+def nvls_tree_net_hops(system: NcclSystem) -> int:
+    """The network hops of NVLS-tree's tree, as NCCL's tuner counts them in its latency (2 x log2i(nNodes):
+    up and down, tuning.cc:394-395)."""
+    return 2 * _log2i(system.n_nodes)
 
 
 # ---- point-to-point (alltoall, sendrecv, gather, scatter): enqueue.cc:1040-1110 ---------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_files_atomic, write_text_atomic
-from ..results.findings import AGGREGATE_RATE, RATE_UNIT_NOTE, VERDICT_KEY
+from ..results.findings import AGGREGATE_RATE, RATE_UNIT_NOTE, VERDICT_KEY, is_derived, rederived
 from ..results.schema import RunProvenance, RunRecord, Status
 from ..units import format_size
 from . import figures as F
@@ -124,12 +124,14 @@ def _runs_section(records: Sequence[RunRecord], labels: Sequence[str]) -> str:
 
 
 def report_findings(record: RunRecord) -> list[str]:
-    """The record's findings with per-link facts collapsed: the corrected-error lines of a record
-    written before they were one line per fabric become that line (``linkerrors.corrected_lines``,
-    from ``extra["link_errors"]``)."""
+    """The record's findings as this version states them (``findings.rederived``: derived again from
+    its numbers and today's facts, so an old record does not repeat what was wrong when it was
+    written), with per-link facts collapsed: the corrected-error lines of a record written before they
+    were one line per fabric become that line (``linkerrors.corrected_lines``, from
+    ``extra["link_errors"]``)."""
     from ..counters.linkerrors import corrected_lines, issue_from_dict
 
-    lines = list(record.findings)
+    lines = list(rederived(record))
     marker = " corrected-error counters grew "
     old = [i for i, f in enumerate(lines) if marker in f]
     issues = ((record.extra or {}).get("link_errors") or {}).get("issues") if isinstance(record.extra, dict) else None
@@ -168,13 +170,17 @@ def _findings_section(records: Sequence[RunRecord], labels: Sequence[str]) -> st
     parts = []
     for r, label in zip(records, labels):
         found = report_findings(r)
+        replaced = sum(1 for f in r.findings if is_derived(f) and f not in found)
         if found:
             items = "".join(f"<li>{_e(f)}</li>" for f in found[:MAX_OPEN_FINDINGS])
             if len(found) > MAX_OPEN_FINDINGS:
                 items += (f"<li><details><summary>{len(found) - MAX_OPEN_FINDINGS} more findings</summary><ul class=\"findings\">"
                           + "".join(f"<li>{_e(f)}</li>" for f in found[MAX_OPEN_FINDINGS:]) + "</ul></details></li>")
-            parts.append(f"<h3>{_e(label)}</h3><ul class=\"findings\">{items}</ul>" if len(records) > 1
-                         else f"<ul class=\"findings\">{items}</ul>")
+            note = (f'<p class="muted">Derived again from the record\'s numbers and today\'s facts table; '
+                    f"{replaced} statement{'s' if replaced != 1 else ''} stored in the record when it was written "
+                    "differ and are not shown.</p>" if replaced else "")
+            parts.append(f"<h3>{_e(label)}</h3>{note}<ul class=\"findings\">{items}</ul>" if len(records) > 1
+                         else f"{note}<ul class=\"findings\">{items}</ul>")
     if not parts:
         return ""
     return f'<section id="findings"><h2>Findings</h2>{"".join(parts)}</section>'

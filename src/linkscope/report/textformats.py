@@ -17,6 +17,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from ..collectives import OP_TABLE
 from ..results.io import measurement_to_dict
 from ..results.peertools.osu import LINKSCOPE_TITLE_SUFFIX
 from ..results.schema import Measurement, RunRecord, Status
@@ -219,10 +220,9 @@ def _step(sizes: list[int]) -> str:
 def _program(record: RunRecord) -> str:
     """``linkscope_all_reduce (bench nccl --op allreduce)``: one word naming nccl-tests' binary of the
     operation first, as readers take the operation from that word (all_reduce_perf -> allreduce)."""
-    from ..results.peertools.nccltests import OPS_OF_BINARY
-
     op = _nccl(record).get("op")
-    binary = next((b for b, o in OPS_OF_BINARY.items() if o == op), str(op))
+    spec = OP_TABLE.get(str(op))
+    binary = spec.program if spec is not None else str(op)
     return f"linkscope_{binary} (bench nccl --op {op})"
 
 
@@ -288,8 +288,8 @@ def nccl_tests_row(record: RunRecord, size_bytes: int) -> str:
     inp = next((m for m in at if m.extra.get("inplace")), None)
     first = out or inp
     count = first.extra.get("count", 0) if first is not None else 0
-    redop = "sum" if op in ("allreduce", "reduce", "reduce_scatter") else "none"
-    root = 0 if op in ("broadcast", "reduce") else -1
+    spec = OP_TABLE.get(str(op))  # what nccl-tests prints for the operation's program (the descriptor's)
+    redop, root = (spec.tool_redop, spec.tool_root) if spec is not None else ("none", -1)
     return f"{size_bytes:12d}  {count:12d}  {'float':>8}  {redop:>6}  {root:6d}" + _nccl_group(out) + _nccl_group(inp) + "\n"
 
 

@@ -13,6 +13,7 @@ from Matplotlib's renderer and fails on an overlap):
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -184,7 +185,13 @@ def layout(topology: Any) -> tuple[dict[str, tuple[float, float]], list[Any], li
     gpu_step = max(_footprint_in(g, _label(g, many), styles["gpu"]) for g in gpus) if gpus else 0.6
     x = LEFT_IN + gpu_step / 2
     previous_node = None
+    gpu_ids = {g.id for g in gpus}
+    direct = [(e.a, e.b) for e in edges if e.a in gpu_ids and e.b in gpu_ids]  # drawn as arcs over the GPU row
+    by_node: dict[int, list[Any]] = defaultdict(list)
     for g in sorted(gpus, key=lambda d: (node_of.get(d.id, 0), d.index if d.index is not None else 0)):
+        by_node[node_of.get(g.id, 0)].append(g)
+    ordered = [by_id[i] for node in sorted(by_node) for i in arc_order([g.id for g in by_node[node]], direct)]
+    for g in ordered:
         node = node_of.get(g.id, 0)
         if previous_node is not None and node != previous_node:
             x += gpu_step * 0.8
@@ -263,20 +270,116 @@ def line_width(capacity_gb_per_s: float, thin: float = 1.0) -> float:
     return thin * (0.4 + 0.55 * math.log2(max(capacity_gb_per_s, 1.0)))  # 8 GB/s 2.0 pt, 50 GB/s 3.5, 200 GB/s 4.6
 
 
-def arc_rises(spans: Sequence[tuple[float, float]]) -> list[float]:
-    """Height (inches) of each arc drawn over a row between x0 and x1: wider spans rise higher, and an
-    arc whose span overlaps another's at the same height rises one step more, so no two overlapping
-    arcs share a peak (MI250X: eight GCDs, 16 xGMI arcs drew on top of each other)."""
-    out: list[float] = []
-    placed: list[tuple[float, float, float]] = []  # (left, right, rise)
-    for x0, x1 in spans:
-        left, right = min(x0, x1), max(x0, x1)
-        rise = min(0.12 + 0.11 * (right - left), ROW_IN * 0.75)
-        while any(abs(r - rise) < 0.03 and lo < right and left < hi for lo, hi, r in placed):
-            rise += 0.06
-        placed.append((left, right, rise))
-        out.append(rise)
-    return out
+#: Orders of a row searched exhaustively up to this many devices (8: 40,320 orders, about 0.3 s in NumPy);
+#: above, pair swaps from the index order while the score improves, up to ``SWAP_ORDER_MAX``.
+EXHAUSTIVE_ORDER_MAX = 8
+EXHAUSTIVE_PAIR_CHECKS = 4_000_000  # orders x pairs of arcs compared, at most (MI250X: 40,320 x 66; a full xGMI mesh is not searched)
+SWAP_ORDER_MAX = 32  # rows longer than this keep the index order (a pass of pair swaps grows as n^2 x links^2)
+TOP_ARC_IN = 1.3  # the highest arc over a row that has room above it (the GPU row without NVSwitches)
+ARC_RISE_PER_IN = 0.35  # an arc's rise per inch of span, at most (less when the row's widest arc would pass its cap)
+
+
+def _crossings_and_span(rank: Any, pairs: Any) -> tuple[Any, Any]:
+    """Crossings (pairs of arcs over one row whose ends interleave: such arcs cross once, any others never)
+    and total span, per order: ``rank`` is orders x devices (each device's place), ``pairs`` edges x 2."""
+    import numpy as np
+
+    a, b = rank[:, pairs[:, 0]], rank[:, pairs[:, 1]]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    i, j = np.triu_indices(len(pairs), 1)
+    cross = (((lo[:, i] < lo[:, j]) & (lo[:, j] < hi[:, i]) & (hi[:, i] < hi[:, j]))
+             | ((lo[:, j] < lo[:, i]) & (lo[:, i] < hi[:, j]) & (hi[:, j] < hi[:, i])))
+    return cross.sum(axis=1), (hi - lo).sum(axis=1)
+
+
+def arc_order(ids: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The order of ``ids`` along a row that gives the arcs of ``pairs`` (drawn on one side of the row) the
+    fewest crossings, then the shortest total span, then the order nearest the given one (MI250X: the
+    index order crossed its xGMI arcs 9 times, this order 5, the fewest one side allows)."""
+    ids = list(ids)
+    place = {d: k for k, d in enumerate(ids)}
+    edges = tuple(sorted({(place[a], place[b]) for a, b in pairs if a in place and b in place and a != b}))
+    if len(ids) < 3 or len(edges) < 2 or len(ids) > SWAP_ORDER_MAX:
+        return ids
+    return [ids[k] for k in _best_order(len(ids), edges)]
+
+
+@functools.lru_cache(maxsize=64)
+def _best_order(n: int, edges: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """``arc_order`` on places 0..n-1 (cached: the nodes of a cluster share one answer)."""
+    import itertools
+
+    import numpy as np
+
+    pairs = np.array(edges, dtype=np.int64)
+    if n <= EXHAUSTIVE_ORDER_MAX and math.factorial(n) * len(pairs) * (len(pairs) - 1) // 2 <= EXHAUSTIVE_PAIR_CHECKS:
+        orders = np.array(list(itertools.permutations(range(n))), dtype=np.int64)  # the given order first
+        cross, span = _crossings_and_span(np.argsort(orders, axis=1), pairs)
+        best = int(np.argmin(cross * (n * n * len(pairs) + 1) + span))  # crossings first, then span
+        return tuple(int(k) for k in orders[best])
+    order = list(range(n))
+
+    def score(o: list[int]) -> tuple[int, int]:
+        c, sp = _crossings_and_span(np.argsort(np.array([o]), axis=1), pairs)
+        return int(c[0]), int(sp[0])
+
+    current, improved = score(order), True
+    while improved:
+        improved = False
+        for i in range(n):
+            for j in range(i + 1, n):
+                trial = order[:]
+                trial[i], trial[j] = trial[j], trial[i]
+                got = score(trial)
+                if got < current:
+                    order, current, improved = trial, got, True
+    return tuple(order)
+
+
+@dataclass(frozen=True)
+class Arc:
+    """A link drawn as an arc over its row: from ``x0`` to ``x1`` at height ``y`` (inches), peaking ``rise``
+    above it (a quadratic Bézier whose control point is at twice the rise)."""
+
+    edge: Edge
+    x0: float
+    x1: float
+    y: float
+    rise: float
+
+    def points(self, n: int = 49) -> list[tuple[float, float]]:
+        """The drawn curve, sampled: a parabola through both ends with its peak at ``rise``."""
+        return [(self.x0 + (self.x1 - self.x0) * t, self.y + 4 * self.rise * t * (1 - t))
+                for t in (k / (n - 1) for k in range(n))]
+
+
+def row_arcs(edges: Sequence[Edge], pos: dict[str, tuple[float, float]], port_half_in: dict[str, float],
+             cap_in: float, lift_in: float = 0.0) -> list[Arc]:
+    """The arcs of the links whose ends sit on one row. Each end gets its own port along its device
+    (links to the left on the left half, the longer ones nearer the middle; to the right mirrored), and
+    every rise is the same multiple of the span (at most ``ARC_RISE_PER_IN``, and the widest arc at
+    most ``cap_in``): then nested arcs never touch, arcs side by side never meet, and two arcs cross
+    only where their ends interleave, once. The arcs leave ``lift_in`` above the row (a GPU box's top)."""
+    in_row = [e for e in edges if e.a in pos and e.b in pos and e.a != e.b and abs(pos[e.a][1] - pos[e.b][1]) <= 1e-6]
+    if not in_row:
+        return []
+    at: dict[str, list[tuple[int, Edge, float]]] = defaultdict(list)  # device -> (side, edge, span)
+    for e in in_row:
+        span = abs(pos[e.a][0] - pos[e.b][0])
+        for here, there in ((e.a, e.b), (e.b, e.a)):
+            at[here].append((-1 if pos[there][0] < pos[here][0] else 1, e, span))
+    port: dict[tuple[int, str], float] = {}
+    for dev, ends in at.items():
+        left = sorted((x for x in ends if x[0] < 0), key=lambda x: (x[2], pos[x[1].a][0] + pos[x[1].b][0]))
+        right = sorted((x for x in ends if x[0] > 0), key=lambda x: (-x[2], pos[x[1].a][0] + pos[x[1].b][0]))
+        ordered = left + right
+        half = port_half_in.get(dev, 0.05)
+        for k, (_, e, _) in enumerate(ordered):
+            port[(id(e), dev)] = pos[dev][0] - half + (k + 0.5) * 2 * half / len(ordered)
+    widest = max(abs(port[(id(e), e.a)] - port[(id(e), e.b)]) for e in in_row)
+    per_in = min(ARC_RISE_PER_IN, cap_in / widest) if widest > 0 else ARC_RISE_PER_IN
+    return [Arc(e, port[(id(e), e.a)], port[(id(e), e.b)], pos[e.a][1] + lift_in,
+                per_in * abs(port[(id(e), e.a)] - port[(id(e), e.b)])) for e in in_row]
 
 
 def _rate_text(gb_per_s: float) -> str:
@@ -295,6 +398,28 @@ def link_legend(edges: Sequence[Edge]) -> list[tuple[str, str, float]]:
         out.append((plots.LINK_COLOURS.get(kind, "#444444"),
                     f"{KIND_NAMES.get(kind, kind)}{bond}: {_rate_text(cap)} GB/s ({n} link{'s' if n != 1 else ''})",
                     line_width(cap)))
+    return out
+
+
+def gpu_box_height_in(many: bool) -> float:
+    return 0.42 if many else 0.3
+
+
+def drawn_arcs(pos: dict[str, tuple[float, float]], devices: Sequence[Any], edges: Sequence[Edge]) -> list[Arc]:
+    """Every arc of the drawing, row by row: the GPU row without NVSwitches above it rises up to
+    ``TOP_ARC_IN``, any other row up to 0.6 of the room to the row above."""
+    gpus = [d for d in devices if d.kind.value == "gpu"]
+    styles = _styles(len(gpus))
+    many = len(gpus) > 16
+    on_top = bool(gpus) and not any(d.kind.value == "nvswitch" for d in devices)
+    half = {d.id: (_box_width_in(d, _label(d, many), styles["gpu"]) * 0.35 if d.kind.value == "gpu" else 0.05)
+            for d in devices}
+    out: list[Arc] = []
+    for y in sorted({p[1] for p in pos.values()}):
+        row = [e for e in edges if e.a in pos and e.b in pos and pos[e.a][1] == y == pos[e.b][1]]
+        gpu_row = any(pos[g.id][1] == y for g in gpus if g.id in pos)
+        out += row_arcs(row, pos, half, TOP_ARC_IN if on_top and gpu_row else ROW_IN * 0.6,
+                        lift_in=gpu_box_height_in(many) / 2 if gpu_row else 0.0)
     return out
 
 
@@ -320,9 +445,10 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
     bottom_in = 0.45 + 0.22 * legend_rows + 0.35  # legend, plus room for vertical labels under the last row
     top_in = 0.55
     gpu_row_on_top = bool(gpus) and not any(d.kind.value == "nvswitch" for d in devices)
-    if gpu_row_on_top and any(abs(pos[e.a][1] - pos[e.b][1]) < 1e-6 and by_id[e.a].kind.value == "gpu"
-                              for e in edges if e.a in pos and e.b in pos):
-        top_in += ROW_IN * 0.75 + 0.06 * len(edges) ** 0.5  # room for the arcs over the GPU row, stacked
+    arcs = drawn_arcs(pos, devices, edges)
+    top_rise = max((a.rise for a in arcs if by_id[a.edge.a].kind.value == "gpu"), default=0.0)
+    if gpu_row_on_top and top_rise:
+        top_in += top_rise + 0.1  # room for the arcs over the GPU row
     fig_w, fig_h = max(width_in, 6.5), height_in + bottom_in + top_in + 0.45
     fig = plots.new_figure(fig_w, fig_h)
     fig.set_layout_engine(None)
@@ -339,19 +465,16 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
         alpha = 0.55 if kind in ("pcie", "network") else 0.8
         dash = "dashed" if kind == "network" else "solid"
         straight, widths = [], []
-        in_row = [e for e in mine if abs(pos[e.a][1] - pos[e.b][1]) <= 1e-6]
-        rises = dict(zip(map(id, in_row), arc_rises([(pos[e.a][0], pos[e.b][0]) for e in in_row])))
         for e in mine:
             (x0, y0), (x1, y1) = pos[e.a], pos[e.b]
-            lw = line_width(e.capacity_gb_per_s, thin)
             if abs(y0 - y1) > 1e-6:
                 straight.append(((x0, y0), (x1, y1)))
-                widths.append(lw)
-                continue
-            # over the row: labels sit under their devices, so an arc above them crosses no text
-            rise = rises[id(e)]
-            arc = Path([(x0, y0), ((x0 + x1) / 2, y0 + 2 * rise), (x1, y1)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
-            ax.add_patch(PathPatch(arc, fill=False, edgecolor=colour, lw=lw, alpha=alpha, zorder=1, linestyle=dash))
+                widths.append(line_width(e.capacity_gb_per_s, thin))
+        # over the row: labels sit under their devices, so an arc above them crosses no text
+        for a in (a for a in arcs if a.edge.kind == kind):
+            path = Path([(a.x0, a.y), ((a.x0 + a.x1) / 2, a.y + 2 * a.rise), (a.x1, a.y)], [Path.MOVETO, Path.CURVE3, Path.CURVE3])
+            ax.add_patch(PathPatch(path, fill=False, edgecolor=colour, lw=line_width(a.edge.capacity_gb_per_s, thin),
+                                   alpha=alpha, zorder=1, linestyle=dash))
         ax.add_collection(LineCollection(straight, colors=colour, linewidths=widths, alpha=alpha, zorder=1, linestyles=dash))
     # devices
     for d in devices:
@@ -364,7 +487,7 @@ def draw(topology: Any, title: str, simulated: bool) -> Any:
         face, marker = plots.DEVICE_STYLE.get(kind, ("#dddddd", "o"))
         if kind == "gpu":
             w = _box_width_in(d, label, style)
-            h = (0.42 if many else 0.3)
+            h = gpu_box_height_in(many)
             ax.add_patch(Rectangle((x - w / 2, y - h / 2), w, h, facecolor=face, edgecolor="#333333", lw=0.8, zorder=3))
             ax.text(x, y, label, ha="center", va="center", fontsize=style.font_pt, weight="bold", zorder=4,
                     rotation=90 if style.rotate else 0, color="white")

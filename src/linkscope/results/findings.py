@@ -598,7 +598,45 @@ def findings_for(record: RunRecord, topology: object | None = None) -> tuple[str
     return findings(record, uniform_topology=uniform, pair_classes=classes or None)
 
 
-__all__: Sequence[str] = ("findings", "findings_for")
+#: The openings of the sentences ``findings`` derives from a record's numbers, in this version's and the
+#: earlier wordings ("Host <-> device per GPU (median)", "One-way flag latency", "total for the group"):
+#: what a report re-derives. Any other stored line is a note of what happened while the run was taken
+#: (a re-measurement, the health section, link errors, an interruption) and is kept as written.
+#: tests/results/test_findings.py checks that every sentence ``findings`` makes matches.
+_DERIVED = re.compile(
+    r"(SIMULATED: these numbers |One GPU \(GPU\d+\)|Slowest GPU pair \(|The fabric (looks uniform|is not uniform) for "
+    r"|\S+ (one-way copies|bidirectional pair totals) reach "
+    r"|(" + "|".join(re.escape(p[0].upper() + p[1:]) for p in CONCURRENT_PATTERNS) + r") \("
+    r"|Peer access (works between|\(P2P\) is missing)|(Device remote-read|One-way flag|Flag) latency|\S+ copy latency \("
+    r"|Host <-> device|GPU\d+ PCIe link: (runs |can link |the GPU supports )|GPU\d+'s PCIe link: |All \d+ GPUs' PCIe links: "
+    r"|PCIe links of GPU|\d+ entr(y|ies) failed; the first: |The run was interrupted: these findings )")
+
+
+def is_derived(line: str) -> bool:
+    """Whether ``line`` is a sentence ``findings`` derives from the numbers (``_DERIVED``)."""
+    return _DERIVED.match(line) is not None
+
+
+def rederived(record: RunRecord) -> tuple[str, ...]:
+    """The findings of ``record`` as this version states them: derived again from its numbers, its own
+    topology and today's facts table (an old record's "total for the group" or borrowed device-local
+    figure is not repeated), then the record's notes as stored. A record that never had derived
+    findings (a bench or a peer tool's output, kind other than survey) keeps what it stored."""
+    if record.kind != "survey" and not any(is_derived(f) for f in record.findings):
+        return tuple(record.findings)
+    topology = None
+    if record.topology:
+        from ..errors import UserError
+        from ..topology.io import from_dict
+
+        try:
+            topology = from_dict(dict(record.topology))
+        except UserError:
+            topology = None
+    return (*findings_for(record, topology), *(f for f in record.findings if not is_derived(f)))
+
+
+__all__: Sequence[str] = ("findings", "findings_for", "is_derived", "rederived")
 
 
 def method_comparison_lines(record: RunRecord, topology: object) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..collectives import TABLE, collective
 from ..errors import UserError
 from .matrix import HISTOGRAM_BINS, TrafficMatrix, check_rank_count, check_sparse_rank_count, from_entries, histogram_bin
 
@@ -140,12 +141,24 @@ def all_to_all(ranks: int, size_bytes: int = 1 << 20) -> TrafficMatrix:
     return _finish(messages * size_bytes, messages, [(size_bytes, ranks * (ranks - 1))], f"all-to-all {ranks}")
 
 
+def _collective_name(op: str) -> str | None:
+    """The descriptor's name for ``op`` (any of its spellings), None when it names no collective."""
+    try:
+        return collective(op).name
+    except UserError:
+        return None
+
+
 def tree(ranks: int, size_bytes: int = 1 << 20, op: str = "bcast", root: int = 0) -> TrafficMatrix:
-    """Binary-tree broadcast (parent -> children) or reduce (children -> parent) from ``root``.
-    Tree position i has children 2i+1 and 2i+2; position i is rank (i + root) mod N."""
+    """Binary-tree broadcast (parent -> children) or reduce (children -> parent) from ``root``: a rooted
+    chain operation of the collective descriptor (``bcast``/``broadcast``, ``reduce``), whose ``reduces``
+    says the direction. Tree position i has children 2i+1 and 2i+2; position i is rank (i + root) mod N."""
     _check_ranks(ranks, 2)
-    if op not in ("bcast", "reduce"):
-        raise UserError(f"unknown tree operation {op!r}", hint="valid: bcast, reduce")
+    chains = [c for c in TABLE if c.pattern == "chain"]
+    spec = next((c for c in chains if c.name == _collective_name(op)), None)
+    if spec is None:
+        raise UserError(f"unknown tree operation {op!r}",
+                        hint="valid: " + ", ".join(name for c in chains for name in (*c.aliases, c.name)))
     if not 0 <= root < ranks:
         raise UserError(f"tree root {root} is not a rank of 0..{ranks - 1}")
     bytes_ = np.zeros((ranks, ranks))
@@ -153,7 +166,7 @@ def tree(ranks: int, size_bytes: int = 1 << 20, op: str = "bcast", root: int = 0
         for child in (2 * pos + 1, 2 * pos + 2):
             if child < ranks:
                 parent_rank, child_rank = (pos + root) % ranks, (child + root) % ranks
-                src, dst = (parent_rank, child_rank) if op == "bcast" else (child_rank, parent_rank)
+                src, dst = (child_rank, parent_rank) if spec.reduces else (parent_rank, child_rank)
                 bytes_[src, dst] += size_bytes
     messages = (bytes_ > 0).astype(float)
     return _finish(bytes_, messages, [(size_bytes, ranks - 1)], f"tree-{op} {ranks} root={root}")

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ...collectives import op_from_columns, op_of_program
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
 from ..schema import ALL, Status
@@ -50,9 +50,6 @@ from .common import (
     unread_line,
 )
 
-OPS_OF_BINARY = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
-                 "broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "sendrecv": "sendrecv",
-                 "gather": "gather", "scatter": "scatter", "hypercube": "hypercube", "alltoallv": "alltoallv"}
 _RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$")
 _STARTING = re.compile(r"^#\s*Collective test (?:starting|concluded):\s*(\S+)")
 _NCCL_VERSION = re.compile(r"^#\s*(nccl|rccl)-tests version\s+(\S+)(.*)$")
@@ -70,30 +67,6 @@ def looks_like(text: str) -> bool:
                           r"^#?\s*Avg bus bandwidth\s*:|^#\s*Collective test (starting|concluded)", head, re.M)) or \
         ('"results"' in head and '"nccl_version"' in head) or len(_TYPED_ROW.findall(head)) >= 2 or \
         (len(_TYPED_ROW.findall(head)) == 1 and re.search(r"^#?\s*(size|bytes)\s+(count|N)\s+type\b", head, re.M) is not None)
-
-
-def op_of_program(name: str) -> str | None:
-    """``all_reduce_perf`` (or a path or file name containing it) -> ``allreduce``; None if unknown."""
-    stem = Path(str(name)).name.lower()
-    for key in sorted(OPS_OF_BINARY, key=len, reverse=True):
-        if re.search(rf"(^|[^a-z]){key}(_perf|_mpi|[^a-z]|$)", stem):
-            return OPS_OF_BINARY[key]
-    return None
-
-
-def _op_from_columns(redop: str, root: str, busbw_over_algbw: float | None, ranks: int) -> str:
-    """The op when nothing names it: a root says reduce (with a reduction) or broadcast; without a
-    root, a reduction is allreduce or reduce_scatter, told apart by busbw / algbw (2(n-1)/n vs (n-1)/n);
-    no reduction and no root: allgather (alltoall and sendrecv print the same columns)."""
-    rooted = root.strip() not in ("-1", "")
-    reducing = redop.strip().lower() not in ("none", "")
-    if rooted:
-        return "reduce" if reducing else "broadcast"
-    if reducing:
-        if ranks > 2 and busbw_over_algbw is not None:
-            return "allreduce" if busbw_over_algbw > 1.5 * (ranks - 1) / ranks else "reduce_scatter"
-        return "allreduce"
-    return "allgather"
 
 
 def _tool(version_line: str, names: list[str], text: str = "") -> str:
@@ -446,7 +419,7 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         top = max(rows, key=lambda r: r[3][0][1][1] or 0.0)
         algbw, busbw = top[3][0][1][1], top[3][0][1][2]
         ratio = busbw / algbw if algbw and busbw is not None else None
-        section_op = _op_from_columns(top[4], top[5], ratio, nranks or 0)
+        section_op = op_from_columns(top[4], top[5], ratio, nranks or 0)
     for n, size, fields, parsed, _, _ in rows:
         if op is None:
             fields["op_inferred"] = True
@@ -493,7 +466,7 @@ def parse_json(data: Any, source: str) -> PeerRun:
             algbw, busbw = group.get("alg_bw"), group.get("bus_bw")
             vals = [None if v is None else number(str(v), what=f"results[{i}].{key}") for v in (time, algbw, busbw)]
             wrong = group.get("nwrong")
-            row_op = op or _op_from_columns(str(item.get("redop", "")), str(item.get("root", "")),
+            row_op = op or op_from_columns(str(item.get("redop", "")), str(item.get("root", "")),
                                            vals[2] / vals[1] if vals[1] and vals[2] is not None else None, nranks or 0)
             _add_row(out, 0, row_op, nranks, size, fields, inplace, vals[0], vals[1], vals[2],
                      None if wrong is None else int(float(wrong)))

@@ -19,8 +19,6 @@ Ranks on other hosts need the library path and the rows directory on a shared fi
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +27,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ...cbuild import build_library
 from ...errors import BackendUnavailable, UserError
 from ..matrix import TrafficMatrix
 from .rows import merge_rows, read_rows
@@ -42,12 +41,6 @@ def interposer_source() -> str:
     return (resources.files("linkscope.traffic.capture") / "pmpi_count.c").read_text()
 
 
-def cache_dir(environ: Mapping[str, str]) -> Path:
-    """``$XDG_CACHE_HOME/linkscope`` or ``~/.cache/linkscope``."""
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
-    return Path(base) / "linkscope"
-
-
 def build_interposer(environ: Mapping[str, str], mpicc: str | None = None, cache: Path | None = None) -> Path:
     """Compile the interposer with ``mpicc`` (once per source and MPI installation) and return it."""
     compiler = mpicc or environ.get("MPICC") or "mpicc"
@@ -57,27 +50,12 @@ def build_interposer(environ: Mapping[str, str], mpicc: str | None = None, cache
             f"cannot build the traffic interposer: {compiler!r} not found on PATH",
             hint="install an MPI development package (e.g. apt-get install libopenmpi-dev), set MPICC, "
                  "or capture an mpi4py program with: python -m linkscope.traffic.capture app.py")
-    source = interposer_source()
     try:
         show = subprocess.run([path, "-show"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         show = ""
-    key = hashlib.sha256((source + "\0" + path + "\0" + show).encode()).hexdigest()[:16]
-    folder = (cache or cache_dir(environ)) / "pmpi" / key
-    library = folder / LIBRARY_NAME
-    if library.is_file():
-        return library
-    folder.mkdir(parents=True, exist_ok=True)
-    src = folder / "pmpi_count.c"
-    src.write_text(source)
-    tmp = folder / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
-    result = subprocess.run([path, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(src)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BackendUnavailable(f"{compiler} failed to build the traffic interposer: "
-                                 f"{(result.stderr or result.stdout).strip().splitlines()[-1:]}")
-    tmp.replace(library)
-    return library
+    return build_library(interposer_source(), LIBRARY_NAME, path, kind="pmpi", environ=environ, key_extra=show,
+                         cache=cache)
 
 
 def detect_launcher(command: Sequence[str]) -> str:

@@ -1,0 +1,198 @@
+"""The native eager launch loop of ``bench nccl``: nccl-tests' eager loop, in C, over the NCCL CuPy loaded.
+
+Why: an eager launch is timed as it is issued. From Python each launch of an already bound operation
+(``comm.nccl.prepared``) still costs ~5 us over nccl-tests' C loop, which put eager ``bench nccl`` at
+0.6-0.95x of nccl-tests from 8 B to 2 MiB on 2 x H200 (median per op 0.97/0.97/0.86/1.00/0.71 for
+allgather/alltoall/sendrecv/allreduce/reduce_scatter, docs/runs/h200x2-2026-11-28/call4).
+
+How: ``native/eagerloop.c`` (shipped in the package) is compiled on first use with the system C compiler
+(``cbuild``: private per-user cache, keyed by source and compiler, atomic rename) and loaded with ctypes.
+It links against nothing: it gets the NCCL functions (``ncclGroupStart``, ``ncclGroupEnd``,
+``ncclAllReduce``...) looked up in the NCCL library already loaded in the process (the one CuPy's NCCL
+module uses, ``nccl_backend._loaded_nccl_library``), and an array of bound calls, one struct per call typed
+by its signature family. The plain arguments come from the backend's ``bind`` (the one home of each call's
+argument layout: CuPy's method signatures are NCCL's prototypes without the communicator, which is put
+back here from ``Peer.comm.comm``). The loop runs ``iters`` x (ncclGroupStart, the calls, ncclGroupEnd),
+nothing in between, as nccl-tests 2.19.6 common.cu BenchTime does (727-745), a lone call (one GPU per
+process, one collective) without the group as its startColl does (548), and returns the first NCCL
+error. The timing around it is the runner's, unchanged (events on every peer's stream, ``time_op``).
+
+``LINKSCOPE_EAGER_LOOP=python`` asks for the Python loop (to measure one path beside the other; the
+default is ``native``). Fallback: no C compiler, a failed build, an unsafe cache folder, no NCCL library in the process or one
+without the symbols: the Python loop, with a one-line note naming the reason. ``launch_path`` says which
+loop launched each row's eager operations ("native" or "python"); with several MPI ranks the native
+loop is used only when every rank has it (one launch path per row).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..cbuild import build_library, find_c_compiler
+from ..errors import BackendUnavailable, MeasurementError, UserError
+
+LIBRARY_NAME = "libls_eagerloop.so"
+NATIVE, PYTHON = "native", "python"
+CHOICE_ENV = "LINKSCOPE_EAGER_LOOP"
+
+# Signature families (eagerloop.c ``enum ls_family``): the NCCL prototype each call is made through.
+REDUCE, GATHER, P2P, ROOTED, BROADCAST = 1, 2, 3, 4, 5
+FAMILY = {"allreduce": REDUCE, "reduce_scatter": REDUCE, "allgather": GATHER, "send": P2P, "recv": P2P,
+          "reduce": ROOTED, "broadcast": BROADCAST}
+SYMBOL = {"allreduce": "ncclAllReduce", "reduce_scatter": "ncclReduceScatter", "allgather": "ncclAllGather",
+          "send": "ncclSend", "recv": "ncclRecv", "reduce": "ncclReduce", "broadcast": "ncclBroadcast"}
+BAD_FAMILY = -1  # eagerloop.c LS_BAD_FAMILY
+
+
+class _Call(ctypes.Structure):
+    """eagerloop.c ``ls_call``, field for field."""
+
+    _fields_ = [("family", ctypes.c_int32), ("datatype", ctypes.c_int32), ("redop", ctypes.c_int32),
+                ("peer", ctypes.c_int32), ("fn", ctypes.c_void_p), ("send", ctypes.c_void_p),
+                ("recv", ctypes.c_void_p), ("count", ctypes.c_size_t), ("comm", ctypes.c_void_p),
+                ("stream", ctypes.c_void_p)]
+
+
+def loop_source() -> str:
+    return (resources.files("linkscope.comm") / "native" / "eagerloop.c").read_text()
+
+
+_built: dict[tuple[str, str], Any] = {}  # (compiler, cache) -> the loaded library, or the BackendUnavailable
+
+
+def _loop_library(compiler: str, environ: Mapping[str, str], cache: Path | None) -> Any:
+    """The compiled loop, loaded (built once per process and compiler; a failure is remembered too)."""
+    key = (compiler, str(cache))
+    if key not in _built:
+        try:
+            lib = ctypes.CDLL(str(build_library(loop_source(), LIBRARY_NAME, compiler, kind="eagerloop",
+                                                environ=environ, flags=("-std=c99",), cache=cache)))
+            fn = lib.ls_eager_loop
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Call), ctypes.c_int32, ctypes.c_int64,
+                           ctypes.POINTER(ctypes.c_int64)]
+            fn.restype = ctypes.c_int
+            _built[key] = fn
+        except (BackendUnavailable, OSError, AttributeError) as exc:
+            _built[key] = exc if isinstance(exc, BackendUnavailable) else BackendUnavailable(f"cannot load it: {exc}")
+    found = _built[key]
+    if isinstance(found, BackendUnavailable):
+        raise found
+    return found
+
+
+def _fields(name: str, plain: Sequence[Any], comm: int) -> dict[str, Any]:
+    """Struct fields of one call from ``bind``'s plain arguments (CuPy's signature: NCCL's without the comm)."""
+    family = FAMILY[name]
+    *head, stream = plain
+    out: dict[str, Any] = {"family": family, "comm": comm, "stream": stream, "redop": 0, "peer": 0, "recv": None}
+    if family == P2P:
+        out["send"], out["count"], out["datatype"], out["peer"] = head
+    elif family == REDUCE:
+        out["send"], out["recv"], out["count"], out["datatype"], out["redop"] = head
+    elif family == GATHER:
+        out["send"], out["recv"], out["count"], out["datatype"] = head
+    elif family == ROOTED:
+        out["send"], out["recv"], out["count"], out["datatype"], out["redop"], out["peer"] = head
+    else:
+        out["send"], out["recv"], out["count"], out["datatype"], out["peer"] = head
+    return out
+
+
+class NativeLoop:
+    """One bound operation (all of this process's calls, one NCCL group) launched ``iters`` times in C."""
+
+    def __init__(self, entry: Any, nccl: Any, calls: Sequence[tuple[str, Sequence[Any], int]]) -> None:
+        """``calls``: (name, plain arguments from ``bind``, communicator handle) in launch order."""
+        self._entry = entry
+        self._nccl = nccl
+        self._start = ctypes.cast(nccl.ncclGroupStart, ctypes.c_void_p)
+        self._end = ctypes.cast(nccl.ncclGroupEnd, ctypes.c_void_p)
+        self._calls = (_Call * len(calls))()
+        for slot, (name, plain, comm) in zip(self._calls, calls):
+            fields = _fields(name, plain, comm)
+            for attr, value in fields.items():
+                setattr(slot, attr, value)
+            slot.fn = ctypes.cast(getattr(nccl, SYMBOL[name]), ctypes.c_void_p).value
+        self.ncalls = len(calls)
+
+    def run(self, iters: int) -> None:
+        """``iters`` launches, back to back."""
+        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, iters, None))
+
+    def run_timed(self, iters: int) -> list[float]:
+        """``iters`` launches; the host time of each (group start to group end returned), seconds."""
+        out = (ctypes.c_int64 * max(iters, 1))()
+        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, iters, out))
+        return [out[i] * 1e-9 for i in range(iters)]
+
+    def _check(self, code: int) -> None:
+        if code == 0:
+            return
+        if code == BAD_FAMILY:
+            raise MeasurementError("native eager loop: a call of an unknown family")
+        text = ""
+        describe = getattr(self._nccl, "ncclGetErrorString", None)
+        if describe is not None:
+            describe.restype, describe.argtypes = ctypes.c_char_p, [ctypes.c_int]
+            text = (describe(code) or b"").decode(errors="replace")
+        raise MeasurementError(f"NCCL error {code}{f' ({text})' if text else ''} in the native eager loop")
+
+
+def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Mapping[str, str],
+                nccl: Any = None, cache: Path | None = None) -> tuple[NativeLoop | None, str]:
+    """The native loop for ``calls`` (``comm.nccl.calls``: (name, args) per call), or None and why not
+    (empty when the backend has no native calls at all: simulated, or no ``bind``). ``nccl``: the NCCL
+    library to take the functions from (default: the one loaded in the process)."""
+    bind = getattr(backend, "bind", None)
+    if getattr(backend, "simulated", False) or bind is None:
+        return None, ""
+    choice = environ.get(CHOICE_ENV) or NATIVE
+    if choice not in (NATIVE, PYTHON):
+        raise UserError(f"{CHOICE_ENV}={choice!r} is not a launch loop", hint=f"use {NATIVE} (the default) or {PYTHON}")
+    if choice == PYTHON:
+        return None, f"{CHOICE_ENV}={PYTHON} asked for it"
+    unknown = sorted({name for name, _ in calls if name not in FAMILY})
+    if unknown:
+        return None, f"no native form for {', '.join(unknown)}"
+    compiler = find_c_compiler(environ)
+    if compiler is None:
+        return None, "no C compiler found (cc, gcc, clang or $CC) to build the native eager loop"
+    if nccl is None:
+        from .nccl_backend import _nccl_library
+
+        nccl = _nccl_library()
+        if nccl is None:
+            return None, "no NCCL library loaded in the process to take the functions from"
+    missing = [s for s in ("ncclGroupStart", "ncclGroupEnd", *sorted({SYMBOL[n] for n, _ in calls}))
+               if not hasattr(nccl, s)]
+    if missing:
+        return None, f"the NCCL library has no {', '.join(missing)}"
+    try:
+        entry = _loop_library(compiler, environ, cache)
+    except BackendUnavailable as exc:
+        return None, f"native eager loop not built: {exc.one_line()}"
+    bound = []
+    for name, args in calls:
+        _, plain = bind(name, args)
+        bound.append((name, plain, int(args[0].comm.comm)))
+    return NativeLoop(entry, nccl, bound), ""
+
+
+def eager_loop(job: Any, backend: Any, calls: Sequence[tuple[str, tuple]], notes: list[str],
+               environ: Mapping[str, str] | None = None) -> NativeLoop | None:
+    """``native_loop`` agreed over the job's ranks (native only where every rank has it); the reason for a
+    fallback goes to ``notes`` (the runner keeps each note once), as one line naming the Python loop.
+    ``environ``: where the C compiler and the cache are looked up (default: this process's)."""
+    loop, why = native_loop(backend, calls, environ=os.environ if environ is None else environ)
+    if job.size > 1:
+        states = job.comm.allgather((loop is not None, why))
+        if not all(ok for ok, _ in states):
+            loop = None
+            why = why or next((f"{w} (on another rank)" for _, w in states if w), "")
+    if loop is None and why:
+        notes.append(f"eager launches from the Python loop (launch_path python): {why}")
+    return loop
