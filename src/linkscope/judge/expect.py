@@ -325,7 +325,8 @@ class Judge:
                                "other traffic)", "shared-link")
         if cv is not None:
             return Alternative(label, ref.median / 2, f"the pair's link is likely degraded, steady at half (CV {cv:.1%}): "
-                               "links down or trained down (nvidia-smi nvlink -s, lspci -vv LnkSta)", "link-degraded")
+                               "links down or trained down (nvidia-smi nvlink -s, lspci -vv LnkSta); a neighbour "
+                               "copying without pause is steady too (survey's background check, watch)", "link-degraded")
         return Alternative(label, ref.median / 2, "the pair's link at half: degraded (links down or trained down: "
                            "nvidia-smi nvlink -s, lspci -vv LnkSta) or shared with other traffic (a noisy neighbour: "
                            "linkscope watch shows it); this output prints one number per copy, so it cannot tell them "

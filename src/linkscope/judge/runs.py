@@ -123,11 +123,19 @@ def _gpus_of(m: Measurement) -> set[Any]:
     return {e for e in ends if isinstance(e, int)}
 
 
+#: Causes inferred from the number alone that the counters' evidence of another load replaces: a pair at half
+#: is a link down or the link shared, and the background check saw the sharing (judge.expect ``_half_link``).
+INFERRED_HALF_LINK = frozenset({"link-degraded", "link-degraded-or-shared"})
+
+
 def _with_shared_load(j: Judgement, m: Measurement) -> Judgement:
-    """A low number without a cause, measured on a GPU another load was using: that load is the cause."""
+    """A low number without a cause, or with a half-link cause inferred from the number alone, measured on a
+    GPU another load was using: that load is the cause (the counters saw it)."""
     why = (m.extra or {}).get("shared_load")
-    if j.verdict is not Verdict.LOW or j.cause or not why:
+    if j.verdict is not Verdict.LOW or not why or (j.cause and j.cause_key not in INFERRED_HALF_LINK):
         return j
+    if j.cause:  # the reason ends with the inferred cause: replace it, not append a second one
+        j = replace(j, reason=j.reason[: j.reason.rfind(j.cause)].rstrip(": ").rstrip())
     cause = f"another load shared the links ({why})"
     return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=SHARED_LOAD_KEY)
 
