@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # Broken-node recordings on 2 x H200 (nvidia-h200-x2), for issue 33's "low with the right cause >= 90%" bar.
+# docs/runs/h200x2-2026-11-28b/call1/broken already holds a first set (P2P off, P2P+SHM off, 2 channels, a noisy
+# neighbour: its survey predates the background check). This script adds what that set lacks: a control on the same
+# lease, the transport NCCL used (NCCL_DEBUG lines), all_gather on sockets, a survey WITH the background check under
+# the neighbour (its counters are what names a steady neighbour), and the stencil beside its baseline.
 # Prepared on branch verdicts3 and NOT run there: the lead runs it and commits $r (the tarball) under
 # docs/runs/h200x2-broken-DATE/. Same conventions as docs/runs/h200x2-2026-11-28/visit1.sh (bench/device_steps.sh:
 # step FILE LIMIT CMD, everything under $r, a budget), from the repository root with .anchors and .whl carried:
