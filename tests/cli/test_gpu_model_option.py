@@ -42,10 +42,10 @@ def _commands(tmp_path: Path, traffic: Path) -> list[list[str]]:
 
 def test_unknown_gpu_model_is_one_line_on_every_command(capsys, tmp_path: Path, traffic: Path) -> None:
     for argv in _commands(tmp_path, traffic):
-        code, _, err = _run(capsys, *argv, "--synthetic", "nvswitch:2", "--gpu-model", "GTX 1080")
+        code, _, err = _run(capsys, *argv, "--synthetic", "nvswitch:2", "--gpu-model", "GTX 1070")
         assert code == 1, (argv, err)
         lines = [line for line in err.splitlines() if line.startswith("linkscope: error:")]
-        assert len(lines) == 1 and "unknown GPU model 'GTX 1080'" in lines[0], (argv, err)
+        assert len(lines) == 1 and "unknown GPU model 'GTX 1070'" in lines[0], (argv, err)
         assert "Traceback" not in err
 
 

@@ -97,3 +97,16 @@ def test_a_real_survey_beside_a_noisy_neighbour_puts_every_low_number_down_to_it
     assert len(lows) >= 20 and all(j.cause_key == SHARED_LOAD_KEY for j in lows)
     healthy = judge_runs([read(call / "survey.json")], judge)[0]
     assert not [j for j in healthy.judgements if j.verdict is Verdict.LOW]
+
+
+def test_the_counters_evidence_replaces_a_half_link_cause_inferred_from_the_number():
+    # a neighbour copying without pause halves the pair steadily: from the numbers alone that reads as a link
+    # down (judge.expect _half_link), but the counters saw the other load, and that is the cause given
+    record = _survey({0: 190e9, 1: 190e9}, slow=0.5)
+    run = parse(json.dumps(run_io.to_dict(record)), "noisy.json")
+    judged = judge_runs([run], Judge(load_preset("hgx-h200-4")))[0]
+    pair = [j for m, j in zip(run.measurements, judged.judgements)
+            if j.verdict.value == "low" and {m.src, m.dst} == {0, 1}]
+    assert pair and all(j.cause_key == SHARED_LOAD_KEY for j in pair), [j.cause_key for j in pair]
+    assert all("trained down" not in j.cause and j.reason.endswith(j.cause) for j in pair)
+    assert all(j.reason.count("likely degraded") == 0 for j in pair)

@@ -84,3 +84,31 @@ def test_two_node_osu_device_buffers_broken_is_low_with_a_cause_healthy_is_ok(a1
 def test_two_node_osu_against_one_node_is_not_judged_with_the_reason():
     judged = _judged(_osu_bw(24000.0), load_preset("dgx-a100"), hosts=("n0", "n1"))
     assert all(j.verdict is Verdict.UNJUDGED and "one node" in j.reason for _, j in judged)
+
+
+# ---- real multi-node outputs of public threads (tests/fixtures/public, sidecars name URL and conclusion) ----
+def _public(name: str, topology, ranks: int, hosts: tuple[str, ...] = ()):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "public" / f"{name}.txt"
+    run = parse(path.read_text(), str(path), "nccl-tests", stated=RunContext(ranks=ranks, ranks_from="option", hosts=hosts))
+    judged = judge_runs([run], Judge(topology))[0]
+    return list(zip(judged.run.measurements, judged.judgements))
+
+
+def test_a_real_broken_two_node_run_is_low(h100_pair):
+    # NVIDIA/nccl-tests#319: 2 x HGX H100 (8 x 400G IB each) on the DOCA host stack, 44 GB/s busbw where the same
+    # hosts give >= 450 with MLNX_OFED: every number low against the two-node twin
+    judged = _public("nccl-tests-h100x16-doca-ncclt319", h100_pair, 16, ("lccn09", "lccn19"))
+    assert len(judged) == 20 and all(j.verdict is Verdict.LOW for _, j in judged), [j.line for _, j in judged][:3]
+    assert all("16 x H100" in j.line for _, j in judged)
+
+
+def test_a_real_three_node_run_is_judged_against_the_cluster_it_is_given():
+    # NVIDIA/nccl-tests#119: 3 x 8 A100 with 4 HDR NICs each, 96 GB/s busbw ("perfect", NVIDIA). No preset has 4
+    # NICs a node: against cluster:dgx-a100:3 (8 NICs) every number is judged over three nodes, and the twin's
+    # expectation is above the run's (a topology mismatch the sidecar records; its check_args stay null)
+    judged = _public("nccl-tests-a100x24-4hdr-ncclt119", synthetic_topology("cluster:dgx-a100:3"), 24,
+                     ("pod01", "pod02", "pod03"))
+    assert len(judged) == 12 and all(j.verdict is not Verdict.UNJUDGED for _, j in judged)
+    assert all("24 x A100" in j.line and j.expectation.twin is not None for _, j in judged)

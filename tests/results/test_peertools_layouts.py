@@ -62,6 +62,21 @@ def test_nccl_table_without_header_is_read_and_never_assumes_one_rank():
     assert (stated.run_context.ranks, stated.run_context.ranks_from) == (8, "option")
 
 
+def test_a_paste_starting_inside_the_rank_list_counts_the_ranks_it_implies():
+    """#34: a paste whose rank list starts at '# Rank 71' (coreweave/nccl-tests#43, a 72-rank NVL72 run) was
+    read as one rank, so a 72-rank allreduce was judged as a one-GPU copy."""
+    rank71 = "#  Rank 71 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics Device\n#\n"
+    table = "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n"
+    run = parse(rank71 + table + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt")
+    assert {m.extra["ranks"] for m in run.measurements} == {72}
+    assert any("at least 72 ranks" in n for n in run.notes)
+    stated = parse(rank71 + table + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt", stated=RunContext(ranks=144))
+    assert {m.extra["ranks"] for m in stated.measurements} == {144} and stated.run_context.ranks_from == "option"
+    # a complete list keeps its own count, whatever --ranks says
+    full = parse(NCCL_HEAD + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt", stated=RunContext(ranks=144))
+    assert {m.extra["ranks"] for m in full.measurements} == {2}
+
+
 @pytest.mark.parametrize("prefix", ["0: ", "  0: ", "[1,0]<stdout>:", "> ", "2024-05-02T10:11:12.123Z "])
 def test_launcher_prefixes_and_quoting_are_taken_off(prefix):
     """#34: rows prefixed by srun --label, mpirun --tag-output or '> ' quoting did not parse."""

@@ -59,6 +59,13 @@ from linkscope.topology.gpufacts import GPU_FACTS, GpuFacts, gpu_facts, gpu_fact
     ("a100", "a100-sxm4-40gb"),
     ("mi300x", "mi300x"),
     ("h100-pcie", "h100-pcie"),  # a row key
+    # models of the public corpus (tests/fixtures/public sidecars)
+    ("NVIDIA H20", "h20"),
+    ("NVIDIA H20-3e", "h20-3e"),
+    ("NVIDIA GeForce GTX 1080", "gtx-1080"),
+    ("NVIDIA GeForce RTX 2080 Ti", "rtx-2080-ti"),
+    ("TU102 [GeForce RTX 2080 Ti Rev. A]", "rtx-2080-ti"),
+    ("10de:1b80", "gtx-1080"),
 ])
 def test_lookup_by_name_and_pci_id(name: str, key: str) -> None:
     found = gpu_facts(name)
@@ -67,8 +74,9 @@ def test_lookup_by_name_and_pci_id(name: str, key: str) -> None:
 
 
 @pytest.mark.parametrize("name", [
-    "NVIDIA GeForce RTX 3090 Ti", "Quadro RTX 6000", "NVIDIA L40", "NVIDIA H100 SXM5 94GB", "NVIDIA GeForce GTX 1080",
-    "NVIDIA A100-SXM4-64GB", "AMD Instinct MI300A", "10de:ffff", "0xffff10de", "", "   ", "GPU", "NVIDIA",
+    "NVIDIA GeForce RTX 3090 Ti", "Quadro RTX 6000", "NVIDIA L40", "NVIDIA H100 SXM5 94GB", "NVIDIA GeForce GTX 1070",
+    "NVIDIA GeForce GTX 1080 Ti", "NVIDIA H20-3x", "NVIDIA A100-SXM4-64GB", "AMD Instinct MI300A", "10de:ffff",
+    "0xffff10de", "", "   ", "GPU", "NVIDIA",
     "H200 " * 200, "Intel Data Center GPU Max 1550",
 ])
 def test_unknown_models_have_no_facts(name: str) -> None:
@@ -76,7 +84,7 @@ def test_unknown_models_have_no_facts(name: str) -> None:
 
 
 def test_no_facts_reason_names_the_model() -> None:
-    assert no_facts_reason("NVIDIA GeForce GTX 1080") == "no facts for GPU model 'NVIDIA GeForce GTX 1080'"
+    assert no_facts_reason("NVIDIA GeForce GTX 1070") == "no facts for GPU model 'NVIDIA GeForce GTX 1070'"
     assert gpu_facts(None) is None
 
 
@@ -117,3 +125,23 @@ def test_measured_local_copies_and_latencies() -> None:
     assert h200.pcie_gb_per_s == pytest.approx(63.0, abs=0.1)
     assert h200.nvlink_gb_per_s == pytest.approx(478.1, abs=0.1)
     assert k80.pcie_gb_per_s == pytest.approx(15.75, abs=0.01)
+
+
+def test_corpus_rows_state_what_their_sources_say() -> None:
+    ti, gtx = gpu_facts("NVIDIA GeForce RTX 2080 Ti"), gpu_facts("NVIDIA GeForce GTX 1080")
+    h20, h20e = gpu_facts("NVIDIA H20"), gpu_facts("NVIDIA H20-3e")
+    assert ti is not None and gtx is not None and h20 is not None and h20e is not None
+    assert ti.nvlink_gb_per_s == 50.0 and ti.pcie_generation == 3 and "Turing" in ti.source("nvlink_links")
+    assert gtx.nvlink_links is None and gtx.memory_bw_gb_per_s == 320.0
+    # the H20-3e's local copy is the public measurement; the H20 (96 GB) borrows no efficiency
+    assert h20e.local_copy_gb_per_s == 1116.0 and h20e.local_copy_provenance == "measured"
+    assert "nvbandwidth/issues/48" in h20e.source("local_copy_gb_per_s")
+    assert h20.local_copy_gb_per_s is None and h20.latency_class == "hopper" and h20.nvlink_links == 18
+
+
+def test_copy_engines_are_cudas_count_cited_per_row() -> None:
+    counted = {row.key: row.copy_engines for row in GPU_FACTS if row.copy_engines is not None}
+    assert counted == {"a100-sxm4-40gb": 3, "rtx-3090": 2, "rtx-4090": 2, "h100-sxm": 3}
+    for key in counted:
+        row = gpu_facts_by_key(key)
+        assert row is not None and "asyncEngineCount" in row.source("copy_engines")

@@ -74,7 +74,7 @@ def test_bridged_pairs_and_xgmi_mesh() -> None:
 
 
 @pytest.mark.parametrize(("spec", "model", "needle"), [
-    ("nvswitch:2", "GTX 1080", "unknown GPU model 'GTX 1080'"),
+    ("nvswitch:2", "GTX 1070", "unknown GPU model 'GTX 1070'"),
     ("nvswitch:2", "L40S", "has no NVLink"),
     ("pcie:1x2:bridged", "L40S", "has no NVLink bridge"),
     ("pcie:1x3:bridged", "A100-PCIE-40GB", "G must be even"),

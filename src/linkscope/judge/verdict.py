@@ -132,6 +132,9 @@ class Expectation:
             ("check the units"); below it a high number is only faster than expected.
         bound_note: a note on what limits the number (``copy-engine bound, the links carry 1412``),
             printed after the verdict.
+        one_sided: where set, a number above the band (and within ``plausible_max``) is ok, and this says
+            why: the reference is of a number something outside its key decides (the host of a host copy,
+            ``references.host_decided``), so the reference is a floor of healthy, not a centre.
     """
 
     unit: str = "GB/s"
@@ -148,6 +151,7 @@ class Expectation:
     reference_text: str = ""
     plausible_max: float | None = None
     bound_note: str = ""
+    one_sided: str = ""
 
     @property
     def higher_is_better(self) -> bool:
@@ -172,6 +176,7 @@ class Expectation:
                 "expected": self.expected, "route": self.route, "detail": self.detail, "note": self.note,
                 "fixed_share": self.fixed_share, "source": self.source, "reference": self.reference, "band": self.band,
                 "reference_text": self.reference_text, "plausible_max": self.plausible_max, "bound_note": self.bound_note,
+                "one_sided": self.one_sided,
                 "alternatives": [{"label": a.label, "value": a.value, "cause": a.cause, "key": a.key, "upto": a.upto}
                                  for a in self.alternatives]}
 
@@ -281,6 +286,8 @@ def decide(subject: str, measured: float | None, expectation: Expectation,
         reason = (f"{head} -> {pct}: suspicious-high; above {what} {_num(ceiling)}{unit}: check the units, the size and "
                   "the GPUs it ran on")
         return Judgement(subject, measured, exp, Verdict.HIGH, fraction, reason)
+    if fraction > high_above and exp.reference is not None and exp.one_sided:
+        return Judgement(subject, measured, exp, Verdict.OK, fraction, f"{head} -> {pct}: ok; {exp.one_sided}{tail}")
     if fraction > high_above:
         if bound:
             return Judgement(subject, measured, exp, Verdict.HIGH, fraction, f"{head} -> {pct}: suspicious-high{latency_note}")

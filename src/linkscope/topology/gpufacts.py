@@ -10,8 +10,9 @@ What a row holds (units in the names; None = not documented where we looked, nev
 * the host link: PCIe generation and lanes of the GPU (rate from ``topology.pcie``);
 * NVLink generation, link count and per-link GB/s per direction; xGMI (Infinity Fabric) links and
   per-link GB/s per direction; NVLink-C2C GB/s per direction (Grace Hopper / Grace Blackwell);
-* copy engines where a source gives the count (none does for the rows here: vendors do not publish the
-  physical count, and CUDA's ``asyncEngineCount`` is not it, so ``copy_engines`` stays None); architecture;
+* copy engines: the count CUDA exposes (``asyncEngineCount``, deviceQuery's "Yes with N copy engine(s)"),
+  the engines a process can drive at once, cited per row from a public deviceQuery output; None where none
+  was found (vendors do not publish the physical count, which can be larger); architecture;
   the latency class with the measured
   peer remote-read and host-read pointer-chase latencies where a recording exists;
 * ``sources``: field name -> citation (datasheet or whitepaper title / URL, or a measured file).
@@ -88,6 +89,33 @@ _A6000 = "NVIDIA RTX A6000 datasheet (48 GB GDDR6, 768 GB/s, NVLink 112.5 GB/s b
 _L40S = "NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, PCIe Gen4 x16, no NVLink)"
 _ADA = ("NVIDIA Ada GPU architecture whitepaper (RTX 4090: 24 GB GDDR6X, 1008 GB/s, PCIe Gen4, no NVLink); "
         "NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6, 960 GB/s, PCIe Gen4 x16, no NVLink)")
+_GTX1080 = ("NVIDIA GeForce GTX 1080 whitepaper (https://international.download.nvidia.com/geforce-com/international/pdfs/"
+            "GeForce_GTX_1080_Whitepaper_FINAL.pdf: GP104, 8 GB GDDR5X at 10 Gb/s on a 256-bit bus = 320 GB/s, PCI Express "
+            "3.0; SLI over the SLI HB bridge, no NVLink)")
+_TURING = ("NVIDIA Turing GPU architecture whitepaper (https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/"
+           "technologies/turing-architecture/NVIDIA-Turing-Architecture-Whitepaper.pdf: RTX 2080 Ti 11 GB GDDR6 at 14 Gb/s on "
+           "352 bits = 616 GB/s, PCI Express 3.0; TU102 two x8 NVLink links, 25 GB/s per direction each, 100 GB/s total "
+           "bidirectional between two GPUs)")
+_H20 = ("no public NVIDIA datasheet for the H20 (a China-market Hopper part); third-party spec listings: 96 GB HBM3, "
+        "4.0 TB/s (https://huggingface.co/hardware/h20: 96 GB; https://willitrunai.com/es/gpus/h20-96gb: 96 GB HBM3 "
+        "4,000 GB/s, NVLink 4.0 900 GB/s); NVLink 900 GB/s bidirectional (DeepEP maintainer, "
+        "https://github.com/deepseek-ai/DeepEP/issues/16); 18 links: nvidia-smi topo -m shows NV18 between H20s "
+        "(https://github.com/deepseek-ai/DeepEP/issues/303)")
+_H20_3E = ("H20-3e: 141 GB HBM3e, 4.8 TB/s as the poster of https://github.com/NVIDIA/nvbandwidth/issues/48 quotes NVIDIA's "
+           "figure (no public NVIDIA datasheet); NVLink as the H20 (" + _H20.split("; NVLink ", 1)[1])
+_H20_3E_LOCAL = ("measured (public): nvbandwidth v0.8 device_local_copy 1115.72-1117.17 GB/s on 8 x H20-3e "
+                 "(https://github.com/NVIDIA/nvbandwidth/issues/48; the maintainer: a copy's one side, 2.2 TB/s of memory "
+                 "traffic): 0.46 of the quoted 4.8 TB/s, so Hopper's assumed efficiency is not used for the H20 parts")
+# copy engines CUDA exposes (cudaDeviceProp.asyncEngineCount, deviceQuery's "Concurrent copy and kernel execution:
+# Yes with N copy engine(s)"): the engines a process can drive concurrently, not the physical count (an H100 has more)
+_CE_H100 = ("asyncEngineCount 3: deviceQuery 'Yes with 3 copy engine(s)' on NVIDIA H100 80GB HBM3 (github.com/thamada/"
+            "nvidia-smi @03fbe6e nvsim/H100SXMx8_deviceQuery.py, a captured 8 x H100 SXM deviceQuery)")
+_CE_A100 = ("asyncEngineCount 3: 'Concurrent copy and kernel execution: Yes with 3 copy engine(s)' on NVIDIA A100-SXM4-40GB "
+            "(github.com/pc2/GPUInspector.jl @83ce4ac docs/src/examples/gpuinfo.md, a DGX with 8 x A100)")
+_CE_RTX4090 = ("asyncEngineCount 2: deviceQuery 'Yes with 2 copy engine(s)' on NVIDIA GeForce RTX 4090 (github.com/thamada/"
+               "nvidia-smi @b09ef13 gls/RTX4090_deviceQuery.py)")
+_CE_RTX3090 = ("asyncEngineCount 2: 'Async Engine Count (DMA engines): 2' on NVIDIA GeForce RTX 3090 (github.com/"
+               "Jumperkables/cuda-benchmarking @76861ca 00_deviceQuery/README.md)")
 _RTX5090 = "NVIDIA GeForce RTX 5090 specifications, nvidia.com (32 GB GDDR7, 1792 GB/s, PCIe Gen5)"
 _RTXPRO6000 = "NVIDIA RTX PRO 6000 Blackwell datasheet (96 GB GDDR7, 1792 GB/s, PCIe Gen5 x16)"
 _HOPPER_WP = "NVIDIA H100 Tensor Core GPU architecture whitepaper (18 NVLink 4 links, 900 GB/s total bidirectional)"
@@ -150,7 +178,7 @@ class GpuFacts:
         xgmi_usable_gb_per_s_per_link: what AMD documents as usable of one such link, per direction,
             after CRC and protocol overhead (a ceiling for a measured peer copy, not the link's rate).
         c2c_gb_per_s: NVLink-C2C to the Grace CPU, per direction.
-        copy_engines: copy (DMA) engines where documented.
+        copy_engines: the copy engines CUDA exposes (``asyncEngineCount``), from a cited deviceQuery output.
         latency_class: architecture family whose latencies apply (``hopper``).
         remote_read_latency_us: peer pointer chase over NVLink through NVSwitch (round trip), measured.
         host_read_latency_us: pointer chase into pinned host memory (round trip), measured.
@@ -245,9 +273,10 @@ _FACT_FIELDS = ("memory_bytes", "memory_bw_gb_per_s", "local_copy_gb_per_s", "pc
 
 def _row(key: str, name: str, vendor: str, architecture: str, doc: str, *, memory_gb: float | None = None,
          local_copy: tuple[float, str] | None = None, extra_sources: Mapping[str, str] | None = None,
-         **facts: object) -> GpuFacts:
+         assume_local_copy: bool = True, **facts: object) -> GpuFacts:
     """A row whose every set fact cites ``doc`` unless ``extra_sources`` names another source. Without a
-    measured ``local_copy`` (value, source), the assumed efficiency gives it from the datasheet bandwidth."""
+    measured ``local_copy`` (value, source), the assumed efficiency gives it from the datasheet bandwidth,
+    unless ``assume_local_copy`` is False (a part known not to reach it: the H20s)."""
     sources: dict[str, str] = {}
     values: dict[str, object] = dict(facts)
     if memory_gb is not None:
@@ -256,7 +285,7 @@ def _row(key: str, name: str, vendor: str, architecture: str, doc: str, *, memor
     if local_copy is not None:
         values["local_copy_gb_per_s"], sources["local_copy_gb_per_s"] = local_copy
         values["local_copy_provenance"] = "measured"
-    elif isinstance(bw, (int, float)):
+    elif isinstance(bw, (int, float)) and assume_local_copy:
         values["local_copy_gb_per_s"] = round(bw * ASSUMED_LOCAL_COPY_EFFICIENCY / 2, 1)
         values["local_copy_provenance"] = "assumed"
         sources["local_copy_gb_per_s"] = _ASSUMED_EFF_SOURCE
@@ -275,6 +304,8 @@ _HOPPER_LAT = {"remote_read_latency_us": _H200_LAT, "host_read_latency_us": _H20
 GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("k80", "NVIDIA Tesla K80 (one GK210)", _NV, "Kepler", _K80, memory_gb=12, memory_bw_gb_per_s=240.0,
          pcie_generation=3, pcie_lanes=16, pci_ids=("10de:102d",)),
+    _row("gtx-1080", "NVIDIA GeForce GTX 1080", _NV, "Pascal", _GTX1080, memory_gb=8, memory_bw_gb_per_s=320.0,
+         pcie_generation=3, pcie_lanes=16, pci_ids=("10de:1b80",)),
     _row("p100-sxm2", "NVIDIA Tesla P100 SXM2 16GB", _NV, "Pascal", _P100, memory_gb=16, memory_bw_gb_per_s=732.0,
          pcie_generation=3, pcie_lanes=16, nvlink_generation=1, nvlink_links=4, nvlink_gb_per_s_per_link=20.0,
          pci_ids=("10de:15f9",)),
@@ -289,9 +320,12 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          pcie_generation=3, pcie_lanes=16, pci_ids=("10de:1db4", "10de:1db6")),
     _row("v100s-pcie", "NVIDIA Tesla V100S PCIe 32GB", _NV, "Volta", _V100, memory_gb=32, memory_bw_gb_per_s=1134.0,
          pcie_generation=3, pcie_lanes=16, pci_ids=("10de:1df6",)),
+    _row("rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti", _NV, "Turing", _TURING, memory_gb=11, memory_bw_gb_per_s=616.0,
+         pcie_generation=3, pcie_lanes=16, nvlink_generation=2, nvlink_links=2, nvlink_gb_per_s_per_link=25.0,
+         pci_ids=("10de:1e04", "10de:1e07")),
     _row("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", _NV, "Ampere", _A100, memory_gb=40, memory_bw_gb_per_s=1555.0,
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
-         pci_ids=("10de:20b0",)),
+         copy_engines=3, pci_ids=("10de:20b0",), extra_sources={"copy_engines": _CE_A100}),
     _row("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", _NV, "Ampere", _A100, memory_gb=80, memory_bw_gb_per_s=2039.0,
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
          pci_ids=("10de:20b2",)),
@@ -311,11 +345,11 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          extra_sources={"nvlink_links": _GA102, "nvlink_gb_per_s_per_link": f"{_A6000}: 112.5 / 2 directions / 4 links ({_GA102})"}),
     _row("rtx-3090", "NVIDIA GeForce RTX 3090", _NV, "Ampere", _GA102, memory_gb=24, memory_bw_gb_per_s=936.0,
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=4, nvlink_gb_per_s_per_link=14.0625,
-         pci_ids=("10de:2204",)),
+         copy_engines=2, pci_ids=("10de:2204",), extra_sources={"copy_engines": _CE_RTX3090}),
     _row("l40s", "NVIDIA L40S", _NV, "Ada Lovelace", _L40S, memory_gb=48, memory_bw_gb_per_s=864.0,
          pcie_generation=4, pcie_lanes=16, pci_ids=("10de:26b9",)),
     _row("rtx-4090", "NVIDIA GeForce RTX 4090", _NV, "Ada Lovelace", _ADA, memory_gb=24, memory_bw_gb_per_s=1008.0,
-         pcie_generation=4, pcie_lanes=16, pci_ids=("10de:2684",)),
+         pcie_generation=4, pcie_lanes=16, copy_engines=2, pci_ids=("10de:2684",), extra_sources={"copy_engines": _CE_RTX4090}),
     _row("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", _NV, "Ada Lovelace", _ADA, memory_gb=48,
          memory_bw_gb_per_s=960.0, pcie_generation=4, pcie_lanes=16, pci_ids=("10de:26b1",)),
     _row("rtx-5090", "NVIDIA GeForce RTX 5090", _NV, "Blackwell", _RTX5090, memory_gb=32, memory_bw_gb_per_s=1792.0,
@@ -325,8 +359,8 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("h100-sxm", "NVIDIA H100 SXM5 80GB", _NV, "Hopper", _H100, memory_gb=80, memory_bw_gb_per_s=3350.0,
          local_copy=(1490.0, _H100_LOCAL), pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=18,
          nvlink_gb_per_s_per_link=26.562, latency_class="hopper", remote_read_latency_us=0.827,
-         host_read_latency_us=1.21, flag_pingpong_us=0.86, pci_ids=("10de:2330",),
-         extra_sources={"nvlink_links": _HOPPER_WP, "nvlink_gb_per_s_per_link": _NVML_NVLINK4,
+         host_read_latency_us=1.21, flag_pingpong_us=0.86, copy_engines=3, pci_ids=("10de:2330",),
+         extra_sources={"nvlink_links": _HOPPER_WP, "nvlink_gb_per_s_per_link": _NVML_NVLINK4, "copy_engines": _CE_H100,
                         "remote_read_latency_us": _H100_LAT, "host_read_latency_us": _H100_LAT,
                         "flag_pingpong_us": _H100_FLAG}),
     _row("h100-pcie", "NVIDIA H100 PCIe", _NV, "Hopper", _H100, memory_gb=80, memory_bw_gb_per_s=2000.0,
@@ -337,6 +371,12 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
          latency_class="hopper", pci_ids=("10de:2321",),
          extra_sources={"nvlink_links": f"{_H100}: 600 GB/s bidirectional / 2 / 25 GB/s per NVLink 4 link ({_HOPPER_WP})"}),
+    _row("h20", "NVIDIA H20 (96 GB HBM3)", _NV, "Hopper", _H20, memory_gb=96, memory_bw_gb_per_s=4000.0,
+         assume_local_copy=False, nvlink_generation=4, nvlink_links=18, nvlink_gb_per_s_per_link=25.0,
+         latency_class="hopper"),
+    _row("h20-3e", "NVIDIA H20-3e (141 GB HBM3e)", _NV, "Hopper", _H20_3E, memory_gb=141, memory_bw_gb_per_s=4800.0,
+         local_copy=(1116.0, _H20_3E_LOCAL), nvlink_generation=4, nvlink_links=18, nvlink_gb_per_s_per_link=25.0,
+         latency_class="hopper"),
     _row("h800-sxm", "NVIDIA H800 SXM5 80GB", _NV, "Hopper", _H800, memory_gb=80, memory_bw_gb_per_s=3350.0,
          pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=8, nvlink_gb_per_s_per_link=25.0,
          latency_class="hopper", pci_ids=("10de:2324",),
@@ -424,6 +464,11 @@ _ALIASES: dict[str, dict[int | None, str]] = {
     "h100 pcie": {None: "h100-pcie", 80: "h100-pcie"},
     "h100 nvl": {None: "h100-nvl", 94: "h100-nvl", 96: "h100-nvl"},
     "h800": {None: "h800-sxm", 80: "h800-sxm"},
+    "h20": {None: "h20", 96: "h20"},
+    "h20 3e": {None: "h20-3e", 141: "h20-3e"},
+    "gtx 1080": {None: "gtx-1080", 8: "gtx-1080"},
+    "rtx 2080 ti": {None: "rtx-2080-ti", 11: "rtx-2080-ti"},
+    "rtx 2080 ti a": {None: "rtx-2080-ti", 11: "rtx-2080-ti"},  # lspci: "[GeForce RTX 2080 Ti Rev. A]"
     "h200": {None: "h200-sxm", 141: "h200-sxm", 143: "h200-sxm"},
     "h200 nvl": {None: "h200-nvl", 141: "h200-nvl"},
     "gh200": {None: "gh200-96gb", 96: "gh200-96gb", 480: "gh200-96gb", 144: "gh200-144gb", 624: "gh200-144gb"},
@@ -521,8 +566,8 @@ def _fmt(value: object) -> str:
 def facts_table_markdown() -> str:
     """The facts table as Markdown (docs/facts.md prints it; a test keeps the two equal)."""
     head = ("| key | name | arch | memory (GB) | memory GB/s | local copy GB/s | PCIe | NVLink (gen x links x GB/s/dir) "
-            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | remote read / host read / flag us | PCI ids |")
-    lines = [head, "|" + " --- |" * 12]
+            "| xGMI (links x GB/s/dir) | C2C GB/s/dir | copy engines | remote read / host read / flag us | PCI ids |")
+    lines = [head, "|" + " --- |" * 13]
     for f in GPU_FACTS:
         nvlink = (f"{f.nvlink_generation} x {f.nvlink_links} x {_fmt(f.nvlink_gb_per_s_per_link)}"
                   if f.nvlink_links else "-")
@@ -533,7 +578,7 @@ def facts_table_markdown() -> str:
                if f.remote_read_latency_us or f.host_read_latency_us or f.flag_pingpong_us else "-")
         memory = _fmt(f.memory_bytes / 1e9 if f.memory_bytes else None)
         lines.append(f"| {f.key} | {f.name} | {f.architecture} | {memory} | {_fmt(f.memory_bw_gb_per_s)} | {local} | {pcie} "
-                     f"| {nvlink} | {xgmi} | {_fmt(f.c2c_gb_per_s)} | {lat} | {', '.join(f.pci_ids) or '-'} |")
+                     f"| {nvlink} | {xgmi} | {_fmt(f.c2c_gb_per_s)} | {_fmt(f.copy_engines)} | {lat} | {', '.join(f.pci_ids) or '-'} |")
     cited: dict[str, list[str]] = {}
     for f in GPU_FACTS:
         for source in dict.fromkeys(f.sources.values()):

@@ -302,8 +302,17 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
     for sec in sections:
         op = op_of_program(sec.program) if sec.program else (op_of_program(source) if len(sections) == 1 else None)
         ranks, ranks_from = (len(sec.ranks), "output") if sec.ranks else (None, "")
+        highest = max((r[0] for r in sec.ranks), default=-1) + 1
+        partial = ranks is not None and highest > ranks  # the paste starts inside the rank list ("# Rank 71" alone)
+        if partial:
+            ranks = highest
+            notes.append(f"{source}: the output lists {len(sec.ranks)} of its rank lines, up to rank {highest - 1}: "
+                         f"at least {highest} ranks" + ("" if stated is not None and stated.ranks else "; say how many "
+                                                        "with --ranks N"))
         if stated is not None and stated.ranks is not None:
-            if ranks is not None and ranks != stated.ranks:
+            if partial and stated.ranks >= highest:
+                ranks, ranks_from = stated.ranks, "option"
+            elif ranks is not None and ranks != stated.ranks:
                 notes.append(f"--ranks {stated.ranks}, but the output lists {ranks} ranks: the output's count is used")
             elif ranks is None:
                 ranks, ranks_from = stated.ranks, "option"
