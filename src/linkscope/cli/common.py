@@ -36,9 +36,21 @@ class _Console(Console):
         raise BrokenPipeError(32, "Broken pipe")
 
 
+#: Width of numeric tables sent to a pipe or a file when COLUMNS does not say: one row a line, for grep.
+PIPED_TABLE_WIDTH = 200
+
+
+def _columns() -> int | None:
+    """COLUMNS as the user set it (at least 40), else None."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else None
+
+
 def stdout_console() -> Console:
-    """Data goes to stdout; colour follows NO_COLOR / FORCE_COLOR / the terminal."""
-    return _Console(highlight=False, emoji=False, soft_wrap=False, width=None if os.isatty(1) else 200)
+    """Data goes to stdout; colour follows NO_COLOR / FORCE_COLOR / the terminal. Piped: COLUMNS when
+    set, else ``PIPED_TABLE_WIDTH``."""
+    return _Console(highlight=False, emoji=False, soft_wrap=False,
+                    width=None if os.isatty(1) else (_columns() or PIPED_TABLE_WIDTH))
 
 
 #: Width of prose tables (``env``, ``bench --list``) sent to a pipe or a file: what a terminal or a
@@ -54,9 +66,7 @@ def text_console(wide: bool = False) -> Console:
         return Console(highlight=False, emoji=False, soft_wrap=False, width=400)
     if os.isatty(1):
         return Console(highlight=False, emoji=False, soft_wrap=False)
-    columns = os.environ.get("COLUMNS", "")
-    width = int(columns) if columns.isdigit() and int(columns) >= 40 else PIPED_TEXT_WIDTH
-    return Console(highlight=False, emoji=False, soft_wrap=False, width=width)
+    return Console(highlight=False, emoji=False, soft_wrap=False, width=_columns() or PIPED_TEXT_WIDTH)
 
 
 def stderr_console() -> Console:
