@@ -78,3 +78,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             proc.terminate()  # Numba writes each cache file whole: a temp file, then os.replace
             # (numba/core/caching.py, IndexDataCacheFile._open_for_write, numba 0.68)
         proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def _no_columns_from_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped tables take COLUMNS when it is set (cli/common.py); a CI runner that exports it (80) would fold
+    every table the tests read. Tests that mean to set it set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
