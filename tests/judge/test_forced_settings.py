@@ -49,3 +49,14 @@ def test_sockets_between_gpus_of_one_node_are_named_as_the_network_transport():
     shm = _lows(CALL / "broken/p2p_off_all_reduce.txt")  # through host memory: not the network
     assert shm and not any(j.cause_key == "collective-network-transport" for j in shm)
     assert any(j.cause_key == "collective-no-p2p" for j in shm)
+
+
+def test_noisy_neighbour_nccl_run_is_put_down_to_the_links_at_half_their_rate():
+    """The same noisy all_reduce: 48-59% of the twin at every size, one curve at half the links' rate (within 20%
+    on every low row), named with both of its causes (a shared link or half the links down), not LL (whose curve
+    leaves the run at 256 MiB-1 GiB) and not on a healthy run or a channel-capped one (27% and below)."""
+    lows = _lows(CALL / "broken/noisy_all_reduce.txt")
+    assert lows and all(j.cause_key == "collective-half-rate" for j in lows)
+    assert "shared with another load" in lows[0].cause and "half of them down" in lows[0].cause
+    capped = _lows(CALL / "broken/nchannels2_all_reduce.txt")
+    assert capped and not any(j.cause_key == "collective-half-rate" for j in capped)

@@ -659,6 +659,12 @@ class Judge:
                                         "as one node (containers without a shared /dev/shm or IPC namespace)",
                                         "collective-network-transport", upto=True))
         alternatives += forced
+        if ranks > 1 and twin > 0:
+            alternatives += (Alternative("the links at half their rate", twin / 2,
+                                         "the links ran at half their rate for the whole run: shared with another load "
+                                         "(a noisy neighbour, a concurrent job) or half of them down (nvidia-smi nvlink -s); "
+                                         "nccl-tests prints one number per size, so it cannot tell them apart (linkscope "
+                                         "survey's background check and watch can)", "collective-half-rate"),)
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,

@@ -5,6 +5,7 @@ topology embedded, the verdicts in ``extra["check"]``), so ``report``, ``model c
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -136,39 +137,53 @@ def _with_shared_load(j: Judgement, m: Measurement, thresholds: Thresholds) -> J
 
 
 FORCED_PREFIX = "collective-forced-"
-#: A forced algorithm/protocol (NCCL_ALGO / NCCL_PROTO: one setting for the whole process) is the cause of a
-#: run's low collectives only when it is the closest cause of every low row of that collective in the file and
-#: within this of each: one curve explains the run or none does (a shared link halves every size a little
-#: differently from how LL does, and the two meet at some sizes). A decision, not a fit.
-FORCED_WITHIN = 0.15
+HALF_RATE_KEY = "collective-half-rate"
+#: A cause that holds for a whole run or not at all (a forced algorithm/protocol: NCCL_ALGO / NCCL_PROTO, one
+#: setting for the whole process; the links at half their rate: links down or another load) is kept only when
+#: it is the closest cause of every low row of that collective in the file and within this of each: one curve
+#: explains the run or none does (a shared link halves every size a little differently from how LL does, and
+#: the two meet at some sizes). The half-rate curve gets more room: another load's share moves with the size.
+#: Decisions, not fits.
+RUN_WIDE_WITHIN = {FORCED_PREFIX: 0.15, HALF_RATE_KEY: 0.2}
+FORCED_WITHIN = RUN_WIDE_WITHIN[FORCED_PREFIX]
+
+
+def _run_wide(key: str) -> float | None:
+    """The tolerance of a run-wide cause ``key`` (RUN_WIDE_WITHIN), None for a cause of one number."""
+    return next((within for prefix, within in RUN_WIDE_WITHIN.items() if key.startswith(prefix)), None)
 
 
 def _one_forced_curve(judgements: list[Judgement], measurements: Sequence[Measurement],
                       thresholds: Thresholds) -> list[Judgement]:
-    """The judgements with a forced-setting cause kept only where one forced setting explains every low
-    row of its collective (FORCED_WITHIN); elsewhere the row is judged again without forced causes."""
+    """Run-wide causes (``_run_wide``) kept only where one of them explains every low row of its collective
+    within its tolerance (the closest such curve over the rows when several do); each row is judged again
+    with that one run-wide cause, or none, among its alternatives."""
     by_op: dict[str, list[int]] = {}
     for i, (m, j) in enumerate(zip(measurements, judgements)):
         if m.pattern == "collective" and j.verdict is Verdict.LOW:
             by_op.setdefault(m.method, []).append(i)
     out = list(judgements)
     for rows in by_op.values():
-        keys = {judgements[i].cause_key for i in rows}
-        if not any(k.startswith(FORCED_PREFIX) for k in keys):
+        if not any(_run_wide(a.key) is not None for i in rows for a in judgements[i].expectation.alternatives):
             continue
-        (key,) = keys if len(keys) == 1 else ("",)
-
-        def close(j: Judgement, key: str = key) -> bool:
-            alt = next((a for a in j.expectation.alternatives if a.key == key), None)
-            return alt is not None and j.measured is not None and abs(j.measured / alt.value - 1) <= FORCED_WITHIN
-        if key and all(close(judgements[i]) for i in rows):
-            continue
+        best: tuple[float, str] | None = None
+        keys = set.intersection(*({a.key for a in judgements[i].expectation.alternatives if _run_wide(a.key) is not None}
+                                  for i in rows))
+        for key in sorted(keys):
+            within = _run_wide(key) or 0.0
+            errors = []
+            for i in rows:
+                j = judgements[i]
+                alt = next(a for a in j.expectation.alternatives if a.key == key)
+                errors.append(abs(j.measured / alt.value - 1) if j.measured is not None and alt.value > 0 else math.inf)
+            if max(errors) <= within and (best is None or sum(errors) < best[0]):
+                best = (sum(errors), key)
+        chosen = best[1] if best is not None else None
         for i in rows:
             j = judgements[i]
-            if j.cause_key.startswith(FORCED_PREFIX):
-                exp = replace(j.expectation, alternatives=tuple(a for a in j.expectation.alternatives
-                                                                if not a.key.startswith(FORCED_PREFIX)))
-                out[i] = decide(j.subject, j.measured, exp, thresholds)
+            exp = replace(j.expectation, alternatives=tuple(a for a in j.expectation.alternatives
+                                                            if _run_wide(a.key) is None or a.key == chosen))
+            out[i] = decide(j.subject, j.measured, exp, thresholds)
     return out
 
 
