@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from linkscope.errors import LinkscopeError
 from linkscope.judge import refbuild
 from linkscope.judge.expect import Judge
 from linkscope.judge.references import BAND_RULE, ReferenceTable, family_of, shipped
@@ -68,6 +69,54 @@ def test_no_held_out_lease_sets_a_reference():
     leases = {lease for ref in shipped().references.values() for lease in ref.leases}
     assert "h200x4-2026-11-28 call 2" not in leases and "h100x2-2026-11-25 visit13" not in leases
     assert "h200x2-2026-11-22" not in leases
+    assert not {f"h200x2-2026-11-28b call {c}" for c in (1, 2, 3)} & leases  # the afternoon 2 x H200 leases
+
+
+def test_only_reference_recordings_set_references():
+    """Every file a reference came from matches a ``reference`` recording and no other role's (held-out,
+    known-low, forced NCCL_ALGO/NCCL_PROTO, broken nodes): matched by glob, as refbuild expands them."""
+    from fnmatch import fnmatch
+
+    sources = {s.file for ref in shipped().references.values() for s in ref.sources}
+    roles = {role: [g for r in refbuild.RECORDINGS if r.role == role for g in r.files] for role in refbuild.ROLES}
+    assert roles["forced"] and roles["broken"]
+    for f in sources:
+        assert any(fnmatch(f, g) for g in roles["reference"]), f
+        assert not any(fnmatch(f, g) for role, globs in roles.items() if role != "reference" for g in globs), f
+
+
+def test_a_recording_with_an_unknown_role_is_refused():
+    with pytest.raises(LinkscopeError, match="role 'healthy' is not one of"):
+        refbuild.Recording(("x.txt",), "lease", "2026-11-28", "healthy")
+
+
+def test_morning_h200x2_leases_set_2_gpu_collective_references_from_both_leases():
+    """The 2 x H200 nccl-tests references come from the two morning leases (calls 1-2 and 3-4), so their
+    band is the spread between two leases, not one lease's guess."""
+    morning = {"h200x2-2026-11-28 calls 1-2", "h200x2-2026-11-28 calls 3-4"}
+    two_gpu = [ref for ref in shipped().references.values()
+               if ref.key.gpu == "h200" and ref.key.link == "2xNV18" and ref.key.quantity.startswith("nccl.")]
+    assert len(two_gpu) >= 200
+    assert all(set(ref.leases) <= morning for ref in two_gpu)
+    assert sum(set(ref.leases) == morning for ref in two_gpu) >= 200
+
+
+def test_afternoon_h200x2_leases_held_out_are_judged_and_ok():
+    """The three afternoon 2 x H200 leases (no reference from them): before the morning leases set references,
+    650 of their 1232 numbers were not judged; now >= 97% of the judged are ok and most are judged. Forced
+    settings and broken nodes of those leases are counted apart."""
+    afternoon = [r for r in refbuild.RECORDINGS if r.lease.startswith("h200x2-2026-11-28b")]
+    rows = refbuild.rates(ROOT, shipped(), refbuild.ROLES, afternoon)
+    counts: dict[str, Counter[str]] = {}
+    for row in rows:
+        counts.setdefault(row["role"], Counter()).update(row["counts"])
+    healthy = counts["held-out"]
+    judged = sum(v for k, v in healthy.items() if k != "not judged")
+    assert judged >= 1000 and healthy["ok"] / judged >= 0.97
+    assert healthy["not judged"] / (judged + healthy["not judged"]) <= 0.15
+    assert set(counts) == {"held-out", "forced", "broken"}
+    broken = counts["broken"]
+    assert broken["low"] > broken["ok"] / 2  # the broken nodes are not folded into the healthy share
 
 
 def test_healthy_h200x4_survey_is_ok(h200x4):

@@ -3,8 +3,8 @@
 ``python -m linkscope.judge.refbuild`` (from the repository root) reads every recording of
 :data:`RECORDINGS` whose role is ``reference`` and writes ``src/linkscope/judge/references.json``;
 ``--check`` says whether the shipped file is what it would write; ``--rates`` judges every
-recording (``reference`` and ``held-out`` ones) against the shipped table and prints, per
-recording, how many numbers are ok, low, suspicious-high and not judged.
+recording (every role of :data:`ROLES`) against the shipped table and prints, per recording, how
+many numbers are ok, low, suspicious-high and not judged, and the totals of each role apart.
 
 Recordings of one *lease* (a fresh machine) share a lease name: a band is set from the spread
 between leases (``references.BAND_RULE``). ``held-out`` recordings never set a reference; they
@@ -28,7 +28,7 @@ from ..topology.model import Topology
 from .expect import Judge
 from .references import BAND_RULE, Reference, ReferenceTable, RefKey, RefSource, family_of, family_of_pool, pool_of, table_dict
 
-__all__ = ["RECORDINGS", "Recording", "build", "main", "rates"]
+__all__ = ["RECORDINGS", "ROLES", "Recording", "build", "main", "rates"]
 
 _H200X4 = "tests/fixtures/recordings/h200x4-2026-11-28"
 _H200X4_TOPO = f"{_H200X4}/linkscope/topo.json"
@@ -39,6 +39,11 @@ _V1113 = "tests/fixtures/peertools/h100x2-visits11-13"
 _NCCL_H100X2 = "tests/fixtures/nccl/h100x2-2026-11-25"
 _H200X2 = "docs/runs/h200x2-2026-11-28"
 _H200X2_TOPO = f"{_H200X2}/call1/linkscope/topo.json"
+_H200X2_LEASES = {c: f"h200x2-2026-11-28 calls {'1-2' if c <= 2 else '3-4'}" for c in (1, 2, 3, 4)}
+_H200X2B = "docs/runs/h200x2-2026-11-28b"
+_NCCL_OPS = ("all_gather", "all_reduce", "alltoall", "reduce_scatter", "sendrecv")
+#: every role a recording may have; only ``reference`` sets references
+ROLES = ("reference", "held-out", "known-low", "forced", "broken")
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,9 @@ class Recording:
         lease: the machine lease they were recorded on (a fresh machine each).
         date: when (UTC date).
         role: ``reference`` (sets references), ``held-out`` (only judged: a healthy node measured as a user
-            would) or ``known-low`` (only judged, and low is right: its README names the cause).
+            would), ``known-low`` (only judged, and low is right: its README names the cause), ``forced`` (only
+            judged: a setting forced by hand, such as NCCL_ALGO or NCCL_PROTO) or ``broken`` (only judged: a node
+            made broken on purpose, such as peer access off or a noisy neighbour). Each role is counted apart.
         topology: the topology they ran on (a path for ``--from``), or "" (a linkscope record's own).
         size: the buffer size where the output does not print it (nvbandwidth ``-b``), e.g. ``64MiB``.
         gpus: the topology's GPUs the tool ran on, or None (0..n-1).
@@ -63,6 +70,10 @@ class Recording:
     topology: str = ""
     size: str = "512MiB"
     gpus: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise LinkscopeError(f"recording {self.files[:1]} ({self.lease}): role {self.role!r} is not one of {', '.join(ROLES)}")
 
 
 def _h100(visit: str, files: Iterable[str], *, size: str = "512MiB", role: str = "reference",
@@ -126,16 +137,43 @@ RECORDINGS: tuple[Recording, ...] = (
     Recording(("docs/runs/h200x1-2026-11-28/linkscope/survey.json",), "h200x1-2026-11-28", "2026-11-28", "held-out"),
     Recording(("docs/runs/h200x1-2026-11-28/peers/nvbandwidth-all.txt", "docs/runs/h200x1-2026-11-28/nccl/all_reduce_*.txt"),
               "h200x1-2026-11-28", "2026-11-28", "held-out", "docs/runs/h200x1-2026-11-28/linkscope/topo.json"),
-    # held out: 2 x H200 NV18, four device calls of 2026-11-28 (docs/runs/h200x2-2026-11-28/visit*.sh; a call may have
-    # found the previous call's machine warm, so calls are not surely fresh leases): the survey and the peers'
-    # outputs of call 1, nccl-tests (one process -g 2, and MPI=1 one GPU per rank) of every call
-    Recording((f"{_H200X2}/call1/linkscope/survey.json",), "h200x2-2026-11-28 call 1", "2026-11-28", "held-out"),
-    Recording((f"{_H200X2}/call1/peers/nvbandwidth-selected.txt",), "h200x2-2026-11-28 call 1", "2026-11-28", "held-out",
-              _H200X2_TOPO),
-    *(Recording(tuple(f"{_H200X2}/call{c}/nccl/{p}_g*.txt" for p in ops), f"h200x2-2026-11-28 call {c}", "2026-11-28",
-                "held-out", _H200X2_TOPO)
+    # reference: 2 x H200 NV18, the morning of 2026-11-28, two leases (docs/runs/h200x2-2026-11-28/visit*.sh,
+    # call*/x2v*.log): calls 1-2 one lease (call 2 found call 1's build, its PIDs go on from call 1's 2245-3352 to
+    # 4342-5135), calls 3-4 another (call 3 rebuilt the peers, PIDs restart at 2717; call 4 built nothing,
+    # 5349-9081). The survey and nvbandwidth of call 1, nccl-tests (one process -g 2, and MPI=1 one GPU per rank)
+    # of every call. linkscope's own bench nccl files of these calls (ls_*) are no reference: its eager loop's
+    # launch cost was still being changed (docs/benchmarks.md)
+    Recording((f"{_H200X2}/call1/linkscope/survey.json",), _H200X2_LEASES[1], "2026-11-28"),
+    Recording((f"{_H200X2}/call1/peers/nvbandwidth-selected.txt",), _H200X2_LEASES[1], "2026-11-28",
+              topology=_H200X2_TOPO),
+    *(Recording(tuple(f"{_H200X2}/call{c}/nccl/{p}_g*.txt" for p in ops), _H200X2_LEASES[c], "2026-11-28",
+                topology=_H200X2_TOPO)
       for c, ops in ((1, ("a*", "reduce_scatter", "sendrecv")), (2, ("mpi_a*",)),
                      (3, ("a*", "reduce_scatter", "sendrecv", "mpi_a*")), (4, ("a*", "reduce_scatter", "sendrecv", "mpi_a*")))),
+    # held out: 2 x H200 NV18, three afternoon calls of 2026-11-28, each a fresh lease (each built the peers;
+    # docs/runs/h200x2-2026-11-28b/README.md): nccl-tests at their defaults (eager and -G 20, one process and
+    # MPI=1, 1 GiB, -n 20 and -n 200), the healthy nvbandwidth and the surveys
+    Recording((f"{_H200X2B}/call1/peers/nvbandwidth-healthy.txt",
+               *(f"{_H200X2B}/call1/nccl/{op}_g*.txt" for op in _NCCL_OPS)),
+              "h200x2-2026-11-28b call 1", "2026-11-28", "held-out", _H200X2_TOPO),
+    Recording(tuple(f"{_H200X2B}/call2/nccl/{p}_*g0_r*.txt" for p in (*_NCCL_OPS, "mpi_all_gather", "mpi_alltoall",
+                                                                          "mpi_sendrecv"))
+              + tuple(f"{_H200X2B}/call2/nccl/mpi_{op}_g20_r*.txt" for op in ("all_gather", "alltoall", "sendrecv")),
+              "h200x2-2026-11-28b call 2", "2026-11-28", "held-out", _H200X2_TOPO),
+    Recording((f"{_H200X2B}/call2/linkscope/survey.json",), "h200x2-2026-11-28b call 2", "2026-11-28", "held-out"),
+    Recording((f"{_H200X2B}/call3/nccl/all_*_n*_r*.txt",), "h200x2-2026-11-28b call 3", "2026-11-28", "held-out",
+              _H200X2_TOPO),
+    Recording((f"{_H200X2B}/call3/linkscope/survey.json",), "h200x2-2026-11-28b call 3", "2026-11-28", "held-out"),
+    # forced: NCCL_ALGO / NCCL_PROTO set by hand (call1/nccl/*algo*, *proto*): not how a user runs the tool, so
+    # neither a reference nor a healthy held-out number; judged and counted apart
+    Recording((f"{_H200X2B}/call1/nccl/all_reduce_algo_*.txt", f"{_H200X2B}/call1/nccl/all_reduce_proto_*.txt"),
+              "h200x2-2026-11-28b call 1", "2026-11-28", "forced", _H200X2_TOPO),
+    # broken: NCCL through host memory or sockets (NCCL_P2P_DISABLE=1, + NCCL_SHM_DISABLE=1), two channels
+    # (NCCL_MAX_NCHANNELS=2), a noisy neighbour (noisy.py) beside nvbandwidth, all_reduce_perf and the surveys
+    Recording(tuple(f"{_H200X2B}/call1/broken/{f}" for f in ("p2p_*.txt", "nchannels2_*.txt", "noisy_all_reduce.txt",
+                                                              "noisy_nvbandwidth.txt", "noisy_survey.json")),
+              "h200x2-2026-11-28b call 1", "2026-11-28", "broken", _H200X2_TOPO),
+    Recording((f"{_H200X2B}/call2/linkscope/noisy_survey.json",), "h200x2-2026-11-28b call 2", "2026-11-28", "broken"),
 )
 
 
@@ -162,7 +200,7 @@ def _topology(root: Path, recording: Recording, run: PeerRun) -> Topology:
     return from_dict(dict(run.record.topology))
 
 
-def judged_recordings(root: Path, table: ReferenceTable, roles: Sequence[str] = ("reference", "held-out", "known-low"),
+def judged_recordings(root: Path, table: ReferenceTable, roles: Sequence[str] = ROLES,
                       recordings: Sequence[Recording] = RECORDINGS) -> Iterable[tuple[Recording, Path, Judge, PeerRun, list]]:
     """(recording, file, judge, run, prepared measurements) of every file of the given roles."""
     from ..results.peertools.detect import read
@@ -286,7 +324,7 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
     return table_dict(refs, families, listed)
 
 
-def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ("reference", "held-out", "known-low"),
+def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ROLES,
           recordings: Sequence[Recording] = RECORDINGS) -> list[dict[str, Any]]:
     """Per file: the verdict counts of its numbers against ``table``, and its role and lease."""
     out = []
