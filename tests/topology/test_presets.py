@@ -107,15 +107,33 @@ def test_device_fields_required_by_the_preset_conventions(name):
             assert sum(1 for link in t.links_of(g.id) if link.joins(g.id, sw.id)) == 1
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_every_gpu_pair_and_every_nic_is_reachable(name):
+@pytest.mark.parametrize("name", preset_names())
+def test_every_shipped_preset_is_connected(name):
+    """Every preset on disk (not only the expected list): every GPU pair, every CPU (host memory) to every
+    GPU and every GPU to every NIC has a route, so `check` and the twin never stop at "disconnected"."""
     t = load_preset(name)
     for g, h in _gpu_pairs(t):
         assert q.theoretical_gb_per_s(t, g, h) > 0
     for g in t.gpus:
         for nic in t.of_kind(DeviceKind.NIC):
             assert q.hops(t, g, nic) >= 1
+        for cpu in t.of_kind(DeviceKind.CPU):
+            assert q.hops(t, cpu.id, g.id) >= 1, (cpu.id, g.id)
         assert q.nearest_cores(t, g)
+
+
+def test_gb200_nvl72_gpus_meet_on_the_nvlink_switch_and_every_grace_reaches_every_gpu_over_c2c():
+    t = load_preset("gb200-nvl72")
+    assert len(t.gpus) == 72 and len(t.of_kind(DeviceKind.CPU)) == 36
+    for g, h in [(0, 1), (0, 2), (0, 71), (35, 36)]:
+        path = q.route_devices(t, g, h)
+        assert [t.by_id[d].kind for d in path] == [DeviceKind.GPU, DeviceKind.NVSWITCH, DeviceKind.GPU]
+        assert q.pair_level(t, g, h).code == "NV18"
+    # cpu1 (second Grace of tray 0) to gpu0: its own C2C, its GPU, the switch, gpu0 (it was "no route")
+    path = q.route_devices(t, "cpu1", t.gpu(0).id)
+    kinds = [t.by_id[d].kind for d in path]
+    assert kinds == [DeviceKind.CPU, DeviceKind.GPU, DeviceKind.NVSWITCH, DeviceKind.GPU]
+    assert t.by_id[path[1]].numa_node == t.by_id["cpu1"].numa_node
 
 
 # ---- hgx-h200-4 --------------------------------------------------------------------------------------
