@@ -332,6 +332,82 @@ def dgx_a100():
     )
 
 
+# --------------------------------------------------------------------------------------------- hgx-a100-8-4nic
+def hgx_a100_8_4nic():
+    thread = "NVIDIA/nccl-tests#119 (3 servers x 8 A100-SXM4-40GB, 2 x Xeon 8358, 4 x Mellanox HDR 200 Gb/s each)"
+    nv_src = ("NV12: 12 NVLink3 per GPU, 2 to each of the 6 NVSwitch chips of the HGX A100 8-GPU baseboard; 25 GB/s "
+              "per link per direction nominal (600 GB/s bidirectional per GPU, NVIDIA A100 datasheet). " + LAT_NVS_SRC)
+    devices = [Device(id="nvswitch", kind=K.NVSWITCH, name="NVSwitch plane (6 x second-gen NVSwitch)",
+                      attributes={"physical_switches": 6,
+                                  "source": "NVIDIA HGX A100 8-GPU baseboard: 6 NVSwitch (NVIDIA A100 datasheet / "
+                                            "HGX A100 product brief)"})]
+    links = [L("cpu0", "cpu1", LK.UPI, 3, 22.4, LAT_UPI,
+               "Xeon Platinum 8358: 3 UPI links at 11.2 GT/s (Intel ARK); 11.2 GT/s x 2 B = 22.4 GB/s per link per "
+               "direction (UPI carries 2 B per transfer per direction, Wikipedia 'Intel Ultra Path Interconnect'); "
+               "all 3 links wired is an assumption [L]. " + LAT_UPI_SRC, "UPI 11.2 GT/s")]
+    for s in range(2):
+        devices.append(Device(
+            id=f"cpu{s}", kind=K.CPU, name="Intel Xeon Platinum 8358", numa_node=s, socket=s,
+            cores=cores((32 * s, 32 * s + 31), (64 + 32 * s, 64 + 32 * s + 31)), memory_bw_gb_per_s=204.8,
+            attributes={"physical_cores": 32,
+                        "source": "Xeon Platinum 8358 (" + thread + "): 32 cores, 8 channels DDR4-3200 x 25.6 GB/s = "
+                                  "204.8 GB/s (Intel ARK); logical ids socket-major with SMT siblings +64 [L]"}))
+    for k in range(4):
+        s = k // 2
+        hb, sw = f"hb{k}", f"pcie_sw{k}"
+        nic = f"mlx5_{k}"
+        devices += [
+            Device(id=hb, kind=K.HOST_BRIDGE, name=f"PCIe root port (socket {s})", numa_node=s),
+            Device(id=sw, kind=K.PCIE_SWITCH, name="PCIe Gen4 switch (2 GPUs + 1 NIC)", numa_node=s,
+                   attributes={"source": "HGX A100 servers carry 4 PCIe Gen4 switches, 2 GPUs each (as dgx-a100, "
+                                         "NVIDIA/nccl#1505); with 4 NICs, one NIC on each switch [M]"}),
+            Device(id=nic, kind=K.NIC, name="ConnectX-6 HDR", vendor="mellanox", device_name=nic, numa_node=s,
+                   line_rate_gbit_per_s=200.0,
+                   attributes={"role": "compute",
+                               "source": "4 x Mellanox HDR 200 Gb/s InfiniBand per server (" + thread + "); "
+                                         "names mlx5_0..3 and one per PCIe switch [L]"}),
+        ]
+        links += [
+            L(hb, f"cpu{s}", LK.PCIE, 1, PCIE4_X16, 0.0, "root port inside the CPU package; Gen4 x16 (" + PCIE_SRC4
+              + "); no extra latency", "PCIe Gen4 x16"),
+            L(sw, hb, LK.PCIE, 1, PCIE4_X16, LAT_PCIE, PCIE_SRC4 + ". " + LAT_PCIE_SRC, "PCIe Gen4 x16"),
+            L(nic, sw, LK.PCIE, 1, PCIE4_X16, LAT_PCIE, PCIE_SRC4 + "; ConnectX-6 HDR is Gen4 x16 (NVIDIA ConnectX-6 "
+              "VPI datasheet). " + LAT_PCIE_SRC, "PCIe Gen4 x16"),
+        ]
+        for j in range(2):
+            g = 2 * k + j
+            devices.append(Device(id=f"gpu{g}", kind=K.GPU, name="NVIDIA A100-SXM4-40GB", index=g, vendor="nvidia",
+                                  memory_bytes=40 * GiB, numa_node=s, ordinals={"nvidia": g}, nvml_index=g,
+                                  attributes={"form_factor": "SXM4",
+                                              "source": "A100-SXM4-40GB (" + thread + "); GPUs 0-3 on socket 0, "
+                                                        "4-7 on socket 1 [L]"}))
+            links += [
+                L(f"gpu{g}", sw, LK.PCIE, 1, PCIE4_X16, LAT_PCIE, PCIE_SRC4 + "; A100 SXM4 is Gen4 x16. " + LAT_PCIE_SRC,
+                  "PCIe Gen4 x16"),
+                L(f"gpu{g}", "nvswitch", LK.NVLINK, 12, 25.0, LAT_NVS, nv_src, "NVLink3"),
+            ]
+    return Topology(
+        name="hgx-a100-8-4nic", devices=tuple(devices), links=tuple(links), source="preset:hgx-a100-8-4nic",
+        description="HGX A100 8-GPU server with 4 HDR NICs (one per 2 GPUs): 8 x A100 SXM4 40 GB NV12 through 6 "
+                    "NVSwitch chips, 2 x Xeon Platinum 8358, 4 PCIe Gen4 switches each with 2 GPUs and 1 ConnectX-6 "
+                    "HDR 200 Gb/s NIC (PIX), GPUs 0-3 and NICs mlx5_0/1 on socket 0.",
+        sources=(
+            "NVIDIA/nccl-tests#119 https://github.com/NVIDIA/nccl-tests/issues/119 (the machine: 8 x A100-SXM4-40GB, "
+            "2 x Xeon 8358, 4 x HDR 200 Gb/s per server; NVIDIA's reply: 24 GB/s per NIC, 96 GB/s busbw target)",
+            "NVIDIA A100 datasheet (NVLink 600 GB/s bidirectional, 12 links; HGX A100 8-GPU: 6 NVSwitch)",
+            "Intel ARK Xeon Platinum 8358 (32 cores, 8 x DDR4-3200, 3 UPI at 11.2 GT/s)",
+            "NVIDIA ConnectX-6 VPI datasheet (HDR 200 Gb/s, PCIe Gen4 x16)",
+            "NVIDIA/nccl#1505 (DGX A100 PCIe tree: 4 Gen4 switches, 2 GPUs each)",
+        ),
+        notes=(
+            "[H] 8 x A100 SXM4 40 GB, NV12 through 6 NVSwitch, 2 x Xeon 8358, 4 x HDR 200 Gb/s per node",
+            "[M] 4 PCIe Gen4 switches with 2 GPUs and 1 NIC each (the 2:1 GPU:NIC layout of 4-NIC HGX A100 servers)",
+            "[L] NIC names, PCIe levels (one switch level: GPU-NIC PIX), GPU-to-socket split, UPI link count, "
+            "core numbering",
+        ),
+    )
+
+
 # --------------------------------------------------------------------------------------------- mi250x-8gcd
 def mi250x():
     fr = "OLCF Frontier User Guide (node diagram and NUMA note)"
@@ -695,5 +771,5 @@ def v100_4():
 
 
 if __name__ == "__main__":
-    for build in (hgx_h200_4, dgx_h100, dgx_a100, mi250x, k80_16, pcie_8gpu, v100_4):
+    for build in (hgx_h200_4, dgx_h100, dgx_a100, hgx_a100_8_4nic, mi250x, k80_16, pcie_8gpu, v100_4):
         save(build())

@@ -23,5 +23,5 @@ def test_facts_doc_is_linked_and_presets_listed() -> None:
     assert "(facts.md)" in (DOCS / "guide.md").read_text()
     presets = (DOCS / "presets.md").read_text()
     assert "(facts.md)" in presets
-    for name in ("a100-pcie-8-nvlink-pairs", "h100-pcie-2-nvlink", "hgx-b200-8", "gh200", "gb200-nvl72"):
+    for name in ("a100-pcie-8-nvlink-pairs", "h100-pcie-2-nvlink", "hgx-b200-8", "gh200", "gb200-nvl72", "hgx-a100-8-4nic"):
         assert f"`{name}`" in presets

@@ -105,10 +105,13 @@ def test_a_real_broken_two_node_run_is_low(h100_pair):
 
 
 def test_a_real_three_node_run_is_judged_against_the_cluster_it_is_given():
-    # NVIDIA/nccl-tests#119: 3 x 8 A100 with 4 HDR NICs each, 96 GB/s busbw ("perfect", NVIDIA). No preset has 4
-    # NICs a node: against cluster:dgx-a100:3 (8 NICs) every number is judged over three nodes, and the twin's
-    # expectation is above the run's (a topology mismatch the sidecar records; its check_args stay null)
-    judged = _public("nccl-tests-a100x24-4hdr-ncclt119", synthetic_topology("cluster:dgx-a100:3"), 24,
+    # NVIDIA/nccl-tests#119: 3 x 8 A100 with 4 HDR NICs each, 96 GB/s busbw ("perfect", NVIDIA). Its machine is
+    # cluster:hgx-a100-8-4nic:3: every number is judged over three nodes, and the twin of that machine expects
+    # less than the twin of three 8-NIC DGX A100 (half the NICs a node)
+    judged = _public("nccl-tests-a100x24-4hdr-ncclt119", synthetic_topology("cluster:hgx-a100-8-4nic:3"), 24,
                      ("pod01", "pod02", "pod03"))
     assert len(judged) == 12 and all(j.verdict is not Verdict.UNJUDGED for _, j in judged)
     assert all("24 x A100" in j.line and j.expectation.twin is not None for _, j in judged)
+    dgx = _public("nccl-tests-a100x24-4hdr-ncclt119", synthetic_topology("cluster:dgx-a100:3"), 24,
+                  ("pod01", "pod02", "pod03"))
+    assert all(j.expectation.twin < d.expectation.twin for (_, j), (_, d) in zip(judged, dgx))

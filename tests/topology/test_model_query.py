@@ -86,3 +86,28 @@ def test_disconnected_device_is_a_clear_error():
     t = Topology("d", (gpu(0), gpu(1)), ())
     with pytest.raises(TopologyError, match="disconnected"):
         query.route(t, 0, 1)
+
+
+def test_a_gpu_bridges_its_c2c_to_the_nvlink_fabric_but_not_nvlink_to_nvlink_nor_c2c_to_c2c():
+    """Two Grace superchips on one NVLink switch (the GB200 NVL72 shape): a Grace reaches the other
+    superchip's GPU over its own C2C and the switch; a GPU still never forwards NVLink to NVLink, and
+    two CPUs on the C2C links of one GPU are not joined through it."""
+    devices = (
+        Device("cpu0", DeviceKind.CPU, numa_node=0), Device("cpu1", DeviceKind.CPU, numa_node=1),
+        Device("cpu2", DeviceKind.CPU, numa_node=2),
+        Device("sw", DeviceKind.NVSWITCH), gpu(0, numa_node=0), gpu(1, numa_node=1), gpu(2),
+    )
+    links = (
+        Link("gpu0", "cpu0", LinkKind.NVLINK, 1, 450.0), Link("gpu1", "cpu1", LinkKind.NVLINK, 1, 450.0),
+        Link("gpu0", "sw", LinkKind.NVLINK, 18, 50.0), Link("gpu1", "sw", LinkKind.NVLINK, 18, 50.0),
+        Link("gpu2", "gpu0", LinkKind.NVLINK, 4, 25.0), Link("gpu2", "cpu2", LinkKind.NVLINK, 1, 450.0),
+    )
+    t = Topology("two-superchips", devices, links)
+    assert query.route_devices(t, "cpu0", "gpu1") == ("cpu0", "gpu0", "sw", "gpu1")
+    assert query.route_devices(t, 0, 1) == ("gpu0", "sw", "gpu1")
+    with pytest.raises(TopologyError, match="disconnected"):
+        query.route(t, "sw", "gpu2")  # would need gpu0 to forward NVLink to NVLink
+    t2 = Topology("one-gpu-two-cpus", (Device("cpu0", DeviceKind.CPU), Device("cpu1", DeviceKind.CPU), gpu(0)),
+                  (Link("gpu0", "cpu0", LinkKind.NVLINK, 1, 450.0), Link("gpu0", "cpu1", LinkKind.NVLINK, 1, 450.0)))
+    with pytest.raises(TopologyError, match="disconnected"):
+        query.route(t2, "cpu0", "cpu1")

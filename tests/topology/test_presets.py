@@ -18,7 +18,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 EXPECTED = {
     "hgx-h200-4", "dgx-h100", "dgx-a100", "mi250x-8gcd", "k80-16", "pcie-8gpu-2socket", "v100-4-nvlink-ib",
-    "mi300x-8", "mi325x-8",
+    "mi300x-8", "mi325x-8", "hgx-a100-8-4nic",
 }
 SCHEMA = json.loads(io.SCHEMA_FILE.read_text())
 
@@ -107,15 +107,33 @@ def test_device_fields_required_by_the_preset_conventions(name):
             assert sum(1 for link in t.links_of(g.id) if link.joins(g.id, sw.id)) == 1
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_every_gpu_pair_and_every_nic_is_reachable(name):
+@pytest.mark.parametrize("name", preset_names())
+def test_every_shipped_preset_is_connected(name):
+    """Every preset on disk (not only the expected list): every GPU pair, every CPU (host memory) to every
+    GPU and every GPU to every NIC has a route, so `check` and the twin never stop at "disconnected"."""
     t = load_preset(name)
     for g, h in _gpu_pairs(t):
         assert q.theoretical_gb_per_s(t, g, h) > 0
     for g in t.gpus:
         for nic in t.of_kind(DeviceKind.NIC):
             assert q.hops(t, g, nic) >= 1
+        for cpu in t.of_kind(DeviceKind.CPU):
+            assert q.hops(t, cpu.id, g.id) >= 1, (cpu.id, g.id)
         assert q.nearest_cores(t, g)
+
+
+def test_gb200_nvl72_gpus_meet_on_the_nvlink_switch_and_every_grace_reaches_every_gpu_over_c2c():
+    t = load_preset("gb200-nvl72")
+    assert len(t.gpus) == 72 and len(t.of_kind(DeviceKind.CPU)) == 36
+    for g, h in [(0, 1), (0, 2), (0, 71), (35, 36)]:
+        path = q.route_devices(t, g, h)
+        assert [t.by_id[d].kind for d in path] == [DeviceKind.GPU, DeviceKind.NVSWITCH, DeviceKind.GPU]
+        assert q.pair_level(t, g, h).code == "NV18"
+    # cpu1 (second Grace of tray 0) to gpu0: its own C2C, its GPU, the switch, gpu0 (it was "no route")
+    path = q.route_devices(t, "cpu1", t.gpu(0).id)
+    kinds = [t.by_id[d].kind for d in path]
+    assert kinds == [DeviceKind.CPU, DeviceKind.GPU, DeviceKind.NVSWITCH, DeviceKind.GPU]
+    assert t.by_id[path[1]].numa_node == t.by_id["cpu1"].numa_node
 
 
 # ---- hgx-h200-4 --------------------------------------------------------------------------------------
@@ -307,3 +325,26 @@ def test_mi300x_usable_xgmi_rate_is_amds_documented_figure_and_the_preset_says_s
     t = load_preset("mi300x-8")
     xgmi = [link for link in t.links if link.kind.value == "xgmi"]
     assert xgmi and all("usable about 48 GB/s" in (link.source or "") for link in xgmi)
+
+
+# ---- hgx-a100-8-4nic ---------------------------------------------------------------------------------
+def test_hgx_a100_4nic_one_hdr_nic_per_two_gpus_and_a_cluster_of_them():
+    """NVIDIA/nccl-tests#119's node: 8 x A100 SXM4 NV12, 2 x Xeon 8358, 4 HDR NICs (one per PCIe switch)."""
+    from linkscope.topology.synthetic import synthetic_topology
+
+    t = load_preset("hgx-a100-8-4nic")
+    assert len(t.gpus) == 8 and {g.name for g in t.gpus} == {"NVIDIA A100-SXM4-40GB"}
+    assert {_level(t, g, h) for g, h in _gpu_pairs(t)} == {"NV12"}
+    assert all(q.theoretical_gb_per_s(t, g, h) == pytest.approx(300.0) for g, h in _gpu_pairs(t))
+    nics = t.of_kind(DeviceKind.NIC)
+    assert len(nics) == 4 and {n.line_rate_gbit_per_s for n in nics} == {200.0}
+    served = {}
+    for g in t.gpus:
+        (nic,) = q.nearest_nics(t, g)
+        assert _level(t, g, nic) == "PIX"
+        served.setdefault(nic.device_name, []).append(g.index)
+    assert served == {"mlx5_0": [0, 1], "mlx5_1": [2, 3], "mlx5_2": [4, 5], "mlx5_3": [6, 7]}
+    c = synthetic_topology("cluster:hgx-a100-8-4nic:3")
+    assert len(c.gpus) == 24
+    assert len([link for link in c.links if link.kind is LinkKind.NETWORK]) == 12 + 4  # 4 NICs x 3 nodes, 4 rails
+    assert q.theoretical_gb_per_s(c, 0, 8) == pytest.approx(25.0)  # one HDR NIC, 200 Gb/s / 8

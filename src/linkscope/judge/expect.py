@@ -647,7 +647,8 @@ class Judge:
             bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
             theoretical = bound if busbw else bound / max(busbw_factor(op, ranks), 1e-9)
         alternatives: tuple[Alternative, ...] = ()
-        if ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b):
+        if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
+                and self._host_route_apart(tuple(gpus))):
             alt = value(self._no_peer_model(tuple(gpus)))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
@@ -688,6 +689,21 @@ class Judge:
                                        f"collective-forced-channels-{cap}"))
             cap *= 2
         return tuple(out)
+
+    def _host_route_apart(self, gpus: tuple[int, ...]) -> bool:
+        """Whether host memory is a path of its own between these GPUs: no GPU's host route (to its
+        CPU, then from that CPU to a peer) crosses another GPU. Where it does (Grace CPUs of an NVL72
+        rack reach the other trays' GPUs only over C2C and the NVLink fabric), "without P2P" is not a
+        slower path through host memory and names no cause."""
+        for a in gpus:
+            cpu = query.local_cpu(self.topology, self.topology.gpu(a))
+            if cpu is None:
+                return False
+            for b in gpus:
+                if b != a and any(self.topology.by_id[d].is_gpu
+                                  for d in query.route_devices(self.topology, cpu.id, self.topology.gpu(b).id)[1:-1]):
+                    return False
+        return True
 
     def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
         found = self._no_peer.get(gpus)

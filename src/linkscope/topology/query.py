@@ -7,8 +7,11 @@ Routing rule (what a peer copy takes on the real machine):
    fewest hops, then widest bottleneck. NVIDIA GPUs never forward NVLink traffic; AMD GCDs forward
    xGMI traffic (multi-hop xGMI);
 2. otherwise the host path over PCIe / socket links (and, between nodes, the network), with the
-   same preference. A GPU is never a transit point except for xGMI; a NIC only bridges PCIe and
-   network.
+   same preference. A GPU is never a transit point except for xGMI and for its own NVLink-C2C link
+   to a Grace CPU, which it bridges to the NVLink fabric (GH200 / GB200: "each GPU can access the
+   memory of all other Grace CPUs and GPUs in the NVLink domain", NVIDIA GH200 NVL32 / GB200 NVL72
+   product pages), so a Grace CPU reaches every GPU of its NVLink domain; a NIC only bridges PCIe
+   and network.
 
 These queries serve node-scale use (topo, levels, mapping costs). The fabric model (``model``)
 builds its own directed graph for large simulations.
@@ -31,18 +34,30 @@ FABRIC_KINDS = (LinkKind.NVLINK, LinkKind.XGMI)
 _NETWORK_WEIGHT = 100.0
 
 
-def _transit_ok(topology: Topology, node: Device, in_kind: LinkKind | None, out_kind: LinkKind) -> bool:
-    if in_kind is None:  # the source itself
+def _is_c2c(topology: Topology, link: Link) -> bool:
+    """An NVLink between a GPU and a CPU: NVLink-C2C of a Grace superchip."""
+    kinds = {topology.by_id[link.a].kind, topology.by_id[link.b].kind}
+    return link.kind is LinkKind.NVLINK and kinds == {DeviceKind.GPU, DeviceKind.CPU}
+
+
+def _transit_ok(topology: Topology, node: Device, in_link: Link | None, out_link: Link) -> bool:
+    if in_link is None:  # the source itself
         return True
+    if out_link is in_link:  # never back over the link it came in by
+        return False
+    in_kind, out_kind = in_link.kind, out_link.kind
     if node.kind is DeviceKind.GPU:
-        return in_kind is LinkKind.XGMI or out_kind is LinkKind.XGMI
+        if in_kind is LinkKind.XGMI or out_kind is LinkKind.XGMI:
+            return True
+        # its own C2C bridged to the NVLink fabric (never C2C to C2C: a GPU does not join two CPUs)
+        return in_kind is out_kind is LinkKind.NVLINK and _is_c2c(topology, in_link) != _is_c2c(topology, out_link)
     if node.kind is DeviceKind.NIC:
         return {in_kind, out_kind} == {LinkKind.PCIE, LinkKind.NETWORK}
     return True
 
 
 def _shortest(topology: Topology, src: str, dst: str, kinds: Sequence[LinkKind] | None) -> tuple[Link, ...] | None:
-    """Dijkstra over (device, arrival link kind) states; weight 1 a hop (100 for network hops)
+    """Dijkstra over (device, the link it arrived by) states; weight 1 a hop (100 for network hops)
     plus a tie-break that prefers wider links. Returns the links in order, or None."""
     devices = topology.by_id
     adjacency: dict[str, list[Link]] = {}
@@ -54,14 +69,15 @@ def _shortest(topology: Topology, src: str, dst: str, kinds: Sequence[LinkKind] 
             continue  # the GPU fabric phase never crosses a CPU (CPU-GCD Infinity Fabric links)
         adjacency.setdefault(link.a, []).append(link)
         adjacency.setdefault(link.b, []).append(link)
-    start = (src, None)
-    best: dict[tuple[str, LinkKind | None], float] = {start: 0.0}
-    back: dict[tuple[str, LinkKind | None], tuple[tuple[str, LinkKind | None], Link]] = {}
-    heap: list[tuple[float, int, str, LinkKind | None]] = [(0.0, 0, src, None)]
+    State = tuple[str, Link | None]
+    start: State = (src, None)
+    best: dict[State, float] = {start: 0.0}
+    back: dict[State, tuple[State, Link]] = {}
+    heap: list[tuple[float, int, State]] = [(0.0, 0, start)]
     counter = 0
     while heap:
-        cost, _, node, in_kind = heapq.heappop(heap)
-        state = (node, in_kind)
+        cost, _, state = heapq.heappop(heap)
+        node, in_link = state
         if cost > best.get(state, float("inf")):
             continue
         if node == dst:
@@ -71,17 +87,17 @@ def _shortest(topology: Topology, src: str, dst: str, kinds: Sequence[LinkKind] 
                 path.append(link)
             return tuple(reversed(path))
         for link in adjacency.get(node, ()):
-            if node != src and not _transit_ok(topology, devices[node], in_kind, link.kind):
+            if node != src and not _transit_ok(topology, devices[node], in_link, link):
                 continue
             nxt = link.other(node)
             weight = (_NETWORK_WEIGHT if link.kind is LinkKind.NETWORK else 1.0) + 1e-3 / max(link.capacity_gb_per_s, 1e-9)
-            new_state = (nxt, link.kind)
+            new_state: State = (nxt, link)
             new_cost = cost + weight
             if new_cost < best.get(new_state, float("inf")):
                 best[new_state] = new_cost
                 back[new_state] = (state, link)
                 counter += 1
-                heapq.heappush(heap, (new_cost, counter, nxt, link.kind))
+                heapq.heappush(heap, (new_cost, counter, new_state))
     return None
 
 
