@@ -231,6 +231,11 @@ def of_runtime(runtime: str) -> Platform:
     raise ValueError(f"runtime must be one of {', '.join(p.runtime for p in PLATFORMS if p.runtime)}, got {runtime!r}")
 
 
+def of_cupy_build(is_hip: bool) -> Platform | None:
+    """The platform whose CuPy build reports ``cupy.cuda.runtime.is_hip == is_hip`` (None: no such row)."""
+    return next((p for p in PLATFORMS if p.runtime_traits is not None and p.runtime_traits.cupy_is_hip == is_hip), None)
+
+
 def launch_of(vendor: str | None) -> LaunchEnvironment | None:
     """The launch environment of a vendor's platform, None when it has none (or the vendor is unknown)."""
     platform = of_vendor(vendor)

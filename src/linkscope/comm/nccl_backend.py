@@ -151,10 +151,11 @@ def nccl_mem_alloc(cp: Any, nbytes: int) -> Any | None:
     return cp.ndarray((nbytes // 4,), dtype=cp.float32, memptr=cp.cuda.MemoryPointer(memory, 0))
 
 
-def _cupy_build(cp: Any) -> str:
-    """Which CuPy build ``cp`` is (``cuda`` or ``rocm``: the platform rows' ``runtime``)."""
-    hip = getattr(getattr(getattr(cp, "cuda", None), "runtime", None), "is_hip", False)
-    return "rocm" if hip else "cuda"
+def _cupy_platform(cp: Any) -> platforms.Platform:
+    """The platform row of the CuPy build ``cp`` is (``cupy.cuda.runtime.is_hip``; NVIDIA's when unsaid), the one
+    place the build is read: its runtime for the engines' device runtime, its collective library's name."""
+    found = platforms.of_cupy_build(bool(getattr(getattr(getattr(cp, "cuda", None), "runtime", None), "is_hip", False)))
+    return found if found is not None and found.runtime else platforms.NVIDIA
 
 
 class CupyNccl:
@@ -172,7 +173,7 @@ class CupyNccl:
         self.cp = cp if cp is not None else cupy_module()
         self.nccl = nccl if nccl is not None else cupy_module("cupy.cuda.nccl")
         if runtime is None:
-            runtime = CupyRuntime(_cupy_build(self.cp))
+            runtime = CupyRuntime(str(_cupy_platform(self.cp).runtime))
         self.runtime = runtime
 
     @property
@@ -231,7 +232,7 @@ class CupyNccl:
     @property
     def library(self) -> str:
         """The collective library CuPy's NCCL module is backed by here (platforms.py: NCCL, or RCCL on ROCm)."""
-        return platforms.of_runtime(_cupy_build(self.cp)).collective_library or "NCCL"
+        return _cupy_platform(self.cp).collective_library or "NCCL"
 
     def bind(self, name: str, args: tuple) -> tuple[Callable[..., Any], tuple]:
         """The communicator's own method and its plain arguments for one call (see ``comm.nccl.prepared``):

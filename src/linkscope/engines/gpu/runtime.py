@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...errors import BackendUnavailable, KernelCompileError, MeasurementError
-from ...platforms import PLATFORMS, of_runtime, vendor_of_runtime
+from ...platforms import of_cupy_build, of_runtime, vendor_of_runtime
 
 HOST_ALLOC_PORTABLE = 1
 HOST_ALLOC_MAPPED = 2
@@ -102,7 +102,7 @@ class CupyRuntime:
             raise BackendUnavailable(f"CuPy is not usable here: {exc}", hint=f"install {wheel}") from exc
         built = bool(getattr(self.rt, "is_hip", False))
         if built != self.traits.cupy_is_hip:
-            other = next((p for p in PLATFORMS if p.runtime_traits is not None and p.runtime_traits.cupy_is_hip == built), None)
+            other = of_cupy_build(built)
             raise BackendUnavailable(f"the installed CuPy is its {other.runtime_traits.api if other and other.runtime_traits else 'other'} "
                                      f"build; the {platform} engine needs {wheel}")
         try:
