@@ -247,6 +247,12 @@ def build_reports(sampler: Sampler, t_origin_s: float,
     return reports, rows
 
 
+def background_total(rates: Mapping[str, Any]) -> float:
+    """Bytes per second of one GPU's background window as a record keeps it (every ``*_bytes_per_s`` field:
+    the GPU fabric and PCIe, TX + RX; an unsupported one, None, adds nothing)."""
+    return float(sum(v for k, v in rates.items() if k.endswith("_bytes_per_s") and isinstance(v, (int, float))))
+
+
 def measure_background(source: CounterSource, plans: Sequence[GpuPlan], baseline_s: float, interval_s: float, *,
                        clock: Callable[[], float], sleep: Callable[[float], None]) -> dict[int, Background]:
     """Sample every planned counter for ``baseline_s`` with nothing started by us: each GPU's idle rate.

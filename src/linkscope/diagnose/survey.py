@@ -12,7 +12,7 @@ from typing import Any
 
 from ..counters import linkerrors
 from ..counters.sampler import plan_gpu
-from ..counters.watch import measure_background
+from ..counters.watch import background_total, measure_background
 from ..patterns.methods import CE_NOPEER, STAGED_PINNED
 from ..results.schema import RunRecord
 from ..topology.model import Topology
@@ -130,7 +130,7 @@ class SurveyDiagnostics:
             for name, rates in (self.background.get(when) or {}).items():
                 if not isinstance(rates, Mapping):
                     continue
-                total = sum(v for k, v in rates.items() if k.endswith("_bytes_per_s") and v is not None)
+                total = background_total(rates)
                 if total > BUSY_BYTES_PER_S and total > busy.get(name, (0, 0.0, ""))[1]:
                     busy[name] = (rates["gpu"], total, when)
         extra = {**self.background, "busy_threshold_bytes_per_s": BUSY_BYTES_PER_S,

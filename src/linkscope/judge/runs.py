@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..counters.watch import background_total
 from ..model.check import record_gpus
 from ..results.peertools.common import PeerRun
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
@@ -113,7 +114,7 @@ def _busy_gpus(record: RunRecord | None) -> dict[int, str]:
     for when in ("before", "after"):
         for name, rates in (background.get(when) or {}).items():
             if isinstance(rates, Mapping) and rates.get("gpu") in busy and rates["gpu"] not in out:
-                total = sum(v for k, v in rates.items() if k.endswith("_bytes_per_s") and isinstance(v, (int, float)))
+                total = background_total(rates)
                 out[rates["gpu"]] = f"{name} carried {total / 1e9:.1f} GB/s with nothing of the run's own running"
     return out
 
@@ -145,7 +146,6 @@ HALF_RATE_KEY = "collective-half-rate"
 #: the two meet at some sizes). The half-rate curve gets more room: another load's share moves with the size.
 #: Decisions, not fits.
 RUN_WIDE_WITHIN = {FORCED_PREFIX: 0.15, HALF_RATE_KEY: 0.2}
-FORCED_WITHIN = RUN_WIDE_WITHIN[FORCED_PREFIX]
 
 
 def _run_wide(key: str) -> float | None:
@@ -153,7 +153,7 @@ def _run_wide(key: str) -> float | None:
     return next((within for prefix, within in RUN_WIDE_WITHIN.items() if key.startswith(prefix)), None)
 
 
-def _one_forced_curve(judgements: list[Judgement], measurements: Sequence[Measurement],
+def _one_run_wide_cause(judgements: list[Judgement], measurements: Sequence[Measurement],
                       thresholds: Thresholds) -> list[Judgement]:
     """Run-wide causes (``_run_wide``) kept only where one of them explains every low row of its collective
     within its tolerance (the closest such curve over the rows when several do); each row is judged again
@@ -217,7 +217,7 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
     for run in runs:
         judge.check_fit(run.measurements, run.source)
         measurements = prepared(run)
-        judgements = _one_forced_curve([judge.judge(m) for m in measurements], measurements, judge.thresholds)
+        judgements = _one_run_wide_cause([judge.judge(m) for m in measurements], measurements, judge.thresholds)
         out.append(JudgedRun(run, tuple(_with_shared_load(j, m, judge.thresholds) for j, m in zip(judgements, measurements))))
     return out
 
