@@ -258,6 +258,7 @@ class StencilOptions:
     slow_pairs: tuple[tuple[int, int], ...]
     backend: str
     verify: bool
+    comm_sets: int | None = None  # None: comm.stencil.COMM_SETS
 
 
 def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[], Any] | None,
@@ -265,11 +266,12 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
     """Halo exchange under the default and a chosen rank → GPU mapping. ``topology`` (None: none
     given) is what ``--mapping auto`` optimises for; ``sim_topology`` what the simulated backend runs on."""
     from .records import stencil_record
-    from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers
+    from .stencil import COMM_SETS, choose_mapping, process_grid, run_stencil, stencil_peers
 
     environ = session.environ
     backend = _backend(opts.backend, sim_topology, env=session.environ)
     job = job_for(environ)
+    comm_sets = opts.comm_sets or COMM_SETS
 
     def inner() -> int:
         all_devs = list(range(backend.device_count()))
@@ -295,19 +297,19 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
         options = {"dims": opts.dims, "periodic": opts.periodic, "weighted": opts.weighted, "mapping": opts.mapping,
                    "grid": list(grid), "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "gpus": devs, "emulate_slow_pairs": [list(p) for p in opts.slow_pairs],
-                   "backend": opts.backend}
-        total = len(opts.sizes) * len(mappings)
+                   "backend": opts.backend, "comm_sets": comm_sets}
+        total = len(opts.sizes) * len(mappings) * comm_sets
 
         def to_record(result: Any, complete: bool) -> Any:
             return stencil_record(result, ctx, options, complete)
 
         output = SweepOutput(to_record, lambda r: tf.stencil_text(to_record(r, True)),
-                             lambda r: _of(len(r.rows), total, "(mapping, size) steps"))
+                             lambda r: _of(sum(row.sets for row in r.rows), total, "(mapping, size, set) steps"))
         return run_sweep(job, lambda on_step, stop: run_stencil(
             job, backend, stencil_peers(job, backend, devs), grid, mappings, periodic=opts.periodic,
             weighted=opts.weighted, sizes=list(opts.sizes), iters=opts.iters, warmup=opts.warmup, runs=opts.runs,
             verify=opts.verify, slow_pairs=opts.slow_pairs, mapping_info=info, progress=session.progress,
-            checkpoint=on_step, stop=stop), output, session.checkpoint, job.echo)
+            checkpoint=on_step, stop=stop, comm_sets=comm_sets), output, session.checkpoint, job.echo)
 
     return _bcast_code(job, inner)
 
