@@ -42,11 +42,6 @@ PLATFORM_MODULES = frozenset({
 NOT_YET_MOVED: dict[str, int] = {
     "comm/audit.py": 2,  # an AMD rank's GPU from the KFD table its probe recorded (_is_amd, _amd_gpu)
     "comm/gpu_aware.py": 5,  # the MPI library's CUDA/ROCm support flags (MPIX_Query_cuda/rocm_support)
-    "counters/linkerrors.py": 2,  # the fabric's name in link-error sentences
-    "counters/sampler.py": 4,  # the NVLINK bus of the counters' records (xGMI reads into the same bus)
-    "counters/watch.py": 3,  # the same bus name, and ``--expect nvlink``
-    "discovery/hwloc_xml.py": 2,  # hwloc's OS-device backends (NVML, CUDA, RSMI) and model names
-    "discovery/nccl_xml.py": 1,  # the PCI class NCCL's and RCCL's XML give a GPU
     "engines/gpu/fake.py": 2,  # the fake runtime's AMD answers (gcn_arch, wall clock)
 }
 
