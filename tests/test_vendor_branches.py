@@ -41,7 +41,6 @@ PLATFORM_MODULES = frozenset({
 #: fails the test, a removed one asks for the entry to shrink)
 NOT_YET_MOVED: dict[str, int] = {
     "comm/audit.py": 2,  # an AMD rank's GPU from the KFD table its probe recorded (_is_amd, _amd_gpu)
-    "comm/gpu_aware.py": 5,  # the MPI library's CUDA/ROCm support flags (MPIX_Query_cuda/rocm_support)
     "engines/gpu/fake.py": 2,  # the fake runtime's AMD answers (gcn_arch, wall clock)
 }
 
