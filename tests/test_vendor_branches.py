@@ -40,7 +40,6 @@ PLATFORM_MODULES = frozenset({
 #: vendor branches not yet moved into a row, by file (the count may only go down: a new branch
 #: fails the test, a removed one asks for the entry to shrink)
 NOT_YET_MOVED: dict[str, int] = {
-    "comm/audit.py": 2,  # an AMD rank's GPU from the KFD table its probe recorded (_is_amd, _amd_gpu)
     "engines/gpu/fake.py": 2,  # the fake runtime's AMD answers (gcn_arch, wall clock)
 }
 

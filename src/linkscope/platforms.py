@@ -70,6 +70,10 @@ class LaunchEnvironment(Protocol):
     def check(self, assignment: Any, live: Any, node_gpus: int | None) -> Any: ...  # the mapping, checked
     def place(self, assignment: Any, rank: int, environ: Any, live: Any) -> tuple[dict[str, str], str] | None: ...
     def env_file_head(self, assignment: Any) -> str: ...
+    def probed_gpu(self, record: Any, topology: Any) -> tuple[int | None, str] | None: ...  # see below
+
+    # ``probed_gpu``: the topology GPU a rank of ``audit``'s placement probe used (``record``: the rank's
+    # probe output) and how it was found, by this runtime's rules; None when the rank is not on its GPUs.
 
 
 class DiscoveryFacts(Protocol):
