@@ -43,6 +43,7 @@ class RuntimeTraits(Protocol):
     api: str  # the runtime's name in messages (``CUDA``, ``HIP``)
     device_word: str  # "no <word> device visible"
     cupy_is_hip: bool  # which CuPy build carries it (``cupy.cuda.runtime.is_hip``)
+    fake_arch: str  # the architecture a fake device of this runtime reports (``engines/gpu/fake``); "" for none
 
     def host_alloc_flags(self, numa_user: bool) -> int: ...  # added to portable | mapped
     def malloc_uncached(self, runtime: Any, ordinal: int, size_bytes: int) -> int | None: ...  # None: plain malloc

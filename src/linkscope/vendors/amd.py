@@ -97,6 +97,7 @@ class HipRuntimeTraits:
     api = "HIP"
     device_word = "AMD"
     cupy_is_hip = True
+    fake_arch = "gfx90a:sramecc+:xnack-"  # an MI250X GCD, as CuPy's ROCm build reports its gcnArchName
 
     def host_alloc_flags(self, numa_user: bool) -> int:
         """Coherent, and with ``numa_user`` placed by the calling thread's NUMA policy
