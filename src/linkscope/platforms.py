@@ -284,8 +284,9 @@ AMD = Platform(
     ordinal_field="hip_ordinal",
     fabric=LinkFabric("xgmi", "xGMI", "xgmi", "no active xGMI link"),
     mpi_support=MpiGpuSupport("rocm", "ROCm", "rocm:device", "MPIX_Query_rocm_support"),
-    # hwloc's OS devices of AMD GPUs: backend RSMI, the UUID in AMDUUID; RCCL's XML gives a GPU the PCI class
-    # AMD Instinct GPUs report, 0x0380 (display controller)
+    # hwloc's OS devices of AMD GPUs: backend RSMI, the UUID in AMDUUID; an exported (RCCL) XML gives a GPU
+    # class 0x038000 (display controller), as the exporter always has (which class each Instinct part reports
+    # was not checked here)
     xml=XmlNames(("0x1002",), ("RSMI",), "AMDUUID", "0x038000"),
 )
 SIM = Platform(key="sim", label="simulated (the fabric model)", hardware=False, engine="sim",
