@@ -183,7 +183,8 @@ class NcclOptions:
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
-    from .nccl import make_peers, run_nccl
+    from ..model.collectives import predict_sweep
+    from .nccl import make_peers, nccl_ranks, run_nccl
     from .records import nccl_record
 
     environ = session.environ
@@ -210,14 +211,14 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         model = getattr(backend, "model", None)
         if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
             model = getattr(backend, "graph_model", model)
+        ranks = nccl_ranks(job, peers)
+        # simulated: the model's choice at every size, asked once for the sweep; each record joins it by size
         predictions: dict[int, Any] = {}
+        if model is not None and ranks >= 1:
+            predictions = predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks)
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:
-            if model is not None:  # simulated: the model's choice of every size run so far, each predicted once
-                for size in result.sizes():
-                    if size not in predictions:
-                        predictions[size] = model.predict(result.op, [p.device for p in peers], size).as_dict()
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
         def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes

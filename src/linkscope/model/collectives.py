@@ -809,6 +809,15 @@ class CollectiveModel:
         return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
 
 
+def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_bytes: Sequence[int], ranks: int) -> dict[int, dict]:
+    """The model's prediction of ``op`` over ``gpus`` at every size of a sweep, asked once for the whole
+    size list: nccl-tests' size S of each nominal size over ``ranks`` NCCL ranks (``layout``) ->
+    ``CollectivePrediction.as_dict()``. A runner joins this table to its rows by size (``bench nccl``
+    under the simulated backend) instead of asking the model row by row."""
+    laid = dict.fromkeys(layout(op, int(size), ranks).size_bytes for size in sizes_bytes)
+    return {size: model.predict(op, gpus, size).as_dict() for size in laid}
+
+
 def _flow_classes(flows: Sequence[Flow], caps: np.ndarray) -> tuple[list[tuple[int, int, float, float]], list[int]]:
     """The distinct flows (src, dst, bytes, cap) in first-seen order and how many times each occurs."""
     index: dict[tuple[int, int, float, float], int] = {}
