@@ -600,6 +600,24 @@ def test_a_ring_across_nodes_runs_at_the_nics_rate():
     assert not one._across_nodes(0, 7) and model._across_nodes(0, 8)
 
 
+def test_rings_across_nodes_enter_and_leave_through_the_same_nic_so_two_gpus_per_nic_use_every_nic():
+    """nccl-tests#119: 3 x 8 A100 with one HDR NIC per GPU pair (hgx-a100-8-4nic). NCCL's ring channel c takes the
+    node's NETs in turn and leaves the node through the NET it entered by (search.cc:680, 762, 564-570 at
+    v2.28.9-1): in at one GPU of the pair, out from the other. Each NIC carries one channel each way, 4 x 24 =
+    96 GB/s busbw (NVIDIA's target, which the run reaches). Rotating the rank order by the channel sent two of
+    the four rings out through one NIC: 43.7."""
+    model = CollectiveModel.of(synthetic_topology("cluster:hgx-a100-8-4nic:3"))
+    ranks = list(range(24))
+    system = model.nccl_system(ranks)
+    rings = model._node_rings(ranks, system)
+    assert len(rings) == 4
+    exits = [{ring[8 * k + 7] for ring in rings} for k in range(3)]
+    nics = [{model.fabric.router.nics_of(model.fabric.gpu(g))[0].id for g in node} for node in exits]
+    assert all(len(n) == 4 for n in nics)  # every NIC of a node carries one ring out of it
+    big = model.predict("allreduce", ranks, 1 << 30).chosen
+    assert big.algorithm == "ring" and abs(big.busbw_gb_per_s / 96 - 1) <= 0.1
+
+
 def test_identical_flows_are_one_weighted_flow_and_the_answer_does_not_change():
     """flows_time_s simulates identical flows (same ends, bytes, cap) once, weighing their count on
     every resource: the same finish as simulating every copy (max-min rates are unique, so the copies

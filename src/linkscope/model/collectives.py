@@ -584,11 +584,15 @@ class CollectiveModel:
         return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
 
     def _node_rings(self, ranks: list[int], system: nt.NcclSystem | None) -> list[list[int]]:
-        """The rings of a communicator that spans nodes, one per search channel: NCCL's inter-node ring
-        channel c enters each node at a GPU by NIC c and leaves by another (search.cc ncclTopoSearchRecNet
-        tries the NETs in turn per channel, search.cc:669; connect.cc:94 connectRings chains the nodes' rings), so the channels
-        cross between nodes through different NICs. Modelled as each node's GPUs in rank order rotated by
-        c, nodes in rank order. One ring (the rank order) within a node."""
+        """The rings of a communicator that spans nodes, one per search channel. NCCL's ring channel c takes
+        the node's NETs in turn (``nets[(nChannels + i) % netCount]``, search.cc:680 at v2.28.9-1), enters the
+        node at a GPU local to that NET (``net.localGpu``, then ncclTopoGetLocal's GPUs, search.cc:726-737) and,
+        after the other GPUs, leaves it through the same NET (``NET n -> GPU a -> .. -> GPU x -> NET n``,
+        search.cc:762; crossNic 0 keeps the NIC, ncclTopoSearchCheckNet, search.cc:564-570); connectRings
+        (connect.cc:94) chains the nodes' rings. So where two GPUs share a NIC (one HDR NIC per GPU pair), the
+        ring enters at one and leaves from the other and every NIC carries one channel each way; where a NIC has
+        one local GPU, the ring leaves from the GPU before it (the rank order rotated to start at the entry).
+        Nodes in rank order; one ring (the rank order) within a node."""
         if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
             return [ranks]
         labels = node_labels(self.fabric.topology)
@@ -596,13 +600,28 @@ class CollectiveModel:
         groups: dict[object, list[int]] = {}
         for r in ranks:
             groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        orders = [self._channel_orders(members, system.ring.n_channels) for members in groups.values()]
+        return [[r for order in orders for r in order[c]] for c in range(system.ring.n_channels)]
+
+    def _channel_orders(self, members: list[int], channels: int) -> list[list[int]]:
+        """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last."""
+        # the NIC(s) each GPU's traffic between nodes takes on the fabric (the router's NIC choice among the
+        # NICs tied at its best path): the NET a channel uses is one of these
+        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
+        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
         out = []
-        for c in range(system.ring.n_channels):
-            ring: list[int] = []
-            for members in groups.values():
+        for c in range(channels):
+            if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
                 k = c % len(members)
-                ring.extend(members[k:] + members[:k])
-            out.append(ring)
+                out.append(members[k:] + members[:k])
+                continue
+            nic = nics[c % len(nics)]
+            near = [r for r in members if nic in local[r]] or members
+            entry = members.index(near[0])
+            order = members[entry:] + members[:entry]
+            if len(near) > 1:  # leave through the same NIC from its other local GPU
+                order = [r for r in order if r != near[-1]] + [near[-1]]
+            out.append(order)
         return out
 
     def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
