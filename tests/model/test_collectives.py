@@ -1,3 +1,6 @@
+import itertools
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -50,6 +53,7 @@ from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
+_ROOT = Path(__file__).resolve().parents[2]
 # docs/benchmarks.md, 2 x H200 NV18, NCCL 2.28.9, 2026-11-22 (nvidia-h200-x2): allreduce out-of-place
 # busbw at 1 GiB 326.8 GB/s (pinned rerun, one process); sendrecv at 1 GiB 360.1-361.1 GB/s.
 MEASURED_ALLREDUCE_BUSBW = 326.8
@@ -196,6 +200,27 @@ def test_nccl_algo_proto_and_channel_limits_are_honoured():
         CollectiveModel.of(topo, env={"NCCL_ALGO": "rings"}).predict("allreduce", [0, 1], 8)
     with pytest.raises(UserError, match="no NCCL algorithm"):
         CollectiveModel.of(topo, env={"NCCL_ALGO": "broadcast:tree"}).predict("broadcast", [0, 1], 8)
+
+
+def test_capped_channels_run_at_one_ctas_rate_not_the_links_share_at_the_default_count():
+    """2 x H200 NV18, NCCL_MAX_NCHANNELS=2 all_reduce_perf (docs/runs/h200x2-2026-11-28b/call1/broken, NCCL
+    2.28.9): 41.6-41.7 GB/s busbw at 128-512 MiB, 20.8 a channel. The twin gave each channel the links' share
+    at NCCL's default 24 channels (15 GB/s x the duplex 0.9): 26.9-27.0. A channel is one CTA running the Simple
+    primitive a p2p send runs, so it carries what a p2p channel carries (19.6 GB/s, 2 x H100 sendrecv) while the
+    links have room; from 16 channels the links' share binds again. Default channels: unchanged."""
+    from linkscope.topology import io as topo_io
+
+    topo = topo_io.load(_ROOT / "docs/runs/h200x2-2026-11-28/call1/linkscope/topo.json")
+    measured = {128 * MIB: 41.58, 512 * MIB: 41.70}
+    capped = CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": "2"}, launch="eager")
+    for size, busbw in measured.items():
+        chosen = capped.predict("allreduce", [0, 1], size).chosen
+        assert chosen.channels == 2 and abs(chosen.busbw_gb_per_s / busbw - 1) <= 0.10, (size, chosen.busbw_gb_per_s)
+    rates = [CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": str(c)}, launch="eager")
+             .predict("allreduce", [0, 1], 512 * MIB).chosen.busbw_gb_per_s for c in (1, 2, 4, 8)]
+    assert all(1.8 <= b / a <= 2.05 for a, b in itertools.pairwise(rates)), rates  # CTA-bound: twice the channels, twice
+    default = CollectiveModel.of(topo, launch="eager").predict("allreduce", [0, 1], 512 * MIB).chosen
+    assert default.channels == 24 and abs(default.busbw_gb_per_s / 313 - 1) <= 0.05  # the links bind, as before
 
 
 def test_nccl_considers_tree_on_one_node_and_picks_the_least_estimate():

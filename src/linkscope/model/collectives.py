@@ -433,9 +433,24 @@ class CollectiveModel:
             t_us += nt.nvls_tree_net_hops(system) * nt.nvls_tree_round_bytes(system, size_bytes, channels) / (1000.0 * bw)
         return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
 
-    def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
+    def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int,
+              link_factor: float = 1.0) -> float:
         """Per-flow payload-rate cap (GB/s) of ``channels`` channels: NCCL's per-channel bandwidth
-        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps)."""
+        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps).
+
+        A Simple ring or chain channel gets the least of two rates. The links' share: the ring graph's
+        bandwidth (search channels x speed) over the channels the communicator runs (``NcclSystem.n_channels``,
+        after NCCL_MIN/MAX_NCHANNELS, connect.cc:490-491), times ``link_factor`` (a loss of the links, such
+        as a 2-rank ring's duplex). And what one channel's CTA moves: a ring step and a p2p send are the same
+        Simple primitive (prims_simple.h genericOp: the CTA's threads copy a slice from the FIFO or the user
+        buffer into the peer's FIFO, then post its tail; ring steps in all_reduce.h runRing, p2p sends in
+        sendrecv.h runSend, at v2.28.9-1), so a channel carries at most what a p2p channel carries
+        (``_p2p_channel_gb_per_s``: 19.6 GB/s on NV18 Hopper, measured on 2 x H100 sendrecv). NCCL's tuner
+        knows neither: its ring bandwidth is the graph's whatever the channel count (tuning.cc:301), so at its
+        default channels the links' share (15 GB/s on NV18) is the lesser and nothing changes; capped
+        channels (NCCL_MAX_NCHANNELS=2: 180 GB/s of links per channel) run at the CTA's rate. The 2 x H200
+        NCCL_MAX_NCHANNELS=2 allreduce (docs/runs/h200x2-2026-11-28b/call1/broken, 20.8 GB/s a channel at
+        128-512 MiB) tests it."""
         if system is None or channels <= 0:
             return float("inf")
         ci = system.cc_index
@@ -456,7 +471,13 @@ class CollectiveModel:
             return min(ll_max, channels * per_channel * 0.5)
         if proto == "LL128":
             return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
-        return channels * per_channel
+        links = _per_channel_gb_per_s(system, system.n_channels) * link_factor
+        return channels * min(links, self._p2p_channel_gb_per_s(system))
+
+    def _p2p_channel_gb_per_s(self, system: nt.NcclSystem) -> float:
+        """What one Simple p2p channel (one CTA's send through NCCL's FIFO) carries between GPUs of a node:
+        NCCL's per-channel ring bandwidth at its default channels times ``nccl_p2p_channel_factor``."""
+        return _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
 
     def _thread_gb_per_s(self, proto: str) -> float:
         """Payload one LL / LL128 thread stores per second (GB/s): the protocols' line stores and flag
@@ -513,7 +534,17 @@ class CollectiveModel:
         spec = OP_TABLE[op]
         wire = 1.0 / PAYLOAD_FRACTION[proto]
         p = nt.PROTOS.index(proto)
-        cap = self._caps(system, nt.RING, proto, channels)
+        duplex = 1.0
+        if (spec.pattern == "ring" and proto == "Simple" and system is not None and channels > 0
+                and system.intra_hw == nt.HW_NVLINK and n == 2):
+            # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
+            # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
+            # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
+            # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
+            # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels. A loss of
+            # the links: it lowers the links' share of a channel, not what one channel's CTA moves (_caps)
+            duplex = self.fabric.params["nccl_ring_duplex_efficiency"]
+        cap = self._caps(system, nt.RING, proto, channels, link_factor=duplex)
         if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
             cap = min(cap, channels * nt.threads_for(system, _nccl_func(spec), nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
         cap *= wire
@@ -521,19 +552,11 @@ class CollectiveModel:
         fill = 0.0
         if spec.pattern == "ring":
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
-            ring_pairs = set(ring)  # a set: a ring of thousands of ranks is checked in linear time
             chunk = S / n
             rings = self._node_rings(ranks, system)
             if len(rings) > 1:  # across nodes: the channels' rings leave each node through different NICs
                 spread = [(r[i], r[(i + 1) % n]) for r in rings for i in range(n)]
             simple = proto == "Simple" and system is not None and channels > 0
-            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring_pairs for a, b in ring):
-                # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
-                # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
-                # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
-                # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
-                # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels
-                cap *= self.fabric.params["nccl_ring_duplex_efficiency"]
             if len(rings) > 1:
                 share = chunk / len(rings)
                 red = self.flows_time_s([(a, b, share) for a, b in spread], reduce=True, cap_gb_per_s=cap / len(rings),
@@ -774,7 +797,7 @@ class CollectiveModel:
             members.append((a, b, nbytes, plan, delta, used))
         total_s = 0.0
         if system.n_nodes == 1:
-            per_channel = _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
+            per_channel = self._p2p_channel_gb_per_s(system)
         else:
             per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
         registered = self.registers(None, "p2p", "Simple", ranks)
@@ -856,13 +879,13 @@ class P2pTime:
     channel_tasks: int = 1
 
 
-def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:
+def _per_channel_gb_per_s(system: nt.NcclSystem, channels: int | None = None) -> float:
     """What one run-time channel carries: the ring graph's bandwidth (search channels x speed) over
-    the channels NCCL runs (twice the search channels, connect.cc:452): 12 x 30 / 24 = 15 GB/s on
-    NV18 H100/H200."""
+    ``channels`` (default: the channels NCCL runs by default, twice the search channels, connect.cc:452):
+    12 x 30 / 24 = 15 GB/s on NV18 H100/H200."""
     graph = system.ring
     bw = graph.bw_intra if system.n_nodes <= 2 else graph.bw_inter
-    return graph.n_channels * bw / min(nt.MAXCHANNELS, 2 * graph.n_channels)
+    return graph.n_channels * bw / (channels or min(nt.MAXCHANNELS, 2 * graph.n_channels))
 
 
 def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSettings) -> nt.NcclSystem | None:
