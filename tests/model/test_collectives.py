@@ -211,11 +211,11 @@ def test_capped_channels_run_at_one_ctas_rate_not_the_links_share_at_the_default
     from linkscope.topology import io as topo_io
 
     topo = topo_io.load(_ROOT / "docs/runs/h200x2-2026-11-28/call1/linkscope/topo.json")
-    measured = {128 * MIB: 41.58, 512 * MIB: 41.70}
+    measured = {8 * MIB: 39.55, 128 * MIB: 41.58, 512 * MIB: 41.70}
     capped = CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": "2"}, launch="eager")
     for size, busbw in measured.items():
         chosen = capped.predict("allreduce", [0, 1], size).chosen
-        assert chosen.channels == 2 and abs(chosen.busbw_gb_per_s / busbw - 1) <= 0.10, (size, chosen.busbw_gb_per_s)
+        assert chosen.channels == 2 and abs(chosen.busbw_gb_per_s / busbw - 1) <= 0.15, (size, chosen.busbw_gb_per_s)
     rates = [CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": str(c)}, launch="eager")
              .predict("allreduce", [0, 1], 512 * MIB).chosen.busbw_gb_per_s for c in (1, 2, 4, 8)]
     assert all(1.8 <= b / a <= 2.05 for a, b in itertools.pairwise(rates)), rates  # CTA-bound: twice the channels, twice

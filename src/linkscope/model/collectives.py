@@ -471,8 +471,14 @@ class CollectiveModel:
             return min(ll_max, channels * per_channel * 0.5)
         if proto == "LL128":
             return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
+        return channels * self._simple_channel(system, link_factor)[0]
+
+    def _simple_channel(self, system: nt.NcclSystem, link_factor: float = 1.0) -> tuple[float, bool]:
+        """(GB/s one Simple ring channel carries, whether its CTA rather than the links bounds it): the
+        least of the links' share at the communicator's channel count and a p2p channel's rate (``_caps``)."""
         links = _per_channel_gb_per_s(system, system.n_channels) * link_factor
-        return channels * min(links, self._p2p_channel_gb_per_s(system))
+        cta = self._p2p_channel_gb_per_s(system)
+        return min(links, cta), cta < links
 
     def _p2p_channel_gb_per_s(self, system: nt.NcclSystem) -> float:
         """What one Simple p2p channel (one CTA's send through NCCL's FIFO) carries between GPUs of a node:
@@ -494,10 +500,14 @@ class CollectiveModel:
         return step_s * min(1.0, channels * slice_bytes / step_bytes)
 
     def _simple_ring_extra_s(self, op: str, ranks: list[int], S: float, channels: int, system: nt.NcclSystem,
-                             registered: bool) -> float:
+                             no_pass: bool) -> float:
         """What a Simple ring (allreduce, allgather, reduce_scatter) adds to its link steps: a fixed time
         per call (``nccl_simple_ring_latency_us``, fitted: the code does not say what it is) and the part
-        of the last receive's local pass that the link steps do not hide.
+        of the last receive's local pass that the link steps do not hide. ``no_pass``: registered (the pass
+        copies nothing), or channels their CTA bounds (``_simple_channel``): the channel's rate, a p2p channel's,
+        is what one CTA moves with its receive's copy (a p2p CTA's receive warps copy the FIFO to the output
+        while its send warps store), so the pass is in that rate already. Where the links bound the channels,
+        the pass is the serial part described below, as measured at NCCL's default channels.
 
         NCCL splits each rank's share of S over the channels (enqueue.cc:582-640, ``ncclCollCbdPart``) and
         each channel's CTA loops over its part in chunks of stepSize x chunkSteps (the 4 MiB buffer / 8
@@ -510,12 +520,12 @@ class CollectiveModel:
         is not hidden at all; after it the channels drift apart and one channel's local pass overlaps the
         others' link steps: each link step of a loop hides ``nccl_ring_local_hidden_per_step`` of it (at
         most all of it). The pass runs at the ring CTAs' rate, channels x ``nccl_ring_local_cta_gb_per_s``,
-        and no faster than a local copy on the fabric. Registered, the pass copies nothing (``_ring_like``).
+        and no faster than a local copy on the fabric.
         """
         n = len(ranks)
         params = self.fabric.params
         extra_s = params["nccl_simple_ring_latency_us"] * 1e-6
-        if registered:
+        if no_pass:
             return extra_s
         per_gpu = S / n  # what the last receives of all loops write on each GPU
         chunk_bytes = system.settings.buffsize // nt.NCCL_STEPS * nt.ALLREDUCE_CHUNKSTEPS
@@ -578,7 +588,8 @@ class CollectiveModel:
                 t = max(0.0, t - steps * self._route_latency_s(ring))
             registered = self.registers(op, "ring", proto, ranks)
             if simple and system is not None:
-                t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
+                t += self._simple_ring_extra_s(op, ranks, S, channels, system,
+                                               registered or self._simple_channel(system, duplex)[1])
             else:
                 local = chunk * (1.0 if spec.ends_with_copy else 1.5)  # a last reduce reads two buffers
                 if not registered:
