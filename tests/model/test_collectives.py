@@ -223,6 +223,22 @@ def test_capped_channels_run_at_one_ctas_rate_not_the_links_share_at_the_default
     assert default.channels == 24 and abs(default.busbw_gb_per_s / 313 - 1) <= 0.05  # the links bind, as before
 
 
+def test_nvls_on_one_node_pays_its_pipeline_fill_and_72_ranks_have_32_heads():
+    """Single-node NVLS allreduce (all_reduce.h:404-460 at v2.28.9-1): scatter warps hand each loop's chunks to
+    the heads' reduce warps, which hand them to the gather warps: two rounds (every channel's every head one
+    chunk) cross before the pipeline streams. An NVL72 rack has 32 heads (NCCL_MAX_NVLS_ARITY) for 72 ranks, so
+    a head's links carry S(1 + 1/32). The rack's curve now rises with the size as the public run does
+    (coreweave/nccl-tests#43: 586 GB/s at 512 MiB, 835-847 at 4-8 GiB), where it was flat (975 at 512 MiB, 1001
+    at 8 GiB); 8 x H100 at 4 GiB stays on NVIDIA's 480."""
+    rack = CollectiveModel.of(load_preset("gb200-nvl72"))
+    ranks = list(range(72))
+    mid, big = (rack.predict("allreduce", ranks, size).chosen for size in (512 * MIB, 8 * GIB))
+    assert mid.algorithm == big.algorithm == "nvls"
+    assert mid.busbw_gb_per_s < 0.87 * big.busbw_gb_per_s
+    dgx = CollectiveModel.of(load_preset("dgx-h100")).predict("allreduce", list(range(8)), 4 * GIB).chosen
+    assert dgx.algorithm == "nvls" and abs(dgx.busbw_gb_per_s / 480 - 1) <= 0.05
+
+
 def test_nccl_considers_tree_on_one_node_and_picks_the_least_estimate():
     single = CollectiveModel.of(load_preset("dgx-h100"), env=NVLS_OFF).predict("allreduce", list(range(8)), GIB)
     assert {a.algorithm for a in single.algorithms} == {"ring", "tree"}

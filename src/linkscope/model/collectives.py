@@ -417,8 +417,20 @@ class CollectiveModel:
         if a == nt.NVLS and system.n_nodes == 1:  # across nodes NVLS runs with CollNet: NCCL's bandwidth below
             rate = self._nvls_rate_gb_per_s(ranks, system)
             passes = len(OP_TABLE[op].phases)  # allreduce: a reduce pass, then a copy pass
-            per_link = S * (1.0 + 1.0 / n) if passes == 2 else S * (n - 1) / n
+            # allreduce: every GPU's links carry its whole buffer out (the switch reads it for the heads'
+            # multimem reductions) and the whole result in (the heads' multimem stores), and a head also its
+            # share of both: S(1 + 1/heads). Heads are the NVLS graph's channels, at most NCCL_MAX_NVLS_ARITY
+            # (32, device.h:207; connect.cc:74-89): every GPU up to 32 GPUs, 32 of an NVL72 rack's 72
+            # (all_reduce.h:404-460 at v2.28.9-1: only a head's reduce warps run, on its chunk of each loop)
+            heads = max(1, min(n, system.nvls.n_channels or n))
+            per_link = S * (1.0 + 1.0 / heads) if passes == 2 else S * (n - 1) / n
             t_us = lat_us + per_link / (rate * 1e3)
+            if passes == 2 and channels > 0:
+                # the pipeline's fill: a loop of every channel moves one chunk per head (a round,
+                # nt.nvls_round_bytes); each chunk is handed on twice through NVLS FIFOs, scatter warps to the
+                # heads' reduce warps (multimem reduce and store) to the gather warps (all_reduce.h:410-460),
+                # so two rounds cross before the pipeline streams, as NVLS-tree's hops each hold one
+                t_us += 2 * nt.nvls_round_bytes(system, size_bytes, channels) * (1.0 + 1.0 / heads) / (rate * 1e3)
             return self._prediction(algo, op, n, size_bytes, t_us, passes, proto, channels,
                                     estimate, "fabric+nccl")
         f = nt.FUNCS.index(_nccl_func(OP_TABLE[op]))  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
