@@ -30,7 +30,10 @@ MODES = (("one process, both GPUs", "nt/*_r*.txt", lambda f: root / "ls" / (f.st
          ("per GPU (mpirun -n 2)", "mpi/nt_*_r*.txt", lambda f: root / "mpi" / (f.stem.replace("nt_", "ls_", 1) + ".json")),
          # call 5: each linkscope rank seeing only its own GPU (CUDA_VISIBLE_DEVICES per rank)
          ("per GPU, one GPU visible per rank", "mpi/nt_*_r*.txt",
-          lambda f: root / "mpi" / (f.stem.replace("nt_", "lsiso_", 1) + ".json")))
+          lambda f: root / "mpi" / (f.stem.replace("nt_", "lsiso_", 1) + ".json")),
+         # call 7: mpi4py's MPI started with MPI_THREAD_SINGLE (MPI4PY_RC_THREAD_LEVEL=single)
+         ("per GPU, MPI_THREAD_SINGLE", "mpi/nt_*_r*.txt",
+          lambda f: root / "mpi" / (f.stem.replace("nt_", "lssingle_", 1) + ".json")))
 for mode, nt_glob, ls_of in MODES:
     pairs: dict = defaultdict(list)
     for f in sorted(root.glob(nt_glob)):
