@@ -1,0 +1,72 @@
+"""The broken-node cause rate of ``refbuild --rates`` (issue 33): each broken recording declares the cause it
+was made with, and the counter counts the low rows that name it. These pin the counter, not its figure."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from linkscope.errors import LinkscopeError
+from linkscope.judge import refbuild
+from linkscope.judge.expect import Judge
+from linkscope.judge.references import shipped
+from linkscope.judge.runs import judge_runs
+from linkscope.judge.verdict import Verdict
+from linkscope.results.peertools.detect import read
+from linkscope.topology.io import load
+
+ROOT = Path(__file__).resolve().parents[2]
+JUDGE = ROOT / "src" / "linkscope" / "judge"
+P2P_OFF = "docs/runs/h200x2-2026-11-28b/call1/broken/p2p_off_sendrecv.txt"
+TOPO = "docs/runs/h200x2-2026-11-28/call1/linkscope/topo.json"
+
+
+def _recording(causes: tuple[str, ...]) -> refbuild.Recording:
+    return refbuild.Recording((P2P_OFF,), "h200x2-2026-11-28b call 1", "2026-11-28", "broken", TOPO, causes=causes)
+
+
+def test_a_broken_recording_must_declare_its_cause_and_only_it():
+    with pytest.raises(LinkscopeError, match="declares the causes"):
+        refbuild.Recording((P2P_OFF,), "lease", "2026-11-28", "broken", TOPO)
+    with pytest.raises(LinkscopeError, match="only a broken recording"):
+        refbuild.Recording((P2P_OFF,), "lease", "2026-11-28", "held-out", TOPO, causes=("collective-no-p2p",))
+
+
+def test_every_declared_cause_is_a_key_check_names():
+    """A declared cause that no code path of the judge can name would make a file's rate 0 for a typo."""
+    source = "\n".join(p.read_text() for p in JUDGE.glob("*.py"))
+    literals = set(re.findall(r'"([a-z][a-z0-9-]+)"', source))
+    composed = ("collective-forced-channels-", "collective-forced-")  # f"collective-forced-channels-{cap}" and algo/proto
+    for rec in refbuild.RECORDINGS:
+        assert (rec.role == "broken") == bool(rec.causes)
+        for key in rec.causes:
+            assert key in literals or key.startswith(composed), (rec.files, key)
+
+
+def test_the_counter_counts_low_rows_naming_a_declared_cause():
+    """The counter against a count made here row by row with check's own path (judge_runs)."""
+    run = read(ROOT / P2P_OFF)
+    judgements = judge_runs([run], Judge(load(ROOT / TOPO), references=shipped()))[0].judgements
+    low = [j for j in judgements if j.verdict is Verdict.LOW]
+    named = sum(j.cause_key == "collective-no-p2p" for j in low)
+    assert low and named  # the file is a broken node: some rows are low, some name the cause
+    (row,) = refbuild.rates(ROOT, shipped(), ("broken",), [_recording(("collective-no-p2p",))])
+    assert row["counts"]["low"] == len(low)
+    assert row["causes_right"] == named
+    assert sum(row["low_causes"].values()) == len(low)
+    # a cause it was not made with: none of its low rows count, and the line says what they named instead
+    (wrong,) = refbuild.rates(ROOT, shipped(), ("broken",), [_recording(("pcie-link-degraded",))])
+    assert wrong["causes_right"] == 0
+    lines, right, total = refbuild.cause_rates([wrong])
+    assert (right, total) == (0, len(low))
+    assert f"0 of {len(low)} low rows name pcie-link-degraded" in lines[0] and f"{named} collective-no-p2p" in lines[0]
+
+
+def test_cause_rates_sums_broken_files_only():
+    rows = [{"file": "a", "counts": {"low": 4, "ok": 3}, "low_causes": {"x": 3, "": 1}, "causes": ["x"], "causes_right": 3},
+            {"file": "b", "counts": {"low": 2}, "low_causes": {"y": 1, "z": 1}, "causes": ["y", "z"], "causes_right": 2},
+            {"file": "healthy", "counts": {"low": 5, "ok": 90}, "low_causes": {"": 5}}]
+    lines, right, low = refbuild.cause_rates(rows)
+    assert (right, low) == (5, 6) and len(lines) == 2
+    assert "3 of 4 low rows name x (else: 1 no cause); 3 ok, 0 not judged" in lines[0]
