@@ -70,3 +70,15 @@ def test_cause_rates_sums_broken_files_only():
     lines, right, low = refbuild.cause_rates(rows)
     assert (right, low) == (5, 6) and len(lines) == 2
     assert "3 of 4 low rows name x (else: 1 no cause); 3 ok, 0 not judged" in lines[0]
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "sendrecv"])
+def test_nccl_through_host_memory_names_its_cause_at_mid_sizes(op):
+    """NCCL_P2P_DISABLE=1 on 2 x H200: the 2-8 MiB rows were low with no cause while the twin's no-P2P path
+    filled an 8 MiB staging chunk; NCCL's SHM pipeline moves 512 KiB steps (shm.cc), so every low row now
+    names it."""
+    run = read(ROOT / f"docs/runs/h200x2-2026-11-28b/call1/broken/p2p_off_{op}.txt")
+    judgements = judge_runs([run], Judge(load(ROOT / TOPO), references=shipped()))[0].judgements
+    low = [j for j in judgements if j.verdict is Verdict.LOW]
+    assert any("2 MiB" in j.subject for j in low) and any("8 MiB" in j.subject for j in low)
+    assert [j.subject for j in low if j.cause_key != "collective-no-p2p"] == []
