@@ -82,3 +82,39 @@ def test_nccl_through_host_memory_names_its_cause_at_mid_sizes(op):
     low = [j for j in judgements if j.verdict is Verdict.LOW]
     assert any("2 MiB" in j.subject for j in low) and any("8 MiB" in j.subject for j in low)
     assert [j.subject for j in low if j.cause_key != "collective-no-p2p"] == []
+
+
+def _low(name: str) -> list:
+    run = read(ROOT / f"docs/runs/h200x2-2026-11-28b/call1/broken/{name}")
+    judgements = judge_runs([run], Judge(load(ROOT / TOPO), references=shipped()))[0].judgements
+    return [j for j in judgements if j.verdict is Verdict.LOW]
+
+
+def test_a_transport_read_at_large_sizes_holds_for_every_size_of_the_run():
+    """NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: the sockets are read from the bandwidth-bound sizes (under a fifth
+    of the host-memory path); the latency-bound sizes of the same communicator (8 B-128 KiB, about twice the
+    healthy time) had no cause."""
+    low = _low("p2p_shm_off_sendrecv.txt")
+    assert any(j.subject.startswith("sendrecv 8 B ") for j in low)
+    assert [j.subject for j in low if j.cause_key != "collective-network-transport"] == []
+    small = next(j for j in low if j.subject.startswith("sendrecv 8 B "))
+    assert "once for every size" in small.reason
+
+
+def test_one_stray_transport_match_is_not_spread_over_the_run():
+    """NCCL_MAX_NCHANNELS=2: one size crosses the host-memory curve; the run's other low rows are not put down
+    to it (the transport must name at least half of the bandwidth-bound low rows)."""
+    low = _low("nchannels2_all_reduce.txt")
+    assert len(low) >= 8
+    assert sum(j.cause_key == "collective-no-p2p" for j in low) <= 1
+
+
+def test_the_no_peer_alternative_is_launched_as_the_run_was():
+    """An eager nccl-tests run (graph: 0): the host-memory twin was built with the CUDA-graph launch, so at 8 B
+    'without P2P' came out 3 x faster than the run's own eager twin."""
+    run = read(ROOT / "docs/runs/h200x2-2026-11-28b/call1/broken/p2p_off_all_reduce.txt")
+    judge = Judge(load(ROOT / TOPO), references=shipped())
+    m = next(m for m in run.measurements if m.size_bytes == 8)
+    exp = judge.expect(m)
+    alt = next(a for a in exp.alternatives if a.key == "collective-no-p2p")
+    assert exp.twin is not None and alt.value <= exp.twin * 1.05

@@ -144,7 +144,7 @@ class Judge:
             raise TopologyError(f"the calibrated topology {calibrated.name!r} has {calibrated.gpu_count} GPUs, "
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
-        self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._no_peer: dict[tuple[tuple[int, ...], str], CollectiveModel] = {}
         self._capped: dict[tuple[int, str], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
@@ -649,7 +649,7 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
                 and self._host_route_apart(tuple(gpus))):
-            alt = value(self._no_peer_model(tuple(gpus)))[0]
+            alt = value(self._no_peer_model(tuple(gpus), launch))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),
@@ -705,12 +705,15 @@ class Judge:
                     return False
         return True
 
-    def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
-        found = self._no_peer.get(gpus)
+    def _no_peer_model(self, gpus: tuple[int, ...], launch: str) -> CollectiveModel:
+        """The twin of these GPUs without peer access between them, launched as the run was (eager or graph)
+        and with the judge's parameters: only the transport differs from the run's own twin."""
+        found = self._no_peer.get((gpus, launch))
         if found is None:
             denied = tuple((a, b) for a in gpus for b in gpus if a < b)
             peer = replace(self.topology.peer_access, denied_pairs=self.topology.peer_access.denied_pairs + denied)
-            found = self._no_peer[gpus] = CollectiveModel.of(self.topology.replace(peer_access=peer))
+            found = self._no_peer[(gpus, launch)] = CollectiveModel.of(self.topology.replace(peer_access=peer),
+                                                                       self.fabric.params, launch=launch)
         return found
 
     # copies

@@ -380,7 +380,7 @@ def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ROLES,
                 low_causes[j.cause_key] += 1
             if j.verdict.value != "ok":
                 problems.append(f"{j.verdict.value}: {j.line}")
-        row = {"file": path.relative_to(root).as_posix(), "role": rec.role, "lease": rec.lease, "tool": run.tool,
+        row: dict[str, Any] = {"file": path.relative_to(root).as_posix(), "role": rec.role, "lease": rec.lease, "tool": run.tool,
                "counts": dict(counts), "sources": dict(sources), "problems": problems, "low_causes": dict(low_causes)}
         if rec.causes:
             row["causes"] = list(rec.causes)

@@ -187,6 +187,47 @@ def _one_run_wide_cause(judgements: list[Judgement], measurements: Sequence[Meas
     return out
 
 
+#: The transports NCCL falls back to between GPUs of one node (expect.py): through host memory (SHM) and its
+#: network transport (sockets). NCCL picks one per peer when it sets up the communicator
+#: (src/transport.cc ncclTransportP2pSetup, v2.28.9: the first transport whose canConnect accepts the pair), so
+#: a run's every size goes through the same one.
+TRANSPORT_KEYS = ("collective-no-p2p", "collective-network-transport")
+
+
+def _one_transport(judgements: list[Judgement], measurements: Sequence[Measurement],
+                   thresholds: Thresholds) -> list[Judgement]:
+    """A transport cause, read where the value decides it (sizes the twin calls bandwidth-bound: fixed cost
+    at most ``Thresholds.latency_bound`` of its time), holds for every size of that collective in the run:
+    the low rows with no cause of their own (latency-bound sizes, where the value cannot tell a transport
+    apart, and sizes where the twin's transport curve is off) are put down to it. Only where one
+    transport is the one cause named among the bandwidth-bound low rows and names at least half of them
+    (a decision, not a fit: one stray match, such as a channel cap crossing the host-memory curve at one
+    size, is no evidence)."""
+    by_op: dict[str, list[int]] = {}
+    for i, (m, j) in enumerate(zip(measurements, judgements)):
+        if m.pattern == "collective" and j.verdict is Verdict.LOW:
+            by_op.setdefault(m.method, []).append(i)
+    out = list(judgements)
+    for rows in by_op.values():
+        shares = {i: judgements[i].expectation.fixed_share for i in rows}
+        bandwidth_bound = [i for i, share in shares.items() if share is not None and share <= thresholds.latency_bound]
+        named = {judgements[i].cause_key for i in bandwidth_bound} - {""}
+        if len(named) != 1 or not named <= set(TRANSPORT_KEYS):
+            continue
+        key = named.pop()
+        if 2 * sum(judgements[i].cause_key == key for i in bandwidth_bound) < len(bandwidth_bound):
+            continue
+        for i in rows:
+            j = judgements[i]
+            alt = next((a for a in j.expectation.alternatives if a.key == key), None)
+            if j.cause_key or alt is None:
+                continue
+            cause = (f"{alt.cause}: the run's bandwidth-bound sizes went through it, and NCCL picks a transport per "
+                     "peer when it sets up the communicator, once for every size")
+            out[i] = replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=key)
+    return out
+
+
 def prepared(run: PeerRun) -> list[Measurement]:
     """A run's measurements as they are judged: a linkscope record's concurrent groups with their
     transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
@@ -218,6 +259,7 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
         judge.check_fit(run.measurements, run.source)
         measurements = prepared(run)
         judgements = _one_run_wide_cause([judge.judge(m) for m in measurements], measurements, judge.thresholds)
+        judgements = _one_transport(judgements, measurements, judge.thresholds)
         out.append(JudgedRun(run, tuple(_with_shared_load(j, m, judge.thresholds) for j, m in zip(judgements, measurements))))
     return out
 
