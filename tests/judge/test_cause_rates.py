@@ -2,6 +2,7 @@
 was made with, and the counter counts the low rows that name it. These pin the counter, not its figure."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from linkscope.judge.references import shipped
 from linkscope.judge.runs import judge_runs
 from linkscope.judge.verdict import Verdict
 from linkscope.results.peertools.detect import read
-from linkscope.topology.io import load
+from linkscope.topology.io import from_dict, load
 
 ROOT = Path(__file__).resolve().parents[2]
 JUDGE = ROOT / "src" / "linkscope" / "judge"
@@ -118,3 +119,47 @@ def test_the_no_peer_alternative_is_launched_as_the_run_was():
     exp = judge.expect(m)
     alt = next(a for a in exp.alternatives if a.key == "collective-no-p2p")
     assert exp.twin is not None and alt.value <= exp.twin * 1.05
+
+
+OLD_NOISY = ROOT / "docs/runs/h200x2-2026-11-28b/call1/broken/noisy_survey.json"
+
+
+def _survey_low(path: Path) -> list:
+    run = read(path)
+    judge = Judge(from_dict(dict(run.record.topology)), references=shipped())
+    return [j for j in judge_runs([run], judge)[0].judgements if j.verdict is Verdict.LOW]
+
+
+def test_a_survey_without_background_infers_the_shared_load_from_its_own_record():
+    """The survey beside noisy.py recorded before the background check existed: its GPUs' copies inside their own
+    memory are low (80-81%) while every NVLink stayed active; sm-push pairs were put down to 'links down'."""
+    low = _survey_low(OLD_NOISY)
+    assert [j.subject for j in low if j.cause_key not in refbuild.NOISY_NEIGHBOUR] == []
+    sm = [j for j in low if " sm-push " in j.subject]
+    assert sm and all(j.cause_key == "shared-load-inferred" for j in sm)
+    assert "all 18 of its links stayed active" in sm[0].reason
+
+
+def _edited(tmp_path: Path, edit) -> Path:
+    data = json.loads(OLD_NOISY.read_text())
+    edit(data)
+    out = tmp_path / "survey.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def test_no_inference_when_a_link_went_down_or_the_local_copy_is_healthy(tmp_path):
+    def link_down(data):
+        data["extra"]["link_errors"]["end"]["gpus"]["0"]["nvlink"]["links"][3]["active"] = False
+        data["extra"]["link_errors"]["end"]["gpus"]["1"]["nvlink"]["links"][3]["active"] = False
+
+    def healthy_local(data):
+        for m in data["measurements"]:
+            if m["method"] == "local":
+                for k in ("median_gb_per_s", "min_gb_per_s", "max_gb_per_s", "mean_gb_per_s"):
+                    m[k] = 2080.0
+
+    for edit in (link_down, healthy_local):
+        low = _survey_low(_edited(tmp_path, edit))
+        assert not any(j.cause_key == "shared-load-inferred" for j in low), edit.__name__
+        assert any(j.cause_key == "link-degraded" for j in low if " sm-push " in j.subject)

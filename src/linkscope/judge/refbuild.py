@@ -56,11 +56,12 @@ _NCCL_OPS = ("all_gather", "all_reduce", "alltoall", "reduce_scatter", "sendrecv
 #: every role a recording may have; only ``reference`` sets references
 ROLES = ("reference", "held-out", "known-low", "forced", "broken")
 #: The causes that name a noisy neighbour (another load on the links): the survey's background check saw it
-#: (``shared-load``); a record's repetitions spread (``shared-link``); an output with one number per copy or
-#: size names a shared link and a degraded one together, as it cannot tell them apart
-#: (``link-degraded-or-shared``, ``collective-half-rate``). ``link-degraded`` (steady at half: links down) and
-#: ``slow-flow`` (one flow of a group slower than the others) name other faults and count as misses.
-NOISY_NEIGHBOUR = ("shared-load", "shared-link", "link-degraded-or-shared", "collective-half-rate")
+#: (``shared-load``), or a record without that check shows its signature (``shared-load-inferred``: the
+#: GPU's own memory copy low with every link active); a record's repetitions spread (``shared-link``); an
+#: output with one number per copy or size names a shared link and a degraded one together, as it cannot
+#: tell them apart (``link-degraded-or-shared``, ``collective-half-rate``). ``link-degraded`` (steady at half:
+#: links down) and ``slow-flow`` (one flow of a group slower than the others) name other faults: misses.
+NOISY_NEIGHBOUR = ("shared-load", "shared-load-inferred", "shared-link", "link-degraded-or-shared", "collective-half-rate")
 
 
 @dataclass(frozen=True)

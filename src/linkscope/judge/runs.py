@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..counters.linkerrors import all_links_active
 from ..counters.watch import background_total
 from ..model.check import record_gpus
+from ..patterns.methods import LOCAL
 from ..results.peertools.common import PeerRun
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
 from ..topology import io as topo_io
@@ -125,16 +127,49 @@ def _gpus_of(m: Measurement) -> set[Any]:
     return {e for e in ends if isinstance(e, int)}
 
 
-def _with_shared_load(j: Judgement, m: Measurement, thresholds: Thresholds) -> Judgement:
-    """A low number measured on a GPU another load was using: that load, seen on the links' counters, is the
-    cause, ahead of a cause read from the value alone (a half-width link gives what a shared one does)."""
-    why = (m.extra or {}).get("shared_load")
+def _with_shared_load(j: Judgement, why: str, key: str, thresholds: Thresholds) -> Judgement:
+    """A low number measured on a GPU another load was using: that load, seen on the links' counters
+    (``shared-load``) or inferred from the record (``shared-load-inferred``, ``_inferred_shared_load``), is
+    the cause, ahead of a cause read from the value alone (a half-width link gives what a shared one does)."""
     if j.verdict is not Verdict.LOW or not why:
         return j
     if j.cause:
         j = decide(j.subject, j.measured, replace(j.expectation, alternatives=()), thresholds)
-    cause = f"another load shared the links ({why})"
-    return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=SHARED_LOAD_KEY)
+    cause = (f"another load shared the links ({why})" if key == SHARED_LOAD_KEY else
+             f"another load likely shared these GPUs, inferred as the record has no background sample ({why}); a GPU "
+             "held back by power or heat is the other reading (nvidia-smi -q -d PERFORMANCE)")
+    return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=key)
+
+
+INFERRED_SHARED_KEY = "shared-load-inferred"
+
+
+def _inferred_shared_load(run: PeerRun, measurements: Sequence[Measurement], judgements: Sequence[Judgement],
+                          judge: Judge) -> dict[int, str]:
+    """GPU (the tool's number) -> why another load was likely on it, for a linkscope record without the
+    survey's background sample: the GPU's copy inside its own memory is low against its reference while the
+    record's link state (``extra["link_errors"]``, at the start and the end) shows every one of its links
+    active. A link down or trained down cannot slow a copy that crosses no link; another process using the
+    GPU's memory and copy engines does (2 x H200 beside noisy.py: local copies 80-81% of the reference,
+    docs/runs/h200x2-2026-11-28b call 1 and call 2)."""
+    record = run.record
+    if record is None or "background" in (record.extra or {}):
+        return {}
+    snapshots = (record.extra or {}).get("link_errors") or {}
+    start, end = snapshots.get("start"), snapshots.get("end")
+    if not isinstance(start, Mapping) or not isinstance(end, Mapping):
+        return {}
+    up, after = all_links_active(start), all_links_active(end)
+    out: dict[int, str] = {}
+    for m, j in zip(measurements, judgements):
+        if m.method != LOCAL.key or m.src != m.dst or not isinstance(m.src, int) or j.verdict is not Verdict.LOW \
+                or j.expectation.reference is None or j.fraction is None:
+            continue
+        gpu = judge.gpu(m.src)
+        if gpu in up and after.get(gpu) == up[gpu]:
+            out[m.src] = (f"GPU{m.src}'s copy inside its own memory ran at {j.fraction:.0%} of its reference while all "
+                          f"{up[gpu]} of its links stayed active: no link fault slows a copy that crosses no link")
+    return out
 
 
 FORCED_PREFIX = "collective-forced-"
@@ -260,7 +295,14 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
         measurements = prepared(run)
         judgements = _one_run_wide_cause([judge.judge(m) for m in measurements], measurements, judge.thresholds)
         judgements = _one_transport(judgements, measurements, judge.thresholds)
-        out.append(JudgedRun(run, tuple(_with_shared_load(j, m, judge.thresholds) for j, m in zip(judgements, measurements))))
+        inferred = _inferred_shared_load(run, measurements, judgements, judge)
+        judged = []
+        for j, m in zip(judgements, measurements):
+            j = _with_shared_load(j, (m.extra or {}).get("shared_load", ""), SHARED_LOAD_KEY, judge.thresholds)
+            why = "; ".join(inferred[g] for g in sorted(_gpus_of(m) & inferred.keys()))
+            judged.append(_with_shared_load(j, why, INFERRED_SHARED_KEY, judge.thresholds) if not j.cause_key.startswith(
+                SHARED_LOAD_KEY) else j)
+        out.append(JudgedRun(run, tuple(judged)))
     return out
 
 
