@@ -466,6 +466,21 @@ class Judge:
         direction = "uni" if len(set(flows)) == 1 else ("bi" if target is not None else "bi-total")
         return RefKey(token, link, method, "pair", direction, size, "", "GB/s")
 
+    def engine_queue(self, m: Measurement) -> int:
+        """The most copies of ``m``'s concurrent group that one GPU's copy engines serve (the issuing GPU: the
+        source, or the destination of a copy it reads, ``Method.issuer``), for a copy-engine method between
+        GPUs; 0 otherwise. Above 1 the copies queue on that GPU's engines in an order the driver picks, which
+        changes between runs (docs/benchmarks.md "The mechanism on 2 GPUs"), and the group's total with it."""
+        if m.method not in METHODS or get_method(m.method).unit != "copy-engine" or m.bandwidth is None:
+            return 0
+        try:
+            flows, _ = self._transfers(m)
+        except LinkscopeError:
+            return 0
+        dst_issues = get_method(m.method).issuer == "dst"
+        issuers = [b if dst_issues else a for a, b in flows if _is_gpu(a) and _is_gpu(b) and a != b]
+        return max((issuers.count(g) for g in set(issuers)), default=0)
+
     def _flow_share(self, m: Measurement) -> str:
         """Why one flow of a concurrent pattern is not judged ("" when it is): its share of links and
         copy engines shared with the other flows is not a claim; only where the twin says no flow
