@@ -237,24 +237,31 @@ def _one_transport(judgements: list[Judgement], measurements: Sequence[Measureme
     apart, and sizes where the twin's transport curve is off) are put down to it. Only where one
     transport is the one cause named among the bandwidth-bound low rows and names at least half of them
     (a decision, not a fit: one stray match, such as a channel cap crossing the host-memory curve at one
-    size, is no evidence)."""
+    size, is no evidence). The other way round, a transport named only at sizes that cannot tell it, in a
+    run whose bandwidth-bound sizes were judged and do not show it, is dropped: the run's transport is not
+    that one."""
     by_op: dict[str, list[int]] = {}
     for i, (m, j) in enumerate(zip(measurements, judgements)):
-        if m.pattern == "collective" and j.verdict is Verdict.LOW:
+        if m.pattern == "collective" and j.verdict is not Verdict.UNJUDGED:
             by_op.setdefault(m.method, []).append(i)
     out = list(judgements)
     for rows in by_op.values():
         shares = {i: judgements[i].expectation.fixed_share for i in rows}
         bandwidth_bound = [i for i, share in shares.items() if share is not None and share <= thresholds.latency_bound]
-        named = {judgements[i].cause_key for i in bandwidth_bound} - {""}
-        if len(named) != 1 or not named <= set(TRANSPORT_KEYS):
-            continue
-        key = named.pop()
-        if 2 * sum(judgements[i].cause_key == key for i in bandwidth_bound) < len(bandwidth_bound):
-            continue
+        low_bound = [i for i in bandwidth_bound if judgements[i].verdict is Verdict.LOW]
+        named = {judgements[i].cause_key for i in low_bound} - {""}
+        key = next(iter(named)) if len(named) == 1 and named <= set(TRANSPORT_KEYS) else ""
+        if key and 2 * sum(judgements[i].cause_key == key for i in low_bound) < len(low_bound):
+            key = ""
         for i in rows:
             j = judgements[i]
-            alt = next((a for a in j.expectation.alternatives if a.key == key), None)
+            if j.verdict is not Verdict.LOW:
+                continue
+            if j.cause_key in TRANSPORT_KEYS and j.cause_key != key and bandwidth_bound:
+                exp = replace(j.expectation, alternatives=tuple(a for a in j.expectation.alternatives
+                                                                if a.key not in TRANSPORT_KEYS))
+                out[i] = j = decide(j.subject, j.measured, exp, thresholds)
+            alt = next((a for a in j.expectation.alternatives if a.key == key), None) if key else None
             if j.cause_key or alt is None:
                 continue
             cause = (f"{alt.cause}: the run's bandwidth-bound sizes went through it, and NCCL picks a transport per "
