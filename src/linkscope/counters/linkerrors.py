@@ -162,6 +162,17 @@ def state_issues(snapshot: Mapping[str, Any], step: str = "", *, loaded: bool = 
     return out
 
 
+def all_links_active(snapshot: Mapping[str, Any]) -> dict[int, int]:
+    """GPU -> its link count, for the GPUs of a snapshot whose every NVLink/xGMI link is listed and active
+    (a GPU with no such link, or one that could not be read, is left out)."""
+    out: dict[int, int] = {}
+    for key, health in (snapshot.get("gpus") or {}).items():
+        links = ((health or {}).get("nvlink") or {}).get("links") if isinstance(health, dict) else None
+        if str(key).isdigit() and links and all(isinstance(e, dict) and e.get("active") is True for e in links):
+            out[int(key)] = len(links)
+    return out
+
+
 def _gpu_pairs(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(GPU index, its health before, after) for every GPU read cleanly in both snapshots, in index order."""
     old_gpus = before.get("gpus") or {}

@@ -43,7 +43,11 @@ TRANSPORT_METHOD = SM_PUSH.key
 """How NCCL moves bytes between GPUs with peer access: its kernels load and store peer memory (P2P
 transport), so a transfer's cap is the model's SM-copy cap."""
 NO_PEER_METHOD = STAGED_PINNED.key
-"""Between GPUs without peer access NCCL goes through pinned host memory (SHM transport)."""
+"""Between GPUs without peer access NCCL goes through pinned host memory (SHM transport). Its pipeline moves
+one FIFO step at a time, buffsize / NCCL_STEPS (512 KiB by default: NCCL v2.28.9 src/transport/shm.cc:178,212
+``conn.stepSize = comm->buffSizes[NCCL_PROTO_SIMPLE]/NCCL_STEPS``), so that step is the chunk of its pipeline
+fill, not the driver's staging chunk of a cudaMemcpyPeer (2 x H200 with NCCL_P2P_DISABLE=1, allreduce 8 MiB:
+25.6 GB/s measured; 17.3 with an 8 MiB fill, 23.8 with one step; docs/runs/h200x2-2026-11-28b/call1/broken)."""
 # methods whose one stage has routes, caps and latency that do not depend on its bytes (a peer copy, a copy inside
 # one GPU): flows_time_s reuses a problem built for the same pairs; the staged methods' caps and latencies depend on it
 _SIZE_FREE_METHODS = frozenset({TRANSPORT_METHOD, LOCAL.key})
@@ -270,7 +274,8 @@ class CollectiveModel:
             self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
             stages = []
             for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
-                flow = self.fabric.stages(src, dst, round(size), how)
+                flow = self.fabric.stages(src, dst, round(size), how,
+                                          self.settings.buffsize // nt.NCCL_STEPS if how == NO_PEER_METHOD else None)
                 if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
                     flow = [self._net_stage(st) for st in flow]
                 if count > 1:
