@@ -268,9 +268,9 @@ class CollectiveModel:
             if all(h in _SIZE_FREE_METHODS for h in hows) else None
         known = self._skeletons.get(key) if key is not None else None
         if known is None:
-            self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
             found = self._one_stage_problem(classes, hows, sizes, counts) if len(classes) >= _ARRAYS_FROM_FLOWS else None
             if found is None:
+                self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
                 stages = []
                 for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
                     flow = self.fabric.stages(src, dst, round(size), how)

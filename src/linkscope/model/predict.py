@@ -42,7 +42,7 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TopologyError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
@@ -204,6 +204,7 @@ class FabricModel:
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
+        self._all_peers: bool | None = None
         self._peer_stages: dict[tuple[int, int, str, float], _Stage] = {}
         self._access: dict[tuple[int, int], str | None] = {}  # peer_access answers (the topology is fixed)
 
@@ -274,12 +275,28 @@ class FabricModel:
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
         ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
+        if self._peers_everywhere() and a in self._gpu_by_index and b in self._gpu_by_index:
+            return None
         key = (a, b)
         if key in self._access:
             return self._access[key]
         reason = self._peer_access(a, b)
         self._access[key] = reason
         return reason
+
+    def _peers_everywhere(self) -> bool:
+        """Whether every GPU pair has peer access by what ``_peer_access`` reads: no GPU without P2P, no
+        pair refused (denied pairs, recorded statuses), no ``peer_access.max_level``. Decided once."""
+        if self._all_peers is None:
+            if self._no_peer is None:
+                from ..patterns.base import no_peer_access_pairs
+
+                self._no_peer = no_peer_access_pairs(self.topology)
+            self._all_peers = (not self._no_peer and not self.topology.peer_access.max_level
+                               and not any(g.attributes and (g.attributes.get("p2p", True) is False
+                                                             or g.attributes.get("p2p_supported", True) is False)
+                                           for g in self._gpu_by_index.values()))
+        return self._all_peers
 
     def _peer_access(self, a: int, b: int) -> str | None:
         ga, gb = self.gpu(a), self.gpu(b)
@@ -501,20 +518,31 @@ class FabricModel:
         overhead = np.array([overhead_of[m] for m in methods], dtype=float)
         if any((m == LOCAL.key) != bool(is_local) for m, is_local in zip(methods, local.tolist())):
             return None
-        paths: list[np.ndarray] = []
-        for k in np.nonzero(~local)[0].tolist():
-            a, b = int(s_arr[k]), int(d_arr[k])
-            if self.peer_access(a, b) is not None:
-                return None
-            lanes = self.router.lanes(ids[a], ids[b])
-            if len(lanes) != 1:
-                return None
-            paths.append(lanes[0])
-            if self._level_keys:
-                overhead[k] += self._level_overhead_s(methods[k], self.gpu(a), self.gpu(b))
         remote = np.nonzero(~local)[0]
+        if not self._peers_everywhere() and any(self.peer_access(int(s_arr[k]), int(d_arr[k])) is not None
+                                                for k in remote.tolist()):
+            return None
+        if self._level_keys:
+            for k in remote.tolist():
+                overhead[k] += self._level_overhead_s(methods[k], self.gpu(int(s_arr[k])), self.gpu(int(d_arr[k])))
+        if self.router.one_lane:  # every transfer takes its one route: all of them in one vectorised pass
+            nodes = self.graph.gpu_nodes
+            try:
+                path_ptr, path_edges = self.router.node_paths(nodes[s_arr[remote]], nodes[d_arr[remote]])
+            except (TopologyError, ConfigError, KeyError):  # ``stages`` reports it, pair by pair
+                return None
+            route_lengths = np.diff(path_ptr)
+        else:
+            paths = []
+            for k in remote.tolist():
+                lanes = self.router.lanes(ids[int(s_arr[k])], ids[int(d_arr[k])])
+                if len(lanes) != 1:
+                    return None
+                paths.append(lanes[0])
+            route_lengths = np.array([e.size for e in paths], dtype=np.int64)
+            path_edges = np.concatenate(paths) if paths else np.empty(0, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
-        lengths[remote] = [e.size for e in paths]
+        lengths[remote] = route_lengths
         lengths[local] = 1
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         indices = np.empty(int(indptr[-1]), dtype=np.int64)
@@ -532,7 +560,7 @@ class FabricModel:
             if (lens_r == 0).any():
                 return None
             skip = np.repeat(indptr[remote] - np.concatenate([[0], np.cumsum(lens_r)[:-1]]), lens_r)
-            indices[skip + np.arange(int(lens_r.sum()))] = np.concatenate(paths)
+            indices[skip + np.arange(int(lens_r.sum()))] = path_edges
             eff = np.array([p.method_efficiency(methods[k]) for k in remote.tolist()])
             vendor_cap = {m: {g.vendor: self._engine_cap(m, g) for g in self._gpu_by_index.values()}
                           for m in overhead_of if m != LOCAL.key}

@@ -64,10 +64,16 @@ class Router:
         self._cache: dict[tuple[str, str], np.ndarray] = {}
         self._hier = _Hierarchy(graph, self.nic_spec) if graph.has_network() else None
 
+    @property
+    def one_lane(self) -> bool:
+        """Whether every transfer takes one route (``lanes`` gives ``path``'s): no NIC choice that
+        spreads a transfer over several NICs."""
+        return self._hier is None or self.nic_spec.rule == "nearest"
+
     def lanes(self, src_id: str, dst_id: str) -> list[np.ndarray]:
         """Routes of one transfer, one per NIC lane (several when the NIC choice spreads a transfer
         over several NICs: its bytes split evenly over them); one route within a node."""
-        if self._hier is None or self.nic_spec.rule == "nearest":  # one lane: the cached route
+        if self._hier is None or self.one_lane:  # the cached route
             return [self.path(src_id, dst_id)]
         return self._hier.lanes(src_id, dst_id)
 
