@@ -217,7 +217,17 @@ def test_the_real_backend_calls_each_library_function_with_nccl_h_argument_order
     assert seen == [("allGather", (1, 2, 5, 7, 99)), ("reduceScatter", (1, 2, 5, 7, 3, 99)),
                     ("reduce", (1, 2, 5, 7, 3, 0, 99))]
     with pytest.raises(ValueError, match="no NCCL call"):
-        be.bind("alltoall", (p, s, r, 5, None))  # grouped send/recv: no library call of its own
+        be.bind("sendrecv", (p, s, r, 5, None))  # grouped send/recv: no library call of its own
+    import linkscope.comm.nccl_backend as nb
+
+    original = nb._nccl_library
+    try:
+        nb._nccl_library = lambda: SimpleNamespace()  # a library without NCCL 2.28's ncclAlltoAll
+        with pytest.raises(ValueError, match="the NCCL library loaded has no ncclAlltoAll"):
+            be.bind("alltoall", (p, s, r, 5, None))
+        assert not be.has_function("ncclAlltoAll")
+    finally:
+        nb._nccl_library = original
 
 
 @pytest.mark.parametrize(("root", "busbw", "op"), [("0", "300.00", "broadcast"), ("0", "225.00", "gather"),
@@ -238,3 +248,14 @@ def test_an_unnamed_nccl_tests_table_is_told_by_its_columns_and_bus_bandwidth_fa
     ]) + "\n"
     run = nccltests.parse_text(text, "run.txt")
     assert {m.method for m in run.measurements} == {f"nccl.{op}"}
+
+
+@pytest.mark.parametrize(("op", "count"), [("allgather", 256), ("reduce_scatter", 256), ("alltoall", 256),
+                                           ("allreduce", 512), ("sendrecv", 512)])
+def test_the_count_column_is_the_library_calls_count_as_nccl_tests_prints_it(op, count):
+    """nccl-tests 2.19.6 on 2 GPUs at 2048 B (docs/runs/h200x2-2026-11-28b/call2/nccl/*_g0_r1.txt) prints 256 for
+    all_gather, reduce_scatter and alltoall (the count each call takes: S/n per rank or per peer) and 512 for
+    all_reduce and sendrecv; linkscope's nccl-tests layout printed 512 for all_gather."""
+    from linkscope.collectives import OP_TABLE, layout
+
+    assert OP_TABLE[op].reported_count(layout(op, 2048, 2)) == count

@@ -37,20 +37,6 @@ PLATFORM_MODULES = frozenset({
     "model/nccl_tuning.py", "model/rccl.py",
 })
 
-#: vendor branches not yet moved into a row, by file (the count may only go down: a new branch
-#: fails the test, a removed one asks for the entry to shrink)
-NOT_YET_MOVED: dict[str, int] = {
-    "comm/audit.py": 2,  # an AMD rank's GPU from the KFD table its probe recorded (_is_amd, _amd_gpu)
-    "comm/gpu_aware.py": 5,  # the MPI library's CUDA/ROCm support flags (MPIX_Query_cuda/rocm_support)
-    "counters/linkerrors.py": 2,  # the fabric's name in link-error sentences
-    "counters/sampler.py": 4,  # the NVLINK bus of the counters' records (xGMI reads into the same bus)
-    "counters/watch.py": 3,  # the same bus name, and ``--expect nvlink``
-    "discovery/hwloc_xml.py": 2,  # hwloc's OS-device backends (NVML, CUDA, RSMI) and model names
-    "discovery/nccl_xml.py": 1,  # the PCI class NCCL's and RCCL's XML give a GPU
-    "engines/gpu/fake.py": 2,  # the fake runtime's AMD answers (gcn_arch, wall clock)
-}
-
-
 def _is_platform_module(rel: str) -> bool:
     return any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in PLATFORM_MODULES)
 
@@ -124,12 +110,8 @@ if nvlink_bytes is None: pass
 
 
 def test_no_vendor_branch_outside_the_platform_modules() -> None:
-    counts = {rel: len(lines) for rel, lines in found().items()}
-    grown = {rel: (n, NOT_YET_MOVED.get(rel, 0)) for rel, n in counts.items() if n > NOT_YET_MOVED.get(rel, 0)}
-    assert not grown, "vendor branches outside the platform modules (file: (found, allowed)); ask the platform row " \
-        f"instead: {grown} at lines { {rel: found()[rel] for rel in grown} }"
-    shrunk = {rel: (counts.get(rel, 0), n) for rel, n in NOT_YET_MOVED.items() if counts.get(rel, 0) < n}
-    assert not shrunk, f"fewer vendor branches than NOT_YET_MOVED allows (found, allowed): {shrunk}: lower the entry"
+    where = found()
+    assert not where, f"vendor branches outside the platform modules (file: lines); ask the platform row instead: {where}"
 
 
 def test_every_platform_module_exists() -> None:

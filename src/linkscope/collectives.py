@@ -168,6 +168,14 @@ _REDUCE_SCATTER = LibraryCall("ncclReduceScatter", "reduceScatter", ("send", "re
                               count="recv_count")
 _BROADCAST = LibraryCall("ncclBroadcast", "broadcast", ("send", "recv", "count", "dtype", "root", "stream"))
 _REDUCE = LibraryCall("ncclReduce", "reduce", ("send", "recv", "count", "dtype", "redop", "root", "stream"))
+#: One call for what is otherwise grouped sends and receives (``CollectiveOp.fused_nccl``): NCCL 2.28 added
+#: ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream), count the elements each rank sends to each rank
+#: (nccl.h of 2.28), and nccl-tests 2.19.6 calls it whenever the library is 2.28 or later (src/alltoall.cu:317-321),
+#: falling back to grouped ncclSend/ncclRecv before that (alltoall.cu:324-333). RCCL has had its own
+#: ncclAllToAll with the same arguments (rccl's nccl.h.in, an RCCL extension; read, never run here). CuPy has no
+#: method for either (empty ``method``): the backend calls the loaded library's symbol.
+_ALLTOALL_NCCL = LibraryCall("ncclAlltoAll", "", ("send", "recv", "count", "dtype", "stream"), count="chunk_count")
+_ALLTOALL_RCCL = LibraryCall("ncclAllToAll", "", ("send", "recv", "count", "dtype", "stream"), count="chunk_count")
 
 
 # ---- the descriptor --------------------------------------------------------------------------------------
@@ -193,6 +201,9 @@ class CollectiveOp:
         compute: what the library computes from every rank's send buffer (NumPy; the simulated
             backend's data path); None for grouped send/recv (the sends carry the data).
         exchanges: the grouped send/recv of one rank (None for library calls).
+        fused_nccl, fused_rccl: one library call that does the grouped exchanges, used where the loaded library
+            has its symbol (as nccl-tests does: alltoall); the exchanges stay the operation's definition (the
+            simulated backend and the twin read them) and the fallback.
         nccl_func: the NCCL function whose algorithms NCCL's tuner times for this operation
             (model/nccl_tuning.py ``FUNCS``); None: not a tuned collective (grouped send/recv).
         pattern: how the twin times it: ``ring`` (ring steps), ``chain`` (a pipelined chain from or to
@@ -219,6 +230,8 @@ class CollectiveOp:
     rccl: LibraryCall | None = None
     compute: Callable[[Sends, int, int], list[np.ndarray | None]] | None = None
     exchanges_of: Callable[[int, int, Layout, int], Exchange] | None = None
+    fused_nccl: LibraryCall | None = None
+    fused_rccl: LibraryCall | None = None
     nccl_func: str | None = None
     pattern: str = "p2p"
     phases: tuple[str, ...] = ()
@@ -246,8 +259,10 @@ class CollectiveOp:
         return count * dtype_bytes * (ranks if self.layout in ("gather", "scatter") else 1)
 
     def reported_count(self, lay: Layout) -> int:
-        """The ``count`` column nccl-tests prints: the receive count of a gathering op, else the send count."""
-        return lay.recv_count if self.layout == "gather" else lay.send_count
+        """The ``count`` column nccl-tests prints: the count argument of the library call (common.cu prints
+        ``args->nbytes / wordSize``, the call's count: all_gather.cu:10-17 its send count, reduce_scatter its
+        receive count, alltoall its count per peer), so S/n on n ranks for every op that splits S in chunks."""
+        return lay.chunk_count if self.layout in ("gather", "scatter", "exchange") else lay.send_count
 
     # -- calls ---------------------------------------------------------------------------------------
     @property
@@ -258,6 +273,10 @@ class CollectiveOp:
     def call(self, library: str) -> LibraryCall | None:
         """The call of ``library`` (``NCCL`` or ``RCCL``; platforms.py ``collective_library``)."""
         return self.rccl if library.upper() == "RCCL" else self.nccl
+
+    def fused_call(self, library: str) -> LibraryCall | None:
+        """The one call of ``library`` that replaces the grouped exchanges (None: none)."""
+        return self.fused_rccl if library.upper() == "RCCL" else self.fused_nccl
 
     def exchanges(self, rank: int, n: int, lay: Layout, root: int = 0) -> Exchange:
         """Grouped send/recv operations: (peer, element offset, count) of this rank's sends and receives
@@ -311,7 +330,7 @@ TABLE: tuple[CollectiveOp, ...] = (
                  redop="sum", root=0, nccl=_REDUCE, rccl=_REDUCE, compute=_np_reduce, nccl_func="reduce",
                  pattern="chain", phases=("reduce",), program="reduce", tool_redop="sum", tool_root=0),
     CollectiveOp("alltoall", "exchange", "chunks", "undefined", _ref_alltoall, aliases=("all_to_all",),
-                 exchanges_of=_ex_alltoall, program="alltoall"),
+                 exchanges_of=_ex_alltoall, fused_nccl=_ALLTOALL_NCCL, fused_rccl=_ALLTOALL_RCCL, program="alltoall"),
     CollectiveOp("sendrecv", "whole", "one", "undefined",
                  lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count),
                  aliases=("send_recv",), exchanges_of=_ex_sendrecv, program="sendrecv", tool_redop="sum"),
@@ -339,7 +358,7 @@ def library_call(name: str, library: str = "NCCL") -> LibraryCall | None:
     if name in P2P_CALLS:
         return P2P_CALLS[name]
     spec = OP_TABLE.get(name)
-    return spec.call(library) if spec is not None else None
+    return (spec.call(library) or spec.fused_call(library)) if spec is not None else None
 
 
 #: nccl-tests programs linkscope reads but does not run (no descriptor): their rows keep the program's name.

@@ -43,6 +43,7 @@ class RuntimeTraits(Protocol):
     api: str  # the runtime's name in messages (``CUDA``, ``HIP``)
     device_word: str  # "no <word> device visible"
     cupy_is_hip: bool  # which CuPy build carries it (``cupy.cuda.runtime.is_hip``)
+    fake_arch: str  # the architecture a fake device of this runtime reports (``engines/gpu/fake``); "" for none
 
     def host_alloc_flags(self, numa_user: bool) -> int: ...  # added to portable | mapped
     def malloc_uncached(self, runtime: Any, ordinal: int, size_bytes: int) -> int | None: ...  # None: plain malloc
@@ -70,6 +71,10 @@ class LaunchEnvironment(Protocol):
     def check(self, assignment: Any, live: Any, node_gpus: int | None) -> Any: ...  # the mapping, checked
     def place(self, assignment: Any, rank: int, environ: Any, live: Any) -> tuple[dict[str, str], str] | None: ...
     def env_file_head(self, assignment: Any) -> str: ...
+    def probed_gpu(self, record: Any, topology: Any) -> tuple[int | None, str] | None: ...  # see below
+
+    # ``probed_gpu``: the topology GPU a rank of ``audit``'s placement probe used (``record``: the rank's
+    # probe output) and how it was found, by this runtime's rules; None when the rank is not on its GPUs.
 
 
 class DiscoveryFacts(Protocol):
@@ -83,6 +88,68 @@ class DiscoveryFacts(Protocol):
     def gpu_records(self, facts: Any) -> dict[str, Any]: ...  # each GPU's record (BAR1) by bus id
     def host_name(self, topology: Any) -> str | None: ...  # the host a topology from these facts names
     def link_health(self, facts: Any) -> list[tuple[str, Any, Any]]: ...  # (bus id, index, link health)
+
+
+@dataclass(frozen=True)
+class LinkFabric:
+    """The GPU-to-GPU fabric a platform's link counters and link health describe (``counters``).
+
+    Attributes:
+        key: its name in records (``GpuPlan.fabric``, a link-health snapshot's ``fabric``, a
+            counter row's ``bus``): ``nvlink``, ``xgmi``.
+        label: its name in sentences (``NVLink``, ``xGMI``).
+        counter_source: where its data counters come from, as a record keeps it, when the counter
+            source does not say (``CounterSource.counter_source``).
+        no_links: what a GPU with none of its links active says.
+        documented_error_limits: its error counters have documented limits (DCGM's NVLink rules,
+            ``counters/linkerrors``); without, their growth is reported and not judged.
+    """
+
+    key: str
+    label: str
+    counter_source: str
+    no_links: str
+    documented_error_limits: bool = False
+
+
+@dataclass(frozen=True)
+class MpiGpuSupport:
+    """How an MPI library says it takes this runtime's device buffers (``comm/gpu_aware``).
+
+    Attributes:
+        key: the runtime's key in a run's ``gpu_aware`` record (``cuda``, ``rocm``).
+        label: its name in the verdict (``CUDA`` -> ``CUDA-aware``).
+        memory_kind: the MPI 4.1 ``mpi_memory_alloc_kinds`` entry naming its device memory (``cuda:device``).
+        mpix_query: Open MPI's ``MPIX_Query_*_support`` function (mpi-ext), or "".
+        ompi_info_params: the ``ompi_info --parsable --all`` parameters saying Open MPI was built with
+            it (the first is the one reported), or ().
+        mvapich_switch: the variable that switches MVAPICH2's support on at run time, or "".
+    """
+
+    key: str
+    label: str
+    memory_kind: str
+    mpix_query: str = ""
+    ompi_info_params: tuple[str, ...] = ()
+    mvapich_switch: str = ""
+
+
+@dataclass(frozen=True)
+class XmlNames:
+    """What the topology XML files of hwloc and NCCL call this vendor's GPUs (``discovery/hwloc_xml``,
+    ``discovery/nccl_xml``).
+
+    Attributes:
+        pci_vendor_ids: its PCI vendor ids (``0x10de``), as hwloc's ``pci_type`` gives them.
+        hwloc_backends: the ``Backend`` info of hwloc's OS devices of its GPUs (``NVML``, ``RSMI``).
+        hwloc_uuid_info: the info hwloc keeps a GPU's UUID in (``NVIDIAUUID``).
+        nccl_gpu_class: the PCI class NCCL's (RCCL's) XML gives its GPU.
+    """
+
+    pci_vendor_ids: tuple[str, ...]
+    hwloc_backends: tuple[str, ...]
+    hwloc_uuid_info: str
+    nccl_gpu_class: str
 
 
 @dataclass(frozen=True)
@@ -140,6 +207,9 @@ class Platform:
             ``health_facts`` returns and ``topo export --raw`` records (``diagnose``).
         ordinal_field: the field a topology stored this vendor's runtime ordinal in before
             ``Device.ordinals`` (``cuda_ordinal``): read, never written (``topology/io``).
+        fabric: its GPU fabric's ``LinkFabric`` (the link counters' and link health's names).
+        mpi_support: how an MPI says it takes this runtime's device buffers (``MpiGpuSupport``).
+        xml: what hwloc's and NCCL's topology XML call its GPUs (``XmlNames``).
     """
 
     key: str
@@ -166,6 +236,9 @@ class Platform:
     facts: str | None = None
     pcie_probe: str | None = None
     ordinal_field: str | None = None
+    fabric: LinkFabric | None = None
+    mpi_support: MpiGpuSupport | None = None
+    xml: XmlNames | None = None
 
 
 NVIDIA = Platform(
@@ -187,6 +260,15 @@ NVIDIA = Platform(
     runtime_traits=_nvidia.RUNTIME, kernels=_nvidia.KERNELS, launch="linkscope.mapping.nvidia:LAUNCH",
     facts="linkscope.discovery.nvml:FACTS", pcie_probe="linkscope.discovery.nvml:pcie_link_states",
     ordinal_field="cuda_ordinal",
+    fabric=LinkFabric("nvlink", "NVLink", "nvml-field-nvlink-throughput-data-kib", "no active NVLink",
+                      documented_error_limits=True),
+    # Open MPI: mpi-ext's MPIX_Query_cuda_support, ompi_info's mpi_built_with_cuda_support (or its opal synonym);
+    # MVAPICH2: MV2_USE_CUDA=1 (comm/gpu_aware's docstring says what each library documents)
+    mpi_support=MpiGpuSupport("cuda", "CUDA", "cuda:device", "MPIX_Query_cuda_support",
+                              ("mpi_built_with_cuda_support", "opal_built_with_cuda_support"), "MV2_USE_CUDA"),
+    # hwloc's OS devices of NVIDIA GPUs: backends NVML and CUDA, the UUID in NVIDIAUUID; NCCL's XML gives a GPU
+    # the PCI class NVIDIA's data-centre GPUs report, 0x0302 (3D controller)
+    xml=XmlNames(("0x10de",), ("NVML", "CUDA"), "NVIDIAUUID", "0x030200"),
 )
 AMD = Platform(
     key="amd", label="AMD", hardware=True, engine="rocm",
@@ -200,6 +282,12 @@ AMD = Platform(
     runtime_traits=_amd.RUNTIME, kernels=_amd.KERNELS, launch="linkscope.mapping.amd:LAUNCH",
     facts="linkscope.discovery.amdsmi:FACTS",
     ordinal_field="hip_ordinal",
+    fabric=LinkFabric("xgmi", "xGMI", "xgmi", "no active xGMI link"),
+    mpi_support=MpiGpuSupport("rocm", "ROCm", "rocm:device", "MPIX_Query_rocm_support"),
+    # hwloc's OS devices of AMD GPUs: backend RSMI, the UUID in AMDUUID; an exported (RCCL) XML gives a GPU
+    # class 0x038000 (display controller), as the exporter always has (which class each Instinct part reports
+    # was not checked here)
+    xml=XmlNames(("0x1002",), ("RSMI",), "AMDUUID", "0x038000"),
 )
 SIM = Platform(key="sim", label="simulated (the fabric model)", hardware=False, engine="sim",
                engine_factory="linkscope.engines.sim:SimEngine")
@@ -253,6 +341,32 @@ def pcie_probe_for(vendors: Any) -> Any:
     present = set(vendors)
     ref = next((p.pcie_probe for p in PLATFORMS if p.hardware and p.key in present and p.pcie_probe), None)
     return load(ref) if ref else None
+
+
+def link_fabric(key: str | None) -> LinkFabric:
+    """The fabric named ``key`` in a record. A record naming none is NVML's (its counters and link
+    health were written before any other fabric's): NVLink. A key no row has is named as it is."""
+    if key is None:
+        assert NVIDIA.fabric is not None
+        return NVIDIA.fabric
+    found = next((p.fabric for p in PLATFORMS if p.fabric is not None and p.fabric.key == key), None)
+    return found or LinkFabric(key, key, key, f"no active {key} link")
+
+
+def mpi_supports() -> tuple[MpiGpuSupport, ...]:
+    """Every platform's MPI device-buffer support, in table order."""
+    return tuple(p.mpi_support for p in PLATFORMS if p.mpi_support is not None)
+
+
+def xml_names() -> dict[str, XmlNames]:
+    """Vendor key -> what hwloc's and NCCL's XML call its GPUs, in table order."""
+    return {p.key: p.xml for p in PLATFORMS if p.xml is not None}
+
+
+def vendor_of_pci_id(vendor_id: str) -> str | None:
+    """The vendor key of a GPU's PCI vendor id (``0x10de``, any case), None when no row has it."""
+    wanted = vendor_id.lower()
+    return next((key for key, names in xml_names().items() if wanted in names.pci_vendor_ids), None)
 
 
 def by_engine(name: str) -> Platform | None:

@@ -15,7 +15,7 @@ import pytest
 from linkscope import cbuild
 from linkscope.comm import eagerloop
 from linkscope.comm.launch import serial_job
-from linkscope.comm.nccl import _Buffers, calls, make_peers, run_nccl
+from linkscope.comm.nccl import _Buffers, calls, make_peers, prepared, run_nccl
 from linkscope.comm.nccl_backend import CupyNccl, Peer, SimNccl
 from linkscope.comm.records import nccl_record
 from linkscope.errors import BackendUnavailable, MeasurementError, UserError
@@ -56,10 +56,13 @@ int ncclReduce(const void *s, void *r, size_t c, int dt, int op, int root, void 
     { return note(15, s, r, c, dt, op, root, comm, st); }
 int ncclBroadcast(const void *s, void *r, size_t c, int dt, int root, void *comm, void *st)
     { return note(16, s, r, c, dt, -1, root, comm, st); }
+int ncclAlltoAll(const void *s, void *r, size_t c, int dt, void *comm, void *st)
+    { return note(17, s, r, c, dt, -1, -1, comm, st); }
 const char *ncclGetErrorString(int code) { return code == 3 ? "internal error (fake)" : "other error (fake)"; }
 """
 NAMES = {1: "GroupStart", 2: "GroupEnd", 10: "AllReduce", 11: "ReduceScatter", 12: "AllGather", 13: "Send",
-         14: "Recv", 15: "Reduce", 16: "Broadcast"}
+         14: "Recv", 15: "Reduce", 16: "Broadcast",
+         17: "AlltoAll"}
 
 
 class _Rec(ctypes.Structure):
@@ -100,6 +103,15 @@ def fake_nccl(tmp_path_factory):
     subprocess.run([CC, "-shared", "-fPIC", "-o", str(folder / "libfakenccl.so"), str(folder / "fake_nccl.c")],
                    check=True, capture_output=True)
     return FakeNccl(folder / "libfakenccl.so")
+
+
+@pytest.fixture(autouse=True)
+def no_loaded_library(monkeypatch):
+    """No NCCL loaded in the process unless a test says so (``has_function`` and ``bind`` look there): on a
+    GPU machine an earlier test may have loaded the real one, whose ncclAlltoAll would change the calls."""
+    import linkscope.comm.nccl_backend as nb
+
+    monkeypatch.setattr(nb, "_nccl_library", lambda: None)
 
 
 @pytest.fixture()
@@ -201,6 +213,35 @@ def test_alltoall_sends_and_receives_in_the_runner_order_with_offsets_and_peers(
         group += [("Send", base_s + 4 * k * c, 0, c, FLOAT32, -1, k, 0xC0 + r, 0x5000 + r) for k in range(2)]
         group += [("Recv", 0, base_r + 4 * k * c, c, FLOAT32, -1, k, 0xC0 + r, 0x5000 + r) for k in range(2)]
     assert fake_nccl.log() == group + [GE] + group + [GE]
+
+
+@needs_cc
+def test_alltoall_is_one_ncclAlltoAll_per_rank_where_the_library_has_it_in_both_loops(fake_nccl, env, monkeypatch):
+    """nccl-tests 2.19.6 calls ncclAlltoAll from NCCL 2.28 on (alltoall.cu:317-321): so does linkscope, through
+    the loaded library's symbol (CuPy has no method for it), in the native loop and in the Python loop alike."""
+    import linkscope.comm.nccl_backend as nb
+
+    monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
+    todo, lay = _op_calls("alltoall", 1 << 12)
+    assert [name for name, _ in todo] == ["alltoall", "alltoall"]
+    one = [GS] + [("AlltoAll", 0x100000 * (r + 1), 0x100000 * (r + 1) + 0x80000, lay.chunk_count, FLOAT32, -1, -1,
+                   0xC0 + r, 0x5000 + r) for r in range(2)] + [GE]
+    loop, why = eagerloop.native_loop(_cupy_backend(), todo, environ=env, nccl=fake_nccl)
+    assert loop is not None, why
+    fake_nccl.reset()
+    loop.run(2)
+    assert fake_nccl.log() == one * 2
+    backend = _cupy_backend()
+    backend.group_start, backend.group_end = fake_nccl.ncclGroupStart, fake_nccl.ncclGroupEnd
+    launch = prepared(backend, "alltoall", _peers(2), _Buffers(
+        [Buf(0x100000 * (r + 1), lay.send_count) for r in range(2)],
+        [Buf(0x100000 * (r + 1) + 0x80000, lay.recv_count) for r in range(2)]), lay, 2)
+    fake_nccl.reset()
+    launch()
+    assert fake_nccl.log() == one
+    fake_nccl.reset(fail_at=1, code=3)
+    with pytest.raises(MeasurementError, match=r"NCCL error 3 \(internal error \(fake\)\) in ncclAlltoAll"):
+        launch()
 
 
 @needs_cc
@@ -397,3 +438,35 @@ def test_a_cache_folder_of_another_user_is_refused(env):
 
 def test_a_relative_xdg_cache_home_is_ignored(tmp_path):
     assert cbuild.cache_root({"XDG_CACHE_HOME": "rel", "HOME": str(tmp_path)}) == tmp_path / ".cache" / "linkscope"
+
+
+def test_a_rank_of_a_process_per_gpu_job_makes_its_gpu_current_for_good():
+    """CUDA 12's cudaSetDevice opens the device's context: a rank left at GPU 0 opened one there each time a
+    ``with Device(d)`` block ended (rank 1 held 518 MiB on GPU 0, 2 x H200 call 5). init_rank makes its own GPU
+    the current one, so the blocks return to it."""
+    current = [0]
+
+    class Device:
+        def __init__(self, ordinal):
+            self.ordinal = ordinal
+
+        def use(self):
+            current[0] = self.ordinal
+
+        def __enter__(self):
+            self.saved, current[0] = current[0], self.ordinal
+
+        def __exit__(self, *exc):
+            current[0] = self.saved
+
+    made = []
+    cp = SimpleNamespace(cuda=SimpleNamespace(Device=Device))
+    nccl = SimpleNamespace(NcclCommunicator=lambda n, uid, rank: made.append(current[0]) or Comm(0xC1))
+    runtime = SimpleNamespace(stream=lambda ordinal: SimpleNamespace(ptr=0x51))
+    backend = CupyNccl(cp=cp, nccl=nccl, runtime=runtime)
+    peer = backend.init_rank(2, b"uid", 1, 1)
+    assert made == [1] and peer.device == 1
+    assert current[0] == 1  # still GPU 1 after init: later `with Device(1)` blocks return to GPU 1, not GPU 0
+    with Device(1):
+        pass
+    assert current[0] == 1

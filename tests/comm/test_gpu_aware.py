@@ -28,14 +28,14 @@ def test_open_mpi_asks_mpix_query():
         return 1 if symbol == "MPIX_Query_cuda_support" else None
 
     a = detect(OMPI, {}, mpix=mpix, ompi_info=lambda: None)
-    assert a.cuda is True and a.device_buffers_ok
+    assert a.of("cuda") is True and a.device_buffers_ok
     assert "MPIX_Query_cuda_support() = 1" in a.how
     assert seen == ["MPIX_Query_cuda_support", "MPIX_Query_rocm_support"]
 
 
 def test_open_mpi_without_cuda_is_refused():
     a = detect(OMPI, {}, mpix=lambda s: 0, ompi_info=lambda: None)
-    assert a.cuda is False and not a.device_buffers_ok
+    assert a.of("cuda") is False and not a.device_buffers_ok
 
 
 def test_verdict_names_the_kind_and_the_evidence():
@@ -46,8 +46,8 @@ def test_verdict_names_the_kind_and_the_evidence():
     assert built.as_dict()["verdict"] == "CUDA-aware"
     rocm = detect("Open MPI v5.0.5", {}, mpix=lambda s: int(s == "MPIX_Query_rocm_support"), ompi_info=lambda: None)
     assert rocm.verdict == "ROCm-aware"
-    assert GpuAwareness(None, None, "?").verdict == "GPU-awareness unknown"
-    assert GpuAwareness(False, False, "?").verdict == "neither CUDA- nor ROCm-aware"
+    assert GpuAwareness({}, "?").verdict == "GPU-awareness unknown"
+    assert GpuAwareness({"cuda": False, "rocm": False}, "?").verdict == "neither CUDA- nor ROCm-aware"
     with pytest.raises(CollectiveError, match=r"this one is not CUDA-aware \(MPIX_Query_cuda_support\(\) = 0\)"):
         check_device_buffers("DD", debian, stage_through_host=False)
 
@@ -57,8 +57,8 @@ def test_ompi_info_fallback():
             "mca:mpi:base:param:mpi_built_with_cuda_support:value:true\n")
     assert parse_ompi_info(text) is False  # the first matching line wins
     a = detect(OMPI, {}, mpix=no_mpix, ompi_info=lambda: "mca:mpi:base:param:mpi_built_with_cuda_support:value:true")
-    assert a.cuda is True and "ompi_info" in a.how
-    assert detect(OMPI, {}, mpix=no_mpix, ompi_info=lambda: None).cuda is None
+    assert a.of("cuda") is True and "ompi_info" in a.how
+    assert detect(OMPI, {}, mpix=no_mpix, ompi_info=lambda: None).of("cuda") is None
 
 
 @pytest.mark.parametrize("lib,env,expected", [
@@ -69,16 +69,16 @@ def test_ompi_info_fallback():
     ("MPICH Version: 4.1.2", {}, None),
 ])
 def test_vendor_variables(lib, env, expected):
-    assert detect(lib, env, mpix=no_mpix, ompi_info=lambda: None).cuda is expected
+    assert detect(lib, env, mpix=no_mpix, ompi_info=lambda: None).of("cuda") is expected
 
 
 def test_memory_alloc_kinds():
     a = detect("MPICH Version: 4.2", {}, memory_kinds="system,mpi,cuda:device,cuda:host")
-    assert a.cuda is True and a.rocm is False
+    assert a.of("cuda") is True and a.of("rocm") is False
 
 
 def test_device_buffers_refused_unless_staged_or_aware():
-    no = GpuAwareness(False, None, "MPIX_Query_cuda_support() = 0")
+    no = GpuAwareness({"cuda": False}, "MPIX_Query_cuda_support() = 0")
     with pytest.raises(CollectiveError, match="--buffers DH needs a GPU-aware MPI.*MPIX_Query_cuda_support") as exc:
         check_device_buffers("DH", no, stage_through_host=False)
     assert "--stage-through-host" in exc.value.one_line()
@@ -102,3 +102,14 @@ def test_gpu_aware_choice():
     with pytest.raises(Exception) as exc:
         parse_gpu_aware_choice("maybe")
     assert "auto, yes, no" in exc.value.one_line()
+
+
+def test_the_record_keeps_one_answer_per_runtime_row():
+    """The run context's ``gpu_aware`` keeps a key per platform row's runtime (cuda, rocm), absent answers as null."""
+    unknown = detect(OMPI, {}, mpix=no_mpix, ompi_info=lambda: None)
+    assert unknown.as_dict() == {"cuda": None, "rocm": None, "forced": False, "verdict": "GPU-awareness unknown",
+                                 "how": "Open MPI without MPIX_Query_cuda_support or ompi_info: unknown"}
+    assert forced(False).as_dict() == {"cuda": False, "rocm": False, "how": "forced by --gpu-aware", "forced": True,
+                                       "verdict": "neither CUDA- nor ROCm-aware"}
+    mvapich = detect("MVAPICH2 Version 2.3.7", {"MV2_USE_CUDA": "1"}, mpix=no_mpix, ompi_info=lambda: None)
+    assert mvapich.as_dict()["rocm"] is None and mvapich.how == "MVAPICH2: MV2_USE_CUDA=1"

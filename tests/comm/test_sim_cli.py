@@ -203,3 +203,30 @@ def test_sim_eager_launch_changes_small_sizes_only(tmp_path, capsys):
     assert eager[0] > 2.0 * graph[0] and eager[0] > 25.0  # 8 B: the host's 4 GPUs against the graph floor
     assert eager[1] > graph[1] + 5.0
     assert eager[2] >= graph[2] and eager[2] == pytest.approx(graph[2], rel=0.10)
+
+
+def test_bench_nccl_asks_the_model_once_for_the_whole_sweep(tmp_path, capsys, monkeypatch):
+    """The simulated run's predictions are one table asked of the model before the sweep (keyed by
+    nccl-tests' size S over the ranks), joined to each record by size: no per-row call back into the model."""
+    from linkscope.model import collectives as mc
+
+    asked: list[tuple] = []
+    tables: list[dict] = []
+    real = mc.predict_sweep
+
+    def counted(model, op, gpus, sizes, ranks):
+        asked.append((op, tuple(gpus), tuple(sizes), ranks))
+        tables.append(real(model, op, gpus, sizes, ranks))
+        return tables[-1]
+
+    monkeypatch.setattr(mc, "predict_sweep", counted)
+    out = tmp_path / "rs.json"
+    assert main(["bench", "nccl", "--backend", "sim", "--preset", "hgx-h200-4", "--gpus", "0,1,2", "--op",
+                 "reduce_scatter", "--sizes", "8,100,1MiB", "--iters", "2", "--warmup", "0", "--json", str(out)]) == 0
+    assert asked == [("reduce_scatter", (0, 1, 2), (8, 100, 1 << 20), 3)]
+    record = load(out)
+    assert [m.size_bytes for m in record.measurements] == [0, 96, 1048572]  # S: whole elements per rank
+    assert all(m.extra["prediction"] == tables[0][m.size_bytes] for m in record.measurements)
+    assert mc.predict_sweep(mc.CollectiveModel.of(load_preset("hgx-h200-4")), "reduce_scatter", [0, 1, 2],
+                            [8, 100, 100], 3).keys() == {0, 96}
+

@@ -60,3 +60,14 @@ def test_noisy_neighbour_nccl_run_is_put_down_to_the_links_at_half_their_rate():
     assert "shared with another load" in lows[0].cause and "half of them down" in lows[0].cause
     capped = _lows(CALL / "broken/nchannels2_all_reduce.txt")
     assert capped and not any(j.cause_key == "collective-half-rate" for j in capped)
+
+
+def test_channel_capped_run_is_put_down_to_nccl_max_nchannels():
+    """NCCL_MAX_NCHANNELS=2 all_reduce_perf on 2 x H200: 10-41.8 GB/s where NCCL's 24 channels give 20-313. The
+    twin's 2-channel curve (each channel at one CTA's rate, model.collectives CollectiveModel._caps) is within the
+    run-wide tolerance of every low row, so each names the cap; with each channel at the links' share of 24
+    channels (the twin before, 27 GB/s at 512 MiB) none did."""
+    lows = _lows(CALL / "broken/nchannels2_all_reduce.txt")
+    assert len(lows) >= 8
+    assert all(j.cause_key == FORCED_PREFIX + "channels-2" for j in lows), [j.cause_key for j in lows]
+    assert "NCCL_MAX_NCHANNELS=2" in lows[-1].reason

@@ -1,3 +1,6 @@
+import itertools
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -50,6 +53,7 @@ from linkscope.topology.synthetic import synthetic_topology  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
+_ROOT = Path(__file__).resolve().parents[2]
 # docs/benchmarks.md, 2 x H200 NV18, NCCL 2.28.9, 2026-11-22 (nvidia-h200-x2): allreduce out-of-place
 # busbw at 1 GiB 326.8 GB/s (pinned rerun, one process); sendrecv at 1 GiB 360.1-361.1 GB/s.
 MEASURED_ALLREDUCE_BUSBW = 326.8
@@ -196,6 +200,43 @@ def test_nccl_algo_proto_and_channel_limits_are_honoured():
         CollectiveModel.of(topo, env={"NCCL_ALGO": "rings"}).predict("allreduce", [0, 1], 8)
     with pytest.raises(UserError, match="no NCCL algorithm"):
         CollectiveModel.of(topo, env={"NCCL_ALGO": "broadcast:tree"}).predict("broadcast", [0, 1], 8)
+
+
+def test_capped_channels_run_at_one_ctas_rate_not_the_links_share_at_the_default_count():
+    """2 x H200 NV18, NCCL_MAX_NCHANNELS=2 all_reduce_perf (docs/runs/h200x2-2026-11-28b/call1/broken, NCCL
+    2.28.9): 41.6-41.7 GB/s busbw at 128-512 MiB, 20.8 a channel. The twin gave each channel the links' share
+    at NCCL's default 24 channels (15 GB/s x the duplex 0.9): 26.9-27.0. A channel is one CTA running the Simple
+    primitive a p2p send runs, so it carries what a p2p channel carries (19.6 GB/s, 2 x H100 sendrecv) while the
+    links have room; from 16 channels the links' share binds again. Default channels: unchanged."""
+    from linkscope.topology import io as topo_io
+
+    topo = topo_io.load(_ROOT / "docs/runs/h200x2-2026-11-28/call1/linkscope/topo.json")
+    measured = {8 * MIB: 39.55, 128 * MIB: 41.58, 512 * MIB: 41.70}
+    capped = CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": "2"}, launch="eager")
+    for size, busbw in measured.items():
+        chosen = capped.predict("allreduce", [0, 1], size).chosen
+        assert chosen.channels == 2 and abs(chosen.busbw_gb_per_s / busbw - 1) <= 0.15, (size, chosen.busbw_gb_per_s)
+    rates = [CollectiveModel.of(topo, env={"NCCL_MAX_NCHANNELS": str(c)}, launch="eager")
+             .predict("allreduce", [0, 1], 512 * MIB).chosen.busbw_gb_per_s for c in (1, 2, 4, 8)]
+    assert all(1.8 <= b / a <= 2.05 for a, b in itertools.pairwise(rates)), rates  # CTA-bound: twice the channels, twice
+    default = CollectiveModel.of(topo, launch="eager").predict("allreduce", [0, 1], 512 * MIB).chosen
+    assert default.channels == 24 and abs(default.busbw_gb_per_s / 313 - 1) <= 0.05  # the links bind, as before
+
+
+def test_nvls_on_one_node_pays_its_pipeline_fill_and_72_ranks_have_32_heads():
+    """Single-node NVLS allreduce (all_reduce.h:404-460 at v2.28.9-1): scatter warps hand each loop's chunks to
+    the heads' reduce warps, which hand them to the gather warps: two rounds (every channel's every head one
+    chunk) cross before the pipeline streams. An NVL72 rack has 32 heads (NCCL_MAX_NVLS_ARITY) for 72 ranks, so
+    a head's links carry S(1 + 1/32). The rack's curve now rises with the size as the public run does
+    (coreweave/nccl-tests#43: 586 GB/s at 512 MiB, 835-847 at 4-8 GiB), where it was flat (975 at 512 MiB, 1001
+    at 8 GiB); 8 x H100 at 4 GiB stays on NVIDIA's 480."""
+    rack = CollectiveModel.of(load_preset("gb200-nvl72"))
+    ranks = list(range(72))
+    mid, big = (rack.predict("allreduce", ranks, size).chosen for size in (512 * MIB, 8 * GIB))
+    assert mid.algorithm == big.algorithm == "nvls"
+    assert mid.busbw_gb_per_s < 0.87 * big.busbw_gb_per_s
+    dgx = CollectiveModel.of(load_preset("dgx-h100")).predict("allreduce", list(range(8)), 4 * GIB).chosen
+    assert dgx.algorithm == "nvls" and abs(dgx.busbw_gb_per_s / 480 - 1) <= 0.05
 
 
 def test_nccl_considers_tree_on_one_node_and_picks_the_least_estimate():
@@ -598,6 +639,24 @@ def test_a_ring_across_nodes_runs_at_the_nics_rate():
     assert ring.algorithm == "ring" and abs(ring.busbw_gb_per_s / 192 - 1) <= 0.05
     one = CollectiveModel.of(load_preset("dgx-a100"), env={"NCCL_ALGO": "Ring"})
     assert not one._across_nodes(0, 7) and model._across_nodes(0, 8)
+
+
+def test_rings_across_nodes_enter_and_leave_through_the_same_nic_so_two_gpus_per_nic_use_every_nic():
+    """nccl-tests#119: 3 x 8 A100 with one HDR NIC per GPU pair (hgx-a100-8-4nic). NCCL's ring channel c takes the
+    node's NETs in turn and leaves the node through the NET it entered by (search.cc:680, 762, 564-570 at
+    v2.28.9-1): in at one GPU of the pair, out from the other. Each NIC carries one channel each way, 4 x 24 =
+    96 GB/s busbw (NVIDIA's target, which the run reaches). Rotating the rank order by the channel sent two of
+    the four rings out through one NIC: 43.7."""
+    model = CollectiveModel.of(synthetic_topology("cluster:hgx-a100-8-4nic:3"))
+    ranks = list(range(24))
+    system = model.nccl_system(ranks)
+    rings = model._node_rings(ranks, system)
+    assert len(rings) == 4
+    exits = [{ring[8 * k + 7] for ring in rings} for k in range(3)]
+    nics = [{model.fabric.router.nics_of(model.fabric.gpu(g))[0].id for g in node} for node in exits]
+    assert all(len(n) == 4 for n in nics)  # every NIC of a node carries one ring out of it
+    big = model.predict("allreduce", ranks, 1 << 30).chosen
+    assert big.algorithm == "ring" and abs(big.busbw_gb_per_s / 96 - 1) <= 0.1
 
 
 def test_identical_flows_are_one_weighted_flow_and_the_answer_does_not_change():

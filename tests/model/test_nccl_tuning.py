@@ -189,3 +189,23 @@ def test_nvls_tree_pays_its_pipeline_fill_across_two_nodes():
         chosen = model.predict("allreduce", list(range(16)), size).chosen
         assert chosen.algorithm == "nvls_tree" and abs(chosen.busbw_gb_per_s / ref - 1) <= 0.05, size
         assert chosen.nccl_estimate_us is not None and chosen.time_us > chosen.nccl_estimate_us
+
+
+def test_nvls_channels_and_single_node_rounds_follow_nccl():
+    """nvls.cc:148-150, 185-199: 16 NVLS channels before Blackwell; on Blackwell 24 within one NVLink domain (an
+    NVL72 rack is one) and 32 across nodes. enqueue.cc:2041-2055: a single-node NVLS round is every channel's
+    every head moving one chunk (128 KiB), cut to 64 / 32 / 16 KiB below 64 / 8 / 2 rounds."""
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.presets import load_preset
+    from linkscope.topology.synthetic import synthetic_topology
+
+    assert (nt.nvls_default_channels(90, False), nt.nvls_default_channels(100, False),
+            nt.nvls_default_channels(100, True)) == (16, 24, 32)
+    rack = CollectiveModel.of(load_preset("gb200-nvl72")).nccl_system(list(range(72)))
+    assert (rack.n_nodes, rack.nvls_channels, rack.nvls.n_channels) == (1, 24, 32)  # 32 heads: NCCL_MAX_NVLS_ARITY
+    ops = 24 * 32
+    assert nt.nvls_round_bytes(rack, 8 << 30, 24) == ops * 131072
+    assert nt.nvls_round_bytes(rack, 512 << 20, 24) == ops * 65536
+    assert nt.nvls_round_bytes(rack, 64 << 20, 24) == ops * 32768
+    dgx = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2")).nccl_system(list(range(16)))
+    assert dgx.nvls_channels == 16

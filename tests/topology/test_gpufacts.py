@@ -141,7 +141,10 @@ def test_corpus_rows_state_what_their_sources_say() -> None:
 
 def test_copy_engines_are_cudas_count_cited_per_row() -> None:
     counted = {row.key: row.copy_engines for row in GPU_FACTS if row.copy_engines is not None}
-    assert counted == {"a100-sxm4-40gb": 3, "rtx-3090": 2, "rtx-4090": 2, "h100-sxm": 3}
+    assert counted == {"v100-sxm2": 6, "a100-sxm4-40gb": 3, "a100-sxm4-80gb": 3, "rtx-3090": 2, "l40s": 2, "rtx-4090": 2,
+                       "rtx-6000-ada": 2, "h100-sxm": 3, "h100-nvl": 3}
+    a40 = gpu_facts_by_key("a40")
+    assert a40 is not None and a40.copy_engines is None  # the public deviceQuery outputs disagree (2 and 3)
     for key in counted:
         row = gpu_facts_by_key(key)
         assert row is not None and "asyncEngineCount" in row.source("copy_engines")

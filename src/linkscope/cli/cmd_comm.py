@@ -183,6 +183,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         iters: int = typer.Option(50, "--iters", min=1, max=MAX_REPS, help="Exchanges per timed run."),
         warmup: int = typer.Option(5, "--warmup", min=0, max=MAX_REPS, help="Untimed exchanges per size."),
         runs: int = typer.Option(4, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (mean and stddev)."),
+        comm_sets: int | None = typer.Option(None, "--comm-sets", min=1, max=MAX_RUNS,
+                                             help="Sets of NCCL communicators each mapping is timed on, interleaved "
+                                                  "(default 3)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
         emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs",
                                                       help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
@@ -204,7 +207,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         if dims not in (2, 3):
             raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
         opts = bench.StencilOptions(dims, periodic, weighted, mapping, grid, _sizes(sizes), iters, warmup, runs,
-                                    parse_gpu_tuple(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify)
+                                    parse_gpu_tuple(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify,
+                                    comm_sets)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
         topology = choice.lazy(allow_fallback=True)
         inputs = {"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None}

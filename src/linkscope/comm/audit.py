@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import platforms
 from ..errors import UserError
 from ..model.nics import choice_in_environment, choose_from, parse_nic_spec
 from ..patterns.methods import CE
@@ -112,6 +113,7 @@ class LauncherResult:
 
 
 STDERR_TAIL_LINES = 20
+UNKNOWN_GPU = "unknown"  # how a rank's GPU was found when nothing told
 """Lines of the launcher's stderr kept for the report (it is shown live as well)."""
 STOP_GRACE_S = 5.0
 """Seconds the launcher's process group gets between SIGTERM and SIGKILL (mpirun forwards SIGTERM to
@@ -295,50 +297,6 @@ def _bus(text: str | None) -> str:
     return (text or "").lower()[-12:]
 
 
-def _is_amd(record: dict[str, Any], topology: Topology) -> bool:
-    if topology.gpus and all(d.vendor == "amd" for d in topology.gpus):
-        return True
-    return bool(record.get("kfd_gpus")) and not record.get("gpus")
-
-
-def _amd_gpu(record: dict[str, Any], topology: Topology) -> tuple[int | None, str]:
-    """(topology GPU index, how it was found) of a rank on an AMD node: HIP device ``local rank
-    modulo the devices HIP shows`` under the rank's visibility variables (``hipdevices.hip_view``)."""
-    from ..discovery.hipdevices import HIP_UUID_TOKENS_FROM, hip_view, kfd_from_facts, same_bus, table_from_topology
-    from ..engines.rocm import parse_rocm_version
-
-    raw_env = record.get("visible_env")
-    env = {str(k): str(v) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}
-    table = kfd_from_facts(record.get("kfd_gpus"))
-    if table:
-        index_of = [next((int(d.index or 0) for d in topology.gpus if same_bus(d.pci_bus_id, g.pci_bus_id)), None)
-                    for g in table]
-        basis = "the rank's KFD table"
-        if all(i is None for i in index_of) and not any(d.pci_bus_id for d in topology.gpus) \
-                and len(table) == topology.gpu_count:
-            index_of = list(table_from_topology(topology.gpus)[1])
-            basis = "the rank's KFD table, in the topology's HIP order (the topology has no PCI addresses)"
-    else:
-        table, known = table_from_topology(topology.gpus)
-        index_of = list(known)
-        basis = "the topology's HIP order (assumed: the probe read no KFD table)"
-    text = record.get("rocm_version")
-    version = parse_rocm_version(text) if isinstance(text, str) else None
-    uuid_tokens = version is None or version >= HIP_UUID_TOKENS_FROM
-    seen = hip_view(env, table, uuid_tokens=uuid_tokens)
-    named = "+".join(n for n in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") if n in env)
-    rules = f"HIP rules on {named or 'no visibility variable'}, {basis}"
-    if not seen:
-        shown = ", ".join(f"{k}={v!r}" for k, v in env.items() if k.endswith("VISIBLE_DEVICES"))
-        return None, f"HIP shows this rank no GPU ({shown or 'no visibility variable'}; {basis})"
-    local = record.get("local_rank")
-    pick = seen[(local if isinstance(local, int) else 0) % len(seen)]
-    gpu = index_of[pick]
-    if gpu is None:
-        return None, f"{rules}: its GPU {table[pick].pci_bus_id} is not in topology {topology.name}"
-    return gpu, rules
-
-
 def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, list[int]]) -> tuple[int | None, str]:
     """(topology GPU index, how it was found) of one rank."""
     rank, local = int(record["world_rank"]), record.get("local_rank")
@@ -353,8 +311,11 @@ def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, li
         if values[rank] >= count:
             raise UserError(f"--gpus: rank {rank} on GPU {values[rank]}, but {topology.name} has {count} GPUs")
         return values[rank], "--gpus"
-    if mode in ("auto", "env") and _is_amd(record, topology):
-        return _amd_gpu(record, topology)
+    if mode in ("auto", "env"):  # a platform whose runtime numbers GPUs by its own rules (HIP's on AMD)
+        found = next((f for f in (launch.probed_gpu(record, topology) for launch in platforms.launch_environments())
+                      if f is not None), None)
+        if found is not None:
+            return found
     listed = record.get("gpus") or []
     if listed:
         seen = listed
@@ -377,7 +338,7 @@ def _resolve_gpu(record: dict[str, Any], topology: Topology, spec: tuple[str, li
             return gpu, "CUDA_VISIBLE_DEVICES"
     if local is not None:
         return int(local) % count, "local rank"
-    return None, "unknown"
+    return None, UNKNOWN_GPU
 
 
 def _cpu_devices(topology: Topology, cpus: Sequence[int]) -> tuple[str, ...]:
@@ -466,7 +427,7 @@ def judge(records: Sequence[dict[str, Any]], topology: Topology, *, launcher: st
     for record in records:
         cpus = tuple(int(c) for c in record.get("cpus") or ())
         gpu, source = _resolve_gpu(record, topology, spec)
-        if gpu is None and source.startswith("HIP"):
+        if gpu is None and source != UNKNOWN_GPU:  # a platform's rules found none: say why
             notes.append(f"rank {record['world_rank']}: {source}")
         choice = choice_in_environment(record.get("nic_env") or {})
         nics: tuple[str, ...] = ()

@@ -183,7 +183,8 @@ class NcclOptions:
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
-    from .nccl import make_peers, run_nccl
+    from ..model.collectives import predict_sweep
+    from .nccl import make_peers, nccl_ranks, run_nccl
     from .records import nccl_record
 
     environ = session.environ
@@ -210,14 +211,14 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         model = getattr(backend, "model", None)
         if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
             model = getattr(backend, "graph_model", model)
+        ranks = nccl_ranks(job, peers)
+        # simulated: the model's choice at every size, asked once for the sweep; each record joins it by size
         predictions: dict[int, Any] = {}
+        if model is not None and ranks >= 1:
+            predictions = predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks)
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:
-            if model is not None:  # simulated: the model's choice of every size run so far, each predicted once
-                for size in result.sizes():
-                    if size not in predictions:
-                        predictions[size] = model.predict(result.op, [p.device for p in peers], size).as_dict()
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
         def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes
@@ -258,6 +259,7 @@ class StencilOptions:
     slow_pairs: tuple[tuple[int, int], ...]
     backend: str
     verify: bool
+    comm_sets: int | None = None  # None: comm.stencil.COMM_SETS
 
 
 def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[], Any] | None,
@@ -265,11 +267,12 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
     """Halo exchange under the default and a chosen rank → GPU mapping. ``topology`` (None: none
     given) is what ``--mapping auto`` optimises for; ``sim_topology`` what the simulated backend runs on."""
     from .records import stencil_record
-    from .stencil import choose_mapping, process_grid, run_stencil, stencil_peers
+    from .stencil import COMM_SETS, choose_mapping, process_grid, run_stencil, stencil_peers
 
     environ = session.environ
     backend = _backend(opts.backend, sim_topology, env=session.environ)
     job = job_for(environ)
+    comm_sets = opts.comm_sets or COMM_SETS
 
     def inner() -> int:
         all_devs = list(range(backend.device_count()))
@@ -295,19 +298,19 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
         options = {"dims": opts.dims, "periodic": opts.periodic, "weighted": opts.weighted, "mapping": opts.mapping,
                    "grid": list(grid), "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "gpus": devs, "emulate_slow_pairs": [list(p) for p in opts.slow_pairs],
-                   "backend": opts.backend}
-        total = len(opts.sizes) * len(mappings)
+                   "backend": opts.backend, "comm_sets": comm_sets}
+        total = len(opts.sizes) * len(mappings) * comm_sets
 
         def to_record(result: Any, complete: bool) -> Any:
             return stencil_record(result, ctx, options, complete)
 
         output = SweepOutput(to_record, lambda r: tf.stencil_text(to_record(r, True)),
-                             lambda r: _of(len(r.rows), total, "(mapping, size) steps"))
+                             lambda r: _of(sum(row.sets for row in r.rows), total, "(mapping, size, set) steps"))
         return run_sweep(job, lambda on_step, stop: run_stencil(
             job, backend, stencil_peers(job, backend, devs), grid, mappings, periodic=opts.periodic,
             weighted=opts.weighted, sizes=list(opts.sizes), iters=opts.iters, warmup=opts.warmup, runs=opts.runs,
             verify=opts.verify, slow_pairs=opts.slow_pairs, mapping_info=info, progress=session.progress,
-            checkpoint=on_step, stop=stop), output, session.checkpoint, job.echo)
+            checkpoint=on_step, stop=stop, comm_sets=comm_sets), output, session.checkpoint, job.echo)
 
     return _bcast_code(job, inner)
 

@@ -35,6 +35,7 @@ from typing import Any
 from ..cbuild import build_library, find_c_compiler
 from ..collectives import library_call
 from ..errors import BackendUnavailable, MeasurementError, UserError
+from .nccl_backend import library_error
 
 LIBRARY_NAME = "libls_eagerloop.so"
 NATIVE, PYTHON = "native", "python"
@@ -147,12 +148,7 @@ class NativeLoop:
             return
         if code == BAD_FAMILY:
             raise MeasurementError("native eager loop: a call of an unknown family")
-        text = ""
-        describe = getattr(self._nccl, "ncclGetErrorString", None)
-        if describe is not None:
-            describe.restype, describe.argtypes = ctypes.c_char_p, [ctypes.c_int]
-            text = (describe(code) or b"").decode(errors="replace")
-        raise MeasurementError(f"NCCL error {code}{f' ({text})' if text else ''} in the native eager loop")
+        raise library_error(self._nccl, code, "in the native eager loop")
 
 
 def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Mapping[str, str],

@@ -20,10 +20,11 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import platforms
 from ..errors import UserError
 
 
@@ -32,43 +33,47 @@ class GpuAwareness:
     """The verdict and how it was reached.
 
     Attributes:
-        cuda: True / False, or None when the library gave no answer.
-        rocm: the same for ROCm buffers.
+        answers: per runtime (``MpiGpuSupport.key`` of a platform row: ``cuda``, ``rocm``) True / False,
+            or None (or absent) when the library gave no answer.
         how: the evidence (``MPIX_Query_cuda_support() = 0``, ``MV2_USE_CUDA=1`` ...).
         forced: True when the user overrode detection (``--gpu-aware yes|no``).
     """
 
-    cuda: bool | None
-    rocm: bool | None
+    answers: Mapping[str, bool | None]
     how: str
     forced: bool = False
 
+    def of(self, runtime: str) -> bool | None:
+        """The answer for one runtime's device buffers (``cuda``, ``rocm``)."""
+        return self.answers.get(runtime)
+
     @property
     def device_buffers_ok(self) -> bool:
-        return bool(self.cuda or self.rocm)
+        return any(self.answers.values())
 
     @property
     def verdict(self) -> str:
         """``CUDA-aware``, ``ROCm-aware``, ``not CUDA-aware`` ... or ``GPU-awareness unknown``."""
-        if self.cuda or self.rocm:
-            return " and ".join(name for name, on in (("CUDA-aware", self.cuda), ("ROCm-aware", self.rocm)) if on)
-        if self.cuda is False:
-            return "not CUDA-aware" if self.rocm is None else "neither CUDA- nor ROCm-aware"
-        if self.rocm is False:
-            return "not ROCm-aware"
-        return "GPU-awareness unknown"
+        supports = platforms.mpi_supports()
+        on = [s.label for s in supports if self.of(s.key)]
+        if on:
+            return " and ".join(f"{label}-aware" for label in on)
+        off = [s.label for s in supports if self.of(s.key) is False]
+        if len(off) > 1:
+            return f"neither {', '.join(f'{label}-' for label in off[:-1])} nor {off[-1]}-aware"
+        return f"not {off[0]}-aware" if off else "GPU-awareness unknown"
 
     def describe(self) -> str:
         """The verdict with its evidence, e.g. ``CUDA-aware (MPIX_Query_cuda_support() = 1)``."""
         return f"{self.verdict} ({self.how})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"cuda": self.cuda, "rocm": self.rocm, "how": self.how, "forced": self.forced,
+        return {**{s.key: self.of(s.key) for s in platforms.mpi_supports()}, "how": self.how, "forced": self.forced,
                 "verdict": self.verdict}
 
 
 def forced(value: bool) -> GpuAwareness:
-    return GpuAwareness(value, value, "forced by --gpu-aware", forced=True)
+    return GpuAwareness({s.key: value for s in platforms.mpi_supports()}, "forced by --gpu-aware", forced=True)
 
 
 def _loaded_libmpi() -> str | None:
@@ -99,12 +104,13 @@ def query_mpix(symbol: str, library_path: str | None = None) -> int | None:
     return int(func())
 
 
-def parse_ompi_info(text: str) -> bool | None:
-    """``mpi_built_with_cuda_support`` (or its opal synonym) from ``ompi_info --parsable --all``."""
+def parse_ompi_info(text: str, names: Sequence[str] | None = None) -> bool | None:
+    """The first of ``names`` (default: every platform row's ``ompi_info_params``, such as
+    ``mpi_built_with_cuda_support``) that ``ompi_info --parsable --all`` lists, as a boolean."""
+    wanted = set(names) if names is not None else {n for s in platforms.mpi_supports() for n in s.ompi_info_params}
     for line in text.splitlines():
         parts = line.strip().split(":")
-        if len(parts) >= 6 and parts[4] in ("mpi_built_with_cuda_support", "opal_built_with_cuda_support") \
-                and parts[5] == "value":
+        if len(parts) >= 6 and parts[4] in wanted and parts[5] == "value":
             return parts[6].strip().lower() in ("true", "1", "yes") if len(parts) > 6 else None
     return None
 
@@ -138,34 +144,37 @@ def detect(
     ``mpi_memory_alloc_kinds`` info key (or None); ``mpix`` and ``ompi_info`` are injectable.
     """
     lib = library_version.lower()
+    supports = platforms.mpi_supports()
     if memory_kinds:
         kinds = [k.strip().lower() for k in memory_kinds.split(",")]
-        cuda = any(k.startswith("cuda:device") for k in kinds)
-        rocm = any(k.startswith("rocm:device") for k in kinds)
-        if cuda or rocm:
-            return GpuAwareness(cuda, rocm, f"mpi_memory_alloc_kinds={memory_kinds}")
+        found = {s.key: any(k.startswith(s.memory_kind) for k in kinds) for s in supports}
+        if any(found.values()):
+            return GpuAwareness(found, f"mpi_memory_alloc_kinds={memory_kinds}")
     if "open mpi" in lib:
-        cuda_q = mpix("MPIX_Query_cuda_support")
-        rocm_q = mpix("MPIX_Query_rocm_support")
-        if cuda_q is not None or rocm_q is not None:
-            how = ", ".join(f"{name}() = {value}" for name, value in
-                            (("MPIX_Query_cuda_support", cuda_q), ("MPIX_Query_rocm_support", rocm_q))
-                            if value is not None)
-            return GpuAwareness(bool(cuda_q) if cuda_q is not None else None,
-                                bool(rocm_q) if rocm_q is not None else None, how)
+        queried = [(s, mpix(s.mpix_query)) for s in supports if s.mpix_query]
+        if any(value is not None for _, value in queried):
+            how = ", ".join(f"{s.mpix_query}() = {value}" for s, value in queried if value is not None)
+            return GpuAwareness({s.key: bool(value) if value is not None else None for s, value in queried}, how)
         text = ompi_info()
-        built = parse_ompi_info(text) if text else None
-        if built is not None:
-            return GpuAwareness(built, None, f"ompi_info: mpi_built_with_cuda_support={str(built).lower()}")
-        return GpuAwareness(None, None, "Open MPI without MPIX_Query_cuda_support or ompi_info: unknown")
+        listed = [s for s in supports if s.ompi_info_params]
+        built = [(s, parse_ompi_info(text, s.ompi_info_params) if text else None) for s in listed]
+        if any(value is not None for _, value in built):
+            return GpuAwareness({s.key: value for s, value in built if value is not None},
+                                ", ".join(f"ompi_info: {s.ompi_info_params[0]}={str(value).lower()}"
+                                          for s, value in built if value is not None))
+        without = " / ".join(s.mpix_query for s in listed)
+        return GpuAwareness({}, f"Open MPI without {without} or ompi_info: unknown")
     if "mvapich" in lib:
-        on = _flag(environ, "MV2_USE_CUDA")
-        return GpuAwareness(on, None, f"MVAPICH2: MV2_USE_CUDA={environ.get('MV2_USE_CUDA', '(unset)')}")
+        switched = [s for s in supports if s.mvapich_switch]
+        return GpuAwareness({s.key: _flag(environ, s.mvapich_switch) for s in switched},
+                            "MVAPICH2: " + ", ".join(f"{s.mvapich_switch}={environ.get(s.mvapich_switch, '(unset)')}"
+                                                     for s in switched))
     if "cray" in lib:
         on = _flag(environ, "MPICH_GPU_SUPPORT_ENABLED")
-        return GpuAwareness(on, on, f"Cray MPICH: MPICH_GPU_SUPPORT_ENABLED={environ.get('MPICH_GPU_SUPPORT_ENABLED', '(unset)')}")
+        return GpuAwareness({s.key: on for s in supports},
+                            f"Cray MPICH: MPICH_GPU_SUPPORT_ENABLED={environ.get('MPICH_GPU_SUPPORT_ENABLED', '(unset)')}")
     first = library_version.strip().splitlines()[0] if library_version.strip() else "unknown MPI"
-    return GpuAwareness(None, None, f"{first}: no documented query; assuming not GPU-aware")
+    return GpuAwareness({}, f"{first}: no documented query; assuming not GPU-aware")
 
 
 def memory_alloc_kinds() -> str | None:

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..collectives import OP_TABLE, Layout, algbw_gb_per_s, busbw_factor, check_values, layout
+from ..collectives import OP_TABLE, Layout, LibraryCall, algbw_gb_per_s, busbw_factor, check_values, layout
 from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
 from .eagerloop import eager_loop
@@ -180,16 +180,28 @@ def calls(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
     root), or ``send``/``recv`` with ``(peer, view, count, other rank)`` for grouped send/recv (the
     descriptor's exchanges). The views of grouped send/recv are cut here, once per size, not at every launch."""
     spec = OP_TABLE[op]
+    call = spec.nccl or fused_call(backend, op)
     out: list[tuple[str, tuple]] = []
     for i, p in enumerate(peers):
         s, r = bufs.send[i], bufs.recv[i]
-        if spec.nccl is not None:
-            out.append((op, (p, s, r, getattr(lay, spec.nccl.count), spec.root)))
+        if call is not None:
+            out.append((op, (p, s, r, getattr(lay, call.count), spec.root)))
         else:
             sends, recvs = spec.exchanges(p.rank, nranks, lay, spec.root or 0)
             out.extend(("send", (p, s[offset:offset + count], count, peer)) for peer, offset, count in sends)
             out.extend(("recv", (p, r[offset:offset + count], count, peer)) for peer, offset, count in recvs)
     return out
+
+
+def fused_call(backend: Any, op: str) -> LibraryCall | None:
+    """The one library call that replaces ``op``'s grouped sends and receives on this backend, None when the op
+    has none or the backend's library lacks the symbol (``has_function``; the simulated backend has none, so
+    it and the twin keep the exchanges). nccl-tests 2.19.6 makes the same choice (alltoall.cu:317-333)."""
+    spec = OP_TABLE[op]
+    has = getattr(backend, "has_function", None)
+    library = getattr(backend, "library", "NCCL")
+    call = spec.fused_call(library if isinstance(library, str) else "NCCL") if spec.nccl is None else None
+    return call if call is not None and has is not None and has(call.function) else None
 
 
 def prepared(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> Callable[[], None]:
@@ -321,6 +333,10 @@ def run_nccl(
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0
     placements = (False, True) if inplace else (False,)
+    fused = fused_call(backend, op)
+    if fused is not None:
+        notes.append(f"{op} is issued as one {fused.function} per rank, as nccl-tests does with this library "
+                     "(grouped sends and receives where a library lacks it)")
     if inplace and _unchecked_in_place(op):
         notes.append(f"in-place {op} is timed but not checked (#wrong N/A): NCCL defines no in-place {op}, "
                      "as in nccl-tests")

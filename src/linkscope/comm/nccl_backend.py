@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import platforms
 from ..collectives import OP_TABLE, P2P_CALLS, library_call
-from ..errors import UserError
+from ..errors import MeasurementError, UserError
 
 
 @dataclass
@@ -119,6 +119,44 @@ def _nccl_library() -> Any | None:
         return None
 
 
+#: ctypes type of each argument name of a ``LibraryCall`` (nccl.h: pointers, size_t counts, int enums and ranks).
+_CTYPE_OF_ARG = {"send": "c_void_p", "recv": "c_void_p", "buffer": "c_void_p", "count": "c_size_t",
+                 "dtype": "c_int", "redop": "c_int", "root": "c_int", "peer": "c_int", "stream": "c_void_p"}
+
+
+class LibraryFunction:
+    """A call of the loaded library CuPy has no method for, made the way CuPy's methods are called: the plain
+    arguments of ``LibraryCall.args`` (the communicator left out), so the Python loop and the native loop
+    (``comm.eagerloop``, which reads the same plain arguments) both take it. nccl.h puts the communicator
+    just before the stream. A non-zero ncclResult_t raises MeasurementError with the library's own words."""
+
+    def __init__(self, library: Any, function: str, args: Sequence[str], comm: int) -> None:
+        import ctypes
+
+        self.function, self._library, self._comm = function, library, ctypes.c_void_p(comm)
+        self._fn = getattr(library, function)
+        types = [getattr(ctypes, _CTYPE_OF_ARG[a]) for a in args]
+        self._fn.argtypes = [*types[:-1], ctypes.c_void_p, types[-1]]
+        self._fn.restype = ctypes.c_int
+
+    def __call__(self, *plain: Any) -> None:
+        code = self._fn(*plain[:-1], self._comm, plain[-1])
+        if code != 0:
+            raise library_error(self._library, code, f"in {self.function}")
+
+
+def library_error(library: Any, code: int, where: str) -> Exception:
+    """MeasurementError for a non-zero ncclResult_t, in the library's own words (ncclGetErrorString)."""
+    import ctypes
+
+    text = ""
+    describe = getattr(library, "ncclGetErrorString", None)
+    if describe is not None:
+        describe.restype, describe.argtypes = ctypes.c_char_p, [ctypes.c_int]
+        text = (describe(code) or b"").decode(errors="replace")
+    return MeasurementError(f"NCCL error {code}{f' ({text})' if text else ''} {where}")
+
+
 def nccl_mem_alloc(cp: Any, nbytes: int) -> Any | None:
     """A CuPy float32 array over ``ncclMemAlloc`` memory on the current device, freed with ``ncclMemFree``
     when the array goes; None when the loaded library has no ``ncclMemAlloc`` (NCCL < 2.19) or it fails."""
@@ -199,8 +237,13 @@ class CupyNccl:
         return self.nccl.get_unique_id()
 
     def init_rank(self, nranks: int, uid: Any, rank: int, device: int) -> Peer:
-        with self.cp.cuda.Device(device):
-            comm = self.nccl.NcclCommunicator(nranks, uid, rank)
+        """One rank of a process-per-GPU job. Its GPU becomes the process's current device for good, as
+        nccl-tests' cudaSetDevice(localRank): every later ``with Device(d)`` then returns to it. Left at GPU 0,
+        each return switched to GPU 0, and since CUDA 12 cudaSetDevice initialises that device's context:
+        rank 1 of a 2 x H200 run held a 518 MiB context on GPU 0 beside rank 0 (nvidia-smi,
+        docs/runs/h200x2-2026-11-28c/call5/mpi/apps_during_ls.txt)."""
+        self.cp.cuda.Device(device).use()
+        comm = self.nccl.NcclCommunicator(nranks, uid, rank)
         return Peer(rank, device, comm, self.runtime.stream(device))
 
     @contextlib.contextmanager
@@ -254,7 +297,19 @@ class CupyNccl:
             root = rest[0] if rest and rest[0] is not None else spec.root
             values = {"send": send.data.ptr, "recv": recv.data.ptr, "count": count, "dtype": nc.NCCL_FLOAT32,
                       "redop": getattr(nc, f"NCCL_{(spec.redop or 'sum').upper()}"), "root": root, "stream": stream}
-        return getattr(p.comm, call.method), tuple(values[arg] for arg in call.args)
+        plain = tuple(values[arg] for arg in call.args)
+        if call.method and hasattr(p.comm, call.method):
+            return getattr(p.comm, call.method), plain
+        library = _nccl_library()
+        if library is None or not hasattr(library, call.function):
+            raise ValueError(f"the {self.library} library loaded has no {call.function}")
+        return LibraryFunction(library, call.function, call.args, int(p.comm.comm)), plain
+
+    def has_function(self, symbol: str) -> bool:
+        """Whether the collective library loaded in this process has ``symbol`` (a call CuPy has no method
+        for, such as NCCL 2.28's ncclAlltoAll: ``comm.nccl.fused_call``)."""
+        library = _nccl_library()
+        return library is not None and hasattr(library, symbol)
 
     # -- calls (inside a group) -------------------------------------------------------------
     def group_start(self) -> None:

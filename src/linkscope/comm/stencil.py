@@ -5,8 +5,11 @@ One NCCL rank per GPU on a process grid (ranks row-major, last dimension fastest
 matrix: each exchange every rank sends one message to each neighbour carrying its halos to that
 neighbour, and receives one from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
 Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
-between CUDA events, ``runs`` times (4), and the mean and standard deviation of the time per
-exchange are reported. Every mapping is warmed alike before it is timed: its exchange at the largest size
+between CUDA events, ``runs`` times (4), on each of ``comm_sets`` sets of communicators (3), and the
+mean and standard deviation of the time per exchange over all of them are reported. The sets are made
+one after another, the mappings interleaved (default, auto, default, auto, ...): NCCL's time for a small
+operation is fixed when its communicators are made (``COMM_SETS``), so one set per mapping reads that
+draw as a gain or a loss. Every mapping is warmed alike before it is timed: its exchange at the largest size
 runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the
 first-timed mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
@@ -26,6 +29,7 @@ streams, so they are not overlapped with the NVLink traffic (that only makes slo
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +55,16 @@ DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
 #: their idle states, host staging buffers touched, NCCL connections made). The value is a choice, not a fit:
 #: long against the millisecond-scale power-state changes, short against a run (2 mappings: 0.2 s).
 MAPPING_WARMUP_S = 0.1
+
+#: Sets of communicators each mapping is timed on, made in turn with the mappings interleaved. Why: on 2 x H200 a
+#: set of NCCL communicators runs small operations in one of two modes, decided when it is made and kept for its
+#: life: ~13 or ~18.5 us per 2-GPU allreduce or sendrecv at 8 B-32 KiB, eight sets made one after another in one
+#: process reading 13.4 18.1 13.6 19.8 16.7 17.3 12.8 18.5 (docs/runs/h200x2-2026-11-28c/call6, drv.c). Each
+#: mapping made its own set once, so two identical mappings read 63.4 vs 46.5 us and then +30.6% apart at 64 KiB
+#: (docs/runs/h200x2-2026-11-28 and -28b, call 2). With several sets per mapping that draw lands in the spread
+#: (and in the gain verdict's noise) instead of in the mean of one mapping. 3 is a choice: the fewest that give
+#: a spread; --comm-sets sets it.
+COMM_SETS = 3
 
 
 @dataclass(frozen=True)
@@ -176,7 +190,8 @@ def _pair_time(topology: Any, gpus: int, slow_pairs: Sequence[tuple[int, int]]) 
 
 @dataclass(frozen=True)
 class StencilRow:
-    """One mapping at one halo size: time per exchange over ``runs`` runs (µs)."""
+    """One mapping at one halo size: time per exchange over ``runs`` runs on each of ``sets`` communicator
+    sets (µs; ``runs_us`` in the order they ran, set after set)."""
 
     mapping: str
     size_bytes: int
@@ -185,6 +200,7 @@ class StencilRow:
     runs_us: tuple[float, ...]
     exchange_bytes: int
     wrong: int | None
+    sets: int = 1
 
 
 @dataclass(frozen=True)
@@ -303,9 +319,11 @@ def run_stencil(
     progress: Callable[[str], None] | None = None,
     checkpoint: Callable[[StencilResult], None] | None = None,
     stop: StopSignal | None = None,
+    comm_sets: int = COMM_SETS,
 ) -> StencilResult | None:
-    """Time the halo exchange under each mapping (``default`` first). ``make_peers(device_of_rank)``
-    creates the NCCL peers this process drives for that placement (and is torn down after).
+    """Time the halo exchange under each mapping (``default`` first), on ``comm_sets`` sets of communicators
+    each (the mappings interleaved: ``COMM_SETS``). ``make_peers(device_of_rank)`` creates the NCCL peers this
+    process drives for that placement (and is torn down after).
 
     ``checkpoint`` is called on rank 0 after every finished (mapping, size) with the result so
     far; ``stop`` is checked collectively before each one (an agreed stop or a KeyboardInterrupt
@@ -318,20 +336,36 @@ def run_stencil(
             "give --grid matching the number of GPUs/ranks, or leave it out to pick a balanced grid")
     require(job, not slow_pairs or job.size == 1,
             "--emulate-slow-pairs stages copies between GPUs of one process: run without mpirun")
-    require(job, iters >= 1 and runs >= 1 and warmup >= 0, "iterations and runs must be >= 1")
+    require(job, iters >= 1 and runs >= 1 and warmup >= 0 and comm_sets >= 1,
+            "iterations, runs and communicator sets must be >= 1")
     slow = {frozenset(p) for p in slow_pairs}
-    rows: list[StencilRow] = []
-    notes: list[str] = []
+    samples_of: dict[tuple[str, int], list[float]] = {}  # (mapping, size) -> every run, set after set
+    sets_of: dict[tuple[str, int], int] = {}
+    wrong_of: dict[tuple[str, int], int | None] = {}
+    bytes_of: dict[int, int] = {}
+    warmed: dict[str, list[int]] = {}
 
     def result_so_far() -> StencilResult:
-        out_notes = list(notes)
+        rows = []
+        for (name, size), samples in samples_of.items():
+            mean = float(np.mean(samples))
+            std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
+            rows.append(StencilRow(name, size, mean, std, tuple(samples), bytes_of[size], wrong_of[(name, size)],
+                                   sets_of[(name, size)]))
+        out_notes = [f"mapping {name} warmed with {', '.join(map(str, counts))} exchanges of {format_size(max(sizes))} "
+                     f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''} each time) before "
+                     f"it was timed on each of its {len(counts)} communicator set{'s' if len(counts) > 1 else ''}"
+                     for name, counts in warmed.items()]
+        if comm_sets > 1:
+            out_notes.append(f"each mapping timed on {comm_sets} sets of communicators, made in turn with the mappings "
+                             "interleaved: NCCL's time for small operations is fixed when a set is made")
         if len(mappings) > 1 and all(mappings["default"] == m for m in mappings.values()):
             out_notes.append("the chosen mapping equals the default: gain is 0 by construction")
         return StencilResult(tuple(grid), periodic, weighted, dict(mappings), tuple(rows), tuple(slow_pairs),
                              dict(mapping_info or {}), bool(backend.simulated), tuple(out_notes))
 
     try:
-        for name, device_of_rank in mappings.items():
+        for _set, (name, device_of_rank) in itertools.product(range(comm_sets), mappings.items()):
             peers = make_peers(device_of_rank)
             try:
                 big = halo_messages(grid, periodic, max(sizes), weighted)
@@ -343,9 +377,7 @@ def run_stencil(
                       f"{format_size(free)} free")
                 warm = _warm_mapping(job, backend, peers, _Exchange(backend, peers, big, device_of_rank, slow),
                                      max(warmup, 1))
-                notes.append(f"mapping {name} warmed with {warm} exchanges of {format_size(max(sizes))} "
-                             f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''}) "
-                             "before it was timed")
+                warmed.setdefault(name, []).append(warm)
                 for size in boundaries(job, sizes, stop):
                     msgs = halo_messages(grid, periodic, size, weighted)
                     ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
@@ -361,16 +393,19 @@ def run_stencil(
                     wrong = ex.check() if verify and moves_data(backend, ex.max_count) else None
                     if wrong is not None and job.size > 1:
                         wrong = job.comm.allreduce(wrong)
-                    mean = float(np.mean(samples))
-                    std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
-                    rows.append(StencilRow(name, size, mean, std, tuple(samples), sum(m.count for m in msgs) * 4,
-                                           wrong))
+                    key = (name, size)
+                    samples_of.setdefault(key, []).extend(samples)
+                    sets_of[key] = sets_of.get(key, 0) + 1
+                    before = wrong_of.get(key)
+                    wrong_of[key] = wrong if before is None else before + (wrong or 0)
+                    bytes_of[size] = sum(m.count for m in msgs) * 4
                     del ex
                     if job.rank == 0:
                         if checkpoint:
                             checkpoint(result_so_far())
                         if progress:
-                            progress(f"stencil {name} {format_size(size)}: {mean:.1f} ± {std:.1f} us")
+                            progress(f"stencil {name} {format_size(size)} (communicator set {sets_of[key]}): "
+                                     f"{np.mean(samples):.1f} ± {np.std(samples):.1f} us")
             finally:
                 backend.destroy(peers)
     except KeyboardInterrupt as exc:

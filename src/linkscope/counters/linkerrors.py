@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import platforms
+from ..platforms import LinkFabric
+
 ERRORS_GREW = "errors-grew"
 CORRECTED_GREW = "corrected-grew"
 LINK_DOWN = "link-down"
@@ -121,8 +124,9 @@ def _kind(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> 
     return CORRECTED_GREW if names and names <= CORRECTED else ERRORS_GREW
 
 
-def _fabric(health: Mapping[str, Any]) -> str:
-    return "xGMI" if health.get("fabric") == "xgmi" else "NVLink"
+def _fabric(health: Mapping[str, Any]) -> LinkFabric:
+    """The fabric a GPU's link-health snapshot describes (its platform row's; NVML's names none)."""
+    return platforms.link_fabric(health.get("fabric"))
 
 
 def state_issues(snapshot: Mapping[str, Any], step: str = "", *, loaded: bool = False,
@@ -153,8 +157,19 @@ def state_issues(snapshot: Mapping[str, Any], step: str = "", *, loaded: bool = 
         if active < peers_best:
             down = [e["link"] for e in nv.get("links", []) if not e.get("active")]
             where = f"; inactive: {', '.join(str(k) for k in down)}" if down else ""
-            out.append(LinkIssue(g, f"{who} {_fabric(health)}", FEWER_LINKS, step,
+            out.append(LinkIssue(g, f"{who} {_fabric(health).label}", FEWER_LINKS, step,
                                  f"{active} active links, others have {peers_best}{where}"))
+    return out
+
+
+def all_links_active(snapshot: Mapping[str, Any]) -> dict[int, int]:
+    """GPU -> its link count, for the GPUs of a snapshot whose every NVLink/xGMI link is listed and active
+    (a GPU with no such link, or one that could not be read, is left out)."""
+    out: dict[int, int] = {}
+    for key, health in (snapshot.get("gpus") or {}).items():
+        links = ((health or {}).get("nvlink") or {}).get("links") if isinstance(health, dict) else None
+        if str(key).isdigit() and links and all(isinstance(e, dict) and e.get("active") is True for e in links):
+            out[int(key)] = len(links)
     return out
 
 
@@ -175,7 +190,7 @@ def changes(before: Mapping[str, Any], after: Mapping[str, Any], step: str, *,
     out: list[LinkIssue] = []
     for g, old, new in _gpu_pairs(before, after):
         who = _name(g, names)
-        fabric = _fabric(new)
+        fabric = _fabric(new).label
         old_links = {e["link"]: e for e in (old.get("nvlink") or {}).get("links", [])}
         for entry in (new.get("nvlink") or {}).get("links", []):
             prev = old_links.get(entry["link"])
@@ -270,7 +285,7 @@ def summary(snapshot: Mapping[str, Any], names: Mapping[int, str] | None = None)
             errs = ", ".join(f"{COUNTER_TEXT.get(n, n)} {v}" for n, v in sums.items()) or "no counter readable"
             if unknown - set(sums):
                 errs += f" ({', '.join(sorted(unknown - set(sums)))} not supported)"
-            parts.append(f"{_fabric(health)} {nv.get('active_count', 0)}/{nv['link_count']} links active, errors: {errs}")
+            parts.append(f"{_fabric(health).label} {nv.get('active_count', 0)}/{nv['link_count']} links active, errors: {errs}")
         pcie = health.get("pcie") or {}
         if pcie.get("gen"):
             state = f"PCIe Gen{pcie['gen']} x{pcie.get('width')}"
@@ -388,7 +403,8 @@ def judge_growth(before: Mapping[str, Any], after: Mapping[str, Any], step: str 
                 for name, v in d.items():
                     sums[name] = sums.get(name, 0) + v
         if sums:
-            fabric = _fabric(new)
+            link_fabric = _fabric(new)
+            fabric = link_fabric.label
             element = f"{who} {fabric}"
             where = "; ".join(f"link {link}{f' (peer {peer})' if peer else ''}: "
                               + ", ".join(f"{COUNTER_TEXT.get(n, n)} +{v}" for n, v in d.items())
@@ -398,7 +414,7 @@ def judge_growth(before: Mapping[str, Any], after: Mapping[str, Any], step: str 
             others = {n: v for n, v in sums.items() if n not in DCGM_NVLINK_FATAL and n not in DCGM_NVLINK_CRC
                       and n != "ecc_data"}
             per_s = corrected / window_s if window_s and corrected else None
-            if fabric != "NVLink":
+            if not link_fabric.documented_error_limits:
                 level, reason = NOT_JUDGED, (f"error counters grew{when} ({where}); no documented limit for "
                                              f"{fabric} error counters")
             elif fatal:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .. import platforms
 from .nvml import (
     FI_NVLINK_DATA_RX_KIB,
     FI_NVLINK_DATA_TX_KIB,
@@ -23,7 +24,9 @@ from .nvml import (
     GpuInfo,
 )
 
-NVLINK = "nvlink"
+#: The bus slot of the GPU-to-GPU fabric's counters, whatever the fabric (NVLink, xGMI: ``GpuPlan.fabric``
+#: says which); records call it ``nvlink``. ``NVLINK``: its first name.
+FABRIC = NVLINK = "nvlink"
 PCIE = "pcie"
 TX = "tx"
 RX = "rx"
@@ -46,7 +49,7 @@ class CounterKey:
 
     @property
     def label(self) -> str:
-        where = f"nvlink{self.link}" if self.bus == NVLINK else "pcie"
+        where = f"nvlink{self.link}" if self.bus == FABRIC else "pcie"
         return f"gpu{self.gpu}.{where}.{self.direction}"
 
 
@@ -82,8 +85,8 @@ class GpuPlan:
         pcie_source: PCIE_FROM_COUNTERS, PCIE_FROM_THROUGHPUT or "" (unsupported).
         pcie_unsupported: why PCIe counters cannot be read ("" when they can).
         unsupported: per-counter reasons for counters that a driver refused (link-level detail).
-        fabric: which GPU fabric the link counters are: ``nvlink`` (NVML) or ``xgmi`` (amdsmi);
-            both sit in the ``nvlink`` bus slot of the counters, the GPU-to-GPU fabric.
+        fabric: which GPU fabric the link counters are (``LinkFabric.key`` of the platform row:
+            ``nvlink`` from NVML, ``xgmi`` from amdsmi); each sits in the ``FABRIC`` bus slot.
     """
 
     info: GpuInfo
@@ -93,7 +96,7 @@ class GpuPlan:
     pcie_source: str = ""
     pcie_unsupported: str = ""
     unsupported: tuple[tuple[CounterKey, str], ...] = ()
-    fabric: str = NVLINK
+    fabric: str = FABRIC
 
     @property
     def gpu(self) -> int:
@@ -121,9 +124,9 @@ class CounterSeries:
 def plan_gpu(source: CounterSource, gpu: int) -> GpuPlan:
     """Probe which counters this GPU answers. Unsupported counters are recorded with NVML's reason."""
     info = source.gpu_info(gpu)
-    fabric = getattr(source, "fabric", NVLINK)
-    fabric_name, fabric_source = (("NVLink", "nvml-field-nvlink-throughput-data-kib") if fabric == NVLINK
-                                  else ("xGMI", getattr(source, "counter_source", fabric)))
+    link_fabric = platforms.link_fabric(getattr(source, "fabric", None))  # a source naming none is NVML's
+    fabric, fabric_name = link_fabric.key, link_fabric.label
+    fabric_source = getattr(source, "counter_source", None) or link_fabric.counter_source
     unsupported: list[tuple[CounterKey, str]] = []
     specs: list[CounterSpec] = []
     nvlink_reason = ""
@@ -137,17 +140,17 @@ def plan_gpu(source: CounterSource, gpu: int) -> GpuPlan:
         for link in links:
             for direction, fid in ((TX, FI_NVLINK_DATA_TX_KIB), (RX, FI_NVLINK_DATA_RX_KIB)):
                 requests.append(FieldRequest(fid, link))
-                keys.append(CounterKey(gpu, NVLINK, link, direction))
+                keys.append(CounterKey(gpu, FABRIC, link, direction))
         for key, req, reading in zip(keys, requests, source.read_fields(gpu, requests)):
             if reading.ok:
                 specs.append(CounterSpec(key, CUMULATIVE, req, 1024, fabric_source))
             else:
                 unsupported.append((key, reading.error or "not supported"))
-        if not any(s.key.bus == NVLINK for s in specs):
+        if not any(s.key.bus == FABRIC for s in specs):
             reasons = sorted({r for _, r in unsupported})
             nvlink_reason = f"{fabric_name} data counters not supported ({', '.join(reasons)})"
     elif not nvlink_reason:
-        nvlink_reason = f"no active {fabric_name}" if fabric == NVLINK else "no active xGMI link"
+        nvlink_reason = link_fabric.no_links
 
     pcie_source, pcie_reason = "", ""
     requests = [FieldRequest(FI_PCIE_TX_BYTES, 0), FieldRequest(FI_PCIE_RX_BYTES, 0)]

@@ -37,10 +37,12 @@ NVLINK_SHARE = 0.75
 BACKGROUND_MARGIN = 1.5
 
 IDLE = "idle"
-VIA_NVLINK = "nvlink"
+VIA_NVLINK = "nvlink"  # the GPU fabric carried it (NVLink, xGMI)
 VIA_PCIE = "pcie"
 MIXED = "mixed"
 UNKNOWN = "unknown"
+#: the GPU fabric's name in these sentences; ``watch`` writes each GPU's own fabric's (``LinkFabric.label``) instead
+FABRIC_WORD = "NVLink"
 
 
 def format_bytes_decimal(value: float | None) -> str:
@@ -179,3 +181,7 @@ def expect_nvlink(verdicts: list[GpuVerdict]) -> ExpectResult:
     if unknown:
         return ExpectResult("nvlink", False, f"cannot confirm NVLink: counters unsupported on GPU {', '.join(map(str, unknown))}")
     return ExpectResult("nvlink", False, "no significant traffic on any watched GPU")
+
+
+#: ``watch --expect`` values and the check each names (``nvlink``: the GPU fabric, whichever it is)
+EXPECTATIONS = {"nvlink": expect_nvlink}

@@ -25,21 +25,22 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import platforms
 from ..errors import UserError
 from ..procwait import wait_in_slices
 from . import linkerrors
 from .nvml import CounterSource, GpuInfo, check_gpu_indices
-from .sampler import NVLINK, PCIE, RX, TX, CounterKey, GpuPlan, Sampler, plan_gpu
+from .sampler import FABRIC, PCIE, RX, TX, CounterKey, GpuPlan, Sampler, plan_gpu
 from .timeline import CounterTotal, timeline_rows, total
-from .verdict import ExpectResult, GpuVerdict, decide, expect_nvlink
+from .verdict import EXPECTATIONS, FABRIC_WORD, ExpectResult, GpuVerdict, decide
 
 WATCH_FORMAT = "linkscope.watch"
 WATCH_SCHEMA_VERSION = 1
 EXIT_EXPECT_FAILED = 3
-EXPECT_CHOICES = ("nvlink",)
+EXPECT_CHOICES = tuple(EXPECTATIONS)
 
 
 class CommandNotFound(UserError):
@@ -203,10 +204,10 @@ def build_reports(sampler: Sampler, t_origin_s: float,
         gpu = plan.gpu
         link_rows = []
         for link in plan.links:
-            link_rows.append((link, totals.get(CounterKey(gpu, NVLINK, link, TX)),
-                              totals.get(CounterKey(gpu, NVLINK, link, RX))))
+            link_rows.append((link, totals.get(CounterKey(gpu, FABRIC, link, TX)),
+                              totals.get(CounterKey(gpu, FABRIC, link, RX))))
         agg: dict[tuple[str, str], CounterTotal | None] = {}
-        for bus in (NVLINK, PCIE):
+        for bus in (FABRIC, PCIE):
             for direction in (TX, RX):
                 parts = [t for k, t in totals.items() if k.gpu == gpu and k.bus == bus and k.direction == direction]
                 summed: CounterTotal | None
@@ -222,7 +223,7 @@ def build_reports(sampler: Sampler, t_origin_s: float,
                 return None, False
             return tx.bytes + rx.bytes, tx.complete and rx.complete
 
-        nv_bytes, nv_complete = both(NVLINK)
+        nv_bytes, nv_complete = both(FABRIC)
         pc_bytes, pc_complete = both(PCIE)
         nv_reason = plan.nvlink_unsupported or ("" if nv_bytes is not None else "no complete NVLink reading")
         pc_reason = plan.pcie_unsupported or ("" if pc_bytes is not None else "no complete PCIe reading")
@@ -235,15 +236,12 @@ def build_reports(sampler: Sampler, t_origin_s: float,
                          nvlink_reason=nv_reason, pcie_reason=pc_reason,
                          background_nvlink_bytes=expected(idle.nvlink_bytes_per_s) if idle else None,
                          background_pcie_bytes=expected(idle.pcie_bytes_per_s) if idle else None)
-        if plan.fabric != NVLINK:  # the GPU fabric is xGMI: say so in the sentence
-            from dataclasses import replace
-
-            verdict = replace(verdict, message=verdict.message.replace("NVLink", "xGMI"))
-        reports.append(GpuReport(plan.info, plan, tuple(link_rows), agg[(NVLINK, TX)], agg[(NVLINK, RX)],
+        # the sentence names the GPU's own fabric
+        verdict = replace(verdict, message=verdict.message.replace(FABRIC_WORD, platforms.link_fabric(plan.fabric).label))
+        reports.append(GpuReport(plan.info, plan, tuple(link_rows), agg[(FABRIC, TX)], agg[(FABRIC, RX)],
                                  agg[(PCIE, TX)], agg[(PCIE, RX)], verdict))
     fabric_of = {plan.gpu: plan.fabric for plan in sampler.plans}
-    rows = [{**r, "bus": fabric_of[r["gpu"]]} if r["bus"] == NVLINK and fabric_of.get(r["gpu"], NVLINK) != NVLINK
-            else r for r in rows]
+    rows = [{**r, "bus": fabric_of.get(r["gpu"], r["bus"])} if r["bus"] == FABRIC else r for r in rows]
     return reports, rows
 
 
@@ -340,9 +338,8 @@ def run_watch(
                    "summary": linkerrors.summary(errors_after),
                    "judged": [j.as_dict() for j in linkerrors.judge_growth(errors_before, errors_after, step,
                                                                             moved_bytes=moved)]}
-    expect = None
-    if options.expect == "nvlink":
-        expect = expect_nvlink([r.verdict for r in reports])
+    check = EXPECTATIONS.get(options.expect or "")
+    expect = check([r.verdict for r in reports]) if check is not None else None
     samples = max((len(s.points) for s in sampler.series()), default=0)
     return WatchResult(tuple(options.command), exit_code, started_utc, round(t1 - t0, 6), options.interval_s,
                        samples, tuple(reports), tuple(rows), expect, interrupted, tuple(notes), link_errors,

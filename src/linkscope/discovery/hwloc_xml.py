@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element
 
+from .. import platforms
 from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from .merge import GpuPart, assemble
@@ -45,11 +46,16 @@ HWLOC_XGMI_SOURCE = ("hwloc XGMIBandwidth matrix: hwloc writes a fixed 100000 MB
                      "(hwloc/topology-rsmi.c), not a measured or per-link rate")
 _PCI_TYPE_RE = re.compile(r"^\s*([0-9a-fA-F]{4})\s*\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _BRIDGE_PCI_RE = re.compile(r"^\s*([0-9a-fA-F]{4,8}):\[([0-9a-fA-F]{2})-([0-9a-fA-F]{2})\]")
-_GPU_VENDORS = {"0x10de": "nvidia", "0x1002": "amd"}
 # hwloc 2.x XML: osdev_type is an enum; hwloc 3 XML: a bit mask.
 _V2_OSDEV = {0: "storage", 1: "gpu", 2: "network", 3: "openfabrics", 4: "dma", 5: "coproc"}
 _V3_OSDEV_BITS = {1: "storage", 2: "memory", 4: "gpu", 8: "coproc", 16: "network", 32: "openfabrics", 64: "dma"}
 _BLACKWELL_RE = re.compile(r"\b(G?B[123]00)\b", re.IGNORECASE)
+
+
+def _uuid(infos: dict[str, str]) -> str | None:
+    """A GPU's UUID from the info a vendor's hwloc backend keeps it in (``NVIDIAUUID``, ``AMDUUID``)."""
+    return next((infos[n.hwloc_uuid_info] for n in platforms.xml_names().values() if infos.get(n.hwloc_uuid_info)),
+                None)
 
 
 def parse_bitmap(text: str | None) -> list[int]:
@@ -173,8 +179,9 @@ class _Reader:
         self.pci[bdf] = {"class": cls, "vendor": vendor, "device": device,
                          "numa_node": min(nodes) if nodes else None, "local_cpulist": None, "link": link,
                          "chain": list(chain or [f"pci{bdf[:7]}"]) + [bdf], "subtype": obj.get("subtype")}
-        if kind == "PCIDev" and vendor in _GPU_VENDORS and cls.startswith(("0x03", "0x12")):
-            self.gpus[bdf] = {"vendor": _GPU_VENDORS[vendor], "device": device, "infos": {}, "osdevs": []}
+        gpu_vendor = platforms.vendor_of_pci_id(vendor)
+        if kind == "PCIDev" and gpu_vendor is not None and cls.startswith(("0x03", "0x12")):
+            self.gpus[bdf] = {"vendor": gpu_vendor, "device": device, "infos": {}, "osdevs": []}
         if kind == "PCIDev" and ((vendor == "0x10de" and cls == "0x0680") or obj.get("subtype") == "NVSwitch"):
             self.nvswitches.add(bdf)
 
@@ -185,7 +192,7 @@ class _Reader:
         infos = _infos(obj)
         if parent_bdf is None:
             return
-        if kinds & {"gpu", "coproc"} or infos.get("Backend") in ("NVML", "CUDA", "RSMI"):
+        if kinds & {"gpu", "coproc"} or any(infos.get("Backend") in n.hwloc_backends for n in platforms.xml_names().values()):
             gpu = self.gpus.get(parent_bdf)
             if gpu is None and parent_bdf in self.pci:
                 info = self.pci[parent_bdf]
@@ -277,12 +284,13 @@ def topology_from_xml(root: Element, *, origin: str = "<hwloc xml>") -> Topology
     for pos, bdf in enumerate(gpu_bdfs):
         g = reader.gpus[bdf]
         infos = g["infos"]
-        model = infos.get("GPUModel") or f"{g['vendor'].upper() if g['vendor'] in ('amd',) else g['vendor'].title()} GPU [{g['device']}]"
+        platform = platforms.of_vendor(g["vendor"])
+        model = infos.get("GPUModel") or f"{platform.label if platform else g['vendor'].title()} GPU [{g['device']}]"
         nvml = next((int(n[4:]) for n in g["osdevs"] if re.fullmatch(r"nvml\d+", n)), None)
         attrs: dict[str, Any] = {"hwloc_osdevs": list(g["osdevs"])} if g["osdevs"] else {}
         attrs.update({"vendor_id": reader.pci[bdf]["vendor"], "device_id": reader.pci[bdf]["device"]})
         gpus.append(Device(id=f"gpu{pos}", kind=DeviceKind.GPU, name=model, index=pos, vendor=g["vendor"],
-                           uuid=infos.get("NVIDIAUUID") or infos.get("AMDUUID") or None, pci_bus_id=bdf,
+                           uuid=_uuid(infos), pci_bus_id=bdf,
                            numa_node=reader.pci[bdf]["numa_node"], nvml_index=nvml, attributes=attrs))
     gpu_id = {bdf: f"gpu{pos}" for pos, bdf in enumerate(gpu_bdfs)}
     # NICs: an OpenFabrics name wins (mlx5_0), else the first network interface

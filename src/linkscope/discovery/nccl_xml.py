@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element, SubElement, indent, tostring
 
+from .. import platforms
 from ..errors import UserError
 from ..topology.model import Device, DeviceKind, Link, LinkKind, Provenance, Topology
 from ..topology.pcie import GT_OF_GEN, pcie_gb_per_s, pcie_generation
@@ -40,7 +41,7 @@ HIDDEN_TARGET = "fffffff:ffff:ff"
 _SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
 _BUSID_RE = re.compile(r"^[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}\.[0-7]$")
 _NCCL_SOURCE = "NCCL topology XML (NCCL_TOPO_DUMP_FILE format)"
-_VENDOR_IDS = {"nvidia": "0x10de", "amd": "0x1002", "mellanox": "0x15b3", "intel": "0x8086", "broadcom": "0x1000"}
+_VENDOR_IDS = {"mellanox": "0x15b3", "intel": "0x8086", "broadcom": "0x1000"}  # NICs' (GPUs': their platform row)
 
 
 def _nvlink_generation(sm: int | None) -> str | None:
@@ -186,7 +187,7 @@ def topology_from_xml(root: Element, *, origin: str = "<nccl xml>") -> Topology:
         vendor_id = pci.get("vendor", "").lower()
         attrs: dict[str, Any] = {k: gpu.get(k) for k in ("sm", "gdr") if gpu.get(k)}
         attrs.update(_ids(pci))
-        vendor = "amd" if vendor_id == "0x1002" else "nvidia"
+        vendor = platforms.vendor_of_pci_id(vendor_id) or platforms.NVIDIA.key  # no id: NCCL's own GPU
         devices.append(Device(id=f"gpu{i}", kind=DeviceKind.GPU, index=i, name=f"GPU (sm {sm})" if sm else "GPU",
                               vendor=vendor, pci_bus_id=busid, numa_node=numa,
                               ordinals={} if dev is None else {vendor: dev}, attributes=attrs))
@@ -322,7 +323,9 @@ def export_xml(topology: Topology, *, placeholders: bool = False) -> tuple[str, 
         if not exact:
             inexact.append(device.id)
         attrs = {"busid": busid(device), "class": cls}
-        vendor = device.attributes.get("vendor_id") or _VENDOR_IDS.get(device.vendor or "")
+        names = platforms.xml_names().get(device.vendor or "")
+        vendor = device.attributes.get("vendor_id") or (names.pci_vendor_ids[0] if names else
+                                                        _VENDOR_IDS.get(device.vendor or ""))
         if isinstance(vendor, str) and vendor:
             attrs["vendor"] = vendor
         device_id = device.attributes.get("device_id")
@@ -344,8 +347,8 @@ def export_xml(topology: Topology, *, placeholders: bool = False) -> tuple[str, 
                 node = SubElement(xml_parent, "pci", pci_attrs(child, link, "0x060400"))
                 children(child, node, None)
             elif child.kind is DeviceKind.GPU:
-                node = SubElement(xml_parent, "pci", pci_attrs(child, link, "0x030200" if child.vendor != "amd"
-                                                               else "0x038000"))
+                names = platforms.xml_names().get(child.vendor or "")
+                node = SubElement(xml_parent, "pci", pci_attrs(child, link, names.nccl_gpu_class if names else GPU_CLASS))
                 _gpu(node, child)
             elif child.kind is DeviceKind.NIC:
                 is_ib = str(child.attributes.get("type", "")) == "infiniband"

@@ -144,7 +144,7 @@ class Judge:
             raise TopologyError(f"the calibrated topology {calibrated.name!r} has {calibrated.gpu_count} GPUs, "
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
-        self._no_peer: dict[tuple[int, ...], CollectiveModel] = {}
+        self._no_peer: dict[tuple[tuple[int, ...], str], CollectiveModel] = {}
         self._capped: dict[tuple[int, str], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
@@ -466,6 +466,21 @@ class Judge:
         direction = "uni" if len(set(flows)) == 1 else ("bi" if target is not None else "bi-total")
         return RefKey(token, link, method, "pair", direction, size, "", "GB/s")
 
+    def engine_queue(self, m: Measurement) -> int:
+        """The most copies of ``m``'s concurrent group that one GPU's copy engines serve (the issuing GPU: the
+        source, or the destination of a copy it reads, ``Method.issuer``), for a copy-engine method between
+        GPUs; 0 otherwise. Above 1 the copies queue on that GPU's engines in an order the driver picks, which
+        changes between runs (docs/benchmarks.md "The mechanism on 2 GPUs"), and the group's total with it."""
+        if m.method not in METHODS or get_method(m.method).unit != "copy-engine" or m.bandwidth is None:
+            return 0
+        try:
+            flows, _ = self._transfers(m)
+        except LinkscopeError:
+            return 0
+        dst_issues = get_method(m.method).issuer == "dst"
+        issuers = [b if dst_issues else a for a, b in flows if _is_gpu(a) and _is_gpu(b) and a != b]
+        return max((issuers.count(g) for g in set(issuers)), default=0)
+
     def _flow_share(self, m: Measurement) -> str:
         """Why one flow of a concurrent pattern is not judged ("" when it is): its share of links and
         copy engines shared with the other flows is not a claim; only where the twin says no flow
@@ -649,7 +664,7 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
                 and self._host_route_apart(tuple(gpus))):
-            alt = value(self._no_peer_model(tuple(gpus)))[0]
+            alt = value(self._no_peer_model(tuple(gpus), launch))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),
@@ -705,12 +720,15 @@ class Judge:
                     return False
         return True
 
-    def _no_peer_model(self, gpus: tuple[int, ...]) -> CollectiveModel:
-        found = self._no_peer.get(gpus)
+    def _no_peer_model(self, gpus: tuple[int, ...], launch: str) -> CollectiveModel:
+        """The twin of these GPUs without peer access between them, launched as the run was (eager or graph)
+        and with the judge's parameters: only the transport differs from the run's own twin."""
+        found = self._no_peer.get((gpus, launch))
         if found is None:
             denied = tuple((a, b) for a in gpus for b in gpus if a < b)
             peer = replace(self.topology.peer_access, denied_pairs=self.topology.peer_access.denied_pairs + denied)
-            found = self._no_peer[gpus] = CollectiveModel.of(self.topology.replace(peer_access=peer))
+            found = self._no_peer[(gpus, launch)] = CollectiveModel.of(self.topology.replace(peer_access=peer),
+                                                                       self.fabric.params, launch=launch)
         return found
 
     # copies

@@ -3,8 +3,19 @@
 ``python -m linkscope.judge.refbuild`` (from the repository root) reads every recording of
 :data:`RECORDINGS` whose role is ``reference`` and writes ``src/linkscope/judge/references.json``;
 ``--check`` says whether the shipped file is what it would write; ``--rates`` judges every
-recording (every role of :data:`ROLES`) against the shipped table and prints, per recording, how
-many numbers are ok, low, suspicious-high and not judged, and the totals of each role apart.
+recording (every role of :data:`ROLES`) against the shipped table, as ``linkscope check`` judges a file
+(``judge.runs.judge_runs``: run-wide causes and a survey's shared-load evidence included), and prints,
+per recording, how many numbers are ok, low, suspicious-high and not judged, and the totals of each
+role apart.
+
+A ``broken`` recording declares the causes it was made with (:attr:`Recording.causes`, the cause keys
+``check`` names: ``Judgement.cause_key``). For each broken file ``--rates`` also prints the *cause
+rate*: of the rows the verdict marks low (the numbers below the healthy band: the reference's
+median / (1 + band), or the twin's low threshold where there is no reference), how many name one
+of the declared causes. The denominator is every low row, whatever its size or cause: a low row
+with no cause or another cause is a miss. Rows that are ok (a fault that does not slow that size
+beyond the healthy spread, such as NCCL through host memory at a few KiB, where launch latency
+decides the time) or not judged (size 0) are not in it, and are printed beside it so they are seen.
 
 Recordings of one *lease* (a fresh machine) share a lease name: a band is set from the spread
 between leases (``references.BAND_RULE``). ``held-out`` recordings never set a reference; they
@@ -28,7 +39,7 @@ from ..topology.model import Topology
 from .expect import Judge
 from .references import BAND_RULE, Reference, ReferenceTable, RefKey, RefSource, family_of, family_of_pool, pool_of, table_dict
 
-__all__ = ["RECORDINGS", "ROLES", "Recording", "build", "main", "rates"]
+__all__ = ["RECORDINGS", "ROLES", "Recording", "build", "cause_rates", "main", "rates"]
 
 _H200X4 = "tests/fixtures/recordings/h200x4-2026-11-28"
 _H200X4_TOPO = f"{_H200X4}/linkscope/topo.json"
@@ -42,8 +53,17 @@ _H200X2_TOPO = f"{_H200X2}/call1/linkscope/topo.json"
 _H200X2_LEASES = {c: f"h200x2-2026-11-28 calls {'1-2' if c <= 2 else '3-4'}" for c in (1, 2, 3, 4)}
 _H200X2B = "docs/runs/h200x2-2026-11-28b"
 _NCCL_OPS = ("all_gather", "all_reduce", "alltoall", "reduce_scatter", "sendrecv")
+#: the pool of totals of copies queued on one GPU's copy engines (``Judge.engine_queue``): their band
+QUEUED = "copy-engine queue"
 #: every role a recording may have; only ``reference`` sets references
 ROLES = ("reference", "held-out", "known-low", "forced", "broken")
+#: The causes that name a noisy neighbour (another load on the links): the survey's background check saw it
+#: (``shared-load``), or a record without that check shows its signature (``shared-load-inferred``: the
+#: GPU's own memory copy low with every link active); a record's repetitions spread (``shared-link``); an
+#: output with one number per copy or size names a shared link and a degraded one together, as it cannot
+#: tell them apart (``link-degraded-or-shared``, ``collective-half-rate``). ``link-degraded`` (steady at half:
+#: links down) and ``slow-flow`` (one flow of a group slower than the others) name other faults: misses.
+NOISY_NEIGHBOUR = ("shared-load", "shared-load-inferred", "shared-link", "link-degraded-or-shared", "collective-half-rate")
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,11 @@ class Recording:
         topology: the topology they ran on (a path for ``--from``), or "" (a linkscope record's own).
         size: the buffer size where the output does not print it (nvbandwidth ``-b``), e.g. ``64MiB``.
         gpus: the topology's GPUs the tool ran on, or None (0..n-1).
+        causes: for a ``broken`` recording (required there), the cause keys a right verdict names
+            (``Judgement.cause_key``: ``collective-no-p2p`` for NCCL_P2P_DISABLE=1); several where
+            the output cannot tell the fault from another that check names together (a noisy
+            neighbour: ``shared-load`` from a survey's background check, ``collective-half-rate`` from
+            nccl-tests, which prints one number per size). Empty for every other role.
     """
 
     files: tuple[str, ...]
@@ -70,10 +95,15 @@ class Recording:
     topology: str = ""
     size: str = "512MiB"
     gpus: tuple[int, ...] | None = None
+    causes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise LinkscopeError(f"recording {self.files[:1]} ({self.lease}): role {self.role!r} is not one of {', '.join(ROLES)}")
+        if (self.role == "broken") != bool(self.causes):
+            raise LinkscopeError(f"recording {self.files[:1]} ({self.lease}): "
+                                 + ("a broken recording declares the causes it was made with (causes=...)"
+                                    if self.role == "broken" else f"only a broken recording declares causes (role {self.role})"))
 
 
 def _h100(visit: str, files: Iterable[str], *, size: str = "512MiB", role: str = "reference",
@@ -169,11 +199,19 @@ RECORDINGS: tuple[Recording, ...] = (
     Recording((f"{_H200X2B}/call1/nccl/all_reduce_algo_*.txt", f"{_H200X2B}/call1/nccl/all_reduce_proto_*.txt"),
               "h200x2-2026-11-28b call 1", "2026-11-28", "forced", _H200X2_TOPO),
     # broken: NCCL through host memory or sockets (NCCL_P2P_DISABLE=1, + NCCL_SHM_DISABLE=1), two channels
-    # (NCCL_MAX_NCHANNELS=2), a noisy neighbour (noisy.py) beside nvbandwidth, all_reduce_perf and the surveys
-    Recording(tuple(f"{_H200X2B}/call1/broken/{f}" for f in ("p2p_*.txt", "nchannels2_*.txt", "noisy_all_reduce.txt",
-                                                              "noisy_nvbandwidth.txt", "noisy_survey.json")),
-              "h200x2-2026-11-28b call 1", "2026-11-28", "broken", _H200X2_TOPO),
-    Recording((f"{_H200X2B}/call2/linkscope/noisy_survey.json",), "h200x2-2026-11-28b call 2", "2026-11-28", "broken"),
+    # (NCCL_MAX_NCHANNELS=2), a noisy neighbour (noisy.py) beside nvbandwidth, all_reduce_perf and the surveys;
+    # each declares the cause it was made with
+    Recording((f"{_H200X2B}/call1/broken/p2p_off_*.txt",), "h200x2-2026-11-28b call 1", "2026-11-28", "broken", _H200X2_TOPO,
+              causes=("collective-no-p2p",)),
+    Recording((f"{_H200X2B}/call1/broken/p2p_shm_off_*.txt",), "h200x2-2026-11-28b call 1", "2026-11-28", "broken",
+              _H200X2_TOPO, causes=("collective-network-transport",)),
+    Recording((f"{_H200X2B}/call1/broken/nchannels2_*.txt",), "h200x2-2026-11-28b call 1", "2026-11-28", "broken",
+              _H200X2_TOPO, causes=("collective-forced-channels-2",)),
+    Recording(tuple(f"{_H200X2B}/call1/broken/{f}" for f in ("noisy_all_reduce.txt", "noisy_nvbandwidth.txt",
+                                                              "noisy_survey.json")),
+              "h200x2-2026-11-28b call 1", "2026-11-28", "broken", _H200X2_TOPO, causes=NOISY_NEIGHBOUR),
+    Recording((f"{_H200X2B}/call2/linkscope/noisy_survey.json",), "h200x2-2026-11-28b call 2", "2026-11-28", "broken",
+              causes=NOISY_NEIGHBOUR),
 )
 
 
@@ -241,6 +279,7 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
     """The reference table (JSON form) from the ``reference`` recordings under ``root``."""
     values: dict[RefKey, dict[tuple[str, str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     cvs: dict[RefKey, list[float]] = defaultdict(list)
+    queued: set[RefKey] = set()  # totals of copies queued on one GPU's copy engines (Judge.engine_queue)
     listed: list[dict[str, Any]] = []
     empty = ReferenceTable({}, {})
     for rec, path, judge, _run, measurements in judged_recordings(root, empty, ("reference",), recordings):
@@ -257,6 +296,8 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
             if key is None or value is None or not value > 0:
                 continue
             values[key][(rel, rec.lease, rec.date)].append(float(value))
+            if key.direction == "total" and judge.engine_queue(m) > 1:
+                queued.add(key)
             cv = _cv(m)
             if cv is not None:
                 cvs[key].append(cv)
@@ -294,18 +335,30 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
         if seen:
             families[pool] = {"keys_with_leases": len(seen), "floor": floors[family_of_pool(pool)],
                               "spread_p90": _sig(_quantile(seen, 0.9), 4)}
+    # copies queued on one GPU's copy engines: the queue's order changes between runs and the total with it; a
+    # total printed once per run (nvbandwidth) cannot show that, a record's repetitions do (their CV), so every
+    # queued total borrows the largest repetition CV seen on one
+    queue_cvs = [math.log1p(statistics.median(cvs[k])) for k in queued if cvs.get(k)]
+    if queue_cvs:
+        families[QUEUED] = {"keys_with_leases": len(queue_cvs), "floor": floors["copy"], "spread_p90": _sig(max(queue_cvs), 4),
+                            "from": "the largest repetitions' CV of a total of copies queued on one GPU's copy engines"}
     refs: list[Reference] = []
     for key, by_file in values.items():
         family = family_of(key)
         fam = families.get(pool_of(key)) or families[family]
         family = pool_of(key) if pool_of(key) in families else family
+        if key in queued and QUEUED in families:
+            family, fam = QUEUED, families[QUEUED]
         own = spreads[key]
         n_leases = lease_count[key]
         floor = float(fam["floor"])
         pooled = fam["spread_p90"]
         spread, how = own, (f"{factor:g} x the spread between its runs ({math.expm1(own):.1%}, {n_leases} "
                             f"lease{'s' if n_leases != 1 else ''})")
-        if pooled is not None and pooled > spread:
+        if pooled is not None and pooled > spread and family == QUEUED:
+            spread, how = float(pooled), (f"{factor:g} x the copy-engine queue's spread ({math.expm1(float(pooled)):.1%}: "
+                                          f"{fam['from']}, {fam['keys_with_leases']} key{'s' if fam['keys_with_leases'] != 1 else ''})")
+        elif pooled is not None and pooled > spread:
             spread, how = float(pooled), (f"{factor:g} x the {family} family's spread between leases "
                                           f"({math.expm1(float(pooled)):.1%}, 90th percentile of {fam['keys_with_leases']} keys)")
         elif pooled is None and n_leases == 1:
@@ -326,22 +379,50 @@ def build(root: Path, recordings: Sequence[Recording] = RECORDINGS) -> dict[str,
 
 def rates(root: Path, table: ReferenceTable, roles: Sequence[str] = ROLES,
           recordings: Sequence[Recording] = RECORDINGS) -> list[dict[str, Any]]:
-    """Per file: the verdict counts of its numbers against ``table``, and its role and lease."""
+    """Per file: the verdict counts of its numbers against ``table`` (judged as ``check`` judges a file),
+    its role and lease, and for a broken recording the low rows that name a declared cause
+    (``causes_right``) and the cause key of each low row (``low_causes``: "" for none)."""
+    from .runs import judge_runs
+
     out = []
-    for rec, path, judge, run, measurements in judged_recordings(root, table, roles, recordings):
+    for rec, path, judge, run, _measurements in judged_recordings(root, table, roles, recordings):
         counts: dict[str, int] = defaultdict(int)
         sources: dict[str, int] = defaultdict(int)
         problems = []
-        for m in measurements:
-            j = judge.judge(m)
+        low_causes: dict[str, int] = defaultdict(int)
+        for j in judge_runs([run], judge)[0].judgements:
             counts[j.verdict.value] += 1
             if j.verdict.value != "not judged":
                 sources[j.expectation.source] += 1
+            if j.verdict.value == "low":
+                low_causes[j.cause_key] += 1
             if j.verdict.value != "ok":
                 problems.append(f"{j.verdict.value}: {j.line}")
-        out.append({"file": path.relative_to(root).as_posix(), "role": rec.role, "lease": rec.lease, "tool": run.tool,
-                    "counts": dict(counts), "sources": dict(sources), "problems": problems})
+        row: dict[str, Any] = {"file": path.relative_to(root).as_posix(), "role": rec.role, "lease": rec.lease, "tool": run.tool,
+               "counts": dict(counts), "sources": dict(sources), "problems": problems, "low_causes": dict(low_causes)}
+        if rec.causes:
+            row["causes"] = list(rec.causes)
+            row["causes_right"] = sum(n for key, n in low_causes.items() if key in rec.causes)
+        out.append(row)
     return out
+
+
+def cause_rates(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], int, int]:
+    """The cause rate of the broken files among ``rows`` (``rates``): a line per file (rows low, rows low
+    with a declared cause, the other causes named), and the totals (low with a declared cause, low)."""
+    lines, right_total, low_total = [], 0, 0
+    for row in rows:
+        if "causes" not in row:
+            continue
+        low = row["counts"].get("low", 0)
+        right = row["causes_right"]
+        right_total, low_total = right_total + right, low_total + low
+        others = {k or "no cause": n for k, n in row["low_causes"].items() if k not in row["causes"]}
+        rest = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
+        lines.append(f"cause     {row['file']}: {right} of {low} low rows name {' | '.join(row['causes'])}"
+                     f"{f' (else: {rest})' if rest else ''}; {row['counts'].get('ok', 0)} ok, "
+                     f"{row['counts'].get('not judged', 0)} not judged")
+    return lines, right_total, low_total
 
 
 def _dump(data: Mapping[str, Any]) -> str:
@@ -369,7 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .references import shipped
 
         totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for row in rates(root, shipped()):
+        rows = rates(root, shipped())
+        for row in rows:
             c = row["counts"]
             print(f"{row['role']:<9} {row['file']}: " + ", ".join(f"{v} {k}" for k, v in sorted(c.items())))
             for k, v in c.items():
@@ -381,6 +463,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             judged = sum(v for k, v in c.items() if k != "not judged")
             ok = c.get("ok", 0)
             print(f"{role}: {dict(c)}; ok {ok}/{judged} judged = {ok / judged:.1%}" if judged else f"{role}: nothing judged")
+        lines, right, low = cause_rates(rows)
+        print("\n".join(lines))
+        if low:
+            print(f"broken causes: {right} of {low} low rows name the cause the recording declares = {right / low:.1%}")
         return 0
     text = _dump(build(root))
     target = root / args.output

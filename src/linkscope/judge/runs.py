@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..counters.linkerrors import all_links_active
 from ..counters.watch import background_total
 from ..model.check import record_gpus
+from ..patterns.methods import LOCAL
 from ..results.peertools.common import PeerRun
 from ..results.schema import ALL, Measurement, RunProvenance, RunRecord, now_utc
 from ..topology import io as topo_io
@@ -125,16 +127,49 @@ def _gpus_of(m: Measurement) -> set[Any]:
     return {e for e in ends if isinstance(e, int)}
 
 
-def _with_shared_load(j: Judgement, m: Measurement, thresholds: Thresholds) -> Judgement:
-    """A low number measured on a GPU another load was using: that load, seen on the links' counters, is the
-    cause, ahead of a cause read from the value alone (a half-width link gives what a shared one does)."""
-    why = (m.extra or {}).get("shared_load")
+def _with_shared_load(j: Judgement, why: str, key: str, thresholds: Thresholds) -> Judgement:
+    """A low number measured on a GPU another load was using: that load, seen on the links' counters
+    (``shared-load``) or inferred from the record (``shared-load-inferred``, ``_inferred_shared_load``), is
+    the cause, ahead of a cause read from the value alone (a half-width link gives what a shared one does)."""
     if j.verdict is not Verdict.LOW or not why:
         return j
     if j.cause:
         j = decide(j.subject, j.measured, replace(j.expectation, alternatives=()), thresholds)
-    cause = f"another load shared the links ({why})"
-    return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=SHARED_LOAD_KEY)
+    cause = (f"another load shared the links ({why})" if key == SHARED_LOAD_KEY else
+             f"another load likely shared these GPUs, inferred as the record has no background sample ({why}); a GPU "
+             "held back by power or heat is the other reading (nvidia-smi -q -d PERFORMANCE)")
+    return replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=key)
+
+
+INFERRED_SHARED_KEY = "shared-load-inferred"
+
+
+def _inferred_shared_load(run: PeerRun, measurements: Sequence[Measurement], judgements: Sequence[Judgement],
+                          judge: Judge) -> dict[int, str]:
+    """GPU (the tool's number) -> why another load was likely on it, for a linkscope record without the
+    survey's background sample: the GPU's copy inside its own memory is low against its reference while the
+    record's link state (``extra["link_errors"]``, at the start and the end) shows every one of its links
+    active. A link down or trained down cannot slow a copy that crosses no link; another process using the
+    GPU's memory and copy engines does (2 x H200 beside noisy.py: local copies 80-81% of the reference,
+    docs/runs/h200x2-2026-11-28b call 1 and call 2)."""
+    record = run.record
+    if record is None or "background" in (record.extra or {}):
+        return {}
+    snapshots = (record.extra or {}).get("link_errors") or {}
+    start, end = snapshots.get("start"), snapshots.get("end")
+    if not isinstance(start, Mapping) or not isinstance(end, Mapping):
+        return {}
+    up, after = all_links_active(start), all_links_active(end)
+    out: dict[int, str] = {}
+    for m, j in zip(measurements, judgements):
+        if m.method != LOCAL.key or m.src != m.dst or not isinstance(m.src, int) or j.verdict is not Verdict.LOW \
+                or j.expectation.reference is None or j.fraction is None:
+            continue
+        gpu = judge.gpu(m.src)
+        if gpu in up and after.get(gpu) == up[gpu]:
+            out[m.src] = (f"GPU{m.src}'s copy inside its own memory ran at {j.fraction:.0%} of its reference while all "
+                          f"{up[gpu]} of its links stayed active: no link fault slows a copy that crosses no link")
+    return out
 
 
 FORCED_PREFIX = "collective-forced-"
@@ -187,6 +222,54 @@ def _one_run_wide_cause(judgements: list[Judgement], measurements: Sequence[Meas
     return out
 
 
+#: The transports NCCL falls back to between GPUs of one node (expect.py): through host memory (SHM) and its
+#: network transport (sockets). NCCL picks one per peer when it sets up the communicator
+#: (src/transport.cc ncclTransportP2pSetup, v2.28.9: the first transport whose canConnect accepts the pair), so
+#: a run's every size goes through the same one.
+TRANSPORT_KEYS = ("collective-no-p2p", "collective-network-transport")
+
+
+def _one_transport(judgements: list[Judgement], measurements: Sequence[Measurement],
+                   thresholds: Thresholds) -> list[Judgement]:
+    """A transport cause, read where the value decides it (sizes the twin calls bandwidth-bound: fixed cost
+    at most ``Thresholds.latency_bound`` of its time), holds for every size of that collective in the run:
+    the low rows with no cause of their own (latency-bound sizes, where the value cannot tell a transport
+    apart, and sizes where the twin's transport curve is off) are put down to it. Only where one
+    transport is the one cause named among the bandwidth-bound low rows and names at least half of them
+    (a decision, not a fit: one stray match, such as a channel cap crossing the host-memory curve at one
+    size, is no evidence). The other way round, a transport named only at sizes that cannot tell it, in a
+    run whose bandwidth-bound sizes were judged and do not show it, is dropped: the run's transport is not
+    that one."""
+    by_op: dict[str, list[int]] = {}
+    for i, (m, j) in enumerate(zip(measurements, judgements)):
+        if m.pattern == "collective" and j.verdict is not Verdict.UNJUDGED:
+            by_op.setdefault(m.method, []).append(i)
+    out = list(judgements)
+    for rows in by_op.values():
+        shares = {i: judgements[i].expectation.fixed_share for i in rows}
+        bandwidth_bound = [i for i, share in shares.items() if share is not None and share <= thresholds.latency_bound]
+        low_bound = [i for i in bandwidth_bound if judgements[i].verdict is Verdict.LOW]
+        named = {judgements[i].cause_key for i in low_bound} - {""}
+        key = next(iter(named)) if len(named) == 1 and named <= set(TRANSPORT_KEYS) else ""
+        if key and 2 * sum(judgements[i].cause_key == key for i in low_bound) < len(low_bound):
+            key = ""
+        for i in rows:
+            j = judgements[i]
+            if j.verdict is not Verdict.LOW:
+                continue
+            if j.cause_key in TRANSPORT_KEYS and j.cause_key != key and bandwidth_bound:
+                exp = replace(j.expectation, alternatives=tuple(a for a in j.expectation.alternatives
+                                                                if a.key not in TRANSPORT_KEYS))
+                out[i] = j = decide(j.subject, j.measured, exp, thresholds)
+            alt = next((a for a in j.expectation.alternatives if a.key == key), None) if key else None
+            if j.cause_key or alt is None:
+                continue
+            cause = (f"{alt.cause}: the run's bandwidth-bound sizes went through it, and NCCL picks a transport per "
+                     "peer when it sets up the communicator, once for every size")
+            out[i] = replace(j, reason=f"{j.reason}; {cause}", cause=cause, cause_key=key)
+    return out
+
+
 def prepared(run: PeerRun) -> list[Measurement]:
     """A run's measurements as they are judged: a linkscope record's concurrent groups with their
     transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
@@ -218,7 +301,15 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
         judge.check_fit(run.measurements, run.source)
         measurements = prepared(run)
         judgements = _one_run_wide_cause([judge.judge(m) for m in measurements], measurements, judge.thresholds)
-        out.append(JudgedRun(run, tuple(_with_shared_load(j, m, judge.thresholds) for j, m in zip(judgements, measurements))))
+        judgements = _one_transport(judgements, measurements, judge.thresholds)
+        inferred = _inferred_shared_load(run, measurements, judgements, judge)
+        judged = []
+        for j, m in zip(judgements, measurements):
+            j = _with_shared_load(j, (m.extra or {}).get("shared_load", ""), SHARED_LOAD_KEY, judge.thresholds)
+            why = "; ".join(inferred[g] for g in sorted(_gpus_of(m) & inferred.keys()))
+            judged.append(_with_shared_load(j, why, INFERRED_SHARED_KEY, judge.thresholds) if not j.cause_key.startswith(
+                SHARED_LOAD_KEY) else j)
+        out.append(JudgedRun(run, tuple(judged)))
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..discovery import hipdevices
 from ..discovery.hipdevices import HipChoice, KfdGpu, choose_by_ordinal, choose_device, ordinals_by_bus, same_bus
+from ..vendors.amd import parse_rocm_version
 from .assignment import Assignment
 
 #: the note prefix of ``check_hip_ordinals`` that env files repeat
@@ -75,6 +76,47 @@ def check_hip_ordinals(assignment: Assignment, kfd_gpus: Sequence[KfdGpu] | None
     return replace(assignment, notes=(*assignment.notes, said)), said
 
 
+def probed_gpu(record: Mapping[str, Any], topology: Any) -> tuple[int | None, str] | None:
+    """(topology GPU index, how it was found) of a rank ``audit``'s placement probe recorded on an
+    AMD node (a topology of AMD GPUs, or a probe that read a KFD table and no NVML GPU): HIP device
+    ``local rank modulo the devices HIP shows`` under the rank's visibility variables
+    (``hipdevices.hip_view``) in the KFD table it recorded, else in the topology's HIP order. None
+    for a rank on another vendor's GPUs."""
+    if not (topology.gpus and all(d.vendor == "amd" for d in topology.gpus)) \
+            and not (record.get("kfd_gpus") and not record.get("gpus")):
+        return None
+    raw_env = record.get("visible_env")
+    env = {str(k): str(v) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}
+    table = hipdevices.kfd_from_facts(record.get("kfd_gpus"))
+    if table:
+        index_of = [next((int(d.index or 0) for d in topology.gpus if same_bus(d.pci_bus_id, g.pci_bus_id)), None)
+                    for g in table]
+        basis = "the rank's KFD table"
+        if all(i is None for i in index_of) and not any(d.pci_bus_id for d in topology.gpus) \
+                and len(table) == topology.gpu_count:
+            index_of = list(hipdevices.table_from_topology(topology.gpus)[1])
+            basis = "the rank's KFD table, in the topology's HIP order (the topology has no PCI addresses)"
+    else:
+        table, known = hipdevices.table_from_topology(topology.gpus)
+        index_of = list(known)
+        basis = "the topology's HIP order (assumed: the probe read no KFD table)"
+    text = record.get("rocm_version")
+    version = parse_rocm_version(text) if isinstance(text, str) else None
+    uuid_tokens = version is None or version >= hipdevices.HIP_UUID_TOKENS_FROM
+    seen = hipdevices.hip_view(env, table, uuid_tokens=uuid_tokens)
+    named = "+".join(n for n in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") if n in env)
+    rules = f"HIP rules on {named or 'no visibility variable'}, {basis}"
+    if not seen:
+        shown = ", ".join(f"{k}={v!r}" for k, v in env.items() if k.endswith("VISIBLE_DEVICES"))
+        return None, f"HIP shows this rank no GPU ({shown or 'no visibility variable'}; {basis})"
+    local = record.get("local_rank")
+    pick = seen[(local if isinstance(local, int) else 0) % len(seen)]
+    gpu = index_of[pick]
+    if gpu is None:
+        return None, f"{rules}: its GPU {table[pick].pci_bus_id} is not in topology {topology.name}"
+    return gpu, rules
+
+
 class AmdLaunch:
     """``LaunchEnvironment`` of AMD GPUs. The HIP ordinal with no visibility variable set, never
     amdsmi's UUID, which HIP_VISIBLE_DEVICES rejects (clr rocdevice.cpp:518 at rocm-6.2.2
@@ -107,6 +149,9 @@ class AmdLaunch:
                 "# under an inherited ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (Slurm sets the first) run the rank\n"
                 "# as: linkscope launch --mapping MAPPING -- APP (it numbers the GPU among those the job was given)\n")
         return head + "".join(f"# {n}\n" for n in assignment.notes if n.startswith(NOTE_PREFIX))
+
+    def probed_gpu(self, record: Any, topology: Any) -> tuple[int | None, str] | None:
+        return probed_gpu(record, topology)
 
 
 LAUNCH = AmdLaunch()

@@ -33,5 +33,9 @@ class NvidiaLaunch:
     def env_file_head(self, assignment: Any) -> str:
         return ""
 
+    def probed_gpu(self, record: Any, topology: Any) -> None:
+        """None: audit's own path (NVML's GPU list by UUID or bus id, CUDA_VISIBLE_DEVICES) serves."""
+        return None
+
 
 LAUNCH = NvidiaLaunch()

@@ -43,7 +43,11 @@ TRANSPORT_METHOD = SM_PUSH.key
 """How NCCL moves bytes between GPUs with peer access: its kernels load and store peer memory (P2P
 transport), so a transfer's cap is the model's SM-copy cap."""
 NO_PEER_METHOD = STAGED_PINNED.key
-"""Between GPUs without peer access NCCL goes through pinned host memory (SHM transport)."""
+"""Between GPUs without peer access NCCL goes through pinned host memory (SHM transport). Its pipeline moves
+one FIFO step at a time, buffsize / NCCL_STEPS (512 KiB by default: NCCL v2.28.9 src/transport/shm.cc:178,212
+``conn.stepSize = comm->buffSizes[NCCL_PROTO_SIMPLE]/NCCL_STEPS``), so that step is the chunk of its pipeline
+fill, not the driver's staging chunk of a cudaMemcpyPeer (2 x H200 with NCCL_P2P_DISABLE=1, allreduce 8 MiB:
+25.6 GB/s measured; 17.3 with an 8 MiB fill, 23.8 with one step; docs/runs/h200x2-2026-11-28b/call1/broken)."""
 # methods whose one stage has routes, caps and latency that do not depend on its bytes (a peer copy, a copy inside
 # one GPU): flows_time_s reuses a problem built for the same pairs; the staged methods' caps and latencies depend on it
 _SIZE_FREE_METHODS = frozenset({TRANSPORT_METHOD, LOCAL.key})
@@ -273,7 +277,8 @@ class CollectiveModel:
                 self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
                 stages = []
                 for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
-                    flow = self.fabric.stages(src, dst, round(size), how)
+                    flow = self.fabric.stages(src, dst, round(size), how,
+                                              self.settings.buffsize // nt.NCCL_STEPS if how == NO_PEER_METHOD else None)
                     if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
                         flow = [self._net_stage(st) for st in flow]
                     if count > 1:
@@ -446,8 +451,20 @@ class CollectiveModel:
         if a == nt.NVLS and system.n_nodes == 1:  # across nodes NVLS runs with CollNet: NCCL's bandwidth below
             rate = self._nvls_rate_gb_per_s(ranks, system)
             passes = len(OP_TABLE[op].phases)  # allreduce: a reduce pass, then a copy pass
-            per_link = S * (1.0 + 1.0 / n) if passes == 2 else S * (n - 1) / n
+            # allreduce: every GPU's links carry its whole buffer out (the switch reads it for the heads'
+            # multimem reductions) and the whole result in (the heads' multimem stores), and a head also its
+            # share of both: S(1 + 1/heads). Heads are the NVLS graph's channels, at most NCCL_MAX_NVLS_ARITY
+            # (32, device.h:207; connect.cc:74-89): every GPU up to 32 GPUs, 32 of an NVL72 rack's 72
+            # (all_reduce.h:404-460 at v2.28.9-1: only a head's reduce warps run, on its chunk of each loop)
+            heads = max(1, min(n, system.nvls.n_channels or n))
+            per_link = S * (1.0 + 1.0 / heads) if passes == 2 else S * (n - 1) / n
             t_us = lat_us + per_link / (rate * 1e3)
+            if passes == 2 and channels > 0:
+                # the pipeline's fill: a loop of every channel moves one chunk per head (a round,
+                # nt.nvls_round_bytes); each chunk is handed on twice through NVLS FIFOs, scatter warps to the
+                # heads' reduce warps (multimem reduce and store) to the gather warps (all_reduce.h:410-460),
+                # so two rounds cross before the pipeline streams, as NVLS-tree's hops each hold one
+                t_us += 2 * nt.nvls_round_bytes(system, size_bytes, channels) * (1.0 + 1.0 / heads) / (rate * 1e3)
             return self._prediction(algo, op, n, size_bytes, t_us, passes, proto, channels,
                                     estimate, "fabric+nccl")
         f = nt.FUNCS.index(_nccl_func(OP_TABLE[op]))  # CollNet, NVLS-tree, PAT: NCCL's own bandwidth (not modelled on the fabric)
@@ -462,9 +479,24 @@ class CollectiveModel:
             t_us += nt.nvls_tree_net_hops(system) * nt.nvls_tree_round_bytes(system, size_bytes, channels) / (1000.0 * bw)
         return self._prediction(algo, op, n, size_bytes, t_us, 0, proto, channels, estimate, "nccl-model")
 
-    def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int) -> float:
+    def _caps(self, system: nt.NcclSystem | None, algo: int, proto: str, channels: int,
+              link_factor: float = 1.0) -> float:
         """Per-flow payload-rate cap (GB/s) of ``channels`` channels: NCCL's per-channel bandwidth
-        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps)."""
+        for the algorithm and protocol (search.cc graph speed; tuning.cc:304-308 LL and LL128 caps).
+
+        A Simple ring or chain channel gets the least of two rates. The links' share: the ring graph's
+        bandwidth (search channels x speed) over the channels the communicator runs (``NcclSystem.n_channels``,
+        after NCCL_MIN/MAX_NCHANNELS, connect.cc:490-491), times ``link_factor`` (a loss of the links, such
+        as a 2-rank ring's duplex). And what one channel's CTA moves: a ring step and a p2p send are the same
+        Simple primitive (prims_simple.h genericOp: the CTA's threads copy a slice from the FIFO or the user
+        buffer into the peer's FIFO, then post its tail; ring steps in all_reduce.h runRing, p2p sends in
+        sendrecv.h runSend, at v2.28.9-1), so a channel carries at most what a p2p channel carries
+        (``_p2p_channel_gb_per_s``: 19.6 GB/s on NV18 Hopper, measured on 2 x H100 sendrecv). NCCL's tuner
+        knows neither: its ring bandwidth is the graph's whatever the channel count (tuning.cc:301), so at its
+        default channels the links' share (15 GB/s on NV18) is the lesser and nothing changes; capped
+        channels (NCCL_MAX_NCHANNELS=2: 180 GB/s of links per channel) run at the CTA's rate. The 2 x H200
+        NCCL_MAX_NCHANNELS=2 allreduce (docs/runs/h200x2-2026-11-28b/call1/broken, 20.8 GB/s a channel at
+        128-512 MiB) tests it."""
         if system is None or channels <= 0:
             return float("inf")
         ci = system.cc_index
@@ -485,7 +517,19 @@ class CollectiveModel:
             return min(ll_max, channels * per_channel * 0.5)
         if proto == "LL128":
             return channels * nt.PER_CH_MAX_RING_LL128_BW[ci][idx2]
-        return channels * per_channel
+        return channels * self._simple_channel(system, link_factor)[0]
+
+    def _simple_channel(self, system: nt.NcclSystem, link_factor: float = 1.0) -> tuple[float, bool]:
+        """(GB/s one Simple ring channel carries, whether its CTA rather than the links bounds it): the
+        least of the links' share at the communicator's channel count and a p2p channel's rate (``_caps``)."""
+        links = _per_channel_gb_per_s(system, system.n_channels) * link_factor
+        cta = self._p2p_channel_gb_per_s(system)
+        return min(links, cta), cta < links
+
+    def _p2p_channel_gb_per_s(self, system: nt.NcclSystem) -> float:
+        """What one Simple p2p channel (one CTA's send through NCCL's FIFO) carries between GPUs of a node:
+        NCCL's per-channel ring bandwidth at its default channels times ``nccl_p2p_channel_factor``."""
+        return _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
 
     def _thread_gb_per_s(self, proto: str) -> float:
         """Payload one LL / LL128 thread stores per second (GB/s): the protocols' line stores and flag
@@ -502,10 +546,14 @@ class CollectiveModel:
         return step_s * min(1.0, channels * slice_bytes / step_bytes)
 
     def _simple_ring_extra_s(self, op: str, ranks: list[int], S: float, channels: int, system: nt.NcclSystem,
-                             registered: bool) -> float:
+                             no_pass: bool) -> float:
         """What a Simple ring (allreduce, allgather, reduce_scatter) adds to its link steps: a fixed time
         per call (``nccl_simple_ring_latency_us``, fitted: the code does not say what it is) and the part
-        of the last receive's local pass that the link steps do not hide.
+        of the last receive's local pass that the link steps do not hide. ``no_pass``: registered (the pass
+        copies nothing), or channels their CTA bounds (``_simple_channel``): the channel's rate, a p2p channel's,
+        is what one CTA moves with its receive's copy (a p2p CTA's receive warps copy the FIFO to the output
+        while its send warps store), so the pass is in that rate already. Where the links bound the channels,
+        the pass is the serial part described below, as measured at NCCL's default channels.
 
         NCCL splits each rank's share of S over the channels (enqueue.cc:582-640, ``ncclCollCbdPart``) and
         each channel's CTA loops over its part in chunks of stepSize x chunkSteps (the 4 MiB buffer / 8
@@ -518,12 +566,12 @@ class CollectiveModel:
         is not hidden at all; after it the channels drift apart and one channel's local pass overlaps the
         others' link steps: each link step of a loop hides ``nccl_ring_local_hidden_per_step`` of it (at
         most all of it). The pass runs at the ring CTAs' rate, channels x ``nccl_ring_local_cta_gb_per_s``,
-        and no faster than a local copy on the fabric. Registered, the pass copies nothing (``_ring_like``).
+        and no faster than a local copy on the fabric.
         """
         n = len(ranks)
         params = self.fabric.params
         extra_s = params["nccl_simple_ring_latency_us"] * 1e-6
-        if registered:
+        if no_pass:
             return extra_s
         per_gpu = S / n  # what the last receives of all loops write on each GPU
         chunk_bytes = system.settings.buffsize // nt.NCCL_STEPS * nt.ALLREDUCE_CHUNKSTEPS
@@ -542,7 +590,17 @@ class CollectiveModel:
         spec = OP_TABLE[op]
         wire = 1.0 / PAYLOAD_FRACTION[proto]
         p = nt.PROTOS.index(proto)
-        cap = self._caps(system, nt.RING, proto, channels)
+        duplex = 1.0
+        if (spec.pattern == "ring" and proto == "Simple" and system is not None and channels > 0
+                and system.intra_hw == nt.HW_NVLINK and n == 2):
+            # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
+            # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
+            # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
+            # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
+            # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels. A loss of
+            # the links: it lowers the links' share of a channel, not what one channel's CTA moves (_caps)
+            duplex = self.fabric.params["nccl_ring_duplex_efficiency"]
+        cap = self._caps(system, nt.RING, proto, channels, link_factor=duplex)
         if system is not None and channels and proto != "Simple":  # every thread of a ring CTA sends
             cap = min(cap, channels * nt.threads_for(system, _nccl_func(spec), nt.RING, p, int(S)) * self._thread_gb_per_s(proto))
         cap *= wire
@@ -550,19 +608,11 @@ class CollectiveModel:
         fill = 0.0
         if spec.pattern == "ring":
             ring = [(ranks[i], ranks[(i + 1) % n]) for i in range(n)]
-            ring_pairs = set(ring)  # a set: a ring of thousands of ranks is checked in linear time
             chunk = S / n
             rings = self._node_rings(ranks, system)
             if len(rings) > 1:  # across nodes: the channels' rings leave each node through different NICs
                 spread = [(r[i], r[(i + 1) % n]) for r in rings for i in range(n)]
             simple = proto == "Simple" and system is not None and channels > 0
-            if simple and system is not None and system.intra_hw == nt.HW_NVLINK and any((b, a) in ring_pairs for a, b in ring):
-                # two ranks over NVLink: the ring's two directions join the same two GPUs, each copying to the
-                # other at once, what nvbandwidth's bidirectional SM copy measures (nccl_ring_duplex_efficiency;
-                # measured on NVLink only, so PCIe rings keep the channels' rate). Rings
-                # of 4 and 8 GPUs (each sends to one GPU and receives from another) show no such loss: 4 x H200
-                # 356.7 GB/s busbw, 8 x H100 330-370 (docs/benchmarks.md), at NCCL's 15 GB/s x 24 channels
-                cap *= self.fabric.params["nccl_ring_duplex_efficiency"]
             if len(rings) > 1:
                 share = chunk / len(rings)
                 red = self.flows_time_s([(a, b, share) for a, b in spread], reduce=True, cap_gb_per_s=cap / len(rings),
@@ -584,7 +634,8 @@ class CollectiveModel:
                 t = max(0.0, t - steps * self._route_latency_s(ring))
             registered = self.registers(op, "ring", proto, ranks)
             if simple and system is not None:
-                t += self._simple_ring_extra_s(op, ranks, S, channels, system, registered)
+                t += self._simple_ring_extra_s(op, ranks, S, channels, system,
+                                               registered or self._simple_channel(system, duplex)[1])
             else:
                 local = chunk * (1.0 if spec.ends_with_copy else 1.5)  # a last reduce reads two buffers
                 if not registered:
@@ -613,11 +664,15 @@ class CollectiveModel:
         return self._prediction("ring", op, n, int(S), lat_us + (t + fill) * 1e6, steps, proto, channels, estimate)
 
     def _node_rings(self, ranks: list[int], system: nt.NcclSystem | None) -> list[list[int]]:
-        """The rings of a communicator that spans nodes, one per search channel: NCCL's inter-node ring
-        channel c enters each node at a GPU by NIC c and leaves by another (search.cc ncclTopoSearchRecNet
-        tries the NETs in turn per channel, search.cc:669; connect.cc:94 connectRings chains the nodes' rings), so the channels
-        cross between nodes through different NICs. Modelled as each node's GPUs in rank order rotated by
-        c, nodes in rank order. One ring (the rank order) within a node."""
+        """The rings of a communicator that spans nodes, one per search channel. NCCL's ring channel c takes
+        the node's NETs in turn (``nets[(nChannels + i) % netCount]``, search.cc:680 at v2.28.9-1), enters the
+        node at a GPU local to that NET (``net.localGpu``, then ncclTopoGetLocal's GPUs, search.cc:726-737) and,
+        after the other GPUs, leaves it through the same NET (``NET n -> GPU a -> .. -> GPU x -> NET n``,
+        search.cc:762; crossNic 0 keeps the NIC, ncclTopoSearchCheckNet, search.cc:564-570); connectRings
+        (connect.cc:94) chains the nodes' rings. So where two GPUs share a NIC (one HDR NIC per GPU pair), the
+        ring enters at one and leaves from the other and every NIC carries one channel each way; where a NIC has
+        one local GPU, the ring leaves from the GPU before it (the rank order rotated to start at the entry).
+        Nodes in rank order; one ring (the rank order) within a node."""
         if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
             return [ranks]
         labels = node_labels(self.fabric.topology)
@@ -625,13 +680,28 @@ class CollectiveModel:
         groups: dict[object, list[int]] = {}
         for r in ranks:
             groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        orders = [self._channel_orders(members, system.ring.n_channels) for members in groups.values()]
+        return [[r for order in orders for r in order[c]] for c in range(system.ring.n_channels)]
+
+    def _channel_orders(self, members: list[int], channels: int) -> list[list[int]]:
+        """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last."""
+        # the NIC(s) each GPU's traffic between nodes takes on the fabric (the router's NIC choice among the
+        # NICs tied at its best path): the NET a channel uses is one of these
+        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
+        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
         out = []
-        for c in range(system.ring.n_channels):
-            ring: list[int] = []
-            for members in groups.values():
+        for c in range(channels):
+            if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
                 k = c % len(members)
-                ring.extend(members[k:] + members[:k])
-            out.append(ring)
+                out.append(members[k:] + members[:k])
+                continue
+            nic = nics[c % len(nics)]
+            near = [r for r in members if nic in local[r]] or members
+            entry = members.index(near[0])
+            order = members[entry:] + members[:entry]
+            if len(near) > 1:  # leave through the same NIC from its other local GPU
+                order = [r for r in order if r != near[-1]] + [near[-1]]
+            out.append(order)
         return out
 
     def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
@@ -784,7 +854,7 @@ class CollectiveModel:
             members.append((a, b, nbytes, plan, delta, used))
         total_s = 0.0
         if system.n_nodes == 1:
-            per_channel = _per_channel_gb_per_s(system) * self.fabric.params["nccl_p2p_channel_factor"]
+            per_channel = self._p2p_channel_gb_per_s(system)
         else:
             per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
         registered = self.registers(None, "p2p", "Simple", ranks)
@@ -838,6 +908,15 @@ class CollectiveModel:
         return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
 
 
+def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_bytes: Sequence[int], ranks: int) -> dict[int, dict]:
+    """The model's prediction of ``op`` over ``gpus`` at every size of a sweep, asked once for the whole
+    size list: nccl-tests' size S of each nominal size over ``ranks`` NCCL ranks (``layout``) ->
+    ``CollectivePrediction.as_dict()``. A runner joins this table to its rows by size (``bench nccl``
+    under the simulated backend) instead of asking the model row by row."""
+    laid = dict.fromkeys(layout(op, int(size), ranks).size_bytes for size in sizes_bytes)
+    return {size: model.predict(op, gpus, size).as_dict() for size in laid}
+
+
 def _flow_classes(flows: Sequence[Flow], caps: np.ndarray) -> tuple[list[tuple[int, int, float, float]], list[int]]:
     """The distinct flows (src, dst, bytes, cap) in first-seen order and how many times each occurs."""
     index: dict[tuple[int, int, float, float], int] = {}
@@ -866,13 +945,13 @@ class P2pTime:
     channel_tasks: int = 1
 
 
-def _per_channel_gb_per_s(system: nt.NcclSystem) -> float:
+def _per_channel_gb_per_s(system: nt.NcclSystem, channels: int | None = None) -> float:
     """What one run-time channel carries: the ring graph's bandwidth (search channels x speed) over
-    the channels NCCL runs (twice the search channels, connect.cc:452): 12 x 30 / 24 = 15 GB/s on
-    NV18 H100/H200."""
+    ``channels`` (default: the channels NCCL runs by default, twice the search channels, connect.cc:452):
+    12 x 30 / 24 = 15 GB/s on NV18 H100/H200."""
     graph = system.ring
     bw = graph.bw_intra if system.n_nodes <= 2 else graph.bw_inter
-    return graph.n_channels * bw / min(nt.MAXCHANNELS, 2 * graph.n_channels)
+    return graph.n_channels * bw / (channels or min(nt.MAXCHANNELS, 2 * graph.n_channels))
 
 
 def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSettings) -> nt.NcclSystem | None:

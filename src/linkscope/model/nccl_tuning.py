@@ -91,6 +91,7 @@ NCCL_STEPS = 8  # device.h:24
 DEFAULT_BUFFSIZE = 1 << 22  # init.cc:699 (Simple)
 ALLREDUCE_CHUNKSTEPS, ALLREDUCE_SLICESTEPS = NCCL_STEPS // 2, NCCL_STEPS // 4  # collectives.h:17-18
 NVLS_NCHANNELS_SM90 = 16  # nvls.cc:148
+NVLS_NCHANNELS_SM100, NVLS_NCHANNELS_SM100_NVL = 32, 24  # nvls.cc:149-150: Blackwell across nodes / one NVLink domain
 NCCL_MAX_NVLS_ARITY = 32  # device.h:207
 P2P_NVL_CHUNKSIZE, P2P_PCI_CHUNKSIZE, P2P_NET_CHUNKSIZE = 1 << 19, 1 << 17, 1 << 17  # init.cc:704-706
 NVLS_CHUNKSIZE = 128 * 1024  # nvls.cc:153 (NCCL_NVLS_CHUNKSIZE)
@@ -411,10 +412,19 @@ def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: 
     return NcclSystem(
         n_ranks=n_ranks, n_nodes=n_nodes, cc=cc, intra_hw=intra_hw, ring=ring, tree=tree, nvls=nvls,
         nvls_support=nvls_ok and nvls.n_channels >= 2, collnet_support=s.collnet_enable and inter and collnet_fabric,
-        n_channels=max(1, n_ch), nvls_channels=s.nvls_channels or NVLS_NCHANNELS_SM90, p2p_channels=p2p,
+        n_channels=max(1, n_ch), nvls_channels=s.nvls_channels or nvls_default_channels(cc, inter), p2p_channels=p2p,
         p2p_channels_per_peer=per_peer, p2p_chunk_bytes=chunk,
         ll128_default=intra_hw == HW_NVLINK or not inter,  # tuning.cc:478-494, simplified: NVLink or PCIe up to PXB
         amd_cpu=amd_cpu, settings=s, nvswitch=nvswitch)
+
+
+def nvls_default_channels(cc: int, inter: bool) -> int:
+    """NVLS channels (CTAs) NCCL runs by default (ncclNvlsInit, nvls.cc:185-199 at v2.28.9-1): 16 before
+    Blackwell; on Blackwell 24 within one NVLink domain (one node, or an MNNVL clique holding every rank, as an
+    NVL72 rack) and 32 across nodes."""
+    if cc >= 100:
+        return NVLS_NCHANNELS_SM100 if inter else NVLS_NCHANNELS_SM100_NVL
+    return NVLS_NCHANNELS_SM90
 
 
 # ---- the tuning tables (tuning.cc:230-401) and the choice (enqueue.cc:1822-1911) ------------------------
@@ -668,6 +678,20 @@ def nvls_tree_round_bytes(system: NcclSystem, n_bytes: int, channels: int) -> in
     if cap > 0:  # another value below 1 sets no cap here
         chunk = min(chunk, cap)
     for rounds, limit in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+        if n_bytes < rounds * ops * chunk and chunk > limit:
+            chunk = limit
+    return ops * chunk
+
+
+def nvls_round_bytes(system: NcclSystem, n_bytes: int, channels: int) -> int:
+    """Bytes of one round of single-node NVLS allreduce's pipeline: every channel's every head moves one
+    chunk (calcCollChunking, enqueue.cc:2041-2055 at v2.28.9-1: the NVLS chunk, at most NCCL_NVLS_CHUNKSIZE,
+    cut to 64 / 32 / 16 KiB while the operation holds fewer than 64 / 8 / 2 rounds of the larger one;
+    all_reduce.h:410-420 loops over nHeads x chunkSize a channel). Heads: the NVLS graph's channels, at
+    most NCCL_MAX_NVLS_ARITY (connect.cc:74-89, device.h:207)."""
+    ops = max(1, channels) * max(1, system.nvls.n_channels)
+    chunk = max(0, system.settings.nvls_chunk)
+    for rounds, limit in ((64, 65536), (8, 32768), (2, 16384)):
         if n_bytes < rounds * ops * chunk and chunk > limit:
             chunk = limit
     return ops * chunk

@@ -114,6 +114,19 @@ _CE_A100 = ("asyncEngineCount 3: 'Concurrent copy and kernel execution: Yes with
             "(github.com/pc2/GPUInspector.jl @83ce4ac docs/src/examples/gpuinfo.md, a DGX with 8 x A100)")
 _CE_RTX4090 = ("asyncEngineCount 2: deviceQuery 'Yes with 2 copy engine(s)' on NVIDIA GeForce RTX 4090 (github.com/thamada/"
                "nvidia-smi @b09ef13 gls/RTX4090_deviceQuery.py)")
+_THAMADA = "github.com/thamada/nvidia-smi @c4c8a46 gls/"  # captured deviceQuery outputs, one file per machine
+_CE_V100 = ("asyncEngineCount 6: deviceQuery 'Yes with 6 copy engine(s)' on Tesla V100-SXM2-32GB (github.com/pc2/"
+            "GPUInspector.jl @83ce4ac docs/src/devices/v100_sxm2.md; the same on 8 x Tesla V100-SXM2-16GB in a public "
+            "captured deviceQuery)")
+_CE_A100_80 = (f"asyncEngineCount 3: deviceQuery 'Yes with 3 copy engine(s)' on 4 x NVIDIA A100-SXM4-80GB "
+               f"({_THAMADA}A100SXMx4_deviceQuery.py)")
+_CE_H100_NVL = f"asyncEngineCount 3: deviceQuery 'Yes with 3 copy engine(s)' on 2 x NVIDIA H100 NVL ({_THAMADA}H100NVLx2_deviceQuery.py)"
+_CE_L40S = f"asyncEngineCount 2: deviceQuery 'Yes with 2 copy engine(s)' on NVIDIA L40S ({_THAMADA}L40S_deviceQuery.py)"
+_CE_RTX6000ADA = (f"asyncEngineCount 2: deviceQuery 'Yes with 2 copy engine(s)' on 8 x NVIDIA RTX 6000 Ada Generation "
+                  f"({_THAMADA}RTX6000Ada_x8_deviceQuery.py)")
+# A40: left None, the public outputs disagree (3 on 10 x A40 in github.com/thamada/nvidia-smi @c4c8a46
+# gls/A40x10_deviceQuery.py, 2 in
+# github.com/pc2/GPUInspector.jl @ff98b71 docs/src/devices/a40.md): the count CUDA exposes moves with the driver
 _CE_RTX3090 = ("asyncEngineCount 2: 'Async Engine Count (DMA engines): 2' on NVIDIA GeForce RTX 3090 (github.com/"
                "Jumperkables/cuda-benchmarking @76861ca 00_deviceQuery/README.md)")
 _RTX5090 = "NVIDIA GeForce RTX 5090 specifications, nvidia.com (32 GB GDDR7, 1792 GB/s, PCIe Gen5)"
@@ -315,7 +328,7 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          pcie_generation=3, pcie_lanes=16, pci_ids=("10de:15f7",)),
     _row("v100-sxm2", "NVIDIA Tesla V100 SXM2 (16/32GB)", _NV, "Volta", _V100, memory_gb=16, memory_bw_gb_per_s=900.0,
          pcie_generation=3, pcie_lanes=16, nvlink_generation=2, nvlink_links=6, nvlink_gb_per_s_per_link=25.0,
-         pci_ids=("10de:1db1", "10de:1db5")),
+         copy_engines=6, pci_ids=("10de:1db1", "10de:1db5"), extra_sources={"copy_engines": _CE_V100}),
     _row("v100-pcie", "NVIDIA Tesla V100 PCIe (16/32GB)", _NV, "Volta", _V100, memory_gb=16, memory_bw_gb_per_s=900.0,
          pcie_generation=3, pcie_lanes=16, pci_ids=("10de:1db4", "10de:1db6")),
     _row("v100s-pcie", "NVIDIA Tesla V100S PCIe 32GB", _NV, "Volta", _V100, memory_gb=32, memory_bw_gb_per_s=1134.0,
@@ -328,7 +341,7 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          copy_engines=3, pci_ids=("10de:20b0",), extra_sources={"copy_engines": _CE_A100}),
     _row("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", _NV, "Ampere", _A100, memory_gb=80, memory_bw_gb_per_s=2039.0,
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
-         pci_ids=("10de:20b2",)),
+         copy_engines=3, pci_ids=("10de:20b2",), extra_sources={"copy_engines": _CE_A100_80}),
     _row("a100-pcie-40gb", "NVIDIA A100-PCIE-40GB", _NV, "Ampere", _A100, memory_gb=40, memory_bw_gb_per_s=1555.0,
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
          pci_ids=("10de:20f1",)),
@@ -347,11 +360,12 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          pcie_generation=4, pcie_lanes=16, nvlink_generation=3, nvlink_links=4, nvlink_gb_per_s_per_link=14.0625,
          copy_engines=2, pci_ids=("10de:2204",), extra_sources={"copy_engines": _CE_RTX3090}),
     _row("l40s", "NVIDIA L40S", _NV, "Ada Lovelace", _L40S, memory_gb=48, memory_bw_gb_per_s=864.0,
-         pcie_generation=4, pcie_lanes=16, pci_ids=("10de:26b9",)),
+         pcie_generation=4, pcie_lanes=16, copy_engines=2, pci_ids=("10de:26b9",), extra_sources={"copy_engines": _CE_L40S}),
     _row("rtx-4090", "NVIDIA GeForce RTX 4090", _NV, "Ada Lovelace", _ADA, memory_gb=24, memory_bw_gb_per_s=1008.0,
          pcie_generation=4, pcie_lanes=16, copy_engines=2, pci_ids=("10de:2684",), extra_sources={"copy_engines": _CE_RTX4090}),
     _row("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation", _NV, "Ada Lovelace", _ADA, memory_gb=48,
-         memory_bw_gb_per_s=960.0, pcie_generation=4, pcie_lanes=16, pci_ids=("10de:26b1",)),
+         memory_bw_gb_per_s=960.0, pcie_generation=4, pcie_lanes=16, copy_engines=2, pci_ids=("10de:26b1",),
+         extra_sources={"copy_engines": _CE_RTX6000ADA}),
     _row("rtx-5090", "NVIDIA GeForce RTX 5090", _NV, "Blackwell", _RTX5090, memory_gb=32, memory_bw_gb_per_s=1792.0,
          pcie_generation=5, pcie_lanes=16),
     _row("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", _NV, "Blackwell", _RTXPRO6000, memory_gb=96,
@@ -369,8 +383,9 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
          extra_sources={"nvlink_links": f"{_H100}: 600 GB/s bidirectional / 2 / 25 GB/s per NVLink 4 link ({_HOPPER_WP})"}),
     _row("h100-nvl", "NVIDIA H100 NVL", _NV, "Hopper", _H100, memory_gb=94, memory_bw_gb_per_s=3900.0,
          pcie_generation=5, pcie_lanes=16, nvlink_generation=4, nvlink_links=12, nvlink_gb_per_s_per_link=25.0,
-         latency_class="hopper", pci_ids=("10de:2321",),
-         extra_sources={"nvlink_links": f"{_H100}: 600 GB/s bidirectional / 2 / 25 GB/s per NVLink 4 link ({_HOPPER_WP})"}),
+         latency_class="hopper", copy_engines=3, pci_ids=("10de:2321",),
+         extra_sources={"nvlink_links": f"{_H100}: 600 GB/s bidirectional / 2 / 25 GB/s per NVLink 4 link ({_HOPPER_WP})",
+                        "copy_engines": _CE_H100_NVL}),
     _row("h20", "NVIDIA H20 (96 GB HBM3)", _NV, "Hopper", _H20, memory_gb=96, memory_bw_gb_per_s=4000.0,
          assume_local_copy=False, nvlink_generation=4, nvlink_links=18, nvlink_gb_per_s_per_link=25.0,
          latency_class="hopper"),

@@ -21,6 +21,21 @@ WALL_CLOCK_KHZ_GFX9 = 25_000
 WALL_CLOCK_KHZ_VEGA10 = 27_000
 
 
+def parse_rocm_version(text: str | None) -> tuple[int, int] | None:
+    """(major, minor) of ``6.1.2`` / ``6.1.2-112``; None when unknown.
+
+    >>> parse_rocm_version("6.1.2-112"), parse_rocm_version(None)
+    ((6, 1), None)
+    """
+    if not text:
+        return None
+    parts = text.split("-")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
 def wall_clock_khz_for_arch(gcn_arch: str) -> int:
     """The rate (kHz) ``wall_clock64()`` ticks at on an AMD architecture, for runtimes that do not
     answer hipDeviceAttributeWallClockRate (clr reads it from ROCr's
@@ -82,6 +97,7 @@ class HipRuntimeTraits:
     api = "HIP"
     device_word = "AMD"
     cupy_is_hip = True
+    fake_arch = "gfx90a:sramecc+:xnack-"  # an MI250X GCD, as CuPy's ROCm build reports its gcnArchName
 
     def host_alloc_flags(self, numa_user: bool) -> int:
         """Coherent, and with ``numa_user`` placed by the calling thread's NUMA policy

@@ -28,6 +28,7 @@ class CudaRuntimeTraits:
     api = "CUDA"
     device_word = "CUDA"
     cupy_is_hip = False
+    fake_arch = ""  # CuPy's CUDA build reports no gcnArchName
 
     def host_alloc_flags(self, numa_user: bool) -> int:
         return 0

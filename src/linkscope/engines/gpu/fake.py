@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ... import platforms
 from ...errors import MeasurementError
+from ...platforms import RuntimeTraits
 
 GiB = 1024**3
 FAKE_OVERHEAD_S = 2e-6
@@ -76,6 +78,17 @@ class FakeEvent:
     time_s: float | None = None
 
 
+@dataclass(frozen=True)
+class _FakeCupyRuntime:
+    """The part of ``cupy.cuda.runtime`` a platform row's ``RuntimeTraits`` call: every device attribute
+    asked (the HIP wall-clock rate is the only one) answers the fake's ``wall_clock_khz_value``."""
+
+    fake: FakeRuntime
+
+    def deviceGetAttribute(self, attribute: int, ordinal: int) -> int:
+        return self.fake.wall_clock_khz_value
+
+
 @dataclass
 class FakeRuntime:
     """A DeviceRuntime with ``gpus`` devices of ``memory_bytes`` each; ``no_peer`` lists unordered
@@ -105,14 +118,28 @@ class FakeRuntime:
     def device_count(self) -> int:
         return self.gpus
 
+    @property
+    def traits(self) -> RuntimeTraits | None:
+        """The runtime traits of the vendor's platform row (None: its row has none)."""
+        row = platforms.of_vendor(self.vendor)
+        return row.runtime_traits if row is not None else None
+
+    @property
+    def rt(self) -> _FakeCupyRuntime:
+        """What the row's traits call on CuPy's runtime module (``deviceGetAttribute``)."""
+        return _FakeCupyRuntime(self)
+
     def properties(self, ordinal: int) -> dict[str, Any]:
+        traits = self.traits
         return {"name": f"Fake {self.vendor} GPU {ordinal}", "sm_count": 4,
                 "pci_bus_id": self.bus_ids[ordinal] if ordinal < len(self.bus_ids) else None,
-                "gcn_arch": "gfx90a:sramecc+:xnack-" if self.vendor == "amd" else "",
+                "gcn_arch": traits.fake_arch if traits is not None else "",
                 "l2_cache_bytes": self.l2_cache_bytes}
 
     def wall_clock_khz(self, ordinal: int) -> int:
-        return self.wall_clock_khz_value if self.vendor == "amd" else 0
+        """As ``CupyRuntime``: the row's traits ask the runtime (here ``wall_clock_khz_value``) where they need a rate."""
+        traits = self.traits
+        return traits.wall_clock_khz(self, ordinal) if traits is not None else 0
 
     def mem_get_info(self, ordinal: int) -> tuple[int, int]:
         return self.memory_bytes - self._used.get(ordinal, 0), self.memory_bytes

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import BackendUnavailable
 from ...patterns.methods import CE_NOPEER, CE_READ, get_method
+from ...vendors.amd import parse_rocm_version
 from ..gpu.engine import GpuEngine
 from ..gpu.ops import SmLaunch
 
@@ -53,21 +54,6 @@ def _int_env(env: dict[str, str], key: str, default: int) -> int:
 #: rocblit.cpp:2232, rocm-6.0.0:2243, rocm-6.1.2:2289) a small copy becomes a kernel only when a
 #: kernel dispatch is pending on that queue: ``p2p = size > ROC_P2P_SDMA_SIZE*Ki || !IsPendingDispatch()``.
 SMALL_P2P_ALWAYS_KERNEL_FROM = (6, 2)
-
-
-def parse_rocm_version(text: str | None) -> tuple[int, int] | None:
-    """(major, minor) of ``6.1.2`` / ``6.1.2-112``; None when unknown.
-
-    >>> parse_rocm_version("6.1.2-112"), parse_rocm_version(None)
-    ((6, 1), None)
-    """
-    if not text:
-        return None
-    parts = text.split("-")[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        return None
 
 
 def rocm_runtime_notes(method: str, ops: Sequence[Any], process_env: dict[str, str],
