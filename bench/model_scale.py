@@ -11,12 +11,14 @@ table and writes JSON.
 
 ``--suite`` runs the scale table of issue 41 instead, each case in a fresh process (peak RSS and CPU
 seconds of that process from ``os.wait4``): the model at 4k-32k GPUs with 10^5 and 10^6 mixed flows,
-the batched-vs-exact error on ``--exact-flows`` mixed flows (10,000: the exact run grows with the
-square of the flows), ``linkscope map`` of a 32,768-rank stencil as a whole command, and 1 GiB
-collectives on 1,024 nodes (``--collective-nodes``; alltoall on ``--alltoall-nodes``, see below); one
-JSON with every row, and the issue's targets checked against each process's CPU seconds (the wall
-seconds are in the rows: on a loaded machine they are several times the CPU seconds). About 4 minutes
-on a quiet 2-core machine.
+the model build alone at each size (best of ``--build-repeats`` builds, each on a fresh topology: the
+linearity judgement, see ``build_growth``), the batched-vs-exact error on ``--exact-flows`` mixed flows
+(10,000: the exact run grows with the square of the flows), ``linkscope map`` of a 32,768-rank stencil as
+a whole command, and 1 GiB allreduce, allgather and alltoall on 1,024 nodes (``--collective-nodes``; the
+alltoall row there says it is not run, and alltoall runs on ``--alltoall-nodes``, see below), each with
+its wall seconds, CPU seconds and peak RSS; one JSON with every row, and the issue's targets checked
+against each process's CPU seconds (the wall seconds are in the rows: on a loaded machine they are
+several times the CPU seconds). About 4 minutes on a quiet 2-core machine.
 
     PYTHONPATH=src python bench/model_scale.py --suite --json docs/runs/model-scale.json
 
@@ -58,11 +60,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="--suite: nodes of the alltoall's cluster (its grouped send/recv keeps every pair)")
     ap.add_argument("--exact-flows", type=int, default=10_000, help="--suite: flows of the batched-vs-exact row")
     ap.add_argument("--quick", action="store_true", help="--suite: small sizes only (a smoke run)")
+    ap.add_argument("--build-repeats", type=int, default=5, help="--suite: model builds per size (the best is judged)")
+    ap.add_argument("--build-only", type=int, default=0, metavar="N",
+                    help="only build the model, N times, each on a freshly built topology (no look-up table "
+                         "carried over from one build to the next); the suite's linearity judgement reads the best")
     args = ap.parse_args(argv)
     if args.suite:
         return suite(args)
     if args.collective:
         return collective_child(args.collective, args.json)
+    if args.build_only:
+        return build_child(f"fattree:{args.nodes}x{args.gpus}:{args.radix}", args.build_only, args.json)
 
     from linkscope.model.contention import simulate
     from linkscope.model.predict import FabricModel, auto_rtol
@@ -139,6 +147,27 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as handle:
             json.dump(out, handle, indent=2)
             handle.write("\n")
+    return 0
+
+
+def build_child(spec: str, repeats: int, json_path: str | None) -> int:
+    """The model build alone, ``repeats`` times, each on a fresh topology: seconds of each build, the
+    best of them, and the topology's size (devices, links: the work a linear build is linear in)."""
+    from linkscope.model.predict import FabricModel
+    from linkscope.topology.synthetic import synthetic_topology
+
+    builds_s = []
+    for _ in range(repeats):
+        topo = synthetic_topology(spec)
+        t = time.perf_counter()
+        FabricModel(topo)
+        builds_s.append(time.perf_counter() - t)
+    out = {"topology": spec, "gpus": topo.gpu_count, "devices": len(topo.devices), "links": len(topo.links),
+           "model_builds_s": [round(x, 4) for x in builds_s], "model_best_s": round(min(builds_s), 4)}
+    print(json.dumps(out))
+    if json_path:
+        with open(json_path, "w") as handle:
+            json.dump(out, handle)
     return 0
 
 
@@ -227,6 +256,16 @@ def suite(args: argparse.Namespace) -> int:
               f"{t.get('model_s', float('nan')):>8.2f}{t.get('routes_s', float('nan')):>8.2f}"
               f"{t.get('event_driven_s', float('nan')):>14.2f}{row['wall_s']:>8.1f}{row['cpu_s']:>8.1f}"
               f"{row['peak_rss_gb']:>8.2f} GB{row['load_1min']:>6.1f}", flush=True)
+    # the model build alone, best of --build-repeats on fresh topologies: the linearity judgement reads these
+    # (one build inside a row above is tens of ms of timer and allocator noise at 4k-8k GPUs)
+    rows["builds"] = []
+    for nodes in sorted({n for n, _ in model_cases}):
+        row = _child([py, me, "--nodes", str(nodes), "--build-only", str(args.build_repeats), "--json", "{json}"])
+        row.update(nodes=nodes)
+        rows["builds"].append(row)
+        res = row.get("result", {})
+        print(f"model build {nodes * 8:,} GPUs ({res.get('devices')} devices, {res.get('links')} links): best of "
+              f"{args.build_repeats} {res.get('model_best_s', float('nan')):.3f} s {res.get('model_builds_s')}", flush=True)
     exact_flows = 2_000 if args.quick else args.exact_flows
     row = _child([py, me, "--nodes", "512" if not args.quick else "64", "--flows", str(exact_flows), "--mixed", "--exact", "--rtol", "0.01",
                   "--json", "{json}"])
@@ -251,17 +290,30 @@ def suite(args: argparse.Namespace) -> int:
                       flush=True)
     nodes_c = args.collective_nodes if not args.quick else 4
     # alltoall: the twin's grouped send/recv keeps every (sender, receiver) pair (n^2 sends: 67 million at
-    # 8,192 ranks), so it runs on a smaller cluster here (--alltoall-nodes) until that is restructured
-    cluster_nodes = {"allreduce": nodes_c, "allgather": nodes_c, "alltoall": min(nodes_c, args.alltoall_nodes)}
-    for op, nodes_op in cluster_nodes.items():
+    # 8,192 ranks, one Python object each), so at --collective-nodes it is listed as not run, and it runs on a
+    # smaller cluster (--alltoall-nodes) so that the row still measures something
+    cases = [("allreduce", nodes_c), ("allgather", nodes_c), ("alltoall", nodes_c)]
+    if args.alltoall_nodes < nodes_c:
+        cases.append(("alltoall", args.alltoall_nodes))
+    print(f"{'collective 1 GiB':<18}{'cluster':<24}{'ranks':>7}{'build':>8}{'predict':>9}{'total':>8}{'CPU s':>8}"
+          f"{'peak RSS':>10}{'load':>6}  chosen, time (simulated)")
+    for op, nodes_op in cases:
         cluster = f"cluster:dgx-h100:{nodes_op}"
+        if op == "alltoall" and nodes_op > args.alltoall_nodes:
+            ranks = nodes_op * 8
+            rows["collectives"].append({"op": op, "topology": cluster, "exit": None,
+                                        "not_run": f"per-pair state: {ranks * ranks:,} sends at {ranks:,} ranks"})
+            print(f"{op:<18}{cluster:<24}{ranks:>7,}  not run: the grouped send/recv keeps every pair "
+                  f"({ranks * ranks:,} sends)", flush=True)
+            continue
         row = _child([py, me, "--collective", f"{op}:{cluster}", "--json", "{json}"], timeout_s=600)
         row.update(op=op, topology=cluster)
         rows["collectives"].append(row)
         res = row.get("result", {})
-        print(f"{op} 1 GiB on {cluster}: predict {res.get('predict_s', float('nan'))} s, build {res.get('build_s', float('nan'))} s, "
-              f"whole process {row['wall_s']:.1f} s / {row['cpu_s']:.1f} CPU s, {row['peak_rss_gb']:.2f} GB; "
-              f"{res.get('algorithm')} {res.get('protocol')} {res.get('time_us (simulated)')} us (simulated)"
+        print(f"{op:<18}{cluster:<24}{res.get('ranks', nodes_op * 8):>7,}{res.get('build_s', float('nan')):>8.2f}"
+              f"{res.get('predict_s', float('nan')):>9.2f}{row['wall_s']:>8.1f}{row['cpu_s']:>8.1f}"
+              f"{row['peak_rss_gb']:>8.2f} GB{row['load_1min']:>6.1f}  "
+              f"{res.get('algorithm')} {res.get('protocol')}, {res.get('time_us (simulated)')} us"
               + (f" ERROR {row.get('error')}" if row["exit"] else ""), flush=True)
     rows["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
     rows["targets"] = targets(rows, nodes_c)
@@ -292,21 +344,62 @@ def targets(rows: dict, collective_nodes: int) -> list[dict]:
 
     big = next((r for r in rows["model"] if r["nodes"] == 4096 and r["flows"] == 1_000_000), None)
     add("1,000,000 mixed flows on 32,768 GPUs <= 30 s, <= 4 GB", big, 30.0, 4.0)
-    build = {r["nodes"]: r.get("result", {}).get("timings_s", {}).get("model_s") for r in rows["model"] if r["flows"] == 100_000}
-    if build.get(4096) is not None and build.get(512):
-        out.append({"target": "model build <= 5 s at 32,768 GPUs, no faster than linear from 4k",
-                    "met": build[4096] <= 5.0 and build[4096] / build[512] <= 8 * 1.5,
-                    "measured": ", ".join(f"{n * 8:,} GPUs {v:.2f} s" for n, v in sorted(build.items()) if v is not None)})
+    out.append(build_growth(rows.get("builds", [])))
     for row in rows["collectives"]:
-        add(f"{row['op']} 1 GiB on {row['topology']} <= 5 s, <= 2 GB"
-            + ("" if row["topology"].endswith(f":{collective_nodes}") else f" (target: {collective_nodes} nodes)"),
-            row, 5.0, 2.0)
+        target = f"{row['op']} 1 GiB on {row['topology']} <= 5 s, <= 2 GB"
+        if "not_run" in row:
+            out.append({"target": target, "met": False, "measured": f"not run ({row['not_run']})"})
+            continue
         if not row["topology"].endswith(f":{collective_nodes}"):
-            out[-1]["met"] = False
+            out.append({"target": target + f" (not the target: {collective_nodes} nodes)", "met": False,
+                        "measured": f"{row['cpu_s']:.1f} CPU s ({row['wall_s']:.1f} s wall), {row['peak_rss_gb']:.2f} GB"
+                        if not row.get("exit") else f"exit {row['exit']}"})
+            continue
+        add(target, row, 5.0, 2.0)
     for row in rows["mapping"]:
         add(f"map stencil3d {row.get('grid')} on {row.get('topology')} --metric {row.get('metric')} <= 10 s whole command",
             row if "cpu_s" in row else None, 10.0, float("inf"))
     return out
+
+
+# The linearity rule (issue 41: "the model build <= 5 s at 32,768 GPUs and growing no faster than linearly from
+# 4k to 32k"). Each size's figure is the best of --build-repeats builds on fresh topologies (the least disturbed
+# one: other processes only ever add time); sizes whose best build is under BUILD_NOISE_FLOOR_S are left out
+# (timer and allocator noise is of that order); the growth is the least-squares slope of log(time) over
+# log(GPUs) across the sizes left. n log2 n from 4,096 to 32,768 GPUs has slope log(8 x 15/12) / log(8) = 1.107:
+# met when the slope is at most that plus BUILD_SLOPE_SLACK, and the largest size builds within 5 s.
+# BUILD_SLOPE_SLACK is an allowance for timing spread on a quiet machine, chosen, not measured. On a loaded
+# machine the best of a few builds is not enough: three runs of the four sizes at load 8 on 2 cores gave slopes
+# 0.80, 0.91 and 1.25 (docs/benchmarks.md), so the judgement says it is unreliable when the load average during
+# the build rows exceeds the CPU count.
+BUILD_NOISE_FLOOR_S = 0.02
+BUILD_SLOPE_SLACK = 0.05
+
+
+def build_growth(builds: list[dict]) -> dict:
+    """The issue's model-build target judged on the suite's build rows (see the rule above)."""
+    target = "model build <= 5 s at 32,768 GPUs, no faster than linear (n log n) from 4k to 32k"
+    best = {r["nodes"] * 8: r["result"]["model_best_s"] for r in builds if not r.get("exit") and "result" in r}
+    if not best:
+        return {"target": target, "met": False, "measured": "not run"}
+    judged = {g: t for g, t in best.items() if t >= BUILD_NOISE_FLOOR_S}
+    largest = max(best)
+    slope = None
+    if len(judged) >= 2:
+        x, y = np.log(list(judged)), np.log(list(judged.values()))
+        slope = float(np.polyfit(x, y, 1)[0])
+    lo, hi = min(best), largest
+    nlogn = float(np.log(hi * np.log2(hi) / (lo * np.log2(lo))) / np.log(hi / lo)) if hi > lo else 1.0
+    met = slope is not None and best[largest] <= 5.0 and slope <= nlogn + BUILD_SLOPE_SLACK
+    load = max((r.get("load_1min", 0.0) for r in builds), default=0.0)
+    reliable = load <= (os.cpu_count() or 1)
+    measured = (", ".join(f"{g:,} GPUs {t:.3f} s" for g, t in sorted(best.items()))
+                + (f"; growth exponent {slope:.2f} (n log n: {nlogn:.2f}, allowed {nlogn + BUILD_SLOPE_SLACK:.2f})"
+                   if slope is not None else "; too few sizes above the noise floor to judge growth")
+                + ("" if reliable else f"; load {load:.1f} on {os.cpu_count()} CPUs: timing judgement unreliable, re-run quiet"))
+    return {"target": target, "met": met, "reliable": reliable, "measured": measured, "growth_exponent": slope,
+            "rule": "best of N builds per size, least-squares log-log slope <= n log n's + "
+                    f"{BUILD_SLOPE_SLACK} over sizes >= {BUILD_NOISE_FLOOR_S} s"}
 
 
 if __name__ == "__main__":

@@ -104,3 +104,26 @@ def test_a_step_that_runs_writes_its_record_and_the_summary(tmp_path):
 @pytest.mark.parametrize("name", ["copies", "collectives", "mpi"])
 def test_each_suite_documents_its_command(name):
     assert f"bench/{name}.py --out DIR" in (BENCH / "README.md").read_text()
+
+
+def _builds(best_s: dict[int, float]) -> list[dict]:
+    return [{"nodes": gpus // 8, "exit": 0, "result": {"model_best_s": t}} for gpus, t in best_s.items()]
+
+
+def test_model_scale_judges_build_growth_on_the_rows_above_the_noise_floor():
+    """model_scale --suite's linearity rule (issue 41): the least-squares log-log slope of the best builds, against
+    n log n's over the same sizes; sizes under the noise floor are not judged, and too few sizes left is not met."""
+    from benchscripts import load
+
+    growth = load("model_scale").build_growth
+    linear = growth(_builds({4096: 0.1, 8192: 0.2, 16384: 0.4, 32768: 0.8}))
+    assert linear["met"] and abs(linear["growth_exponent"] - 1.0) < 1e-9
+    quadratic = growth(_builds({4096: 0.1, 8192: 0.4, 16384: 1.6, 32768: 4.9}))
+    assert not quadratic["met"] and quadratic["growth_exponent"] > 1.5
+    too_slow = growth(_builds({4096: 1.0, 8192: 2.0, 16384: 4.0, 32768: 8.0}))  # linear, but past 5 s at 32k
+    assert not too_slow["met"]
+    # 4k-8k under the floor (timer noise): judged on 16k-32k alone
+    noisy = growth(_builds({4096: 0.001, 8192: 0.015, 16384: 0.4, 32768: 0.8}))
+    assert noisy["met"] and abs(noisy["growth_exponent"] - 1.0) < 1e-9
+    assert not growth(_builds({4096: 0.001, 8192: 0.002}))["met"]
+    assert not growth([])["met"]

@@ -152,3 +152,61 @@ def test_dedup_rows_drops_exact_duplicates_only(monkeypatch, collide):
         for i in np.nonzero(M.any(axis=1))[0]:
             same = np.all(kept == M[i], axis=1)
             assert same.any() and kept_cap[same].min() <= cap[i]
+
+
+@pytest.mark.parametrize("spec", ["cluster:dgx-h100:2", "cluster:hgx-a100-8-4nic:2", "fattree:4x4"])
+def test_one_stage_arrays_equal_the_stages_one_by_one(spec):
+    """FabricModel.one_stage_arrays (the array path of a cluster's collectives) gives, number for number,
+    the stage ``stages`` gives for each pair: every ordered pair of GPUs with the transport method and each
+    GPU's copy inside itself."""
+    from linkscope.model.collectives import TRANSPORT_METHOD
+
+    model = FabricModel(synthetic_topology(spec))
+    n = model.topology.gpu_count
+    src = [a for a in range(n) for b in range(n)]
+    dst = [b for a in range(n) for b in range(n)]
+    methods = ["local" if a == b else TRANSPORT_METHOD for a, b in zip(src, dst)]
+    got = model.one_stage_arrays(src, dst, methods)
+    assert got is not None
+    for k, (a, b, how) in enumerate(zip(src, dst, methods)):
+        (stage,) = model.stages(a, b, 1 << 20, how)
+        part = slice(got.indptr[k], got.indptr[k + 1])
+        np.testing.assert_array_equal(got.indices[part], stage.resources)
+        np.testing.assert_array_equal(got.weights[part], stage.weights)
+        assert (got.cap_gb_per_s[k], got.latency_s[k], got.raw_gb_per_s[k]) == \
+            (stage.cap_gb_per_s, stage.latency_s, stage.raw_gb_per_s), (a, b)
+
+
+def test_one_stage_arrays_leave_other_transfers_to_stages():
+    """Transfers that are not one stage over one route go back to ``stages`` (None): a host-staged method,
+    a pair without peer access, a copy to itself under a peer method, an index that is not a GPU."""
+    model = FabricModel(synthetic_topology("cluster:dgx-h100:2"))
+    assert model.one_stage_arrays([0, 1], [1, 2], ["sm-push", "staged"]) is None
+    assert model.one_stage_arrays([0, 1], [1, 1], ["sm-push", "sm-push"]) is None
+    assert model.one_stage_arrays([0], [99], ["sm-push"]) is None
+    denied = synthetic_topology("cluster:dgx-h100:2")
+    denied = Topology(name=denied.name, devices=tuple(
+        Device(**{**d.__dict__, "attributes": {**(d.attributes or {}), "p2p": False}}) if d.is_gpu and d.index == 3 else d
+        for d in denied.devices), links=denied.links)
+    assert FabricModel(denied).one_stage_arrays([0, 3], [3, 0], ["sm-push", "sm-push"]) is None
+
+
+@pytest.mark.parametrize("spec", ["cluster:dgx-h100:4", "cluster:hgx-a100-8-4nic:3", "cluster:pcie-8gpu-2socket:2"])
+def test_collectives_array_path_gives_the_loop_path_answers(monkeypatch, spec):
+    """flows_time_s builds a cluster's one-stage problems with array operations from _ARRAYS_FROM_FLOWS
+    distinct flows; forced on for every call and off for every call, every algorithm of allreduce,
+    allgather and alltoall keeps its time to the bit."""
+    from linkscope.model import collectives
+
+    topo = synthetic_topology(spec)
+    built = []
+    original = FabricModel.one_stage_problem
+    monkeypatch.setattr(FabricModel, "one_stage_problem", lambda self, *a, **k: built.append(1) or original(self, *a, **k))
+    times = {}
+    for label, threshold in (("loop", 10**12), ("arrays", 0)):
+        monkeypatch.setattr(collectives, "_ARRAYS_FROM_FLOWS", threshold)
+        model = collectives.CollectiveModel.of(topo)
+        times[label] = [[(a.algorithm, a.protocol, a.time_us) for a in model.predict(op, list(range(topo.gpu_count)), 1 << 28).algorithms]
+                        for op in ("allreduce", "allgather", "alltoall")]
+    assert built  # the array path ran
+    assert times["arrays"] == times["loop"]

@@ -53,6 +53,7 @@ fill, not the driver's staging chunk of a cudaMemcpyPeer (2 x H200 with NCCL_P2P
 _SIZE_FREE_METHODS = frozenset({TRANSPORT_METHOD, LOCAL.key})
 _SKELETONS_KEPT = 8  # problems kept per model (a collective's options reuse a handful)
 _COMPILED_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which the exact simulation runs compiled
+_ARRAYS_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which one-stage problems are built as arrays
 ALGORITHMS = nt.ALGOS + ("p2p", "local")
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
@@ -271,18 +272,22 @@ class CollectiveModel:
             if all(h in _SIZE_FREE_METHODS for h in hows) else None
         known = self._skeletons.get(key) if key is not None else None
         if known is None:
-            self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
-            stages = []
-            for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
-                flow = self.fabric.stages(src, dst, round(size), how,
-                                          self.settings.buffsize // nt.NCCL_STEPS if how == NO_PEER_METHOD else None)
-                if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
-                    flow = [self._net_stage(st) for st in flow]
-                if count > 1:
-                    flow = [replace(s, weights=s.weights * count) for s in flow]
-                stages.append(flow)
+            found = self._one_stage_problem(classes, hows, sizes, counts) if len(classes) >= _ARRAYS_FROM_FLOWS else None
+            if found is None:
+                self.fabric.prefetch_routes([(a, b) for a, b, _, _ in classes])  # a cluster's pairs in one pass (scaling only)
+                stages = []
+                for (src, dst, _, _), how, size, count in zip(classes, hows, sizes, counts):
+                    flow = self.fabric.stages(src, dst, round(size), how,
+                                              self.settings.buffsize // nt.NCCL_STEPS if how == NO_PEER_METHOD else None)
+                    if how == TRANSPORT_METHOD and self._across_nodes(src, dst):
+                        flow = [self._net_stage(st) for st in flow]
+                    if count > 1:
+                        flow = [replace(s, weights=s.weights * count) for s in flow]
+                    stages.append(flow)
+                problem = self.fabric._problem(stages)
+            else:
+                problem = found
             overhead = np.array([self.fabric.params.overhead_us(how) * 1e-6 for how in hows])
-            problem = self.fabric._problem(stages)
             if key is not None:
                 if len(self._skeletons) >= _SKELETONS_KEPT:
                     self._skeletons.clear()
@@ -304,6 +309,30 @@ class CollectiveModel:
         engine = "compiled" if len(classes) >= _COMPILED_FROM_FLOWS and kernel.available() else "auto"
         result = simulate(replace(problem, stage_latency_s=latency, stage_cap_gb_per_s=caps), engine=engine)
         return float(np.max(result.finish_s))
+
+    def _one_stage_problem(self, classes: list[tuple[int, int, float, float]], hows: list[str], sizes: list[float],
+                           counts: list[int]) -> FlowProblem | None:
+        """``flows_time_s``'s problem built with array operations (``FabricModel.one_stage_arrays``) where every
+        flow is one stage (a peer copy over one route, or a copy inside a GPU): the same problem the loop over
+        ``stages`` builds, number for number (tests/model/test_scale_structures.py), without a Python object
+        per flow. None where some flow is not (the caller's loop handles it)."""
+        if any(size < 0 for size in sizes):
+            return None
+        src = [a for a, _, _, _ in classes]
+        dst = [b for _, b, _, _ in classes]
+        arrays = self.fabric.one_stage_arrays(src, dst, hows)
+        if arrays is None:
+            return None
+        cap = arrays.cap_gb_per_s.copy()
+        net = np.array([how == TRANSPORT_METHOD and self._across_nodes(a, b) for a, b, how in zip(src, dst, hows)], dtype=bool)
+        if net.any():  # _net_stage: the narrowest resource the stage uses (weight > 0) caps it
+            starts = arrays.indptr[:-1]
+            used = arrays.weights > 0
+            narrowest = np.minimum.reduceat(np.where(used, self.fabric.capacity[arrays.indices], np.inf), starts)
+            has_used = np.add.reduceat(used.astype(np.int64), starts) > 0
+            cap[net & has_used] = narrowest[net & has_used]
+        return self.fabric.one_stage_problem(arrays, np.array([float(round(x)) for x in sizes]), cap_gb_per_s=cap,
+                                             weight_scale=np.asarray(counts, dtype=float))
 
     def _across_nodes(self, src: int, dst: int) -> bool:
         """Whether GPUs ``src`` and ``dst`` (indices) sit in different nodes of the topology."""

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TopologyError
 from ..patterns.methods import CE_NOPEER, D2H, DEFAULT_METHOD, H2D, LOCAL, STAGED, STAGED_PINNED, get_method, keys_where
 from ..patterns.plan import HOST, Transfer, TransferPlan
 from ..topology import query
@@ -135,6 +135,20 @@ class _Stage:
     raw_gb_per_s: float
 
 
+@dataclass(frozen=True)
+class OneStageArrays:
+    """One stage per transfer, as arrays (``FabricModel.one_stage_arrays``): transfer k uses resources
+    ``indices[indptr[k]:indptr[k + 1]]`` with ``weights`` (same slice); its rate cap (GB/s), latency (s,
+    the method's overhead included) and the raw rate of its narrowest link (GB/s)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray
+    cap_gb_per_s: np.ndarray
+    latency_s: np.ndarray
+    raw_gb_per_s: np.ndarray
+
+
 def _flow_tuple(item: Transfer | Sequence) -> tuple[int | str, int | str, int, str]:
     if isinstance(item, Transfer):
         return item.src, item.dst, int(item.size_bytes), item.role
@@ -190,6 +204,7 @@ class FabricModel:
         self._level_keys = any(k.startswith("overhead_us.") and "@" in k for k in self.params.values)
         self._family: dict[tuple[str, str], str] = {}
         self._no_peer: set[frozenset[int]] | None = None
+        self._all_peers: bool | None = None
         self._peer_stages: dict[tuple[int, int, str, float], _Stage] = {}
         self._access: dict[tuple[int, int], str | None] = {}  # peer_access answers (the topology is fixed)
 
@@ -260,12 +275,28 @@ class FabricModel:
         attribute ``p2p``), by a GPU attribute ``p2p: false`` (no P2P at all), or by
         ``peer_access.max_level`` (e.g. ``"PHB"``: farther pairs have no P2P).
         """
+        if self._peers_everywhere() and a in self._gpu_by_index and b in self._gpu_by_index:
+            return None
         key = (a, b)
         if key in self._access:
             return self._access[key]
         reason = self._peer_access(a, b)
         self._access[key] = reason
         return reason
+
+    def _peers_everywhere(self) -> bool:
+        """Whether every GPU pair has peer access by what ``_peer_access`` reads: no GPU without P2P, no
+        pair refused (denied pairs, recorded statuses), no ``peer_access.max_level``. Decided once."""
+        if self._all_peers is None:
+            if self._no_peer is None:
+                from ..patterns.base import no_peer_access_pairs
+
+                self._no_peer = no_peer_access_pairs(self.topology)
+            self._all_peers = (not self._no_peer and not self.topology.peer_access.max_level
+                               and not any(g.attributes and (g.attributes.get("p2p", True) is False
+                                                             or g.attributes.get("p2p_supported", True) is False)
+                                           for g in self._gpu_by_index.values()))
+        return self._all_peers
 
     def _peer_access(self, a: int, b: int) -> str | None:
         ga, gb = self.gpu(a), self.gpu(b)
@@ -457,6 +488,117 @@ class FabricModel:
         alone = min(p.method_efficiency(method) * raw, self._eff_min(edges)) * self._transit(edges)
         cap = min(alone, self._engine_cap(method, initiator))
         return _Stage(edges, np.ones(edges.size), cap, overhead_s + self._lat(edges), size_bytes, raw)
+
+    def one_stage_arrays(self, src: Sequence[int], dst: Sequence[int], methods: Sequence[str]) -> OneStageArrays | None:
+        """The stage of each of many transfers between GPUs (indices), computed with array operations and
+        equal, number for number, to what ``stages`` gives one by one: a peer copy over one route (the
+        route's edges, weight 1) or a copy inside one GPU (``local``). None where some transfer is anything
+        else (a host-staged method, a pair without peer access, a transfer spread over several NIC lanes,
+        an index that is not a GPU): the caller asks ``stages``, which handles and reports those.
+
+        Same numbers: sums over a route add the same elements in the same order as ``_lat`` / ``_transit``
+        (routes of one length are summed as the rows of one matrix, which NumPy adds exactly as it adds
+        one route's array), minima are exact."""
+        n = len(src)
+        if len(dst) != n or len(methods) != n:
+            raise ValueError("src, dst and methods must have one entry per transfer")
+        p = self.params
+        s_arr = np.asarray(src, dtype=np.int64)
+        d_arr = np.asarray(dst, dtype=np.int64)
+        ids = self.graph.gpu_ids
+        n_gpu = len(ids)
+        if n and (min(s_arr.min(), d_arr.min()) < 0 or max(s_arr.max(), d_arr.max()) >= n_gpu
+                  or any(self._gpu_by_index.get(k) is None or self._gpu_by_index[k].id != ids[k] for k in range(n_gpu))):
+            return None
+        local = s_arr == d_arr
+        overhead_of = {m: p.overhead_us(m) * 1e-6 for m in set(methods)}
+        for m in overhead_of:
+            if m != LOCAL.key and m not in NEEDS_PEER_ACCESS:
+                return None
+        overhead = np.array([overhead_of[m] for m in methods], dtype=float)
+        if any((m == LOCAL.key) != bool(is_local) for m, is_local in zip(methods, local.tolist())):
+            return None
+        remote = np.nonzero(~local)[0]
+        if not self._peers_everywhere() and any(self.peer_access(int(s_arr[k]), int(d_arr[k])) is not None
+                                                for k in remote.tolist()):
+            return None
+        if self._level_keys:
+            for k in remote.tolist():
+                overhead[k] += self._level_overhead_s(methods[k], self.gpu(int(s_arr[k])), self.gpu(int(d_arr[k])))
+        if self.router.one_lane:  # every transfer takes its one route: all of them in one vectorised pass
+            nodes = self.graph.gpu_nodes
+            try:
+                path_ptr, path_edges = self.router.node_paths(nodes[s_arr[remote]], nodes[d_arr[remote]])
+            except (TopologyError, ConfigError, KeyError):  # ``stages`` reports it, pair by pair
+                return None
+            route_lengths = np.diff(path_ptr)
+        else:
+            paths = []
+            for k in remote.tolist():
+                lanes = self.router.lanes(ids[int(s_arr[k])], ids[int(d_arr[k])])
+                if len(lanes) != 1:
+                    return None
+                paths.append(lanes[0])
+            route_lengths = np.array([e.size for e in paths], dtype=np.int64)
+            path_edges = np.concatenate(paths) if paths else np.empty(0, dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        lengths[remote] = route_lengths
+        lengths[local] = 1
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indices = np.empty(int(indptr[-1]), dtype=np.int64)
+        weights = np.ones(indices.size)
+        cap = np.full(n, np.inf)
+        raw = np.empty(n)
+        latency = overhead.copy()
+        if local.any():
+            rows = self.graph.device_memory_resource(0) + s_arr[local]
+            indices[indptr[:-1][local]] = rows
+            weights[indptr[:-1][local]] = 2.0
+            raw[local] = self.capacity[rows]
+        if remote.size:
+            lens_r = lengths[remote]
+            if (lens_r == 0).any():
+                return None
+            skip = np.repeat(indptr[remote] - np.concatenate([[0], np.cumsum(lens_r)[:-1]]), lens_r)
+            indices[skip + np.arange(int(lens_r.sum()))] = path_edges
+            eff = np.array([p.method_efficiency(methods[k]) for k in remote.tolist()])
+            vendor_cap = {m: {g.vendor: self._engine_cap(m, g) for g in self._gpu_by_index.values()}
+                          for m in overhead_of if m != LOCAL.key}
+            initiator = [d_arr[k] if get_method(methods[k]).issuer == "dst" else s_arr[k] for k in remote.tolist()]
+            engine = np.array([vendor_cap[methods[k]][self._gpu_by_index[int(g)].vendor]
+                               for k, g in zip(remote.tolist(), initiator)])
+            for length in np.unique(lengths[remote]).tolist():
+                rows_k = remote[lengths[remote] == length]
+                E = indices[indptr[rows_k][:, None] + np.arange(length)]
+                heads = self.graph.edge_dst[E[:, :-1]]
+                r = self.graph.edge_raw_gb_per_s[E].min(axis=1)
+                eff_min = self.capacity[E].min(axis=1)
+                transit = np.exp(self._node_transit_log[heads].sum(axis=1) + self._edge_transit_log[E].sum(axis=1))
+                where = np.searchsorted(remote, rows_k)
+                alone = np.minimum(eff[where] * r, eff_min) * transit
+                cap[rows_k] = np.minimum(alone, engine[where])
+                raw[rows_k] = r
+                latency[rows_k] += self.edge_latency_s[E].sum(axis=1) + self._node_transit_s[heads].sum(axis=1)
+        return OneStageArrays(indptr, indices, weights, cap, latency, raw)
+
+    def one_stage_problem(self, stages: OneStageArrays, size_bytes: np.ndarray, *, cap_gb_per_s: np.ndarray | None = None,
+                          weight_scale: np.ndarray | None = None) -> FlowProblem:
+        """The problem of one-stage flows given as arrays, as ``_problem`` builds it from their ``_Stage``
+        lists: ``cap_gb_per_s`` replaces the stages' caps, ``weight_scale`` multiplies each flow's weights
+        (a flow standing for that many identical ones)."""
+        n = stages.cap_gb_per_s.size
+        data = stages.weights if weight_scale is None else stages.weights * np.repeat(weight_scale, np.diff(stages.indptr))
+        A = csc_matrix((data, stages.indices, stages.indptr), shape=(self.graph.n_resources, n))
+        A.sum_duplicates()  # as _problem: a route may use one resource twice
+        return FlowProblem(
+            A=A,
+            capacity_gb_per_s=self._capacity_for(A),
+            stage_bytes=np.asarray(size_bytes, dtype=float),
+            stage_cap_gb_per_s=stages.cap_gb_per_s if cap_gb_per_s is None else np.asarray(cap_gb_per_s, dtype=float),
+            stage_latency_s=stages.latency_s,
+            stage_next=np.full(n, -1, dtype=np.int64),
+            flow_first=np.arange(n, dtype=np.int64),
+        )
 
     # ---- problems ---------------------------------------------------------------------------------------
     def _problem(self, flows: list[list[_Stage]]) -> FlowProblem:

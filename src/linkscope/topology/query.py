@@ -206,17 +206,23 @@ def bandwidth_matrix(topology: Topology) -> list[list[float | None]]:
 def node_labels(topology: Topology) -> np.ndarray:
     """The node (host) of each device, in topology order, as a NumPy array of labels: the connected
     parts of the topology without its network links (scipy's ``connected_components`` numbering).
-    The model's routes, the NIC choice and the mapping's hosts all split a topology this way."""
+    The model's routes, the NIC choice and the mapping's hosts all split a topology this way. Computed once
+    per topology (read-only array: the twin asks for it a dozen times per collective of a cluster)."""
     import numpy as np
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    index = {d.id: k for k, d in enumerate(topology.devices)}
-    local = [link for link in topology.links if link.kind is not LinkKind.NETWORK]
-    rows = [index[link.a] for link in local]
-    cols = [index[link.b] for link in local]
-    n = len(index)
-    return connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)[1]
+    def build() -> np.ndarray:
+        index = {d.id: k for k, d in enumerate(topology.devices)}
+        local = [link for link in topology.links if link.kind is not LinkKind.NETWORK]
+        rows = [index[link.a] for link in local]
+        cols = [index[link.b] for link in local]
+        n = len(index)
+        labels = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)[1]
+        labels.flags.writeable = False
+        return labels
+
+    return topology._cached("_node_labels", build)
 
 
 def nearest_nics(topology: Topology, gpu: int | str | Device) -> tuple[Device, ...]:
