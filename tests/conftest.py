@@ -47,6 +47,20 @@ if kernel.available():
 _warming: list[subprocess.Popen] = []
 
 
+def _children_find_the_package() -> None:
+    """Tests start ``python -m linkscope`` in child processes. CI installs the package, so the children import the
+    installed copy (and a file missing from the wheel shows). A checkout run with the package importable only
+    through pytest's ``pythonpath`` (pyproject) left the children without it: the tests that start them failed
+    with "No module named linkscope". Then, and only then, the checkout's src/ goes on the children's PYTHONPATH."""
+    found = subprocess.run([sys.executable, "-c", "import linkscope"], capture_output=True, cwd="/").returncode == 0
+    if not found:
+        paths = [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+
+
+_children_find_the_package()
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's own renaming, which works with pytest < 9.2
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):

@@ -206,24 +206,33 @@ def test_sim_eager_launch_changes_small_sizes_only(tmp_path, capsys):
 
 
 def test_bench_nccl_asks_the_model_once_for_the_whole_sweep(tmp_path, capsys, monkeypatch):
-    """The simulated run's predictions are one table asked of the model before the sweep (keyed by
-    nccl-tests' size S over the ranks), joined to each record by size: no per-row call back into the model."""
+    """The simulated run's predictions are one table asked of the model once, after the sweep (keyed by
+    nccl-tests' size S over the ranks), joined to the complete record by size: no per-row call back into the
+    model, and the model is the last thing an op reaches (issue 38)."""
+    from linkscope.comm import nccl as cn
     from linkscope.model import collectives as mc
 
     asked: list[tuple] = []
     tables: list[dict] = []
-    real = mc.predict_sweep
+    order: list[str] = []
+    real, real_run = mc.predict_sweep, cn.run_nccl
 
     def counted(model, op, gpus, sizes, ranks):
+        order.append("model")
         asked.append((op, tuple(gpus), tuple(sizes), ranks))
         tables.append(real(model, op, gpus, sizes, ranks))
         return tables[-1]
 
+    def sweep(*args, **kwargs):
+        order.append("sweep")
+        return real_run(*args, **kwargs)
+
     monkeypatch.setattr(mc, "predict_sweep", counted)
+    monkeypatch.setattr(cn, "run_nccl", sweep)
     out = tmp_path / "rs.json"
     assert main(["bench", "nccl", "--backend", "sim", "--preset", "hgx-h200-4", "--gpus", "0,1,2", "--op",
                  "reduce_scatter", "--sizes", "8,100,1MiB", "--iters", "2", "--warmup", "0", "--json", str(out)]) == 0
-    assert asked == [("reduce_scatter", (0, 1, 2), (8, 100, 1 << 20), 3)]
+    assert asked == [("reduce_scatter", (0, 1, 2), (8, 100, 1 << 20), 3)] and order == ["sweep", "model"]
     record = load(out)
     assert [m.size_bytes for m in record.measurements] == [0, 96, 1048572]  # S: whole elements per rank
     assert all(m.extra["prediction"] == tables[0][m.size_bytes] for m in record.measurements)

@@ -212,13 +212,15 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
             model = getattr(backend, "graph_model", model)
         ranks = nccl_ranks(job, peers)
-        # simulated: the model's choice at every size, asked once for the sweep; each record joins it by size
+        # simulated: the model's choice at every size, asked once, when the sweep is over (the walk of an op from
+        # bench nccl reaches the model last, issue 38); the complete record joins it by size. A partial record
+        # (a checkpoint, an interrupted run) has the measured rows without the tuner's choice per size.
         predictions: dict[int, Any] = {}
-        if model is not None and ranks >= 1:
-            predictions = predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks)
         printed: list[int] = []
 
         def to_record(result: Any, complete: bool) -> Any:
+            if complete and not predictions and model is not None and ranks >= 1:
+                predictions.update(predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks))
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
         def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes
