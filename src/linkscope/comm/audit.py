@@ -113,8 +113,8 @@ class LauncherResult:
 
 
 STDERR_TAIL_LINES = 20
-UNKNOWN_GPU = "unknown"  # how a rank's GPU was found when nothing told
 """Lines of the launcher's stderr kept for the report (it is shown live as well)."""
+UNKNOWN_GPU = "unknown"  # how a rank's GPU was found when nothing told
 STOP_GRACE_S = 5.0
 """Seconds the launcher's process group gets between SIGTERM and SIGKILL (mpirun forwards SIGTERM to
 its ranks and waits for them; a few seconds lets it, and a launcher that ignores SIGTERM gets KILL)."""

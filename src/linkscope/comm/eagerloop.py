@@ -35,7 +35,7 @@ from typing import Any
 from ..cbuild import build_library, find_c_compiler
 from ..collectives import library_call
 from ..errors import BackendUnavailable, MeasurementError, UserError
-from .nccl_backend import library_error
+from .nccl_backend import library_error, library_name
 
 LIBRARY_NAME = "libls_eagerloop.so"
 NATIVE, PYTHON = "native", "python"
@@ -164,8 +164,8 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
         raise UserError(f"{CHOICE_ENV}={choice!r} is not a launch loop", hint=f"use {NATIVE} (the default) or {PYTHON}")
     if choice == PYTHON:
         return None, f"{CHOICE_ENV}={PYTHON} asked for it"
-    library = getattr(backend, "library", "NCCL")
-    forms = {name: _call_of(name, library if isinstance(library, str) else "NCCL") for name, _ in calls}
+    library = library_name(backend)
+    forms = {name: _call_of(name, library) for name, _ in calls}
     unknown = sorted(name for name, form in forms.items() if form is None)
     if unknown:
         return None, f"no native form for {', '.join(unknown)}"

@@ -54,7 +54,7 @@ from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..units import format_size
 from .eagerloop import eager_loop
 from .launch import Job, agree, require
-from .nccl_backend import Peer, moves_data
+from .nccl_backend import Peer, library_name, moves_data
 
 POISON = -7.0
 UNCHECKED_IN_PLACE = tuple(op.name for op in OP_TABLE.values() if op.in_place == "undefined")
@@ -199,8 +199,7 @@ def fused_call(backend: Any, op: str) -> LibraryCall | None:
     it and the twin keep the exchanges). nccl-tests 2.19.6 makes the same choice (alltoall.cu:317-333)."""
     spec = OP_TABLE[op]
     has = getattr(backend, "has_function", None)
-    library = getattr(backend, "library", "NCCL")
-    call = spec.fused_call(library if isinstance(library, str) else "NCCL") if spec.nccl is None else None
+    call = spec.fused_call(library_name(backend)) if spec.nccl is None else None
     return call if call is not None and has is not None and has(call.function) else None
 
 

@@ -119,6 +119,13 @@ def _nccl_library() -> Any | None:
         return None
 
 
+def library_name(backend: Any) -> str:
+    """The collective library a backend's calls go to (``NCCL``, or ``RCCL`` on ROCm: ``CupyNccl.library``);
+    NCCL for a backend that does not say (the simulated one, test doubles)."""
+    library = getattr(backend, "library", "NCCL")
+    return library if isinstance(library, str) else "NCCL"
+
+
 #: ctypes type of each argument name of a ``LibraryCall`` (nccl.h: pointers, size_t counts, int enums and ranks).
 _CTYPE_OF_ARG = {"send": "c_void_p", "recv": "c_void_p", "buffer": "c_void_p", "count": "c_size_t",
                  "dtype": "c_int", "redop": "c_int", "root": "c_int", "peer": "c_int", "stream": "c_void_p"}

@@ -339,8 +339,7 @@ def run_stencil(
     require(job, iters >= 1 and runs >= 1 and warmup >= 0 and comm_sets >= 1,
             "iterations, runs and communicator sets must be >= 1")
     slow = {frozenset(p) for p in slow_pairs}
-    samples_of: dict[tuple[str, int], list[float]] = {}  # (mapping, size) -> every run, set after set
-    sets_of: dict[tuple[str, int], int] = {}
+    samples_of: dict[tuple[str, int], list[float]] = {}  # (mapping, size) -> every run, set after set (runs a set)
     wrong_of: dict[tuple[str, int], int | None] = {}
     bytes_of: dict[int, int] = {}
     warmed: dict[str, list[int]] = {}
@@ -351,7 +350,7 @@ def run_stencil(
             mean = float(np.mean(samples))
             std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
             rows.append(StencilRow(name, size, mean, std, tuple(samples), bytes_of[size], wrong_of[(name, size)],
-                                   sets_of[(name, size)]))
+                                   len(samples) // runs))
         out_notes = [f"mapping {name} warmed with {', '.join(map(str, counts))} exchanges of {format_size(max(sizes))} "
                      f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''} each time) before "
                      f"it was timed on each of its {len(counts)} communicator set{'s' if len(counts) > 1 else ''}"
@@ -395,7 +394,6 @@ def run_stencil(
                         wrong = job.comm.allreduce(wrong)
                     key = (name, size)
                     samples_of.setdefault(key, []).extend(samples)
-                    sets_of[key] = sets_of.get(key, 0) + 1
                     before = wrong_of.get(key)
                     wrong_of[key] = wrong if before is None else before + (wrong or 0)
                     bytes_of[size] = sum(m.count for m in msgs) * 4
@@ -404,8 +402,9 @@ def run_stencil(
                         if checkpoint:
                             checkpoint(result_so_far())
                         if progress:
-                            progress(f"stencil {name} {format_size(size)} (communicator set {sets_of[key]}): "
-                                     f"{np.mean(samples):.1f} ± {np.std(samples):.1f} us")
+                            progress(f"stencil {name} {format_size(size)} (communicator set "
+                                     f"{len(samples_of[key]) // runs}): {np.mean(samples):.1f} ± "
+                                     f"{np.std(samples, ddof=1) if len(samples) > 1 else 0.0:.1f} us")
             finally:
                 backend.destroy(peers)
     except KeyboardInterrupt as exc:
