@@ -7,6 +7,10 @@
 #   cuda_mpi                                     the CUDA-aware Open MPI + OSU 5.3 unpacked from .cache27 (never built
 #                                                here): sets osu (the OSU binaries) and run2 (mpirun -n 2 with
 #                                                LOCAL_RANK per rank, as OSU picks its GPU); false without it
+#   nccl_tests_env                               LD_LIBRARY_PATH and NCCL_HOME for the image's NCCL wheel (nccl-tests
+#                                                link against it, as linkscope's CuPy does)
+#   build_nccl_tests                             nccl-tests from .anchors in the background, plain (-g N: $B) and MPI
+#                                                (mpirun -n N -g 1: $M); wait_nccl_tests waits for both
 #   device_end NAME                              $r/NAME.log and $out/NAME.tar.gz (the whole $r)
 device_begin() {
   name=$1; budget=${BUDGET_S:-$2}; shift 2
@@ -34,6 +38,22 @@ cuda_mpi() {
     'exec mpirun -n 2 --bind-to none bash -c '"'"'export LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec "$@"'"'"' run2 "$@"' > "$run2"
   chmod +x "$run2"
 }
+nccl_tests_env() {
+  NCCL_HOME=$(python3 -c 'import importlib.util as u; print(list(u.find_spec("nvidia.nccl").submodule_search_locations)[0])')
+  [ -e "$NCCL_HOME/lib/libnccl.so" ] || ln -sf libnccl.so.2 "$NCCL_HOME/lib/libnccl.so"
+  export NCCL_HOME LD_LIBRARY_PATH=$NCCL_HOME/lib:${LD_LIBRARY_PATH:-}
+}
+build_nccl_tests() {
+  nccl_tests_env
+  local cuda=${CUDA_HOME:-/usr/local/cuda} gen=-gencode=arch=compute_90,code=sm_90
+  B=/tmp/bnt/build M=/tmp/nt-mpi/build
+  mkdir -p /tmp/bnt /tmp/nt-mpi && cp -r .anchors/src/nccl-tests/. /tmp/bnt/ && cp -r .anchors/src/nccl-tests/. /tmp/nt-mpi/
+  step build-nccl-tests.log 150 make -C /tmp/bnt -j8 CUDA_HOME=$cuda NCCL_HOME=$NCCL_HOME NVCC_GENCODE=$gen &
+  nt_pid=$!
+  step build-nccl-tests-mpi.log 150 make -C /tmp/nt-mpi -j8 MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi CUDA_HOME=$cuda NCCL_HOME=$NCCL_HOME NVCC_GENCODE=$gen &
+  nt_mpi_pid=$!
+}
+wait_nccl_tests() { wait "$nt_pid" "$nt_mpi_pid"; }
 device_end() {
   cp "$r/$1.log" "$out/" 2>/dev/null
   tar -C /tmp -czf "$out/$1.tar.gz" "$1"
