@@ -69,6 +69,19 @@ def test_real_stencil_with_emulated_pair():
 @pytest.mark.nccl
 @pytest.mark.multi_gpu
 @pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
+def test_real_stencil_in_cuda_graphs():
+    from linkscope.comm.nccl_backend import CupyNccl
+    from linkscope.comm.stencil import run_stencil
+
+    be = CupyNccl()
+    result = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 1), {"default": (0, 1)},
+                         sizes=[4096, 1 << 20], iters=20, runs=2, graph_iters=10)
+    assert all(r.graph and r.wrong == 0 and r.mean_us > 0 for r in result.rows), result.notes
+
+
+@pytest.mark.nccl
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(_gpus() < 2, reason="2 GPUs required")
 @pytest.mark.parametrize("op", OPS)
 def test_real_nccl_ops_in_place(op):
     from linkscope.comm.nccl import UNCHECKED_IN_PLACE, make_peers, run_nccl

@@ -162,3 +162,39 @@ def test_identical_mappings_on_communicators_of_different_modes_read_alike_over_
     assert abs(two.gains("auto")[0][1]) < 1e-9
     assert "gain ≈ 0" in textformats.stencil_text(stencil_record(two, {}, {}))
     assert any("timed on 2 sets of communicators" in n for n in two.notes)
+
+
+def test_graphs_take_the_launch_out_of_the_exchange_time_and_the_rows_say_so():
+    """--cuda-graph: each size's exchange captured into graphs and launched as such (the twin, like NCCL, times a
+    captured exchange without a host launch per exchange); eager stays the default of run_stencil."""
+    be = sim_backend(4)
+    same = {"default": (0, 1, 2, 3), "auto": (3, 2, 1, 0)}
+    eager = _run(be, (2, 2), same, periodic=True)
+    graphed = _run(be, (2, 2), same, periodic=True, graph_iters=5)
+    assert not any(r.graph for r in eager.rows) and all(r.graph for r in graphed.rows)
+    small = {r.mapping: r.mean_us for r in graphed.rows if r.size_bytes == 1024}
+    small_eager = {r.mapping: r.mean_us for r in eager.rows if r.size_bytes == 1024}
+    assert small["default"] < small_eager["default"]  # no host launch per exchange
+    assert all(r.wrong == 0 for r in graphed.rows)
+    rec = stencil_record(graphed, {}, {"cuda_graph": 5})
+    assert all(m.extra["cuda_graph"] is True for m in rec.measurements)
+    assert "# launches: CUDA graphs of 5 exchanges" in textformats.stencil_text(rec)
+
+
+def test_emulated_slow_pairs_are_launched_eagerly_for_every_mapping_and_say_why():
+    be = sim_backend(4)
+    result = _run(be, (2, 2), {"default": (0, 1, 2, 3), "auto": (1, 0, 3, 2)}, slow=((0, 1),), graph_iters=5)
+    assert not any(r.graph for r in result.rows)
+    assert any("launched eagerly" in n for n in result.notes)
+    assert "# launches: eager" in textformats.stencil_text(stencil_record(result, {}, {"cuda_graph": 5}))
+
+
+def test_a_capture_that_fails_falls_back_to_eager_launches_with_the_reason():
+    be = sim_backend(4)
+
+    def broken(peers, body):
+        raise RuntimeError("capture not permitted")
+    be.capture = broken
+    result = _run(be, (2, 2), {"default": (0, 1, 2, 3)}, graph_iters=5)
+    assert not any(r.graph for r in result.rows) and all(r.wrong == 0 for r in result.rows)
+    assert any("capture not permitted" in n for n in result.notes)

@@ -79,6 +79,13 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(parse_sizes(text))
 
 
+def _cuda_graph_option(what: str, tail: str) -> Any:
+    """``--cuda-graph N`` of bench nccl and bench stencil: N of ``what`` captured per CUDA graph (default 20)."""
+    return typer.Option(20, "--cuda-graph", min=0, max=MAX_REPS,
+                        help=f"Capture this many {what} per CUDA graph at every size, so the times are NCCL's, not"
+                             f" Python launches{tail}")
+
+
 _PRESET = preset_option("Topology preset (simulated backend; stencil --mapping auto).")
 _FROM = from_option(FROM_HELP + " (simulated backend; --mapping auto)")
 _SYNTHETIC = synthetic_option("Synthetic topology, e.g. nvswitch:4 (simulated backend; --mapping auto).")
@@ -134,10 +141,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, max=MAX_REPS, help="Untimed operations per size (nccl-tests -w)."),
         runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
-        cuda_graph: int = typer.Option(20, "--cuda-graph", min=0, max=MAX_REPS,
-                                       help="Capture this many operations per CUDA graph at every size, so the times are NCCL's, not"
-                                            " Python launches (nccl-tests -G N: compare with it); 0: launch each operation"
-                                            " from Python (compare with nccl-tests without -G)."),
+        cuda_graph: int = _cuda_graph_option("operations", " (nccl-tests -G N: compare with it); 0: launch each operation"
+                                                           " from Python (compare with nccl-tests without -G)."),
         backend: str = typer.Option("auto", "--backend", help=_BACKEND_HELP),
         preset: str | None = _PRESET,
         from_file: Path | None = _FROM,
@@ -186,6 +191,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         comm_sets: int | None = typer.Option(None, "--comm-sets", min=1, max=MAX_RUNS,
                                              help="Sets of NCCL communicators each mapping is timed on, interleaved "
                                                   "(default 3)."),
+        cuda_graph: int = _cuda_graph_option("exchanges", "; 0: launch each exchange from Python. With "
+                                                          "--emulate-slow-pairs every exchange is launched eagerly."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to use (default all)."),
         emulate_slow_pairs: str | None = typer.Option(None, "--emulate-slow-pairs",
                                                       help="GPU pairs staged through host memory, e.g. 0-1,2-3 (labelled emulated)."),
@@ -208,7 +215,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
             raise UserError(f"--dims {dims} is not valid", hint="valid choices: 2, 3")
         opts = bench.StencilOptions(dims, periodic, weighted, mapping, grid, _sizes(sizes), iters, warmup, runs,
                                     parse_gpu_tuple(gpus), parse_slow_pairs(emulate_slow_pairs), backend, not no_verify,
-                                    comm_sets)
+                                    comm_sets, cuda_graph)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
         topology = choice.lazy(allow_fallback=True)
         inputs = {"--from": from_file, "--mapping": mapping if Path(mapping).is_file() else None}

@@ -262,6 +262,7 @@ class StencilOptions:
     backend: str
     verify: bool
     comm_sets: int | None = None  # None: comm.stencil.COMM_SETS
+    cuda_graph: int = 0  # exchanges per CUDA graph (0: eager launches)
 
 
 def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[], Any] | None,
@@ -300,7 +301,7 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
         options = {"dims": opts.dims, "periodic": opts.periodic, "weighted": opts.weighted, "mapping": opts.mapping,
                    "grid": list(grid), "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "gpus": devs, "emulate_slow_pairs": [list(p) for p in opts.slow_pairs],
-                   "backend": opts.backend, "comm_sets": comm_sets}
+                   "backend": opts.backend, "comm_sets": comm_sets, "cuda_graph": opts.cuda_graph}
         total = len(opts.sizes) * len(mappings) * comm_sets
 
         def to_record(result: Any, complete: bool) -> Any:
@@ -312,7 +313,7 @@ def bench_stencil(session: Session, opts: StencilOptions, topology: Callable[[],
             job, backend, stencil_peers(job, backend, devs), grid, mappings, periodic=opts.periodic,
             weighted=opts.weighted, sizes=list(opts.sizes), iters=opts.iters, warmup=opts.warmup, runs=opts.runs,
             verify=opts.verify, slow_pairs=opts.slow_pairs, mapping_info=info, progress=session.progress,
-            checkpoint=on_step, stop=stop, comm_sets=comm_sets), output, session.checkpoint, job.echo)
+            checkpoint=on_step, stop=stop, comm_sets=comm_sets, graph_iters=opts.cuda_graph), output, session.checkpoint, job.echo)
 
     return _bcast_code(job, inner)
 

@@ -272,6 +272,14 @@ def check(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Lay
 MIN_GRAPH_LAUNCHES = 10
 
 
+def graph_launches(iters: int, per_launch: int) -> int:
+    """Launches per timed run: ``iters`` operations, ``per_launch`` to a launch (at least one launch); a captured
+    graph (``per_launch`` > 1) is launched at least ``MIN_GRAPH_LAUNCHES`` times, as nccl-tests -G 10 -n 20 times 10
+    launches of a 20-op graph."""
+    launches = max(1, iters // per_launch)
+    return max(launches, MIN_GRAPH_LAUNCHES) if per_launch > 1 else launches
+
+
 def time_op(backend: Any, peers: Sequence[Peer], launch: Callable[[], None], iters: int,
             repeat: Callable[[int], None] | None = None) -> float:
     """Seconds per operation: events around ``iters`` launches on every peer's stream (max over peers).
@@ -362,14 +370,11 @@ def run_nccl(
                 launch_us = float(np.median(enqueue_s)) * 1e6 if enqueue_s and not backend.simulated else None
                 launch, per_launch, graph_used = launch_one, 1, False
                 if use_graph:
-                    graph_used, launch, per_launch = _try_graph(job, backend, peers, launch_one, graph_iters, notes)
+                    graph_used, launch, per_launch = try_graph(job, backend, peers, launch_one, graph_iters, notes)
                 times = []
                 for _ in range(runs):
                     job.comm.Barrier()
-                    launches = max(1, iters // per_launch)
-                    if graph_used:  # nccl-tests -G 10 -n 20 times 10 launches of a 20-op graph
-                        launches = max(launches, MIN_GRAPH_LAUNCHES)
-                    t = time_op(backend, peers, launch, launches,
+                    t = time_op(backend, peers, launch, graph_launches(iters, per_launch),
                                 None if graph_used or native is None else native.run) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
@@ -400,8 +405,11 @@ def run_nccl(
     return result_so_far()
 
 
-def _try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,
-               notes: list[str]) -> tuple[bool, Callable[[], None], int]:
+def try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,
+              notes: list[str]) -> tuple[bool, Callable[[], None], int]:
+    """``graph_iters`` calls of ``launch_one`` captured as one CUDA graph per peer (agreed over the job's ranks):
+    (True, a launch of the graphs, graph_iters); where a rank's capture fails, the reason goes to ``notes`` and
+    (False, launch_one, 1): eager launches."""
     ok, graphs, error = True, None, ""
     try:
         def body() -> None:

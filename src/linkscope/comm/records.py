@@ -123,7 +123,7 @@ def stencil_record(result: StencilResult, context: Mapping[str, Any], options: M
                               scope="total", verified=_verified(r.wrong),
                               extra={"mapping": r.mapping, "gpu_of_rank": list(result.gpu_of_rank[r.mapping]),
                                      "emulated": bool(result.emulated_slow_pairs), "runs": len(r.runs_us),
-                                     "comm_sets": r.sets,
+                                     "comm_sets": r.sets, "cuda_graph": r.graph,
                                      "wrong": r.wrong}))
     rel = max((r.stddev_us / r.mean_us for r in result.rows if r.mean_us > 0), default=0.0)
     extra = {"stencil": {

@@ -4,14 +4,15 @@ One NCCL rank per GPU on a process grid (ranks row-major, last dimension fastest
 ``MPI_Cart_create`` numbers them). The halos are ``linkscope.traffic.synthetic.stencil``'s traffic
 matrix: each exchange every rank sends one message to each neighbour carrying its halos to that
 neighbour, and receives one from it, all as one NCCL group of ``ncclSend``/``ncclRecv`` (the way halo codes on NCCL do it).
-Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges
-between CUDA events, ``runs`` times (4), on each of ``comm_sets`` sets of communicators (3), and the
-mean and standard deviation of the time per exchange over all of them are reported. The sets are made
-one after another, the mappings interleaved (default, auto, default, auto, ...): NCCL's time for a small
-operation is fixed when its communicators are made (``COMM_SETS``), so one set per mapping reads that
-draw as a gain or a loss. Every mapping is warmed alike before it is timed: its exchange at the largest size
-runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the
-first-timed mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
+Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``iters`` exchanges between CUDA events
+(``bench stencil`` captures them as CUDA graphs of ``--cuda-graph`` exchanges, 20 by default, so a small halo's time
+is NCCL's and the links', not Python's launch of 2 x neighbours calls per GPU), ``runs`` times (4), on each of
+``comm_sets`` sets of communicators (3), and the mean and standard deviation of the time per exchange over all of them
+are reported. The sets are made one after another, the mappings interleaved (default, auto, default, auto, ...):
+NCCL's time for a small operation is fixed when its communicators are made (``COMM_SETS``), so one set per mapping
+reads that draw as a gain or a loss. Every mapping is warmed alike before it is timed: its exchange at the largest
+size runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the first-timed
+mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
 
 Mappings: ``default`` puts rank r on the r-th GPU; ``auto`` asks ``linkscope.mapping`` for the
@@ -41,7 +42,7 @@ from ..measure.sweep import StopSignal, boundaries, interrupted
 from ..traffic.synthetic import balanced_grid, stencil
 from ..units import format_size
 from .launch import Job, agree, require
-from .nccl import time_op
+from .nccl import graph_launches, time_op, try_graph
 from .nccl_backend import Peer, moves_data
 
 DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
@@ -201,6 +202,7 @@ class StencilRow:
     exchange_bytes: int
     wrong: int | None
     sets: int = 1
+    graph: bool = False  # timed as launches of CUDA graphs of exchanges (False: each exchange launched eagerly)
 
 
 @dataclass(frozen=True)
@@ -320,10 +322,16 @@ def run_stencil(
     checkpoint: Callable[[StencilResult], None] | None = None,
     stop: StopSignal | None = None,
     comm_sets: int = COMM_SETS,
+    graph_iters: int = 0,
 ) -> StencilResult | None:
     """Time the halo exchange under each mapping (``default`` first), on ``comm_sets`` sets of communicators
     each (the mappings interleaved: ``COMM_SETS``). ``make_peers(device_of_rank)`` creates the NCCL peers this
     process drives for that placement (and is torn down after).
+
+    ``graph_iters`` > 0: each size's exchange is captured ``graph_iters`` times into a CUDA graph per GPU and the
+    graphs are launched (``nccl.graph_launches``), so the time is the fabric's and NCCL's, not the host's launches
+    (as ``bench nccl --cuda-graph``). Emulated slow pairs stage through host buffers between the GPUs' streams,
+    which a per-GPU capture cannot hold: with them every mapping is launched eagerly, and the run says so.
 
     ``checkpoint`` is called on rank 0 after every finished (mapping, size) with the result so
     far; ``stop`` is checked collectively before each one (an agreed stop or a KeyboardInterrupt
@@ -339,6 +347,12 @@ def run_stencil(
     require(job, iters >= 1 and runs >= 1 and warmup >= 0 and comm_sets >= 1,
             "iterations, runs and communicator sets must be >= 1")
     slow = {frozenset(p) for p in slow_pairs}
+    graph_notes: list[str] = []
+    if graph_iters and slow_pairs:
+        graph_notes.append("emulated slow pairs stage through host memory between the GPUs' streams, which CUDA graphs "
+                           "captured per GPU cannot hold: every mapping launched eagerly")
+        graph_iters = 0
+    graph_of: dict[tuple[str, int], bool] = {}
     samples_of: dict[tuple[str, int], list[float]] = {}  # (mapping, size) -> every run, set after set (runs a set)
     wrong_of: dict[tuple[str, int], int | None] = {}
     bytes_of: dict[int, int] = {}
@@ -350,7 +364,7 @@ def run_stencil(
             mean = float(np.mean(samples))
             std = float(np.std(samples, ddof=1)) if len(samples) > 1 else 0.0
             rows.append(StencilRow(name, size, mean, std, tuple(samples), bytes_of[size], wrong_of[(name, size)],
-                                   len(samples) // runs))
+                                   len(samples) // runs, graph_of[(name, size)]))
         out_notes = [f"mapping {name} warmed with {', '.join(map(str, counts))} exchanges of {format_size(max(sizes))} "
                      f"(>= {MAPPING_WARMUP_S * 1e3:.0f} ms{' simulated' if backend.simulated else ''} each time) before "
                      f"it was timed on each of its {len(counts)} communicator set{'s' if len(counts) > 1 else ''}"
@@ -358,6 +372,10 @@ def run_stencil(
         if comm_sets > 1:
             out_notes.append(f"each mapping timed on {comm_sets} sets of communicators, made in turn with the mappings "
                              "interleaved: NCCL's time for small operations is fixed when a set is made")
+        out_notes.extend(dict.fromkeys(graph_notes))
+        if len({g for g in graph_of.values()}) > 1:
+            out_notes.append("rows differ in launch mode (CUDA graphs where capture worked, eager elsewhere): "
+                             "compare mappings only at sizes launched alike")
         if len(mappings) > 1 and all(mappings["default"] == m for m in mappings.values()):
             out_notes.append("the chosen mapping equals the default: gain is 0 by construction")
         return StencilResult(tuple(grid), periodic, weighted, dict(mappings), tuple(rows), tuple(slow_pairs),
@@ -382,10 +400,14 @@ def run_stencil(
                     ex = _Exchange(backend, peers, msgs, device_of_rank, slow)
                     for _ in range(warmup):
                         ex.launch()
+                    launch, per_launch, graph_used = ex.launch, 1, False
+                    if graph_iters:
+                        graph_used, launch, per_launch = try_graph(job, backend, peers, ex.launch, graph_iters,
+                                                                   graph_notes)
                     samples = []
                     for _ in range(runs):
                         job.comm.Barrier()
-                        t = time_op(backend, peers, ex.launch, iters)
+                        t = time_op(backend, peers, launch, graph_launches(iters, per_launch)) / per_launch
                         if job.size > 1:
                             t = max(job.comm.allgather(t))
                         samples.append(t * 1e6)
@@ -393,11 +415,12 @@ def run_stencil(
                     if wrong is not None and job.size > 1:
                         wrong = job.comm.allreduce(wrong)
                     key = (name, size)
+                    graph_of[key] = graph_of.get(key, graph_used) and graph_used
                     samples_of.setdefault(key, []).extend(samples)
                     before = wrong_of.get(key)
                     wrong_of[key] = wrong if before is None else before + (wrong or 0)
                     bytes_of[size] = sum(m.count for m in msgs) * 4
-                    del ex
+                    del ex, launch
                     if job.rank == 0:
                         if checkpoint:
                             checkpoint(result_so_far())

@@ -346,6 +346,11 @@ def stencil_text(record: RunRecord) -> str:
     lines = [f"# linkscope stencil: grid {'x'.join(map(str, info.get('grid', [])))}"
              f"{' periodic' if info.get('periodic') else ''}{' weighted' if info.get('weighted') else ''}{label}"
              + (" (SIMULATED)" if record.provenance.value == "simulated" else "")]
+    graphed = {bool(m.extra.get("cuda_graph")) for m in record.measurements}
+    if graphed:
+        lines.append("# launches: " + ("CUDA graphs of " + str(record.options.get("cuda_graph")) + " exchanges"
+                                      if graphed == {True} else "eager (each exchange from Python)"
+                                      if graphed == {False} else "mixed (see notes)"))
     for name, g in (info.get("gpu_of_rank") or {}).items():
         lines.append(f"# mapping {name}: gpu_of_rank {list(g)}")
     lines.append(f"#{'halo (B)':>11} {'mapping':>10} {'time (us)':>11} {'stddev':>8} {'runs':>5} {'#wrong':>7}")
