@@ -211,9 +211,14 @@ def prepared(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: 
     Why: an eager launch is timed as it is issued. Cutting CuPy views and reading ``.data.ptr`` at every
     launch cost 1-3 us a call; a 2-GPU alltoall (4 sends, 4 receives) took 35 us eager from Python
     where nccl-tests took 18 (2 x H200, docs/runs/h200x2-2026-11-28)."""
+    return bound_group(backend, calls(backend, op, peers, bufs, lay, nranks))
+
+
+def bound_group(backend: Any, group_calls: Sequence[tuple[str, tuple]]) -> Callable[[], None]:
+    """``group_calls`` (as ``calls`` gives them) as one NCCL group, each call bound once by the backend's ``bind``
+    (its library function and plain arguments) where it has one: ``prepared`` and the stencil's exchange."""
     bind = getattr(backend, "bind", None)
-    bound = [bind(name, args) if bind is not None else unbound(backend, name, args)
-             for name, args in calls(backend, op, peers, bufs, lay, nranks)]
+    bound = [bind(name, args) if bind is not None else unbound(backend, name, args) for name, args in group_calls]
     start, end = backend.group_start, backend.group_end
 
     def launch() -> None:
