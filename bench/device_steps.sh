@@ -7,10 +7,15 @@
 #   cuda_mpi                                     the CUDA-aware Open MPI + OSU 5.3 unpacked from .cache27 (never built
 #                                                here): sets osu (the OSU binaries) and run2 (mpirun -n 2 with
 #                                                LOCAL_RANK per rank, as OSU picks its GPU); false without it
+#   device_hello                                 the carried wheels (.whl) onto PYTHONPATH, and one line: date, GPUs,
+#                                                commit, CPU count
 #   nccl_tests_env                               LD_LIBRARY_PATH and NCCL_HOME for the image's NCCL wheel (nccl-tests
 #                                                link against it, as linkscope's CuPy does)
 #   build_nccl_tests                             nccl-tests from .anchors in the background, plain (-g N: $B) and MPI
 #                                                (mpirun -n N -g 1: $M); wait_nccl_tests waits for both
+#   nccl_tests_bin OP                            nccl-tests' program of a bench nccl op (allreduce -> all_reduce_perf)
+#   paired ROUND FIRST SECOND                    two commands (functions) back to back, their order swapped every
+#                                                other round (the paired design of docs/benchmarks.md)
 #   device_end NAME                              $r/NAME.log and $out/NAME.tar.gz (the whole $r)
 device_begin() {
   name=$1; budget=${BUDGET_S:-$2}; shift 2
@@ -19,6 +24,11 @@ device_begin() {
   for sub in "$@"; do mkdir -p "$r/$sub"; done
   export PYTHONPATH=$PWD/src NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+}
+device_hello() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PWD/src:/tmp/site
+  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c) $(git log -1 --format=%h 2>/dev/null) nproc=$(nproc)"
 }
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 step() {
@@ -53,6 +63,11 @@ build_nccl_tests() {
   step build-nccl-tests-mpi.log 150 make -C /tmp/nt-mpi -j8 MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi CUDA_HOME=$cuda NCCL_HOME=$NCCL_HOME NVCC_GENCODE=$gen &
   nt_mpi_pid=$!
 }
+nccl_tests_bin() {
+  case $1 in allreduce) echo all_reduce_perf;; allgather) echo all_gather_perf;; reduce_scatter) echo reduce_scatter_perf;;
+    *) echo "$1_perf";; esac
+}
+paired() { if [ $(( $1 % 2 )) = 1 ]; then $2; $3; else $3; $2; fi; }
 wait_nccl_tests() { wait "$nt_pid" "$nt_mpi_pid"; }
 device_end() {
   cp "$r/$1.log" "$out/" 2>/dev/null
