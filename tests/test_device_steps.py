@@ -37,3 +37,17 @@ device_end {name}
         assert f"{name}/sub/hello.txt" in tar.getnames()
     assert (tmp_path / "out" / f"{name}.log").read_text() == "done\n"
     subprocess.run(["rm", "-rf", str(Path("/tmp") / name)], check=True)
+
+
+def test_nccl_tests_program_names_and_paired_order():
+    script = """
+source bench/device_steps.sh
+for op in allreduce allgather reduce_scatter alltoall sendrecv; do nccl_tests_bin $op; done
+a() { echo A; }; b() { echo B; }
+paired 1 a b; paired 2 a b
+"""
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=30,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
+                                   "sendrecv_perf", "A", "B", "B", "A"]

@@ -52,7 +52,7 @@ from .. import platforms
 from ..errors import UserError
 from ..model.nics import choice_in_environment, choose_from, parse_nic_spec
 from ..patterns.methods import CE
-from ..procwait import wait_in_slices
+from ..procwait import signals_held, wait_in_slices
 from ..report.topology_view import format_cpu_list
 from ..topology import query
 from ..topology.model import Device, DeviceKind, Topology
@@ -184,15 +184,18 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
         raise UserError(f"command not found: {argv[0]}")
     check_timeout(timeout_s)
     tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
-    try:
-        proc = subprocess.Popen(argv, env=dict(environ), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
-    except OSError as exc:
-        raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, tail), daemon=True)
-    pump.start()
+    proc: subprocess.Popen | None = None
+    pump: threading.Thread | None = None
     timed_out = False
     try:
+        with signals_held():  # a signal in the launcher's first moments is raised here, with the handle kept
+            try:
+                proc = subprocess.Popen(argv, env=dict(environ), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, tail), daemon=True)
+        pump.start()
         try:
             status = wait_in_slices(proc, timeout_s)
         except subprocess.TimeoutExpired:
@@ -200,10 +203,12 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
             end_process_group(proc, grace_s)
             status = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     except BaseException:  # Ctrl-C, SIGTERM (cli.signals), anything: no rank survives linkscope
-        end_process_group(proc, grace_s)
+        if proc is not None:
+            end_process_group(proc, grace_s)
         raise
     finally:
-        pump.join(timeout=grace_s)
+        if pump is not None:
+            pump.join(timeout=grace_s)
     result = LauncherResult(status, tuple(tail), timed_out)
     if timed_out:
         raise UserError(f"the launcher did not finish within {timeout_s:g} s; its process group was ended: "

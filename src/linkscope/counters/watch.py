@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import platforms
 from ..errors import UserError
-from ..procwait import wait_in_slices
+from ..procwait import signals_held, wait_in_slices
 from . import linkerrors
 from .nvml import CounterSource, GpuInfo, check_gpu_indices
 from .sampler import FABRIC, PCIE, RX, TX, CounterKey, GpuPlan, Sampler, plan_gpu
@@ -304,16 +304,20 @@ def run_watch(
     exit_code: int | None = None
     notes: list[str] = []
     sampler.start()
+    proc = None
     try:
         try:
-            proc = popen(list(options.command))
-        except FileNotFoundError:
-            raise CommandNotFound(f"command not found: {options.command[0]}") from None
-        except PermissionError:
-            raise CommandNotFound(f"command is not executable: {options.command[0]}", exit_code=126) from None
-        try:
+            with signals_held():  # a signal in the command's first moments is raised below, with the handle kept
+                try:
+                    proc = popen(list(options.command))
+                except FileNotFoundError:
+                    raise CommandNotFound(f"command not found: {options.command[0]}") from None
+                except PermissionError:
+                    raise CommandNotFound(f"command is not executable: {options.command[0]}", exit_code=126) from None
             exit_code = wait_in_slices(proc)  # in slices: a signal reaches the handler, whatever thread got it
         except KeyboardInterrupt:
+            if proc is None:
+                raise
             interrupted = True
             try:  # the child got the same SIGINT (same process group); give it a moment, then stop it
                 exit_code = proc.wait(timeout=5)
