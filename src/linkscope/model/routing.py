@@ -33,6 +33,7 @@ from .nics import NicSpec, choose_from, select_nics
 _NET = KIND_CODE[LinkKind.NETWORK.value]
 _SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
 _NIC = NODE_KIND_CODE[DeviceKind.NIC.value]
+_FORCED_PAIRS_CHECKED = 1 << 16  # nodes_alike: switch pairs whose paths it walks (rails x rails in practice)
 
 
 def check_connected(topology: Topology, device_id: str, degree: int | None = None) -> None:
@@ -154,6 +155,45 @@ class Router:
         lengths = np.fromiter((p.size for p in paths), dtype=np.int64, count=len(paths))
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         return indptr, (np.concatenate(paths) if paths else np.empty(0, dtype=np.int64))
+
+    def nodes_alike(self, comps: list[int]) -> str | None:
+        """None when this router routes the nodes ``comps`` (component numbers of ``query.node_labels``) alike,
+        position by position, so that any permutation of them maps every route onto a route; else why not.
+        Alike: one NIC per GPU chosen nearest on the node's structure, every node of one structure (the
+        routes inside a node and the NIC choice are answered on it), and a forced path between nodes: every NIC
+        hangs on one switch and between any two such switches every hop has one candidate, so no equal-cost
+        choice depends on a NIC's rank in the cluster (``_network_path``). That the nodes' network links reach
+        the same switches is the caller's to check (``model.symmetry``)."""
+        hier = self._hier
+        if hier is None:
+            return "no network: one node"
+        if self.nic_spec.rule != "nearest":
+            return f"NIC choice {self.nic_spec.text!r} is not 'nearest'"
+        first = hier._structure(comps[0])
+        if any(hier._structure(c) is not first for c in comps[1:]):
+            return "the nodes differ in structure (devices or links)"
+        attach: set[int] = set()
+        chosen = set(comps)
+        for nic in np.nonzero(self.graph.node_kind == _NIC)[0].tolist():
+            if int(hier.comp_of[nic]) not in chosen:
+                continue
+            switches = [v for v in hier.net_neighbours.get(nic, []) if self.graph.node_kind[v] == _SWITCH]
+            if len(switches) > 1 or len(hier.net_neighbours.get(nic, [])) != len(switches):
+                return f"NIC {self.graph.node_ids[nic]!r} has several network links or a link to a non-switch"
+            attach.update(switches)
+        if len(attach) ** 2 > _FORCED_PAIRS_CHECKED:
+            return f"{len(attach)} switches carry NICs: too many pairs to prove forced paths between them"
+        for a in attach:
+            for b in attach:
+                here, target = int(hier.sw_pos[a]), int(hier.sw_pos[b])
+                if not np.isfinite(hier._hop_distance(np.array([here]), np.array([target]))[0]):
+                    return "the network is disconnected"
+                while here != target:
+                    hops = hier._hops_towards(here, target)
+                    if hops.size != 1:
+                        return "equal-cost network paths (the choice among them depends on the NIC's rank)"
+                    here = int(hops[0])
+        return None
 
     def local_cpu(self, gpu: Device) -> Device:
         """The CPU (host memory) nearest a GPU: same NUMA node, else nearest by route."""
