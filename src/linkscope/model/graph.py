@@ -20,8 +20,9 @@ Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then devi
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ class FabricGraph:
 
     topology: Topology
     node_ids: tuple[str, ...]
-    node_index: dict[str, int]
+    node_index: Mapping[str, int]
     node_kind: np.ndarray
     edge_src: np.ndarray
     edge_dst: np.ndarray
@@ -70,7 +71,7 @@ class FabricGraph:
     def from_topology(cls, topology: Topology) -> FabricGraph:
         cols = topology.columns()
         node_ids = tuple(d.id for d in topology.devices) if len(cols.index) != len(topology.devices) else tuple(cols.index)
-        node_index = dict(cols.index)
+        node_index = cols.index
         node_kind = _DEVICE_KIND_TO_NODE[cols.device_kind]
         a, b = cols.link_a, cols.link_b
         per_link_raw = cols.link_count * cols.link_gb_per_s
@@ -80,7 +81,7 @@ class FabricGraph:
         dst = np.column_stack([b, a]).ravel()
         raw, kind, lat = (np.repeat(x, 2) for x in (per_link_raw, per_link_kind, cols.link_latency_us))
         cpus = tuple(node_ids[i] for i in np.nonzero(cols.device_kind == _CPU_POSITION)[0].tolist())
-        gpus = tuple(g.id for g in topology.gpus)
+        gpus = tuple(map(attrgetter("id"), topology.gpus))
         return cls(topology, node_ids, node_index, node_kind, src, dst, raw, kind, lat, cpus, gpus)
 
     # ---- sizes and resource indices ----------------------------------------------------------
@@ -108,7 +109,7 @@ class FabricGraph:
     @property
     def gpu_nodes(self) -> np.ndarray:
         """Node index of each GPU, in GPU index order (``gpu_ids``)."""
-        return self._cached("_gpu_nodes", lambda: np.fromiter((self.node_index[g] for g in self.gpu_ids), dtype=np.int64,
+        return self._cached("_gpu_nodes", lambda: np.fromiter(map(self.node_index.__getitem__, self.gpu_ids), dtype=np.int64,
                                                               count=len(self.gpu_ids)))
 
     # ---- edges -----------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ class Provenance(str, Enum):
     SYNTHETIC = "synthetic"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Device:
     """One device of the node. Fields that do not apply to a kind stay None.
 
@@ -139,7 +139,7 @@ class Device:
         return self.id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Link:
     """An undirected physical connection; capacity is per direction.
 
