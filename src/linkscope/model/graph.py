@@ -207,8 +207,8 @@ class FabricGraph:
     def capacities(self, params: ModelParams) -> np.ndarray:
         """Effective capacity (GB/s) of every resource: edges, host memories, device memories."""
         edges = self.edge_raw_gb_per_s * self.edge_efficiency(params)
-        by_id = self.topology.by_id
-        host = [by_id[c].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
+        devices, index = self.topology.devices, self.node_index
+        host = [devices[index[c]].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
         dev = []
         fallback = float(params["device_memory_bw_gb_per_s"])
         use_facts = params.is_default("device_memory_bw_gb_per_s")
