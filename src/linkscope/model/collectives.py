@@ -966,6 +966,8 @@ class CollectiveModel:
         if symmetry is None:
             return None
         r = np.asarray(ranks, dtype=np.int64)
+        if not r.size or r.min() < 0 or r.max() >= symmetry.node_of_gpu.size:
+            return None
         node, local = symmetry.node_of_gpu[r], symmetry.local_of_gpu[r]
         other = np.nonzero(node != node[0])[0]
         if not other.size or r.size % int(other[0]):
