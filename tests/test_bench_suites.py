@@ -127,3 +127,9 @@ def test_model_scale_judges_build_growth_on_the_rows_above_the_noise_floor():
     assert noisy["met"] and abs(noisy["growth_exponent"] - 1.0) < 1e-9
     assert not growth(_builds({4096: 0.001, 8192: 0.002}))["met"]
     assert not growth([])["met"]
+    # the CPU seconds' slope is reported beside the judged one, never judged
+    rows = _builds({4096: 0.1, 8192: 0.4, 16384: 1.6, 32768: 3.2})
+    for row, cpu in zip(rows, (0.1, 0.2, 0.4, 0.8)):
+        row["result"]["model_best_cpu_s"] = cpu
+    both = growth(rows)
+    assert not both["met"] and abs(both["cpu_growth_exponent"] - 1.0) < 1e-9 and "not judged" in both["measured"]

@@ -259,3 +259,22 @@ def test_the_count_column_is_the_library_calls_count_as_nccl_tests_prints_it(op,
     from linkscope.collectives import OP_TABLE, layout
 
     assert OP_TABLE[op].reported_count(layout(op, 2048, 2)) == count
+
+
+@pytest.mark.parametrize("op", [op.name for op in coll.TABLE if op.grouped])
+def test_shift_invariant_ops_send_the_same_offsets_from_every_rank(op):
+    """``peer_offsets`` (rank 0's sends as offsets) is every rank's exchange, shifted, where an operation says it
+    is shift-invariant; a rooted one (gather: only the root receives) must not say so."""
+    spec = coll.OP_TABLE[op]
+    shifted_everywhere = True
+    for n in range(1, 10):
+        lay = coll.layout(op, 1 << 20, n)
+        offsets = sorted((peer % n, count) for peer, _, count in spec.exchanges(0, n, lay)[0])
+        for rank in range(n):
+            mine = sorted(((peer - rank) % n, count) for peer, _, count in spec.exchanges(rank, n, lay)[0])
+            shifted_everywhere &= mine == offsets
+        if spec.shift_invariant:
+            assert spec.peer_offsets(n, lay) == offsets
+        else:
+            assert spec.peer_offsets(n, lay) is None
+    assert spec.shift_invariant == shifted_everywhere

@@ -201,6 +201,9 @@ class CollectiveOp:
         compute: what the library computes from every rank's send buffer (NumPy; the simulated
             backend's data path); None for grouped send/recv (the sends carry the data).
         exchanges: the grouped send/recv of one rank (None for library calls).
+        shift_invariant: every rank sends to the same peer offsets (peer - rank mod n) with the same counts
+            (alltoall, sendrecv; not a rooted operation), so rank 0's exchanges describe every rank's
+            (``peer_offsets``; tests/test_collective_descriptor.py checks it on every rank of small groups).
         fused_nccl, fused_rccl: one library call that does the grouped exchanges, used where the loaded library
             has its symbol (as nccl-tests does: alltoall); the exchanges stay the operation's definition (the
             simulated backend and the twin read them) and the fallback.
@@ -239,6 +242,7 @@ class CollectiveOp:
     program: str = ""
     tool_redop: str = "none"
     tool_root: int = -1
+    shift_invariant: bool = False
 
     # -- sizes -------------------------------------------------------------------------------------------
     def busbw_factor(self, ranks: int) -> float:
@@ -282,6 +286,13 @@ class CollectiveOp:
         """Grouped send/recv operations: (peer, element offset, count) of this rank's sends and receives
         (nccl-tests' alltoall, sendrecv, gather and scatter); empty for library calls."""
         return self.exchanges_of(rank, n, lay, root) if self.exchanges_of is not None else ([], [])
+
+    def peer_offsets(self, n: int, lay: Layout) -> list[tuple[int, int]] | None:
+        """(peer offset, count) of every rank's sends, in offset order, where the operation is
+        ``shift_invariant`` (rank r sends count elements to rank (r + offset) mod n); None otherwise."""
+        if not self.shift_invariant:
+            return None
+        return sorted((peer % n, count) for peer, _, count in self.exchanges(0, n, lay)[0])
 
     # -- the twin ------------------------------------------------------------------------------------
     @property
@@ -330,10 +341,12 @@ TABLE: tuple[CollectiveOp, ...] = (
                  redop="sum", root=0, nccl=_REDUCE, rccl=_REDUCE, compute=_np_reduce, nccl_func="reduce",
                  pattern="chain", phases=("reduce",), program="reduce", tool_redop="sum", tool_root=0),
     CollectiveOp("alltoall", "exchange", "chunks", "undefined", _ref_alltoall, aliases=("all_to_all",),
-                 exchanges_of=_ex_alltoall, fused_nccl=_ALLTOALL_NCCL, fused_rccl=_ALLTOALL_RCCL, program="alltoall"),
+                 exchanges_of=_ex_alltoall, fused_nccl=_ALLTOALL_NCCL, fused_rccl=_ALLTOALL_RCCL, program="alltoall",
+                 shift_invariant=True),
     CollectiveOp("sendrecv", "whole", "one", "undefined",
                  lambda xp, r, n, lay, root: check_values(xp, (r - 1) % n, 0, lay.recv_count),
-                 aliases=("send_recv",), exchanges_of=_ex_sendrecv, program="sendrecv", tool_redop="sum"),
+                 aliases=("send_recv",), exchanges_of=_ex_sendrecv, program="sendrecv", tool_redop="sum",
+                 shift_invariant=True),
     CollectiveOp("gather", "gather", "chunks", "recv_slot",
                  lambda xp, r, n, lay, root: _ref_allgather(xp, r, n, lay, root) if r == root else None,
                  root=0, exchanges_of=_ex_gather, program="gather", tool_root=0),

@@ -1,6 +1,8 @@
 """The cluster-scale structures of the model (issue 41) give the answers of the direct searches they replace."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
@@ -186,7 +188,7 @@ def test_one_stage_arrays_leave_other_transfers_to_stages():
     assert model.one_stage_arrays([0], [99], ["sm-push"]) is None
     denied = synthetic_topology("cluster:dgx-h100:2")
     denied = Topology(name=denied.name, devices=tuple(
-        Device(**{**d.__dict__, "attributes": {**(d.attributes or {}), "p2p": False}}) if d.is_gpu and d.index == 3 else d
+        dataclasses.replace(d, attributes={**(d.attributes or {}), "p2p": False}) if d.is_gpu and d.index == 3 else d
         for d in denied.devices), links=denied.links)
     assert FabricModel(denied).one_stage_arrays([0, 3], [3, 0], ["sm-push", "sm-push"]) is None
 

@@ -91,7 +91,7 @@ def estimate_collective_bytes(topology: Topology, ranks: int, buffer_bytes: int)
 def check_model_budget(topology: Topology, extra_bytes: int = 0, what: str = "") -> None:
     """Refuse a fabric model (and ``extra_bytes`` of work on it) that would not fit the budget: the
     one guard every simulated command and every prediction passes (``FabricModel`` calls it)."""
-    gpus = sum(1 for d in topology.devices if d.kind == DeviceKind.GPU)
+    gpus = int((topology.columns().device_kind == list(DeviceKind).index(DeviceKind.GPU)).sum())
     check_budget(estimate_model_bytes(topology) + extra_bytes,
                  what or f"the fabric model of {topology.name} ({gpus:,} GPUs, {len(topology.devices):,} devices)",
                  hint="simulate a smaller fabric (fewer nodes of a fat tree)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy.sparse import csc_matrix
 
 from ..collectives import (  # noqa: F401 - re-exported: the model's callers read the descriptor through it
     OP_TABLE,
@@ -37,6 +38,7 @@ from .contention import FlowProblem, simulate
 from .fits import Context, fits_report
 from .params import generation_key, recording
 from .predict import FabricModel
+from .symmetry import NodeSymmetry, node_symmetry
 
 # ---- predicted time: NCCL's algorithms and protocols on the fabric model ------------------------------
 TRANSPORT_METHOD = SM_PUSH.key
@@ -55,6 +57,7 @@ _SKELETONS_KEPT = 8  # problems kept per model (a collective's options reuse a h
 _COMPILED_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which the exact simulation runs compiled
 _ARRAYS_FROM_FLOWS = 4096  # flows_time_s: distinct flows from which one-stage problems are built as arrays
 ALGORITHMS = nt.ALGOS + ("p2p", "local")
+_ELEMENT_BYTES = 4  # bytes per element of ``layout``'s counts (its default dtype, nccl-tests' float)
 PAYLOAD_FRACTION = {"LL": 0.5, "LL128": nt.LL128_DATA_FRACTION, "Simple": 1.0}
 """Data carried per byte on the wire: LL sends 8 B of data with 8 B of flags in each 16 B line (device.h,
 ``union ncclLLFifoLine``); LL128 15 of every 16 8-byte elements (device.h:105-107); Simple only data."""
@@ -263,13 +266,21 @@ class CollectiveModel:
             return 0.0
         per_flow = np.broadcast_to(np.asarray(cap_gb_per_s, dtype=float), (len(flows),))
         classes, counts = _flow_classes(flows, per_flow)
+        return self._classes_time_s(classes, counts, reduce=reduce, method=method, wire=wire)
+
+    def _classes_time_s(self, classes: list[tuple[int, int, float, float]], counts: list[int], *, reduce: bool = False,
+                        method: str | None = None, wire: float = 1.0,
+                        fold: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+        """``flows_time_s`` of distinct flows (src, dst, bytes, cap), each standing for ``counts`` identical ones.
+        ``fold``: (canonical resource, weight scale) of ``NodeSymmetry.fold``: each flow stands for its orbit
+        under a permutation of the nodes, the problem's rows folded onto the canonical resources."""
         hows = [method if method is not None and src != dst else self.method(src, dst) for src, dst, _, _ in classes]
         sizes = [float(nbytes) * (wire if src != dst else 1.0) / (self.reduce_efficiency if reduce else 1.0)
                  for src, dst, nbytes, _ in classes]
         # the same pairs again (another protocol, the reducing and the copying steps of one ring): the routes,
         # caps and latencies of single-stage methods do not depend on the bytes, only the bytes change
         key = tuple(zip([(a, b) for a, b, _, _ in classes], hows, counts)) \
-            if all(h in _SIZE_FREE_METHODS for h in hows) else None
+            if fold is None and all(h in _SIZE_FREE_METHODS for h in hows) else None
         known = self._skeletons.get(key) if key is not None else None
         if known is None:
             found = self._one_stage_problem(classes, hows, sizes, counts) if len(classes) >= _ARRAYS_FROM_FLOWS else None
@@ -295,6 +306,12 @@ class CollectiveModel:
         else:
             problem, overhead = known
             problem = replace(problem, stage_bytes=np.array([float(round(x)) for x in sizes]))
+        if fold is not None:  # rows onto their orbits' canonical resources, weighted by what the orbit carries
+            canon, scale = fold
+            A = problem.A
+            folded = csc_matrix((A.data * scale[A.indices], canon[A.indices], A.indptr), shape=A.shape)
+            folded.sum_duplicates()
+            problem = replace(problem, A=folded, capacity_gb_per_s=self.fabric._capacity_for(folded))
         first = problem.flow_first
         latency = problem.stage_latency_s.copy()
         latency[first] = np.maximum(latency[first] - overhead, 0.0)
@@ -797,11 +814,16 @@ class CollectiveModel:
         out = []
         for r in range(n):
             for peer, _, count in OP_TABLE[op].exchanges(r, n, lay, root)[0]:
-                out.append((r, peer, float(count * 4)))
+                out.append((r, peer, float(count * _ELEMENT_BYTES)))
         return out
 
     def _p2p(self, op: str, ranks: list[int], size_bytes: int, system: nt.NcclSystem | None) -> AlgorithmPrediction:
-        plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
+        offsets = OP_TABLE[op].peer_offsets(len(ranks), layout(op, size_bytes, len(ranks)))
+        # a shift-invariant exchange over whole interchangeable nodes by classes of flows (no per-pair state: a
+        # 1,024-node alltoall has 67 million sends), else every send
+        plan = self.p2p_shifted([(d, float(count * _ELEMENT_BYTES)) for d, count in offsets], ranks) if offsets else None
+        if plan is None:
+            plan = self.p2p(self.p2p_flows(op, ranks, size_bytes), ranks)
         return self._prediction("p2p", op, len(ranks), size_bytes, plan.device_us, plan.waves, plan.protocol,
                                 plan.channels, channel_tasks=plan.channel_tasks)
 
@@ -852,12 +874,8 @@ class CollectiveModel:
             busy.setdefault((a, "send"), {}).setdefault(epoch, set()).update(used)
             busy.setdefault((b, "recv"), {}).setdefault(epoch, set()).update(used)
             members.append((a, b, nbytes, plan, delta, used))
+        per_channel, registered = self._p2p_rates(system, ranks)
         total_s = 0.0
-        if system.n_nodes == 1:
-            per_channel = self._p2p_channel_gb_per_s(system)
-        else:
-            per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
-        registered = self.registers(None, "p2p", "Simple", ranks)
         for _, members in waves:
             works: dict[tuple[int, int], set[int]] = {}  # (rank, channel) -> rounds in its batch: one work each
             for a, b, _, _, delta, used in members:
@@ -880,32 +898,172 @@ class CollectiveModel:
             for a, b, *_ in members:
                 if a != b:
                     peers_of.setdefault(a, set()).add(b)
-            fanout = self.fabric.params["nccl_p2p_fanout_efficiency"] if any(len(v) > 1 for v in peers_of.values()) else 1.0
+            fanout = any(len(v) > 1 for v in peers_of.values())
             for (proto, channels, chunk), entries in groups.items():
                 flows = [f for f, _ in entries]
-                wire = 1.0 / PAYLOAD_FRACTION[proto] / fanout
-                rate = per_channel * (0.5 if proto == "LL" else 1.0)
-                if registered and proto == "Simple":
-                    rate *= self.fabric.params["nccl_p2p_registered_channel_factor"]
-                t = self.flows_time_s(flows, cap_gb_per_s=[worth * rate * wire for _, worth in entries], wire=wire)
-                # pipeline fill: one chunk per channel before the receiver drains it; registered (CUDA graph),
-                # a send writes the receiver's buffer in one chunk of NCCL_MAX_NET_SIZE with no FIFO between
-                # (sendrecv.h:18-20 useLargeChunk, enqueue.cc:883-884 recvAddr = the registered address)
-                if proto == "Simple" and not registered:
-                    remote = [nbytes for a, b, nbytes in flows if a != b]
-                    if remote:
-                        t += min(float(chunk), max(remote) / channels) / (rate * 1e9)
-                slowest = max(slowest, t)
+                remote = [nbytes for a, b, nbytes in flows if a != b]
+
+                def timed(rate: float, wire: float, flows: list[Flow] = flows, entries: list = entries) -> float:
+                    return self.flows_time_s(flows, cap_gb_per_s=[worth * rate * wire for _, worth in entries], wire=wire)
+
+                slowest = max(slowest, self._p2p_group_s(proto, channels, chunk, max(remote, default=None), per_channel,
+                                                         registered, fanout, timed))
             total_s += slowest  # groups of one wave run at once; the slowest ends it (contention across groups ignored)
+        remote_simple = registered and any(plan.protocol == "Simple" and a != b for _, members in waves
+                                           for a, b, _, plan, _, _ in members)
+        tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
+        return self._p2p_time(system, n, len(waves), protocols, max_channels, total_s, remote_simple, tasks)
+
+    def _p2p_rates(self, system: nt.NcclSystem, ranks: list[int]) -> tuple[float, bool]:
+        """(GB/s of one p2p channel, whether the sends are registered) of a grouped send/recv over ``ranks``."""
+        if system.n_nodes == 1:
+            per_channel = self._p2p_channel_gb_per_s(system)
+        else:
+            per_channel = float(nt.P2P_PER_CHANNEL_NET_BW)
+        return per_channel, self.registers(None, "p2p", "Simple", ranks)
+
+    def _p2p_group_s(self, proto: str, channels: int, chunk: int, remote_max: float | None, per_channel: float,
+                     registered: bool, fanout: bool, timed: Any) -> float:
+        """Seconds of one group of a wave's sends (one protocol, channels and chunk): ``timed(rate, wire)``
+        simulates its flows at a channel's wire rate, plus the pipeline fill of its largest send to another
+        GPU (``remote_max``; None: none)."""
+        wire = 1.0 / PAYLOAD_FRACTION[proto] / (self.fabric.params["nccl_p2p_fanout_efficiency"] if fanout else 1.0)
+        rate = per_channel * (0.5 if proto == "LL" else 1.0)
+        if registered and proto == "Simple":
+            rate *= self.fabric.params["nccl_p2p_registered_channel_factor"]
+        t = float(timed(rate, wire))
+        # pipeline fill: one chunk per channel before the receiver drains it; registered (CUDA graph),
+        # a send writes the receiver's buffer in one chunk of NCCL_MAX_NET_SIZE with no FIFO between
+        # (sendrecv.h:18-20 useLargeChunk, enqueue.cc:883-884 recvAddr = the registered address)
+        if proto == "Simple" and not registered and remote_max is not None:
+            t += min(float(chunk), remote_max / channels) / (rate * 1e9)
+        return t
+
+    def _p2p_time(self, system: nt.NcclSystem, n: int, waves: int, protocols: set[str], max_channels: int,
+                  total_s: float, remote_simple_registered: bool, tasks: int) -> P2pTime:
+        """A grouped send/recv's ``P2pTime`` from its waves' data time: NCCL's per-round latency per wave, the
+        launch floor, and a registered send's fixed cost."""
         proto = "LL" if protocols == {"LL"} else "Simple"
         hw = nt.HW_LATENCY_US[system.intra_hw if system.n_nodes == 1 else nt.HW_NET][nt.RING][nt.PROTOS.index(proto)]
-        device_us = self.launch_us + hw * len(waves) + total_s * 1e6
-        if registered and any(plan.protocol == "Simple" and a != b for _, members in waves
-                              for a, b, _, plan, _, _ in members):
+        device_us = self.launch_us + hw * waves + total_s * 1e6
+        if remote_simple_registered:
             # a registered send to another GPU (a copy to itself is not registered, enqueue.cc:874-888 !selfSend)
             device_us += self.fabric.params["nccl_p2p_registered_fixed_us"]
-        tasks = max((sum(c for (r, _), c in rounds.items() if r == rank) for rank in range(n)), default=1)
-        return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), len(waves), proto, max_channels, device_us, tasks)
+        return P2pTime(self.launched_us(device_us, tasks, n, p2p=True), waves, proto, max_channels, device_us, tasks)
+
+    # ---- grouped send/recv by classes of flows (a cluster of interchangeable nodes) -----------------------
+    def _node_symmetry(self) -> NodeSymmetry | None:
+        if not hasattr(self, "_symmetry"):
+            self._symmetry = node_symmetry(self.fabric)
+        return self._symmetry[0]
+
+    def rank_blocks(self, ranks: Sequence[int]) -> tuple[int, list[int]] | None:
+        """(ranks per node, the nodes in rank order) where the ranks take whole blocks of interchangeable nodes
+        (``model.symmetry``): ``G`` consecutive ranks per node, each block on another node, the same GPUs of
+        each node in the same order, at least two nodes; so shifting the ranks by ``G`` is a permutation of the
+        nodes (cyclic over those used), an automorphism of the model. None otherwise."""
+        symmetry = self._node_symmetry()
+        if symmetry is None:
+            return None
+        r = np.asarray(ranks, dtype=np.int64)
+        if not r.size or r.min() < 0 or r.max() >= symmetry.node_of_gpu.size:
+            return None
+        node, local = symmetry.node_of_gpu[r], symmetry.local_of_gpu[r]
+        other = np.nonzero(node != node[0])[0]
+        if not other.size or r.size % int(other[0]):
+            return None
+        g = int(other[0])
+        nodes, places = node.reshape(-1, g), local.reshape(-1, g)
+        if not (nodes == nodes[:, :1]).all() or np.unique(nodes[:, 0]).size != nodes.shape[0] \
+                or not (places == places[:1]).all():
+            return None
+        return g, nodes[:, 0].tolist()
+
+    def p2p_shifted(self, offsets: Sequence[tuple[int, float]], ranks: Sequence[int]) -> P2pTime | None:
+        """``p2p`` of the sends where rank r sends ``bytes`` to rank (r + offset) mod n for every (offset, bytes),
+        timed by classes of flows instead of every pair, with the same answer (tests/model/test_p2p_classes.py
+        compares the two), or None where that is not proven exact: the offsets repeat, NCCL's tuner does not
+        describe the ranks, or they do not take whole blocks of interchangeable nodes (``rank_blocks``).
+
+        Why the same: ``p2p`` places sends in order of (round = offset, rank) into the first wave whose batches
+        do not clash. Every rank sends once and receives once per round, and each send of a round touches only
+        its own sender's and receiver's channels, so by induction every send of a round sees the same channels
+        busy and lands in the same wave (computed here on one rank, with bit masks of the channels). The works
+        per channel, a send's warp share and the fan-out then depend on the round alone. A wave's flows
+        (rank a -> a + offset) are orbits of the node permutation that shifts the ranks by one node: one class per
+        (rank of the first node, offset), its max-min problem folded onto the resources' orbits
+        (``NodeSymmetry.fold``). Two classes' problems whose first node's GPUs, far GPU's place, whether the far
+        GPU is in the same node, bytes and caps agree are the same problem (any permutation of the nodes that fixes
+        the first is an automorphism too), so each is simulated once."""
+        ranks = [int(x) for x in ranks]
+        n = len(ranks)
+        offsets = [(int(d) % max(n, 1), float(b)) for d, b in offsets]
+        if n < 2 or not offsets or len({d for d, _ in offsets}) != len(offsets):
+            return None
+        system = self.nccl_system(ranks)
+        blocks = self.rank_blocks(ranks) if system is not None else None
+        if system is None or blocks is None:
+            return None
+        symmetry = self._node_symmetry()
+        assert symmetry is not None  # rank_blocks found it
+        g, cycle = blocks
+        offsets.sort()
+        plans = [nt.p2p_plan(system, int(b), self_send=d == 0) for d, b in offsets]
+        used = [sorted(nt.p2p_round_channels(system, d, p.channels)) for (d, _), p in zip(offsets, plans)]
+        words = max(1, -(-max(max(u, default=0) + 1 for u in used) // 64))
+        masks = np.zeros((len(offsets), words), dtype=np.uint64)
+        for k, chans in enumerate(used):
+            for c in chans:
+                masks[k, c // 64] |= np.uint64(1) << np.uint64(c % 64)
+        full = np.zeros_like(masks)  # per wave: the channels its rounds use, on a rank's sends (its receives alike)
+        before = np.zeros_like(masks)  # per wave: those of rounds of earlier epochs (the ones a round may clash with)
+        wave_of = np.empty(len(offsets), dtype=np.int64)
+        n_waves, epoch_now = 0, -1
+        for k, (d, _) in enumerate(offsets):
+            epoch = d // nt.MAX_DEV_WORK_P2P_PER_BATCH
+            if epoch != epoch_now:  # rounds arrive in order: every round already placed is of an earlier epoch now
+                before[:n_waves] = full[:n_waves]
+                epoch_now = epoch
+            free = ~(before[:n_waves] & masks[k]).any(axis=1)
+            w = int(np.argmax(free)) if free.any() else n_waves
+            n_waves = max(n_waves, w + 1)
+            full[w] |= masks[k]
+            wave_of[k] = w
+        per_channel, registered = self._p2p_rates(system, ranks)
+        fold = symmetry.fold(cycle)
+        local = symmetry.local_of_gpu
+        known: dict[tuple, float] = {}
+        total_s = 0.0
+        for w in range(n_waves):
+            members = np.nonzero(wave_of == w)[0].tolist()
+            works = np.zeros(words * 64, dtype=np.int64)
+            for k in members:
+                works[used[k]] += 1
+            worth = {k: sum(nt.p2p_send_warp_share(int(works[c])) for c in used[k]) for k in members}
+            fanout = sum(1 for k in members if offsets[k][0] != 0) > 1
+            groups: dict[tuple[str, int, int], list[int]] = {}
+            for k in members:
+                groups.setdefault((plans[k].protocol, plans[k].channels, plans[k].chunk_bytes), []).append(k)
+            slowest = 0.0
+            for (proto, channels, chunk), ks in groups.items():
+                remote = [offsets[k][1] for k in ks if offsets[k][0] != 0]
+
+                def timed(rate: float, wire: float, ks: list[int] = ks, worth: dict[int, float] = worth) -> float:
+                    sends = [(a, (a + offsets[k][0]) % n, offsets[k][1], worth[k] * rate * wire) for k in ks for a in range(g)]
+                    classes = [(ranks[a], ranks[b], nbytes, cap) for a, b, nbytes, cap in sends]
+                    # the problem up to a permutation of the nodes that fixes the first (docstring)
+                    key = (wire, tuple((int(local[ranks[a]]), int(local[ranks[b]]), b < g, nbytes, cap)
+                                       for a, b, nbytes, cap in sends))
+                    if key not in known:
+                        known[key] = self._classes_time_s(classes, [1] * len(classes), wire=wire, fold=fold)
+                    return known[key]
+
+                slowest = max(slowest, self._p2p_group_s(proto, channels, chunk, max(remote, default=None), per_channel,
+                                                         registered, fanout, timed))
+            total_s += slowest
+        remote_simple = registered and any(p.protocol == "Simple" and d != 0 for (d, _), p in zip(offsets, plans))
+        return self._p2p_time(system, n, n_waves, {p.protocol for p in plans}, max(p.channels for p in plans), total_s,
+                              remote_simple, sum(p.channels for p in plans))
 
 
 def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_bytes: Sequence[int], ranks: int) -> dict[int, dict]:

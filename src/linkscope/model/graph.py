@@ -20,19 +20,24 @@ Resource indices: edges ``[0, 2L)``, then host memories (one per CPU), then devi
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from ..topology.gpufacts import facts_of_device
-from ..topology.model import DeviceKind, Link, LinkKind, Topology, cached_on
+from ..topology.gpufacts import GpuFacts, facts_of_device, gpu_facts
+from ..topology.model import Device, DeviceKind, Link, LinkKind, Topology, cached_on
 from .params import LINK_KINDS, ModelParams
 
 KIND_CODE = {kind: i for i, kind in enumerate(LINK_KINDS)}
 NODE_KINDS = tuple(k.value for k in DeviceKind)
 NODE_KIND_CODE = {kind: i for i, kind in enumerate(NODE_KINDS)}
+# from the topology's columns (positions in the enums) to the codes here
+_DEVICE_KIND_TO_NODE = np.array([NODE_KIND_CODE[k.value] for k in DeviceKind], dtype=np.int8)
+_LINK_KIND_TO_CODE = np.array([KIND_CODE[k.value] for k in LinkKind], dtype=np.int8)
+_CPU_POSITION = list(DeviceKind).index(DeviceKind.CPU)
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +57,7 @@ class FabricGraph:
 
     topology: Topology
     node_ids: tuple[str, ...]
-    node_index: dict[str, int]
+    node_index: Mapping[str, int]
     node_kind: np.ndarray
     edge_src: np.ndarray
     edge_dst: np.ndarray
@@ -64,24 +69,19 @@ class FabricGraph:
 
     @classmethod
     def from_topology(cls, topology: Topology) -> FabricGraph:
-        node_ids = tuple(d.id for d in topology.devices)
-        node_index = {d: i for i, d in enumerate(node_ids)}
-        node_kind = np.array([NODE_KIND_CODE[d.kind.value] for d in topology.devices], dtype=np.int8)
-        links = topology.links
-        n_links = len(links)
-        a = np.fromiter((node_index[link.a] for link in links), dtype=np.int64, count=n_links)
-        b = np.fromiter((node_index[link.b] for link in links), dtype=np.int64, count=n_links)
-        per_link_raw = np.fromiter((link.count * link.link_gb_per_s for link in links), dtype=float, count=n_links)
-        code = {k: KIND_CODE[k.value] for k in LinkKind}
-        per_link_kind = np.fromiter((code[link.kind] for link in links), dtype=np.int8, count=n_links)
-        per_link_lat = np.fromiter((np.nan if link.latency_us is None else link.latency_us for link in links),
-                                   dtype=float, count=n_links)
+        cols = topology.columns()
+        node_ids = tuple(d.id for d in topology.devices) if len(cols.index) != len(topology.devices) else tuple(cols.index)
+        node_index = cols.index
+        node_kind = _DEVICE_KIND_TO_NODE[cols.device_kind]
+        a, b = cols.link_a, cols.link_b
+        per_link_raw = cols.link_count * cols.link_gb_per_s
+        per_link_kind = _LINK_KIND_TO_CODE[cols.link_kind]
         # edge 2i runs a -> b, edge 2i + 1 back
         src = np.column_stack([a, b]).ravel()
         dst = np.column_stack([b, a]).ravel()
-        raw, kind, lat = (np.repeat(x, 2) for x in (per_link_raw, per_link_kind, per_link_lat))
-        cpus = tuple(d.id for d in topology.devices if d.kind is DeviceKind.CPU)
-        gpus = tuple(g.id for g in topology.gpus)
+        raw, kind, lat = (np.repeat(x, 2) for x in (per_link_raw, per_link_kind, cols.link_latency_us))
+        cpus = tuple(node_ids[i] for i in np.nonzero(cols.device_kind == _CPU_POSITION)[0].tolist())
+        gpus = tuple(map(attrgetter("id"), topology.gpus))
         return cls(topology, node_ids, node_index, node_kind, src, dst, raw, kind, lat, cpus, gpus)
 
     # ---- sizes and resource indices ----------------------------------------------------------
@@ -109,7 +109,7 @@ class FabricGraph:
     @property
     def gpu_nodes(self) -> np.ndarray:
         """Node index of each GPU, in GPU index order (``gpu_ids``)."""
-        return self._cached("_gpu_nodes", lambda: np.fromiter((self.node_index[g] for g in self.gpu_ids), dtype=np.int64,
+        return self._cached("_gpu_nodes", lambda: np.fromiter(map(self.node_index.__getitem__, self.gpu_ids), dtype=np.int64,
                                                               count=len(self.gpu_ids)))
 
     # ---- edges -----------------------------------------------------------------------------------
@@ -169,53 +169,56 @@ class FabricGraph:
     # ---- capacities -------------------------------------------------------------------------------
     def edge_efficiency(self, params: ModelParams) -> np.ndarray:
         """Efficiency of each directed edge: per link, per generation, per kind (``ModelParams.link_efficiency``)."""
-        memo: dict[tuple[str, str | None], float] = {}
-        out = np.empty(self.n_edges)
-        per_link = any(k.startswith("link_efficiency.link.") for k in params.values)
-        for i, link in enumerate(self.topology.links):
-            if per_link:
-                eff = params.link_efficiency(link.kind.value, link.generation, f"{link.a}|{link.b}")
-            else:
-                key = (link.kind.value, link.generation)
-                cached = memo.get(key)
-                if cached is None:
-                    cached = memo[key] = params.link_efficiency(*key)
-                eff = cached
-            out[2 * i] = out[2 * i + 1] = eff
-        return out
+        if any(k.startswith("link_efficiency.link.") for k in params.values):
+            out = np.empty(self.n_edges)
+            for i, link in enumerate(self.topology.links):
+                out[2 * i] = out[2 * i + 1] = params.link_efficiency(link.kind.value, link.generation, f"{link.a}|{link.b}")
+            return out
+        # one answer per (kind, generation) present, spread over the links by array indexing
+        cols = self.topology.columns()
+        generations = list(dict.fromkeys(cols.link_generation))
+        position = {g: k for k, g in enumerate(generations)}
+        code = np.fromiter(map(position.__getitem__, cols.link_generation), dtype=np.int64, count=len(cols.link_generation))
+        pairs, inverse = np.unique(cols.link_kind.astype(np.int64) * max(1, len(generations)) + code, return_inverse=True)
+        kinds = list(LinkKind)
+        table = np.array([params.link_efficiency(kinds[k // max(1, len(generations))].value, generations[k % max(1, len(generations))])
+                          for k in pairs.tolist()], dtype=float)
+        return np.repeat(table[inverse.reshape(-1)] if table.size else np.empty(0), 2)
 
     def edge_latency(self, params: ModelParams) -> np.ndarray:
         """Latency per directed edge in µs where the link does not say: the set ``hop_latency_us``, else the
         GPU model's NVSwitch hop (facts), else the ``hop_latency_us`` default (module docstring)."""
         default = np.full(self.n_edges, float(params["hop_latency_us"]))
         if params.is_default("hop_latency_us"):
-            by_id = self.topology.by_id
-            for i, link in enumerate(self.topology.links):
-                if link.latency_us is not None or link.kind is not LinkKind.NVLINK:
-                    continue
-                ends = (by_id[link.a], by_id[link.b])
-                if {d.kind for d in ends} != {DeviceKind.GPU, DeviceKind.NVSWITCH}:
-                    continue
-                facts = facts_of_device(ends[0] if ends[0].kind is DeviceKind.GPU else ends[1])
-                hop = facts.nvswitch_hop_latency_us if facts is not None else None
-                if hop is not None:
-                    default[2 * i] = default[2 * i + 1] = hop
+            cols = self.topology.columns()
+            gpu, nvswitch = (list(DeviceKind).index(k) for k in (DeviceKind.GPU, DeviceKind.NVSWITCH))
+            ka, kb = cols.device_kind[cols.link_a], cols.device_kind[cols.link_b]
+            links = np.nonzero(np.isnan(cols.link_latency_us) & (cols.link_kind == list(LinkKind).index(LinkKind.NVLINK))
+                               & (((ka == gpu) & (kb == nvswitch)) | ((ka == nvswitch) & (kb == gpu))))[0]
+            ends = np.where(ka[links] == gpu, cols.link_a[links], cols.link_b[links])
+            facts = _facts_of([self.topology.devices[k] for k in ends.tolist()])
+            hop = np.array([np.nan if f is None or f.nvswitch_hop_latency_us is None else f.nvswitch_hop_latency_us
+                            for f in facts], dtype=float)
+            known = ~np.isnan(hop)
+            default[2 * links[known]] = hop[known]
+            default[2 * links[known] + 1] = hop[known]
         return np.where(np.isnan(self.edge_latency_us), default, self.edge_latency_us)
 
     def capacities(self, params: ModelParams) -> np.ndarray:
         """Effective capacity (GB/s) of every resource: edges, host memories, device memories."""
         edges = self.edge_raw_gb_per_s * self.edge_efficiency(params)
-        by_id = self.topology.by_id
-        host = [by_id[c].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
+        devices, index = self.topology.devices, self.node_index
+        host = [devices[index[c]].memory_bw_gb_per_s or float(params["host_memory_bw_gb_per_s"]) for c in self.cpu_ids]
         dev = []
         fallback = float(params["device_memory_bw_gb_per_s"])
         use_facts = params.is_default("device_memory_bw_gb_per_s")
-        for g in self.gpu_ids:
-            value = by_id[g].attributes.get("memory_bw_gb_per_s") if by_id[g].attributes else None
+        gpus = self.topology.gpus
+        facts_of = _facts_of(gpus) if use_facts else [None] * len(gpus)
+        for g, facts in zip(gpus, facts_of):
+            value = g.attributes.get("memory_bw_gb_per_s") if g.attributes else None
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
                 dev.append(float(value))
                 continue
-            facts = facts_of_device(by_id[g]) if use_facts else None
             copy_gb_per_s = facts.copy_memory_gb_per_s if facts is not None else None
             dev.append(copy_gb_per_s if copy_gb_per_s else fallback)
         return np.concatenate([edges, np.asarray(host, dtype=float), np.asarray(dev, dtype=float)])
@@ -230,3 +233,18 @@ class FabricGraph:
 
     def has_network(self) -> bool:
         return bool(np.any(self.edge_kind == KIND_CODE[LinkKind.NETWORK.value]))
+
+
+def _facts_of(devices: Sequence[Device]) -> list[GpuFacts | None]:
+    """``facts_of_device`` of each device, the product-name look-up (which it tries first) made once per name."""
+    by_name: dict[str | None, GpuFacts | None] = {}
+    out: list[GpuFacts | None] = []
+    for d in devices:
+        if d.kind is not DeviceKind.GPU:
+            out.append(None)
+            continue
+        if d.name not in by_name:
+            by_name[d.name] = gpu_facts(d.name)
+        found = by_name[d.name]
+        out.append(found if found is not None else facts_of_device(d))
+    return out

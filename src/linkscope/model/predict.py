@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
@@ -180,21 +181,7 @@ class FabricModel:
         self.capacity = self.graph.capacities(self.params)
         self.edge_latency_s = self.graph.edge_latency(self.params) * 1e-6
         p = self.params
-        node_log = np.zeros(len(self.graph.node_ids))
-        node_lat = np.zeros(len(self.graph.node_ids))
-        memo: dict[tuple[str, str], tuple[float, float]] = {}
-        for k, dev in enumerate(topology.devices):
-            if dev.kind.value not in _TRANSIT_DEVICE_KINDS:
-                continue
-            specific = bool(dev.attributes) and ("p2p_transit_efficiency" in dev.attributes or "transit_latency_us" in dev.attributes)
-            key = (dev.kind.value, dev.id if specific or self._element_keys else "")
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = p.element_transit(dev)
-            node_log[k] = np.log(found[0])
-            node_lat[k] = found[1] * 1e-6
-        self._node_transit_log = node_log
-        self._node_transit_s = node_lat
+        self._node_transit_log, self._node_transit_s = self._node_transit()
         self._edge_transit_log = np.where(self.graph.edge_kind == KIND_CODE[LinkKind.UPI.value],
                                           np.log(p.transit_efficiency("upi")), 0.0)
         self._gpu_by_index = {g.index: g for g in topology.gpus}
@@ -207,6 +194,31 @@ class FabricModel:
         self._all_peers: bool | None = None
         self._peer_stages: dict[tuple[int, int, str, float], _Stage] = {}
         self._access: dict[tuple[int, int], str | None] = {}  # peer_access answers (the topology is fixed)
+
+    def _node_transit(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per device, the log of the bandwidth factor and the latency (s) a peer copy passing through it gets
+        (``ModelParams.element_transit``): once per kind for the devices whose own attributes and per-element
+        keys say nothing, one by one for the others."""
+        p = self.params
+        devices = self.topology.devices
+        node_log = np.zeros(len(devices))
+        node_lat = np.zeros(len(devices))
+        codes = [NODE_KIND_CODE[k] for k in _TRANSIT_DEVICE_KINDS]
+        transit = np.nonzero(np.isin(self.graph.node_kind, codes))[0].tolist()
+        attributes = map(attrgetter("attributes"), map(devices.__getitem__, transit))
+        specific = [k for k, attrs in zip(transit, attributes)
+                    if self._element_keys or (attrs and ("p2p_transit_efficiency" in attrs or "transit_latency_us" in attrs))]
+        done = np.zeros(len(devices), dtype=bool)
+        for k in specific:
+            factor, latency_us = p.element_transit(devices[k])
+            node_log[k], node_lat[k] = np.log(factor), latency_us * 1e-6
+            done[k] = True
+        for code in codes:
+            rest = np.nonzero((self.graph.node_kind == code) & ~done)[0]
+            if rest.size:
+                factor, latency_us = p.element_transit(devices[int(rest[0])])
+                node_log[rest], node_lat[rest] = np.log(factor), latency_us * 1e-6
+        return node_log, node_lat
 
     def _duplex_efficiency(self) -> np.ndarray:
         """Per directed edge, the share of its capacity it keeps while its reverse carries a flow too:

@@ -33,6 +33,7 @@ from .nics import NicSpec, choose_from, select_nics
 _NET = KIND_CODE[LinkKind.NETWORK.value]
 _SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
 _NIC = NODE_KIND_CODE[DeviceKind.NIC.value]
+_FORCED_PAIRS_CHECKED = 1 << 16  # nodes_alike: switch pairs whose paths it walks (rails x rails in practice)
 
 
 def check_connected(topology: Topology, device_id: str, degree: int | None = None) -> None:
@@ -155,6 +156,45 @@ class Router:
         indptr = np.concatenate([[0], np.cumsum(lengths)])
         return indptr, (np.concatenate(paths) if paths else np.empty(0, dtype=np.int64))
 
+    def nodes_alike(self, comps: list[int]) -> str | None:
+        """None when this router routes the nodes ``comps`` (component numbers of ``query.node_labels``) alike,
+        position by position, so that any permutation of them maps every route onto a route; else why not.
+        Alike: one NIC per GPU chosen nearest on the node's structure, every node of one structure (the
+        routes inside a node and the NIC choice are answered on it), and a forced path between nodes: every NIC
+        hangs on one switch and between any two such switches every hop has one candidate, so no equal-cost
+        choice depends on a NIC's rank in the cluster (``_network_path``). That the nodes' network links reach
+        the same switches is the caller's to check (``model.symmetry``)."""
+        hier = self._hier
+        if hier is None:
+            return "no network: one node"
+        if self.nic_spec.rule != "nearest":
+            return f"NIC choice {self.nic_spec.text!r} is not 'nearest'"
+        first = hier._structure(comps[0])
+        if any(hier._structure(c) is not first for c in comps[1:]):
+            return "the nodes differ in structure (devices or links)"
+        attach: set[int] = set()
+        chosen = set(comps)
+        for nic in np.nonzero(self.graph.node_kind == _NIC)[0].tolist():
+            if int(hier.comp_of[nic]) not in chosen:
+                continue
+            switches = [v for v in hier.net_neighbours(nic) if self.graph.node_kind[v] == _SWITCH]
+            if len(switches) > 1 or len(hier.net_neighbours(nic)) != len(switches):
+                return f"NIC {self.graph.node_ids[nic]!r} has several network links or a link to a non-switch"
+            attach.update(switches)
+        if len(attach) ** 2 > _FORCED_PAIRS_CHECKED:
+            return f"{len(attach)} switches carry NICs: too many pairs to prove forced paths between them"
+        for a in attach:
+            for b in attach:
+                here, target = int(hier.sw_pos[a]), int(hier.sw_pos[b])
+                if not np.isfinite(hier._hop_distance(np.array([here]), np.array([target]))[0]):
+                    return "the network is disconnected"
+                while here != target:
+                    hops = hier._hops_towards(here, target)
+                    if hops.size != 1:
+                        return "equal-cost network paths (the choice among them depends on the NIC's rank)"
+                    here = int(hops[0])
+        return None
+
     def local_cpu(self, gpu: Device) -> Device:
         """The CPU (host memory) nearest a GPU: same NUMA node, else nearest by route."""
         if self._hier is not None:
@@ -206,14 +246,20 @@ class _Hierarchy:
         adj = coo_matrix((np.ones(pa.size), (pa, pb)), shape=(m, m)).tocsr()
         self.switch_adj = ((adj + adj.T) > 0).tocsr()
         self.switch_adj.sort_indices()
-        self.net_neighbours: dict[int, list[int]] = {}
-        for u, v in zip(na.tolist(), nb.tolist()):
-            self.net_neighbours.setdefault(u, []).append(v)
-            self.net_neighbours.setdefault(v, []).append(u)
+        # every node's network neighbours in link order, as arrays (``net_neighbours``): a list per NIC of a cluster
+        # would be tens of thousands of objects for the garbage collector
+        ends_from = np.column_stack([na, nb]).ravel()
+        ends_to = np.column_stack([nb, na]).ravel()
+        self._net_ptr = np.concatenate([[0], np.cumsum(np.bincount(ends_from, minlength=n))])
+        self._net_adj = ends_to[np.argsort(ends_from, kind="stable")]
         self.twin_rep = self._twin_classes()
         self._dist: dict[int, np.ndarray] = {}
         self._next_hops: dict[tuple[int, int], np.ndarray] = {}
         self.topology = topo
+
+    def net_neighbours(self, node: int) -> list[int]:
+        """The nodes joined to ``node`` by a network link, in link order (one entry per link)."""
+        return self._net_adj[self._net_ptr[node]:self._net_ptr[node + 1]].tolist()
 
     # ---- per-structure representative topologies ----------------------------------------------
     def _structure(self, comp: int) -> _Structure:
@@ -443,8 +489,8 @@ class _Hierarchy:
     def _network_path(self, nic_a: int, nic_b: int) -> list[int]:
         graph = self.graph
         h = int(self._nic_rank()[nic_b])
-        nb_a = self.net_neighbours.get(nic_a, [])
-        nb_b = self.net_neighbours.get(nic_b, [])
+        nb_a = self.net_neighbours(nic_a)
+        nb_b = self.net_neighbours(nic_b)
         if nic_b in nb_a:
             return [graph.edge_between(nic_a, nic_b)]
         sw_a = [s for s in nb_a if graph.node_kind[s] == _SWITCH]
@@ -550,9 +596,10 @@ class _Hierarchy:
         table = self.__dict__.get("_nic_switches")
         if table is None:
             n = len(self.graph.node_ids)
-            lists = [[v for v in self.net_neighbours.get(u, []) if self.graph.node_kind[v] == _SWITCH] for u in range(n)]
-            lengths = np.array([len(x) for x in lists], dtype=np.int64)
-            table = (np.concatenate([[0], np.cumsum(lengths)]), np.array([v for x in lists for v in x], dtype=np.int64))
+            owner = np.repeat(np.arange(n), np.diff(self._net_ptr))
+            keep = self.graph.node_kind[self._net_adj] == _SWITCH
+            lengths = np.bincount(owner[keep], minlength=n)
+            table = (np.concatenate([[0], np.cumsum(lengths)]), self._net_adj[keep])
             self._nic_switches = table
         return table
 
@@ -560,9 +607,9 @@ class _Hierarchy:
         graph = self.graph
         rank = self._nic_rank()
         h = rank[nic_d]
-        direct_keys = {(a, b) for a, bs in self.net_neighbours.items() for b in bs
-                       if graph.node_kind[b] == _NIC and graph.node_kind[a] == _NIC}
-        if direct_keys:  # back-to-back NICs: rare; route those pairs one by one
+        owner = np.repeat(np.arange(len(graph.node_ids)), np.diff(self._net_ptr))
+        # back-to-back NICs: rare; route those pairs one by one
+        if ((graph.node_kind[owner] == _NIC) & (graph.node_kind[self._net_adj] == _NIC)).any():
             rows = [np.asarray(self._network_path(int(a), int(b)), dtype=np.int64) for a, b in zip(nic_s.tolist(), nic_d.tolist())]
             return self._padded(rows)
         ptr, sw = self._switch_table()

@@ -73,7 +73,7 @@ class Provenance(str, Enum):
     SYNTHETIC = "synthetic"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Device:
     """One device of the node. Fields that do not apply to a kind stay None.
 
@@ -139,7 +139,7 @@ class Device:
         return self.id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Link:
     """An undirected physical connection; capacity is per direction.
 
@@ -287,7 +287,7 @@ class Topology:
 
     @property
     def by_id(self) -> Mapping[str, Device]:
-        return self._cached("_by_id", lambda: MappingProxyType({d.id: d for d in self.devices}))
+        return self._cached("_by_id", lambda: MappingProxyType(dict(zip(self.columns().index, self.devices))))
 
     def device(self, device_id: str) -> Device:
         found = self.by_id.get(device_id)
@@ -298,7 +298,12 @@ class Topology:
     @property
     def gpus(self) -> tuple[Device, ...]:
         """GPUs ordered by their topology index."""
-        return self._cached("_gpus", lambda: tuple(sorted((d for d in self.devices if d.is_gpu), key=lambda d: d.index or 0)))
+        def build() -> tuple[Device, ...]:
+            gpu = list(DeviceKind).index(DeviceKind.GPU)
+            at = self.columns().device_kind == gpu
+            return tuple(sorted(map(self.devices.__getitem__, at.nonzero()[0].tolist()), key=lambda d: d.index or 0))
+
+        return self._cached("_gpus", build)
 
     @property
     def gpu_count(self) -> int:
@@ -335,10 +340,84 @@ class Topology:
     def neighbours(self, device_id: str) -> tuple[str, ...]:
         return tuple(link.other(device_id) for link in self.links_of(device_id))
 
+    def columns(self) -> TopologyColumns:
+        """The devices and links as arrays (``TopologyColumns``), made in one pass over each on first use: what
+        the fabric model and ``query.node_labels`` read of every element of a cluster, without a Python loop
+        per element each."""
+        return self._cached("_columns", lambda: TopologyColumns.of(self))
+
     def replace(self, **changes: Any) -> Topology:
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+#: Position of each kind in its enum, by the member's identity: members are singletons, and a dict keyed by
+#: the member would hash it through Enum.__hash__, a Python call per element.
+_DEVICE_KIND_CODE = {id(k): i for i, k in enumerate(DeviceKind)}
+_LINK_KIND_CODE = {id(k): i for i, k in enumerate(LinkKind)}
+
+
+def _kind_codes(kinds: list[Any], table: dict[int, int], enum: type[Enum]) -> Any:
+    """Position of each kind in ``enum`` (int8 array)."""
+    import numpy as np
+
+    try:
+        return np.fromiter(map(table.__getitem__, map(id, kinds)), dtype=np.int8, count=len(kinds))
+    except KeyError:  # a kind given as its text
+        members = list(enum)
+        return np.array([members.index(enum(k)) for k in kinds], dtype=np.int8)
+
+
+@dataclass(frozen=True, eq=False)
+class TopologyColumns:
+    """A topology's devices and links as arrays, in topology order (``Topology.columns``).
+
+    Attributes:
+        index: device id -> position in ``devices``.
+        device_kind: position of each device's kind in ``DeviceKind``.
+        link_a, link_b: positions of each link's ends.
+        link_kind: position of each link's kind in ``LinkKind``.
+        link_count: bonded links of each link.
+        link_gb_per_s: one link's GB/s per direction.
+        link_latency_us: the link's latency_us, NaN where not given.
+        link_generation: each link's generation text (None where not given).
+    """
+
+    index: Mapping[str, int]
+    device_kind: Any
+    link_a: Any
+    link_b: Any
+    link_kind: Any
+    link_count: Any
+    link_gb_per_s: Any
+    link_latency_us: Any
+    link_generation: tuple[str | None, ...]
+
+    @classmethod
+    def of(cls, topology: Topology) -> TopologyColumns:
+        # one attribute per pass (``map(attrgetter(name))``, C loops): reading several at once would make a tuple
+        # per element, and hundreds of thousands of new tuples set off the cyclic garbage collector's full passes
+        # over the whole heap, which made this grow faster than the cluster
+        from operator import attrgetter
+
+        import numpy as np
+
+        devices, links = topology.devices, topology.links
+        ids = list(map(attrgetter("id"), devices))
+        index = MappingProxyType(dict(zip(ids, range(len(ids)))))
+        n = len(links)
+
+        def column(name: str, dtype: Any) -> Any:
+            return np.fromiter(map(attrgetter(name), links), dtype=dtype, count=n)
+
+        return cls(index=index, device_kind=_kind_codes(list(map(attrgetter("kind"), devices)), _DEVICE_KIND_CODE, DeviceKind),
+                   link_a=np.fromiter(map(index.__getitem__, map(attrgetter("a"), links)), dtype=np.int64, count=n),
+                   link_b=np.fromiter(map(index.__getitem__, map(attrgetter("b"), links)), dtype=np.int64, count=n),
+                   link_kind=_kind_codes(list(map(attrgetter("kind"), links)), _LINK_KIND_CODE, LinkKind),
+                   link_count=column("count", np.int64), link_gb_per_s=column("link_gb_per_s", float),
+                   link_latency_us=np.array(list(map(attrgetter("latency_us"), links)), dtype=float).reshape(n),
+                   link_generation=tuple(map(attrgetter("generation"), links)))
 
 
 def migrate_model_params(topology: Topology) -> None:

@@ -213,12 +213,11 @@ def node_labels(topology: Topology) -> np.ndarray:
     from scipy.sparse.csgraph import connected_components
 
     def build() -> np.ndarray:
-        index = {d.id: k for k, d in enumerate(topology.devices)}
-        local = [link for link in topology.links if link.kind is not LinkKind.NETWORK]
-        rows = [index[link.a] for link in local]
-        cols = [index[link.b] for link in local]
-        n = len(index)
-        labels = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)[1]
+        table = topology.columns()
+        local = table.link_kind != list(LinkKind).index(LinkKind.NETWORK)
+        rows, cols = table.link_a[local], table.link_b[local]
+        n = len(topology.devices)
+        labels = connected_components(coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)), directed=False)[1]
         labels.flags.writeable = False
         return labels
 
