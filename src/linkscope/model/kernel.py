@@ -549,8 +549,9 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
                       stage_latency_s: np.ndarray, stage_next: np.ndarray, flow_first: np.ndarray,
                       rtol: float, renumber: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
     """Per-stage finish times, first rates and the event count (see ``contention.simulate``).
-    ``renumber=False``: shorten the lists without renumbering (the kernel before issue 41's fourth
-    pass; the same answers to rounding, kept as the reference the tests compare with)."""
+    ``renumber=False``: the stages in the caller's numbering throughout, the lists only shortened as
+    stages finish (``_compact``); the same answers to rounding, slower on large problems, kept as the
+    plain reference tests/model/test_kernel.py compares with."""
     if not HAVE_NUMBA:  # pragma: no cover
         raise RuntimeError("numba is not installed")
     A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
