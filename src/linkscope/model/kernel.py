@@ -7,8 +7,11 @@ lowest (a 4-ary heap keyed by that level, stale entries skipped); freezing a sta
 resources' remaining capacity and weight. Every stage freezes once, so a solve costs O(nnz log
 resources) whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A``
 with the same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in
-milliseconds. As stages finish, the incidence lists are rebuilt without them and without the
-resources that can no longer bind (``_compact``), so later solves walk shorter lists.
+milliseconds. Stages and resources are numbered in the order a solve freezes them (``_fresh_order``
+before the first event); whenever a quarter of the stages numbered are done, they are numbered afresh
+(``_renumber``): the stages left in the order the last solve froze them, without the finished ones and
+without the resources that can no longer bind. The levels move little from one event to the next, so a
+solve's walks read memory nearly in sequence, and every per-stage array shrinks with the stages left.
 
 Event semantics (start times, completion batching by ``rtol``, per-stage finish times, which stages
 are re-timed) follow ``contention.simulate`` line by line, so exact mode agrees with the NumPy path
@@ -28,6 +31,13 @@ try:  # numba is a dependency; the NumPy path keeps working without it
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
+
+
+# The event loop renumbers the stages left (``_renumber``) whenever 1/RENUMBER_EVERY of those numbered last
+# time are done: a handful of renumberings per run, each one pass over the lists. Chosen, not fitted: on the
+# 1,000,000-flow scale benchmark renumbering more often (every 1/16, every 1/64 done) was no faster by more
+# than the shared machine's noise (docs/benchmarks.md, issue 41).
+RENUMBER_EVERY = 4
 
 
 def available() -> bool:
@@ -110,24 +120,30 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-               frozen, rem, wsum, hkey, hrow, rates, floor):
+               frozen, rem, wsum, hkey, hrow, rates, floor, seq):
         """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
         ``frozen`` must be True for every inactive stage; it is True for all stages on return.
         ``rem``, ``wsum``, ``hkey``, ``hrow``: scratch arrays, one entry per resource.
 
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
-        levels below the slowest removed stage saturate exactly as before) - and only the rest is solved."""
+        levels below the slowest removed stage saturate exactly as before) - and only the rest is solved.
+
+        ``seq`` receives the active stages in the order they froze (the slow ones kept first): the
+        order ``_renumber`` numbers them in. Returns how many it holds (``n_act``)."""
         n_rows = capacity.size
         for i in range(n_rows):
             rem[i] = capacity[i]
             wsum[i] = 0.0
         n_left = 0
+        n_seq = 0
         for k in range(n_act):
             j = act[k]
             new_rates[j] = 0.0
             if floor > 0 and rates[j] < floor:
                 frozen[j] = True
+                seq[n_seq] = j
+                n_seq += 1
                 r = rates[j]
                 new_rates[j] = r
                 if np.isfinite(r):
@@ -174,6 +190,8 @@ if HAVE_NUMBA:
                         j = act[k]
                         if not frozen[j]:
                             frozen[j] = True
+                            seq[n_seq] = j
+                            n_seq += 1
                             new_rates[j] = np.inf
                     break
                 cols_from, cols_to, the_row, r = ptr, ptr + 1, -1, capv
@@ -190,13 +208,15 @@ if HAVE_NUMBA:
                 if frozen[j]:
                     continue
                 frozen[j] = True
+                seq[n_seq] = j
+                n_seq += 1
                 n_left -= 1
                 new_rates[j] = r
                 for e in range(col_ptr[j], col_ptr[j + 1]):
                     i = col_row[e]
                     rem[i] -= col_w[e] * r
                     wsum[i] -= col_w[e]
-        return new_rates
+        return n_seq
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _compact(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone):
@@ -249,10 +269,96 @@ if HAVE_NUMBA:
         return new_cptr, new_crow[:q].copy(), new_cw[:q].copy(), new_rptr, new_rcol[:p].copy(), new_order[:m].copy()
 
     @njit(cache=True, nogil=True, error_model="numpy")
-    def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
-                  stage_next, flow_first, rtol):
-        n = caps.size
+    def _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, gone, seq, n_seq):
+        """``_compact`` that also numbers the stages and resources afresh, densely: the stages not done,
+        those of the last solve in the order they froze there (``seq``), then those not started; the
+        resources that can still bind (as ``_compact``), in the order those stages first use them.
+        A solve freezes stages resource by resource in rising level, and the levels move little between
+        events, so numbered this way its walks read memory nearly in sequence, and every per-stage array
+        shrinks to the stages left. Returns the new stages' old numbers (``perm``), the old-to-new map
+        (-1: done), the lists, the resources' capacities and the stages by cap."""
         n_rows = capacity.size
+        n = caps.size
+        demand = np.zeros(n_rows)
+        for j in range(n):
+            if not gone[j]:
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    demand[col_row[e]] += col_w[e] * caps[j]
+        new_of = np.full(n, -1, dtype=np.int64)
+        perm = np.empty(n, dtype=np.int64)
+        m = 0
+        for k in range(n_seq):
+            j = seq[k]
+            if not gone[j] and new_of[j] < 0:
+                new_of[j] = m
+                perm[m] = j
+                m += 1
+        for j in range(n):
+            if not gone[j] and new_of[j] < 0:
+                new_of[j] = m
+                perm[m] = j
+                m += 1
+        row_new = np.full(n_rows, -1, dtype=np.int64)
+        n_new_rows = 0
+        q = 0
+        for k in range(m):
+            j = perm[k]
+            for e in range(col_ptr[j], col_ptr[j + 1]):
+                i = col_row[e]
+                if not capacity[i] > demand[i] * (1 + 1e-9):
+                    q += 1
+                    if row_new[i] < 0:
+                        row_new[i] = n_new_rows
+                        n_new_rows += 1
+        new_capacity = np.empty(n_new_rows)
+        for i in range(n_rows):
+            if row_new[i] >= 0:
+                new_capacity[row_new[i]] = capacity[i]
+        new_cptr = np.empty(m + 1, dtype=np.int32)
+        new_crow = np.empty(q, dtype=np.int32)
+        new_cw = np.empty(q)
+        row_count = np.zeros(n_new_rows + 1, dtype=np.int32)
+        q = 0
+        for k in range(m):
+            j = perm[k]
+            new_cptr[k] = q
+            for e in range(col_ptr[j], col_ptr[j + 1]):
+                i = row_new[col_row[e]]
+                if i >= 0 and not capacity[col_row[e]] > demand[col_row[e]] * (1 + 1e-9):
+                    new_crow[q] = i
+                    new_cw[q] = col_w[e]
+                    row_count[i + 1] += 1
+                    q += 1
+        new_cptr[m] = q
+        new_rptr = np.cumsum(row_count).astype(np.int32)
+        fill = new_rptr[:-1].copy()
+        new_rcol = np.empty(q, dtype=np.int32)
+        for k in range(m):  # stages in rising number: each resource's list comes out sorted
+            for e in range(new_cptr[k], new_cptr[k + 1]):
+                i = new_crow[e]
+                new_rcol[fill[i]] = k
+                fill[i] += 1
+        new_order = np.empty(m, dtype=np.int32)
+        c = 0
+        for k in range(cap_order.size):
+            if not gone[cap_order[k]]:
+                new_order[c] = new_of[cap_order[k]]
+                c += 1
+        return perm[:m].copy(), new_of, new_cptr, new_crow, new_cw, new_rptr, new_rcol, new_capacity, new_order
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
+                  stage_next, flow_first, rtol, renumber):
+        """The event loop. ``renumber``: at each list compaction number the stages and resources left
+        afresh (``_renumber``) instead of only shortening the lists (``_compact``); the same rates to
+        rounding (the order of a few floating-point sums changes), faster on large problems."""
+        n_all = caps.size
+        n = n_all
+        n_rows = capacity.size
+        caps = caps.copy()
+        stage_latency = stage_latency.copy()
+        stage_next = stage_next.copy()
+        orig = np.arange(n)  # the caller's number of each stage
         cap_order = np.argsort(caps, kind="mergesort").astype(np.int32)
         act = np.empty(n, dtype=np.int64)  # the active stages, in the order they started
         pending = np.zeros(n, dtype=np.bool_)
@@ -263,13 +369,15 @@ if HAVE_NUMBA:
         remaining = stage_bytes.copy()
         since = np.zeros(n)
         finish_at = np.full(n, np.inf)
-        done = np.full(n, np.nan)
-        first_rate = np.full(n, np.nan)
+        done = np.full(n_all, np.nan)  # by the caller's numbers
+        first_rate = np.full(n_all, np.nan)
         rem = np.empty(n_rows)
         wsum = np.empty(n_rows)
         hkey = np.empty(n_rows)
         hrow = np.empty(n_rows, dtype=np.int64)
         started = np.empty(n, dtype=np.int64)
+        seq = np.empty(n, dtype=np.int64)
+        n_seq = 0
         for f in range(flow_first.size):
             j = flow_first[f]
             ready[j] = stage_latency[j]
@@ -284,7 +392,7 @@ if HAVE_NUMBA:
         floor = -1.0  # slowest rate of the stages completed at the last event (-1: a start, solve all)
         gone = np.zeros(n, dtype=np.bool_)
         n_gone = 0
-        compacted_at = 0  # stages done when the row lists were last compacted
+        compacted_at = 0  # stages done when the row lists were last compacted (without renumbering)
         while True:
             n_started = 0
             if next_ready <= t * (1 + 1e-12) + 1e-15:
@@ -307,8 +415,8 @@ if HAVE_NUMBA:
                     break
                 t = next_ready
                 continue
-            _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-                   frozen, rem, wsum, hkey, hrow, rates, floor if n_started == 0 else -1.0)
+            n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act,
+                           new_rates, frozen, rem, wsum, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq)
             t_c = np.inf
             for k in range(n_act):
                 j = act[k]
@@ -334,7 +442,7 @@ if HAVE_NUMBA:
                 if finish_at[j] < t_c:
                     t_c = finish_at[j]
             for k in range(n_started):
-                first_rate[started[k]] = rates[started[k]]
+                first_rate[orig[started[k]]] = rates[started[k]]
             events += 1
             if next_ready < t_c:
                 t = next_ready
@@ -360,40 +468,73 @@ if HAVE_NUMBA:
                 else:
                     if rates[j] < floor:
                         floor = rates[j]
-                    done[j] = finish_at[j]
+                    done[orig[j]] = finish_at[j]
                     gone[j] = True
                     n_gone += 1
-                    finish_at[j] = np.inf
                     remaining[j] = 0.0
                     rates[j] = 0.0
                     nx = stage_next[j]
                     if nx >= 0:
-                        ready[nx] = done[j] + stage_latency[nx]
+                        ready[nx] = finish_at[j] + stage_latency[nx]
                         pending[nx] = True
                         if ready[nx] < next_ready:
                             next_ready = ready[nx]
+                    finish_at[j] = np.inf
             n_act = kept
             t = t_event
-            if 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest is done: drop them
+            if renumber > 0 and renumber * n_gone > n:  # 1/renumber of the stages are done: renumber
+                perm, new_of, col_ptr, col_row, col_w, row_ptr, row_col, capacity, cap_order = _renumber(
+                    col_ptr, col_row, col_w, capacity, caps, cap_order, gone, seq, n_seq)
+                n = perm.size
+                n_rows = capacity.size
+                caps = caps[perm]
+                stage_latency = stage_latency[perm]
+                nxt = stage_next[perm]
+                for k in range(n):
+                    if nxt[k] >= 0:
+                        nxt[k] = new_of[nxt[k]]
+                stage_next = nxt
+                orig = orig[perm]
+                pending = pending[perm]
+                ready = ready[perm]
+                rates = rates[perm]
+                remaining = remaining[perm]
+                since = since[perm]
+                finish_at = finish_at[perm]
+                for k in range(n_act):  # the active stages come first, in the order they froze
+                    act[k] = new_of[act[k]]
+                act[:n_act].sort()
+                act = act[:n].copy()
+                new_rates = np.zeros(n)
+                frozen = np.ones(n, dtype=np.bool_)
+                started = np.empty(n, dtype=np.int64)
+                seq = np.empty(n, dtype=np.int64)
+                gone = np.zeros(n, dtype=np.bool_)
+                rem = np.empty(n_rows)
+                wsum = np.empty(n_rows)
+                hkey = np.empty(n_rows)
+                hrow = np.empty(n_rows, dtype=np.int64)
+                n_gone = 0
+            elif renumber == 0 and 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest
                 col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
                     col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
                 compacted_at = n_gone
         return done, first_rate, events, True
 
 
-def _locality_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, row_ptr: np.ndarray,
-                    row_col: np.ndarray, capacity: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """An order of the stages in which those that freeze together sit together: by their max-min rate
-    with every stage active, then by their first resource. The solve walks a binding resource's stages
-    and each one's resources; numbered this way those walks read memory mostly in sequence instead of
-    at random (a 100,000-flow solve about 2x faster). Any order gives the same rates."""
+def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, row_ptr: np.ndarray,
+                 row_col: np.ndarray, capacity: np.ndarray, caps: np.ndarray) -> tuple:
+    """``_renumber`` before the first event: the stages in the order they freeze with every stage
+    active. A solve walks a binding resource's stages and each one's resources; numbered this way
+    those walks read memory nearly in sequence instead of at random (a 1,000,000-stage solve about 3x
+    faster than in the caller's order). Any order gives the same rates to rounding."""
     n, n_rows = caps.size, capacity.size
-    rates = np.zeros(n)
-    _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort").astype(np.int32),
-           np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows),
-           np.empty(n_rows), np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0)
-    first_row = np.where(np.diff(col_ptr) > 0, col_row[np.minimum(col_ptr[:-1], max(col_row.size - 1, 0))], -1)
-    return np.lexsort((first_row, rates))
+    cap_order = np.argsort(caps, kind="mergesort").astype(np.int32)
+    seq = np.empty(n, dtype=np.int64)
+    n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, np.arange(n), n,
+                   np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
+                   np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0, seq)
+    return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
 
 
 def _lists(A: csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -406,8 +547,11 @@ def _lists(A: csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
 
 def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
                       stage_latency_s: np.ndarray, stage_next: np.ndarray, flow_first: np.ndarray,
-                      rtol: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per-stage finish times, first rates and the event count (see ``contention.simulate``)."""
+                      rtol: float, renumber: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-stage finish times, first rates and the event count (see ``contention.simulate``).
+    ``renumber=False``: the stages in the caller's numbering throughout, the lists only shortened as
+    stages finish (``_compact``); the same answers to rounding, slower on large problems, kept as the
+    plain reference tests/model/test_kernel.py compares with."""
     if not HAVE_NUMBA:  # pragma: no cover
         raise RuntimeError("numba is not installed")
     A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
@@ -417,12 +561,10 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     stage_next = np.asarray(stage_next, dtype=np.int64)
     flow_first = np.asarray(flow_first, dtype=np.int64)
     A.sort_indices()
-    if caps.size > 1:  # renumber the stages for memory locality (see _locality_order), answers mapped back
-        order = _locality_order(*_lists(A), capacity, caps)
-        new_of = np.empty_like(order)
-        new_of[order] = np.arange(order.size)
-        A = csc_matrix(A[:, order])
-        A.sort_indices()
+    lists = _lists(A)
+    if renumber and caps.size > 1:  # number the stages for memory locality (see _fresh_order), answers mapped back
+        order, new_of, *fresh, capacity, _ = _fresh_order(*lists, capacity, caps)
+        lists = tuple(fresh)
         caps, stage_bytes, stage_latency_s = caps[order], stage_bytes[order], stage_latency_s[order]
         nxt = stage_next[order]
         stage_next = np.where(nxt >= 0, new_of[np.maximum(nxt, 0)], -1)
@@ -430,7 +572,7 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     else:
         order = None
     done, first_rate, events, ok = _simulate(
-        *_lists(A), capacity, caps, stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol))
+        *lists, capacity, caps, stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol), RENUMBER_EVERY if renumber else 0)
     if not ok:
         raise RuntimeError("flow simulation stalled: a stage has zero rate")
     if order is not None:

@@ -1,0 +1,80 @@
+"""The compiled event loop renumbers stages and resources as they finish (``kernel._renumber``): the same
+answers as the plain full re-solve at every event (the kernel without renumbering, and the NumPy path
+re-solving from scratch), flow by flow, on random problems."""
+import numpy as np
+import pytest
+from scipy.sparse import csc_matrix
+
+from linkscope.model import kernel
+from linkscope.model.contention import FlowProblem, simulate
+
+pytestmark = pytest.mark.skipif(not kernel.available(), reason="numba missing")
+
+
+def _random_problem(seed: int, n_flows: int, n_res: int) -> FlowProblem:
+    """Flows of one to three stages over random resources: a few stages per resource, weights 1 or
+    not, some stages capped, sizes over four decades, start latencies of a few distinct values, a
+    resource or two far too large to bind and one identical to another (duplicate rows)."""
+    rng = np.random.default_rng(seed)
+    n_stages_of = rng.integers(1, 4, n_flows)
+    n = int(n_stages_of.sum())
+    rows, cols, data = [], [], []
+    for j in range(n):
+        used = rng.choice(n_res, size=int(rng.integers(1, 5)), replace=False)
+        rows += used.tolist()
+        cols += [j] * used.size
+        data += np.where(rng.random(used.size) < 0.7, 1.0, rng.uniform(0.5, 2.0, used.size)).tolist()
+    A = csc_matrix((data, (rows, cols)), shape=(n_res + 1, n))
+    A = csc_matrix(A + csc_matrix((A.getrow(0).toarray().ravel(), (np.full(n, n_res), np.arange(n))), shape=A.shape))
+    capacity = np.append(rng.uniform(10.0, 100.0, n_res), 1e9)  # the last row: a copy of row 0, never binding
+    capacity[rng.integers(0, n_res)] = 1e12
+    caps = np.where(rng.random(n) < 0.3, rng.uniform(1.0, 30.0, n), np.inf)
+    stage_bytes = np.exp(rng.uniform(np.log(1e4), np.log(1e8), n))
+    latency = rng.choice([0.0, 2e-6, 5e-6], n)
+    first = np.concatenate([[0], np.cumsum(n_stages_of)[:-1]]).astype(np.int64)
+    nxt = np.arange(1, n + 1, dtype=np.int64)
+    nxt[np.cumsum(n_stages_of) - 1] = -1
+    return FlowProblem(A, capacity, stage_bytes, caps, latency, nxt, first)
+
+
+def _compiled(p: FlowProblem, rtol: float, renumber: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    return kernel.simulate_compiled(p.A, p.capacity_gb_per_s, p.stage_cap_gb_per_s, p.stage_bytes, p.stage_latency_s,
+                                    p.stage_next, p.flow_first, rtol, renumber)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rtol", [0.0, 0.01, 0.05])
+def test_renumbered_event_loop_equals_the_plain_full_resolve(seed, rtol):
+    p = _random_problem(seed, n_flows=150 + 40 * seed, n_res=30 + 7 * seed)
+    done, first, events = _compiled(p, rtol, True)
+    done_ref, first_ref, events_ref = _compiled(p, rtol, False)
+    assert events == events_ref
+    np.testing.assert_allclose(done, done_ref, rtol=1e-9, atol=0)  # every stage, by the caller's numbering
+    np.testing.assert_allclose(first, first_ref, rtol=1e-9, atol=0)
+    # and the NumPy path re-solving every stage from scratch at every event
+    full = simulate(p, rtol=rtol, engine="numpy", full_every=1)
+    last = np.flatnonzero(p.stage_next < 0)
+    np.testing.assert_allclose(np.sort(done[last]), np.sort(full.finish_s), rtol=1e-9, atol=0)
+
+
+def test_renumbering_happens_and_drops_what_is_done():
+    """``_renumber`` on a small case: done stages leave, the rest are numbered in freeze order then the
+    ones not started, resources that can no longer bind leave, and each list keeps its entries."""
+    #                 stage: 0    1    2    3
+    A = csc_matrix(np.array([[1.0, 1.0, 0.0, 0.0],    # resource 0: stages 0, 1
+                             [0.0, 1.0, 1.0, 1.0],    # resource 1: stages 1, 2, 3
+                             [0.0, 0.0, 0.0, 2.0]]))  # resource 2: stage 3 only, can never bind
+    col_ptr, col_row, col_w, _, _ = kernel._lists(A)
+    capacity = np.array([10.0, 10.0, 1e6])
+    caps = np.array([np.inf, np.inf, np.inf, 5.0])
+    gone = np.array([True, False, False, False])
+    seq = np.array([2, 0, 1], dtype=np.int64)  # stage 3 not started
+    perm, new_of, cptr, crow, cw, rptr, rcol, cap, order = kernel._renumber(
+        col_ptr, col_row, col_w, capacity, caps, np.argsort(caps, kind="mergesort").astype(np.int32), gone, seq, 3)
+    assert perm.tolist() == [2, 1, 3]
+    assert new_of.tolist() == [-1, 1, 0, 2]
+    assert cap.tolist() == [10.0, 10.0]  # resource 1 first (stage 2 uses it), then 0; resource 2 gone
+    rebuilt = csc_matrix((cw, crow, cptr), shape=(2, 3)).toarray()
+    assert rebuilt.tolist() == [[1.0, 1.0, 1.0], [0.0, 1.0, 0.0]]
+    assert rptr.tolist() == [0, 3, 4] and rcol.tolist() == [0, 1, 2, 1]
+    assert order.tolist() == [2, 1, 0]  # by cap: stage 3 (cap 5) first, then the uncapped as they were (old 1, 2)
