@@ -445,13 +445,14 @@ def op_from_columns(redop: str, root: str, busbw_over_algbw: float | None, ranks
     return fits[0].name
 
 
-def ranks_of_printed_rates(op: str, rates: Iterable[tuple[float, float]], half_unit: float = 0.005) -> tuple[int, int | None] | None:
+def ranks_of_printed_rates(op: str, rates: Iterable[tuple[float, float]], half_unit: float = 0.005) -> tuple[int, int] | None:
     """The rank counts consistent with every printed (algbw, busbw) pair of an ``op`` table, each printed
     to two decimals (nccl-tests / rccl-tests ``%7.2f``: a printed x is anything within ``half_unit``):
     busbw / algbw is the op's busbw factor, 2(n-1)/n or (n-1)/n, so it fixes n to an interval, narrow
-    where the rates are large. Returns (lowest, highest or None for no upper bound), or None where the
-    op's factor does not depend on n, no pair is large enough to say anything, or the pairs disagree
-    (rows of different runs)."""
+    where the rates are large. Returns (lowest, highest), or None where the op's factor does not depend
+    on n, no pair is large enough to say anything, the ratio reaches the factor's limit (no upper bound:
+    an all_gather printing busbw = algbw is an older factor or another op, not thousands of ranks), or the
+    pairs disagree (rows of different runs)."""
     spec = OP_TABLE[op]
     if spec.busbw == "one":
         return None
@@ -468,10 +469,10 @@ def ranks_of_printed_rates(op: str, rates: Iterable[tuple[float, float]], half_u
             return None
         low, high = max(low, n_low), min(high, math.inf if n_high is None else n_high)
         seen = True
-    lowest, highest = math.ceil(low - 1e-9), math.floor(high + 1e-9) if high != math.inf else None
-    if not seen or (highest is not None and highest < lowest):
-        return None
-    return lowest, highest
+    if not seen or high == math.inf:  # a ratio at the factor's limit: "very many", or another factor (an old
+        return None                   # version's, another op's): nothing to count on
+    lowest, highest = math.ceil(low - 1e-9), math.floor(high + 1e-9)
+    return (lowest, highest) if highest >= lowest else None
 
 
 # ---- sizes and rates -------------------------------------------------------------------------------------

@@ -429,7 +429,7 @@ def _emit_rows(out: Collector, rows: list[_Row], op: str | None, section_op: str
             _add_row(out, n, section_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
 
 
-def _rank_count(sec: _Section, stated: RunContext | None, printed: tuple[int, int | None] | None, op: str,
+def _rank_count(sec: _Section, stated: RunContext | None, printed: tuple[int, int] | None, op: str,
                 where: str) -> tuple[int | None, str, list[str]]:
     """The run's rank count, where it came from, and what to tell the user. nccl-tests computed every busbw
     with the run's real rank count, so busbw / algbw (``printed``: the counts it allows) outranks rank lines a
@@ -440,18 +440,18 @@ def _rank_count(sec: _Section, stated: RunContext | None, printed: tuple[int, in
     listed = len(sec.ranks) or None
     highest = max((r[0] for r in sec.ranks), default=-1) + 1
     partial = listed is not None and highest > listed  # the paste starts inside the rank list ("# Rank 71" alone)
-    lowest, top = printed if printed is not None else (1, None)
+    lowest, top = printed if printed is not None else (1, 0)
 
     def allowed(n: int | None) -> bool:
-        return n is not None and printed is not None and lowest <= n and (top is None or n <= top)
+        return n is not None and printed is not None and lowest <= n <= top
 
-    span = f"{lowest}" if top == lowest else f"{lowest}..{top if top is not None else ''}"
+    span = f"{lowest}" if top == lowest else f"{lowest}..{top}"
     why = f"busbw / algbw of its rows is the {op} factor of {span} ranks"
     if listed is not None and not partial and (printed is None or allowed(listed)):
         if said is not None and said != listed:
             notes.append(f"--ranks {said}, but the output lists {listed} ranks: the output's count is used")
         return listed, "output", notes
-    if partial and (printed is None or top is None or top >= highest):
+    if partial and (printed is None or top >= highest):
         if said is not None and said >= highest and (printed is None or allowed(said)):
             return said, "option", notes
         if printed is not None and top == lowest:
@@ -474,7 +474,7 @@ def _rank_count(sec: _Section, stated: RunContext | None, printed: tuple[int, in
         notes.append(f"--ranks {said}, but {why}: the rates' count is used")
     if top == lowest:
         return lowest, "output", notes
-    guess = lowest if top is None else round((lowest + top) / 2)
+    guess = round((lowest + top) / 2)
     notes.append(f"{where}: {why} (two-decimal rates); judged on {guess}: say the count with --ranks N")
     return guess, "output", notes
 
