@@ -478,3 +478,37 @@ def test_all_tools_keep_one_number_per_line_provenance():
 def test_unknown_fixture_path_is_a_user_error(tmp_path):
     with pytest.raises(UserError):
         read_all([Path(tmp_path / "missing.txt")])
+
+
+def _twin_of(tmp_path, text: str, *options: str) -> list[dict]:
+    import json
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    out = tmp_path / "t.json"
+    code, _, err = _run(["check", str(path), "--format", "nccl-tests", "--synthetic", "nvswitch:8", *options,
+                         "--json", str(out)])
+    assert code in (0, 3), err
+    return json.loads(out.read_text())["extra"]["check"]["verdicts"]
+
+
+def test_a_headerless_table_is_judged_as_nccl_tests_defaults_ran_it_unless_launch_is_said(tmp_path):
+    """#34: --launch was accepted but never reached the judge (every headerless table was judged as graph
+    launches); nccl-tests' own default is eager (-G 0, common.cu:110) with one GPU per thread (-g 1)."""
+    default = _twin_of(tmp_path, _allreduce_rows(8) + NCCL_TAIL)
+    assert all("eager launch" in v["expectation"]["detail"] for v in default if v["expectation"]["detail"])
+    said = _twin_of(tmp_path, _allreduce_rows(8) + NCCL_TAIL, "--launch", "graph")
+    assert all("graph launch" in v["expectation"]["detail"] for v in said if v["expectation"]["detail"])
+
+
+def test_the_header_s_gpus_per_thread_sets_the_twin_s_eager_host_time(tmp_path):
+    """#34: the judge's twin took every eager launch as one thread driving all ranks; nccl-tests' header says
+    how many GPUs each thread drove (nGpus): 8 GPUs from one thread cost the host 8 launches an operation."""
+    def header(gpus: int) -> str:
+        return NCCL_HEAD.replace("nGpus 2", f"nGpus {gpus}").split("# Using devices")[0]
+    small = "       65536         16384     float     sum      -1    30.00    2.18    3.82      0    30.00    2.18    3.82      0\n"
+    cols = "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n"
+    one = _twin_of(tmp_path, header(1) + cols + small + _allreduce_rows(8) + NCCL_TAIL, "--ranks", "8")
+    eight = _twin_of(tmp_path, header(8) + cols + small + _allreduce_rows(8) + NCCL_TAIL, "--ranks", "8")
+    # the 64 KiB row: the share of the twin's time that is fixed cost (launches, latencies) grows with the host's
+    fixed_one, fixed_eight = one[0]["expectation"]["fixed_share"], eight[0]["expectation"]["fixed_share"]
+    assert fixed_one is not None and fixed_eight is not None and fixed_one < 0.8 * fixed_eight

@@ -310,6 +310,15 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
         notes.extend(said)
         for rank_line in sec.ranks:
             hosts_seen[rank_line[1]] = None
+        if sec.graph is None:  # no 'nThread ... graph: N' header: what the user said, else nccl-tests' defaults:
+            said_launch = stated.launch if stated is not None and stated.launch else ""  # -G 0 (common.cu:110
+            for row in rows:  # 'int cudaGraphLaunches = 0'), one GPU per thread (-g 1, -t 1: common.cu:90-91)
+                row[2]["launch"], row[2]["launch_from"] = (said_launch, "option") if said_launch else ("eager", "default")
+                if sec.gpus_per_process is None:
+                    row[2].setdefault("gpus_per_thread", 1)
+            if not said_launch:
+                notes.append(f"{source}:{sec.rows[0][0]}: no 'nThread' header: judged as nccl-tests' defaults ran it "
+                             "(eager launch, one GPU per thread); say --launch graph where it ran with -G")
         _emit_rows(out, rows, op, section_op, ranks)
         if layout and layout != "2.13+":
             notes.append(f"{source}:{sec.rows[0][0]}: read as the nccl-tests {layout} layout (the 4th column of each "
