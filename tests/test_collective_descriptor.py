@@ -278,3 +278,19 @@ def test_shift_invariant_ops_send_the_same_offsets_from_every_rank(op):
         else:
             assert spec.peer_offsets(n, lay) is None
     assert spec.shift_invariant == shifted_everywhere
+
+
+def test_printed_rates_fix_the_rank_count_within_their_rounding():
+    """#34: busbw / algbw is the op's factor of the run's rank count; two-decimal rates fix it exactly on
+    a few hundred ranks (coreweave/nccl-tests README: 32, 96, 128 ranks) and to an interval on more."""
+    from linkscope.collectives import ranks_of_printed_rates
+    assert ranks_of_printed_rates("allreduce", [(76.31, 147.85), (82.45, 159.75)]) == (32, 32)
+    assert ranks_of_printed_rates("allreduce", [(248.92, 493.94), (408.40, 810.41)]) == (128, 128)
+    low, high = ranks_of_printed_rates("allreduce", [(203.01, 405.74), (202.53, 404.77)]) or (0, 0)
+    assert low <= 1440 <= high and high - low < 200
+    assert ranks_of_printed_rates("allgather", [(10.00, 8.75)]) == (8, 8)
+    assert ranks_of_printed_rates("allreduce", [(5.0, 0.0)]) == (1, 1)  # one rank: nothing crosses a link
+    # factor 1 says nothing; a ratio at the factor's limit (an old all_gather printing busbw = algbw) neither
+    assert ranks_of_printed_rates("broadcast", [(10.0, 10.0)]) is None
+    assert ranks_of_printed_rates("allgather", [(21.40, 21.40)]) is None
+    assert ranks_of_printed_rates("allreduce", [(0.01, 0.02)]) is None  # too small to say anything

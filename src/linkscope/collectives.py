@@ -47,8 +47,9 @@ whole (nccl-tests does the same), and the size actually used is reported.
 """
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -249,6 +250,14 @@ class CollectiveOp:
         n = float(ranks)
         return 2.0 * (n - 1.0) / n if self.busbw == "allreduce" else (n - 1.0) / n if self.busbw == "chunks" else 1.0
 
+    def ranks_of_factor(self, factor: float) -> float | None:
+        """The (real) rank count whose busbw factor is ``factor``: the inverse of ``busbw_factor``; None
+        where the factor says nothing of the ranks (``one``) or lies beyond every rank count (inf)."""
+        top = 2.0 if self.busbw == "allreduce" else 1.0 if self.busbw == "chunks" else None
+        if top is None or factor >= top:
+            return None
+        return top / (top - max(0.0, factor))
+
     def bytes_per_rank(self, size_bytes: int, ranks: int) -> float:
         """Bytes each rank's links carry at size S on the best algorithm (S x the busbw factor)."""
         return size_bytes * self.busbw_factor(ranks)
@@ -431,7 +440,8 @@ def op_from_columns(redop: str, root: str, busbw_over_algbw: float | None, ranks
     """The op of an nccl-tests table that names none, from what its rows print: the ops whose
     ``redop``/``root`` columns read so (a reduction or ``none``, a root or -1), the first in ``TABLE``
     order; between those whose bus-bandwidth factors differ (allreduce vs reduce_scatter), busbw / algbw
-    on more than 2 ranks picks the closer factor. Without a reduction or root: allgather (alltoall and
+    on more than 2 ranks picks the closer factor, among the ops whose factor can be that ratio at all on 2 or
+    more ranks (2(n-1)/n >= 1 > (n-1)/n). Without a reduction or root: allgather (alltoall and
     gather print the same columns)."""
     rooted = root.strip() not in ("-1", "")
     reducing = redop.strip().lower() not in ("none", "")
@@ -439,9 +449,43 @@ def op_from_columns(redop: str, root: str, busbw_over_algbw: float | None, ranks
             and op.reduces == reducing]
     if not fits:
         return TABLE[0].name
+    if busbw_over_algbw is not None and len(fits) > 1:  # only ops whose factor can be the ratio on 2+ ranks
+        ratio = busbw_over_algbw
+        fits = [op for op in fits if (op.ranks_of_factor(ratio) or 0.0) >= 2 - 1e-3 or
+                (op.busbw == "one" and abs(ratio - 1.0) < 1e-2)] or fits
     if ranks > 2 and busbw_over_algbw is not None and len(fits) > 1:
         return min(fits, key=lambda op: abs(op.busbw_factor(ranks) - busbw_over_algbw)).name
     return fits[0].name
+
+
+def ranks_of_printed_rates(op: str, rates: Iterable[tuple[float, float]], half_unit: float = 0.005) -> tuple[int, int] | None:
+    """The rank counts consistent with every printed (algbw, busbw) pair of an ``op`` table, each printed
+    to two decimals (nccl-tests / rccl-tests ``%7.2f``: a printed x is anything within ``half_unit``):
+    busbw / algbw is the op's busbw factor, 2(n-1)/n or (n-1)/n, so it fixes n to an interval, narrow
+    where the rates are large. Returns (lowest, highest), or None where the op's factor does not depend
+    on n, no pair is large enough to say anything, the ratio reaches the factor's limit (no upper bound:
+    an all_gather printing busbw = algbw is an older factor or another op, not thousands of ranks), or the
+    pairs disagree (rows of different runs)."""
+    spec = OP_TABLE[op]
+    if spec.busbw == "one":
+        return None
+    low, high = 1.0, math.inf
+    seen = False
+    for algbw, busbw in rates:
+        if algbw <= 10 * half_unit or busbw < 0:
+            continue
+        factor_low = max(0.0, busbw - half_unit) / (algbw + half_unit)
+        factor_high = (busbw + half_unit) / (algbw - half_unit)
+        n_low = spec.ranks_of_factor(factor_low)
+        n_high = spec.ranks_of_factor(factor_high)
+        if n_low is None:  # even the smallest factor the pair allows is beyond every rank count
+            return None
+        low, high = max(low, n_low), min(high, math.inf if n_high is None else n_high)
+        seen = True
+    if not seen or high == math.inf:  # a ratio at the factor's limit: "very many", or another factor (an old
+        return None                   # version's, another op's): nothing to count on
+    lowest, highest = math.ceil(low - 1e-9), math.floor(high + 1e-9)
+    return (lowest, highest) if highest >= lowest else None
 
 
 # ---- sizes and rates -------------------------------------------------------------------------------------

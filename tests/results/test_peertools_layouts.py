@@ -48,33 +48,66 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 # ---- nccl-tests / rccl-tests -------------------------------------------------------------------------
+def _allreduce_rows(ranks: int) -> str:
+    """NCCL_ROWS' sizes and algbw with the busbw an allreduce over ``ranks`` ranks prints (2(n-1)/n x algbw)."""
+    out = []
+    for size, t, algbw in ((33554432, 131.1, 255.96), (134217728, 487.5, 275.31)):
+        busbw = algbw * 2 * (ranks - 1) / ranks
+        out.append(f"{size:>12} {size // 4:>14}     float     sum      -1  {t:7.1f} {algbw:7.2f} {busbw:7.2f}      0  "
+                   f"{t:7.1f} {algbw:7.2f} {busbw:7.2f}      0\n")
+    return "".join(out)
+
+
+BCAST_ROWS = """    33554432       8388608     float    none       0    131.1  255.96  255.96      0    130.6  256.94  256.94      0
+"""
+
+
 def test_nccl_table_without_header_is_read_and_never_assumes_one_rank():
     """#34: a table pasted without '# nThread ... nGpus' was refused, and with --format it silently
-    assumed one rank."""
-    text = NCCL_ROWS + NCCL_TAIL
-    run = parse(text, "all_reduce.txt", fmt="nccl-tests")
-    assert len(run.measurements) == 4
-    assert all("ranks" not in m.extra for m in run.measurements)
-    assert run.run_context.ranks is None
-    assert any("rank count is not printed" in n for n in run.notes)
-    stated = parse(text, "all_reduce.txt", fmt="nccl-tests", stated=RunContext(ranks=8))
+    assumed one rank. Its busbw / algbw is the op's factor of the run's rank count, so an allreduce table
+    says its count; a broadcast's (factor 1) says nothing, and --ranks fills it."""
+    run = parse(_allreduce_rows(8) + NCCL_TAIL, "all_reduce.txt", fmt="nccl-tests")
+    assert len(run.measurements) == 4 and {m.extra["ranks"] for m in run.measurements} == {8}
+    assert (run.run_context.ranks, run.run_context.ranks_from) == (8, "output")
+    bcast = parse(BCAST_ROWS + NCCL_TAIL, "broadcast.txt", fmt="nccl-tests")
+    assert all("ranks" not in m.extra for m in bcast.measurements) and bcast.run_context.ranks is None
+    assert any("rank count is not printed" in n for n in bcast.notes)
+    stated = parse(BCAST_ROWS + NCCL_TAIL, "broadcast.txt", fmt="nccl-tests", stated=RunContext(ranks=8))
     assert {m.extra["ranks"] for m in stated.measurements} == {8}
     assert (stated.run_context.ranks, stated.run_context.ranks_from) == (8, "option")
 
 
-def test_a_paste_starting_inside_the_rank_list_counts_the_ranks_it_implies():
-    """#34: a paste whose rank list starts at '# Rank 71' (coreweave/nccl-tests#43, a 72-rank NVL72 run) was
-    read as one rank, so a 72-rank allreduce was judged as a one-GPU copy."""
-    rank71 = "#  Rank 71 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics Device\n#\n"
-    table = "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n"
-    run = parse(rank71 + table + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt")
-    assert {m.extra["ranks"] for m in run.measurements} == {72}
-    assert any("at least 72 ranks" in n for n in run.notes)
-    stated = parse(rank71 + table + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt", stated=RunContext(ranks=144))
-    assert {m.extra["ranks"] for m in stated.measurements} == {144} and stated.run_context.ranks_from == "option"
-    # a complete list keeps its own count, whatever --ranks says
+def test_the_printed_rates_outrank_rank_lines_a_paste_elided_or_edited():
+    """#34, coreweave/nccl-tests README: rank lines 0-4 then '...' over a 32-rank table, and a 'Rank 143'
+    line copied from another run over a 128-rank table. nccl-tests computed busbw with the real count."""
+    head = NCCL_HEAD.replace("#  Rank  1 Group", "#  Rank  1 Group").split("#\n#   ")[0]
+    elided = parse(head + "...\n" + "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n" + _allreduce_rows(32) + NCCL_TAIL,
+                   "log.txt")
+    assert {m.extra["ranks"] for m in elided.measurements} == {32}
+    assert any("elided or edited" in n for n in elided.notes)
+    rank143 = "#  Rank 143 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics Device\n#\n"
+    edited = parse(rank143 + "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n" + _allreduce_rows(128) + NCCL_TAIL,
+                   "log.txt", stated=RunContext(ranks=144))
+    assert {m.extra["ranks"] for m in edited.measurements} == {128}
+    assert any("--ranks 144, but" in n for n in edited.notes)
+    # a complete rank list the rates agree with keeps its count, whatever --ranks says
     full = parse(NCCL_HEAD + NCCL_ROWS + NCCL_TAIL, "all_reduce.txt", stated=RunContext(ranks=144))
     assert {m.extra["ranks"] for m in full.measurements} == {2}
+
+
+def test_a_paste_starting_inside_the_rank_list_counts_the_ranks_it_implies():
+    """#34: a paste whose rank list starts at '# Rank 71' (coreweave/nccl-tests#43, a 72-rank NVL72 run) was
+    read as one rank, so a 72-rank allreduce was judged as a one-GPU copy. Where the rates say nothing of the
+    count (a broadcast), the rank line gives a lower bound and --ranks the rest."""
+    rank71 = "#  Rank 71 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics Device\n#\n"
+    table = "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n"
+    run = parse(rank71 + table + BCAST_ROWS + NCCL_TAIL, "broadcast.txt")
+    assert {m.extra["ranks"] for m in run.measurements} == {72}
+    assert any("at least 72 ranks" in n for n in run.notes)
+    stated = parse(rank71 + table + BCAST_ROWS + NCCL_TAIL, "broadcast.txt", stated=RunContext(ranks=144))
+    assert {m.extra["ranks"] for m in stated.measurements} == {144} and stated.run_context.ranks_from == "option"
+    rates = parse(rank71 + table + _allreduce_rows(72) + NCCL_TAIL, "all_reduce.txt")
+    assert {m.extra["ranks"] for m in rates.measurements} == {72}
 
 
 @pytest.mark.parametrize("prefix", ["0: ", "  0: ", "[1,0]<stdout>:", "> ", "2024-05-02T10:11:12.123Z "])
@@ -424,7 +457,7 @@ def test_fail_below_fails_on_an_incomplete_output(tmp_path):
 
 def test_check_ranks_hosts_launch_options(tmp_path):
     path = tmp_path / "rows.txt"
-    path.write_text(NCCL_ROWS + NCCL_TAIL)
+    path.write_text(BCAST_ROWS + NCCL_TAIL)
     code, out, err = _run(["check", str(path), "--format", "nccl-tests", "--synthetic", "nvswitch:8", "--ranks", "8",
                            "--launch", "graph", "--json", str(tmp_path / "r.json")])
     assert code == 0, err
@@ -445,3 +478,37 @@ def test_all_tools_keep_one_number_per_line_provenance():
 def test_unknown_fixture_path_is_a_user_error(tmp_path):
     with pytest.raises(UserError):
         read_all([Path(tmp_path / "missing.txt")])
+
+
+def _twin_of(tmp_path, text: str, *options: str) -> list[dict]:
+    import json
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    out = tmp_path / "t.json"
+    code, _, err = _run(["check", str(path), "--format", "nccl-tests", "--synthetic", "nvswitch:8", *options,
+                         "--json", str(out)])
+    assert code in (0, 3), err
+    return json.loads(out.read_text())["extra"]["check"]["verdicts"]
+
+
+def test_a_headerless_table_is_judged_as_nccl_tests_defaults_ran_it_unless_launch_is_said(tmp_path):
+    """#34: --launch was accepted but never reached the judge (every headerless table was judged as graph
+    launches); nccl-tests' own default is eager (-G 0, common.cu:110) with one GPU per thread (-g 1)."""
+    default = _twin_of(tmp_path, _allreduce_rows(8) + NCCL_TAIL)
+    assert all("eager launch" in v["expectation"]["detail"] for v in default if v["expectation"]["detail"])
+    said = _twin_of(tmp_path, _allreduce_rows(8) + NCCL_TAIL, "--launch", "graph")
+    assert all("graph launch" in v["expectation"]["detail"] for v in said if v["expectation"]["detail"])
+
+
+def test_the_header_s_gpus_per_thread_sets_the_twin_s_eager_host_time(tmp_path):
+    """#34: the judge's twin took every eager launch as one thread driving all ranks; nccl-tests' header says
+    how many GPUs each thread drove (nGpus): 8 GPUs from one thread cost the host 8 launches an operation."""
+    def header(gpus: int) -> str:
+        return NCCL_HEAD.replace("nGpus 2", f"nGpus {gpus}").split("# Using devices")[0]
+    small = "       65536         16384     float     sum      -1    30.00    2.18    3.82      0    30.00    2.18    3.82      0\n"
+    cols = "\n".join(NCCL_HEAD.splitlines()[-3:]) + "\n"
+    one = _twin_of(tmp_path, header(1) + cols + small + _allreduce_rows(8) + NCCL_TAIL, "--ranks", "8")
+    eight = _twin_of(tmp_path, header(8) + cols + small + _allreduce_rows(8) + NCCL_TAIL, "--ranks", "8")
+    # the 64 KiB row: the share of the twin's time that is fixed cost (launches, latencies) grows with the host's
+    fixed_one, fixed_eight = one[0]["expectation"]["fixed_share"], eight[0]["expectation"]["fixed_share"]
+    assert fixed_one is not None and fixed_eight is not None and fixed_one < 0.8 * fixed_eight

@@ -144,8 +144,8 @@ class Judge:
             raise TopologyError(f"the calibrated topology {calibrated.name!r} has {calibrated.gpu_count} GPUs, "
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
-        self._no_peer: dict[tuple[tuple[int, ...], str], CollectiveModel] = {}
-        self._capped: dict[tuple[int, str], CollectiveModel] = {}
+        self._no_peer: dict[tuple[tuple[int, ...], str, int | None], CollectiveModel] = {}
+        self._capped: dict[tuple[int, str, int | None], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
 
@@ -336,7 +336,8 @@ class Judge:
     def launch(self, m: Measurement) -> str:
         """How a collective was launched, as the reference key says it: ``graph`` or ``eager`` and the
         GPUs one thread drove (``eager 4/thread``), from nccl-tests' header (``nThread``, ``nGpus``,
-        ``graph:``) or a linkscope record (``cuda_graph``, devices per process); "" when unknown."""
+        ``graph:``), a linkscope record (``cuda_graph``, devices per process), or for a table pasted without its
+        header ``check --launch`` else nccl-tests' default (eager: the reader's ``launch``); "" when unknown."""
         extra = m.extra or {}
         graph = extra.get("graph_iters")
         if "cuda_graph" in extra:  # a linkscope bench nccl entry
@@ -347,6 +348,8 @@ class Judge:
             # deltaSec / (iters * agg_iters) / cudaGraphLaunches): with one launch the upload is in every
             # small size's time (1 x H200: 3.05 us at 8 B with -G 1, 0.98 with -G 20), so it is its own mode
             mode = "eager" if graph <= 0 else ("graph x1" if graph == 1 else "graph")
+        elif extra.get("launch") in ("eager", "graph"):  # a table without its header: check --launch, or the default
+            mode = extra["launch"]
         else:
             return ""
         per = extra.get("gpus_per_thread")
@@ -627,14 +630,17 @@ class Judge:
         gpus = self._rank_gpus(m)
         busbw = self._busbw(m)
         launch = "eager" if self.launch(m).startswith("eager") else "graph"
-        key = (op, tuple(gpus), m.size_bytes, busbw, launch)  # in-place and out-of-place rows share it
+        per = (m.extra or {}).get("gpus_per_thread")  # nccl-tests -g: the GPUs one thread launches for (eager host time)
+        per_thread = int(per) if _is_gpu(per) and per >= 1 else None
+        key = (op, tuple(gpus), m.size_bytes, busbw, launch, per_thread)  # in-place and out-of-place rows share it
         found = self._collective_cache.get(key)
         if found is None:
-            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw, launch)
+            found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw, launch,
+                                                                           per_thread)
         return found
 
     def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool,
-                            launch: str = "graph") -> Expectation:
+                            launch: str = "graph", per_thread: int | None = None) -> Expectation:
 
         def value(model: CollectiveModel) -> tuple[float, str]:
             pred = model.predict(op, gpus, size_bytes)
@@ -644,12 +650,13 @@ class Judge:
                 how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
-        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch)
-        twin_model = CollectiveModel(self.fabric, launch=launch)
+        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch,
+                                       gpus_per_thread=per_thread)
+        twin_model = CollectiveModel(self.fabric, launch=launch, gpus_per_thread=per_thread)
         twin, detail = value(twin_model)
         twin_pred = twin_model.predict(op, gpus, size_bytes)
         forced = _forced_alternatives(twin_pred, busbw)
-        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen)
+        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen, per_thread)
         detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
@@ -664,7 +671,7 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
                 and self._host_route_apart(tuple(gpus))):
-            alt = value(self._no_peer_model(tuple(gpus), launch))[0]
+            alt = value(self._no_peer_model(tuple(gpus), launch, per_thread))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),
@@ -684,17 +691,17 @@ class Judge:
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
 
     def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,
-                              chosen: Any) -> tuple[Alternative, ...]:
+                              chosen: Any, per_thread: int | None = None) -> tuple[Alternative, ...]:
         """The collective capped at fewer channels than NCCL's tuner gives it (NCCL_MAX_NCHANNELS, or
         NCCL_MIN_NCHANNELS/a tuner plugin capping it), at each power of two below the chosen count."""
         out = []
         rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
         cap = 1
         while cap < chosen.channels:
-            model = self._capped.get((cap, launch))
+            model = self._capped.get((cap, launch, per_thread))
             if model is None:
-                model = self._capped[(cap, launch)] = CollectiveModel(self.fabric, {"NCCL_MAX_NCHANNELS": str(cap)},
-                                                                      launch=launch)
+                model = self._capped[(cap, launch, per_thread)] = CollectiveModel(
+                    self.fabric, {"NCCL_MAX_NCHANNELS": str(cap)}, launch=launch, gpus_per_thread=per_thread)
             capped = model.predict(op, gpus, size_bytes).chosen
             value = capped.busbw_gb_per_s if busbw else capped.algbw_gb_per_s
             if 0 < value < FORCED_DISTINCT_BELOW * rate:
@@ -720,15 +727,15 @@ class Judge:
                     return False
         return True
 
-    def _no_peer_model(self, gpus: tuple[int, ...], launch: str) -> CollectiveModel:
+    def _no_peer_model(self, gpus: tuple[int, ...], launch: str, per_thread: int | None = None) -> CollectiveModel:
         """The twin of these GPUs without peer access between them, launched as the run was (eager or graph)
         and with the judge's parameters: only the transport differs from the run's own twin."""
-        found = self._no_peer.get((gpus, launch))
+        found = self._no_peer.get((gpus, launch, per_thread))
         if found is None:
             denied = tuple((a, b) for a in gpus for b in gpus if a < b)
             peer = replace(self.topology.peer_access, denied_pairs=self.topology.peer_access.denied_pairs + denied)
-            found = self._no_peer[(gpus, launch)] = CollectiveModel.of(self.topology.replace(peer_access=peer),
-                                                                       self.fabric.params, launch=launch)
+            found = self._no_peer[(gpus, launch, per_thread)] = CollectiveModel.of(
+                self.topology.replace(peer_access=peer), self.fabric.params, launch=launch, gpus_per_thread=per_thread)
         return found
 
     # copies

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...collectives import op_from_columns, op_of_program
+from ...collectives import op_from_columns, op_of_program, ranks_of_printed_rates
 from ...errors import SchemaError
 from ...userfiles import refuse_malformed
 from ..schema import ALL, Status
@@ -301,27 +301,25 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
     found = RunContext()
     for sec in sections:
         op = op_of_program(sec.program) if sec.program else (op_of_program(source) if len(sections) == 1 else None)
-        ranks, ranks_from = (len(sec.ranks), "output") if sec.ranks else (None, "")
-        highest = max((r[0] for r in sec.ranks), default=-1) + 1
-        partial = ranks is not None and highest > ranks  # the paste starts inside the rank list ("# Rank 71" alone)
-        if partial:
-            ranks = highest
-            notes.append(f"{source}: the output lists {len(sec.ranks)} of its rank lines, up to rank {highest - 1}: "
-                         f"at least {highest} ranks" + ("" if stated is not None and stated.ranks else "; say how many "
-                                                        "with --ranks N"))
-        if stated is not None and stated.ranks is not None:
-            if partial and stated.ranks >= highest:
-                ranks, ranks_from = stated.ranks, "option"
-            elif ranks is not None and ranks != stated.ranks:
-                notes.append(f"--ranks {stated.ranks}, but the output lists {ranks} ranks: the output's count is used")
-            elif ranks is None:
-                ranks, ranks_from = stated.ranks, "option"
-        if ranks is None:
-            notes.append(f"{source}:{sec.rows[0][0]}: the rank count is not printed (no '# Rank' lines): the collective "
-                         "is judged on the GPUs selected (--gpus); say it with --ranks N")
-        for listed in sec.ranks:
-            hosts_seen[listed[1]] = None
-        layout = _section_rows(out, lines, sec, op, ranks)
+        rows, layout = _read_rows(out, lines, sec)
+        known = len(sec.ranks) or (stated.ranks if stated is not None and stated.ranks else 0)
+        section_op = op or _op_of_rows(rows, known)
+        printed = ranks_of_printed_rates(section_op, [(v[1], v[2]) for r in rows for _, v, _, _ in r[3]
+                                                      if v[1] is not None and v[2] is not None]) if rows else None
+        ranks, ranks_from, said = _rank_count(sec, stated, printed, section_op, f"{source}:{sec.rows[0][0]}")
+        notes.extend(said)
+        for rank_line in sec.ranks:
+            hosts_seen[rank_line[1]] = None
+        if sec.graph is None:  # no 'nThread ... graph: N' header: what the user said, else nccl-tests' defaults:
+            said_launch = stated.launch if stated is not None and stated.launch else ""  # -G 0 (common.cu:110
+            for row in rows:  # 'int cudaGraphLaunches = 0'), one GPU per thread (-g 1, -t 1: common.cu:90-91)
+                row[2]["launch"], row[2]["launch_from"] = (said_launch, "option") if said_launch else ("eager", "default")
+                if sec.gpus_per_process is None:
+                    row[2].setdefault("gpus_per_thread", 1)
+            if not said_launch:
+                notes.append(f"{source}:{sec.rows[0][0]}: no 'nThread' header: judged as nccl-tests' defaults ran it "
+                             "(eager launch, one GPU per thread); say --launch graph where it ran with -G")
+        _emit_rows(out, rows, op, section_op, ranks)
         if layout and layout != "2.13+":
             notes.append(f"{source}:{sec.rows[0][0]}: read as the nccl-tests {layout} layout (the 4th column of each "
                          "group is the largest error, not a count of wrong elements" +
@@ -368,11 +366,15 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
                    complete=not incomplete, incomplete="; ".join(incomplete), run_context=run_context)
 
 
-def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, nranks: int | None) -> str:
-    """The measurements of one section's result rows; the layout read ("" for the newest)."""
+_Row = tuple[int, int, dict[str, Any], list[tuple[bool, list[float | None], int | None, float | None]], str, str]
+
+
+def _read_rows(out: Collector, lines: Lines, sec: _Section) -> tuple[list[_Row], str]:
+    """One section's result rows read (what cannot be read is said as unread), and the layout read ("" for
+    the newest)."""
     placements = sec.placements or [False, True]
     layout = ""
-    rows: list[tuple[int, int, dict[str, Any], list[tuple[bool, list[float | None], int | None, float | None]], str, str]] = []
+    rows: list[_Row] = []
     for n, tokens in sec.rows:
         cols = sec.columns or _columns_of_row(tokens, sec.width)
         if cols is None:
@@ -394,7 +396,7 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
         named = dict(zip(cols.names, tokens))
         root = named.get("root", "")
         redop = named.get("redop", named.get("op", "none"))
-        fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program or op or "",
+        fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program,
                   **sec.launch}
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []
@@ -413,19 +415,77 @@ def _section_rows(out: Collector, lines: Lines, sec: _Section, op: str | None, n
             out.skip(n, str(exc).split(": ", 1)[-1])
             continue
         rows.append((n, size, fields, parsed, redop, root))
-    section_op = op
-    if section_op is None and rows:
-        # busbw / algbw of the fastest row: the printed rates have two decimals, so small rows say nothing
-        top = max(rows, key=lambda r: r[3][0][1][1] or 0.0)
-        algbw, busbw = top[3][0][1][1], top[3][0][1][2]
-        ratio = busbw / algbw if algbw and busbw is not None else None
-        section_op = op_from_columns(top[4], top[5], ratio, nranks or 0)
+    return rows, layout
+
+
+def _op_of_rows(rows: list[_Row], nranks: int) -> str:
+    """The op of a table that names none, from its columns (``op_from_columns``): busbw / algbw of the
+    fastest row (the printed rates have two decimals, so small rows say nothing)."""
+    if not rows:
+        return "allreduce"
+    top = max(rows, key=lambda r: r[3][0][1][1] or 0.0)
+    algbw, busbw = top[3][0][1][1], top[3][0][1][2]
+    ratio = busbw / algbw if algbw and busbw is not None else None
+    return op_from_columns(top[4], top[5], ratio, nranks)
+
+
+def _emit_rows(out: Collector, rows: list[_Row], op: str | None, section_op: str, nranks: int | None) -> None:
     for n, size, fields, parsed, _, _ in rows:
+        fields["test"] = fields["test"] or op or ""
         if op is None:
             fields["op_inferred"] = True
         for inplace, (time_us, algbw, busbw), wrong, err in parsed:
-            _add_row(out, n, section_op or "allreduce", nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
-    return layout
+            _add_row(out, n, section_op, nranks, size, fields, inplace, time_us, algbw, busbw, wrong, err)
+
+
+def _rank_count(sec: _Section, stated: RunContext | None, printed: tuple[int, int] | None, op: str,
+                where: str) -> tuple[int | None, str, list[str]]:
+    """The run's rank count, where it came from, and what to tell the user. nccl-tests computed every busbw
+    with the run's real rank count, so busbw / algbw (``printed``: the counts it allows) outranks rank lines a
+    paste elided or edited ('# Rank 0..4' then '...', one line copied from another run) and ``--ranks``;
+    within what it allows, the rank lines, then ``--ranks``, then the one count it leaves, decide."""
+    notes: list[str] = []
+    said = stated.ranks if stated is not None and stated.ranks else None
+    listed = len(sec.ranks) or None
+    highest = max((r[0] for r in sec.ranks), default=-1) + 1
+    partial = listed is not None and highest > listed  # the paste starts inside the rank list ("# Rank 71" alone)
+    lowest, top = printed if printed is not None else (1, 0)
+
+    def allowed(n: int | None) -> bool:
+        return n is not None and printed is not None and lowest <= n <= top
+
+    span = f"{lowest}" if top == lowest else f"{lowest}..{top}"
+    why = f"busbw / algbw of its rows is the {op} factor of {span} ranks"
+    if listed is not None and not partial and (printed is None or allowed(listed)):
+        if said is not None and said != listed:
+            notes.append(f"--ranks {said}, but the output lists {listed} ranks: the output's count is used")
+        return listed, "output", notes
+    if partial and (printed is None or top >= highest):
+        if said is not None and said >= highest and (printed is None or allowed(said)):
+            return said, "option", notes
+        if printed is not None and top == lowest:
+            return lowest, "output", notes
+        notes.append(f"{where}: the output lists {listed} of its rank lines, up to rank {highest - 1}: at least "
+                     f"{highest} ranks" + ("" if said else "; say how many with --ranks N"))
+        return highest, "output", notes
+    if printed is None:
+        if said is not None:
+            return said, "option", notes
+        notes.append(f"{where}: the rank count is not printed (no '# Rank' lines): the collective is judged on the "
+                     "GPUs selected (--gpus); say it with --ranks N")
+        return None, "", notes
+    if listed is not None:  # rank lines the rates contradict: elided or edited
+        notes.append(f"{where}: the output lists {listed} rank lines (up to rank {highest - 1}), but {why}: "
+                     "the rank lines were elided or edited in the paste; the rates' count is used")
+    if allowed(said):
+        return said, "option", notes
+    if said is not None:
+        notes.append(f"--ranks {said}, but {why}: the rates' count is used")
+    if top == lowest:
+        return lowest, "output", notes
+    guess = round((lowest + top) / 2)
+    notes.append(f"{where}: {why} (two-decimal rates); judged on {guess}: say the count with --ranks N")
+    return guess, "output", notes
 
 
 @refuse_malformed("nccl-tests JSON")
