@@ -45,7 +45,7 @@ from ..errors import LinkscopeError, TopologyError
 from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
-from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel
+from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel, group_elapsed_s
 from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
@@ -776,9 +776,10 @@ class Judge:
             p = next(p for p in preds if (p.src, p.dst) == target)
             return p.gb_per_s, (p.latency_us * 1e-6 / p.elapsed_s if p.elapsed_s > 0 else None)
         slowest = max(preds, key=lambda p: p.elapsed_s)
-        if slowest.elapsed_s <= 0:
+        elapsed = group_elapsed_s(preds)  # copies queued on copy engines: the median order's time, not the slowest mean
+        if elapsed <= 0:
             return 0.0, None
-        return sum(p.size_bytes for p in preds) / slowest.elapsed_s / 1e9, slowest.latency_us * 1e-6 / slowest.elapsed_s
+        return sum(p.size_bytes for p in preds) / elapsed / 1e9, slowest.latency_us * 1e-6 / elapsed
 
     def _copy(self, m: Measurement, method: str) -> Expectation:
         flows, target = self._transfers(m)

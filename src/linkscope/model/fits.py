@@ -81,8 +81,6 @@ FITS: dict[str, Fit] = {f.key: f for f in (
         Scope((90,), "nvlink", (3, 8), (1, 1), "NCCL")),
     Fit("nccl_ll_thread_mb_per_s", _H100X2, 2, _NCCL, f"{_N2}/all_reduce_Ring_LL.txt 1 GiB", _NVL),
     Fit("nccl_ll128_thread_mb_per_s", _H100X2, 2, _NCCL, f"{_N2}/all_reduce_Ring_LL128.txt 1 GiB", _NVL),
-    Fit("ce_mesh_efficiency", _H200X4, 4, "linkscope bench (CUDA copy engines)", f"{_N4}/a2a_r1.txt 64 MiB total",
-        Scope((90,), "nvlink", (3, 8), (1, 1), "")),
     Fit("pcie_duplex_efficiency_down", _H100X2, 2, "nvbandwidth v0.8",
         "tests/fixtures/peertools/h100x2/nvbandwidth.txt host_to_device_bidirectional_memcpy_ce", _HOST),
     Fit("pageable_staging_chunk_bytes", _H100X2, 2, "linkscope survey", "docs/runs/survey-h100x2-2026-11-25.json d2h-pageable",

@@ -58,8 +58,8 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   host-to-device (down, away from the CPU) or device-to-host (up) direction of a GPU's PCIe link
   keeps while the other direction of the same link carries a flow of the same plan (``FabricModel``:
   max-min sharing alone keeps the two directions independent, which PCIe hosts do not).
-* ``ce_mesh_efficiency``: a copy-engine peer copy's share of its own rate, per copy its GPU issues, where
-  that GPU sends CE copies to and receives them from several GPUs at once (an all-to-all).
+* ``copy_engine_queue.<vendor>``: 1 where a GPU of that vendor serves its concurrent copy-engine peer copies
+  one at a time (``model.issue_queues``), 0 (or absent) where its engines run them at once.
 * ``nccl_launch_us``: fixed cost of one NCCL operation (kernel launch, ring set-up), the latency floor
   of a simulated collective (``model.collectives``) launched from a CUDA graph (nccl-tests ``-G``).
 * ``nccl_eager_launch_us``, ``nccl_eager_host_per_gpu_us``, ``nccl_eager_host_per_gpu_channel_us``: when
@@ -295,12 +295,11 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
                                    "source gives no reason (the channels are disjoint per round, channel.h:19-31) and the "
                                    "links do not (sm-push all-to-all on that node: 353 GB/s per GPU): a fit, scope "
                                    "NVSwitch Hopper; the 64 MiB eager and -G 20 rows test it"),
-    "ce_mesh_efficiency": (0.55, "measured", "fitted: the share of its rate alone a copy-engine peer copy keeps, "
-                           "per copy its GPU issues, when that GPU at once sends CE copies to and receives them from "
-                           "two or more GPUs (predict.FabricModel.copy_engine_bound): 4 x H200 NV18, linkscope bench "
-                           "--method ce --pattern all-to-all, 64 MiB total 863.4 GB/s (tests/fixtures/nccl/"
-                           "h200x4-2026-11-28/a2a_r1.txt); the 512 MiB total (943.2) and the other lease's 731 "
-                           "(../shared/recordings/h200x4-2026-11-28/README.md) test it"),
+    "copy_engine_queue.nvidia": (1.0, "measured", "one issuing GPU's CE peer copies are served one at a time: k copies "
+                                 "move together what one moves and each repetition one runs at the full rate, the others "
+                                 "at 1/2, 1/3 of it; 2 x H200 (docs/runs/h200x2-2026-11-28b/call1/linkscope/ce_share.txt, "
+                                 "to one peer) and 4 x H200 NV18 (docs/runs/h200x4-2026-11-28d/call2/linkscope/"
+                                 "ce_queue.txt, to different peers), 2026-11-28"),
     "nccl_ll_thread_mb_per_s": (10.15, "measured", "fitted: payload one NCCL LL thread stores per second (16 B lines of "
                                 "8 B data + flags, NCCL_LL_MAX_NTHREADS 512 per ring channel): 2 x H100 NV18, NCCL 2.28.9, "
                                 "nccl-tests 2.19.6, 2026-11-25, NCCL_ALGO=Ring NCCL_PROTO=LL allreduce 1 GiB, 119.67 GB/s "
@@ -316,7 +315,7 @@ _DEFAULTS: dict[str, tuple[float, str, str]] = {
 }
 
 # keys that may appear without a default (vendors other than amd have no engine cap by default)
-_OPEN_PREFIXES = ("engine_cap_gb_per_s.", "method_efficiency.", "overhead_us.", "link_efficiency.",
+_OPEN_PREFIXES = ("engine_cap_gb_per_s.", "copy_engine_queue.", "method_efficiency.", "overhead_us.", "link_efficiency.",
                   "p2p_transit_efficiency.device.", "transit_latency_us.", "p2p_transit_efficiency.")
 # non-numeric keys of Topology.model_params that belong to the model but are not parameters
 STRUCTURAL_KEYS = LEGACY_MODEL_PARAM_KEYS  # older files' peer-access facts and NIC choice (Topology migrates them)
@@ -408,7 +407,7 @@ class ModelParams:
             if isinstance(raw, bool) or not isinstance(raw, (int, float)):
                 raise ConfigError(f"model parameter {key!r} must be a number, got {raw!r}")
             value = float(raw)
-            nonneg = key.startswith(("overhead_us.", "transit_latency_us.")) or key.endswith("_us")
+            nonneg = key.startswith(("overhead_us.", "transit_latency_us.", "copy_engine_queue.")) or key.endswith("_us")
             if value < 0 or (value == 0 and not nonneg) or value != value:
                 raise ConfigError(f"model parameter {key!r} must be {'>= 0' if nonneg else '> 0'}, got {raw!r}")
             values[key] = value
@@ -494,6 +493,10 @@ class ModelParams:
         if not vendor:
             return float("inf")
         return float(self.values.get(f"engine_cap_gb_per_s.{vendor.lower()}", float("inf")))
+
+    def copy_engine_queue(self, vendor: str | None) -> bool:
+        """Whether a GPU of ``vendor`` serves its concurrent copy-engine peer copies one at a time."""
+        return bool(vendor) and float(self.values.get(f"copy_engine_queue.{str(vendor).lower()}", 0.0)) > 0
 
     def host_memcpy_gb_per_s(self, direction: str) -> float:
         """One host thread's copy rate to (``h2d``) or from (``d2h``) the staging buffer: the direction

@@ -28,6 +28,10 @@ NVSwitch planes cost nothing); per element where the device states it (``ModelPa
 Each device passed also adds its ``transit_latency_us``. Time of a transfer = its latency (per-method overhead
 + per-hop latencies) + the bytes at the max-min fair rate, recomputed at every start and completion.
 
+The issuing GPU: its copy-engine peer copies queue (served one at a time, in an order the driver picks; the
+prediction is the expectation over the orders) and its kernel copies share its SMs (``model.issue_queues``;
+``FabricModel.copy_engine_bound``).
+
 The transfers of a group through pageable host memory (``h2d-pageable``, ``d2h-pageable``, ``staged``) do
 not overlap: the host thread that issues them waits for each (``host_copies.serialised``). Each then
 runs alone, starting when the one before it ends (``TransferPrediction.start_s``).
@@ -54,6 +58,7 @@ from .budget import check_model_budget
 from .contention import FlowProblem, SimResult, simulate
 from .graph import KIND_CODE, NODE_KIND_CODE, FabricGraph
 from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, staging_rate_gb_per_s
+from .issue_queues import QueuedResult, QueueOrders, can_simulate, issuer_queues, issuer_rows, simulate_orders
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
 from .routing import Router
@@ -104,7 +109,12 @@ class TransferPrediction:
         latency_us: the fixed part: overhead + per-hop latency (+ pipeline fill).
         rate_gb_per_s: max-min fair rate of its first stage once everything has started.
         theoretical_gb_per_s: raw bottleneck capacity of its route.
-        limited_by: ``copy engines`` when the copy-engine share (``copy_engine_bound``) capped it.
+        limited_by: ``copy engines`` when its issuing GPU's copy engines queue it with other copies
+            (``copy_engine_bound``, ``model.issue_queues``).
+        queue: for a group whose copy-engine copies queue, the spread of the group's total over the queue
+            orders (the same object on every transfer of the group); None otherwise. Its
+            ``elapsed_s_median`` is the group's elapsed time (``group_elapsed_s``): each transfer's
+            ``elapsed_s`` is its expectation over the orders, and the slowest of those is not the group's.
     """
 
     src: int | str
@@ -119,11 +129,22 @@ class TransferPrediction:
     role: str = "measured"
     start_s: float = 0.0
     limited_by: str = ""  # "copy engines" where the GPUs' copy engines, not the links, set its rate
+    queue: QueueOrders | None = None
 
     @property
     def finish_s(self) -> float:
         """From the group's common start to its last byte, seconds."""
         return self.start_s + self.elapsed_s
+
+
+def group_elapsed_s(predictions: Sequence[TransferPrediction]) -> float:
+    """A concurrent group's elapsed time, from its common start to its last byte (seconds): the latest
+    finish; for copies queued on their issuing GPUs' copy engines, the group's time in the median queue
+    order (``TransferPrediction.queue``), since each copy's own prediction is an expectation over orders."""
+    for p in predictions:
+        if p.queue is not None:
+            return p.queue.elapsed_s_median
+    return max((p.finish_s for p in predictions), default=0.0)
 
 
 @dataclass
@@ -654,17 +675,23 @@ class FabricModel:
         flows = [self.stages(src, dst, size, method, chunk_bytes) for src, dst, size, _ in items]
         if not flows:
             return []
-        ce_bound = self.copy_engine_bound(items, method, flows)
+        queued: QueuedResult | None = None
+        bound: set[int] = set()
         if serialised(method) and len(flows) > 1:  # one after another, each alone (host_copies)
             results = [simulate(self._problem([flow]), rtol=0.0) for flow in flows]
             finish = [float(r.finish_s[0]) for r in results]
             rates = [float(r.first_rate_gb_per_s[0]) for r in results]
             starts = np.concatenate([[0.0], np.cumsum(finish)[:-1]]).tolist()
         else:
-            result = simulate(self._problem(flows), rtol=auto_rtol(len(flows), rtol))
-            finish = [float(x) for x in result.finish_s]
-            rates = [float(x) for x in result.first_rate_gb_per_s]
+            problem, queued, bound = self.copy_engine_bound(items, method, flows)
+            if queued is not None:
+                finish, rates = queued.finish_s.tolist(), queued.rate_gb_per_s.tolist()
+            else:
+                result = simulate(problem, rtol=auto_rtol(len(flows), rtol))
+                finish = [float(x) for x in result.finish_s]
+                rates = [float(x) for x in result.first_rate_gb_per_s]
             starts = [0.0] * len(flows)
+        spread = queued.spread if queued is not None else None
         out = []
         for k, ((src, dst, size, role), flow, fin, rate, start) in enumerate(zip(items, flows, finish, rates, starts)):
             out.append(TransferPrediction(
@@ -675,42 +702,67 @@ class FabricModel:
                 theoretical_gb_per_s=min(s.raw_gb_per_s for s in flow),
                 role=role,
                 start_s=start,
-                limited_by="copy engines" if k in ce_bound else "",
+                limited_by="copy engines" if k in bound else "",
+                queue=spread,
             ))
         return out
 
     def copy_engine_bound(self, items: list[tuple[int | str, int | str, int, str]], method: str,
-                          flows: list[list[_Stage]]) -> set[int]:
-        """Cap (replacing their first stage in ``flows``) the copy-engine peer copies of a GPU that at once sends CE copies to two or more
-        GPUs and receives CE copies from two or more (an all-to-all): each of its copies gets
-        ``ce_mesh_efficiency`` of its own rate alone over the copies the GPU issues. One-to-all, all-to-one
-        and a copy each way between two GPUs keep the links' rate (nvbandwidth on 4 x H200: one_to_all_write_ce
-        339-396 GB/s, all_to_one 399, bidirectional 774 for two GPUs), an all-to-all does not (731-943 GB/s
-        for 12 copies where sm-push moves 1412); a fit (model/fits.py), the copy engines' scheduling being
-        undocumented. Returns the indices of the capped copies."""
-        if method not in COPY_ENGINE_METHODS or method not in NEEDS_PEER_ACCESS:
-            return set()
-        out: dict[object, set[object]] = {}
-        into: dict[object, set[object]] = {}
-        for src, dst, _, _ in items:
-            if src != dst and src != HOST and dst != HOST:
-                out.setdefault(src, set()).add(dst)
-                into.setdefault(dst, set()).add(src)
-        meshed = {g for g in out if len(out[g]) >= 2 and len(into.get(g, ())) >= 2}
-        if not meshed:
-            return set()
-        share = self.params["ce_mesh_efficiency"]
-        bound = set()
-        for k, ((src, dst, _, _), flow) in enumerate(zip(items, flows)):
-            if src in meshed or dst in meshed:
-                issuer = dst if get_method(method).issuer == "dst" else src
-                copies = max(1, len(out.get(issuer, ())) if issuer == src else len(into.get(issuer, ())))
-                # a capped copy of the stage: stages may be shared (cached per pair and method), never mutated
-                capped = dataclasses.replace(flow[0], cap_gb_per_s=min(flow[0].cap_gb_per_s,
-                                                                       share * flow[0].cap_gb_per_s / copies))
-                flows[k] = [capped, *flow[1:]]
-                bound.add(k)
-        return bound
+                          flows: list[list[_Stage]]) -> tuple[FlowProblem, QueuedResult | None, set[int]]:
+        """The problem of a concurrent group as the GPUs' copy engines and kernels move it
+        (``model.issue_queues``, where the measurements are): (the problem, the queued result or None, the
+        indices of the copies the copy engines' queues hold, marked ``limited_by: copy engines``).
+
+        A copy-engine peer method (``ce``, ``ce-read``, ``ce-write``) on a vendor whose engines queue
+        (``copy_engine_queue.<vendor>``): each issuing GPU (``Method.issuer``) serves its peer copies one
+        at a time; each copy's prediction is the expectation over the queue orders, and the group's total
+        over the orders is ``TransferPrediction.queue``. A group too large to simulate order by order
+        (``issue_queues.can_simulate``): each issuing GPU's copies share one resource at the rate of the
+        fastest of them alone (the queue's total time, not its order). Copies with a host end, copies
+        between GPUs without peer access (``peer_fallback``) and an issuer's single copy are left as they
+        are. Kernel copies (``sm-push``, ``sm-pull``, ``ce-blit``): ``kernel_link_bound``."""
+        problem = self._problem(flows)
+        spec = get_method(method)
+        if method not in NEEDS_PEER_ACCESS or spec.unit not in ("copy-engine", "kernel"):
+            return problem, None, set()
+        issuers: list[int | None] = []
+        for (src, dst, _, _), flow in zip(items, flows):
+            issuer: int | None = None
+            if src != HOST and dst != HOST and len(flow) == 1:
+                a, b = self.gpu(src).index, self.gpu(dst).index
+                if a is not None and b is not None and a != b and self.peer_access(a, b) is None:
+                    issuer = b if spec.issuer == "dst" else a
+            issuers.append(issuer)
+        if spec.unit == "kernel":
+            return self.kernel_link_bound(problem, [k for k, g in enumerate(issuers) if g is not None], method), None, set()
+        end = 1 if spec.issuer == "dst" else 0  # the issuer's end of each copy
+        queues = [q for q in issuer_queues(issuers) if self.params.copy_engine_queue(self.gpu(items[q[0]][end]).vendor)]
+        if not queues:
+            return problem, None, set()
+        bound = {k for q in queues for k in q}
+        if can_simulate(queues):
+            return problem, simulate_orders(problem, queues, float(sum(size for _, _, size, _ in items))), bound
+        heads = [problem.flow_first[np.asarray(q)] for q in queues]
+        return issuer_rows(problem, heads, [float(problem.stage_cap_gb_per_s[h].max()) for h in heads]), None, bound
+
+    def kernel_link_bound(self, problem: FlowProblem, peer_flows: Sequence[int], method: str) -> FlowProblem:
+        """``problem`` with each link that the peer kernel copies ``peer_flows`` cross carrying at most
+        ``method_efficiency.<method>`` of its raw rate in all, as one such copy alone does (a kernel's
+        stores or loads reach that share of a link whether one copy or several fill it). Measured on
+        4 x H200 NV18, 2026-11-28 (docs/runs/h200x4-2026-11-28d/call2/linkscope/ce_queue.txt): sm-push from
+        one GPU to 2 or 3 peers 367-369 GB/s in all and into one GPU from two 374.5, one copy alone 368-370,
+        where the links carry 394 for copy-engine copies; on a mesh (a link per peer) each copy keeps its
+        own link's share."""
+        if not peer_flows:
+            return problem
+        n = self.graph.n_edges
+        A = problem.A
+        cols = problem.flow_first[np.asarray(peer_flows, dtype=np.int64)]
+        rows = np.concatenate([A.indices[A.indptr[c]:A.indptr[c + 1]] for c in cols.tolist()])
+        links = np.unique(rows[rows < n])
+        capacity = np.array(problem.capacity_gb_per_s, dtype=float)  # a copy: the model's array is shared
+        capacity[links] = np.minimum(capacity[links], self.params.method_efficiency(method) * self.graph.edge_raw_gb_per_s[links])
+        return dataclasses.replace(problem, capacity_gb_per_s=capacity)
 
     # ---- the fast path for very many GPU-to-GPU flows -----------------------------------------------------
     def peer_problem(self, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, method: str = DEFAULT_METHOD.key) -> FlowProblem:
@@ -810,4 +862,5 @@ def predict(topology: Topology, plan: TransferPlan | Iterable[Transfer | Sequenc
     return FabricModel(topology, params).predict(plan, method, chunk_bytes=chunk_bytes)
 
 
-__all__ = ["COPY_ENGINE_METHODS", "NEEDS_PEER_ACCESS", "PEER_METHODS", "FabricModel", "TransferPrediction", "predict"]
+__all__ = ["COPY_ENGINE_METHODS", "NEEDS_PEER_ACCESS", "PEER_METHODS", "FabricModel", "TransferPrediction", "group_elapsed_s",
+           "predict"]

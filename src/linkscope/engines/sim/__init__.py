@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import ConfigError, TopologyError, UserError
 from ...model.host_copies import SERIAL_NOTE
 from ...model.params import ModelParams
-from ...model.predict import FabricModel
+from ...model.predict import FabricModel, group_elapsed_s
 from ...patterns.methods import (
     LATENCY_FLAG,
     LATENCY_HOST_READ,
@@ -119,6 +119,10 @@ class SimEngine:
         one_after_another = any(p.start_s > 0 for p in predictions)  # pageable copies (model.host_copies)
         group = tuple(float(row.sum() if one_after_another else row.max()) if row.size else 0.0 for row in samples)
         notes = [f"simulated by the linkscope fabric model ({self.topology.name})"]
+        queue = next((p.queue for p in predictions if p.queue is not None), None)
+        if queue is not None and elapsed.size and elapsed.max() > 0:  # copies queued: the median order's time
+            group = tuple(g * group_elapsed_s(predictions) / float(elapsed.max()) for g in group)
+            notes.append(queue.text())
         if one_after_another:
             notes.append(SERIAL_NOTE)
         if verify:
