@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 WAIT_SLICE_S = 0.05
 
@@ -48,7 +49,7 @@ def signals_held() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    held: dict[int, object] = {}
+    held: dict[int, Any] = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None and callable(signal.getsignal(sig)):
@@ -57,6 +58,6 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         for sig, handler in held.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            signal.signal(sig, handler)
         for sig in dict.fromkeys(pending):
             signal.raise_signal(sig)

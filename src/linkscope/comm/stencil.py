@@ -243,10 +243,13 @@ class _Exchange:
         self.max_count = max([*send_total.values(), *recv_total.values(), 0])
         self.send = {r: backend.alloc(p, send_total[r]) for r, p in self.by_rank.items()}
         self.recv = {r: backend.alloc(p, recv_total[r]) for r, p in self.by_rank.items()}
-        self.host = {id(m): backend.pinned(m.count) for m in self.slow_msgs}
-        self.events = {id(m): backend.new_event(self.by_rank[m.src]) for m in self.slow_msgs}
-        # the group's calls, their views cut and bound once (as bench nccl's): an eager exchange costs the library's
-        # calls, not a CuPy view and a Python call per halo
+        # the group's calls, their views cut and bound once (as bench nccl's), and the staged copies' arguments
+        # (views, pinned host buffer, event) made once: an eager exchange costs the library's calls and the copies,
+        # not a CuPy view and a Python call per halo
+        self._staged = [(self.by_rank[m.src], self.send[m.src][m.send_offset:m.send_offset + m.count],
+                         backend.pinned(m.count), self.by_rank[m.dst],
+                         self.recv[m.dst][m.recv_offset:m.recv_offset + m.count], m.count,
+                         backend.new_event(self.by_rank[m.src])) for m in self.slow_msgs]
         group: list[tuple[str, tuple]] = []
         for m in self.nccl_msgs:
             if m.src in self.by_rank:
@@ -258,12 +261,9 @@ class _Exchange:
         self._group = bound_group(backend, group)
 
     def launch(self) -> None:
-        b = self.backend
         self._group()
-        for m in self.slow_msgs:
-            s = self.send[m.src][m.send_offset:m.send_offset + m.count]
-            r = self.recv[m.dst][m.recv_offset:m.recv_offset + m.count]
-            b.staged_copy(self.by_rank[m.src], s, self.host[id(m)], self.by_rank[m.dst], r, m.count, self.events[id(m)])
+        for args in self._staged:
+            self.backend.staged_copy(*args)
 
     def check(self) -> int:
         """Send buffers carry (rank, position) codes; after one exchange every halo must match."""

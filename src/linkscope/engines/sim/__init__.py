@@ -121,7 +121,8 @@ class SimEngine:
         notes = [f"simulated by the linkscope fabric model ({self.topology.name})"]
         queue = next((p.queue for p in predictions if p.queue is not None), None)
         if queue is not None and elapsed.size and elapsed.max() > 0:  # copies queued: the median order's time
-            group = tuple(g * group_elapsed_s(predictions) / float(elapsed.max()) for g in group)
+            scale = group_elapsed_s(predictions) / float(elapsed.max())
+            group = tuple(g * scale for g in group)
             notes.append(queue.text())
         if one_after_another:
             notes.append(SERIAL_NOTE)
