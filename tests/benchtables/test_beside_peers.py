@@ -37,3 +37,17 @@ def test_rows_pair_by_size_and_skip_what_one_tool_lacks(tmp_path):
     pairs = beside_peers.paired_rows([tmp_path], "graph")
     assert dict(pairs) == {("allreduce", 64): [(8.0, 10.0)]}  # in-place row and unpaired sizes left out
     assert "**0.80 (8.0 / 10.0 us)**" in beside_peers.table([tmp_path], 0.97)
+
+
+def test_rounds_of_several_sets_pool_each_tools_sets(tmp_path):
+    """eager_sets/: nccl-tests run three times in a round (one process, one set each) beside one bench nccl
+    --comm-sets 3: the median set of each tool, or with --statistic min the fastest."""
+    mode = tmp_path / "eager_sets"
+    mode.mkdir()
+    for j, t in enumerate((13.0, 19.0, 14.0), start=1):
+        (mode / f"nt_allreduce_r1_s{j}.txt").write_text(f"          64  16 float sum -1  {t:.2f} 0.01 0.01 0\n")
+    meas = [{"size_bytes": 64, "latency_us": 18.0, "extra": {"inplace": False, "set_times_us": [18.0, 12.5, 19.0]}}]
+    (mode / "ls_allreduce_r1.json").write_text(json.dumps({"measurements": meas}))
+    assert dict(beside_peers.paired_rows([tmp_path], "eager_sets")) == {("allreduce", 64): [(14.0, 18.0)]}
+    assert dict(beside_peers.paired_rows([tmp_path], "eager_sets", "min")) == {("allreduce", 64): [(13.0, 12.5)]}
+    assert "(each tool's min over its sets)" in beside_peers.table([tmp_path], 0.97, "min")

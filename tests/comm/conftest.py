@@ -70,3 +70,32 @@ def sim_backend(gpus: int = 4, spec: str | None = None, **kw):
     from linkscope.topology.synthetic import synthetic_topology
 
     return SimNccl(synthetic_topology(spec or f"nvswitch:{gpus}"), **kw)
+
+
+def moody_backend(gpus: int, modes: list[float]):
+    """A simulated node whose every new set of communicators draws a mode for its life: the k-th set made runs each
+    group ``modes[k]`` times as long (2 x H200: ~13 or ~18.5 us per small op, fixed when a set is made: call 6 of
+    docs/runs/h200x2-2026-11-28c)."""
+    from linkscope.comm.nccl_backend import SimNccl
+    from linkscope.topology.synthetic import synthetic_topology
+
+    class Moody(SimNccl):
+        def __init__(self):
+            super().__init__(synthetic_topology(f"nvswitch:{gpus}"))
+            self.sets = self.destroyed = 0
+
+        def init_all(self, devices):
+            self.factor = modes[self.sets % len(modes)]
+            self.sets += 1
+            return super().init_all(devices)
+
+        def destroy(self, peers):
+            self.destroyed += 1
+            return super().destroy(peers)
+
+        def _run_group(self, key, calls, model):
+            before = self.clock.now_s
+            super()._run_group(key, calls, model)
+            self.clock.now_s += (self.clock.now_s - before) * (self.factor - 1.0)
+
+    return Moody()

@@ -17,7 +17,7 @@ from linkscope.comm.stencil import (
 from linkscope.errors import UserError
 from linkscope.report import textformats
 
-from .conftest import sim_backend
+from .conftest import moody_backend, sim_backend
 
 
 @pytest.mark.parametrize("grid,periodic,weighted", [((2, 2), False, False), ((4, 2), True, True),
@@ -121,41 +121,16 @@ def test_every_mapping_is_warmed_the_same_before_it_is_timed():
     assert [n.split()[1] for n in warmed] == ["default", "auto"] and all("(>= 100 ms simulated each time)" in n for n in warmed)
 
 
-def _moody_backend(gpus: int, modes: list[float]):
-    """A simulated node whose every new set of communicators draws a mode for its life: the k-th set made runs each
-    group ``modes[k]`` times as long (2 x H200: ~13 or ~18.5 us per small op, fixed when a set is made: call 6 of
-    docs/runs/h200x2-2026-11-28c)."""
-    from linkscope.comm.nccl_backend import SimNccl
-    from linkscope.topology.synthetic import synthetic_topology
-
-    class Moody(SimNccl):
-        def __init__(self):
-            super().__init__(synthetic_topology(f"nvswitch:{gpus}"))
-            self.sets = 0
-
-        def init_all(self, devices):
-            self.factor = modes[self.sets % len(modes)]
-            self.sets += 1
-            return super().init_all(devices)
-
-        def _run_group(self, key, calls, model):
-            before = self.clock.now_s
-            super()._run_group(key, calls, model)
-            self.clock.now_s += (self.clock.now_s - before) * (self.factor - 1.0)
-
-    return Moody()
-
-
 def test_identical_mappings_on_communicators_of_different_modes_read_alike_over_interleaved_sets():
     """One communicator set per mapping read a set's draw as a gain (+30.6% at 64 KiB between two identical
     mappings on 2 x H200); over interleaved sets (default fast, auto slow, then default slow, auto fast) the two
     identical mappings read the same and the verdict is no gain, with the draw in the spread."""
     same = {"default": (0, 1, 2, 3), "auto": (0, 1, 2, 3)}
-    be = _moody_backend(4, [1.0, 1.4, 1.4, 1.0])
+    be = moody_backend(4, [1.0, 1.4, 1.4, 1.0])
     one = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 2), same, sizes=[1 << 16], iters=2,
                       runs=2, comm_sets=1)
     assert one.gains("auto")[0][1] < -0.3  # one set each: the draw reads as a 40% loss
-    be = _moody_backend(4, [1.0, 1.4, 1.4, 1.0])
+    be = moody_backend(4, [1.0, 1.4, 1.4, 1.0])
     two = run_stencil(serial_job(), be, lambda d: be.init_all(list(d)), (2, 2), same, sizes=[1 << 16], iters=2,
                       runs=2, comm_sets=2)
     assert be.sets == 4 and all(r.sets == 2 and len(r.runs_us) == 4 for r in two.rows)

@@ -7,7 +7,8 @@
  * (sendrecv as nccl-tests' sendrecv.cu: each GPU sends to the next and receives from the previous, in a group)
  * Prints one line per size and run: "OP SIZE_BYTES RUN TIME_US_PER_OP", or with DRV_GENERATIONS=K (call 6) the
  * whole measurement K times in the one process, each time with new communicators and streams (the old ones
- * destroyed first): "OP SIZE_BYTES RUN TIME_US_PER_OP GENERATION".  Built with
+ * destroyed first): "OP SIZE_BYTES RUN TIME_US_PER_OP GENERATION". DRV_RENEW=comms|streams (h200x2-2026-11-28f, call 2)
+ * renews only the communicators or only the streams at each generation (default: both).  Built with
  *   nvcc -O2 drv.c -lnccl (or gcc with the CUDA and NCCL include/lib paths).
  */
 #include <cuda_runtime.h>
@@ -34,14 +35,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) devs[i] = i;
     const char *gens_env = getenv("DRV_GENERATIONS");
     int gens = gens_env ? atoi(gens_env) : 1;
+    const char *renew = getenv("DRV_RENEW");
+    int renew_comms = !renew || strcmp(renew, "streams") != 0, renew_streams = !renew || strcmp(renew, "comms") != 0;
     for (int i = 0; i < n; i++) {
         CK(cudaSetDevice(i));
         CK(cudaMalloc((void **)&sb[i], SPAN)); CK(cudaMalloc((void **)&rb[i], SPAN * n));
         CK(cudaMemset(sb[i], 0, SPAN)); CK(cudaMemset(rb[i], 0, SPAN * n));
     }
     for (int gen = 0; gen < gens; gen++) {
-    NK(ncclCommInitAll(comms, n, devs));
-    for (int i = 0; i < n; i++) { CK(cudaSetDevice(i)); CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking)); }
+    if (gen == 0 || renew_comms) NK(ncclCommInitAll(comms, n, devs));
+    if (gen == 0 || renew_streams)
+        for (int i = 0; i < n; i++) { CK(cudaSetDevice(i)); CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking)); }
     CK(cudaSetDevice(0));
     for (int a = 7; a < argc; a++) {
         size_t size = strtoull(argv[a], NULL, 0);              /* nccl-tests' size: the result's bytes */
@@ -109,8 +113,10 @@ int main(int argc, char **argv)
             for (int i = 0; i < n; i++) { CK(cudaEventDestroy(e0[i])); CK(cudaEventDestroy(e1[i])); }
         }
     }
-    for (int i = 0; i < n; i++) { CK(cudaSetDevice(i)); CK(cudaStreamSynchronize(st[i])); ncclCommDestroy(comms[i]);
-                                  CK(cudaStreamDestroy(st[i])); }
+    int last = gen == gens - 1;
+    for (int i = 0; i < n; i++) { CK(cudaSetDevice(i)); CK(cudaStreamSynchronize(st[i]));
+                                  if (last || renew_comms) ncclCommDestroy(comms[i]);
+                                  if (last || renew_streams) CK(cudaStreamDestroy(st[i])); }
     CK(cudaSetDevice(0));
     }
     return 0;

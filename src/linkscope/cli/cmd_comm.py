@@ -140,6 +140,9 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         iters: int = typer.Option(20, "--iters", "-n", min=1, max=MAX_REPS, help="Timed operations per size (nccl-tests -n)."),
         warmup: int = typer.Option(5, "--warmup", "-w", min=0, max=MAX_REPS, help="Untimed operations per size (nccl-tests -w)."),
         runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
+        comm_sets: int = typer.Option(1, "--comm-sets", min=1, max=MAX_RUNS,
+                                      help="Sets of NCCL communicators timed one after another, each made anew (the "
+                                           "median set reported; a small eager op's time is drawn per set)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
         cuda_graph: int = _cuda_graph_option("operations", " (nccl-tests -G N: compare with it); 0: launch each operation"
                                                            " from Python (compare with nccl-tests without -G)."),
@@ -171,7 +174,7 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         except UserError:
             raise UserError(f"--op {op!r} is not valid", hint=f"valid choices: {', '.join(OPS)}") from None
         opts = bench.NcclOptions(op, _sizes(sizes), iters, warmup, runs, parse_gpu_tuple(gpus), cuda_graph, backend,
-                                 not no_verify, inplace)
+                                 not no_verify, inplace, comm_sets)
         choice = TopologyInput(preset, from_file, synthetic, gpu_model)
         topology = choice.lazy(allow_fallback=True)
         # each size's row is on stdout as it finishes: no second copy on stderr

@@ -178,13 +178,14 @@ class NcclOptions:
     backend: str
     verify: bool
     inplace: bool
+    comm_sets: int = 1  # sets of communicators timed one after another (comm.nccl.run_nccl_sets)
 
 
 def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any], named_topology: bool = False) -> int:
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
     from ..model.collectives import predict_sweep
-    from .nccl import make_peers, nccl_ranks, run_nccl
+    from .nccl import make_peers, nccl_ranks, run_nccl_sets
     from .records import nccl_record
 
     environ = session.environ
@@ -206,7 +207,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         ctx = job_context(job, environ, simulated=backend.simulated, topology=getattr(backend, "topology", None))
         options = {"op": opts.op, "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "cuda_graph": opts.cuda_graph, "backend": opts.backend, "verify": opts.verify,
-                   "inplace": opts.inplace, "gpus": [p.device for p in peers]}
+                   "inplace": opts.inplace, "gpus": [p.device for p in peers], "comm_sets": opts.comm_sets}
         topo = _topology_dict(backend)
         model = getattr(backend, "model", None)
         if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
@@ -223,9 +224,10 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
                 predictions.update(predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks))
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
-        def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes
+        def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes (on every set)
             record = to_record(partial, False)
-            fresh = [size for size in tf.nccl_sizes(record) if size not in printed]
+            fresh = [size for size in tf.nccl_sizes(record)
+                     if size not in printed and partial.sets_of(size) >= opts.comm_sets]
             out = "" if printed else tf.nccl_tests_header(record)
             out += "".join(tf.nccl_tests_row(record, size) for size in fresh)
             printed.extend(fresh)
@@ -234,13 +236,12 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         output = SweepOutput(to_record, lambda r: tf.nccl_tests_text(to_record(r, True)),
                              lambda r: _of(len(r.sizes()), len(opts.sizes), "sizes"), stream,
                              lambda r: tf.nccl_tests_footer(to_record(r, True)))
-        try:
-            return run_sweep(job, lambda on_step, stop: run_nccl(
-                job, backend, peers, opts.op, list(opts.sizes), iters=opts.iters, warmup=opts.warmup,
-                runs=opts.runs, verify=opts.verify, graph_iters=opts.cuda_graph, inplace=opts.inplace,
-                progress=session.progress, checkpoint=on_step, stop=stop), output, session.checkpoint, job.echo)
-        finally:
-            backend.destroy(peers)
+        made = iter([peers])  # the first set is made above (its GPUs name the run); the others when their turn comes
+        return run_sweep(job, lambda on_step, stop: run_nccl_sets(
+            job, backend, lambda: next(made, None) or make_peers(job, backend, opts.gpus, local_gpu=local),
+            opts.op, list(opts.sizes), sets=opts.comm_sets, iters=opts.iters, warmup=opts.warmup, runs=opts.runs,
+            verify=opts.verify, graph_iters=opts.cuda_graph, inplace=opts.inplace, progress=session.progress,
+            checkpoint=on_step, stop=stop), output, session.checkpoint, job.echo)
 
     return _bcast_code(job, inner)
 

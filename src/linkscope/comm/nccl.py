@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..collectives import OP_TABLE, Layout, LibraryCall, algbw_gb_per_s, busbw_factor, check_values, layout
-from ..measure.sweep import StopSignal, boundaries, interrupted
+from ..measure.sweep import RunInterrupted, StopSignal, boundaries, interrupted
 from ..units import format_size
 from .eagerloop import eager_loop
 from .launch import Job, agree, require
@@ -84,6 +84,7 @@ class NcclRow:
     inplace: bool = False
     launch_us: float | None = None  # host time to enqueue one eager operation (warm-up median); None: simulated
     launch_path: str = "python"  # the loop that issued the eager launches: "native" (comm.eagerloop) or "python"
+    set_times_us: tuple[float, ...] = ()  # with several communicator sets: each set's median, in the order made
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,10 @@ class NcclResult:
 
     def row(self, size_bytes: int, inplace: bool) -> NcclRow | None:
         return next((r for r in self.rows if r.size_bytes == size_bytes and r.inplace == inplace), None)
+
+    def sets_of(self, size_bytes: int) -> int:
+        """Communicator sets that timed ``size_bytes`` (1 for a run on one set)."""
+        return min((max(1, len(r.set_times_us)) for r in self.rows if r.size_bytes == size_bytes), default=0)
 
 
 def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[Peer]:
@@ -408,6 +413,69 @@ def run_nccl(
     if job.rank != 0:
         return None
     return result_so_far()
+
+
+def merge_sets(results: Sequence[NcclResult], planned: int) -> NcclResult:
+    """One result from the runs of ``planned`` communicator sets made one after another (``results``: each finished
+    set's, then the set cut short, if any). A row's time is the median of its sets' medians (``set_times_us``); its
+    runs are every set's, set after set; ``#wrong`` adds up over the sets. The time of a small eager operation is
+    drawn when a set of communicators is made and kept for the set's life (2 x H200: ~13 or ~19 us per 2-GPU
+    allreduce at 8 B-2 KiB, docs/runs/h200x2-2026-11-28f): one set is one draw, so nccl-tests' one process is one
+    draw too, and the sets' spread is in the notes."""
+    if planned <= 1 or not results:
+        return results[0] if results else NcclResult("", 0, (), "", (), 0, 0)
+    first = results[0]
+    keys = list(dict.fromkeys((r.size_bytes, r.inplace) for res in results for r in res.rows))
+    rows: list[NcclRow] = []
+    widest: tuple[float, int] = (1.0, 0)
+    for size, in_place in keys:
+        per_set = [row for res in results if (row := res.row(size, in_place)) is not None]
+        medians = tuple(row.time_us for row in per_set)
+        t_us = float(np.median(medians))
+        wrongs = [row.wrong for row in per_set if row.wrong is not None]
+        launches = [row.launch_us for row in per_set if row.launch_us is not None]
+        algbw = algbw_gb_per_s(size, t_us / 1e6) if size else 0.0
+        base = per_set[0]
+        rows.append(NcclRow(base.op, size, base.count, t_us, algbw, algbw * busbw_factor(base.op, first.ranks),
+                            sum(wrongs) if wrongs else None,
+                            tuple(t for row in per_set for t in row.runs_time_us), all(row.graph for row in per_set),
+                            in_place, float(np.median(launches)) if launches else None, base.launch_path, medians))
+        if len(medians) > 1 and min(medians) > 0:
+            widest = max(widest, (max(medians) / min(medians), size))
+    notes = [*dict.fromkeys(n for res in results for n in res.notes),
+             f"timed on {len(results)} of {planned} sets of communicators made one after another (each destroyed before the "
+             "next is made); a row is the median of its sets' medians"]
+    if widest[0] >= 1.1:
+        notes.append(f"the sets' medians differ by up to {widest[0]:.2f}x (at {format_size(widest[1])}): a set draws "
+                     "its small-operation launch time when it is made and keeps it (one nccl-tests process is one "
+                     "set)")
+    return NcclResult(first.op, first.ranks, first.devices_per_rank, first.nccl_version, tuple(rows), first.iters,
+                      first.warmup, simulated=first.simulated, notes=tuple(notes))
+
+
+def run_nccl_sets(job: Job, backend: Any, make: Callable[[], list[Peer]], op: str, sizes: Sequence[int], *,
+                  sets: int, checkpoint: Callable[[NcclResult], None] | None = None, stop: StopSignal | None = None,
+                  **options: Any) -> NcclResult | None:
+    """``run_nccl`` on ``sets`` sets of communicators, each made by ``make`` and destroyed (``backend.destroy``)
+    before the next is made; rank 0 returns ``merge_sets`` of them. A checkpoint or an interruption carries every
+    finished set and the sizes the current one finished."""
+    done: list[NcclResult] = []
+
+    def merged(current: NcclResult | None) -> NcclResult:
+        return merge_sets(done + ([current] if current is not None and current.rows else []), sets)
+
+    for _ in range(sets):
+        peers = make()
+        try:
+            result = run_nccl(job, backend, peers, op, sizes, stop=stop,
+                              checkpoint=(lambda part: checkpoint(merged(part))) if checkpoint else None, **options)
+        except RunInterrupted as exc:
+            raise RunInterrupted(merged(exc.partial) if job.rank == 0 else None, agreed=exc.agreed) from None
+        finally:
+            backend.destroy(peers)
+        if result is not None:
+            done.append(result)
+    return merged(None) if job.rank == 0 else None
 
 
 def try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,

@@ -88,6 +88,8 @@ def nccl_record(result: NcclResult, context: Mapping[str, Any], options: Mapping
             "algbw_gb_per_s": r.algbw_gb_per_s, "busbw_gb_per_s": r.busbw_gb_per_s, "wrong": r.wrong,
             "inplace": r.inplace, "count": r.count, "time_us": r.time_us, "ranks": result.ranks, "cuda_graph": r.graph,
             "launch_us": r.launch_us, "launch_path": r.launch_path}
+        if r.set_times_us:
+            extra["set_times_us"] = list(r.set_times_us)
         if predictions and r.size_bytes in predictions:
             extra["prediction"] = dict(predictions[r.size_bytes])
         ms.append(Measurement(
