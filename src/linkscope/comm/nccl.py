@@ -363,6 +363,7 @@ def run_nccl(
                           simulated=bool(backend.simulated), notes=tuple(dict.fromkeys(notes)))
 
     try:
+        warm_every_size(backend, op, peers, bufs, sizes, nranks)
         for size in boundaries(job, sizes, stop):
             lay = layout(op, size, nranks)
             for in_place in placements:
@@ -476,6 +477,20 @@ def run_nccl_sets(job: Job, backend: Any, make: Callable[[], list[Peer]], op: st
         if result is not None:
             done.append(result)
     return merged(None) if job.rank == 0 else None
+
+
+def warm_every_size(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, sizes: Sequence[int],
+                    nranks: int) -> None:
+    """One operation at every size of the sweep, in order, then a synchronisation: nccl-tests' warm-up pass before
+    its first row (2.19.6 src/common.cu TimeTest, 924-931: every size from the smallest to the largest, -w
+    operations each), on top of each size's own warm-up. Without it the first size of a sweep on new
+    communicators read slow whatever the set drew: 2 x H200, eager sendrecv at 64 B 23.8-26.8 us in all twenty sets
+    where the next sizes of the same sets took 13.8-25.0 and nccl-tests 19.0 (median; docs/runs/h200x2-2026-11-28f
+    call 4)."""
+    for size in sizes:
+        lay = layout(op, size, nranks)
+        prepared(backend, op, peers, bufs.views(op, peers, lay, False), lay, nranks)()
+    backend.sync(peers)
 
 
 def try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,
