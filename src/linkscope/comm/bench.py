@@ -185,7 +185,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
     """NCCL collectives, nccl-tests style; one process drives every GPU of ``gpus`` or one GPU per rank.
     ``named_topology``: the user named one (``auto`` then simulates it)."""
     from ..model.collectives import predict_sweep
-    from .nccl import make_peers, nccl_ranks, run_nccl_sets
+    from .nccl import make_peers, nccl_ranks, peer_gpus, run_nccl_sets
     from .records import nccl_record
 
     environ = session.environ
@@ -194,25 +194,25 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
 
     def inner() -> int:
         local = _local_gpu(job, backend, environ) if job.size > 1 else None
-        peers = make_peers(job, backend, opts.gpus, local_gpu=local)
+        gpus = peer_gpus(job, backend, opts.gpus, local_gpu=local)  # each set's communicators are made in its turn
         if backend.simulated:  # every rank's buffers live in this process: estimated before any is made
             from ..model.budget import check_budget, estimate_collective_bytes
 
             simulated_on = getattr(backend, "topology")  # noqa: B009 - only the simulated backend has one
             limit = getattr(backend, "data_limit_bytes", None) or max(opts.sizes)
             buffer_bytes = min(max(opts.sizes), limit)
-            check_budget(estimate_collective_bytes(simulated_on, len(peers), buffer_bytes),
-                         f"bench nccl --backend sim --op {opts.op} on {len(peers):,} GPUs of {simulated_on.name}",
+            check_budget(estimate_collective_bytes(simulated_on, len(gpus), buffer_bytes),
+                         f"bench nccl --backend sim --op {opts.op} on {len(gpus):,} GPUs of {simulated_on.name}",
                          hint="select fewer GPUs (--gpus) or smaller sizes")
         ctx = job_context(job, environ, simulated=backend.simulated, topology=getattr(backend, "topology", None))
         options = {"op": opts.op, "sizes": list(opts.sizes), "iters": opts.iters, "warmup": opts.warmup,
                    "runs": opts.runs, "cuda_graph": opts.cuda_graph, "backend": opts.backend, "verify": opts.verify,
-                   "inplace": opts.inplace, "gpus": [p.device for p in peers], "comm_sets": opts.comm_sets}
+                   "inplace": opts.inplace, "gpus": gpus, "comm_sets": opts.comm_sets}
         topo = _topology_dict(backend)
         model = getattr(backend, "model", None)
         if model is not None and opts.cuda_graph > 0:  # run_nccl captures graphs at every size
             model = getattr(backend, "graph_model", model)
-        ranks = nccl_ranks(job, peers)
+        ranks = nccl_ranks(job, gpus)
         # simulated: the model's choice at every size, asked once, when the sweep is over (the walk of an op from
         # bench nccl reaches the model last, issue 38); the complete record joins it by size. A partial record
         # (a checkpoint, an interrupted run) has the measured rows without the tuner's choice per size.
@@ -221,7 +221,7 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
 
         def to_record(result: Any, complete: bool) -> Any:
             if complete and not predictions and model is not None and ranks >= 1:
-                predictions.update(predict_sweep(model, opts.op, [p.device for p in peers], opts.sizes, ranks))
+                predictions.update(predict_sweep(model, opts.op, gpus, opts.sizes, ranks))
             return nccl_record(result, ctx, options, complete, topology=topo, predictions=predictions)
 
         def stream(partial: Any) -> None:  # nccl-tests prints each size as it finishes (on every set)
@@ -236,9 +236,8 @@ def bench_nccl(session: Session, opts: NcclOptions, topology: Callable[[], Any],
         output = SweepOutput(to_record, lambda r: tf.nccl_tests_text(to_record(r, True)),
                              lambda r: _of(len(r.sizes()), len(opts.sizes), "sizes"), stream,
                              lambda r: tf.nccl_tests_footer(to_record(r, True)))
-        made = iter([peers])  # the first set is made above (its GPUs name the run); the others when their turn comes
         return run_sweep(job, lambda on_step, stop: run_nccl_sets(
-            job, backend, lambda: next(made, None) or make_peers(job, backend, opts.gpus, local_gpu=local),
+            job, backend, lambda: make_peers(job, backend, gpus, local_gpu=local),
             opts.op, list(opts.sizes), sets=opts.comm_sets, iters=opts.iters, warmup=opts.warmup, runs=opts.runs,
             verify=opts.verify, graph_iters=opts.cuda_graph, inplace=opts.inplace, progress=session.progress,
             checkpoint=on_step, stop=stop), output, session.checkpoint, job.echo)

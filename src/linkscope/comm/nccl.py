@@ -119,22 +119,31 @@ class NcclResult:
         return min((max(1, len(r.set_times_us)) for r in self.rows if r.size_bytes == size_bytes), default=0)
 
 
-def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[Peer]:
-    """Single process: one peer per device in ``devices`` (initAll). Several MPI ranks: one peer
-    per rank on ``local_gpu``, with rank 0's unique id broadcast over MPI."""
+def peer_gpus(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[int]:
+    """The GPUs this process's peers will drive (``make_peers``), known before any communicator is made: every
+    device in ``devices`` (default all) in a single process, ``local_gpu`` in a rank of several."""
     if job.size == 1:
         devs = list(devices) if devices is not None else list(range(backend.device_count()))
         require(job, len(devs) >= 1, "no GPU to run NCCL on")
         require(job, len(set(devs)) == len(devs), f"--gpus lists a GPU twice: {devs}")
-        return backend.init_all(devs)
+        return devs
     require(job, local_gpu is not None, "no GPU bound to this rank")
+    return [int(local_gpu)]  # type: ignore[arg-type]  # require() above
+
+
+def make_peers(job: Job, backend: Any, devices: Sequence[int] | None, *, local_gpu: int | None = None) -> list[Peer]:
+    """Single process: one peer per device in ``devices`` (initAll). Several MPI ranks: one peer
+    per rank on ``local_gpu``, with rank 0's unique id broadcast over MPI."""
+    gpus = peer_gpus(job, backend, devices, local_gpu=local_gpu)
+    if job.size == 1:
+        return backend.init_all(gpus)
     uid = backend.unique_id() if job.rank == 0 else None
     uid = job.comm.bcast(uid, root=0)
-    return [backend.init_rank(job.size, uid, job.rank, local_gpu)]
+    return [backend.init_rank(job.size, uid, job.rank, gpus[0])]
 
 
-def nccl_ranks(job: Job, peers: Sequence[Peer]) -> int:
-    """NCCL ranks in the job: this process's peers, or one per MPI rank (each with the same count)."""
+def nccl_ranks(job: Job, peers: Sequence[Any]) -> int:
+    """NCCL ranks in the job: this process's peers (or their GPUs), or one per MPI rank (each with the same count)."""
     return job.size * len(peers) if job.size > 1 else len(peers)
 
 
