@@ -1,7 +1,7 @@
 """The per-set eager times of both tools in one call directory's eager_sets/ (nccl-tests: one process = one set,
 `nt_OP_rK_sJ.txt`; linkscope: `ls_OP_rK.json` of `bench nccl --comm-sets N`, each set's median in `set_times_us`):
 per op and size, each tool's quartiles over all its sets and the two-sided Mann-Whitney p of the two samples.
-2026-11-28, issue 36.    /work/venv/bin/python dist.py CALLDIR"""
+2026-11-28, issue 36.    /work/venv/bin/python dist.py CALLDIR [FOLDER: eager_sets (default) or mpi_eager_sets]"""
 import collections
 import json
 import pathlib
@@ -10,7 +10,7 @@ import sys
 
 from scipy.stats import mannwhitneyu
 
-folder = pathlib.Path(sys.argv[1]) / "eager_sets"
+folder = pathlib.Path(sys.argv[1]) / (sys.argv[2] if len(sys.argv) > 2 else "eager_sets")
 nt: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
 ls: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
 for path in folder.glob("nt_*_s*.txt"):
