@@ -71,3 +71,19 @@ def test_cli_prints_each_size_once_when_every_set_has_timed_it(tmp_path, capsys)
     assert [len(m["extra"]["set_times_us"]) for m in rec["measurements"]] == [3, 3, 3]
     rows = [line for line in capsys.readouterr().out.splitlines() if line.strip() and not line.startswith("#")]
     assert [int(line.split()[0]) for line in rows] == [8, 64, 512]
+
+
+def test_every_set_is_made_in_its_turn_after_the_runs_context(monkeypatch, tmp_path):
+    """The first set was made before the run's context (vendor versions, NVML) and the others right before their
+    turn; on 2 x H200 every process's first set then drew the slow eager mode (call 5 of
+    docs/runs/h200x2-2026-11-28f). Now no set is made before the context, and each right before it is timed."""
+    import linkscope.comm.bench as bench
+    from linkscope.comm.nccl_backend import SimNccl
+
+    order: list[str] = []
+    real_context, real_init = bench.job_context, SimNccl.init_all
+    monkeypatch.setattr(bench, "job_context", lambda *a, **k: (order.append("context"), real_context(*a, **k))[1])
+    monkeypatch.setattr(SimNccl, "init_all", lambda self, d: (order.append("set"), real_init(self, d))[1])
+    assert main(["bench", "nccl", "--backend", "sim", "--comm-sets", "2", "--sizes", "8", "--json",
+                 str(tmp_path / "r.json")]) == 0
+    assert order == ["context", "set", "set"]
