@@ -40,6 +40,13 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 RENUMBER_EVERY = 4
 
 
+# ``_solve``'s shortcut after completions keeps only the stages slower than the slowest finished one by more
+# than this relative margin: equal rates reached through different sums of floating-point terms differ by a
+# few ulps (1e-16 relative), so 1e-9 separates "equal" from "slower" with room to spare; a stage inside the
+# margin is merely solved again (exact). The NumPy path keeps the same margin (``contention._EPS``).
+FLOOR_RTOL = 1e-9
+
+
 def available() -> bool:
     return HAVE_NUMBA
 
@@ -128,6 +135,8 @@ if HAVE_NUMBA:
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
         levels below the slowest removed stage saturate exactly as before) - and only the rest is solved.
+        Slower means below ``floor`` by more than rounding (``FLOOR_RTOL``): a stage whose rate equals the
+        removed one's, computed on another resource an ulp lower, may rise, so it is solved again.
 
         ``seq`` receives the active stages in the order they froze (the slow ones kept first): the
         order ``_renumber`` numbers them in. Returns how many it holds (``n_act``)."""
@@ -140,7 +149,7 @@ if HAVE_NUMBA:
         for k in range(n_act):
             j = act[k]
             new_rates[j] = 0.0
-            if floor > 0 and rates[j] < floor:
+            if floor > 0 and rates[j] < floor * (1 - FLOOR_RTOL):
                 frozen[j] = True
                 seq[n_seq] = j
                 n_seq += 1
