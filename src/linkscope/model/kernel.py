@@ -514,10 +514,15 @@ if HAVE_NUMBA:
                 remaining = remaining[perm]
                 since = since[perm]
                 finish_at = finish_at[perm]
-                for k in range(n_act):  # the active stages come first, in the order they froze
-                    act[k] = new_of[act[k]]
-                act[:n_act].sort()
-                act = act[:n].copy()
+                is_act = np.zeros(n, dtype=np.bool_)  # the active stages in rising new number (a pass, not a sort)
+                for k in range(n_act):
+                    is_act[new_of[act[k]]] = True
+                act = np.empty(n, dtype=np.int64)
+                c = 0
+                for j in range(n):
+                    if is_act[j]:
+                        act[c] = j
+                        c += 1
                 new_rates = np.zeros(n)
                 frozen = np.ones(n, dtype=np.bool_)
                 started = np.empty(n, dtype=np.int64)
