@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 # time are done. Chosen, not fitted, on the 1,000,000-flow scale benchmark (kernel CPU seconds, load ~1,
 # docs/benchmarks.md, issue 41): a solve slows as its stages drift from the order they were numbered in (0.09 s
 # right after a renumbering at 744,000 stages, 0.13 s twenty events later), a renumbering costs about one
-# solve; every 1/4 done 34 s, 1/8 32 s, 1/16 28-31 s, 1/32 28-31 s, 1/64 31-34 s.
+# solve; every 1/4 done 34-37 s, 1/16 28-31 s, 1/32 28-31 s, 1/64 31-34 s.
 RENUMBER_EVERY = 16
 
 
