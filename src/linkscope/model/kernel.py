@@ -8,7 +8,7 @@ resources' remaining capacity and weight. Every stage freezes once, so a solve c
 resources) whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A``
 with the same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in
 milliseconds. Stages and resources are numbered in the order a solve freezes them (``_fresh_order``
-before the first event); whenever a quarter of the stages numbered are done, they are numbered afresh
+before the first event); whenever 1/``RENUMBER_EVERY`` of the stages numbered are done, they are numbered afresh
 (``_renumber``): the stages left in the order the last solve froze them, without the finished ones and
 without the resources that can no longer bind. The levels move little from one event to the next, so a
 solve's walks read memory nearly in sequence, and every per-stage array shrinks with the stages left.
@@ -34,10 +34,18 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 
 
 # The event loop renumbers the stages left (``_renumber``) whenever 1/RENUMBER_EVERY of those numbered last
-# time are done: a handful of renumberings per run, each one pass over the lists. Chosen, not fitted: on the
-# 1,000,000-flow scale benchmark renumbering more often (every 1/16, every 1/64 done) was no faster by more
-# than the shared machine's noise (docs/benchmarks.md, issue 41).
-RENUMBER_EVERY = 4
+# time are done. Chosen, not fitted, on the 1,000,000-flow scale benchmark (kernel CPU seconds, load ~1,
+# docs/benchmarks.md, issue 41): a solve slows as its stages drift from the order they were numbered in (0.09 s
+# right after a renumbering at 744,000 stages, 0.13 s twenty events later), a renumbering costs about one
+# solve; every 1/4 done 34-37 s, 1/16 28-31 s, 1/32 28-31 s, 1/64 31-34 s.
+RENUMBER_EVERY = 16
+
+
+# ``_solve``'s shortcut after completions keeps only the stages slower than the slowest finished one by more
+# than this relative margin: equal rates reached through different sums of floating-point terms differ by a
+# few ulps (1e-16 relative), so 1e-9 separates "equal" from "slower" with room to spare; a stage inside the
+# margin is merely solved again (exact). The NumPy path keeps the same margin (``contention._EPS``).
+FLOOR_RTOL = 1e-9
 
 
 def available() -> bool:
@@ -128,6 +136,8 @@ if HAVE_NUMBA:
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
         levels below the slowest removed stage saturate exactly as before) - and only the rest is solved.
+        Slower means below ``floor`` by more than rounding (``FLOOR_RTOL``): a stage whose rate equals the
+        removed one's, computed on another resource an ulp lower, may rise, so it is solved again.
 
         ``seq`` receives the active stages in the order they froze (the slow ones kept first): the
         order ``_renumber`` numbers them in. Returns how many it holds (``n_act``)."""
@@ -140,7 +150,7 @@ if HAVE_NUMBA:
         for k in range(n_act):
             j = act[k]
             new_rates[j] = 0.0
-            if floor > 0 and rates[j] < floor:
+            if floor > 0 and rates[j] < floor * (1 - FLOOR_RTOL):
                 frozen[j] = True
                 seq[n_seq] = j
                 n_seq += 1
@@ -298,38 +308,41 @@ if HAVE_NUMBA:
                 new_of[j] = m
                 perm[m] = j
                 m += 1
+        live = np.empty(n_rows, dtype=np.bool_)
+        for i in range(n_rows):
+            live[i] = not capacity[i] > demand[i] * (1 + 1e-9)
+        # one pass over the stages left, in their new order: the resources numbered as first met, the
+        # column lists filled into room for every old entry and cut to what they kept
         row_new = np.full(n_rows, -1, dtype=np.int64)
         n_new_rows = 0
-        q = 0
-        for k in range(m):
-            j = perm[k]
-            for e in range(col_ptr[j], col_ptr[j + 1]):
-                i = col_row[e]
-                if not capacity[i] > demand[i] * (1 + 1e-9):
-                    q += 1
-                    if row_new[i] < 0:
-                        row_new[i] = n_new_rows
-                        n_new_rows += 1
-        new_capacity = np.empty(n_new_rows)
-        for i in range(n_rows):
-            if row_new[i] >= 0:
-                new_capacity[row_new[i]] = capacity[i]
         new_cptr = np.empty(m + 1, dtype=np.int32)
-        new_crow = np.empty(q, dtype=np.int32)
-        new_cw = np.empty(q)
-        row_count = np.zeros(n_new_rows + 1, dtype=np.int32)
+        new_crow = np.empty(col_row.size, dtype=np.int32)
+        new_cw = np.empty(col_row.size)
+        row_count = np.zeros(n_rows + 1, dtype=np.int32)
         q = 0
         for k in range(m):
             j = perm[k]
             new_cptr[k] = q
             for e in range(col_ptr[j], col_ptr[j + 1]):
-                i = row_new[col_row[e]]
-                if i >= 0 and not capacity[col_row[e]] > demand[col_row[e]] * (1 + 1e-9):
-                    new_crow[q] = i
+                i = col_row[e]
+                if live[i]:
+                    r = row_new[i]
+                    if r < 0:
+                        r = n_new_rows
+                        row_new[i] = r
+                        n_new_rows += 1
+                    new_crow[q] = r
                     new_cw[q] = col_w[e]
-                    row_count[i + 1] += 1
+                    row_count[r + 1] += 1
                     q += 1
         new_cptr[m] = q
+        new_crow = new_crow[:q].copy()
+        new_cw = new_cw[:q].copy()
+        row_count = row_count[:n_new_rows + 1]
+        new_capacity = np.empty(n_new_rows)
+        for i in range(n_rows):
+            if row_new[i] >= 0:
+                new_capacity[row_new[i]] = capacity[i]
         new_rptr = np.cumsum(row_count).astype(np.int32)
         fill = new_rptr[:-1].copy()
         new_rcol = np.empty(q, dtype=np.int32)
@@ -501,10 +514,15 @@ if HAVE_NUMBA:
                 remaining = remaining[perm]
                 since = since[perm]
                 finish_at = finish_at[perm]
-                for k in range(n_act):  # the active stages come first, in the order they froze
-                    act[k] = new_of[act[k]]
-                act[:n_act].sort()
-                act = act[:n].copy()
+                is_act = np.zeros(n, dtype=np.bool_)  # the active stages in rising new number (a pass, not a sort)
+                for k in range(n_act):
+                    is_act[new_of[act[k]]] = True
+                act = np.empty(n, dtype=np.int64)
+                c = 0
+                for j in range(n):
+                    if is_act[j]:
+                        act[c] = j
+                        c += 1
                 new_rates = np.zeros(n)
                 frozen = np.ones(n, dtype=np.bool_)
                 started = np.empty(n, dtype=np.int64)
