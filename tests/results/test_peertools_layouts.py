@@ -401,6 +401,67 @@ NumCUs  CPU00       GPU00       GPU01
     assert len(run.measurements) == 9 and all(m.reason for m in run.measurements if not m.ok)
 
 
+TB_160_A2A = """TransferBench v1.60.00
+GPU-GFX All-To-All benchmark:
+==========================
+- Copying 67108864 bytes between directly connected pairs of GPUs using 4 CUs (6 Transfers)
+Test 1:
+ Executor: GPU 00 |   90.100 GB/s |    1.490 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 00  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F0 -> G000:004 -> F1
+     Transfer 01  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F0 -> G000:004 -> F2
+ Executor: GPU 01 |   90.200 GB/s |    1.488 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 02  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F1 -> G001:004 -> F0
+     Transfer 03  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F1 -> G001:004 -> F2
+ Executor: GPU 02 |   90.300 GB/s |    1.486 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 04  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F2 -> G002:004 -> F0
+     Transfer 05  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F2 -> G002:004 -> F1
+ Aggregate (CPU)  |  250.000 GB/s |    1.611 ms |    402653184 bytes | Overhead: 0.121 ms
+
+Summary: [67108864 bytes per Transfer]
+==========================================================
+SRC\\DST  GPU 00     GPU 01     GPU 02        STotal      Actual
+GPU 00      N/A     46.000     46.000        92.000     92.000
+GPU 01   46.000        N/A     46.000        92.000     92.000
+GPU 02   46.000     46.000        N/A        92.000     92.000
+
+RTotal   92.000     92.000     92.000       276.000     92.000     92.000
+
+Average   bandwidth (GPU Timed):   46.000 GB/s
+Aggregate bandwidth (GPU Timed):  276.000 GB/s
+Aggregate bandwidth (CPU Timed):  250.000 GB/s
+"""
+
+
+def test_transferbench_160_executor_letters_are_read():
+    """v1.60 prints a Transfer's executor as its config letter and %03d (``G000:004``; v1.52 printed
+    ``GPU00:004``): no Transfer line was read and the file exited 1 ('no TransferBench result'). The
+    executor totals and the a2a summary matrix are said as unread, not left unaccounted."""
+    run = transferbench.parse_text(TB_160_A2A, "tb.txt")
+    assert run.version == "1.60.00"
+    assert [(m.src, m.dst, m.method, m.extra["subexecutors"]) for m in run.measurements] == [
+        (0, 1, "sm-push", 4), (0, 2, "sm-push", 4), (1, 0, "sm-push", 4), (1, 2, "sm-push", 4),
+        (2, 0, "sm-push", 4), (2, 1, "sm-push", 4)]
+    assert all(len(m.extra["transfers"]) == 6 for m in run.measurements)
+    unread = {n for n, _ in run.unread}
+    numbered = {n for n, line in enumerate(TB_160_A2A.splitlines(), 1) if "GB/s" in line or line.startswith(("GPU 0", "RTotal"))}
+    read = {m.extra["source_line"] for m in run.measurements}
+    assert numbered <= unread | read
+
+
+def test_transferbench_kernel_flows_on_their_own_cus_and_links_are_judged(tmp_path):
+    """Each Transfer of a GPU executor runs on the CUs it names (its subexecutors), so on a full mesh the
+    a2a's flows share neither CUs nor links: each is judged against its link. Before, every flow was 'not
+    judged: one flow of a concurrent transferbench' (the judge asked for one copy per source GPU)."""
+    path = tmp_path / "tb.txt"
+    path.write_text(TB_160_A2A)
+    out = tmp_path / "c.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["check", str(path), "--preset", "mi300x-8", "--json", str(out)])
+    import json
+    verdicts = [v["verdict"] for v in json.loads(out.read_text())["extra"]["check"]["verdicts"]]
+    assert len(verdicts) == 6 and set(verdicts) == {"ok"}
+
+
 # ---- one row never rejects the file; every number accounted for --------------------------------------
 def test_a_bad_row_is_left_out_with_its_reason_not_the_file():
     text = NVB_V02.replace("1    729.10       N/A", "1    729.10")

@@ -498,6 +498,11 @@ class Judge:
         independent = alone > 0 and together >= 0.95 * alone
         if independent and len({f[0] for f in flows}) == len(flows):  # a ring: one copy per GPU, links not shared
             return ""
+        # a GPU kernel given its own compute units (TransferBench's subexecutors: each Transfer runs on the
+        # CUs it names, src/TransferBench.cpp v1.52 PrepareGpuKernel), so its flows share no SMs either
+        dedicated = bool((m.extra or {}).get("subexecutors")) and get_method(m.method).unit != "copy-engine"
+        if independent and dedicated:
+            return ""
         return (f"one flow of a concurrent {m.pattern} ({len(flows)} flows share links and copy engines): its share is "
                 "not a claim (the pattern's total is judged where the output has one)")
 
