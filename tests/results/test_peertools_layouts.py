@@ -442,6 +442,9 @@ def test_transferbench_160_executor_letters_are_read():
         (0, 1, "sm-push", 4), (0, 2, "sm-push", 4), (1, 0, "sm-push", 4), (1, 2, "sm-push", 4),
         (2, 0, "sm-push", 4), (2, 1, "sm-push", 4)]
     assert all(len(m.extra["transfers"]) == 6 for m in run.measurements)
+    nic = transferbench.parse_text("TransferBench v1.60.00\n     Transfer 00  |   40.000 GB/s |    1.678 ms |"
+                                   "     67108864 bytes | G0 -> I000:002 -> G1\n", "tb.txt")
+    assert [m.method for m in nic.measurements] == ["transferbench.nic"]  # ExeTypeStr "CGDIN": I is the NIC
     unread = {n for n, _ in run.unread}
     numbered = {n for n, line in enumerate(TB_160_A2A.splitlines(), 1) if "GB/s" in line or line.startswith(("GPU 0", "RTotal"))}
     read = {m.extra["source_line"] for m in run.measurements}

@@ -53,11 +53,13 @@ from .common import (
 TOOL = "TransferBench"
 _VERSION = re.compile(r"^TransferBench v(\S+)")
 _TRANSFER = re.compile(r"^Transfer\s+(\d+)\s*[|,]\s*([\d.eE+-]+|N/A)\s*GB/s\s*[|,]\s*([\d.eE+-]+)\s*ms\s*[|,]\s*(\d+)\s*bytes\s*[|,]\s*"
-                       r"(\S+)\s*->\s*(CPU|GPU|DMA|[CGD])\s*(\d+)(?:\.(?:\*|\d+))?(?::(\d+))?\s*->\s*(\S+)")
+                       r"(\S+)\s*->\s*(CPU|GPU|DMA|NIC|[CGDIN])\s*(\d+)(?:\.(?:\*|\d+))?(?::(\d+))?\s*->\s*(\S+)")
 # The executor of a Transfer line: v1.52 prints its long name and ``%02d`` (``GPU00:004``, ExeTypeName in
-# src/include/TransferBench.hpp); v1.60 prints the config letter of ExeTypeStr "CGD" and ``%03d``
-# (``G000:008``, in the a2a output of the ROCm blog 'mi300x-rccl-xgmi').
-_EXE_LETTER = {"C": "CPU", "G": "GPU", "D": "DMA"}
+# src/include/TransferBench.hpp); from the v1.6x header library it prints the letter of ExeTypeStr and ``%03d``
+# (``G000:008``: ``%s -> %c%03d%s:%03d -> %s`` with ``ExeTypeStr[6] = "CGDIN"``, I and N the NIC executors,
+# src/header/TransferBench.hpp at github.com/gilbertlee-amd/TransferBench 7644fef; seen in the a2a output
+# of the ROCm blog 'mi300x-rccl-xgmi', v1.60.00).
+_EXE_LETTER = {"C": "CPU", "G": "GPU", "D": "DMA", "I": "NIC", "N": "NIC"}
 _P2P_TITLE = re.compile(r"^(Uni|Bi)directional copy peak bandwidth GB/s \[(Local|Remote) read / (Local|Remote) write\] "
                         r"\(GPU-Executor: (GFX|DMA)\)")
 _DEVICE_COL = re.compile(r"(CPU|GPU)\s*(\d+)")
@@ -86,7 +88,7 @@ def _memory(token: str, lines: Lines, n: int) -> tuple[Endpoint | None, str]:
 
 def _method(exe: str, exe_index: int, src: Endpoint | None, dst: Endpoint | None, src_kind: str, dst_kind: str) -> str:
     """The method-table key of a TransferBench transfer (see the module doc)."""
-    if src is None or dst is None or exe == "CPU":
+    if src is None or dst is None or exe in ("CPU", "NIC"):
         return f"transferbench.{exe.lower()}"
     pageable = "U" in (src_kind, dst_kind)
     if src == HOST and dst == HOST:
