@@ -576,3 +576,37 @@ def test_the_header_s_gpus_per_thread_sets_the_twin_s_eager_host_time(tmp_path):
     # the 64 KiB row: the share of the twin's time that is fixed cost (launches, latencies) grows with the host's
     fixed_one, fixed_eight = one[0]["expectation"]["fixed_share"], eight[0]["expectation"]["fixed_share"]
     assert fixed_one is not None and fixed_eight is not None and fixed_one < 0.8 * fixed_eight
+
+
+# ---- the environment a run was launched with ----------------------------------------------------------
+OSU_ROCM_DD_16M = """# OSU MPI-ROCM Bandwidth Test v7.0
+# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)
+# Size      Bandwidth (MB/s)
+16777216           140000.00
+"""
+
+
+def _verdicts(tmp_path, *args: str) -> tuple[int, list[dict]]:
+    import json
+
+    path = tmp_path / "osu.txt"
+    path.write_text(OSU_ROCM_DD_16M)
+    out = tmp_path / "c.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", str(path), "--preset", "mi250x-8gcd", "--gpus", "0,1", "--json", str(out), *args])
+    return code, (json.loads(out.read_text())["extra"]["check"]["verdicts"] if out.exists() else [])
+
+
+def test_hsa_enable_sdma_0_judges_a_rocm_mpi_copy_on_blit_kernels(tmp_path):
+    """OSU D D between the two GCDs of an MI250 run with HSA_ENABLE_SDMA=0 (ROCr copies on blit kernels over
+    all four xGMI links): 140 GB/s was 'suspicious-high' against one SDMA engine's ~49, because nothing could
+    say how the run was launched; ``check --env HSA_ENABLE_SDMA=0`` says it and the copy is judged as ce-blit."""
+    _, before = _verdicts(tmp_path)
+    assert [v["verdict"] for v in before] == ["suspicious-high"]
+    _, after = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA=0")
+    assert [v["verdict"] for v in after] == ["ok"] and "ce-blit" in after[0]["reason"]
+
+
+def test_a_malformed_env_is_one_clear_line(tmp_path):
+    code, verdicts = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA")
+    assert code != 0 and not verdicts

@@ -46,7 +46,7 @@ from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel, group_elapsed_s
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
+from ..patterns.methods import CE, CE_BLIT, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.gpufacts import facts_of_device, gpu_facts, no_facts_reason
@@ -860,7 +860,16 @@ class Judge:
         # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
         # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
         bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
-        return self._copy(bi, CE.key)
+        return self._copy(bi, self._runtime_copy(m))
+
+    def _runtime_copy(self, m: Measurement) -> str:
+        """The method of a GPU-aware MPI's device-to-device copy (hipMemcpy / cudaMemcpy): the copy engine,
+        or on AMD GPUs run with ``HSA_ENABLE_SDMA=0`` (``check --env``) ROCr's blit kernels, which are not
+        held to one SDMA engine's rate (the ce-blit method's meaning in the method table)."""
+        env = (m.extra or {}).get("env") or {}
+        ends = [e for e in (m.src, m.dst) if _is_gpu(e)]
+        amd = bool(ends) and all((self.fabric.gpu(self.gpu(e)).vendor or "") == "amd" for e in ends)
+        return CE_BLIT.key if amd and str(env.get("HSA_ENABLE_SDMA", "")).strip() == "0" else CE.key
 
     def _network_ends(self) -> tuple[int, int]:
         """The GPUs of a two-host point-to-point run: local rank 0's GPU on the first two nodes."""
