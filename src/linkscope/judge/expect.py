@@ -864,12 +864,14 @@ class Judge:
 
     def _runtime_copy(self, m: Measurement) -> str:
         """The method of a GPU-aware MPI's device-to-device copy (hipMemcpy / cudaMemcpy): the copy engine,
-        or on AMD GPUs run with ``HSA_ENABLE_SDMA=0`` (``check --env``) ROCr's blit kernels, which are not
-        held to one SDMA engine's rate (the ce-blit method's meaning in the method table)."""
-        env = (m.extra or {}).get("env") or {}
+        or the runtime's blit kernels where the run's environment (``check --env``) is the one the method
+        table gives ce-blit for the GPUs' vendor (``HSA_ENABLE_SDMA=0`` on ROCm): not held to one DMA
+        engine's rate then."""
+        env = {k: str(v).strip() for k, v in ((m.extra or {}).get("env") or {}).items()}
         ends = [e for e in (m.src, m.dst) if _is_gpu(e)]
-        amd = bool(ends) and all((self.fabric.gpu(self.gpu(e)).vendor or "") == "amd" for e in ends)
-        return CE_BLIT.key if amd and str(env.get("HSA_ENABLE_SDMA", "")).strip() == "0" else CE.key
+        needs = [CE_BLIT.env.get(self.fabric.gpu(self.gpu(e)).vendor or "") for e in ends]
+        blit = bool(needs) and all(n and all(env.get(k) == v for k, v in n.items()) for n in needs)
+        return CE_BLIT.key if blit else CE.key
 
     def _network_ends(self) -> tuple[int, int]:
         """The GPUs of a two-host point-to-point run: local rank 0's GPU on the first two nodes."""
