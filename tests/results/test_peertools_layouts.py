@@ -401,6 +401,70 @@ NumCUs  CPU00       GPU00       GPU01
     assert len(run.measurements) == 9 and all(m.reason for m in run.measurements if not m.ok)
 
 
+TB_160_A2A = """TransferBench v1.60.00
+GPU-GFX All-To-All benchmark:
+==========================
+- Copying 67108864 bytes between directly connected pairs of GPUs using 4 CUs (6 Transfers)
+Test 1:
+ Executor: GPU 00 |   90.100 GB/s |    1.490 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 00  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F0 -> G000:004 -> F1
+     Transfer 01  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F0 -> G000:004 -> F2
+ Executor: GPU 01 |   90.200 GB/s |    1.488 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 02  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F1 -> G001:004 -> F0
+     Transfer 03  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F1 -> G001:004 -> F2
+ Executor: GPU 02 |   90.300 GB/s |    1.486 ms |    134217728 bytes | 92.000 GB/s (sum)
+     Transfer 04  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F2 -> G002:004 -> F0
+     Transfer 05  |   46.000 GB/s |    1.459 ms |     67108864 bytes | F2 -> G002:004 -> F1
+ Aggregate (CPU)  |  250.000 GB/s |    1.611 ms |    402653184 bytes | Overhead: 0.121 ms
+
+Summary: [67108864 bytes per Transfer]
+==========================================================
+SRC\\DST  GPU 00     GPU 01     GPU 02        STotal      Actual
+GPU 00      N/A     46.000     46.000        92.000     92.000
+GPU 01   46.000        N/A     46.000        92.000     92.000
+GPU 02   46.000     46.000        N/A        92.000     92.000
+
+RTotal   92.000     92.000     92.000       276.000     92.000     92.000
+
+Average   bandwidth (GPU Timed):   46.000 GB/s
+Aggregate bandwidth (GPU Timed):  276.000 GB/s
+Aggregate bandwidth (CPU Timed):  250.000 GB/s
+"""
+
+
+def test_transferbench_160_executor_letters_are_read():
+    """v1.60 prints a Transfer's executor as its config letter and %03d (``G000:004``; v1.52 printed
+    ``GPU00:004``): no Transfer line was read and the file exited 1 ('no TransferBench result'). The
+    executor totals and the a2a summary matrix are said as unread, not left unaccounted."""
+    run = transferbench.parse_text(TB_160_A2A, "tb.txt")
+    assert run.version == "1.60.00"
+    assert [(m.src, m.dst, m.method, m.extra["subexecutors"]) for m in run.measurements] == [
+        (0, 1, "sm-push", 4), (0, 2, "sm-push", 4), (1, 0, "sm-push", 4), (1, 2, "sm-push", 4),
+        (2, 0, "sm-push", 4), (2, 1, "sm-push", 4)]
+    assert all(len(m.extra["transfers"]) == 6 for m in run.measurements)
+    nic = transferbench.parse_text("TransferBench v1.60.00\n     Transfer 00  |   40.000 GB/s |    1.678 ms |"
+                                   "     67108864 bytes | G0 -> I000:002 -> G1\n", "tb.txt")
+    assert [m.method for m in nic.measurements] == ["transferbench.nic"]  # ExeTypeStr "CGDIN": I is the NIC
+    unread = {n for n, _ in run.unread}
+    numbered = {n for n, line in enumerate(TB_160_A2A.splitlines(), 1) if "GB/s" in line or line.startswith(("GPU 0", "RTotal"))}
+    read = {m.extra["source_line"] for m in run.measurements}
+    assert numbered <= unread | read
+
+
+def test_transferbench_kernel_flows_on_their_own_cus_and_links_are_judged(tmp_path):
+    """Each Transfer of a GPU executor runs on the CUs it names (its subexecutors), so on a full mesh the
+    a2a's flows share neither CUs nor links: each is judged against its link. Before, every flow was 'not
+    judged: one flow of a concurrent transferbench' (the judge asked for one copy per source GPU)."""
+    path = tmp_path / "tb.txt"
+    path.write_text(TB_160_A2A)
+    out = tmp_path / "c.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["check", str(path), "--preset", "mi300x-8", "--json", str(out)])
+    import json
+    verdicts = [v["verdict"] for v in json.loads(out.read_text())["extra"]["check"]["verdicts"]]
+    assert len(verdicts) == 6 and set(verdicts) == {"ok"}
+
+
 # ---- one row never rejects the file; every number accounted for --------------------------------------
 def test_a_bad_row_is_left_out_with_its_reason_not_the_file():
     text = NVB_V02.replace("1    729.10       N/A", "1    729.10")
@@ -512,3 +576,37 @@ def test_the_header_s_gpus_per_thread_sets_the_twin_s_eager_host_time(tmp_path):
     # the 64 KiB row: the share of the twin's time that is fixed cost (launches, latencies) grows with the host's
     fixed_one, fixed_eight = one[0]["expectation"]["fixed_share"], eight[0]["expectation"]["fixed_share"]
     assert fixed_one is not None and fixed_eight is not None and fixed_one < 0.8 * fixed_eight
+
+
+# ---- the environment a run was launched with ----------------------------------------------------------
+OSU_ROCM_DD_16M = """# OSU MPI-ROCM Bandwidth Test v7.0
+# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)
+# Size      Bandwidth (MB/s)
+16777216           140000.00
+"""
+
+
+def _verdicts(tmp_path, *args: str) -> tuple[int, list[dict]]:
+    import json
+
+    path = tmp_path / "osu.txt"
+    path.write_text(OSU_ROCM_DD_16M)
+    out = tmp_path / "c.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["check", str(path), "--preset", "mi250x-8gcd", "--gpus", "0,1", "--json", str(out), *args])
+    return code, (json.loads(out.read_text())["extra"]["check"]["verdicts"] if out.exists() else [])
+
+
+def test_hsa_enable_sdma_0_judges_a_rocm_mpi_copy_on_blit_kernels(tmp_path):
+    """OSU D D between the two GCDs of an MI250 run with HSA_ENABLE_SDMA=0 (ROCr copies on blit kernels over
+    all four xGMI links): 140 GB/s was 'suspicious-high' against one SDMA engine's ~49, because nothing could
+    say how the run was launched; ``check --env HSA_ENABLE_SDMA=0`` says it and the copy is judged as ce-blit."""
+    _, before = _verdicts(tmp_path)
+    assert [v["verdict"] for v in before] == ["suspicious-high"]
+    _, after = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA=0")
+    assert [v["verdict"] for v in after] == ["ok"] and "ce-blit" in after[0]["reason"]
+
+
+def test_a_malformed_env_is_one_clear_line(tmp_path):
+    code, verdicts = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA")
+    assert code != 0 and not verdicts

@@ -1,6 +1,7 @@
 """``linkscope check FILE...``: is this number normal? Verdicts on linkscope's and peer tools' results."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -43,6 +44,9 @@ def check(
                                                            "not name them."),
     launch: str | None = typer.Option(None, "--launch", help="How collectives were launched where the output does not say: "
                                                              "eager or graph (nccl-tests -G)."),
+    env: str | None = typer.Option(None, "--env", metavar="NAME=VALUE[,...]",
+                                   help="Environment the run was launched with that changes what moves the bytes, e.g. "
+                                        "HSA_ENABLE_SDMA=0 (ROCm copies on blit kernels, not SDMA engines)."),
     calibration: Path | None = typer.Option(None, "--calibration",
                                             help="A calibrated topology (model calibrate -o): judge against its twin."),
     sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
@@ -86,7 +90,7 @@ def check(
     size_bytes = one_size_bytes(sizes, size, None, "512MiB")
     check_paths(inputs={"FILE": list(files), "--from": from_file, "--calibration": calibration},
                 outputs={"--json": json_path})
-    runs, dropped = read_all(files, fmt, size_bytes, _stated(ranks, hosts, launch))
+    runs, dropped = read_all(files, fmt, size_bytes, _stated(ranks, hosts, launch, env))
     if dropped:
         from .common import stderr_console
 
@@ -180,16 +184,23 @@ def _fail_below(judged, fraction: float) -> None:
         raise typer.Exit(EXIT_LOW)
 
 
-def _stated(ranks: int | None, hosts: str | None, launch: str | None):
-    """What the user said of the run (``--ranks/--hosts/--launch``), or None when nothing."""
+def _stated(ranks: int | None, hosts: str | None, launch: str | None, env: str | None = None):
+    """What the user said of the run (``--ranks/--hosts/--launch/--env``), or None when nothing."""
     from ..results.peertools.common import RunContext
 
     if launch is not None and launch not in ("eager", "graph"):
         raise UserError(f"--launch must be eager or graph, got {launch!r}")
     host_list = tuple(h.strip() for h in (hosts or "").split(",") if h.strip())
-    if ranks is None and not host_list and launch is None:
+    pairs = []
+    for item in (i.strip() for i in (env or "").split(",") if i.strip()):
+        name, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
+            raise UserError(f"--env takes NAME=VALUE pairs separated by commas, got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    if ranks is None and not host_list and launch is None and not pairs:
         return None
-    return RunContext(ranks=ranks, ranks_from="option" if ranks else "", hosts=host_list, launch=launch or "")
+    return RunContext(ranks=ranks, ranks_from="option" if ranks else "", hosts=host_list, launch=launch or "",
+                      env=tuple(pairs))
 
 
 __all__ = ["check", "register"]

@@ -46,7 +46,7 @@ from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
 from ..model.predict import HOST_METHODS, PEER_METHODS, FabricModel, group_elapsed_s
-from ..patterns.methods import CE, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
+from ..patterns.methods import CE, CE_BLIT, CE_NOPEER, D2H, D2H_PAGEABLE, H2D, H2D_PAGEABLE, LOCAL, SM_PUSH, get_method
 from ..results.schema import ALL, HOST, Measurement
 from ..topology import query
 from ..topology.gpufacts import facts_of_device, gpu_facts, no_facts_reason
@@ -498,6 +498,11 @@ class Judge:
         independent = alone > 0 and together >= 0.95 * alone
         if independent and len({f[0] for f in flows}) == len(flows):  # a ring: one copy per GPU, links not shared
             return ""
+        # a GPU kernel given its own compute units (TransferBench's subexecutors: each Transfer runs on the
+        # CUs it names, src/TransferBench.cpp v1.52 PrepareGpuKernel), so its flows share no SMs either
+        dedicated = bool((m.extra or {}).get("subexecutors")) and get_method(m.method).unit != "copy-engine"
+        if independent and dedicated:
+            return ""
         return (f"one flow of a concurrent {m.pattern} ({len(flows)} flows share links and copy engines): its share is "
                 "not a claim (the pattern's total is judged where the output has one)")
 
@@ -855,7 +860,18 @@ class Judge:
         # after another on the copy engine (each pays its fixed cost: about 3-4 us per message measured
         # on 2 x H100, tests/fixtures/peertools/h100x2/osu-DD.txt), so one copy is the twin's unit
         bi = m.with_(direction="bi", scope="total") if test == "bibw" else m
-        return self._copy(bi, CE.key)
+        return self._copy(bi, self._runtime_copy(m))
+
+    def _runtime_copy(self, m: Measurement) -> str:
+        """The method of a GPU-aware MPI's device-to-device copy (hipMemcpy / cudaMemcpy): the copy engine,
+        or the runtime's blit kernels where the run's environment (``check --env``) is the one the method
+        table gives ce-blit for the GPUs' vendor (``HSA_ENABLE_SDMA=0`` on ROCm): not held to one DMA
+        engine's rate then."""
+        env = {k: str(v).strip() for k, v in ((m.extra or {}).get("env") or {}).items()}
+        ends = [e for e in (m.src, m.dst) if _is_gpu(e)]
+        needs = [CE_BLIT.env.get(self.fabric.gpu(self.gpu(e)).vendor or "") for e in ends]
+        blit = bool(needs) and all(n and all(env.get(k) == v for k, v in n.items()) for n in needs)
+        return CE_BLIT.key if blit else CE.key
 
     def _network_ends(self) -> tuple[int, int]:
         """The GPUs of a two-host point-to-point run: local rank 0's GPU on the first two nodes."""

@@ -277,6 +277,10 @@ def prepared(run: PeerRun) -> list[Measurement]:
     hosts = len(set(run.run_context.hosts))
     if hosts > 1:  # a run over several hosts: its ranks are spread over as many nodes of the topology
         measurements = [m.with_(extra={**dict(m.extra or {}), "hosts": hosts}) for m in measurements]
+    if run.run_context.env:  # the environment the run was launched with (check --env)
+        env = dict(run.run_context.env)
+        measurements = [m.with_(extra={**dict(m.extra or {}), "env": {**env, **dict((m.extra or {}).get("env") or {})}})
+                        for m in measurements]
     if run.record is not None:
         measurements = with_group_transfers(measurements)
         rank_gpus = record_gpus(run.record)

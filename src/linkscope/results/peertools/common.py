@@ -89,6 +89,9 @@ class RunContext:
             ``> quoting``, ``timestamps``), "" when none.
         layout: the tool's output layout where it changed across versions (nccl-tests ``1.x``,
             ``2.0-2.12``, ``2.13+``; nvbandwidth ``before v0.6`` ...), "" when the newest.
+        env: environment variables the run was launched with that change what moves the bytes
+            (``HSA_ENABLE_SDMA=0``: ROCm copies on blit kernels, not SDMA engines), as (name, value)
+            pairs; no peer tool prints them, so they come from ``check --env``.
     """
 
     ranks: int | None = None
@@ -102,9 +105,10 @@ class RunContext:
     size_from: str = ""
     launcher: str = ""
     layout: str = ""
+    env: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return {k: (dict(v) if k == "env" else list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)

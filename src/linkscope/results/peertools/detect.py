@@ -67,7 +67,7 @@ def _from_json(data: Any, source: str, fmt: str | None, size_bytes: int | None) 
 def parse(text: str, source: str, fmt: str | None = None, size_bytes: int | None = None,
           stated: RunContext | None = None) -> PeerRun:
     """The PeerRun of ``text`` (the content of ``source``); ``stated``: what the user said of the run
-    (``check --ranks/--hosts/--launch``) where the output does not say it."""
+    (``check --ranks/--hosts/--launch/--env``) where the output does not say it."""
     run = _parse(text, source, fmt, size_bytes, stated)
     return _with_stated(replace(run, digest=hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()), stated)
 
@@ -84,6 +84,8 @@ def _with_stated(run: PeerRun, stated: RunContext | None) -> PeerRun:
         changes["hosts"] = stated.hosts
     if not ctx.launch and stated.launch:
         changes["launch"] = stated.launch
+    if stated.env:
+        changes["env"] = tuple({**dict(stated.env), **dict(ctx.env)}.items())
     return replace(run, run_context=replace(ctx, **changes)) if changes else run
 
 

@@ -53,7 +53,13 @@ from .common import (
 TOOL = "TransferBench"
 _VERSION = re.compile(r"^TransferBench v(\S+)")
 _TRANSFER = re.compile(r"^Transfer\s+(\d+)\s*[|,]\s*([\d.eE+-]+|N/A)\s*GB/s\s*[|,]\s*([\d.eE+-]+)\s*ms\s*[|,]\s*(\d+)\s*bytes\s*[|,]\s*"
-                       r"(\S+)\s*->\s*(CPU|GPU|DMA)\s*(\d+)(?:\.(?:\*|\d+))?(?::(\d+))?\s*->\s*(\S+)")
+                       r"(\S+)\s*->\s*(CPU|GPU|DMA|NIC|[CGDIN])\s*(\d+)(?:\.(?:\*|\d+))?(?::(\d+))?\s*->\s*(\S+)")
+# The executor of a Transfer line: v1.52 prints its long name and ``%02d`` (``GPU00:004``, ExeTypeName in
+# src/include/TransferBench.hpp); from the v1.6x header library it prints the letter of ExeTypeStr and ``%03d``
+# (``G000:008``: ``%s -> %c%03d%s:%03d -> %s`` with ``ExeTypeStr[6] = "CGDIN"``, I and N the NIC executors,
+# src/header/TransferBench.hpp at github.com/gilbertlee-amd/TransferBench 7644fef; seen in the a2a output
+# of the ROCm blog 'mi300x-rccl-xgmi', v1.60.00).
+_EXE_LETTER = {"C": "CPU", "G": "GPU", "D": "DMA", "I": "NIC", "N": "NIC"}
 _P2P_TITLE = re.compile(r"^(Uni|Bi)directional copy peak bandwidth GB/s \[(Local|Remote) read / (Local|Remote) write\] "
                         r"\(GPU-Executor: (GFX|DMA)\)")
 _DEVICE_COL = re.compile(r"(CPU|GPU)\s*(\d+)")
@@ -82,7 +88,7 @@ def _memory(token: str, lines: Lines, n: int) -> tuple[Endpoint | None, str]:
 
 def _method(exe: str, exe_index: int, src: Endpoint | None, dst: Endpoint | None, src_kind: str, dst_kind: str) -> str:
     """The method-table key of a TransferBench transfer (see the module doc)."""
-    if src is None or dst is None or exe == "CPU":
+    if src is None or dst is None or exe in ("CPU", "NIC"):
         return f"transferbench.{exe.lower()}"
     pageable = "U" in (src_kind, dst_kind)
     if src == HOST and dst == HOST:
@@ -115,6 +121,7 @@ def parse_text(text: str, source: str) -> PeerRun:
     p2p: dict[str, Any] | None = None
 
     scaling: dict[str, Any] | None = None  # the scaling preset's table
+    summary = False  # inside the a2a preset's summary matrix
     health = ""  # the healthcheck test whose FAIL lines follow
     health_pairs: list[tuple[int, int, float, float, int]] = []
 
@@ -195,7 +202,7 @@ def parse_text(text: str, source: str) -> PeerRun:
             size = integer(m.group(4), lines, n, "bytes")
             src, src_kind = _memory(m.group(5), lines, n)
             dst, dst_kind = _memory(m.group(9), lines, n)
-            exe, exe_index = m.group(6), integer(m.group(7), lines, n, "executor index", limit=MAX_GPUS)
+            exe, exe_index = _EXE_LETTER.get(m.group(6), m.group(6)), integer(m.group(7), lines, n, "executor index", limit=MAX_GPUS)
             method = _method(exe, exe_index, src, dst, src_kind, dst_kind)
             if gb is not None:
                 pending.append((n, {"index": int(m.group(1)), "gb": gb, "bytes": size, "src": src, "dst": dst, "exe": f"{exe}{exe_index}",
@@ -209,6 +216,15 @@ def parse_text(text: str, source: str) -> PeerRun:
             continue
         if re.match(r"^StandardDev\s*[|,]", line):
             out.skip(n, "the standard deviation of the Transfer's iterations (kept in its samples)")
+            continue
+        if re.match(r"^Executor:\s*(CPU|GPU|DMA)\s*\d+\s*[|,]", line):
+            out.skip(n, "the executor's total over its Transfers: not judged (its Transfers are)")
+            continue
+        if line.startswith("Summary:"):  # the a2a preset's matrix repeats its Transfers (v1.60)
+            summary = True
+            continue
+        if summary and re.match(r"^(GPU\s*\d+\s|RTotal\s|Average\s+bandwidth|Aggregate bandwidth)", line):
+            out.skip(n, "the all-to-all summary: the Transfers above, repeated, summed or averaged (the Transfers are judged)")
             continue
         if line.startswith("Aggregate (CPU)"):
             out.skip(n, "the Test's aggregate, timed on the CPU: not judged (its Transfers are)")
