@@ -270,6 +270,46 @@ def _one_transport(judgements: list[Judgement], measurements: Sequence[Measureme
     return out
 
 
+LONE_ROW_KEY = "lone-row"
+
+
+def _series_key(m: Measurement) -> tuple:
+    """The curve a number belongs to: one tool's method, pattern, direction, ends and placement, over sizes."""
+    extra = m.extra or {}
+    return (m.method, m.pattern, m.direction, m.src, m.dst, m.scope, bool(extra.get("inplace")))
+
+
+def _lone_rows(judgements: list[Judgement], measurements: Sequence[Measurement]) -> list[Judgement]:
+    """A low number with no cause whose curve is ok at the sizes right below and right above it, and whose other
+    placement (nccl-tests' in-place / out-of-place column at the same size) is ok too, is one timing off its own
+    run, not a property of the machine: nccl-tests and OSU time each row once (one loop of iterations), so a
+    transient (another process, a clock change) lands on one row, while a link, a transport or a protocol that
+    is slow shows at several sizes or in both columns. Such a number is not judged, and says why (rocm-blogs'
+    8 x MI300X all_reduce: 4 MiB in place 56.9 GB/s busbw between 105.4 and 169.4, out of place 141.9)."""
+    by_series: dict[tuple, list[int]] = {}
+    for i, m in enumerate(measurements):
+        if m.size_bytes:
+            by_series.setdefault(_series_key(m), []).append(i)
+    at: dict[tuple, int] = {(_series_key(measurements[i]), measurements[i].size_bytes): i
+                            for rows in by_series.values() for i in rows}
+    out = list(judgements)
+    for key, rows in by_series.items():
+        rows = sorted(rows, key=lambda i: measurements[i].size_bytes)
+        for before, i, after in zip(rows, rows[1:], rows[2:]):
+            j = judgements[i]
+            if j.verdict is not Verdict.LOW or j.cause_key or \
+                    judgements[before].verdict is not Verdict.OK or judgements[after].verdict is not Verdict.OK:
+                continue
+            other = at.get((key[:-1] + (not key[-1],), measurements[i].size_bytes))
+            if other is not None and judgements[other].verdict is not Verdict.OK:
+                continue
+            out[i] = replace(j, verdict=Verdict.UNJUDGED, fraction=None, cause_key=LONE_ROW_KEY, reason=(
+                f"not judged: {j.reason.split(';')[0]}, alone: the sizes below and above"
+                f"{' and the other placement at this size' if other is not None else ''} are ok, so this is one "
+                "timing off its own run (re-run to confirm)"))
+    return out
+
+
 def prepared(run: PeerRun) -> list[Measurement]:
     """A run's measurements as they are judged: a linkscope record's concurrent groups with their
     transfers, and its collectives with the GPU of each rank and the GPUs each process drove."""
@@ -306,6 +346,7 @@ def judge_runs(runs: Sequence[PeerRun], judge: Judge) -> list[JudgedRun]:
         measurements = prepared(run)
         judgements = _one_run_wide_cause([judge.judge(m) for m in measurements], measurements, judge.thresholds)
         judgements = _one_transport(judgements, measurements, judge.thresholds)
+        judgements = _lone_rows(judgements, measurements)
         inferred = _inferred_shared_load(run, measurements, judgements, judge)
         judged = []
         for j, m in zip(judgements, measurements):

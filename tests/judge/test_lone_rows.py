@@ -1,0 +1,48 @@
+"""A low number alone on its curve (the sizes below and above ok, the other placement at its size ok) is one timing
+off its own run, not the machine: not judged, with the reason (judge/runs.py ``_lone_rows``)."""
+import json
+from pathlib import Path
+
+from linkscope.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EAGER = ROOT / "tests/fixtures/nccl/h200x4-2026-11-28/all_reduce-eager.txt"
+TOPO = ROOT / "tests/fixtures/recordings/h200x4-2026-11-28/linkscope/topo.json"
+
+
+def _slowed(text: str, size: int, in_place: bool) -> str:
+    """The row of ``size`` with one placement's time x3 (its algbw and busbw / 3), as a transient would leave it."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0] == str(size):
+            at = 9 if in_place else 5
+            f[at:at + 3] = [f"{float(f[at]) * 3:.2f}", f"{float(f[at + 1]) / 3:.2f}", f"{float(f[at + 2]) / 3:.2f}"]
+            line = " ".join(f)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _verdicts(tmp_path: Path, text: str) -> dict[tuple[str, bool], str]:
+    src, out = tmp_path / "all_reduce.txt", tmp_path / "check.json"
+    src.write_text(text)
+    main(["check", str(src), "--from", str(TOPO), "--json", str(out)])
+    check = json.loads(out.read_text())
+    return {(m["size_bytes"], bool(m["extra"].get("inplace"))): v
+            for m, v in zip(check["measurements"], check["extra"]["check"]["verdicts"])}
+
+
+def test_one_slow_column_at_one_size_is_not_judged_and_says_why(tmp_path):
+    text = EAGER.read_text()
+    assert _verdicts(tmp_path, text)[(64 << 20, True)]["verdict"] == "ok"
+    lone = _verdicts(tmp_path, _slowed(text, 64 << 20, True))[(64 << 20, True)]
+    assert lone["verdict"] == "not judged" and lone["cause_key"] == "lone-row"
+    assert "the sizes below and above and the other placement at this size are ok" in lone["reason"]
+
+
+def test_a_slowness_in_both_columns_or_at_two_sizes_stays_low(tmp_path):
+    text = EAGER.read_text()
+    both = _verdicts(tmp_path, _slowed(_slowed(text, 64 << 20, True), 64 << 20, False))
+    assert both[(64 << 20, True)]["verdict"] == "low" and both[(64 << 20, False)]["verdict"] == "low"
+    two = _verdicts(tmp_path, _slowed(_slowed(text, 64 << 20, True), 8 << 20, True))
+    assert two[(64 << 20, True)]["verdict"] == "low" and two[(8 << 20, True)]["verdict"] == "low"
