@@ -148,6 +148,7 @@ class Judge:
         self._capped: dict[tuple[int, str, int | None], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
+        self._egress_cache: dict[tuple[int, ...], float] = {}
 
     # ---- GPUs ------------------------------------------------------------------------------------
     def check_fit(self, measurements: Sequence[Measurement], what: str = "the results") -> None:
@@ -671,7 +672,7 @@ class Judge:
         theoretical = None
         one_node = len({self._node_of(g) for g in gpus}) == 1
         if ranks > 1 and one_node:  # across nodes, one channel per NIC and the algorithm decide: the twin carries it
-            bound = min(query.theoretical_gb_per_s(self.topology, gpus[i], gpus[(i + 1) % ranks]) for i in range(ranks))
+            bound = self._egress_gb_per_s(tuple(gpus))
             theoretical = bound if busbw else bound / max(busbw_factor(op, ranks), 1e-9)
         alternatives: tuple[Alternative, ...] = ()
         if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
@@ -694,6 +695,20 @@ class Judge:
                                          "nccl-tests prints one number per size, so it cannot tell them apart (linkscope "
                                          "survey's background check and watch can)", "collective-half-rate"),)
         return Expectation("GB/s", theoretical, twin, calibrated, "", detail, alternatives, fixed_share=fixed_share)
+
+    def _egress_gb_per_s(self, gpus: tuple[int, ...]) -> float:
+        """The bound on a one-node collective's busbw: the least of its GPUs' egress towards the other ranks
+        (query.egress_gb_per_s). busbw is what each rank sends per second (nccl-tests PERFORMANCE.md: the
+        factor makes it the per-rank wire rate of a ring), and the library may run several rings at once
+        over different links (RCCL on a full xGMI mesh: one per link-disjoint Hamiltonian cycle, rome_model_79
+        in model.rccl; NCCL's search: as many rings as the NVLinks carry), so no rank can send faster than
+        all its links to the others together, whatever the rings. A ring-order pair bound would read a mesh
+        run as seven times too fast."""
+        found = self._egress_cache.get(gpus)
+        if found is None:
+            found = self._egress_cache[gpus] = min(
+                query.egress_gb_per_s(self.topology, g, [h for h in gpus if h != g]) for g in set(gpus))
+        return found
 
     def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,
                               chosen: Any, per_thread: int | None = None) -> tuple[Alternative, ...]:

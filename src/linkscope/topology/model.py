@@ -279,6 +279,14 @@ class Topology:
         migrate_model_params(self)
         validate(self)
 
+    def __hash__(self) -> int:
+        """The hash of the hashed fields (model_params is not), as the dataclass would compute it, once:
+        the tuples of a cluster's thousands of devices and links take milliseconds to hash, and routes and
+        levels are cached per topology (a 20-rack NVL72 check hashed it 9 million times, 100 s)."""
+        return int(self._cached("_hash", lambda: hash((self.name, self.devices, self.links, self.is_this_system,
+                                                         self.source, self.description, self.sources, self.notes,
+                                                         self.peer_access, self.run_choices))))
+
     # ---- lookups -------------------------------------------------------------------------
     # Built once per topology on first use (the topology is immutable), so that a look-up per device of
     # a cluster costs O(1) and loops over GPUs stay linear.

@@ -192,6 +192,59 @@ def theoretical_gb_per_s(topology: Topology, a: str | int | Device, b: str | int
     return min(link.capacity_gb_per_s for link in links)
 
 
+def egress_gb_per_s(topology: Topology, src: str | int | Device, peers: Sequence[str | int | Device]) -> float:
+    """Per-direction capacity out of ``src`` towards ``peers`` over the routes it takes to them (GB/s): the
+    maximum flow from ``src`` to the peers on the union of ``route(src, p)`` links, each link directed as its
+    route crosses it. It is what a collective's rings can carry out of one GPU at once: on a full xGMI mesh
+    every route is its own link, so all of them (RCCL runs one ring per link-disjoint Hamiltonian cycle); on
+    an NVSwitch node every route leaves through the GPU's bonded NVLinks to the switch, so their count; on a
+    PCIe box through the GPU's uplink. inf with no peer other than ``src``."""
+    start = _resolve(topology, src).id
+    ends = {_resolve(topology, p).id for p in peers} - {start}
+    if not ends:
+        return float("inf")
+    capacity: dict[str, dict[str, float]] = {}
+    for end in ends:
+        here = start
+        for link in route(topology, start, end):
+            there = link.other(here)
+            capacity.setdefault(here, {})[there] = link.capacity_gb_per_s
+            here = there
+    sink = "\0sink"  # no device id holds a NUL
+    for end in ends:
+        capacity.setdefault(end, {})[sink] = float("inf")
+    return _max_flow(capacity, start, sink)
+
+
+def _max_flow(capacity: dict[str, dict[str, float]], source: str, sink: str) -> float:
+    """Edmonds-Karp (shortest augmenting paths) over a small directed graph of float capacities."""
+    residual: dict[str, dict[str, float]] = {}
+    for a, outs in capacity.items():
+        for b, cap in outs.items():
+            residual.setdefault(a, {})[b] = residual.get(a, {}).get(b, 0.0) + cap
+            residual.setdefault(b, {}).setdefault(a, 0.0)
+    total = 0.0
+    while True:
+        parent: dict[str, str] = {source: source}
+        queue = [source]
+        for node in queue:  # breadth first: the list grows while it is read
+            for nxt, cap in residual.get(node, {}).items():
+                if cap > 1e-12 and nxt not in parent:
+                    parent[nxt] = node
+                    queue.append(nxt)
+        if sink not in parent:
+            return total
+        path, node = [], sink
+        while node != source:
+            path.append((parent[node], node))
+            node = parent[node]
+        push = min(residual[a][b] for a, b in path)
+        for a, b in path:
+            residual[a][b] -= push
+            residual[b][a] += push
+        total += push
+
+
 def level_matrix(topology: Topology) -> list[list[PairLevel]]:
     gpus = topology.gpus
     return [[pair_level(topology, g, h) for h in gpus] for g in gpus]
