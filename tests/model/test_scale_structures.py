@@ -244,3 +244,16 @@ def test_collectives_array_path_gives_the_loop_path_answers(monkeypatch, spec):
                         for op in ("allreduce", "allgather", "alltoall")]
     assert built  # the array path ran
     assert times["arrays"] == times["loop"]
+
+
+@pytest.mark.parametrize("spec", ["fattree:8x4", "cluster:dgx-h100:3"])
+def test_node_paths_equal_the_routes_one_by_one(spec):
+    """Router.node_paths (the array path: NICs and the routes to them once per distinct end) gives, pair by
+    pair, the route ``path`` gives, on random GPU pairs within and across nodes."""
+    model = FabricModel(synthetic_topology(spec))
+    g = model.graph
+    src, dst = _pairs(model.topology.gpu_count, 400, seed=3)
+    indptr, indices = model.router.node_paths(g.gpu_nodes[src], g.gpu_nodes[dst])
+    for k, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+        one = model.router.path(g.node_ids[int(g.gpu_nodes[a])], g.node_ids[int(g.gpu_nodes[b])])
+        assert np.array_equal(indices[indptr[k]:indptr[k + 1]], one)
