@@ -136,7 +136,7 @@ def test_dedup_rows_drops_exact_duplicates_only(monkeypatch, collide):
     from linkscope.model import kernel
 
     if collide:
-        monkeypatch.setattr(kernel, "_mix64", lambda x: np.zeros_like(x))
+        monkeypatch.setattr(kernel, "_row_hashes", lambda indptr, indices, bits: np.zeros(indptr.size - 1, np.uint64))
     rng = np.random.default_rng(7)
     for _ in range(100):
         m, n = int(rng.integers(1, 25)), int(rng.integers(1, 10))
@@ -154,6 +154,38 @@ def test_dedup_rows_drops_exact_duplicates_only(monkeypatch, collide):
         for i in np.nonzero(M.any(axis=1))[0]:
             same = np.all(kept == M[i], axis=1)
             assert same.any() and kept_cap[same].min() <= cap[i]
+
+
+def test_dedup_rows_compiled_parts_equal_the_numpy_ones():
+    """The compiled row hashes and duplicate marks (kernel._row_hashes_nb, _duplicates_nb) equal the NumPy
+    ones bit for bit on random CSR matrices with repeated rows, empty rows and forced hash collisions."""
+    from scipy.sparse import csr_matrix
+
+    from linkscope.model import kernel
+
+    if not kernel.available():
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        m, n = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+        base = (rng.random((m, n)) < 0.4) * rng.choice([1.0, 2.0, 0.5, 1e-3], (m, n))
+        M = np.vstack([base, base[rng.integers(0, m, int(rng.integers(0, 20)))], np.zeros((2, n))])
+        R = csr_matrix(M[rng.permutation(M.shape[0])])
+        R.sort_indices()
+        indptr, indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+        data = np.ascontiguousarray(R.data, dtype=float)
+        h = kernel._row_hashes_nb(indptr, indices, data.view(np.uint64))
+        assert np.array_equal(h, kernel._row_hashes_np(indptr, indices, data.view(np.uint64)))
+        if trial % 2:
+            h = h % np.uint64(3)  # collisions: equal hashes for distinct rows
+        lens = np.diff(indptr)
+        rows = np.nonzero(lens)[0]
+        if rows.size == 0:
+            continue
+        cap = rng.choice([1.0, 2.0], lens.size)
+        order = rows[np.lexsort((rows, cap[rows], h[rows], lens[rows]))]
+        assert np.array_equal(kernel._duplicates_nb(order, lens, h, indptr, indices, data),
+                              kernel._duplicates_np(order, lens, h, indptr, indices, data))
 
 
 @pytest.mark.parametrize("spec", ["cluster:dgx-h100:2", "cluster:hgx-a100-8-4nic:2", "fattree:4x4"])
@@ -212,3 +244,16 @@ def test_collectives_array_path_gives_the_loop_path_answers(monkeypatch, spec):
                         for op in ("allreduce", "allgather", "alltoall")]
     assert built  # the array path ran
     assert times["arrays"] == times["loop"]
+
+
+@pytest.mark.parametrize("spec", ["fattree:8x4", "cluster:dgx-h100:3"])
+def test_node_paths_equal_the_routes_one_by_one(spec):
+    """Router.node_paths (the array path: NICs and the routes to them once per distinct end) gives, pair by
+    pair, the route ``path`` gives, on random GPU pairs within and across nodes."""
+    model = FabricModel(synthetic_topology(spec))
+    g = model.graph
+    src, dst = _pairs(model.topology.gpu_count, 400, seed=3)
+    indptr, indices = model.router.node_paths(g.gpu_nodes[src], g.gpu_nodes[dst])
+    for k, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+        one = model.router.path(g.node_ids[int(g.gpu_nodes[a])], g.node_ids[int(g.gpu_nodes[b])])
+        assert np.array_equal(indices[indptr[k]:indptr[k + 1]], one)

@@ -24,7 +24,7 @@ whether it can be used; ``contention.simulate(engine="numpy")`` forces the NumPy
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csc_matrix
+from scipy.sparse import csc_matrix, csr_matrix
 
 try:  # numba is a dependency; the NumPy path keeps working without it
     from numba import njit
@@ -57,37 +57,50 @@ def dedup_rows(A: csc_matrix, capacity: np.ndarray) -> tuple[csc_matrix, np.ndar
     one of lowest capacity (any rates that fit it fit the others; the first of equal ones), and drop
     empty rows. Returns the reduced matrix (stages unchanged) and its capacities.
 
-    Vectorised: rows are grouped by length and a 64-bit hash of their (stage, weight) entries, lowest
-    capacity first, and each row is compared entry by entry with the first of its group; a row that
-    differs from it (a hash collision) is kept, so only exact duplicates are dropped."""
+    Rows are grouped by length and a 64-bit hash of their (stage, weight) entries (``_row_hashes``),
+    lowest capacity first, and each row is compared entry by entry with the first of its group
+    (``_duplicates``); a row that differs from it (a hash collision) is kept, so only exact duplicates
+    are dropped. Compiled where Numba is available (no temporaries the size of the matrix), NumPy
+    otherwise; both keep the same rows."""
+    R, capacity = _dedup_csr(A, capacity)
+    return csc_matrix(R), capacity
+
+
+def _dedup_csr(A: csc_matrix, capacity: np.ndarray) -> tuple[csr_matrix, np.ndarray]:
+    """``dedup_rows`` with the reduced matrix by rows (sorted indices), which the kernels need too."""
     R = A.tocsr()
     R.sort_indices()
     capacity = np.asarray(capacity, dtype=float)
     lens = np.diff(R.indptr)
     rows = np.nonzero(lens)[0]
     if rows.size == 0:
-        keep = rows
-        return csc_matrix(R[keep]), capacity[keep]
+        return R[rows], capacity[rows]
+    data = np.ascontiguousarray(R.data, dtype=float)
+    indptr, indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    h = _row_hashes(indptr, indices, data.view(np.uint64))
+    order = rows[np.lexsort((rows, capacity[rows], h[rows], lens[rows]))]
+    if HAVE_NUMBA:
+        drop = _duplicates_nb(order, lens, h, indptr, indices, data)
+    else:  # pragma: no cover - exercised only where numba is missing
+        drop = _duplicates_np(order, lens, h, indptr, indices, data)
+    keep = np.sort(order[~drop])
+    return R[keep], capacity[keep]
+
+
+def _row_hashes_np(indptr: np.ndarray, indices: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """Per row, the wrapping sum over its entries of splitmix64's finaliser of (column, weight bits,
+    position in the row); 0 for an empty row."""
+    lens = np.diff(indptr)
+    h = np.zeros(lens.size, dtype=np.uint64)
+    rows = np.nonzero(lens)[0]
+    if rows.size == 0:
+        return h
     with np.errstate(over="ignore"):
-        pos = (np.arange(R.indices.size) - np.repeat(R.indptr[:-1], lens)).astype(np.uint64)
-        entry = _mix64(R.indices.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-                       ^ np.ascontiguousarray(R.data, dtype=float).view(np.uint64)
-                       ^ (pos + np.uint64(1)) * np.uint64(0xC2B2AE3D27D4EB4F))
-        row_hash = np.add.reduceat(entry, R.indptr[rows])
-    order = rows[np.lexsort((rows, capacity[rows], row_hash, lens[rows]))]
-    h = np.empty(R.shape[0], dtype=np.uint64)
-    h[rows] = row_hash
-    new_group = np.ones(order.size, dtype=bool)
-    new_group[1:] = (lens[order[1:]] != lens[order[:-1]]) | (h[order[1:]] != h[order[:-1]])
-    leader = order[np.maximum.accumulate(np.where(new_group, np.arange(order.size), 0))]
-    # entry by entry against the group's first row (same length by construction)
-    n = lens[order]
-    mine = np.repeat(R.indptr[order], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
-    theirs = mine - np.repeat(R.indptr[order] - R.indptr[leader], n)
-    differs = (R.indices[mine] != R.indices[theirs]) | (R.data[mine] != R.data[theirs])
-    mismatch = np.add.reduceat(differs, np.cumsum(n) - n) > 0
-    keep = np.sort(order[new_group | mismatch])
-    return csc_matrix(R[keep]), capacity[keep]
+        pos = (np.arange(indices.size) - np.repeat(indptr[:-1], lens)).astype(np.uint64)
+        entry = _mix64(indices.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                       ^ bits ^ (pos + np.uint64(1)) * np.uint64(0xC2B2AE3D27D4EB4F))
+        h[rows] = np.add.reduceat(entry, indptr[rows])
+    return h
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -98,8 +111,68 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+def _duplicates_np(order: np.ndarray, lens: np.ndarray, h: np.ndarray, indptr: np.ndarray,
+                   indices: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """For rows in ``order`` (grouped by length and hash, best first): True where the row equals the
+    first row of its group entry by entry (a duplicate that cannot bind)."""
+    new_group = np.ones(order.size, dtype=bool)
+    new_group[1:] = (lens[order[1:]] != lens[order[:-1]]) | (h[order[1:]] != h[order[:-1]])
+    leader = order[np.maximum.accumulate(np.where(new_group, np.arange(order.size), 0))]
+    n = lens[order]
+    mine = np.repeat(indptr[order], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    theirs = mine - np.repeat(indptr[order] - indptr[leader], n)
+    differs = (indices[mine] != indices[theirs]) | (data[mine] != data[theirs])
+    mismatch = np.add.reduceat(differs, np.cumsum(n) - n) > 0
+    return ~(new_group | mismatch)
+
+
+_row_hashes = _row_hashes_np
+
+
 if HAVE_NUMBA:
     _GB = 1e9
+
+    @njit(cache=True, nogil=True)
+    def _row_hashes_nb(indptr, indices, bits):
+        """``_row_hashes_np`` in one pass, the same hashes (wrapping uint64 arithmetic)."""
+        n = indptr.size - 1
+        h = np.zeros(n, dtype=np.uint64)
+        k1 = np.uint64(0x9E3779B97F4A7C15)
+        k2 = np.uint64(0xC2B2AE3D27D4EB4F)
+        m1 = np.uint64(0xBF58476D1CE4E5B9)
+        m2 = np.uint64(0x94D049BB133111EB)
+        s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+        for r in range(n):
+            acc = np.uint64(0)
+            a = indptr[r]
+            for k in range(a, indptr[r + 1]):
+                x = (np.uint64(indices[k]) * k1) ^ bits[k] ^ ((np.uint64(k - a) + np.uint64(1)) * k2)
+                x = (x ^ (x >> s30)) * m1
+                x = (x ^ (x >> s27)) * m2
+                acc += x ^ (x >> s31)
+            h[r] = acc
+        return h
+
+    @njit(cache=True, nogil=True)
+    def _duplicates_nb(order, lens, h, indptr, indices, data):
+        """``_duplicates_np`` in one pass, the same answer."""
+        drop = np.zeros(order.size, dtype=np.bool_)
+        lead = order[0]
+        for j in range(1, order.size):
+            r = order[j]
+            if lens[r] != lens[lead] or h[r] != h[lead]:
+                lead = r
+                continue
+            a, b = indptr[r], indptr[lead]
+            same = True
+            for k in range(lens[r]):
+                if indices[a + k] != indices[b + k] or data[a + k] != data[b + k]:
+                    same = False
+                    break
+            drop[j] = same
+        return drop
+
+    _row_hashes = _row_hashes_nb
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _sift(hkey, hrow, size, i):
@@ -555,10 +628,13 @@ def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, ro
     return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
 
 
-def _lists(A: csc_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _lists(A: csc_matrix, R: csr_matrix | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                              np.ndarray]:
     """The kernels' view of ``A`` (sorted indices): column pointers, rows, weights, then row pointers
-    and columns; int32 indices throughout, so each kernel compiles for one signature."""
-    R = A.tocsr()
+    and columns; int32 indices throughout, so each kernel compiles for one signature. ``R``: ``A`` by rows
+    with sorted indices where the caller has it (not converted again)."""
+    if R is None:
+        R = A.tocsr()
     return (A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
             R.indptr.astype(np.int32), R.indices.astype(np.int32))
 
@@ -572,14 +648,15 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     plain reference tests/model/test_kernel.py compares with."""
     if not HAVE_NUMBA:  # pragma: no cover
         raise RuntimeError("numba is not installed")
-    A, capacity = dedup_rows(csc_matrix(A), np.asarray(capacity, dtype=float))
+    R, capacity = _dedup_csr(csc_matrix(A), np.asarray(capacity, dtype=float))
+    A = R.tocsc()
     caps = np.asarray(caps, dtype=float)
     stage_bytes = np.asarray(stage_bytes, dtype=float)
     stage_latency_s = np.asarray(stage_latency_s, dtype=float)
     stage_next = np.asarray(stage_next, dtype=np.int64)
     flow_first = np.asarray(flow_first, dtype=np.int64)
     A.sort_indices()
-    lists = _lists(A)
+    lists = _lists(A, R)
     if renumber and caps.size > 1:  # number the stages for memory locality (see _fresh_order), answers mapped back
         order, new_of, *fresh, capacity, _ = _fresh_order(*lists, capacity, caps)
         lists = tuple(fresh)

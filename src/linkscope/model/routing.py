@@ -544,12 +544,15 @@ class _Hierarchy:
                     self.path(graph.node_ids[int(ends[bad][0])], graph.node_ids[int(ends[bad][0])])  # raises
                 for u in _unique_nodes(ends, len(graph.node_ids))[0].tolist():
                     check_connected(self.topology, graph.node_ids[u], graph.degree(graph.node_ids[u]))
-            nic_s = self._nic_array(si)
-            nic_d = self._nic_array(di)
+            # NICs and the routes to and from them once per distinct end, then spread over the pairs
             up_u, up_inv = _unique_nodes(si, len(graph.node_ids))
-            up = self._padded([self._uplink(int(u), int(n)) for u, n in zip(up_u, self._nic_array(up_u))])[up_inv]
+            nic_up = self._nic_array(up_u)
+            nic_s = nic_up[up_inv]
+            up = self._padded([self._uplink(int(u), int(n)) for u, n in zip(up_u, nic_up)])[up_inv]
             dn_u, dn_inv = _unique_nodes(di, len(graph.node_ids))
-            down = self._padded([self._downlink(int(u), int(n)) for u, n in zip(dn_u, self._nic_array(dn_u))])[dn_inv]
+            nic_dn = self._nic_array(dn_u)
+            nic_d = nic_dn[dn_inv]
+            down = self._padded([self._downlink(int(u), int(n)) for u, n in zip(dn_u, nic_dn)])[dn_inv]
             net = self._network_array(nic_s, nic_d)
             inter_rows = np.hstack([up, net, down])
             width_blocks.append(inter_rows.shape[1])
