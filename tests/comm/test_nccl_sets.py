@@ -87,3 +87,13 @@ def test_every_set_is_made_in_its_turn_after_the_runs_context(monkeypatch, tmp_p
     assert main(["bench", "nccl", "--backend", "sim", "--comm-sets", "2", "--sizes", "8", "--json",
                  str(tmp_path / "r.json")]) == 0
     assert order == ["context", "set", "set"]
+
+
+def test_a_stop_before_any_size_keeps_the_runs_own_empty_result():
+    be = moody_backend(2, [1.0])
+    stop = StopSignal()
+    stop.request()
+    with pytest.raises(RunInterrupted) as exc:
+        _sets(be, 3, stop=stop)
+    partial = exc.value.partial
+    assert partial.op == "allreduce" and partial.ranks == 2 and not partial.rows and be.destroyed == 1

@@ -407,9 +407,8 @@ def run_nccl(
                 if wrong is not None and job.size > 1:
                     wrong = job.comm.allreduce(wrong)
                 t_med = float(np.median(times))
-                algbw = algbw_gb_per_s(lay.size_bytes, t_med) if lay.size_bytes else 0.0
                 rows.append(NcclRow(op, lay.size_bytes, OP_TABLE[op].reported_count(lay),
-                                    t_med * 1e6, algbw, algbw * busbw_factor(op, nranks), wrong,
+                                    t_med * 1e6, *_rates(op, lay.size_bytes, t_med, nranks), wrong,
                                     tuple(t * 1e6 for t in times), graph_used, in_place, launch_us,
                                     "native" if native is not None else "python"))
             if job.rank == 0:
@@ -425,16 +424,22 @@ def run_nccl(
     return result_so_far()
 
 
+def _rates(op: str, size_bytes: int, time_s: float, nranks: int) -> tuple[float, float]:
+    """algbw and busbw (GB/s) of one row: ``size_bytes`` in ``time_s``, with nccl-tests' bus factor."""
+    algbw = algbw_gb_per_s(size_bytes, time_s) if size_bytes else 0.0
+    return algbw, algbw * busbw_factor(op, nranks)
+
+
 def merge_sets(results: Sequence[NcclResult], planned: int) -> NcclResult:
-    """One result from the runs of ``planned`` communicator sets made one after another (``results``: each finished
-    set's, then the set cut short, if any). A row's time is the median of its sets' medians (``set_times_us``); its
+    """One result from the runs of ``planned`` communicator sets made one after another (``results``, at least one:
+    each finished set's, then the set cut short, if any). A row's time is the median of its sets' medians (``set_times_us``); its
     runs are every set's, set after set; ``#wrong`` adds up over the sets. The time of a small eager operation is
     drawn when a set of communicators is made and kept for the set's life (2 x H200: ~13 or ~19 us per 2-GPU
     allreduce at 8 B-2 KiB, docs/runs/h200x2-2026-11-28f): one set is one draw, so nccl-tests' one process is one
     draw too, and the sets' spread is in the notes."""
-    if planned <= 1 or not results:
-        return results[0] if results else NcclResult("", 0, (), "", (), 0, 0)
     first = results[0]
+    if planned <= 1:
+        return first
     keys = list(dict.fromkeys((r.size_bytes, r.inplace) for res in results for r in res.rows))
     rows: list[NcclRow] = []
     widest: tuple[float, int] = (1.0, 0)
@@ -444,9 +449,8 @@ def merge_sets(results: Sequence[NcclResult], planned: int) -> NcclResult:
         t_us = float(np.median(medians))
         wrongs = [row.wrong for row in per_set if row.wrong is not None]
         launches = [row.launch_us for row in per_set if row.launch_us is not None]
-        algbw = algbw_gb_per_s(size, t_us / 1e6) if size else 0.0
         base = per_set[0]
-        rows.append(NcclRow(base.op, size, base.count, t_us, algbw, algbw * busbw_factor(base.op, first.ranks),
+        rows.append(NcclRow(base.op, size, base.count, t_us, *_rates(base.op, size, t_us / 1e6, first.ranks),
                             sum(wrongs) if wrongs else None,
                             tuple(t for row in per_set for t in row.runs_time_us), all(row.graph for row in per_set),
                             in_place, float(np.median(launches)) if launches else None, base.launch_path, medians))
@@ -471,14 +475,16 @@ def run_nccl_sets(job: Job, backend: Any, make: Callable[[], list[Peer]], op: st
     finished set and the sizes the current one finished."""
     done: list[NcclResult] = []
 
-    def merged(current: NcclResult | None) -> NcclResult:
-        return merge_sets(done + ([current] if current is not None and current.rows else []), sets)
+    def merged(current: NcclResult | None) -> NcclResult | None:
+        results = done + ([current] if current is not None and current.rows else [])
+        return merge_sets(results, sets) if results else current  # nothing timed yet: the run's own (empty) result
 
     for _ in range(sets):
         peers = make()
         try:
             result = run_nccl(job, backend, peers, op, sizes, stop=stop,
-                              checkpoint=(lambda part: checkpoint(merged(part))) if checkpoint else None, **options)
+                              checkpoint=(lambda part: checkpoint(merged(part) or part)) if checkpoint else None,
+                              **options)
         except RunInterrupted as exc:
             raise RunInterrupted(merged(exc.partial) if job.rank == 0 else None, agreed=exc.agreed) from None
         finally:
