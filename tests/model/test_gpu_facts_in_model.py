@@ -53,3 +53,20 @@ def test_latencies_on_a_discovered_style_topology_use_the_facts() -> None:
     assert h100.latency_us("flag-pingpong", 0, 1) == pytest.approx(0.86, rel=0.02)  # measured 0.84-0.88
     unknown = FabricModel(_renamed(bare, "Mystery GPU 9000"))
     assert unknown.latency_us("remote-read", 0, 1) == pytest.approx(4 * 0.3)  # the hop default: nothing borrowed
+
+
+def test_host_read_is_the_gpu_models_measured_chase_whatever_the_presets_pcie_hops() -> None:
+    """nvbandwidth's host_device_latency_sm (a GPU chasing pointers through pinned host memory) crosses the
+    host's root complex and DRAM, which the presets' per-hop PCIe latencies leave out: summed hops gave 0.6 us on
+    hgx-h200-4 (one hop) and 1.8 us on dgx-h100 (two PCIe switches) where both GPU models measure 1.19-1.22 us."""
+    h200 = FabricModel(load_preset("hgx-h200-4"))
+    assert h200.latency_us("remote-read", "host", 0) == pytest.approx(1.196)  # facts: 1190.7-1206.5 ns measured
+    assert h200.latency_us("remote-read", 0, "host") == pytest.approx(1.196)
+    assert FabricModel(load_preset("dgx-h100")).latency_us("remote-read", "host", 3) == pytest.approx(1.21)
+    # a GPU model without the fact keeps the route's hops; so does a model whose remote-read base was calibrated
+    unknown = FabricModel(_renamed(load_preset("hgx-h200-4"), "Mystery GPU"))
+    assert unknown.latency_us("remote-read", "host", 0) == pytest.approx(2 * 0.3)
+    calibrated = FabricModel(load_preset("hgx-h200-4"), {"remote_read_base_us": 0.5})
+    assert calibrated.latency_us("remote-read", "host", 0) == pytest.approx(0.5 + 2 * 0.3)
+    # GPU to GPU is still the NVSwitch route
+    assert h200.latency_us("remote-read", 0, 1) == pytest.approx(0.85, rel=0.01)

@@ -837,11 +837,28 @@ class FabricModel:
                 ends.append(self.gpu(ref))
         if ends[0].id == ends[1].id:
             raise ConfigError(f"latency from {ends[0].label} to itself", hint="pick two different devices")
-        one_way = self._lat(self._path(ends[0], ends[1])) * 1e6
+        there, back_edges = self._path(ends[0], ends[1]), self._path(ends[1], ends[0])
+        one_way = self._lat(there) * 1e6
         if kind == "remote-read":
-            back = self._lat(self._path(ends[1], ends[0])) * 1e6
+            measured = self._host_read_fact_us(src, dst)
+            if measured is not None:
+                return measured
+            back = self._lat(back_edges) * 1e6
             return self.latency_base_us(kind, src) + one_way + back
         return self.latency_base_us(kind, src) + one_way
+
+    def _host_read_fact_us(self, src: int | str, dst: int | str) -> float | None:
+        """A GPU's pointer chase through host memory as its model's measured round trip
+        (``GpuFacts.host_read_latency_us``): one end the host, and no hop latency or remote-read base set by
+        a calibration or the user. The chase's time is the GPU's request crossing PCIe, the root complex and
+        host DRAM and back; a route's hop latencies leave out the DRAM and root complex (the presets' PCIe
+        hops of 0.3 us gave 0.6 us on hgx-h200-4's one-hop route and 1.8 us behind dgx-h100's two PCIe
+        switches, where H200 and H100 hosts both measure 1.19-1.22 us). None otherwise: the route's sum."""
+        if HOST not in (src, dst) or not (self.params.is_default("hop_latency_us")
+                                          and self.params.is_default("remote_read_base_us")):
+            return None
+        facts = facts_of_device(self.gpu(dst if src == HOST else src))
+        return None if facts is None else facts.host_read_latency_us
 
     def latency_base_us(self, kind: str, src: int | str) -> float:
         """Fixed part of a ``remote-read`` or ``flag-pingpong`` latency from ``src``: the parameter
