@@ -89,6 +89,19 @@ def test_small_buffer_size_is_taken_from_the_option(judge):
     assert all(j.verdict is not Verdict.UNJUDGED for _, j in judged)
 
 
+def test_a_small_buffer_without_its_size_is_not_judged_as_the_default(judge):
+    """nvbandwidth warns (NOTE) when -b is below its default and never prints the size: its 1 MiB rates were
+    judged as 512 MiB copies, 18-87% of the reference, low. Without --sizes they are not judged, and say why."""
+    judged = _judged(judge, "nvbandwidth-b1.txt")
+    rates = [(m, j) for m, j in judged if m.bandwidth is not None]
+    assert rates and all(j.verdict is Verdict.UNJUDGED and "--sizes" in j.reason for _, j in rates)
+    assert all("size unknown" in j.subject for _, j in rates)
+    assert "unknown" in read(H / "nvbandwidth-b1.txt").run_context.size_from
+    peers = [j for m, j in _judged(judge, "nvbandwidth.txt") if m.bandwidth is not None and m.src != m.dst
+             and "host" not in (m.src, m.dst)]
+    assert peers and all(j.verdict is Verdict.OK for j in peers)  # no NOTE: judged at the default
+
+
 def test_imported_numbers_calibrate_the_twin(judge):
     """check --json's record feeds model calibrate: nvbandwidth's peer copies fit the NVLink efficiency."""
     from linkscope.judge.runs import to_record

@@ -89,6 +89,11 @@ def max_gpu_used(measurements: Sequence[Measurement]) -> int:
     return need
 
 
+def _size_unknown(m: Measurement) -> str:
+    """Why a rate's size is not known (the parser's ``extra["size_unknown"]``), "" when it is."""
+    return str((m.extra or {}).get("size_unknown") or "") if m.bandwidth is not None else ""
+
+
 def _is_collective(m: Measurement) -> bool:
     return m.pattern == "collective" and m.method.startswith("nccl.")
 
@@ -213,7 +218,7 @@ class Judge:
             flow = f"{self._label(m.src)}<->{self._label(m.dst)}"
             if m.scope == "transfer":
                 flow += f" ({self._label(m.src)}->{self._label(m.dst)} while both run)"
-        size = f" {format_size(m.size_bytes)}" if m.size_bytes else ""
+        size = " (size unknown)" if _size_unknown(m) else (f" {format_size(m.size_bytes)}" if m.size_bytes else "")
         total = " total" if m.scope == "total" and m.direction == "bi" else ""
         return f"{flow} {m.method}{size}{total} {value} {unit}"
 
@@ -245,6 +250,8 @@ class Judge:
                 return self._latency(m)
             if m.size_bytes == 0 and m.bandwidth is not None:
                 return Expectation(note="size 0: nothing was moved")
+            if _size_unknown(m):  # a rate depends on its size
+                return Expectation(note=_size_unknown(m))
             if _is_collective(m):
                 return self._collective(m)
             if m.method.startswith("mpi."):
@@ -267,7 +274,7 @@ class Judge:
         (its median and band), else the twin where the twin can be trusted for it, else a note
         saying why it is not judged."""
         exp = self.expect(m)
-        if not m.ok:
+        if not m.ok or _size_unknown(m):
             return exp
         try:
             key = self.ref_key(m)

@@ -31,7 +31,7 @@ output.cpp, json_output.cpp, inline_common.h in ../shared/anchors/src/nvbandwidt
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...errors import SchemaError
@@ -213,6 +213,11 @@ def _old_bidir_part(case: _Case) -> str:
     return "total" if case.method in (SM_PULL.key, SM_PUSH.key) else "1"
 
 
+# nvbandwidth.cpp (v0.8, the anchors' source: line 274) warns when -b is below defaultBufferSize and never prints
+# the size it ran with; its text says 64MB in every version, whatever the default
+_SMALLER_NOTE = "NOTE: You have chosen a buffer size that is smaller than the default buffer size"
+_SMALLER_WHY = ("nvbandwidth ran with a buffer smaller than its default (its NOTE) and does not print the size; "
+                "state it with --sizes")
 _WAIVING = re.compile(r"^Waiving (\S+?)\.?$")  # v0.1-v0.4: nvbandwidth.cpp runTestcase
 _FAILED_CHECK = re.compile(r"^(?:Invalid value when checking the pattern|ASSERT in expression|\[CUDA_ERROR_\w+\]|"
                            r"\[\w+\] .* in expression|NVML_ERROR:)")  # kernels.cu memcmp, error_handling.h
@@ -237,6 +242,7 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
     incomplete: list[str] = []
     printed: set[str] = set()
     old_layout = False
+    smaller = False  # the run's -b was below the version's default (its NOTE), and the output prints no size
 
     def flush() -> None:
         nonlocal rows, line_of, header
@@ -278,6 +284,9 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
             elif index == len(gpus):
                 gpus.append(m.group(2).strip())
             continue  # (an index seen before: a second run appended to the file lists its devices again)
+        if stripped.startswith(_SMALLER_NOTE):
+            smaller = True
+            continue
         for key in ("CUDA Runtime Version", "CUDA Driver Version", "Driver Version"):
             if stripped.startswith(key + ":"):
                 context[key.lower().replace(" ", "_")] = stripped.split(":", 1)[1].strip()
@@ -382,9 +391,14 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
                      "(for peer tests: no GPU pair with peer access)")
     size_from = "option" if size_bytes is not None else (f"default of {version}" if version else
                                                           "default of the newest version (the output names none)")
+    items = out.items
+    if smaller and size_bytes is None:
+        size_from = f"unknown: {_SMALLER_WHY}"
+        items = [replace(m, extra={**(m.extra or {}), "size_unknown": _SMALLER_WHY}) if m.bandwidth is not None else m
+                 for m in items]
     run_context = RunContext(default_size_bytes=emit.size, size_from=size_from, launcher=lines.launcher,
                              layout="before v0.6 (unlabelled bidirectional matrices)" if old_layout else "")
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
+    return PeerRun(TOOL, version, source, tuple(items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
                    unread=tuple(out.unread), complete=not incomplete, incomplete="; ".join(dict.fromkeys(incomplete)),
                    run_context=run_context)
 
