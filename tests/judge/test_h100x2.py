@@ -102,6 +102,21 @@ def test_a_small_buffer_without_its_size_is_not_judged_as_the_default(judge):
     assert peers and all(j.verdict is Verdict.OK for j in peers)  # no NOTE: judged at the default
 
 
+def test_a_small_buffer_in_json_output_is_not_judged_as_the_default(judge, tmp_path):
+    """nvbandwidth -j keeps the NOTE as nvbandwidth.warning (json_output.cpp recordWarning)."""
+    import json
+    data = json.loads((H / "nvbandwidth.json").read_text())
+    data["nvbandwidth"]["warning"] = ("NOTE: You have chosen a buffer size that is smaller than the default buffer size. "
+                                      "It is suggested to use the default buffer size (64MB) to achieve maximal peak bandwidth.")
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(data))
+    run = read(small)
+    rates = [m for m in run.measurements if m.bandwidth is not None]
+    assert rates and all(m.extra.get("size_unknown") for m in rates)
+    assert not any((m.extra or {}).get("size_unknown") for m in read(small, size_bytes=1 << 20).measurements)
+    assert not any((m.extra or {}).get("size_unknown") for m in read(H / "nvbandwidth.json").measurements)
+
+
 def test_imported_numbers_calibrate_the_twin(judge):
     """check --json's record feeds model calibrate: nvbandwidth's peer copies fit the NVLink efficiency."""
     from linkscope.judge.runs import to_record

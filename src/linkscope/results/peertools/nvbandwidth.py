@@ -37,7 +37,7 @@ from typing import Any
 from ...errors import SchemaError
 from ...patterns.methods import CE_READ, CE_WRITE, D2H, H2D, SM_PULL, SM_PUSH
 from ...userfiles import refuse_malformed
-from ..schema import ALL, HOST, Endpoint
+from ..schema import ALL, HOST, Endpoint, Measurement
 from .common import (
     Collector,
     Lines,
@@ -218,6 +218,17 @@ def _old_bidir_part(case: _Case) -> str:
 _SMALLER_NOTE = "NOTE: You have chosen a buffer size that is smaller than the default buffer size"
 _SMALLER_WHY = ("nvbandwidth ran with a buffer smaller than its default (its NOTE) and does not print the size; "
                 "state it with --sizes")
+
+
+def _size_unknown(items: list[Measurement], size_from: str, unknown: bool) -> tuple[list[Measurement], str]:
+    """The rates marked ``extra["size_unknown"]`` (the judge leaves them alone, saying why) where the run's
+    buffer was below the default and the size was not stated; the run context's ``size_from`` to match."""
+    if not unknown:
+        return items, size_from
+    return ([replace(m, extra={**(m.extra or {}), "size_unknown": _SMALLER_WHY}) if m.bandwidth is not None else m
+             for m in items], f"unknown: {_SMALLER_WHY}")
+
+
 _WAIVING = re.compile(r"^Waiving (\S+?)\.?$")  # v0.1-v0.4: nvbandwidth.cpp runTestcase
 _FAILED_CHECK = re.compile(r"^(?:Invalid value when checking the pattern|ASSERT in expression|\[CUDA_ERROR_\w+\]|"
                            r"\[\w+\] .* in expression|NVML_ERROR:)")  # kernels.cu memcmp, error_handling.h
@@ -391,11 +402,7 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
                      "(for peer tests: no GPU pair with peer access)")
     size_from = "option" if size_bytes is not None else (f"default of {version}" if version else
                                                           "default of the newest version (the output names none)")
-    items = out.items
-    if smaller and size_bytes is None:
-        size_from = f"unknown: {_SMALLER_WHY}"
-        items = [replace(m, extra={**(m.extra or {}), "size_unknown": _SMALLER_WHY}) if m.bandwidth is not None else m
-                 for m in items]
+    items, size_from = _size_unknown(out.items, size_from, smaller and size_bytes is None)
     run_context = RunContext(default_size_bytes=emit.size, size_from=size_from, launcher=lines.launcher,
                              layout="before v0.6 (unlabelled bidirectional matrices)" if old_layout else "")
     return PeerRun(TOOL, version, source, tuple(items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
@@ -458,5 +465,8 @@ def parse_json(data: Any, source: str, size_bytes: int | None = None) -> PeerRun
     if not out.items and not notes:
         raise SchemaError(f"{source}: no nvbandwidth testcase in it")
     size_from = "option" if size_bytes is not None else f"default of {version or 'the newest version'}"
-    return PeerRun(TOOL, version, source, tuple(out.items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
+    # -j keeps the NOTE as nvbandwidth.warning (json_output.cpp recordWarning), and no buffer size either
+    smaller = str(root.get("warning", "")).startswith(_SMALLER_NOTE)
+    items, size_from = _size_unknown(out.items, size_from, smaller and size_bytes is None)
+    return PeerRun(TOOL, version, source, tuple(items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
                    run_context=RunContext(default_size_bytes=emit.size, size_from=size_from))
