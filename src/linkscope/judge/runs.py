@@ -235,11 +235,12 @@ def _one_transport(judgements: list[Judgement], measurements: Sequence[Measureme
     at most ``Thresholds.latency_bound`` of its time), holds for every size of that collective in the run:
     the low rows with no cause of their own (latency-bound sizes, where the value cannot tell a transport
     apart, and sizes where the twin's transport curve is off) are put down to it. Only where one
-    transport is the one cause named among the bandwidth-bound low rows and names at least half of them
-    (a decision, not a fit: one stray match, such as a channel cap crossing the host-memory curve at one
-    size, is no evidence). The other way round, a transport named only at sizes that cannot tell it, in a
-    run whose bandwidth-bound sizes were judged and do not show it, is dropped: the run's transport is not
-    that one."""
+    transport is the one cause named among the bandwidth-bound low rows and names at least half of them,
+    and those low rows are at least half of the bandwidth-bound rows (a decision, not a fit: one stray
+    match, such as a channel cap crossing the host-memory curve at one size, or one slow timing among ok
+    sizes, is no evidence: the transport would slow them all). The other way round, a transport named only
+    at sizes that cannot tell it, in a run whose bandwidth-bound sizes were judged and do not show it, is
+    dropped: the run's transport is not that one."""
     by_op: dict[str, list[int]] = {}
     for i, (m, j) in enumerate(zip(measurements, judgements)):
         if m.pattern == "collective" and j.verdict is not Verdict.UNJUDGED:
@@ -253,6 +254,8 @@ def _one_transport(judgements: list[Judgement], measurements: Sequence[Measureme
         key = next(iter(named)) if len(named) == 1 and named <= set(TRANSPORT_KEYS) else ""
         if key and 2 * sum(judgements[i].cause_key == key for i in low_bound) < len(low_bound):
             key = ""
+        if key and 2 * len(low_bound) < len(bandwidth_bound):
+            key = ""  # most bandwidth-bound sizes are ok: the run's one transport is not the slow one
         for i in rows:
             j = judgements[i]
             if j.verdict is not Verdict.LOW:
