@@ -44,9 +44,12 @@ def check(
                                                            "not name them."),
     launch: str | None = typer.Option(None, "--launch", help="How collectives were launched where the output does not say: "
                                                              "eager or graph (nccl-tests -G)."),
-    env: str | None = typer.Option(None, "--env", metavar="NAME=VALUE[,...]",
-                                   help="Environment the run was launched with that changes what moves the bytes, e.g. "
-                                        "HSA_ENABLE_SDMA=0 (ROCm copies on blit kernels, not SDMA engines)."),
+    env: list[str] | None = typer.Option(None, "--env", metavar="NAME=VALUE[,...]",
+                                         help="Environment the run was launched with that changes what moves the bytes, "
+                                              "e.g. HSA_ENABLE_SDMA=0 (ROCm copies on blit kernels, not SDMA engines), "
+                                              "NCCL_ALGO=Tree,NCCL_PROTO=LL or NCCL_GRAPH_REGISTER=0 (the twin's NCCL "
+                                              "tuner reads them); repeatable; a value may hold commas "
+                                              "(NCCL_ALGO=Ring,Tree)."),
     calibration: Path | None = typer.Option(None, "--calibration",
                                             help="A calibrated topology (model calibrate -o): judge against its twin."),
     sizes: str | None = typer.Option(None, "--sizes", help="Buffer size where the output does not print it (nvbandwidth -b: "
@@ -184,19 +187,24 @@ def _fail_below(judged, fraction: float) -> None:
         raise typer.Exit(EXIT_LOW)
 
 
-def _stated(ranks: int | None, hosts: str | None, launch: str | None, env: str | None = None):
+def _stated(ranks: int | None, hosts: str | None, launch: str | None, env: list[str] | str | None = None):
     """What the user said of the run (``--ranks/--hosts/--launch/--env``), or None when nothing."""
     from ..results.peertools.common import RunContext
 
     if launch is not None and launch not in ("eager", "graph"):
         raise UserError(f"--launch must be eager or graph, got {launch!r}")
     host_list = tuple(h.strip() for h in (hosts or "").split(",") if h.strip())
-    pairs = []
-    for item in (i.strip() for i in (env or "").split(",") if i.strip()):
-        name, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
-            raise UserError(f"--env takes NAME=VALUE pairs separated by commas, got {item!r}")
-        pairs.append((name.strip(), value.strip()))
+    pairs: list[tuple[str, str]] = []
+    for option in [env] if isinstance(env, str) else (env or []):
+        for item in (i.strip() for i in option.split(",") if i.strip()):
+            name, sep, value = item.partition("=")
+            if not sep and pairs and option.lstrip().startswith(pairs[-1][0] + "="):
+                pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]},{item}")  # NCCL_ALGO=Ring,Tree: the value goes on
+                continue
+            if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
+                raise UserError(f"--env takes NAME=VALUE pairs separated by commas, got {item!r}")
+            pairs.append((name.strip(), value.strip()))
+    pairs = list(dict((k, v) for k, v in pairs).items())  # a name given twice: the last holds, as in a shell
     if ranks is None and not host_list and launch is None and not pairs:
         return None
     return RunContext(ranks=ranks, ranks_from="option" if ranks else "", hosts=host_list, launch=launch or "",

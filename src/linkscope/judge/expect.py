@@ -42,6 +42,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from ..errors import LinkscopeError, TopologyError
+from ..model import nccl_tuning as nt
 from ..model.check import model_token
 from ..model.collectives import OPS, CollectiveModel, busbw_factor
 from ..model.params import METHODS, ModelParams
@@ -92,6 +93,12 @@ def max_gpu_used(measurements: Sequence[Measurement]) -> int:
 def _size_unknown(m: Measurement) -> str:
     """Why a rate's size is not known (the parser's ``extra["size_unknown"]``), "" when it is."""
     return str((m.extra or {}).get("size_unknown") or "") if m.bandwidth is not None else ""
+
+
+def _tuner_env(m: Measurement) -> tuple[tuple[str, str], ...]:
+    """The NCCL variables of the run's environment (``check --env``) that NCCL's replayed tuner reads, sorted."""
+    env = (m.extra or {}).get("env") or {}
+    return tuple(sorted((k, str(v).strip()) for k, v in env.items() if k in nt.TUNER_ENV))
 
 
 def _is_collective(m: Measurement) -> bool:
@@ -149,8 +156,8 @@ class Judge:
             raise TopologyError(f"the calibrated topology {calibrated.name!r} has {calibrated.gpu_count} GPUs, "
                                 f"{topology.name!r} has {topology.gpu_count}",
                                 hint="calibrate from a run on the same machine (linkscope model calibrate)")
-        self._no_peer: dict[tuple[tuple[int, ...], str, int | None], CollectiveModel] = {}
-        self._capped: dict[tuple[int, str, int | None], CollectiveModel] = {}
+        self._no_peer: dict[tuple[tuple[int, ...], str, int | None, tuple[tuple[str, str], ...]], CollectiveModel] = {}
+        self._capped: dict[tuple[int, str, int | None, tuple[tuple[str, str], ...]], CollectiveModel] = {}
         self._node_gpus: list[list[int]] | None = None
         self._collective_cache: dict[tuple, Expectation] = {}
         self._egress_cache: dict[tuple[int, ...], float] = {}
@@ -280,7 +287,8 @@ class Judge:
             key = self.ref_key(m)
         except LinkscopeError:
             key = None
-        ref = self.references.get(key)
+        # the reference table holds runs under NCCL's defaults: a run launched with tuner variables set is the twin's
+        ref = self.references.get(key) if not (_is_collective(m) and _tuner_env(m)) else None
         share = self._flow_share(m)
         if share:
             return replace(exp, twin=None, calibrated=None, note=share)
@@ -645,15 +653,20 @@ class Judge:
         launch = "eager" if self.launch(m).startswith("eager") else "graph"
         per = (m.extra or {}).get("gpus_per_thread")  # nccl-tests -g: the GPUs one thread launches for (eager host time)
         per_thread = int(per) if _is_gpu(per) and per >= 1 else None
-        key = (op, tuple(gpus), m.size_bytes, busbw, launch, per_thread)  # in-place and out-of-place rows share it
+        env = _tuner_env(m)
+        key = (op, tuple(gpus), m.size_bytes, busbw, launch, per_thread, env)  # in-place and out-of-place rows share it
         found = self._collective_cache.get(key)
         if found is None:
             found = self._collective_cache[key] = self._predict_collective(op, ranks, gpus, m.size_bytes, busbw, launch,
-                                                                           per_thread)
+                                                                           per_thread, env)
         return found
 
     def _predict_collective(self, op: str, ranks: int, gpus: list[int], size_bytes: int, busbw: bool,
-                            launch: str = "graph", per_thread: int | None = None) -> Expectation:
+                            launch: str = "graph", per_thread: int | None = None,
+                            env: tuple[tuple[str, str], ...] = ()) -> Expectation:
+        """The twin's collective as the run launched it, with the NCCL variables of its environment
+        (``check --env``: NCCL_ALGO, NCCL_PROTO, NCCL_GRAPH_REGISTER, channel caps... as the replayed tuner
+        reads them)."""
 
         def value(model: CollectiveModel) -> tuple[float, str]:
             pred = model.predict(op, gpus, size_bytes)
@@ -663,13 +676,13 @@ class Judge:
                 how.append("NVLS off")  # linkscope keeps NVLink SHARP off (NCCL_NVLS_ENABLE=0, ARCHITECTURE.md)
             return (chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s), ", ".join(how)
 
-        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, launch=launch,
-                                       gpus_per_thread=per_thread)
-        twin_model = CollectiveModel(self.fabric, launch=launch, gpus_per_thread=per_thread)
+        chosen_model = CollectiveModel(self.calibrated if self.calibrated is not None else self.fabric, dict(env),
+                                       launch=launch, gpus_per_thread=per_thread)
+        twin_model = CollectiveModel(self.fabric, dict(env), launch=launch, gpus_per_thread=per_thread)
         twin, detail = value(twin_model)
         twin_pred = twin_model.predict(op, gpus, size_bytes)
         forced = _forced_alternatives(twin_pred, busbw)
-        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen, per_thread)
+        forced += self._channel_alternatives(op, gpus, size_bytes, busbw, launch, twin_pred.chosen, per_thread, env)
         detail += f", {launch} launch"
         calibrated = value(chosen_model)[0] if self.calibrated is not None else None
         floor_us = chosen_model.predict(op, gpus, 0).time_us  # launch and route latencies: the fixed part
@@ -684,7 +697,7 @@ class Judge:
         alternatives: tuple[Alternative, ...] = ()
         if (ranks > 1 and one_node and any(self.fabric.peer_access(a, b) is None for a in gpus for b in gpus if a != b)
                 and self._host_route_apart(tuple(gpus))):
-            alt = value(self._no_peer_model(tuple(gpus), launch, per_thread))[0]
+            alt = value(self._no_peer_model(tuple(gpus), launch, per_thread, env))[0]
             alternatives = (Alternative("the same collective through host memory (no P2P)", alt,
                                         "NCCL ran without peer-to-peer (NCCL_P2P_DISABLE, or peer access unavailable)",
                                         "collective-no-p2p"),
@@ -718,17 +731,18 @@ class Judge:
         return found
 
     def _channel_alternatives(self, op: str, gpus: list[int], size_bytes: int, busbw: bool, launch: str,
-                              chosen: Any, per_thread: int | None = None) -> tuple[Alternative, ...]:
+                              chosen: Any, per_thread: int | None = None,
+                              env: tuple[tuple[str, str], ...] = ()) -> tuple[Alternative, ...]:
         """The collective capped at fewer channels than NCCL's tuner gives it (NCCL_MAX_NCHANNELS, or
         NCCL_MIN_NCHANNELS/a tuner plugin capping it), at each power of two below the chosen count."""
         out = []
         rate = chosen.busbw_gb_per_s if busbw else chosen.algbw_gb_per_s
         cap = 1
         while cap < chosen.channels:
-            model = self._capped.get((cap, launch, per_thread))
+            model = self._capped.get((cap, launch, per_thread, env))
             if model is None:
-                model = self._capped[(cap, launch, per_thread)] = CollectiveModel(
-                    self.fabric, {"NCCL_MAX_NCHANNELS": str(cap)}, launch=launch, gpus_per_thread=per_thread)
+                model = self._capped[(cap, launch, per_thread, env)] = CollectiveModel(
+                    self.fabric, {**dict(env), "NCCL_MAX_NCHANNELS": str(cap)}, launch=launch, gpus_per_thread=per_thread)
             capped = model.predict(op, gpus, size_bytes).chosen
             value = capped.busbw_gb_per_s if busbw else capped.algbw_gb_per_s
             if 0 < value < FORCED_DISTINCT_BELOW * rate:
@@ -754,15 +768,17 @@ class Judge:
                     return False
         return True
 
-    def _no_peer_model(self, gpus: tuple[int, ...], launch: str, per_thread: int | None = None) -> CollectiveModel:
+    def _no_peer_model(self, gpus: tuple[int, ...], launch: str, per_thread: int | None = None,
+                       env: tuple[tuple[str, str], ...] = ()) -> CollectiveModel:
         """The twin of these GPUs without peer access between them, launched as the run was (eager or graph)
         and with the judge's parameters: only the transport differs from the run's own twin."""
-        found = self._no_peer.get((gpus, launch, per_thread))
+        found = self._no_peer.get((gpus, launch, per_thread, env))
         if found is None:
             denied = tuple((a, b) for a in gpus for b in gpus if a < b)
             peer = replace(self.topology.peer_access, denied_pairs=self.topology.peer_access.denied_pairs + denied)
-            found = self._no_peer[(gpus, launch, per_thread)] = CollectiveModel.of(
-                self.topology.replace(peer_access=peer), self.fabric.params, launch=launch, gpus_per_thread=per_thread)
+            found = self._no_peer[(gpus, launch, per_thread, env)] = CollectiveModel.of(
+                self.topology.replace(peer_access=peer), self.fabric.params, dict(env), launch=launch,
+                gpus_per_thread=per_thread)
         return found
 
     # copies

@@ -212,7 +212,7 @@ class NcclSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None) -> NcclSettings:
         env = env or {}
-        given = tuple(sorted(k for k in env if k.startswith("NCCL_") and k in _KNOWN_ENV))
+        given = tuple(sorted(k for k in env if k.startswith("NCCL_") and k in TUNER_ENV))
         algo = tuple((True,) * len(ALGOS) for _ in FUNCS)
         proto = tuple((True,) * len(PROTOS) for _ in FUNCS)
         forced = tuple((False,) * len(PROTOS) for _ in FUNCS)
@@ -246,7 +246,8 @@ class NcclSettings:
         )
 
 
-_KNOWN_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
+#: The environment variables the replayed tuner reads (``NcclSettings.from_env``)
+TUNER_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
               "NCCL_MAX_NRINGS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_COLLNET_ENABLE", "NCCL_BUFFSIZE",
               "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
               "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_GRAPH_REGISTER", "NCCL_NVLS_CHUNKSIZE",
