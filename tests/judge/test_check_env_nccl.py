@@ -46,3 +46,18 @@ def test_env_option_is_repeatable_and_a_value_may_hold_commas():
         _stated(None, None, None, ["=x"])
     with pytest.raises(UserError):
         _stated(None, None, None, ["Tree,NCCL_PROTO=LL"])
+
+
+def test_the_variables_nccl_debug_info_prints_are_the_runs_environment(tmp_path):
+    """With NCCL_DEBUG=INFO, NCCL prints each variable it read ("NCCL_ALGO set by environment to Tree",
+    tuning.cc:426; integers as "NCCL_BUFFSIZE set by environment to 4194304.", param.cc:89): the output says it."""
+    lines = (V13 / "all_reduce_Tree_LL_r2.txt").read_text().splitlines(keepends=True)
+    info = ["vm:3020:3020 [0] NCCL INFO NCCL_ALGO set by environment to Tree\n",
+            "vm:3020:3020 [0] NCCL INFO NCCL_PROTO set by environment to LL\n",
+            "vm:3020:3020 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n"]
+    src = tmp_path / "all_reduce_perf.txt"
+    src.write_text("".join(lines[:5] + info + lines[5:]))
+    from linkscope.results.peertools.detect import read
+    assert dict(read(src).run_context.env) == {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL", "NCCL_NVLS_ENABLE": "0"}
+    judged = [v for v in _verdicts(tmp_path, src) if v["verdict"] != "not judged"]
+    assert judged and all("tree, LL" in v["reason"] for v in judged)

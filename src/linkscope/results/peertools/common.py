@@ -91,7 +91,8 @@ class RunContext:
             ``2.0-2.12``, ``2.13+``; nvbandwidth ``before v0.6`` ...), "" when the newest.
         env: environment variables the run was launched with that change what moves the bytes
             (``HSA_ENABLE_SDMA=0``: ROCm copies on blit kernels, not SDMA engines), as (name, value)
-            pairs; no peer tool prints them, so they come from ``check --env``.
+            pairs: from ``check --env``, and from nccl-tests / rccl-tests output run with NCCL_DEBUG=INFO
+            ("NCCL_ALGO set by environment to Tree"; the output's win over the option's).
     """
 
     ranks: int | None = None

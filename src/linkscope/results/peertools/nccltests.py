@@ -196,6 +196,12 @@ def _interleaved(source: str, line: int, why: str) -> SchemaError:
                        "cannot be told apart", hint="write each run to its own file (or to one file one after another)")
 
 
+# NCCL_DEBUG=INFO lines of a variable NCCL read: "NCCL_BUFFSIZE set by environment to 4194304." for every integer
+# parameter (src/misc/param.cc:89 ncclLoadParam), "NCCL_ALGO set by environment to Tree" / NCCL_PROTO (graph/tuning.cc:
+# 421, 426), at v2.28.9-1; RCCL, NCCL's fork, prints the same
+_ENV_INFO = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set by environment to (.+?)\.?$")
+
+
 @refuse_malformed("nccl-tests output")
 def parse_text(text: str, source: str, stated: RunContext | None = None) -> PeerRun:
     lines = Lines(text, source)
@@ -203,9 +209,14 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
     sections = [_Section()]
     context: dict[str, Any] = {}
     last_size: int | None = None
+    env_seen: dict[str, str] = {}
     for n, raw in lines:
         line = raw.strip()
         if not line:
+            continue
+        m = _ENV_INFO.search(line)
+        if m:  # NCCL_DEBUG=INFO: the variables NCCL read from the environment (or nccl.conf)
+            env_seen[m.group(1)] = m.group(2).strip()
             continue
         cur = sections[-1]
         if (_HEADER.match(line) or _RCCL_VERSION.match(line)) and (cur.rows or cur.closed):
@@ -359,7 +370,7 @@ def parse_text(text: str, source: str, stated: RunContext | None = None) -> Peer
         launch = launch or stated.launch
     run_context = RunContext(ranks=found.ranks, ranks_from=found.ranks_from, gpus_per_process=found.gpus_per_process,
                              processes=found.processes, hosts=tuple(hosts), launch=launch, launcher=lines.launcher,
-                             layout=found.layout)
+                             layout=found.layout, env=tuple(env_seen.items()))
     if not out.items and out.unread:
         raise SchemaError(f"{source}: no number of it could be read; {unread_line(out.unread)}")
     return PeerRun(tool, version, source, tuple(out.items), tuple(names), context, tuple(notes), unread=tuple(out.unread),
