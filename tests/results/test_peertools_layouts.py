@@ -110,9 +110,12 @@ def test_a_paste_starting_inside_the_rank_list_counts_the_ranks_it_implies():
     assert {m.extra["ranks"] for m in rates.measurements} == {72}
 
 
-@pytest.mark.parametrize("prefix", ["0: ", "  0: ", "[1,0]<stdout>:", "> ", "2024-05-02T10:11:12.123Z "])
+@pytest.mark.parametrize("prefix", ["0: ", "  0: ", "[1,0]<stdout>:", "> ", "2024-05-02T10:11:12.123Z ",
+                                    "2024-05-02T10:11:12.123456789+00:00 stdout F ", "[2024-05-02 10:11:12,123] ",
+                                    "nccl-worker-1  | ", "\x1b[32m"])
 def test_launcher_prefixes_and_quoting_are_taken_off(prefix):
-    """#34: rows prefixed by srun --label, mpirun --tag-output or '> ' quoting did not parse."""
+    """#34: rows prefixed by srun --label, mpirun --tag-output or '> ' quoting did not parse; nor did a container
+    runtime's log lines (CRI), Python logging's stamps, docker compose's service column or terminal colour codes."""
     text = "".join(prefix + line + "\n" for line in ("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n"
                                                        "# Collective test starting: all_reduce_perf\n" + NCCL_HEAD +
                                                        NCCL_ROWS + NCCL_TAIL).splitlines())

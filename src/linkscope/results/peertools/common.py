@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,8 +50,14 @@ _PREPEND_RANK = re.compile(r"^\[(\d{1,6})\]\s?")
 where the tool printed one row in several writes (``-1[0]    1626.5``)."""
 _LINE_NUMBER = re.compile(r"^\s*(\d{1,7})(?:\s|$)")
 """``cat -n`` or an editor's line numbers: 1, 2, 3 ... on every line, in order."""
-_ISO_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z? ")
-"""A CI or ``kubectl logs --timestamps`` time stamp."""
+_ISO_STAMP = re.compile(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? "
+                        r"(?:(?:stdout|stderr) [FP] )?")
+"""A time stamp before each line: CI logs and ``kubectl logs --timestamps`` (ISO 8601, ``T``), a container
+runtime's log file (CRI: ``<ISO time> stdout F ``), Python logging / log4j (``[2024-05-01 12:00:00,123]``)."""
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""Terminal colour and cursor codes (a log captured from a terminal, ``script``, CI consoles)."""
+_SERVICE = re.compile(r"^([A-Za-z0-9][\w.-]*\s*\|) ?")
+"""``docker compose`` (and ``docker-compose``) logs: the service's name, padded, and ``| `` before each line."""
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -204,9 +211,12 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
     """``lines`` without the launcher's or the paste's prefix, the prefix's name, and the rank tags
     seen (``srun --label`` task numbers, ``--tag-output`` ranks). A ``srun --label`` prefix is taken
     only when most non-empty lines carry it (a tool's own ``0: ...`` line stays)."""
+    names: list[str] = []
+    if any("\x1b[" in ln for ln in lines):
+        lines = [_ANSI.sub("", ln) for ln in lines]
+        names.append("terminal colour codes")
     filled = [ln for ln in lines if ln.strip()]
     out = list(lines)
-    names: list[str] = []
     tags: dict[str, None] = {}
     numbered = [_LINE_NUMBER.match(ln) for ln in lines]
     if len(lines) > 2 and all(m is not None and int(m.group(1)) == i for i, m in enumerate(numbered, start=1)):
@@ -215,6 +225,12 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
     if filled and sum(1 for ln in filled if _ISO_STAMP.match(ln)) * 2 > len(filled):
         out = [_ISO_STAMP.sub("", ln, count=1) for ln in out]
         names.append("timestamps")
+    service = Counter(m.group(1) for m in map(_SERVICE.match, filled) if m)
+    if service:  # one container's name on most lines (a tool's own '|' tables start otherwise, line by line)
+        name, count = service.most_common(1)[0]
+        if count * 2 > len(filled):
+            out = [ln[len(name):].removeprefix(" ") if ln.startswith(name) else ln for ln in out]
+            names.append("docker compose")
     if any(_QUOTE.match(ln) for ln in out):  # a tool's own line never starts with '>'
         out = [_QUOTE.sub("", ln, count=1) for ln in out]
         names.append("> quoting")
