@@ -213,7 +213,7 @@ def test_nvls_channels_and_single_node_rounds_follow_nccl():
 
 
 def test_nvls_search_with_nics_follows_nccls_two_passes():
-    """search.cc:1013-1187 at v2.28.9-1 (the same at v2.25.1-1 / v2.26.2-1, :930-1124) with NICs: pass 1 takes one
+    """search.cc:991-1197 at v2.28.9-1 (the same at v2.25.1-1 :945-1144 / v2.26.2-1 :928-1136) with NICs: pass 1 takes one
     speed for the NVSwitch links and the head's NIC from the inter-node list, starting at the best GPU-to-NIC path;
     pass 2 keeps the heads and raises the NIC speed while it is below twice the NVLink one. A GB200 rack (18 x 40.1
     GB/s of NVLink, 400 Gb/s NICs on PCIe Gen5): 32 heads x 20 GB/s and 40 on the NIC, not 20 (it was the NVLink
@@ -236,7 +236,7 @@ def test_nvls_search_with_nics_follows_nccls_two_passes():
 
 
 def test_a_grace_c2c_link_is_not_an_nvlink_to_nccls_search():
-    """NCCL reads a Grace's NVLink-C2C as LINK_C2C (topo.cc:637-657 at v2.26.2-1) and sums LINK_NVL only into a GPU's
+    """NCCL reads a Grace's NVLink-C2C as LINK_C2C (topo.cc:671-672 at v2.28.9-1) and sums LINK_NVL only into a GPU's
     total bandwidth (search.cc:29-37): a GB200 has 18 NVLinks (721.8 GB/s), not 19 with the C2C. One NVL72 rack's
     ring search then finds 8 x 90 GB/s, duplicated to 16 x 45 (19 x 40 counting the C2C)."""
     from linkscope.model.collectives import CollectiveModel

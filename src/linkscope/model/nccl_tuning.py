@@ -331,19 +331,20 @@ def nvls_graph(gpu_bw: float, n_gpus: int, cc: int) -> Graph:
 
 
 def nvls_net_graph(gpu_bw: float, n_gpus: int, cc: int, *, nics: int, nic_bw: float, path_bw: float) -> Graph:
-    """NCCL's NVLS search on a node with NICs (ncclTopoCompute, search.cc:1013-1187 at v2.28.9-1; the same
-    logic at v2.25.1-1 / v2.26.2-1, search.cc:930-1124): each channel is a head GPU reached from its own NIC
-    (ncclTopoSearchRecNet, :676-712: one NET a channel, its local GPU, no GPU heading twice) at the inter speed,
-    and every GPU's NVSwitch links carry the intra speed both ways, twice for the head (ncclTopoSearchTryNvls).
+    """NCCL's NVLS search on a node with NICs (ncclTopoCompute, search.cc:991-1197 at v2.28.9-1; the same logic at
+    v2.25.1-1 :945-1144 and v2.26.2-1 :928-1136): each channel is a head GPU reached from its own NIC
+    (ncclTopoSearchRecNet, :694-712: one NET a channel, its local GPU, no GPU heading twice) at the inter speed,
+    and every GPU's NVSwitch links carry the intra speed both ways, twice for the head (ncclTopoSearchTryNvls,
+    :386-416).
 
-    Pass 1 takes one speed for both from the inter-node list (search.cc:1062-1071), starting at the best
-    GPU-to-NIC path (``path_bw``: system->maxBw over NET paths, :20-27), keeps the graph with more channels or
-    more channels x speed (ncclTopoCompareGraphs, :423-427), and steps down while the next speed is > 0.49 of
-    the kept one (:1145) until a search reaches NCCL_MAX_NVLS_ARITY (or all GPUs) or channels x speed reaches
-    the GPU's NVLink total (:1100). Pass 2 keeps the channels and raises the inter speed while it is below
-    twice the intra speed and the NICs carry it (:1175-1178), else tries a higher intra speed (:1179-1182):
-    on a GB200 rack (721.8 GB/s of NVLink, 400 Gb/s NICs on PCIe Gen5) 32 heads x 20 GB/s intra and 40 inter,
-    on a DGX H100 8 x 40 and 48."""
+    Pass 1 takes one speed for both from the inter-node list (:1074-1076), starting at the best GPU-to-NIC path
+    (``path_bw``: system->maxBw over NET paths, :19-27), keeps the graph with more channels or more channels x
+    speed (ncclTopoCompareGraphs, :423-427), and steps down while the next speed is > 0.49 of the kept one (:1145)
+    until a search reaches NCCL_MAX_NVLS_ARITY (or all GPUs) or channels x speed reaches the GPU's NVLink total
+    (:1099). Pass 2 keeps the channels and raises the inter speed while it is below twice the intra speed and the
+    NICs carry it (:1175-1178; :1112-1115 at v2.26.2-1), else tries a higher intra speed (:1179-1182): on a GB200
+    rack (18 x 40.1 GB/s of NVLink, 400 Gb/s NICs on PCIe Gen5) 32 heads x 20 GB/s intra and 40 on the NIC, on a
+    DGX H100 8 x 40 and 48."""
     speeds = _speeds(cc, True)
     max_channels = min(NCCL_MAX_NVLS_ARITY, n_gpus)
     heads = min(max_channels, max(0, nics))  # one head per NET with a local GPU (search.cc:694-712)
