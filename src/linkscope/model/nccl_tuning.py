@@ -359,7 +359,7 @@ def nvls_net_graph(gpu_bw: float, n_gpus: int, cc: int, *, nics: int, nic_bw: fl
             return want if k >= want else 0
         return max(0, k)
 
-    total = gpu_bw * n_gpus / (n_gpus - 1) if n_gpus > 1 else gpu_bw  # search.cc:1064 (non-ring patterns)
+    total = gpu_bw * n_gpus / (n_gpus - 1) if n_gpus > 1 else gpu_bw  # search.cc:1074 (non-ring patterns)
     i = 0
     while i < len(speeds) - 1 and (speeds[i] > inter_cap + 1e-9 or speeds[i] > total + 1e-9):
         i += 1
