@@ -136,8 +136,9 @@ def test_inter_node_search_takes_a_channel_per_nic_and_nvls_heads_their_own_nic(
     """2 x DGX H100, a 400 Gb/s NIC per GPU (cluster:dgx-h100:2): NCCL's ring search across nodes keeps
     the GPU's own NVLink bandwidth as totalBw (search.cc:29-37, 1073-1075) and lets each channel take its
     speed from one NIC each way (48 does not fit 8 channels in 370.8 GB/s of NVLink, 45 does: 8 x 45, not
-    the old 2 x 24 from a per-GPU NIC share); an NVLS channel's head uses its own NIC (40 GB/s per channel,
-    not 50 / 8). The public 2-node allreduce (nccl-tests#309: 448.9 GB/s busbw at 1 GiB, 468.5 at 8 GiB)
+    the old 2 x 24 from a per-GPU NIC share); an NVLS channel's head uses its own NIC, and NCCL's pass 2 raises
+    that NIC speed with the channels kept (search.cc:1175-1178): 8 heads x 40 intra, 48 inter (the NIC's PCIe
+    Gen5 path), not 50 / 8. The public 2-node allreduce (nccl-tests#309: 448.9 GB/s busbw at 1 GiB, 468.5 at 8 GiB)
     is then within 10% (was 99.6, -78%)."""
     from linkscope.model.collectives import CollectiveModel
     from linkscope.topology.synthetic import synthetic_topology
@@ -145,7 +146,7 @@ def test_inter_node_search_takes_a_channel_per_nic_and_nvls_heads_their_own_nic(
     model = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2"), launch="eager")
     system = model.nccl_system(list(range(16)))
     assert (system.ring.n_channels, system.ring.bw_inter) == (8, 45.0) and system.n_channels == 16
-    assert (system.nvls.n_channels, system.nvls.bw_inter) == (8, 40.0)
+    assert (system.nvls.n_channels, system.nvls.bw_intra, system.nvls.bw_inter) == (8, 40.0, 48.0)
     for size, ref in ((1 << 30, 448.9), (8 << 30, 468.5)):
         chosen = model.predict("allreduce", list(range(16)), size).chosen
         assert chosen.algorithm == "nvls_tree" and abs(chosen.busbw_gb_per_s / ref - 1) <= 0.10
@@ -209,3 +210,38 @@ def test_nvls_channels_and_single_node_rounds_follow_nccl():
     assert nt.nvls_round_bytes(rack, 64 << 20, 24) == ops * 32768
     dgx = CollectiveModel.of(synthetic_topology("cluster:dgx-h100:2")).nccl_system(list(range(16)))
     assert dgx.nvls_channels == 16
+
+
+def test_nvls_search_with_nics_follows_nccls_two_passes():
+    """search.cc:991-1197 at v2.28.9-1 (the same at v2.25.1-1 :945-1144 / v2.26.2-1 :928-1136) with NICs: pass 1 takes one
+    speed for the NVSwitch links and the head's NIC from the inter-node list, starting at the best GPU-to-NIC path;
+    pass 2 keeps the heads and raises the NIC speed while it is below twice the NVLink one. A GB200 rack (18 x 40.1
+    GB/s of NVLink, 400 Gb/s NICs on PCIe Gen5): 32 heads x 20 GB/s and 40 on the NIC, not 20 (it was the NVLink
+    speed capped by a node's NIC share); a 200 Gb/s NIC caps pass 1's one speed, so the heads' NVLink speed too;
+    every head needs a NIC of its own (search.cc:694-712)."""
+    gb200 = 18 * nt.nvlink_bw(100)
+    assert nt.nvls_net_graph(gb200, 72, 100, nics=72, nic_bw=50.0, path_bw=48.0) == nt.Graph(32, 20.0, 40.0)
+    h100 = 18 * nt.nvlink_bw(90)
+    assert nt.nvls_net_graph(h100, 8, 90, nics=8, nic_bw=50.0, path_bw=48.0) == nt.Graph(8, 40.0, 48.0)
+    assert nt.nvls_net_graph(h100, 8, 90, nics=8, nic_bw=25.0, path_bw=48.0) == nt.Graph(8, 24.0, 24.0)
+    assert nt.nvls_net_graph(h100, 8, 90, nics=4, nic_bw=50.0, path_bw=48.0).n_channels == 4
+    assert nt.nvls_net_graph(h100, 8, 90, nics=0, nic_bw=50.0, path_bw=48.0) == nt.Graph(0, 0.0, 0.0)
+    # 20 racks: NCCL 2.28.9's NVLS-tree bandwidth per head is the NVLink term (tuning.cc:290-299), as on 2 racks:
+    # its own model gives the two the same rate (the 40 GB/s NIC speed is twice the 20 of the heads' NVLink)
+    racks = [nt.build_system(n_ranks=72 * k, n_nodes=k, cc=100, intra_hw=nt.HW_NVLINK, gpu_bw=gb200, pair_bw=gb200,
+                             nvswitch=True, inter_bw=50.0, nics=72, net_path_bw=48.0) for k in (2, 20)]
+    f = nt.FUNCS.index(nt.ALLREDUCE)
+    bus = [nt.tune(s).bandwidth[f][nt.NVLS_TREE][nt.SIMPLE] * 2 * (s.n_ranks - 1) / s.n_ranks for s in racks]
+    assert bus[0] == pytest.approx(bus[1], rel=1e-9) and bus[0] == pytest.approx(32 * 20 * 0.74 * 31 / 32 * 2)
+
+
+def test_a_grace_c2c_link_is_not_an_nvlink_to_nccls_search():
+    """NCCL reads a Grace's NVLink-C2C as LINK_C2C (topo.cc:671-672 at v2.28.9-1) and sums LINK_NVL only into a GPU's
+    total bandwidth (search.cc:29-37): a GB200 has 18 NVLinks (721.8 GB/s), not 19 with the C2C. One NVL72 rack's
+    ring search then finds 8 x 90 GB/s, duplicated to 16 x 45 (19 x 40 counting the C2C)."""
+    from linkscope.model.collectives import CollectiveModel
+    from linkscope.topology.presets import load_preset
+
+    rack = CollectiveModel.of(load_preset("gb200-nvl72")).nccl_system(list(range(72)))
+    assert rack.ring == nt.Graph(16, 45.0, 45.0)
+    assert rack.nvls == nt.Graph(32, 20.0, 20.0)

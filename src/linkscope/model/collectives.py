@@ -1133,6 +1133,10 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
             if gid_in(link, g.id):
                 other = by_id[link.b if link.a == g.id else link.a]
                 if link.kind is LinkKind.NVLINK:
+                    if other.kind is DeviceKind.CPU and "c2c" in (link.generation or "").lower():
+                        # a Grace's NVLink-C2C is NCCL's LINK_C2C (topo.cc:671-672 at v2.28.9-1), not an NVLink:
+                        # getTotalBw sums LINK_NVL only (search.cc:29-37), so 18 links on a GB200, not 19
+                        continue
                     links += link.count
                     nvswitch = nvswitch or other.kind is DeviceKind.NVSWITCH
                 elif link.kind is LinkKind.PCIE:

@@ -331,6 +331,69 @@ def nvls_graph(gpu_bw: float, n_gpus: int, cc: int) -> Graph:
     return Graph(0, 0.0, 0.0)
 
 
+def nvls_net_graph(gpu_bw: float, n_gpus: int, cc: int, *, nics: int, nic_bw: float, path_bw: float) -> Graph:
+    """NCCL's NVLS search on a node with NICs (ncclTopoCompute, search.cc:991-1197 at v2.28.9-1; the same logic at
+    v2.25.1-1 :945-1144 and v2.26.2-1 :928-1136): each channel is a head GPU reached from its own NIC
+    (ncclTopoSearchRecNet, :694-712: one NET a channel, its local GPU, no GPU heading twice) at the inter speed,
+    and every GPU's NVSwitch links carry the intra speed both ways, twice for the head (ncclTopoSearchTryNvls,
+    :386-416).
+
+    Pass 1 takes one speed for both from the inter-node list (:1074-1076), starting at the best GPU-to-NIC path
+    (``path_bw``: system->maxBw over NET paths, :19-27), keeps the graph with more channels or more channels x
+    speed (ncclTopoCompareGraphs, :423-427), and steps down while the next speed is > 0.49 of the kept one (:1145)
+    until a search reaches NCCL_MAX_NVLS_ARITY (or all GPUs) or channels x speed reaches the GPU's NVLink total
+    (:1099). Pass 2 keeps the channels and raises the inter speed while it is below twice the intra speed and the
+    NICs carry it (:1175-1178; :1112-1115 at v2.26.2-1), else tries a higher intra speed (:1179-1182): on a GB200
+    rack (18 x 40.1 GB/s of NVLink, 400 Gb/s NICs on PCIe Gen5) 32 heads x 20 GB/s intra and 40 on the NIC, on a
+    DGX H100 8 x 40 and 48."""
+    speeds = _speeds(cc, True)
+    max_channels = min(NCCL_MAX_NVLS_ARITY, n_gpus)
+    heads = min(max_channels, max(0, nics))  # one head per NET with a local GPU (search.cc:694-712)
+    inter_cap = min(nic_bw, path_bw) if path_bw > 0 else nic_bw
+
+    def found(intra: float, inter: float, want: int | None = None) -> int:
+        """Channels a search finds at these speeds (``want``: pass 2's fixed count, else as many as fit)."""
+        if inter > inter_cap + 1e-9 or intra <= 0:
+            return 0
+        k = min(heads, int(gpu_bw / intra + 1e-9) - 1)  # after k heads, a head has used (k + 1) x intra
+        if want is not None:
+            return want if k >= want else 0
+        return max(0, k)
+
+    total = gpu_bw * n_gpus / (n_gpus - 1) if n_gpus > 1 else gpu_bw  # search.cc:1074 (non-ring patterns)
+    i = 0
+    while i < len(speeds) - 1 and (speeds[i] > inter_cap + 1e-9 or speeds[i] > total + 1e-9):
+        i += 1
+    best_n, best_s = 0, 0.0
+    while True:
+        s = speeds[i]
+        n = found(s, s)
+        if n > 0 and (n > best_n or n * s > best_n * best_s):
+            best_n, best_s = n, s
+        if best_n == max_channels or (best_n and best_n * best_s >= gpu_bw - 1e-9):
+            break  # a perfect search (time -1) or the NVLink total reached (search.cc:1099-1100)
+        if i < len(speeds) - 1 and (best_n == 0 or speeds[i + 1] / best_s > 0.49):
+            i += 1
+            continue
+        break
+    if best_n == 0:
+        return Graph(0, 0.0, 0.0)
+    g_intra = g_inter = t_intra = t_inter = best_s
+    j = next((k for k, v in enumerate(speeds) if v <= best_s + 1e-9), len(speeds) - 1)
+    while j > 0:  # pass 2 (search.cc:1168-1187)
+        if t_inter == g_inter and t_inter < 2 * t_intra:
+            j -= 1
+            t_inter = speeds[j]
+        elif t_intra == g_intra and t_intra < 2 * t_inter:
+            j -= 1
+            t_intra = speeds[j]
+        else:
+            break
+        if found(t_intra, t_inter, best_n) and best_n * t_inter > best_n * g_inter:
+            g_intra, g_inter = t_intra, t_inter  # NVLS graphs compare on channels x inter speed only
+    return Graph(best_n, g_intra, g_inter)
+
+
 @dataclass(frozen=True)
 class NcclSystem:
     """What NCCL's tuner knows of one communicator: ranks, nodes, GPU generation, link type, graphs."""
@@ -399,10 +462,10 @@ def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: 
     nvls_ok = nvswitch and cc >= 90 and local >= 2 and s.nvls_enable != 0  # search.cc:1036, nvls.cc:161
     nvls = nvls_graph(gpu_bw, local, cc) if nvls_ok else Graph(0, 0.0, 0.0)
     if nvls_ok and inter and inter_bw > 0:
-        # each NVLS channel's head GPU sends and receives through a NIC (search.cc:386-418 with the NET
-        # paths of the heads): a channel gets its speed where the node's NICs carry it, else their share
-        node_net = inter_bw * nics if nics > 0 else inter_bw
-        nvls = Graph(nvls.n_channels, nvls.bw_intra, min(nvls.bw_intra, node_net / max(nvls.n_channels, 1)))
+        if nics > 0:  # NCCL's NVLS search with the node's NICs: a head per NIC, pass 2 raising the inter speed
+            nvls = nvls_net_graph(gpu_bw, local, cc, nics=nics, nic_bw=inter_bw, path_bw=net_path_bw)
+        else:  # only each GPU's NIC share is known: a channel gets its speed where that share carries it
+            nvls = Graph(nvls.n_channels, nvls.bw_intra, min(nvls.bw_intra, inter_bw / max(nvls.n_channels, 1)))
     n_ch = min(MAXCHANNELS, 2 * ring.n_channels)  # every search channel is duplicated (connect.cc:452)
     n_ch = min(s.max_channels, n_ch)  # connect.cc:490
     n_ch = max(n_ch, s.min_channels) if s.min_channels else n_ch  # connect.cc:491 (copyChannels duplicates)
