@@ -201,13 +201,16 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-               frozen, rw, hkey, hrow, rates, floor, seq, unit):
+               frozen, rw, hkey, hrow, rates, floor, seq, unit, count):
         """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
         ``frozen`` must be True for every inactive stage; it is True for all stages on return.
         ``rw``: scratch, two entries per resource, its remaining capacity at 2i and its unfrozen weight at
         2i + 1 (side by side: a freeze updates both, one cache line per resource); ``hkey``, ``hrow``:
         scratch, one entry per resource. ``unit``: every weight in ``col_w`` is 1 (the weights are not read,
-        the same sums).
+        the same sums). ``count`` (unit weights only, else empty): per resource, how many active stages use
+        it, kept by the caller as stages start and finish; the unfrozen weights then start from it (the
+        stages kept below ``floor`` taken off) instead of being summed over every active stage. The counts
+        are whole numbers, exact in any order: the same weights.
 
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
@@ -218,9 +221,10 @@ if HAVE_NUMBA:
         ``seq`` receives the active stages in the order they froze (the slow ones kept first): the
         order ``_renumber`` numbers them in. Returns how many it holds (``n_act``)."""
         n_rows = capacity.size
+        counted = count.size == n_rows
         for i in range(n_rows):
             rw[2 * i] = capacity[i]
-            rw[2 * i + 1] = 0.0
+            rw[2 * i + 1] = count[i] if counted else 0.0
         n_left = 0
         n_seq = 0
         for k in range(n_act):
@@ -232,14 +236,18 @@ if HAVE_NUMBA:
                 n_seq += 1
                 r = rates[j]
                 new_rates[j] = r
+                if counted:
+                    for e in range(col_ptr[j], col_ptr[j + 1]):
+                        rw[2 * col_row[e] + 1] -= 1.0
                 if np.isfinite(r):
                     for e in range(col_ptr[j], col_ptr[j + 1]):
                         rw[2 * col_row[e]] -= r if unit else col_w[e] * r
                 continue
             frozen[j] = False
             n_left += 1
-            for e in range(col_ptr[j], col_ptr[j + 1]):
-                rw[2 * col_row[e] + 1] += 1.0 if unit else col_w[e]
+            if not counted:
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    rw[2 * col_row[e] + 1] += 1.0 if unit else col_w[e]
         size = 0
         for i in range(n_rows):
             if rw[2 * i + 1] > 1e-12:
@@ -310,6 +318,17 @@ if HAVE_NUMBA:
                         rw[i] -= col_w[e] * r
                         rw[i + 1] -= col_w[e]
         return n_seq
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _active_count(col_ptr, col_row, act, n_act, n_rows):
+        """Per resource (``n_rows`` of them; 0: none), how many of the stages ``act[:n_act]`` use it."""
+        count = np.zeros(n_rows)
+        if n_rows > 0:
+            for k in range(n_act):
+                j = act[k]
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    count[col_row[e]] += 1.0
+        return count
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _compact(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone):
@@ -470,6 +489,8 @@ if HAVE_NUMBA:
         rw = np.empty(2 * n_rows)
         hkey = np.empty(n_rows)
         hrow = np.empty(n_rows, dtype=np.int32)
+        # unit weights: per resource, how many active stages use it (see _solve); empty otherwise
+        count = np.zeros(n_rows if unit else 0)
         started = np.empty(n, dtype=np.int64)
         seq = np.empty(n, dtype=np.int64)
         n_seq = 0
@@ -503,6 +524,9 @@ if HAVE_NUMBA:
                             since[j] = t
                             started[n_started] = j
                             n_started += 1
+                            if unit:
+                                for e in range(col_ptr[j], col_ptr[j + 1]):
+                                    count[col_row[e]] += 1.0
                         elif ready[j] < next_ready:
                             next_ready = ready[j]
             if n_act == 0:
@@ -511,7 +535,8 @@ if HAVE_NUMBA:
                 t = next_ready
                 continue
             n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act,
-                           new_rates, frozen, rw, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq, unit)
+                           new_rates, frozen, rw, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq, unit,
+                           count)
             t_c = np.inf
             for k in range(n_act):
                 j = act[k]
@@ -566,6 +591,9 @@ if HAVE_NUMBA:
                     done[orig[j]] = finish_at[j]
                     gone[j] = True
                     n_gone += 1
+                    if unit:
+                        for e in range(col_ptr[j], col_ptr[j + 1]):
+                            count[col_row[e]] -= 1.0
                     remaining[j] = 0.0
                     rates[j] = 0.0
                     nx = stage_next[j]
@@ -613,11 +641,13 @@ if HAVE_NUMBA:
                 rw = np.empty(2 * n_rows)
                 hkey = np.empty(n_rows)
                 hrow = np.empty(n_rows, dtype=np.int32)
+                count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
                 n_gone = 0
             elif renumber == 0 and 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest
                 col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
                     col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
                 compacted_at = n_gone
+                count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
         return done, first_rate, events, True
 
 
@@ -632,7 +662,7 @@ def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, ro
     seq = np.empty(n, dtype=np.int64)
     n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, np.arange(n), n,
                    np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
-                   np.empty(n_rows, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w))
+                   np.empty(n_rows, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w), np.empty(0))
     return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
 
 
