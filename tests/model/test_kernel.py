@@ -105,3 +105,20 @@ def test_stages_tied_with_the_slowest_finished_one_are_re_solved(seed, n_flows, 
         done, first, _ = _compiled(p, 0.01, renumber)
         np.testing.assert_allclose(done, full.finish_s, rtol=1e-9, atol=0)
         np.testing.assert_allclose(first, full.first_rate_gb_per_s, rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unit_weight_solve_equals_the_weighted_one_bit_for_bit(seed, monkeypatch):
+    """Where every weight is 1, ``_solve`` reads no weights (``unit``); the sums are the same, so the answers
+    are identical to the weighted loop's, bit for bit, with and without renumbering; and problems with other
+    weights (``_random_problem``: a third of them not 1) take the weighted loop."""
+    p = _tied_problem(seed, 300 + 100 * seed, 30 + 10 * seed)
+    assert kernel._unit_weights(np.asarray(p.A.data))
+    assert not kernel._unit_weights(np.asarray(_random_problem(seed, 50, 20).A.data))
+    for renumber in (True, False):
+        done, first, events = _compiled(p, 0.01, renumber)
+        with monkeypatch.context() as m:
+            m.setattr(kernel, "_unit_weights", lambda col_w: False)
+            done_w, first_w, events_w = _compiled(p, 0.01, renumber)
+        assert events == events_w
+        assert np.array_equal(done, done_w) and np.array_equal(first, first_w)

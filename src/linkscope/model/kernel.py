@@ -201,10 +201,16 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-               frozen, rem, wsum, hkey, hrow, rates, floor, seq):
+               frozen, rw, hkey, hrow, rates, floor, seq, unit, count):
         """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
         ``frozen`` must be True for every inactive stage; it is True for all stages on return.
-        ``rem``, ``wsum``, ``hkey``, ``hrow``: scratch arrays, one entry per resource.
+        ``rw``: scratch, two entries per resource, its remaining capacity at 2i and its unfrozen weight at
+        2i + 1 (side by side: a freeze updates both, one cache line per resource); ``hkey``, ``hrow``:
+        scratch, one entry per resource. ``unit``: every weight in ``col_w`` is 1 (the weights are not read,
+        the same sums). ``count`` (unit weights only, else empty): per resource, how many active stages use
+        it, kept by the caller as stages start and finish; the unfrozen weights then start from it (the
+        stages kept below ``floor`` taken off) instead of being summed over every active stage. The counts
+        are whole numbers, exact in any order: the same weights.
 
         ``floor`` > 0 (only stages left since the last solve): stages slower than ``floor`` keep their
         ``rates`` - removing stages from a max-min allocation never changes the slower ones' rates (the
@@ -215,9 +221,10 @@ if HAVE_NUMBA:
         ``seq`` receives the active stages in the order they froze (the slow ones kept first): the
         order ``_renumber`` numbers them in. Returns how many it holds (``n_act``)."""
         n_rows = capacity.size
+        counted = count.size == n_rows
         for i in range(n_rows):
-            rem[i] = capacity[i]
-            wsum[i] = 0.0
+            rw[2 * i] = capacity[i]
+            rw[2 * i + 1] = count[i] if counted else 0.0
         n_left = 0
         n_seq = 0
         for k in range(n_act):
@@ -229,18 +236,22 @@ if HAVE_NUMBA:
                 n_seq += 1
                 r = rates[j]
                 new_rates[j] = r
+                if counted:
+                    for e in range(col_ptr[j], col_ptr[j + 1]):
+                        rw[2 * col_row[e] + 1] -= 1.0
                 if np.isfinite(r):
                     for e in range(col_ptr[j], col_ptr[j + 1]):
-                        rem[col_row[e]] -= col_w[e] * r
+                        rw[2 * col_row[e]] -= r if unit else col_w[e] * r
                 continue
             frozen[j] = False
             n_left += 1
-            for e in range(col_ptr[j], col_ptr[j + 1]):
-                wsum[col_row[e]] += col_w[e]
+            if not counted:
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    rw[2 * col_row[e] + 1] += 1.0 if unit else col_w[e]
         size = 0
         for i in range(n_rows):
-            if wsum[i] > 1e-12:
-                hkey[size] = max(rem[i], 0.0) / wsum[i]
+            if rw[2 * i + 1] > 1e-12:
+                hkey[size] = max(rw[2 * i], 0.0) / rw[2 * i + 1]
                 hrow[size] = i
                 size += 1
         for i in range((size - 2) // 4, -1, -1):
@@ -255,7 +266,8 @@ if HAVE_NUMBA:
             # until it holds; a row is re-sifted only when it reaches the top, not at every touch
             while size > 0:
                 top = hrow[0]
-                real = max(rem[top], 0.0) / wsum[top] if wsum[top] > 1e-12 else np.inf
+                w = rw[2 * top + 1]
+                real = max(rw[2 * top], 0.0) / w if w > 1e-12 else np.inf
                 if real == hkey[0]:
                     break
                 if np.isfinite(real):
@@ -295,11 +307,28 @@ if HAVE_NUMBA:
                 n_seq += 1
                 n_left -= 1
                 new_rates[j] = r
-                for e in range(col_ptr[j], col_ptr[j + 1]):
-                    i = col_row[e]
-                    rem[i] -= col_w[e] * r
-                    wsum[i] -= col_w[e]
+                if unit:
+                    for e in range(col_ptr[j], col_ptr[j + 1]):
+                        i = 2 * col_row[e]
+                        rw[i] -= r
+                        rw[i + 1] -= 1.0
+                else:
+                    for e in range(col_ptr[j], col_ptr[j + 1]):
+                        i = 2 * col_row[e]
+                        rw[i] -= col_w[e] * r
+                        rw[i + 1] -= col_w[e]
         return n_seq
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def _active_count(col_ptr, col_row, act, n_act, n_rows):
+        """Per resource (``n_rows`` of them; 0: none), how many of the stages ``act[:n_act]`` use it."""
+        count = np.zeros(n_rows)
+        if n_rows > 0:
+            for k in range(n_act):
+                j = act[k]
+                for e in range(col_ptr[j], col_ptr[j + 1]):
+                    count[col_row[e]] += 1.0
+        return count
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _compact(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone):
@@ -434,7 +463,7 @@ if HAVE_NUMBA:
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def _simulate(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, stage_bytes, stage_latency,
-                  stage_next, flow_first, rtol, renumber):
+                  stage_next, flow_first, rtol, renumber, unit):
         """The event loop. ``renumber``: at each list compaction number the stages and resources left
         afresh (``_renumber``) instead of only shortening the lists (``_compact``); the same rates to
         rounding (the order of a few floating-point sums changes), faster on large problems."""
@@ -457,10 +486,11 @@ if HAVE_NUMBA:
         finish_at = np.full(n, np.inf)
         done = np.full(n_all, np.nan)  # by the caller's numbers
         first_rate = np.full(n_all, np.nan)
-        rem = np.empty(n_rows)
-        wsum = np.empty(n_rows)
+        rw = np.empty(2 * n_rows)
         hkey = np.empty(n_rows)
-        hrow = np.empty(n_rows, dtype=np.int64)
+        hrow = np.empty(n_rows, dtype=np.int32)
+        # unit weights: per resource, how many active stages use it (see _solve); empty otherwise
+        count = np.zeros(n_rows if unit else 0)
         started = np.empty(n, dtype=np.int64)
         seq = np.empty(n, dtype=np.int64)
         n_seq = 0
@@ -494,6 +524,9 @@ if HAVE_NUMBA:
                             since[j] = t
                             started[n_started] = j
                             n_started += 1
+                            if unit:
+                                for e in range(col_ptr[j], col_ptr[j + 1]):
+                                    count[col_row[e]] += 1.0
                         elif ready[j] < next_ready:
                             next_ready = ready[j]
             if n_act == 0:
@@ -502,7 +535,8 @@ if HAVE_NUMBA:
                 t = next_ready
                 continue
             n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act,
-                           new_rates, frozen, rem, wsum, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq)
+                           new_rates, frozen, rw, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq, unit,
+                           count)
             t_c = np.inf
             for k in range(n_act):
                 j = act[k]
@@ -557,6 +591,9 @@ if HAVE_NUMBA:
                     done[orig[j]] = finish_at[j]
                     gone[j] = True
                     n_gone += 1
+                    if unit:
+                        for e in range(col_ptr[j], col_ptr[j + 1]):
+                            count[col_row[e]] -= 1.0
                     remaining[j] = 0.0
                     rates[j] = 0.0
                     nx = stage_next[j]
@@ -601,15 +638,16 @@ if HAVE_NUMBA:
                 started = np.empty(n, dtype=np.int64)
                 seq = np.empty(n, dtype=np.int64)
                 gone = np.zeros(n, dtype=np.bool_)
-                rem = np.empty(n_rows)
-                wsum = np.empty(n_rows)
+                rw = np.empty(2 * n_rows)
                 hkey = np.empty(n_rows)
-                hrow = np.empty(n_rows, dtype=np.int64)
+                hrow = np.empty(n_rows, dtype=np.int32)
+                count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
                 n_gone = 0
             elif renumber == 0 and 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest
                 col_ptr, col_row, col_w, row_ptr, row_col, cap_order = _compact(
                     col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, gone)
                 compacted_at = n_gone
+                count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
         return done, first_rate, events, True
 
 
@@ -623,9 +661,15 @@ def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, ro
     cap_order = np.argsort(caps, kind="mergesort").astype(np.int32)
     seq = np.empty(n, dtype=np.int64)
     n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, np.arange(n), n,
-                   np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
-                   np.empty(n_rows, dtype=np.int64), np.zeros(n), -1.0, seq)
+                   np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
+                   np.empty(n_rows, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w), np.empty(0))
     return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
+
+
+def _unit_weights(col_w: np.ndarray) -> bool:
+    """Whether every weight is 1 (``_solve`` then reads none: the same sums, less memory traffic; all of
+    the fat tree's)."""
+    return bool(np.all(col_w == 1.0))
 
 
 def _lists(A: csc_matrix, R: csr_matrix | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -667,7 +711,8 @@ def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, sta
     else:
         order = None
     done, first_rate, events, ok = _simulate(
-        *lists, capacity, caps, stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol), RENUMBER_EVERY if renumber else 0)
+        *lists, capacity, caps, stage_bytes, stage_latency_s, stage_next, flow_first, float(rtol), RENUMBER_EVERY if renumber else 0,
+        _unit_weights(lists[2]))
     if not ok:
         raise RuntimeError("flow simulation stalled: a stage has zero rate")
     if order is not None:
