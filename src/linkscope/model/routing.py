@@ -14,6 +14,12 @@ route in well under a second:
   part walks shortest switch paths, choosing among equal-cost next hops by the destination NIC's
   rank (d-mod-k, as static fat-tree routing does: a permutation between two leaves spreads over
   all spines), with hop distances from each egress switch computed once by breadth-first search.
+
+Many pairs at once (``Router.node_paths``, the array path of ``FabricModel.peer_problem``): nodes are grouped by
+structure in one pass of array operations; each end's NIC and its route to it are worked out once per (structure,
+position in the node) and spread over the ends by indexing, and the network part goes hop by hop over all pairs
+at once, with the edges between switches read from a table (issue 41: the routes of a million pairs of a
+32,768-GPU fat tree in about 0.3 s, the answers of ``path`` pair by pair).
 """
 from __future__ import annotations
 
