@@ -103,27 +103,21 @@ if HAVE_NUMBA:
             lo, hi = indptr[k], indptr[k + 1]
             first, last = indices[lo], indices[hi - 1]
             ma, mb = table[first, 0], table[first, 1]
-            if hi - lo <= 8:  # NumPy adds the values after the first one by one, from -0.0
-                sa = sb = ha = hb = -0.0
-                for j in range(lo + 1, hi):
-                    e = indices[j]
-                    va, vb = table[e, 0], table[e, 1]
-                    if not (ma < va or ma != ma):
-                        ma = va
-                    if not (mb < vb or mb != mb):
-                        mb = vb
+            short = hi - lo <= 8  # NumPy adds the values after the first one by one, from -0.0
+            sa = sb = ha = hb = -0.0
+            for j in range(lo + 1, hi):
+                e = indices[j]
+                va, vb = table[e, 0], table[e, 1]
+                if not (ma < va or ma != ma):
+                    ma = va
+                if not (mb < vb or mb != mb):
+                    mb = vb
+                if short:
                     sa += table[e, 2]
                     sb += table[e, 3]
                     ha += table[e, 4]
                     hb += table[e, 5]
-            else:
-                for j in range(lo + 1, hi):
-                    e = indices[j]
-                    va, vb = table[e, 0], table[e, 1]
-                    if not (ma < va or ma != ma):
-                        ma = va
-                    if not (mb < vb or mb != mb):
-                        mb = vb
+            if not short:
                 sa = _pairwise(table, indices, lo, hi - lo, 2)
                 sb = _pairwise(table, indices, lo, hi - lo, 3)
                 ha = _pairwise(table, indices, lo, hi - lo, 4)
