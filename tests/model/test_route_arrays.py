@@ -64,6 +64,18 @@ def test_node_paths_equal_the_routes_one_by_one(make):
         assert np.array_equal(indices[indptr[k]:indptr[k + 1]], one), (g.node_ids[a], g.node_ids[b])
 
 
+def test_node_paths_with_a_named_nic_equal_the_routes_one_by_one():
+    """A NIC choice by name (one NIC per GPU, looked up per end rather than per structure) on the array path."""
+    topo = synthetic_topology("cluster:dgx-h100:3")
+    model = FabricModel(topo, nics="mlx5_3")
+    g = model.graph
+    s, d = _ends(model, 300, seed=12)
+    indptr, indices = model.router.node_paths(s, d)
+    fresh = FabricModel(topo, nics="mlx5_3")
+    for k, (a, b) in enumerate(zip(s.tolist(), d.tolist())):
+        assert np.array_equal(indices[indptr[k]:indptr[k + 1]], fresh.router.path(g.node_ids[a], g.node_ids[b]))
+
+
 def test_groups_are_the_structures_of_the_nodes():
     """Components share a group exactly when their devices' kinds and their local links (ends by position,
     kind, count, GB/s) are the same, the signature ``_structure`` once compared as Python tuples."""
