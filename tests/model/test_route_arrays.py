@@ -64,6 +64,18 @@ def test_node_paths_equal_the_routes_one_by_one(make):
         assert np.array_equal(indices[indptr[k]:indptr[k + 1]], one), (g.node_ids[a], g.node_ids[b])
 
 
+def test_node_paths_of_pairs_within_nodes_only():
+    """No pair between nodes: pairs of node 0's GPUs (a GPU with itself among them), then every GPU with itself."""
+    model = FabricModel(synthetic_topology("fattree:8x4"))
+    g = model.graph
+    gpus = g.gpu_nodes
+    for src, dst in ((np.repeat(gpus[:4], 20), np.tile(gpus[:4], 20)), (gpus[:70], gpus[:70])):
+        indptr, indices = model.router.node_paths(src, dst)
+        for k, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+            assert np.array_equal(indices[indptr[k]:indptr[k + 1]], model.router.path(g.node_ids[a], g.node_ids[b]))
+    assert model.router.node_paths(gpus[:70], gpus[:70])[0][-1] == 0  # a GPU with itself: no edge
+
+
 def test_node_paths_with_a_named_nic_equal_the_routes_one_by_one():
     """A NIC choice by name (one NIC per GPU, looked up per end rather than per structure) on the array path."""
     topo = synthetic_topology("cluster:dgx-h100:3")
