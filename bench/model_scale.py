@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                     "processor": platform.processor() or platform.machine()},
         "topology": topo.name, "gpus": n_gpu, "devices": len(topo.devices), "links": len(topo.links),
         "flows": args.flows, "method": args.method, "sizes": "mixed" if args.mixed else args.size_bytes,
-        "seed": args.seed, "resources_used": int((np.diff(problem.A.tocsr().indptr) > 0).sum()),
+        "seed": args.seed, "resources_used": int(np.count_nonzero(np.bincount(problem.A.indices, minlength=problem.A.shape[0]))),
         "incidence_nonzeros": int(problem.A.nnz),
         "completion_rtol": rtol, "engine": args.engine, "events": result.events,
         "distinct_first_rates": int(np.unique(np.round(rates, 9)).size),

@@ -61,6 +61,7 @@ from .host_copies import host_copy_rate_gb_per_s, serialised, staging_fill_s, st
 from .issue_queues import QueuedResult, QueueOrders, can_simulate, issuer_queues, issuer_rows, simulate_orders
 from .nics import NicSpec, nic_choice_of
 from .params import METHODS, ModelParams
+from .pathsums import route_sums
 from .routing import Router
 
 # method vocabulary from the one method table (patterns/methods.py)
@@ -787,21 +788,17 @@ class FabricModel:
         indptr, indices = self.router.node_paths(gpu_nodes[src], gpu_nodes[dst])
         n_flows = src.size
         A = csc_matrix((np.ones(indices.size), indices, indptr), shape=(self.graph.n_resources, n_flows))
-        starts = indptr[:-1]
-        raw = np.minimum.reduceat(self.graph.edge_raw_gb_per_s[indices], starts)
-        lat = np.add.reduceat(self.edge_latency_s[indices], starts)
-        head_s = self._node_transit_s[self.graph.edge_dst[indices]]
-        lat += np.add.reduceat(head_s, starts) - head_s[indptr[1:] - 1]
-        transit_log = np.add.reduceat(self._edge_transit_log[indices], starts)
-        head_log = self._node_transit_log[self.graph.edge_dst[indices]]
-        last = indptr[1:] - 1
-        transit_log += np.add.reduceat(head_log, starts) - head_log[last]
+        # per flow: the narrowest edge (raw and effective), the latency and the log of the transit factors along
+        # the route, the node crossed after each edge but the last counted (route_sums: one compiled pass)
+        heads = self.graph.edge_dst
+        raw, eff_min, lat, transit_log = route_sums(indptr, indices, self.graph.edge_raw_gb_per_s, self.capacity,
+                                                    self.edge_latency_s, self._edge_transit_log,
+                                                    self._node_transit_s[heads], self._node_transit_log[heads])
         gpu_vendors = [g.vendor for g in self.topology.gpus]
         cap_of = {v: self.params.engine_cap_gb_per_s(v) if method in COPY_ENGINE_METHODS else np.inf
                   for v in set(gpu_vendors)}
         vendors = np.array([cap_of[v] for v in gpu_vendors])
         initiator = dst if get_method(method).issuer == "dst" else src
-        eff_min = np.minimum.reduceat(self.capacity[indices], starts)
         alone = np.minimum(self.params.method_efficiency(method) * raw, eff_min) * np.exp(transit_log)
         cap = np.minimum(alone, vendors[initiator])
         return FlowProblem(

@@ -14,6 +14,12 @@ route in well under a second:
   part walks shortest switch paths, choosing among equal-cost next hops by the destination NIC's
   rank (d-mod-k, as static fat-tree routing does: a permutation between two leaves spreads over
   all spines), with hop distances from each egress switch computed once by breadth-first search.
+
+Many pairs at once (``Router.node_paths``, the array path of ``FabricModel.peer_problem``): nodes are grouped by
+structure in one pass of array operations; each end's NIC and its route to it are worked out once per (structure,
+position in the node) and spread over the ends by indexing, and the network part goes hop by hop over all pairs
+at once, with the edges between switches read from a table (issue 41: the routes of a million pairs of a
+32,768-GPU fat tree in about 0.3 s, the answers of ``path`` pair by pair).
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import shortest_path
+from scipy.sparse.csgraph import connected_components, shortest_path
 
 from ..errors import ConfigError, TopologyError
 from ..topology import query
@@ -34,6 +40,7 @@ _NET = KIND_CODE[LinkKind.NETWORK.value]
 _SWITCH = NODE_KIND_CODE[DeviceKind.NETWORK_SWITCH.value]
 _NIC = NODE_KIND_CODE[DeviceKind.NIC.value]
 _FORCED_PAIRS_CHECKED = 1 << 16  # nodes_alike: switch pairs whose paths it walks (rails x rails in practice)
+_DENSE_SWITCH_PAIRS = 1 << 22  # switch pairs up to which tables by (switch, switch) are dense arrays (32 MB of int64)
 
 
 def check_connected(topology: Topology, device_id: str, degree: int | None = None) -> None:
@@ -225,10 +232,11 @@ class _Hierarchy:
         lorder = link_ids[np.argsort(link_comp[link_ids], kind="stable")]
         lbounds = np.searchsorted(link_comp[lorder], np.arange(self.n_comp + 1))
         self.comp_links = [lorder[lbounds[c]:lbounds[c + 1]] for c in range(self.n_comp)]
+        # position of each device among its component's members (topology order)
         self.local_index = np.empty(n, dtype=np.int64)
-        for members in self.members:
-            self.local_index[members] = np.arange(members.size)
-        self._structures: dict[tuple, _Structure] = {}
+        self.local_index[order] = np.arange(n) - bounds[self.comp_of[order]]
+        self._sorted = (order, bounds, lorder, lbounds)
+        self._structures: dict[int, _Structure] = {}
         self._structure_of: dict[int, _Structure] = {}
         self._uplinks: dict[tuple[int, int], np.ndarray] = {}
         self._downlinks: dict[tuple[int, int], np.ndarray] = {}
@@ -266,17 +274,14 @@ class _Hierarchy:
         found = self._structure_of.get(comp)
         if found is not None:
             return found
-        topo = self.topology
-        members = self.members[comp]
-        devices = [topo.devices[i] for i in members.tolist()]
-        links = [topo.links[i] for i in self.comp_links[comp].tolist()]
-        loc = {d.id: k for k, d in enumerate(devices)}
-        sig = (
-            tuple(d.kind.value for d in devices),
-            tuple((loc[l.a], loc[l.b], l.kind.value, l.count, l.link_gb_per_s) for l in links),
-        )
-        structure = self._structures.get(sig)
+        group = int(self._groups().of[comp])
+        structure = self._structures.get(group)
         if structure is None:
+            topo = self.topology
+            members = self.members[comp]
+            devices = [topo.devices[i] for i in members.tolist()]
+            links = [topo.links[i] for i in self.comp_links[comp].tolist()]
+            loc = {d.id: k for k, d in enumerate(devices)}
             gpu_order = sorted((d.index, k) for k, d in enumerate(devices) if d.is_gpu)
             local_gpu_index = {k: i for i, (_, k) in enumerate(gpu_order)}
             rep_devices = tuple(
@@ -287,20 +292,25 @@ class _Hierarchy:
             rep_links = tuple(Link(f"d{loc[l.a]}", f"d{loc[l.b]}", l.kind, l.count, l.link_gb_per_s) for l in links)
             rep = Topology(name=f"{topo.name}/node", devices=rep_devices, links=rep_links)
             structure = _Structure(rep, {}, {})
-            self._structures[sig] = structure
+            self._structures[group] = structure
         self._structure_of[comp] = structure
         return structure
 
     def _local_route(self, comp: int, src: int, dst: int) -> np.ndarray:
         """Global directed edges between two nodes of one component."""
+        for node in (src, dst):
+            check_connected(self.topology, self.graph.node_ids[node], self.graph.degree(self.graph.node_ids[node]))
+        rows = self._local_rows(comp, int(self.local_index[src]), int(self.local_index[dst]))
+        return 2 * self.comp_links[comp][rows[:, 0]] + rows[:, 1]
+
+    def _local_rows(self, comp: int, ls: int, ld: int) -> np.ndarray:
+        """The route between local devices ``ls`` and ``ld`` on the component's structure, as rows of (local
+        link, reversed): the same for every component of that structure, so computed once for them all."""
         st = self._structure(comp)
-        ls, ld = int(self.local_index[src]), int(self.local_index[dst])
         rows = st.routes.get((ls, ld))
         if rows is None:
             rep = st.topology
             rep_index = {link: j for j, link in enumerate(rep.links)}
-            for node in (src, dst):
-                check_connected(self.topology, self.graph.node_ids[node], self.graph.degree(self.graph.node_ids[node]))
             here = f"d{ls}"
             out = []
             for link in query.route(rep, here, f"d{ld}"):
@@ -308,19 +318,31 @@ class _Hierarchy:
                 here = link.other(here)
             rows = np.asarray(out, dtype=np.int64).reshape(-1, 2)
             st.routes[(ls, ld)] = rows
-        return 2 * self.comp_links[comp][rows[:, 0]] + rows[:, 1]
+        return rows
+
+    def _local_nic(self, comp: int, local_gpu: int) -> int:
+        """The local NIC a GPU (local index) of the component uses under the 'nearest' rule, -1 for none:
+        ``select_nics`` on the structure's representative (the rule the mapping uses), once per structure."""
+        st = self._structure(comp)
+        if local_gpu not in st.nic_of_gpu:
+            nics = select_nics(st.topology, st.topology.device(f"d{local_gpu}"))
+            st.nic_of_gpu[local_gpu] = int(nics[0].id[1:]) if nics else None
+        found = st.nic_of_gpu[local_gpu]
+        return -1 if found is None else found
+
+    def _groups(self) -> _Groups:
+        """The components grouped by structure (``_Groups``), in one pass of array operations."""
+        found = self.__dict__.get("_group_table")
+        if found is None:
+            found = self._group_table = _group_components(self)
+        return found
 
     def _nic_of(self, gpu_node: int) -> int:
         nic = self._nic.get(gpu_node)
         if nic is None:
             comp = int(self.comp_of[gpu_node])
-            st = self._structure(comp)
-            lg = int(self.local_index[gpu_node])
-            if lg not in st.nic_of_gpu:
-                nics = select_nics(st.topology, st.topology.device(f"d{lg}"))  # the rule the mapping uses
-                st.nic_of_gpu[lg] = int(nics[0].id[1:]) if nics else None
-            local_nic = st.nic_of_gpu[lg]
-            if local_nic is None:
+            local_nic = self._local_nic(comp, int(self.local_index[gpu_node]))
+            if local_nic < 0:
                 dev = self.topology.devices[gpu_node]
                 raise TopologyError(f"no route from {dev.label} to another node: its node has no NIC in {self.topology.name!r}")
             nic = int(self.members[comp][local_nic])
@@ -529,45 +551,133 @@ class _Hierarchy:
         return out
 
     def paths_array(self, s: np.ndarray, d: np.ndarray, single) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of many pairs of node indices as (indptr, edge ids), each pair's edges those ``path`` gives.
+
+        Between nodes: the NIC of each distinct end and its route to it once per (node structure, position in
+        the node) (the 'nearest' rule; other rules once per end), spread over the ends by array indexing; the
+        network part by ``_network_array``. Within a node: once per (structure, position of each end)."""
         graph = self.graph
+        n_nodes = len(graph.node_ids)
         same = self.comp_of[s] == self.comp_of[d]
         intra = np.nonzero(same)[0]
         inter = np.nonzero(~same)[0]
-        width_blocks = []
+        blocks = []  # (pairs, rows of edges padded with -1)
         if inter.size:
             si, di = s[inter], d[inter]
             # endpoints: GPUs or NICs with at least one link
+            degree = self._degrees()
             for ends in (si, di):
                 kinds = graph.node_kind[ends]
                 bad = (kinds != NODE_KIND_CODE[DeviceKind.GPU.value]) & (kinds != _NIC)
-                if bad.any():
-                    self.path(graph.node_ids[int(ends[bad][0])], graph.node_ids[int(ends[bad][0])])  # raises
-                for u in _unique_nodes(ends, len(graph.node_ids))[0].tolist():
-                    check_connected(self.topology, graph.node_ids[u], graph.degree(graph.node_ids[u]))
+                if bad.any():  # the one-pair path's error (a route of a device with itself would be empty)
+                    self._check_ends(int(ends[bad][0]), int(ends[bad][0]))
+                uniq = _unique_nodes(ends, n_nodes)[0]
+                if (degree[uniq] == 0).any():
+                    check_connected(self.topology, graph.node_ids[int(uniq[degree[uniq] == 0][0])], 0)  # raises
             # NICs and the routes to and from them once per distinct end, then spread over the pairs
-            up_u, up_inv = _unique_nodes(si, len(graph.node_ids))
-            nic_up = self._nic_array(up_u)
-            nic_s = nic_up[up_inv]
-            up = self._padded([self._uplink(int(u), int(n)) for u, n in zip(up_u, nic_up)])[up_inv]
-            dn_u, dn_inv = _unique_nodes(di, len(graph.node_ids))
-            nic_dn = self._nic_array(dn_u)
-            nic_d = nic_dn[dn_inv]
-            down = self._padded([self._downlink(int(u), int(n)) for u, n in zip(dn_u, nic_dn)])[dn_inv]
-            net = self._network_array(nic_s, nic_d)
-            inter_rows = np.hstack([up, net, down])
-            width_blocks.append(inter_rows.shape[1])
-        intra_paths = [single(graph.node_ids[a], graph.node_ids[b]) for a, b in zip(s[intra].tolist(), d[intra].tolist())]
-        intra_rows = self._padded(intra_paths) if intra_paths else np.empty((0, 0), dtype=np.int64)
-        width = max([intra_rows.shape[1]] + width_blocks)
-        rows_all = np.full((s.size, width), -1, dtype=np.int64)
-        if inter.size:
-            rows_all[inter, :inter_rows.shape[1]] = inter_rows
+            up_u, up_inv = _unique_nodes(si, n_nodes)
+            dn_u, dn_inv = _unique_nodes(di, n_nodes)
+            if self.nic_spec.rule == "nearest":
+                nic_up, up = self._end_routes(up_u, upward=True)
+                nic_dn, down = self._end_routes(dn_u, upward=False)
+            else:
+                nic_up = self._nic_array(up_u)
+                up = self._padded([self._uplink(int(u), int(n)) for u, n in zip(up_u, nic_up)])
+                nic_dn = self._nic_array(dn_u)
+                down = self._padded([self._downlink(int(u), int(n)) for u, n in zip(dn_u, nic_dn)])
+            net = self._network_array(nic_up[up_inv], nic_dn[dn_inv])
+            blocks.append((inter, [up[up_inv]] + [c[:, None] for c in net] + [down[dn_inv]]))
         if intra.size:
-            rows_all[intra, :intra_rows.shape[1]] = intra_rows
+            blocks.append((intra, [self._intra_rows(s[intra], d[intra], single)]))
+        # one row per pair, its edges in order, -1 where shorter than the longest
+        rows_all = np.full((s.size, max(sum(p.shape[1] for p in parts) for _, parts in blocks)), -1, dtype=np.int64)
+        for pairs, parts in blocks:
+            col = 0
+            for part in parts:
+                if pairs.size == s.size:  # all pairs (in order): no index to scatter through
+                    rows_all[:, col:col + part.shape[1]] = part
+                else:
+                    rows_all[pairs, col:col + part.shape[1]] = part
+                col += part.shape[1]
         mask = rows_all >= 0
-        lengths = mask.sum(axis=1)
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indptr = np.zeros(s.size + 1, dtype=np.int64)
+        np.cumsum(mask.sum(axis=1), out=indptr[1:])
         return indptr, rows_all[mask]
+
+    def _degrees(self) -> np.ndarray:
+        """Links of each node (graph order)."""
+        self.graph.degree(self.graph.node_ids[0])  # builds the table
+        return self.graph.__dict__["_degree"]
+
+    def _end_routes(self, nodes: np.ndarray, *, upward: bool) -> tuple[np.ndarray, np.ndarray]:
+        """For distinct end nodes (GPUs or NICs, ascending) under the 'nearest' rule: the NIC each uses and the
+        route from the end to it (``upward``; else from the NIC to the end) as rows padded with -1, the answers of
+        ``_nics_of`` and ``_uplink`` / ``_downlink``. Worked out once per (structure, position in the node): the
+        GPU at position k of every node of a structure uses that node's NIC at the same position, over the same
+        local links."""
+        graph = self.graph
+        nic = nodes.copy()  # a NIC end is its own NIC, with an empty route to it
+        at = np.nonzero(graph.node_kind[nodes] != _NIC)[0]
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if at.size:
+            groups = self._groups()
+            ends = nodes[at]
+            comp = self.comp_of[ends]
+            group = groups.of[comp]
+            loc = self.local_index[ends]
+            _, first, inv = np.unique(group * groups.width + loc, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+            local_nic = np.array([self._local_nic(int(comp[f]), int(loc[f])) for f in first.tolist()], dtype=np.int64)
+            if (local_nic < 0).any():
+                self._nic_of(int(ends[local_nic[inv] < 0].min()))  # raises, naming the first such end
+            order = np.argsort(inv, kind="stable")
+            bounds = np.searchsorted(inv[order], np.arange(first.size + 1))
+            for k, f in enumerate(first.tolist()):
+                sel = order[bounds[k]:bounds[k + 1]]
+                c, g, lg, ln = int(comp[f]), int(group[f]), int(loc[f]), int(local_nic[k])
+                rows = groups.row[comp[sel]]
+                nic[at[sel]] = groups.members[g][rows, ln]
+                local = self._local_rows(c, lg, ln) if upward else self._local_rows(c, ln, lg)
+                parts.append((at[sel], 2 * groups.links[g][rows[:, None], local[:, 0]] + local[:, 1]))
+        out = np.full((nodes.size, max((p.shape[1] for _, p in parts), default=0)), -1, dtype=np.int64)
+        for where, edges in parts:
+            out[where, :edges.shape[1]] = edges
+        return nic, out
+
+    def _intra_rows(self, s: np.ndarray, d: np.ndarray, single) -> np.ndarray:
+        """Routes of pairs within one node each (``path``'s answers) as rows padded with -1: once per
+        (structure, position of the source, position of the destination), spread over the pairs."""
+        graph = self.graph
+        degree = self._degrees()
+        alone = (degree[s] == 0) | (degree[d] == 0)
+        if (alone & (s != d)).any():
+            k = int(np.nonzero(alone & (s != d))[0][0])
+            single(graph.node_ids[int(s[k])], graph.node_ids[int(d[k])])  # raises, naming the device
+        pairs = np.nonzero(s != d)[0]  # a device with itself: no edge
+        groups = self._groups()
+        comp = self.comp_of[s[pairs]]
+        ls, ld = self.local_index[s[pairs]], self.local_index[d[pairs]]
+        w = groups.width
+        if groups.of.size * w * w < 2**62:
+            _, first, inv = np.unique((groups.of[comp] * w + ls) * w + ld, return_index=True, return_inverse=True)
+        else:  # pragma: no cover - a key of three numbers too wide for 64 bits
+            _, first, inv = np.unique(np.column_stack([groups.of[comp], ls, ld]), axis=0, return_index=True,
+                                      return_inverse=True)
+        inv = inv.reshape(-1)
+        order = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[order], np.arange(first.size + 1))
+        parts = []
+        for k in np.argsort(first, kind="stable").tolist():  # in the pairs' order: the first failing pair raises
+            f = int(first[k])
+            c = int(comp[f])
+            local = self._local_rows(c, int(ls[f]), int(ld[f]))
+            sel = order[bounds[k]:bounds[k + 1]]
+            g = int(groups.of[c])
+            parts.append((pairs[sel], 2 * groups.links[g][groups.row[comp[sel]][:, None], local[:, 0]] + local[:, 1]))
+        out = np.full((s.size, max((p.shape[1] for _, p in parts), default=0)), -1, dtype=np.int64)
+        for where, edges in parts:
+            out[where, :edges.shape[1]] = edges
+        return out
 
     def _nic_array(self, nodes: np.ndarray) -> np.ndarray:
         out = np.empty(nodes.size, dtype=np.int64)
@@ -594,19 +704,45 @@ class _Hierarchy:
             self._downlinks[(d, nic)] = down
         return down
 
-    def _switch_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """CSR (indptr, switch ids) of the switches each NIC attaches to."""
+    def _switch_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """CSR (indptr, switch ids) of the switches each node attaches to by network links, with the directed
+        edge from the node to each such switch and back (``edges_between``: the widest of parallel links)."""
         table = self.__dict__.get("_nic_switches")
         if table is None:
             n = len(self.graph.node_ids)
             owner = np.repeat(np.arange(n), np.diff(self._net_ptr))
             keep = self.graph.node_kind[self._net_adj] == _SWITCH
             lengths = np.bincount(owner[keep], minlength=n)
-            table = (np.concatenate([[0], np.cumsum(lengths)]), self._net_adj[keep])
+            switches = self._net_adj[keep]
+            table = (np.concatenate([[0], np.cumsum(lengths)]), switches,
+                     self._edge_lookup(owner[keep], switches), self._edge_lookup(switches, owner[keep]))
             self._nic_switches = table
         return table
 
-    def _network_array(self, nic_s: np.ndarray, nic_d: np.ndarray) -> np.ndarray:
+    def _switch_edges(self, here: np.ndarray, there: np.ndarray) -> np.ndarray:
+        """Directed edges between switch positions (arrays): ``edges_between`` of their nodes, read from a
+        table of every pair of adjacent switches (dense where the switches are few)."""
+        m = self.switch_nodes.size
+        if m * m > _DENSE_SWITCH_PAIRS:
+            return self._edge_lookup(self.switch_nodes[here], self.switch_nodes[there])
+        table = self.__dict__.get("_sw_edge")
+        if table is None:
+            adj = self.switch_adj.tocoo()
+            table = np.full((m, m), -1, dtype=np.int64)
+            table[adj.row, adj.col] = self._edge_lookup(self.switch_nodes[adj.row], self.switch_nodes[adj.col])
+            self._sw_edge = table
+        return table[here, there]
+
+    def _switch_parts(self) -> np.ndarray:
+        """Connected part of the switch graph of each switch (position): two switches have a finite hop
+        distance exactly when they are in the same part."""
+        parts = self.__dict__.get("_sw_parts")
+        if parts is None:
+            parts = self._sw_parts = connected_components(self.switch_adj, directed=False)[1]
+        return parts
+
+    def _network_array(self, nic_s: np.ndarray, nic_d: np.ndarray) -> list[np.ndarray]:
+        """The network part of each pair's route between NICs, as columns of edges (-1 where the route is shorter)."""
         graph = self.graph
         rank = self._nic_rank()
         h = rank[nic_d]
@@ -614,44 +750,45 @@ class _Hierarchy:
         # back-to-back NICs: rare; route those pairs one by one
         if ((graph.node_kind[owner] == _NIC) & (graph.node_kind[self._net_adj] == _NIC)).any():
             rows = [np.asarray(self._network_path(int(a), int(b)), dtype=np.int64) for a, b in zip(nic_s.tolist(), nic_d.tolist())]
-            return self._padded(rows)
-        ptr, sw = self._switch_table()
+            return list(self._padded(rows).T)
+        ptr, sw, edge_to, edge_from = self._switch_table()
         cnt_s, cnt_d = ptr[nic_s + 1] - ptr[nic_s], ptr[nic_d + 1] - ptr[nic_d]
         if (cnt_s == 0).any() or (cnt_d == 0).any():
             k = int(np.nonzero((cnt_s == 0) | (cnt_d == 0))[0][0])
             self._network_path(int(nic_s[k]), int(nic_d[k]))  # raises with the names
-        start = sw[ptr[nic_s] + rank[nic_s] % cnt_s]
-        target = sw[ptr[nic_d] + h % cnt_d]
-        cols = [self._edge_lookup(nic_s, start)]
-        pos_target = self.sw_pos[target]
-        rep = self.twin_rep[pos_target]
-        far = ~np.isfinite(self._hop_distance(self.sw_pos[start], pos_target))
+        entry_s = ptr[nic_s] + rank[nic_s] % cnt_s
+        entry_d = ptr[nic_d] + h % cnt_d
+        here = self.sw_pos[sw[entry_s]]
+        pos_target = self.sw_pos[sw[entry_d]]
+        cols = [edge_to[entry_s]]
+        parts = self._switch_parts()
+        far = parts[here] != parts[pos_target]
         if far.any():
             k = int(np.nonzero(far)[0][0])
             self._network_path(int(nic_s[k]), int(nic_d[k]))  # raises with the names
-        here = self.sw_pos[start]
+        rep = self.twin_rep[pos_target]
         div = np.ones(here.size, dtype=np.int64)
-        moving = here != pos_target
+        moving = np.nonzero(here != pos_target)[0]
         m = self.switch_nodes.size
-        while moving.any():
-            idx = np.nonzero(moving)[0]
+        while moving.size:
             # next hops by (switch, twin representative of the target): the target and its representative
             # swapped on the way in and out (_hops_towards), so a fat tree's leaves share one table
-            moved = self._swap(here[idx], pos_target[idx], rep[idx])
-            key = moved * m + rep[idx]
-            uniq, inv = np.unique(key, return_inverse=True)
+            at, tgt, rp = here[moving], pos_target[moving], rep[moving]
+            key = self._swap(at, tgt, rp) * m + rp
+            uniq, inv = _unique_nodes(key, m * m) if m * m <= _DENSE_SWITCH_PAIRS else np.unique(key, return_inverse=True)
             cands = [self._next(int(k // m), int(k % m)) for k in uniq.tolist()]
             table = self._padded(cands)
-            counts = np.array([c.size for c in cands], dtype=np.int64)
-            pick = self._swap(table[inv, (h[idx] // div[idx]) % counts[inv]], pos_target[idx], rep[idx])
-            div[idx] *= counts[inv]
+            counts = np.array([c.size for c in cands], dtype=np.int64)[inv.reshape(-1)]
+            inv = inv.reshape(-1)
+            pick = self._swap(table[inv, (h[moving] // div[moving]) % counts], tgt, rp)
+            div[moving] *= counts
             col = np.full(here.size, -1, dtype=np.int64)
-            col[idx] = self._edge_lookup(self.switch_nodes[here[idx]], self.switch_nodes[pick])
+            col[moving] = self._switch_edges(at, pick)
             cols.append(col)
-            here[idx] = pick
-            moving = here != pos_target
-        cols.append(self._edge_lookup(target, nic_d))
-        return np.column_stack(cols)
+            here[moving] = pick
+            moving = moving[pick != tgt]
+        cols.append(edge_from[entry_d])
+        return cols
 
     def path(self, src_id: str, dst_id: str) -> np.ndarray:
         graph = self.graph
@@ -676,3 +813,79 @@ def _unique_nodes(nodes: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarr
     position = np.empty(n_nodes, dtype=np.int64)
     position[uniq] = np.arange(uniq.size)
     return uniq, position[nodes]
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The components (nodes) of a cluster grouped by structure: the same devices in the same order joined by
+    the same local links (kind, count, GB/s), as ``_structure`` shares a representative between them.
+
+    Attributes:
+        of: group of each component (groups numbered by their first component).
+        row: row of each component in its group's tables.
+        members: per group, the node ids of its components' devices, one row per component, local order.
+        links: per group, the link ids of its components' local links, one row per component, local order.
+        width: the most devices of a component (local positions are below it).
+    """
+
+    of: np.ndarray
+    row: np.ndarray
+    members: list[np.ndarray]
+    links: list[np.ndarray]
+    width: int
+
+
+def _group_components(hier: _Hierarchy) -> _Groups:
+    """``_Groups`` of a hierarchy: components of equal (devices, local links) counts side by side, one row of
+    numbers per component (device kinds; each link's local ends, kind, count and GB/s bits), equal rows one group."""
+    cols = hier.topology.columns()
+    kinds = hier.graph.node_kind.astype(np.int64)
+    order, bounds, lorder, lbounds = hier._sorted
+    sizes, counts = np.diff(bounds), np.diff(lbounds)
+    shape = sizes * (int(counts.max(initial=0)) + 1) + counts
+    by_shape = np.argsort(shape, kind="stable")
+    cuts = np.flatnonzero(np.diff(shape[by_shape])) + 1
+    found: list[np.ndarray] = []  # the components of each group, ascending
+    for comps in np.split(by_shape, cuts):
+        if comps.size == 0:
+            continue
+        size, count = int(sizes[comps[0]]), int(counts[comps[0]])
+        mem = order[bounds[comps][:, None] + np.arange(size)]
+        lk = lorder[lbounds[comps][:, None] + np.arange(count)]
+        rows = np.concatenate([kinds[mem], hier.local_index[cols.link_a[lk]], hier.local_index[cols.link_b[lk]],
+                               cols.link_kind[lk].astype(np.int64), cols.link_count[lk].astype(np.int64),
+                               cols.link_gb_per_s[lk].astype(float).view(np.int64)], axis=1)
+        inv = _equal_rows(rows)
+        same = np.argsort(inv, kind="stable")
+        found.extend(np.split(comps[same], np.flatnonzero(np.diff(inv[same])) + 1))
+    found.sort(key=lambda comps: int(comps[0]))
+    of = np.empty(hier.n_comp, dtype=np.int64)
+    row = np.empty(hier.n_comp, dtype=np.int64)
+    members, links = [], []
+    for g, comps in enumerate(found):
+        of[comps] = g
+        row[comps] = np.arange(comps.size)
+        size, count = int(sizes[comps[0]]), int(counts[comps[0]])
+        members.append(order[bounds[comps][:, None] + np.arange(size)])
+        links.append(lorder[lbounds[comps][:, None] + np.arange(count)])
+    return _Groups(of, row, members, links, int(sizes.max(initial=1)))
+
+
+def _equal_rows(rows: np.ndarray) -> np.ndarray:
+    """A label per row of an integer matrix, equal exactly for equal rows (``np.unique(rows, axis=0,
+    return_inverse=True)``'s grouping, not its numbering): rows grouped by a 64-bit hash, each checked
+    entry by entry against the first of its group; ``np.unique`` where two different rows share a hash."""
+    if rows.shape[1] == 0:
+        return np.zeros(rows.shape[0], dtype=np.int64)
+    _, first, inv = np.unique(_row_keys(rows), return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if (rows == rows[first[inv]]).all():
+        return inv
+    return np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)  # pragma: no cover - a hash collision
+
+
+def _row_keys(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit key per row of an integer matrix: the wrapping sum of its entries times fixed odd multipliers."""
+    mult = np.random.default_rng(0x5EED).integers(1, 2**62, rows.shape[1], dtype=np.int64).astype(np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (rows.astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)

@@ -19,11 +19,15 @@ because they can disagree (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER); the PCI bus
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+import gc
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
+from itertools import repeat
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import TopologyError
 
@@ -497,6 +501,53 @@ def validate(topology: Topology) -> None:
         if d.line_rate_gbit_per_s is not None and not 0 < d.line_rate_gbit_per_s <= MAX_NIC_GBIT_PER_S:
             raise TopologyError(f"device {d.id!r} has line rate {d.line_rate_gbit_per_s:g} Gbit/s; "
                                 f"expected above 0, at most {MAX_NIC_GBIT_PER_S:g}")
+
+
+T = TypeVar("T", Device, Link)
+
+
+def many(cls: type[T], varying: Mapping[str, Sequence[Any]], **common: Any) -> list[T]:
+    """Devices or links that differ only in the ``varying`` fields (one sequence per field, all as long):
+    element i equals ``cls(**common, **{name: values[i] for name, values in varying.items()})`` field for
+    field (fields left out take their defaults, a fresh one each from a default factory).
+
+    For a cluster's hundreds of thousands: made without a call of the dataclass's ``__init__`` per element, one
+    field of every element at a time through the slot's descriptor (a C loop per field; about 2.5 times faster).
+    A class with a ``__post_init__`` (none today) is built element by element."""
+    lengths = {len(values) for values in varying.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"varying fields of unequal lengths: {sorted(lengths)}")
+    count = lengths.pop() if lengths else 0
+    if count == 0:
+        return []
+    if hasattr(cls, "__post_init__"):  # pragma: no cover - neither Device nor Link has one
+        return [cls(**common, **{name: values[i] for name, values in varying.items()}) for i in range(count)]
+    first = cls(**common, **{name: values[0] for name, values in varying.items()})  # checks the names, fills defaults
+    out = list(map(object.__new__, repeat(cls, count)))
+    for f in fields(cls):
+        put = getattr(cls, f.name).__set__  # the slot's member descriptor: what the frozen __init__ sets through
+        if f.name in varying:
+            values: Iterable[Any] = varying[f.name]
+        elif f.name not in common and f.default_factory is not MISSING:
+            values = [f.default_factory() for _ in range(count)]
+        else:
+            values = repeat(getattr(first, f.name), count)
+        deque(map(put, out, values), maxlen=0)
+    return out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a block that makes many long-lived objects without reference cycles
+    (a cluster's devices and links): each full collection it would start walks the whole heap, and it starts
+    several while hundreds of thousands of objects are made (0.4 s of a 32,768-GPU fat tree's 1.2 s)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def make_topology(
