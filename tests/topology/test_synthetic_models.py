@@ -88,3 +88,17 @@ def test_bad_models_and_specs_are_user_errors(spec: str, model: str | None, need
     with pytest.raises(UserError) as info:
         synthetic_topology(spec, gpu_model=model)
     assert needle in info.value.one_line()
+
+
+def test_a_cluster_of_32768_gpus_builds_with_a_non_blocking_spine():
+    """cluster:dgx-h100:4096 failed: each rail's spine link claimed 4096 x 50 GB/s as one link (more than any
+    physical link); it is bonded links now, the same capacity."""
+    from linkscope.topology.model import MAX_LINK_COUNT
+    from linkscope.topology.synthetic import synthetic_topology
+
+    for nodes in (2, 4096):
+        topo = synthetic_topology(f"cluster:dgx-h100:{nodes}")
+        spine = [link for link in topo.links if "spine" in (link.a, link.b)]
+        assert spine and all(link.count <= MAX_LINK_COUNT for link in spine)
+        assert all(abs(link.count * link.link_gb_per_s - nodes * 50.0) < 1e-6 for link in spine)  # 400 Gb/s NICs
+    assert topo.gpu_count == 32768
