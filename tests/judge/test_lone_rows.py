@@ -62,3 +62,16 @@ def test_a_transport_named_at_one_slow_size_among_ok_ones_is_no_cause(tmp_path):
                 for m, v in zip(check["measurements"], check["extra"]["check"]["verdicts"])}
     assert verdicts[(2 << 20, False)]["cause_key"] == "lone-row"
     assert not any(v["cause_key"].startswith("collective-") for v in verdicts.values())
+
+
+def test_a_run_wide_cause_at_one_size_among_ok_ones_is_refuted(tmp_path):
+    """AMD's 8 x MI300X eager all_reduce: its 4 MiB in-place row (129 us, out of place 51.7) sat near 'the links at
+    half their rate', a cause of the whole run that would slow the ok sizes around it too: a lone timing."""
+    src = ROOT / "tests/fixtures/public/rccl-tests-mi300x8-allreduce-rocmblog.txt"
+    out = tmp_path / "check.json"
+    main(["check", str(src), "--preset", "mi300x-8", "--ranks", "8", "--json", str(out)])
+    check = json.loads(out.read_text())
+    verdicts = {(m["size_bytes"], bool(m["extra"].get("inplace"))): v
+                for m, v in zip(check["measurements"], check["extra"]["check"]["verdicts"])}
+    assert verdicts[(4 << 20, True)]["cause_key"] == "lone-row"
+    assert not any(v["verdict"] == "low" for v in verdicts.values())

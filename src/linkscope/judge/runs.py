@@ -283,7 +283,8 @@ def _series_key(m: Measurement) -> tuple:
 
 
 def _lone_rows(judgements: list[Judgement], measurements: Sequence[Measurement]) -> list[Judgement]:
-    """A low number with no cause whose curve is ok at the sizes right below and right above it, and whose other
+    """A low number with no cause (or a cause of the whole run, which the ok sizes refute) whose curve is ok at the
+    sizes right below and right above it, and whose other
     placement (nccl-tests' in-place / out-of-place column at the same size) is ok too, is one timing off its own
     run, not a property of the machine: nccl-tests and OSU time each row once (one loop of iterations), so a
     transient (another process, a clock change) lands on one row, while a link, a transport or a protocol that
@@ -300,7 +301,10 @@ def _lone_rows(judgements: list[Judgement], measurements: Sequence[Measurement])
         rows = sorted(rows, key=lambda i: measurements[i].size_bytes)
         for before, i, after in zip(rows, rows[1:], rows[2:]):
             j = judgements[i]
-            if j.verdict is not Verdict.LOW or j.cause_key or \
+            # a cause of the whole run (the links at half rate, a forced setting, a transport) would slow the ok
+            # neighbours too: they refute it, so such a row can be alone as well as one with no cause
+            run_wide = _run_wide(j.cause_key) is not None or j.cause_key in TRANSPORT_KEYS
+            if j.verdict is not Verdict.LOW or (j.cause_key and not run_wide) or \
                     judgements[before].verdict is not Verdict.OK or judgements[after].verdict is not Verdict.OK:
                 continue
             other = at.get((key[:-1] + (not key[-1],), measurements[i].size_bytes))

@@ -736,16 +736,26 @@ class CollectiveModel:
         for link in self.fabric.topology.links:
             if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
                 arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
-        found, channels = rccl.rings(arcs, n, rccl.gfx_of(gpus[0]))
+        gfx = rccl.gfx_of(gpus[0])
+        found, channels = rccl.rings(arcs, n, gfx)
         if not found:
             return None
         chunk = S / n / len(found)
         flows = [(ranks[r[k]], ranks[r[(k + 1) % n]], chunk) for r in found for k in range(n)]
-        red = self.flows_time_s(flows, reduce=True)
-        cpy = self.flows_time_s(flows)
-        steps, t = _ring_passes(spec, n, red, cpy)
-        return self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, "Simple", channels,
-                                basis="fabric (RCCL rings)")
+        step_lat = rccl.RING_STEP_LATENCY_US.get(rccl.tuning_model(arcs, n, gfx) or -1)
+        options = []
+        for proto in ("Simple", "LL") if step_lat else ("Simple",):
+            wire = 1.0 / PAYLOAD_FRACTION[proto]
+            red = self.flows_time_s(flows, reduce=True, wire=wire)
+            cpy = self.flows_time_s(flows, wire=wire)
+            steps, t = _ring_passes(spec, n, red, cpy)
+            if step_lat:  # RCCL's per-step latency of its tuning model replaces the fabric's route latency per step
+                t = max(0.0, t - steps * self._route_latency_s([(a, b) for a, b, _ in flows])) + steps * step_lat[proto] * 1e-6
+            options.append(self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, proto, channels,
+                                            basis="fabric (RCCL rings)"))
+        # RCCL's tuner picks the protocol by its own estimate (latency + size / bandwidth with its per-size correction
+        # factors, tuning.cc); the twin takes the faster of its two times, not that estimate
+        return min(options, key=lambda o: o.time_us)
 
     def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
               lat_us: float, estimate: float) -> AlgorithmPrediction:

@@ -33,6 +33,14 @@ ROME_MODEL_79_RINGS: tuple[tuple[int, ...], ...] = (
     (4, 7, 2, 6, 1, 5, 3, 0), (5, 2, 6, 3, 7, 1, 4, 0),
 )
 ROME_MODEL_79_CHANNELS = 28  # the ringBase lists 28 rings (each distinct one twice)
+ROME_MODEL_79_TUNING = 5  # its options "...,tuning=5,..." (rome_models.cc:560): rcclTuningModel[5] times its calls
+
+#: Per-step latency (us) of a ring on one node's xGMI (RCCL types xGMI as LINK_NVL, so hwLat[NCCL_HW_NVLINK]) by
+#: protocol, for each tuning model the twin knows: tuning_model_5, src/graph/tuning.cc:224-227 at rocm-6.2.2
+#: (Ring LL 0.8, LL128 0.0, Simple 3.6). RCCL's tuner adds nsteps x this to a ring's latency (tuning.cc:436-453;
+#: nsteps = 2(n-1) for allreduce, n-1 for allgather / reduce_scatter, :352). LL128 is off on gfx942 (tuning.cc:
+#: 511-517: on by default only on gfx90a), so a ring there is LL or Simple.
+RING_STEP_LATENCY_US: dict[int, dict[str, float]] = {5: {"LL": 0.8, "Simple": 3.6}}
 
 _GFX_BY_NAME = (("mi300x", "gfx942"), ("mi325x", "gfx942"), ("mi300a", "gfx942"), ("mi250", "gfx90a"),
                 ("mi210", "gfx90a"), ("mi100", "gfx908"))
@@ -50,6 +58,13 @@ def gfx_of(gpu: Any) -> str | None:
 
 def is_amd(gpu: Any) -> bool:
     return (getattr(gpu, "vendor", None) or "").lower() == "amd" or gfx_of(gpu) is not None
+
+
+def tuning_model(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> int | None:
+    """The rcclTuningModel index RCCL times these ranks' calls with, where the twin knows it (rome_model_79's
+    8 fully connected gfx94x GPUs: 5), else None."""
+    full = len(arcs) == n * (n - 1)
+    return ROME_MODEL_79_TUNING if n == 8 and full and gfx is not None and gfx.startswith("gfx94") else None
 
 
 def rings(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> tuple[list[tuple[int, ...]], int]:
