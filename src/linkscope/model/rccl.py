@@ -40,6 +40,10 @@ ROME_MODEL_79_TUNING = 5  # its options "...,tuning=5,..." (rome_models.cc:560):
 #: (Ring LL 0.8, LL128 0.0, Simple 3.6). RCCL's tuner adds nsteps x this to a ring's latency (tuning.cc:436-453;
 #: nsteps = 2(n-1) for allreduce, n-1 for allgather / reduce_scatter, :352). LL128 is off on gfx942 (tuning.cc:
 #: 511-517: on by default only on gfx90a), so a ring there is LL or Simple.
+#: Not yet per version (rccl7, 2026-11-29): the same table at release-staging/rocm-rel-6.3 (99b8561b, RCCL 2.21.5)
+#: and release/rocm-rel-6.3.0.1 (4e136045) reads Ring Simple 2.1 us (Tree LL 0.9, Simple 2.3; tuning.cc:227); LL128
+#: stays gfx90a-only (:512-514). No rocm-6.3.0 or 2.22.3 tag is in the ROCm/rccl snapshot, so the value RCCL 2.22.3
+#: (AMD's blog runs) uses is not established from source here.
 RING_STEP_LATENCY_US: dict[int, dict[str, float]] = {5: {"LL": 0.8, "Simple": 3.6}}
 
 _GFX_BY_NAME = (("mi300x", "gfx942"), ("mi325x", "gfx942"), ("mi300a", "gfx942"), ("mi250", "gfx90a"),
