@@ -51,18 +51,18 @@ def test_ring_search_finds_disjoint_cycles_and_gives_up_cleanly():
 
 def test_mi300x_ring_pays_rccls_per_step_latency_and_picks_ll_or_simple():
     """rome_model_79 names tuning model 5 (rome_models.cc:560), whose Ring hwLat on xGMI is LL 0.8 us and Simple
-    3.6 us a step (tuning.cc:224-227 at rocm-6.2.2), LL128 off on gfx942 (tuning.cc:511-517). The twin's ring had
-    no step latency and Simple at every size: 8 x MI300X allreduce 16-64 MiB read 63-79% of it in AMD's own run."""
+    2.1 us a step in RCCL 2.21.5 (tuning.cc:224-227; 3.6 at rocm-6.2.2), LL128 off on gfx942. The twin's ring had
+    no step latency and Simple at every size."""
     model = CollectiveModel.of(load_preset("mi300x-8"))
     ranks = list(range(8))
     big = model.predict("allreduce", ranks, 64 * MIB).chosen
     small = model.predict("allreduce", ranks, MIB).chosen
     assert big.protocol == "Simple" and small.protocol == "LL"
     assert rccl.tuning_model({(a, b) for a in ranks for b in ranks if a != b}, 8, "gfx942") == 5
-    # the 14 steps' latency is in the time: 64 MiB at least 14 x 3.6 us above the data's time at the same rate
+    # the 14 steps' latency is in the time: 64 MiB at least 14 steps' latency above the data's time at the same rate
     huge = model.predict("allreduce", ranks, 1024 * MIB).chosen
     rate_us_per_byte = huge.time_us / (1024 * MIB)
-    assert big.time_us - rate_us_per_byte * 64 * MIB > 14 * 3.6 * 0.9
+    assert big.time_us - rate_us_per_byte * 64 * MIB > 14 * rccl.RING_STEP_LATENCY_US[5]["Simple"] * 0.9
     # a machine whose tuning model the twin does not know keeps its Simple ring without step latencies
     mi250 = CollectiveModel.of(load_preset("mi250x-8gcd")).predict("allreduce", ranks, MIB).chosen
     assert mi250.protocol == "Simple"

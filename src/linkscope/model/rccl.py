@@ -36,15 +36,14 @@ ROME_MODEL_79_CHANNELS = 28  # the ringBase lists 28 rings (each distinct one tw
 ROME_MODEL_79_TUNING = 5  # its options "...,tuning=5,..." (rome_models.cc:560): rcclTuningModel[5] times its calls
 
 #: Per-step latency (us) of a ring on one node's xGMI (RCCL types xGMI as LINK_NVL, so hwLat[NCCL_HW_NVLINK]) by
-#: protocol, for each tuning model the twin knows: tuning_model_5, src/graph/tuning.cc:224-227 at rocm-6.2.2
-#: (Ring LL 0.8, LL128 0.0, Simple 3.6). RCCL's tuner adds nsteps x this to a ring's latency (tuning.cc:436-453;
-#: nsteps = 2(n-1) for allreduce, n-1 for allgather / reduce_scatter, :352). LL128 is off on gfx942 (tuning.cc:
-#: 511-517: on by default only on gfx90a), so a ring there is LL or Simple.
-#: Not yet per version (rccl7, 2026-11-29): the same table at release-staging/rocm-rel-6.3 (99b8561b, RCCL 2.21.5)
-#: and release/rocm-rel-6.3.0.1 (4e136045) reads Ring Simple 2.1 us (Tree LL 0.9, Simple 2.3; tuning.cc:227); LL128
-#: stays gfx90a-only (:512-514). No rocm-6.3.0 or 2.22.3 tag is in the ROCm/rccl snapshot, so the value RCCL 2.22.3
-#: (AMD's blog runs) uses is not established from source here.
-RING_STEP_LATENCY_US: dict[int, dict[str, float]] = {5: {"LL": 0.8, "Simple": 3.6}}
+#: protocol, for each tuning model the twin knows: tuning_model_5 as RCCL 2.21.5 has it (branch develop at 0cbce2a7,
+#: 2024-10-24, and release-staging/rocm-rel-6.3 at 99b8561b: src/graph/tuning.cc:224-227, Ring LL 0.8, LL128 0.0,
+#: Simple 2.1), the newest table in the ROCm/rccl snapshot and the nearest to the 2.22.3 of AMD's published MI300X
+#: runs (no 2.22.3 or rocm-6.3.0 tag is in it: what 2.22.3 reads is belief). rocm-6.2.2 (RCCL 2.20.5) had Simple 3.6
+#: there; the twin is not per version. RCCL's tuner adds nsteps x this to a ring's latency (tuning.cc:436-453; nsteps
+#: = 2(n-1) for allreduce, n-1 for allgather / reduce_scatter, :352). LL128 is off on gfx942 (tuning.cc:511-517 at
+#: rocm-6.2.2, :512-514 at 2.21.5: on by default only on gfx90a), so a ring there is LL or Simple.
+RING_STEP_LATENCY_US: dict[int, dict[str, float]] = {5: {"LL": 0.8, "Simple": 2.1}}
 
 _GFX_BY_NAME = (("mi300x", "gfx942"), ("mi325x", "gfx942"), ("mi300a", "gfx942"), ("mi250", "gfx90a"),
                 ("mi210", "gfx90a"), ("mi100", "gfx908"))
