@@ -743,14 +743,16 @@ class CollectiveModel:
         chunk = S / n / len(found)
         flows = [(ranks[r[k]], ranks[r[(k + 1) % n]], chunk) for r in found for k in range(n)]
         step_lat = rccl.RING_STEP_LATENCY_US.get(rccl.tuning_model(arcs, n, gfx) or -1)
+        # RCCL's per-step latency of its tuning model replaces the fabric's route latency per step
+        route_s = self._route_latency_s([(a, b) for a, b, _ in flows]) if step_lat else 0.0
         options = []
         for proto in ("Simple", "LL") if step_lat else ("Simple",):
             wire = 1.0 / PAYLOAD_FRACTION[proto]
             red = self.flows_time_s(flows, reduce=True, wire=wire)
             cpy = self.flows_time_s(flows, wire=wire)
             steps, t = _ring_passes(spec, n, red, cpy)
-            if step_lat:  # RCCL's per-step latency of its tuning model replaces the fabric's route latency per step
-                t = max(0.0, t - steps * self._route_latency_s([(a, b) for a, b, _ in flows])) + steps * step_lat[proto] * 1e-6
+            if step_lat:
+                t = max(0.0, t - steps * route_s) + steps * step_lat[proto] * 1e-6
             options.append(self._prediction("ring", op, n, int(S), self.launch_us + t * 1e6, steps, proto, channels,
                                             basis="fabric (RCCL rings)"))
         # RCCL's tuner picks the protocol by its own estimate (latency + size / bandwidth with its per-size correction

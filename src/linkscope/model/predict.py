@@ -834,13 +834,13 @@ class FabricModel:
                 ends.append(self.gpu(ref))
         if ends[0].id == ends[1].id:
             raise ConfigError(f"latency from {ends[0].label} to itself", hint="pick two different devices")
-        there, back_edges = self._path(ends[0], ends[1]), self._path(ends[1], ends[0])
-        one_way = self._lat(there) * 1e6
         if kind == "remote-read":
             measured = self._host_read_fact_us(src, dst)
             if measured is not None:
                 return measured
-            back = self._lat(back_edges) * 1e6
+        one_way = self._lat(self._path(ends[0], ends[1])) * 1e6
+        if kind == "remote-read":
+            back = self._lat(self._path(ends[1], ends[0])) * 1e6
             return self.latency_base_us(kind, src) + one_way + back
         return self.latency_base_us(kind, src) + one_way
 

@@ -63,19 +63,22 @@ def is_amd(gpu: Any) -> bool:
     return (getattr(gpu, "vendor", None) or "").lower() == "amd" or gfx_of(gpu) is not None
 
 
+def _rome_model_79(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> bool:
+    """Whether RCCL matches these ranks to rome_model_79: 8 gfx94x GPUs, every pair one direct xGMI link."""
+    return n == 8 and len(arcs) == n * (n - 1) and gfx is not None and gfx.startswith("gfx94")
+
+
 def tuning_model(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> int | None:
     """The rcclTuningModel index RCCL times these ranks' calls with, where the twin knows it (rome_model_79's
     8 fully connected gfx94x GPUs: 5), else None."""
-    full = len(arcs) == n * (n - 1)
-    return ROME_MODEL_79_TUNING if n == 8 and full and gfx is not None and gfx.startswith("gfx94") else None
+    return ROME_MODEL_79_TUNING if _rome_model_79(arcs, n, gfx) else None
 
 
 def rings(arcs: set[tuple[int, int]], n: int, gfx: str | None) -> tuple[list[tuple[int, ...]], int]:
     """RCCL's rings over ranks 0..n-1 whose direct xGMI links are ``arcs`` (both directions listed), and
     the channels they run on: rome_model_79's for 8 fully connected gfx94x GPUs, else arc-disjoint
     Hamiltonian cycles (module doc). ([], 0) when no ring uses direct links only."""
-    full = len(arcs) == n * (n - 1)
-    if n == 8 and full and gfx is not None and gfx.startswith("gfx94"):
+    if _rome_model_79(arcs, n, gfx):
         return [tuple(r) for r in ROME_MODEL_79_RINGS], ROME_MODEL_79_CHANNELS
     free = set(arcs)
     found: list[tuple[int, ...]] = []
