@@ -42,6 +42,9 @@ def test_env_option_is_repeatable_and_a_value_may_hold_commas():
     ctx = _stated(None, None, None, ["NCCL_ALGO=Ring,Tree,NCCL_PROTO=LL", "HSA_ENABLE_SDMA=0", "NCCL_PROTO=Simple"])
     assert dict(ctx.env) == {"NCCL_ALGO": "Ring,Tree", "NCCL_PROTO": "Simple", "HSA_ENABLE_SDMA": "0"}
     assert _stated(None, None, None, "NCCL_GRAPH_REGISTER=0").env == (("NCCL_GRAPH_REGISTER", "0"),)
+    # a value's commas go on after any pair of the option, not only its first
+    assert dict(_stated(None, None, None, ["NCCL_PROTO=LL,NCCL_ALGO=Ring,Tree"]).env) == {"NCCL_PROTO": "LL",
+                                                                                        "NCCL_ALGO": "Ring,Tree"}
     with pytest.raises(UserError):
         _stated(None, None, None, ["=x"])
     with pytest.raises(UserError):

@@ -196,11 +196,13 @@ def _stated(ranks: int | None, hosts: str | None, launch: str | None, env: list[
     host_list = tuple(h.strip() for h in (hosts or "").split(",") if h.strip())
     pairs: list[tuple[str, str]] = []
     for option in [env] if isinstance(env, str) else (env or []):
+        named = False  # a pair of this option came before: an item without '=' goes on its value
         for item in (i.strip() for i in option.split(",") if i.strip()):
             name, sep, value = item.partition("=")
-            if not sep and pairs and option.lstrip().startswith(pairs[-1][0] + "="):
+            if not sep and named:
                 pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]},{item}")  # NCCL_ALGO=Ring,Tree: the value goes on
                 continue
+            named = True
             if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
                 raise UserError(f"--env takes NAME=VALUE pairs separated by commas, got {item!r}")
             pairs.append((name.strip(), value.strip()))
