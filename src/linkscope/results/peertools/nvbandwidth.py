@@ -220,7 +220,7 @@ _SMALLER_WHY = ("nvbandwidth ran with a buffer smaller than its default (its NOT
                 "state it with --sizes")
 
 
-def _size_unknown(items: list[Measurement], size_from: str, unknown: bool) -> tuple[list[Measurement], str]:
+def _marked_size_unknown(items: list[Measurement], size_from: str, unknown: bool) -> tuple[list[Measurement], str]:
     """The rates marked ``extra["size_unknown"]`` (the judge leaves them alone, saying why) where the run's
     buffer was below the default and the size was not stated; the run context's ``size_from`` to match."""
     if not unknown:
@@ -402,7 +402,7 @@ def parse_text(text: str, source: str, size_bytes: int | None = None) -> PeerRun
                      "(for peer tests: no GPU pair with peer access)")
     size_from = "option" if size_bytes is not None else (f"default of {version}" if version else
                                                           "default of the newest version (the output names none)")
-    items, size_from = _size_unknown(out.items, size_from, smaller and size_bytes is None)
+    items, size_from = _marked_size_unknown(out.items, size_from, smaller and size_bytes is None)
     run_context = RunContext(default_size_bytes=emit.size, size_from=size_from, launcher=lines.launcher,
                              layout="before v0.6 (unlabelled bidirectional matrices)" if old_layout else "")
     return PeerRun(TOOL, version, source, tuple(items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
@@ -467,6 +467,6 @@ def parse_json(data: Any, source: str, size_bytes: int | None = None) -> PeerRun
     size_from = "option" if size_bytes is not None else f"default of {version or 'the newest version'}"
     # -j keeps the NOTE as nvbandwidth.warning (json_output.cpp recordWarning), and no buffer size either
     smaller = str(root.get("warning", "")).startswith(_SMALLER_NOTE)
-    items, size_from = _size_unknown(out.items, size_from, smaller and size_bytes is None)
+    items, size_from = _marked_size_unknown(out.items, size_from, smaller and size_bytes is None)
     return PeerRun(TOOL, version, source, tuple(items), tuple(gpus), context, tuple(notes), outcomes=outcomes,
                    run_context=RunContext(default_size_bytes=emit.size, size_from=size_from))
