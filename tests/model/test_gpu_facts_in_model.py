@@ -70,3 +70,24 @@ def test_host_read_is_the_gpu_models_measured_chase_whatever_the_presets_pcie_ho
     assert calibrated.latency_us("remote-read", "host", 0) == pytest.approx(0.5 + 2 * 0.3)
     # GPU to GPU is still the NVSwitch route
     assert h200.latency_us("remote-read", 0, 1) == pytest.approx(0.85, rel=0.01)
+
+
+
+def _xgmi_capacities_gb_per_s(topology, params=None) -> set[float]:
+    model = FabricModel(topology, params)
+    xgmi = [2 * i for i, link in enumerate(topology.links) if link.kind.value == "xgmi"]
+    return {round(float(model.capacity[e]), 3) for e in xgmi}
+
+
+def test_an_xgmi_link_carries_the_gpu_models_usable_rate_not_another_models_efficiency() -> None:
+    """MI300X's xGMI carries about 48 of its 64 GB/s per direction (AMD's ROCm blog, gpufacts); the kind's default
+    efficiency (0.81) was measured on MI250X's links and gave 51.8 GB/s a link, 362 GB/s busbw for an 8-GPU ring."""
+    mi300x = load_preset("mi300x-8")
+    facts = gpu_facts("AMD Instinct MI300X")
+    assert facts is not None and facts.xgmi_usable_gb_per_s_per_link == 48.0
+    assert _xgmi_capacities_gb_per_s(mi300x) == {48.0}
+    # stated by the user (or a calibration): the stated efficiency wins over the facts, per kind and per link
+    assert _xgmi_capacities_gb_per_s(mi300x, {"link_efficiency.xgmi": 0.9}) == {57.6}
+    assert _xgmi_capacities_gb_per_s(mi300x, {"link_efficiency.link.gpu0|gpu1": 0.5}) == {32.0, 48.0}
+    # a GPU model whose facts give no usable rate keeps the kind's default: nothing borrowed from MI300X
+    assert _xgmi_capacities_gb_per_s(_renamed(mi300x, "Mystery GPU 9000")) == {round(64 * 0.81, 3)}

@@ -168,7 +168,32 @@ class FabricGraph:
 
     # ---- capacities -------------------------------------------------------------------------------
     def edge_efficiency(self, params: ModelParams) -> np.ndarray:
-        """Efficiency of each directed edge: per link, per generation, per kind (``ModelParams.link_efficiency``)."""
+        """Efficiency of each directed edge: per link, per generation, per kind (``ModelParams.link_efficiency``);
+        while ``link_efficiency.xgmi`` holds its default, an xGMI link between GPUs whose model states a usable
+        rate (``GpuFacts.xgmi_usable_gb_per_s_per_link``) takes that rate's share of the model's raw one."""
+        out = self._edge_efficiency_from_params(params)
+        if params.is_default("link_efficiency.xgmi"):
+            self._apply_xgmi_usable(out, params)
+        return out
+
+    def _apply_xgmi_usable(self, out: np.ndarray, params: ModelParams) -> None:
+        """The GPU model's usable xGMI fraction on its xGMI links, where no per-link key is set (see
+        ``edge_efficiency``); a link whose two GPUs state different fractions takes the smaller."""
+        xgmi = [i for i, link in enumerate(self.topology.links) if link.kind is LinkKind.XGMI
+                and f"link_efficiency.link.{link.a}|{link.b}" not in params.values
+                and f"link_efficiency.link.{link.b}|{link.a}" not in params.values]
+        if not xgmi:
+            return
+        index, devices = self.node_index, self.topology.devices
+        ends = sorted({end for i in xgmi for end in (self.topology.links[i].a, self.topology.links[i].b)})
+        fraction = {d: _xgmi_usable_fraction(f) for d, f in zip(ends, _facts_of([devices[index[d]] for d in ends]))}
+        for i in xgmi:
+            link = self.topology.links[i]
+            known = [f for f in (fraction[link.a], fraction[link.b]) if f is not None]
+            if known:
+                out[2 * i] = out[2 * i + 1] = min(known)
+
+    def _edge_efficiency_from_params(self, params: ModelParams) -> np.ndarray:
         if any(k.startswith("link_efficiency.link.") for k in params.values):
             out = np.empty(self.n_edges)
             for i, link in enumerate(self.topology.links):
@@ -233,6 +258,13 @@ class FabricGraph:
 
     def has_network(self) -> bool:
         return bool(np.any(self.edge_kind == KIND_CODE[LinkKind.NETWORK.value]))
+
+
+def _xgmi_usable_fraction(facts: GpuFacts | None) -> float | None:
+    """A GPU model's usable share of its xGMI link rate (usable / raw per direction), None where not stated."""
+    if facts is None or not facts.xgmi_usable_gb_per_s_per_link or not facts.xgmi_gb_per_s_per_link:
+        return None
+    return min(1.0, facts.xgmi_usable_gb_per_s_per_link / facts.xgmi_gb_per_s_per_link)
 
 
 def _facts_of(devices: Sequence[Device]) -> list[GpuFacts | None]:

@@ -15,7 +15,10 @@ Keys (rates in GB/s per direction = 1e9 B/s, times in microseconds):
   generation ``link_efficiency.<generation>`` (nvlink2, nvlink3, nvlink4, pcie3, pcie4, pcie5, qpi,
   upi, xgmi: ``generation_key``), then its kind. A kind key set by the topology or a calibration
   wins over a generation *default*, so calibrated topologies keep their fitted values. The link's
-  ``link_gb_per_s`` stays the physical figure; efficiencies are never folded into it.
+  ``link_gb_per_s`` stays the physical figure; efficiencies are never folded into it. While
+  ``link_efficiency.xgmi`` holds its default (0.81, measured on MI250X), an xGMI link between GPUs whose
+  model states a usable rate (``GpuFacts.xgmi_usable_gb_per_s_per_link``: MI300X 48 of 64) takes that
+  share instead (``FabricGraph.edge_efficiency``).
 * ``p2p_transit_efficiency.<kind>`` also for ``gpu``: an AMD GCD forwarding xGMI traffic to another
   GCD. Per element: the device attribute ``p2p_transit_efficiency`` (a preset fact with its source),
   overridden by ``p2p_transit_efficiency.device.<id>`` (calibrated).
