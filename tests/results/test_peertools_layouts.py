@@ -125,6 +125,26 @@ def test_launcher_prefixes_and_quoting_are_taken_off(prefix):
     assert {m.method for m in run.measurements} == {"nccl.allreduce"}
 
 
+@pytest.mark.parametrize("prefix", ["svc-1  | 2024-05-01T10:00:00.123456789Z ",  # docker compose logs -t
+                                    "2024-05-01T10:00:00.123456789Z ",  # kubectl logs --timestamps
+                                    "[pod/nccl-0/worker] 2024-05-01T10:00:00.123456789Z ",  # kubectl --prefix too
+                                    "May 01 10:00:00 node01 all_reduce_perf[4242]: ",  # journalctl
+                                    "2024-05-01T10:00:00+0000 node01 all_reduce_perf[4242]: ",  # journalctl -o short-iso
+                                    "May 01 10:00:00 ", "00:00:01.123456 ",  # ts, ts -s
+                                    "0: 2024-05-01T10:00:00.123Z ",  # srun --label over a time-stamped log
+                                    "2024-05-01T10:00:00.123Z [1,0]<stdout>:",  # a CI stamp over --tag-output
+                                    "> svc-1  | "])
+def test_launcher_prefixes_nested_in_any_order_are_taken_off(prefix):
+    """#34: the prefixes were tried in one fixed order, once each, so a docker compose column before an RFC 3339
+    stamp (`docker compose logs -t`) left the stamp on every line and nothing parsed; journalctl's and ts's stamps
+    and kubectl's --prefix were not known at all. Each layer is now peeled where it is the outer one."""
+    body = ("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n" + NCCL_HEAD + NCCL_ROWS + NCCL_TAIL)
+    text = "\ufeff" + "".join(prefix + line + "\n" for line in body.splitlines())
+    run = parse(text, "log.txt")
+    assert run.tool == "nccl-tests" and len(run.measurements) == 4 and run.complete and not run.unread
+    assert run.run_context.ranks == 2 and run.run_context.launcher
+
+
 def test_nccl_2_0_to_2_12_layout_no_root_and_error_column():
     """#34: the pre-2.13 layout (allreduce prints no root column; the 4th column is the largest
     error, %5.0le) was misread: the op became reduce, an in-place time became '25 wrong elements'.
