@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from linkscope.cli import main
-from linkscope.errors import UserError
+from linkscope.errors import SchemaError, UserError
 from linkscope.results.peertools import nccltests, nvbandwidth, osu, p2p_sample, transferbench
 from linkscope.results.peertools.common import RunContext
 from linkscope.results.peertools.detect import parse, read_all
@@ -633,3 +633,27 @@ def test_hsa_enable_sdma_0_judges_a_rocm_mpi_copy_on_blit_kernels(tmp_path):
 def test_a_malformed_env_is_one_clear_line(tmp_path):
     code, verdicts = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA")
     assert code != 0 and not verdicts
+
+
+OSU_MBW_MR = """# OSU MPI-CUDA Multiple Bandwidth / Message Rate Test v7.3
+# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)
+# [ pairs: 8 ] [ window size: 64 ]
+# Size                  MB/s        Messages/s
+1                      12.81       12812345.12
+4194304             92345.12          22016.23
+"""
+
+
+def test_osu_mbw_mr_is_read_as_the_pairs_sum_and_not_judged():
+    """#34 (blind8): osu_mbw_mr ('Multiple Bandwidth / Message Rate', mpi/pt2pt/osu_mbw_mr.c: '# [ pairs: %d ] [ window
+    size: %d ]', then '# Size  MB/s  Messages/s' rows '%-*d%*.*f%*.*f') exited 1 'no OSU result in it'. Its MB/s is
+    the sum over the pairs (rank i -> rank i + pairs), on GPUs the output does not name: read, not judged."""
+    run = parse(OSU_MBW_MR, "osu_mbw_mr.txt")
+    assert [m.method for m in run.measurements] == ["mpi.mbw_mr"] * 2
+    last = run.measurements[-1]
+    assert last.median_gb_per_s == pytest.approx(92.34512) and last.extra["pairs"] == 8
+    assert last.extra["messages_per_s"] == pytest.approx(22016.23)
+    assert last.status is Status.WAIVED and "8 pairs" in last.reason
+    varied = OSU_MBW_MR.replace("[ window size: 64 ]", "[ window size: varied ]")
+    with pytest.raises(SchemaError, match="varied window sizes"):
+        parse(varied, "osu_mbw_mr_v.txt")
