@@ -1173,21 +1173,31 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     n_nodes = len(set(nodes))
     nvl = nt.nvlink_bw(cc)
     by_id = topo.by_id
-    gpu_bw, nvswitch, pci = [], False, []
+    gpu_bw: list[float] = []
+    nvswitch = False
+    pci: list[float] = []
     for g in gpus:
         links = 0
+        c2c: list[float] = []
+        host_pci = len(pci)
         for link in topo.links_of(g.id):
             if gid_in(link, g.id):
                 other = by_id[link.b if link.a == g.id else link.a]
                 if link.kind is LinkKind.NVLINK:
                     if other.kind is DeviceKind.CPU and "c2c" in (link.generation or "").lower():
                         # a Grace's NVLink-C2C is NCCL's LINK_C2C (topo.cc:671-672 at v2.28.9-1), not an NVLink:
-                        # getTotalBw sums LINK_NVL only (search.cc:29-37), so 18 links on a GB200, not 19
+                        # getTotalBw sums LINK_NVL only (search.cc:29-37), so 18 links on a GB200, not 19. NCCL takes
+                        # a GPU's bandwidth to its CPU "via P2P or C2C" as the GPU's (topo.cc:1581-1587,
+                        # getLocalNetCountByBw); a GPU whose only host link is C2C (GH200, GB10) has no PCIe link here,
+                        # so the C2C rate stands for it (else a Gen3 x16 guess capped it at 12 GB/s and one channel)
+                        c2c.append(link.count * link.link_gb_per_s)
                         continue
                     links += link.count
                     nvswitch = nvswitch or other.kind is DeviceKind.NVSWITCH
                 elif link.kind is LinkKind.PCIE:
                     pci.append(_nccl_pci_bw(link))
+        if len(pci) == host_pci and c2c:
+            pci.append(sum(c2c))
         gpu_bw.append(links * nvl)
     pair_levels = [fabric.router.pair_level(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
                    if nodes[i] == nodes[(i + 1) % len(gpus)]]
