@@ -657,3 +657,42 @@ def test_osu_mbw_mr_is_read_as_the_pairs_sum_and_not_judged():
     varied = OSU_MBW_MR.replace("[ window size: 64 ]", "[ window size: varied ]")
     with pytest.raises(SchemaError, match="varied window sizes"):
         parse(varied, "osu_mbw_mr_v.txt")
+
+
+def _nccl_2_19(time_label: str = "time", stamps: bool = False) -> str:
+    """An all_reduce in nccl-tests 2.19's layout, printed with v2.19.6's formats (src/util.cu writeResultHeader,
+    writeBenchmarkLinePreamble, writeBenchmarkLineBody, writeTimestamp): ``-C 1`` labels the time ``cputime``,
+    ``-S 1`` ends each row with ``%Y-%m-%d %H:%M:%S`` under a ``timestamp`` label."""
+    pad, label, fmt = (19, "timestamp", "%Y-%m-%d %H:%M:%S") if stamps else (0, "", "")
+    cols = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n"
+    text = ("# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803\n"
+            "# Collective test starting: all_reduce_perf\n"
+            "# nThread 1 nGpus 2 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
+            "agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n# Using devices\n"
+            "#  Rank  0 Group  0 Pid   4242 on node01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+            "#  Rank  1 Group  0 Pid   4242 on node01 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3\n#\n")
+    groups = "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n"
+    text += groups % (("",) * 5)  # the printf formats are the tool's, kept as printed
+    text += cols % ("size", "count", "type", "redop", "root", time_label, "algbw", "busbw", "#wrong", time_label,
+                    "algbw", "busbw", "#wrong", pad, label)
+    text += cols % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+                    pad, fmt)
+    for size, t in ((1 << 30, 3500.0), (1 << 31, 7000.0)):
+        bw = size / (t * 1e-6) / 1e9
+        body = "  %7s  %6s  %6s  %6g" % (f"{t:.1f}", f"{bw:.2f}", f"{bw:.2f}", 0)  # noqa: UP031 - nccl-tests' format
+        lead = "%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", f"{-1:6d}")  # noqa: UP031 - likewise
+        row = lead + body + body
+        text += row + (" 2026-07-09 16:03:21" if stamps else "") + "\n"
+    return text + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 306.8 \n#\n# Collective test concluded: all_reduce_perf\n"
+
+
+def test_nccl_2_19_timestamp_column_and_cputime_label_are_read():
+    """#34 (blind8): nccl-tests 2.19's -S 1 (report_timestamps) ends every row with a date and a time, so every row
+    was 'cut short or too long' and the file exited 1; -C 1 labels the time 'cputime', and that header was not taken
+    for a column header (the rows were read by guessing, the time not marked as CPU time)."""
+    stamped = parse(_nccl_2_19(stamps=True), "all_reduce_perf.log")
+    assert len(stamped.measurements) == 4 and not stamped.unread
+    assert stamped.measurements[0].extra["timestamp"] == "2026-07-09 16:03:21"
+    assert stamped.measurements[0].extra["time_us"] == 3500.0
+    cpu = parse(_nccl_2_19(time_label="cputime"), "all_reduce_perf.log")
+    assert len(cpu.measurements) == 4 and {m.extra.get("time_kind") for m in cpu.measurements} == {"cpu"}
