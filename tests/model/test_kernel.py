@@ -122,3 +122,33 @@ def test_unit_weight_solve_equals_the_weighted_one_bit_for_bit(seed, monkeypatch
             done_w, first_w, events_w = _compiled(p, 0.01, renumber)
         assert events == events_w
         assert np.array_equal(done, done_w) and np.array_equal(first, first_w)
+
+
+def test_level_buckets_never_put_a_higher_level_lower():
+    """The level queue's only need (``_solve``): a higher level never falls in a lower bucket, from 0 through
+    levels far below and above the solve's lowest (clamped at both ends), exact powers of two included."""
+    rng = np.random.default_rng(5)
+    levels = np.unique(np.concatenate([[0.0, 5e-324, 1e-300, 1e300, np.finfo(float).max],
+                                       2.0 ** np.arange(-80, 81), np.exp(rng.uniform(-120, 120, 5000))]))
+    for e_lo in (-3, 0, 5):
+        b = np.array([kernel._bucket(x, e_lo) for x in levels])
+        assert b[0] == 0 and np.all(b[1:] >= 1) and np.all(b < kernel.LEVEL_BUCKETS)
+        assert np.all(np.diff(b) >= 0)
+    assert kernel._bucket(1.0, 1) < kernel._bucket(1.0 + 2.0 ** -7, 1)  # buckets narrower than 1/256 of a level
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_levels_over_many_octaves_and_ties_solve_as_the_full_resolve(seed):
+    """Resources of capacities over 80 octaves (the last bucket of the level queue holds many) and groups of
+    equal capacity (equal levels in one bucket): the compiled event loop equals the NumPy path re-solving
+    every stage from scratch at every event."""
+    p = _random_problem(seed, 120, 25)
+    rng = np.random.default_rng(seed)
+    capacity = np.where(rng.random(p.capacity_gb_per_s.size) < 0.5, 2.0 ** rng.integers(-40, 41, p.capacity_gb_per_s.size),
+                        46.5)
+    p = FlowProblem(p.A, capacity, p.stage_bytes, p.stage_cap_gb_per_s, p.stage_latency_s, p.stage_next, p.flow_first)
+    full = simulate(p, rtol=0.01, engine="numpy", full_every=1)
+    last = np.flatnonzero(p.stage_next < 0)
+    for renumber in (True, False):
+        done, first, _ = _compiled(p, 0.01, renumber)
+        np.testing.assert_allclose(np.sort(done[last]), np.sort(full.finish_s), rtol=1e-9, atol=0)
