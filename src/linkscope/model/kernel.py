@@ -89,7 +89,7 @@ def _dedup_csr(A: csc_matrix, capacity: np.ndarray) -> tuple[csr_matrix, np.ndar
     if rows.size == 0:
         return R[rows], capacity[rows]
     data = np.ascontiguousarray(R.data, dtype=float)
-    indptr, indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    indptr, indices = R.indptr, R.indices  # as scipy made them (int32 here): no copies of the whole matrix
     h = _row_hashes(indptr, indices, data.view(np.uint64))
     order = rows[np.lexsort((rows, capacity[rows], h[rows], lens[rows]))]
     if HAVE_NUMBA:
@@ -749,8 +749,8 @@ def _lists(A: csc_matrix, R: csr_matrix | None = None) -> tuple[np.ndarray, np.n
     with sorted indices where the caller has it (not converted again)."""
     if R is None:
         R = A.tocsr()
-    return (A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
-            R.indptr.astype(np.int32), R.indices.astype(np.int32))
+    return (A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data.astype(float, copy=False),
+            R.indptr.astype(np.int32, copy=False), R.indices.astype(np.int32, copy=False))
 
 
 def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
