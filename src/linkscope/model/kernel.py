@@ -280,8 +280,10 @@ if HAVE_NUMBA:
         # once its key is its level, is the lowest level of all: every other key of the heap is at least its key,
         # and every resource still in a list has a key, hence a level, in a higher bucket. A key found stale
         # moves up within the heap, or, if its level now lies in a higher bucket, to that bucket's list (one
-        # write instead of a walk down the heap). One heap of every resource (before branch solve8) walked all of
-        # it at every re-key: 176,000 walks of about eight levels per solve at 100,000 resources.
+        # write instead of a walk down the heap); a bucket's resources take their levels as it becomes the heap
+        # (those without a stage left to freeze leave, those risen past it move on). One heap of every resource
+        # (before branch solve8) walked all of it at every re-key: 176,000 walks of about eight levels per solve
+        # at 100,000 resources.
         lo = np.inf
         for i in range(n_rows):
             if rw[2 * i + 1] > 1e-12:
@@ -312,12 +314,22 @@ if HAVE_NUMBA:
                 while size == 0 and cur < LEVEL_BUCKETS - 1:  # the next bucket not empty becomes the heap
                     cur += 1
                     i = head[cur]
-                    while i >= 0:
-                        hkey[size] = rkey[i]
-                        hrow[size] = i
-                        size += 1
-                        i = rnext[i]
                     head[cur] = -1
+                    while i >= 0:  # each resource with its level now: dropped, to a higher bucket, or in
+                        nx = rnext[i]
+                        w = rw[2 * i + 1]
+                        if w > 1e-12:
+                            real = max(rw[2 * i], 0.0) / w
+                            b = _bucket(real, e_lo)
+                            if b > cur:
+                                rkey[i] = real
+                                rnext[i] = head[b]
+                                head[b] = i
+                            else:
+                                hkey[size] = real
+                                hrow[size] = i
+                                size += 1
+                        i = nx
                     for i in range((size - 2) // 4, -1, -1):
                         _sift(hkey, hrow, size, i)
                 if size == 0:
