@@ -152,3 +152,48 @@ def test_levels_over_many_octaves_and_ties_solve_as_the_full_resolve(seed):
     for renumber in (True, False):
         done, first, _ = _compiled(p, 0.01, renumber)
         np.testing.assert_allclose(np.sort(done[last]), np.sort(full.finish_s), rtol=1e-9, atol=0)
+
+
+def _solve_all(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """``kernel._solve`` once, every stage active, nothing kept: the max-min rates."""
+    A = csc_matrix(A)
+    A.sort_indices()
+    col_ptr, col_row, col_w, row_ptr, row_col = kernel._lists(A)
+    n, n_rows = caps.size, capacity.size
+    unit = kernel._unit_weights(col_w)
+    rates = np.zeros(n)
+    kernel._solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort").astype(np.int32),
+                  np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
+                  np.empty(n_rows, dtype=np.int32), np.empty(n_rows), np.empty(n_rows, dtype=np.int32),
+                  np.empty(kernel.LEVEL_BUCKETS, dtype=np.int32), np.zeros(n), -1.0, np.empty(n, dtype=np.int64), unit,
+                  kernel._active_count(col_ptr, col_row, np.arange(n), n, n_rows if unit else 0))
+    return rates
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_solve_is_max_min_fair(seed):
+    """One solve checked by the definition of max-min fairness, not against another solver: the rates fit every
+    resource, and every stage is at its cap or has a full resource on which no stage is faster (its bottleneck).
+    Levels over six decades, equal capacities (ties), weights 1 or not, resources whose stages all freeze
+    elsewhere (the level queue drops them) and stages capped below any level."""
+    rng = np.random.default_rng(seed)
+    n, n_res = 400 + 300 * seed, 40 + 15 * seed
+    lens = [int(x) for x in rng.integers(1, 5, n)]
+    rows = np.concatenate([rng.choice(n_res, k, replace=False) for k in lens])
+    cols = np.repeat(np.arange(n), lens)
+    weights = np.ones(rows.size) if seed % 2 == 0 else np.where(rng.random(rows.size) < 0.6, 1.0, rng.uniform(0.5, 2.0, rows.size))
+    A = csc_matrix((weights, (rows, cols)), shape=(n_res, n))
+    capacity = np.where(rng.random(n_res) < 0.5, 46.5, np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n_res)))
+    caps = np.where(rng.random(n) < 0.2, np.exp(rng.uniform(np.log(1e-4), np.log(10.0), n)), np.inf)
+    rates = _solve_all(A, capacity, caps)
+    assert np.all(np.isfinite(rates)) and np.all(rates > 0)
+    used = A @ rates
+    assert np.all(used <= capacity * (1 + 1e-9))
+    full = used >= capacity * (1 - 1e-9)
+    R = A.tocsr()
+    fastest = np.array([rates[R.indices[R.indptr[i]:R.indptr[i + 1]]].max() if R.indptr[i + 1] > R.indptr[i] else 0.0
+                        for i in range(n_res)])
+    for j in range(n):
+        on = A.indices[A.indptr[j]:A.indptr[j + 1]]
+        bottleneck = full[on] & (rates[j] >= fastest[on] * (1 - 1e-9))
+        assert rates[j] >= caps[j] * (1 - 1e-9) or bottleneck.any(), j
