@@ -55,8 +55,9 @@ FLOOR_RTOL = 1e-9
 # doubling of the level, LEVEL_BUCKETS in all (the last takes every higher level); only the lowest bucket not
 # yet empty is a heap. Any number gives the same rates to rounding (the order of equal levels may change).
 # Chosen, not fitted, on one solve of the 1,000,000-flow benchmark (event 150: 606,393 stages, 99,034
-# resources; median CPU ratio to one 4-ary heap of every resource, load 2.5-2.7, docs/benchmarks.md,
-# branch solve8): 64 per octave 0.96, 256 0.85, 512 0.85, 1024 0.89.
+# resources; median CPU ratio to one 4-ary heap of every resource, docs/benchmarks.md, branch solve8): 64 per
+# octave 0.96, 256 0.85, 512 0.85, 1024 0.89 (load 2.5-2.7); with the levels taken as a bucket becomes the heap,
+# 64 0.83, 128 0.71, 256 0.75, 1024 0.77 (load 7.5, as close as the noise).
 LEVEL_BUCKETS_PER_OCTAVE = 256
 LEVEL_BUCKETS = 64 * LEVEL_BUCKETS_PER_OCTAVE
 
