@@ -122,3 +122,78 @@ def test_unit_weight_solve_equals_the_weighted_one_bit_for_bit(seed, monkeypatch
             done_w, first_w, events_w = _compiled(p, 0.01, renumber)
         assert events == events_w
         assert np.array_equal(done, done_w) and np.array_equal(first, first_w)
+
+
+def test_level_buckets_never_put_a_higher_level_lower():
+    """The level queue's only need (``_solve``): a higher level never falls in a lower bucket, from 0 through
+    levels far below and above the solve's lowest (clamped at both ends), exact powers of two included."""
+    rng = np.random.default_rng(5)
+    levels = np.unique(np.concatenate([[0.0, 5e-324, 1e-300, 1e300, np.finfo(float).max],
+                                       2.0 ** np.arange(-80, 81), np.exp(rng.uniform(-120, 120, 5000))]))
+    for e_lo in (-3, 0, 5):
+        b = np.array([kernel._bucket(x, e_lo) for x in levels])
+        assert b[0] == 0 and np.all(b[1:] >= 1) and np.all(b < kernel.LEVEL_BUCKETS)
+        assert np.all(np.diff(b) >= 0)
+    assert kernel._bucket(1.0, 1) < kernel._bucket(1.0 + 2.0 ** -7, 1)  # buckets narrower than 1/256 of a level
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_levels_over_many_octaves_and_ties_solve_as_the_full_resolve(seed):
+    """Resources of capacities over 80 octaves (the last bucket of the level queue holds many) and groups of
+    equal capacity (equal levels in one bucket): the compiled event loop equals the NumPy path re-solving
+    every stage from scratch at every event."""
+    p = _random_problem(seed, 120, 25)
+    rng = np.random.default_rng(seed)
+    capacity = np.where(rng.random(p.capacity_gb_per_s.size) < 0.5, 2.0 ** rng.integers(-40, 41, p.capacity_gb_per_s.size),
+                        46.5)
+    p = FlowProblem(p.A, capacity, p.stage_bytes, p.stage_cap_gb_per_s, p.stage_latency_s, p.stage_next, p.flow_first)
+    full = simulate(p, rtol=0.01, engine="numpy", full_every=1)
+    last = np.flatnonzero(p.stage_next < 0)
+    for renumber in (True, False):
+        done, first, _ = _compiled(p, 0.01, renumber)
+        np.testing.assert_allclose(np.sort(done[last]), np.sort(full.finish_s), rtol=1e-9, atol=0)
+
+
+def _solve_all(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """``kernel._solve`` once, every stage active, nothing kept: the max-min rates."""
+    A = csc_matrix(A)
+    A.sort_indices()
+    col_ptr, col_row, col_w, row_ptr, row_col = kernel._lists(A)
+    n, n_rows = caps.size, capacity.size
+    unit = kernel._unit_weights(col_w)
+    rates = np.zeros(n)
+    kernel._solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, np.argsort(caps, kind="mergesort").astype(np.int32),
+                  np.arange(n), n, rates, np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
+                  np.empty(n_rows, dtype=np.int32), np.empty(n_rows), np.empty(n_rows, dtype=np.int32),
+                  np.empty(kernel.LEVEL_BUCKETS, dtype=np.int32), np.zeros(n), -1.0, np.empty(n, dtype=np.int64), unit,
+                  kernel._active_count(col_ptr, col_row, np.arange(n), n, n_rows if unit else 0))
+    return rates
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_solve_is_max_min_fair(seed):
+    """One solve checked by the definition of max-min fairness, not against another solver: the rates fit every
+    resource, and every stage is at its cap or has a full resource on which no stage is faster (its bottleneck).
+    Levels over six decades, equal capacities (ties), weights 1 or not, resources whose stages all freeze
+    elsewhere (the level queue drops them) and stages capped below any level."""
+    rng = np.random.default_rng(seed)
+    n, n_res = 400 + 300 * seed, 40 + 15 * seed
+    lens = [int(x) for x in rng.integers(1, 5, n)]
+    rows = np.concatenate([rng.choice(n_res, k, replace=False) for k in lens])
+    cols = np.repeat(np.arange(n), lens)
+    weights = np.ones(rows.size) if seed % 2 == 0 else np.where(rng.random(rows.size) < 0.6, 1.0, rng.uniform(0.5, 2.0, rows.size))
+    A = csc_matrix((weights, (rows, cols)), shape=(n_res, n))
+    capacity = np.where(rng.random(n_res) < 0.5, 46.5, np.exp(rng.uniform(np.log(1e-3), np.log(1e3), n_res)))
+    caps = np.where(rng.random(n) < 0.2, np.exp(rng.uniform(np.log(1e-4), np.log(10.0), n)), np.inf)
+    rates = _solve_all(A, capacity, caps)
+    assert np.all(np.isfinite(rates)) and np.all(rates > 0)
+    used = A @ rates
+    assert np.all(used <= capacity * (1 + 1e-9))
+    full = used >= capacity * (1 - 1e-9)
+    R = A.tocsr()
+    fastest = np.array([rates[R.indices[R.indptr[i]:R.indptr[i + 1]]].max() if R.indptr[i + 1] > R.indptr[i] else 0.0
+                        for i in range(n_res)])
+    for j in range(n):
+        on = A.indices[A.indptr[j]:A.indptr[j + 1]]
+        bottleneck = full[on] & (rates[j] >= fastest[on] * (1 - 1e-9))
+        assert rates[j] >= caps[j] * (1 - 1e-9) or bottleneck.any(), j

@@ -3,7 +3,8 @@
 At every event (stages start, or complete) it re-solves the max-min rates of all active stages
 with sequential water-filling: all unfrozen stages rise together; the next thing to happen is
 either the lowest stage cap or the resource whose remaining capacity over its unfrozen weight is
-lowest (a 4-ary heap keyed by that level, stale entries skipped); freezing a stage lowers its
+lowest (a queue of levels in buckets, the lowest bucket a 4-ary heap, stale keys moved up when they
+reach the top); freezing a stage lowers its
 resources' remaining capacity and weight. Every stage freezes once, so a solve costs O(nnz log
 resources) whatever the depth of the bottleneck structure; with resources deduplicated (rows of ``A``
 with the same stages and weights: only the tightest can bind) a 100,000-flow fat tree solves in
@@ -22,6 +23,8 @@ Numba compiles on first use (a few seconds; cached on disk afterwards). ``availa
 whether it can be used; ``contention.simulate(engine="numpy")`` forces the NumPy path.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
@@ -46,6 +49,17 @@ RENUMBER_EVERY = 16
 # few ulps (1e-16 relative), so 1e-9 separates "equal" from "slower" with room to spare; a stage inside the
 # margin is merely solved again (exact). The NumPy path keeps the same margin (``contention._EPS``).
 FLOOR_RTOL = 1e-9
+
+
+# ``_solve`` keeps the resources' levels in buckets of rising level (``_bucket``): LEVEL_BUCKETS_PER_OCTAVE per
+# doubling of the level, LEVEL_BUCKETS in all (the last takes every higher level); only the lowest bucket not
+# yet empty is a heap. Any number gives the same rates to rounding (the order of equal levels may change).
+# Chosen, not fitted, on one solve of the 1,000,000-flow benchmark (event 150: 606,393 stages, 99,034
+# resources; median CPU ratio to one 4-ary heap of every resource, docs/benchmarks.md, branch solve8): 64 per
+# octave 0.96, 256 0.85, 512 0.85, 1024 0.89 (load 2.5-2.7); with the levels taken as a bucket becomes the heap,
+# 64 0.83, 128 0.71, 256 0.75, 1024 0.77 (load 7.5, as close as the noise).
+LEVEL_BUCKETS_PER_OCTAVE = 256
+LEVEL_BUCKETS = 64 * LEVEL_BUCKETS_PER_OCTAVE
 
 
 def available() -> bool:
@@ -76,7 +90,7 @@ def _dedup_csr(A: csc_matrix, capacity: np.ndarray) -> tuple[csr_matrix, np.ndar
     if rows.size == 0:
         return R[rows], capacity[rows]
     data = np.ascontiguousarray(R.data, dtype=float)
-    indptr, indices = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    indptr, indices = R.indptr, R.indices  # as scipy made them (int32 here): no copies of the whole matrix
     h = _row_hashes(indptr, indices, data.view(np.uint64))
     order = rows[np.lexsort((rows, capacity[rows], h[rows], lens[rows]))]
     if HAVE_NUMBA:
@@ -200,13 +214,25 @@ if HAVE_NUMBA:
         hrow[i] = row
 
     @njit(cache=True, nogil=True, error_model="numpy")
+    def _bucket(level, e_lo):
+        """The bucket of a level >= 0: 0 for 0, else by the level's binary exponent over ``e_lo`` (the lowest
+        level's at the solve's start) and its leading mantissa bits, LEVEL_BUCKETS_PER_OCTAVE per octave,
+        clamped to the buckets there are. Never lower for a higher level (all the queue needs)."""
+        if level <= 0:
+            return 0
+        m, e = math.frexp(level)  # level = m * 2**e, 0.5 <= m < 1
+        b = (e - e_lo) * LEVEL_BUCKETS_PER_OCTAVE + int((m - 0.5) * (2 * LEVEL_BUCKETS_PER_OCTAVE)) + 1
+        return min(max(b, 1), LEVEL_BUCKETS - 1)
+
+    @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
-               frozen, rw, hkey, hrow, rates, floor, seq, unit, count):
+               frozen, rw, hkey, hrow, rkey, rnext, head, rates, floor, seq, unit, count):
         """Max-min rates of the active stages ``act[:n_act]`` into ``new_rates`` (other entries untouched).
         ``frozen`` must be True for every inactive stage; it is True for all stages on return.
         ``rw``: scratch, two entries per resource, its remaining capacity at 2i and its unfrozen weight at
-        2i + 1 (side by side: a freeze updates both, one cache line per resource); ``hkey``, ``hrow``:
-        scratch, one entry per resource. ``unit``: every weight in ``col_w`` is 1 (the weights are not read,
+        2i + 1 (side by side: a freeze updates both, one cache line per resource); ``hkey``, ``hrow``,
+        ``rkey``, ``rnext``: scratch, one entry per resource; ``head``: scratch, LEVEL_BUCKETS entries
+        (the level queue, below). ``unit``: every weight in ``col_w`` is 1 (the weights are not read,
         the same sums). ``count`` (unit weights only, else empty): per resource, how many active stages use
         it, kept by the caller as stages start and finish; the unfrozen weights then start from it (the
         stages kept below ``floor`` taken off) instead of being summed over every active stage. The counts
@@ -248,14 +274,35 @@ if HAVE_NUMBA:
             if not counted:
                 for e in range(col_ptr[j], col_ptr[j + 1]):
                     rw[2 * col_row[e] + 1] += 1.0 if unit else col_w[e]
-        size = 0
+        # The level queue. Each resource's key is a lower bound of its level (levels only rise as stages freeze).
+        # Keys fall in buckets of rising level (``_bucket``: a higher key never in a lower bucket); each bucket
+        # holds a list of its resources (``head``, ``rnext``, keys in ``rkey``) until it is the lowest one not yet
+        # empty (``cur``), whose resources then form a 4-ary heap (``hkey``, ``hrow``, ``size``). The heap's top,
+        # once its key is its level, is the lowest level of all: every other key of the heap is at least its key,
+        # and every resource still in a list has a key, hence a level, in a higher bucket. A key found stale
+        # moves up within the heap, or, if its level now lies in a higher bucket, to that bucket's list (one
+        # write instead of a walk down the heap); a bucket's resources take their levels as it becomes the heap
+        # (those without a stage left to freeze leave, those risen past it move on). One heap of every resource
+        # (before branch solve8) walked all of it at every re-key: 176,000 walks of about eight levels per solve
+        # at 100,000 resources.
+        lo = np.inf
         for i in range(n_rows):
             if rw[2 * i + 1] > 1e-12:
-                hkey[size] = max(rw[2 * i], 0.0) / rw[2 * i + 1]
-                hrow[size] = i
-                size += 1
-        for i in range((size - 2) // 4, -1, -1):
-            _sift(hkey, hrow, size, i)
+                key = max(rw[2 * i], 0.0) / rw[2 * i + 1]
+                rkey[i] = key
+                if 0 < key < lo:
+                    lo = key
+            else:
+                rkey[i] = -1.0  # no stage left to freeze: never in the queue
+        e_lo = math.frexp(lo)[1] if np.isfinite(lo) else 0
+        head[:] = -1
+        for i in range(n_rows - 1, -1, -1):  # each list in rising resource number
+            if rkey[i] >= 0:
+                b = _bucket(rkey[i], e_lo)
+                rnext[i] = head[b]
+                head[b] = i
+        cur = -1
+        size = 0
         ptr = 0
         n = cap_order.size
         while n_left > 0:
@@ -264,18 +311,48 @@ if HAVE_NUMBA:
             capv = caps[cap_order[ptr]] if ptr < n else np.inf
             # keys are lower bounds (levels only rise as stages freeze): bring the top up to date
             # until it holds; a row is re-sifted only when it reaches the top, not at every touch
-            while size > 0:
+            while True:
+                while size == 0 and cur < LEVEL_BUCKETS - 1:  # the next bucket not empty becomes the heap
+                    cur += 1
+                    i = head[cur]
+                    head[cur] = -1
+                    while i >= 0:  # each resource with its level now: dropped, to a higher bucket, or in
+                        nx = rnext[i]
+                        w = rw[2 * i + 1]
+                        if w > 1e-12:
+                            real = max(rw[2 * i], 0.0) / w
+                            b = _bucket(real, e_lo)
+                            if b > cur:
+                                rkey[i] = real
+                                rnext[i] = head[b]
+                                head[b] = i
+                            else:
+                                hkey[size] = real
+                                hrow[size] = i
+                                size += 1
+                        i = nx
+                    for i in range((size - 2) // 4, -1, -1):
+                        _sift(hkey, hrow, size, i)
+                if size == 0:
+                    break
                 top = hrow[0]
                 w = rw[2 * top + 1]
                 real = max(rw[2 * top], 0.0) / w if w > 1e-12 else np.inf
                 if real == hkey[0]:
                     break
                 if np.isfinite(real):
-                    hkey[0] = real
-                else:  # every stage on it froze elsewhere: drop it
-                    size -= 1
-                    hkey[0] = hkey[size]
-                    hrow[0] = hrow[size]
+                    b = _bucket(real, e_lo)
+                    if b <= cur:
+                        hkey[0] = real
+                        _sift(hkey, hrow, size, 0)
+                        continue
+                    rkey[top] = real  # to a higher bucket's list
+                    rnext[top] = head[b]
+                    head[b] = top
+                # off the heap (moved, or every stage on it froze elsewhere: dropped)
+                size -= 1
+                hkey[0] = hkey[size]
+                hrow[0] = hrow[size]
                 if size > 0:
                     _sift(hkey, hrow, size, 0)
             rowv = hkey[0] if size > 0 else np.inf
@@ -489,6 +566,9 @@ if HAVE_NUMBA:
         rw = np.empty(2 * n_rows)
         hkey = np.empty(n_rows)
         hrow = np.empty(n_rows, dtype=np.int32)
+        rkey = np.empty(n_rows)
+        rnext = np.empty(n_rows, dtype=np.int32)
+        head = np.empty(LEVEL_BUCKETS, dtype=np.int32)
         # unit weights: per resource, how many active stages use it (see _solve); empty otherwise
         count = np.zeros(n_rows if unit else 0)
         started = np.empty(n, dtype=np.int64)
@@ -535,7 +615,7 @@ if HAVE_NUMBA:
                 t = next_ready
                 continue
             n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act,
-                           new_rates, frozen, rw, hkey, hrow, rates, floor if n_started == 0 else -1.0, seq, unit,
+                           new_rates, frozen, rw, hkey, hrow, rkey, rnext, head, rates, floor if n_started == 0 else -1.0, seq, unit,
                            count)
             t_c = np.inf
             for k in range(n_act):
@@ -641,6 +721,8 @@ if HAVE_NUMBA:
                 rw = np.empty(2 * n_rows)
                 hkey = np.empty(n_rows)
                 hrow = np.empty(n_rows, dtype=np.int32)
+                rkey = np.empty(n_rows)
+                rnext = np.empty(n_rows, dtype=np.int32)
                 count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
                 n_gone = 0
             elif renumber == 0 and 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest
@@ -662,7 +744,8 @@ def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, ro
     seq = np.empty(n, dtype=np.int64)
     n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, np.arange(n), n,
                    np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
-                   np.empty(n_rows, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w), np.empty(0))
+                   np.empty(n_rows, dtype=np.int32), np.empty(n_rows), np.empty(n_rows, dtype=np.int32),
+                   np.empty(LEVEL_BUCKETS, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w), np.empty(0))
     return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
 
 
@@ -679,8 +762,8 @@ def _lists(A: csc_matrix, R: csr_matrix | None = None) -> tuple[np.ndarray, np.n
     with sorted indices where the caller has it (not converted again)."""
     if R is None:
         R = A.tocsr()
-    return (A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(float),
-            R.indptr.astype(np.int32), R.indices.astype(np.int32))
+    return (A.indptr.astype(np.int32, copy=False), A.indices.astype(np.int32, copy=False), A.data.astype(float, copy=False),
+            R.indptr.astype(np.int32, copy=False), R.indices.astype(np.int32, copy=False))
 
 
 def simulate_compiled(A: csc_matrix, capacity: np.ndarray, caps: np.ndarray, stage_bytes: np.ndarray,
