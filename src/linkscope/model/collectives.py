@@ -33,6 +33,7 @@ from ..patterns.methods import LOCAL, SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import node_labels
 from . import kernel, rccl
+from . import nccl_trees as nt_trees
 from . import nccl_tuning as nt
 from .contention import FlowProblem, simulate
 from .fits import Context, fits_report
@@ -692,13 +693,18 @@ class CollectiveModel:
         Nodes in rank order; one ring (the rank order) within a node."""
         if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
             return [ranks]
+        orders = [self._channel_orders(members, system.ring.n_channels) for members in self._node_groups(ranks)]
+        return [[r for order in orders for r in order[c]] for c in range(system.ring.n_channels)]
+
+    def _node_groups(self, ranks: Sequence[int]) -> list[list[int]]:
+        """The ranks of each node, nodes in order of their first rank (NCCL numbers nodes so: init.cc:1099-1108
+        at v2.28.9-1), ranks in rank order."""
         labels = node_labels(self.fabric.topology)
         index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
         groups: dict[object, list[int]] = {}
         for r in ranks:
             groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
-        orders = [self._channel_orders(members, system.ring.n_channels) for members in groups.values()]
-        return [[r for order in orders for r in order[c]] for c in range(system.ring.n_channels)]
+        return list(groups.values())
 
     def _channel_orders(self, members: list[int], channels: int) -> list[list[int]]:
         """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last."""
@@ -759,46 +765,100 @@ class CollectiveModel:
         # factors, tuning.cc); the twin takes the faster of its two times, not that estimate
         return min(options, key=lambda o: o.time_us)
 
+    def tree_channels(self, ranks: Sequence[int], system: nt.NcclSystem,
+                      channels: int | None = None) -> list[tuple[list[tuple[int, int]], int]]:
+        """NCCL's tree channels of a communicator over ``ranks``: each distinct channel's (child rank, parent
+        rank) edges and how many of the first ``channels`` run channels (default: all of them) it stands for.
+        model/nccl_trees.py has the structure from NCCL's source: a chain per node, a double binary tree over
+        the nodes, search channel c running tree 0 and its duplicate c + T tree 1 (connect.cc:147-172 at
+        v2.28.9-1; T the tree graph's channels); the run's channels beyond those copy them in turn
+        (copyChannels, connect.cc:355-364, 491). One node: every channel is the chain (a tree of one node has
+        no links, trees.cc:38-43)."""
+        ranks = [int(r) for r in ranks]
+        search = max(1, system.tree.n_channels)
+        period = max(1, min(2 * search, system.settings.max_channels, nt.MAXCHANNELS))
+        run = system.n_channels if channels is None else channels
+        counts: dict[tuple[int, int], int] = {}
+        for k in range(max(1, run)):
+            c = k % period
+            key = (c % search, (c // search) % 2 if system.n_nodes > 1 else 0)
+            counts[key] = counts.get(key, 0) + 1
+        groups = self._node_groups(ranks)
+        out = []
+        for (c, tree), count in counts.items():
+            chains, patterns = zip(*(self._tree_chain(members, c, search, system.n_nodes > 1) for members in groups))
+            out.append((nt_trees.channel_tree(chains, tree, patterns), count))
+        return out
+
+    def _tree_chain(self, members: list[int], channel: int, search: int, across: bool) -> tuple[list[int], int]:
+        """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree
+        search enters the node from a NET at a GPU local to it and chains the other GPUs after it
+        (``NET n -> GPU a -> GPU b -> .. -> GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per
+        channel as the ring's, search.cc:680, ``_channel_orders``). The balanced tree (NCCL's first try,
+        init.cc:1025) also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where
+        the NET serves two of the node's GPUs, they are the chain's first two; where it serves one, a Hopper
+        node takes the plain tree (search.cc:1116-1120), which the twin takes for any generation (an older
+        one keeps the balanced tree on a farther path to the NIC, not modelled). One node (``search`` channels):
+        the first half of the channels chain the GPUs in rank order (the search tries the PCI order first and
+        replays it, search.cc:795-803), the rest the other way, once the first direction's links are spent (each
+        GPU the root of half the channels: NCCL 2.28.9's logged ``Trees`` on 2 x H100,
+        tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0, 6-11 at rank 1)."""
+        if not across:
+            return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
+        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
+        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
+        if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
+            k = channel % len(members)
+            return members[k:] + members[:k], nt_trees.TREE
+        nic = nics[channel % len(nics)]
+        near = [r for r in members if nic in local[r]] or members
+        entry = members.index(near[0])
+        order = members[entry:] + members[:entry]
+        if len(near) > 1:
+            order = [order[0], near[1]] + [r for r in order[1:] if r != near[1]]
+            return order, nt_trees.BALANCED_TREE
+        return order, nt_trees.TREE
+
     def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
               lat_us: float, estimate: float) -> AlgorithmPrediction:
-        """Double binary tree (NCCL 2.4+): two complementary trees, each reducing half the data up to
-        its root and broadcasting it down, pipelined; here tree A is a heap over the rank order and
-        tree B the same over the reversed order, all four directions of traffic concurrent."""
+        """NCCL's tree allreduce (``tree_channels``): every channel reduces its share of the data up its tree
+        to the root and broadcasts it down, pipelined, up and down at once (all_reduce.h:148-229 runTreeSplit at
+        v2.28.9-1: a channel's threads split between the two); every channel's every edge a flow of the
+        channel's share, all on the fabric at once."""
         n = len(ranks)
-        half = S / 2.0
         wire = 1.0 / PAYLOAD_FRACTION[proto]
         p = nt.PROTOS.index(proto)
-        # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
-        cap = self._caps(system, nt.TREE, proto, channels) / 2.0
+        nch = max(1, channels)
+        share = S / nch  # ncclCollCbdPart: the data split evenly over the call's channels (enqueue.cc:582-640)
+        # one channel's rate, each way: the channel's cap (its up and its down flows each run at it)
+        cap = self._caps(system, nt.TREE, proto, channels) / nch if channels else float("inf")
         up_cap = down_cap = cap
         if proto != "Simple" and channels:
             # LL / LL128 are bound by the threads that store lines: a non-root rank reduces and sends up
             # with 70% of its CTA's threads, a parent sends down with all of them (all_reduce.h runTreeSplit)
-            per_thread = (channels / 2.0) * self._thread_gb_per_s(proto)
+            per_thread = self._thread_gb_per_s(proto)
             up_cap = min(cap, per_thread * nt.tree_up_threads(p))
             down_cap = min(cap, per_thread * nt.TREE_NTHREADS)
-        up: list[Flow] = []
-        down: list[Flow] = []
-        for order in (ranks, ranks[::-1]):
-            for i in range(1, n):
-                child, parent = order[i], order[(i - 1) // 2]
-                up.append((child, parent, half))
-                down.append((parent, child, half))
-        depth = int(np.floor(np.log2(n))) + 1
-        # up (reducing) and down run pipelined at once and share the links: one simulation of both
-        reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
-        caps = [up_cap * wire] * len(reduced) + [down_cap * wire] * len(down)
-        t = self.flows_time_s(reduced + down, cap_gb_per_s=caps, wire=wire)
-        # as in the ring, the final receive into the output is a local pass after the sends: every GPU
-        # ends one tree as a leaf or root and writes S/2 of output per tree
-        t += self.flows_time_s([(g, g, half) for g in ranks])
-        if channels >= 2 and proto != "LL":  # pipeline fill: one chunk (chunkSteps 1) per channel of a tree
-            # (half the channels) per extra hop (up, then down); LL128's chunk shrinks at small sizes
-            # (calcCollChunking); LL has none (see _ring_like)
+        classes: dict[tuple[int, int, float, float], int] = {}
+        hops = 0
+        for edges, count in self.tree_channels(ranks, system, nch):
+            hops = max(hops, nt_trees.tree_depth(edges))
+            for child, parent in edges:
+                # up (reducing) and down run pipelined at once and share the links: one simulation of both
+                for key in ((child, parent, share / self.reduce_efficiency, up_cap * wire),
+                            (parent, child, share, down_cap * wire)):
+                    classes[key] = classes.get(key, 0) + count
+        t = self._classes_time_s(list(classes), list(classes.values()), wire=wire) if classes else 0.0
+        # as in the ring, the final receive into the output is a local pass after the sends: S/2 per GPU (the
+        # heap model's figure, kept: a chain's GPU receives every channel's share into its output as it forwards
+        # it, all_reduce.h directRecvCopyDirectSend, and the code does not say how much of that copy is hidden)
+        t += self.flows_time_s([(g, g, S / 2.0) for g in ranks])
+        if nch >= 2 and proto != "LL" and hops:  # pipeline fill: one chunk (chunkSteps 1) per channel per extra
+            # hop (up, then down); LL128's chunk shrinks at small sizes (calcCollChunking); LL has none
+            # (see _ring_like)
             step_bytes = nt.chunk_payload_bytes(system, nt.TREE, p, int(S), channels)
-            per_tree = channels // 2
-            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
-        return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
+            t += (2 * hops - 1) * self._fill_s(t, S, min(step_bytes, share), nch)
+        return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * hops, proto, channels, estimate)
 
     def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:
         """NVLS per-GPU rate: the GPU's raw NVLink bandwidth to the NVSwitches, at the SM-copy cap
