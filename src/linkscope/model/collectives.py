@@ -197,6 +197,7 @@ class CollectiveModel:
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
         self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
         self._skeletons: dict[tuple, tuple[FlowProblem, np.ndarray]] = {}  # flows_time_s: problems by their pairs
+        self._trees: dict[tuple, list[tuple[list[tuple[int, int]], int]]] = {}  # tree_channels by (ranks, channels)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -783,19 +784,30 @@ class CollectiveModel:
             c = k % period
             key = (c % search, (c // search) % 2 if system.n_nodes > 1 else 0)
             counts[key] = counts.get(key, 0) + 1
-        groups = self._node_groups(ranks)
+        known = self._trees.get((tuple(ranks), run))
+        if known is not None:
+            return known
+        across = system.n_nodes > 1
+        nodes = []  # each node's ranks and the NIC(s) each rank's traffic between nodes takes
+        for members in self._node_groups(ranks):
+            local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members} \
+                if across else {}
+            nodes.append((members, local))
         out = []
         for (c, tree), count in counts.items():
-            chains, patterns = zip(*(self._tree_chain(members, c, search, system.n_nodes > 1) for members in groups))
+            chains, patterns = zip(*(self._tree_chain(members, local, c, search, across) for members, local in nodes))
             out.append((nt_trees.channel_tree(chains, tree, patterns), count))
+        self._trees[(tuple(ranks), run)] = out
         return out
 
-    def _tree_chain(self, members: list[int], channel: int, search: int, across: bool) -> tuple[list[int], int]:
+    @staticmethod
+    def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
+                    across: bool) -> tuple[list[int], int]:
         """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree
         search enters the node from a NET at a GPU local to it and chains the other GPUs after it
         (``NET n -> GPU a -> GPU b -> .. -> GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per
-        channel as the ring's, search.cc:680, ``_channel_orders``). The balanced tree (NCCL's first try,
-        init.cc:1025) also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where
+        channel as the ring's, search.cc:680, ``_channel_orders``; ``local``: the NICs of each rank). The
+        balanced tree (NCCL's first try, init.cc:1025) also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where
         the NET serves two of the node's GPUs, they are the chain's first two; where it serves one, a Hopper
         node takes the plain tree (search.cc:1116-1120), which the twin takes for any generation (an older
         one keeps the balanced tree on a farther path to the NIC, not modelled). One node (``search`` channels):
@@ -805,7 +817,6 @@ class CollectiveModel:
         tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0, 6-11 at rank 1)."""
         if not across:
             return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
-        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
         nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
         if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
             k = channel % len(members)
