@@ -709,24 +709,19 @@ class CollectiveModel:
 
     def _channel_orders(self, members: list[int], channels: int) -> list[list[int]]:
         """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last."""
-        # the NIC(s) each GPU's traffic between nodes takes on the fabric (the router's NIC choice among the
-        # NICs tied at its best path): the NET a channel uses is one of these
-        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
-        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
+        local = self._nics_by_rank(members)
         out = []
         for c in range(channels):
-            if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
-                k = c % len(members)
-                out.append(members[k:] + members[:k])
-                continue
-            nic = nics[c % len(nics)]
-            near = [r for r in members if nic in local[r]] or members
-            entry = members.index(near[0])
-            order = members[entry:] + members[:entry]
+            order, near = _channel_entry(members, local, c)
             if len(near) > 1:  # leave through the same NIC from its other local GPU
                 order = [r for r in order if r != near[-1]] + [near[-1]]
             out.append(order)
         return out
+
+    def _nics_by_rank(self, members: Sequence[int]) -> dict[int, list[str]]:
+        """The NIC(s) each rank's traffic between nodes takes on the fabric (the router's NIC choice among the
+        NICs tied at its best path): the NET a ring or tree channel uses is one of these."""
+        return {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
 
     def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
         """RCCL's ring allreduce / allgather / reduce_scatter on AMD GPUs (model.rccl): the data split
@@ -790,9 +785,7 @@ class CollectiveModel:
         across = system.n_nodes > 1
         nodes = []  # each node's ranks and the NIC(s) each rank's traffic between nodes takes
         for members in self._node_groups(ranks):
-            local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members} \
-                if across else {}
-            nodes.append((members, local))
+            nodes.append((members, self._nics_by_rank(members) if across else {}))
         out = []
         for (c, tree), count in counts.items():
             chains, patterns = zip(*(self._tree_chain(members, local, c, search, across) for members, local in nodes))
@@ -803,28 +796,21 @@ class CollectiveModel:
     @staticmethod
     def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
                     across: bool) -> tuple[list[int], int]:
-        """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree
-        search enters the node from a NET at a GPU local to it and chains the other GPUs after it
-        (``NET n -> GPU a -> GPU b -> .. -> GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per
-        channel as the ring's, search.cc:680, ``_channel_orders``; ``local``: the NICs of each rank). The
-        balanced tree (NCCL's first try, init.cc:1025) also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where
-        the NET serves two of the node's GPUs, they are the chain's first two; where it serves one, a Hopper
-        node takes the plain tree (search.cc:1116-1120), which the twin takes for any generation (an older
-        one keeps the balanced tree on a farther path to the NIC, not modelled). One node (``search`` channels):
-        the first half of the channels chain the GPUs in rank order (the search tries the PCI order first and
-        replays it, search.cc:795-803), the rest the other way, once the first direction's links are spent (each
-        GPU the root of half the channels: NCCL 2.28.9's logged ``Trees`` on 2 x H100,
-        tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0, 6-11 at rank 1)."""
+        """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree search enters the
+        node from a NET at a GPU local to it and chains the other GPUs after it (``NET n -> GPU a -> GPU b -> .. ->
+        GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per channel as the ring's, search.cc:680,
+        ``_channel_orders``; ``local``: the NICs of each rank). The balanced tree (NCCL's first try, init.cc:1025)
+        also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where the NET serves two
+        of the node's GPUs, they are the chain's first two; where it serves one, a Hopper node takes the plain tree
+        (search.cc:1116-1120), which the twin takes for any generation (an older one keeps the balanced tree on a
+        farther path to the NIC, not modelled). One node (``search`` channels): the first half of the channels chain
+        the GPUs in rank order (the search tries the PCI order first and replays it, search.cc:795-803), the rest
+        the other way, once the first direction's links are spent (each GPU the root of half the channels: NCCL
+        2.28.9's logged ``Trees`` on 2 x H100, tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0,
+        6-11 at rank 1)."""
         if not across:
             return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
-        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
-        if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
-            k = channel % len(members)
-            return members[k:] + members[:k], nt_trees.TREE
-        nic = nics[channel % len(nics)]
-        near = [r for r in members if nic in local[r]] or members
-        entry = members.index(near[0])
-        order = members[entry:] + members[:entry]
+        order, near = _channel_entry(members, local, channel)
         if len(near) > 1:
             order = [order[0], near[1]] + [r for r in order[1:] if r != near[1]]
             return order, nt_trees.BALANCED_TREE
@@ -1156,6 +1142,21 @@ def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_by
     under the simulated backend) instead of asking the model row by row."""
     laid = dict.fromkeys(layout(op, int(size), ranks).size_bytes for size in sizes_bytes)
     return {size: model.predict(op, gpus, size).as_dict() for size in laid}
+
+
+def _channel_entry(members: list[int], local: Mapping[int, list[str]], channel: int) -> tuple[list[int], list[int]]:
+    """Where a ring or tree channel enters one node (``local``: each rank's NICs): NCCL's search takes the node's
+    NETs in turn per channel (``nets[(nChannels + i) % netCount]``, search.cc:680 at v2.28.9-1) and enters at a
+    GPU local to the NET (search.cc:726-737). Returns the ranks rotated to start at that GPU and the NET's local
+    ranks; with no NIC in the node's topology, the rank order rotated by the channel (its first rank the one local)."""
+    nics = list(dict.fromkeys(nic for r in members for nic in local.get(r, ())))
+    if not nics:
+        k = channel % len(members)
+        return members[k:] + members[:k], [members[k]]
+    nic = nics[channel % len(nics)]
+    near = [r for r in members if nic in local.get(r, ())] or members
+    entry = members.index(near[0])
+    return members[entry:] + members[:entry], near
 
 
 def _flow_classes(flows: Sequence[Flow], caps: np.ndarray) -> tuple[list[tuple[int, int, float, float]], list[int]]:
