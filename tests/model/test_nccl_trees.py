@@ -2,9 +2,12 @@
 and the twin's multi-node tree time against NCCL's own tuner estimate."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from linkscope.model import nccl_trees as trees
+from linkscope.model import nccl_tuning as nt
 from linkscope.model.collectives import CollectiveModel
 from linkscope.topology.presets import load_preset
 from linkscope.topology.synthetic import synthetic_topology
@@ -118,11 +121,13 @@ def test_one_node_tree_is_a_chain_rooted_at_each_end_for_half_the_channels():
 
 @pytest.mark.parametrize("nodes", [2, 4, 16])
 def test_multi_node_tree_time_is_within_a_stated_factor_of_nccls_estimate(nodes):
-    """cluster:dgx-h100:N allreduce, Tree/Simple and Tree/LL128 at 64 MiB-1 GiB: the twin within 0.8-2.2 x NCCL's own
-    estimate (its tuner replayed, model/nccl_tuning.py), within 15% at 1 GiB. Above 1: the twin pays the pipeline's
-    fill through the 15-21 hops of chain and tree (a 512 KiB step per channel per hop, calcCollChunking), which NCCL's
-    tuner prices as per-hop latency only; at 1 GiB the GPUs' NVLink (a chain's inner GPU sends its share up and
-    down) binds the twin where NCCL's tuner takes channels x speed x 0.92 / 2. The heap over all ranks was 5.4-10 x."""
+    """cluster:dgx-h100:N allreduce, Tree/Simple and Tree/LL128 at 64 MiB-1 GiB: the twin within 0.7-2.0 x NCCL's own
+    estimate (its tuner replayed, model/nccl_tuning.py), and 0.7-1.0 x at 1 GiB (measured: 0.75-0.94). Above 1 at
+    64 MiB: the twin pays the pipeline's fill through the 15-21 hops of chain and tree (a 512 KiB step per channel per
+    hop, calcCollChunking), which NCCL's tuner prices as per-hop latency only. Below 1 at 1 GiB: NCCL's tuner takes a
+    tree channel's up and down together at the graph's speed x 0.92 x 0.85 (tuning.cc:306, 309, 349), where the twin
+    runs each way at the channel's speed (on 2 x H100 NCCL's Tree/Simple estimate is 0.68 x the measured rate and the
+    twin within 2%, docs/benchmarks.md). The heap over all ranks was 5.1-10 x."""
     topo = synthetic_topology(f"cluster:dgx-h100:{nodes}")
     model = CollectiveModel.of(topo, env={"NCCL_ALGO": "allreduce:tree"})
     ranks = [g.index for g in topo.gpus]
@@ -130,6 +135,22 @@ def test_multi_node_tree_time_is_within_a_stated_factor_of_nccls_estimate(nodes)
         options = {a.protocol: a for a in model.predict("allreduce", ranks, size).algorithms}
         for proto in ("Simple", "LL128"):
             ratio = options[proto].time_us / options[proto].nccl_estimate_us
-            assert 0.8 <= ratio <= 2.2, (nodes, size, proto, ratio)
+            assert 0.7 <= ratio <= 2.0, (nodes, size, proto, ratio)
             if size == GIB:
-                assert abs(ratio - 1) <= 0.15, (nodes, proto, ratio)
+                assert ratio <= 1.0, (nodes, proto, ratio)
+
+
+@pytest.mark.parametrize(("spec", "pattern"), [("cluster:dgx-h100:2", trees.TREE),
+                                                ("cluster:hgx-a100-8-4nic:3", trees.BALANCED_TREE),
+                                                ("cluster:a3-mega:2", trees.TREE)])
+def test_nccls_tuner_takes_the_plain_trees_bandwidth_at_085(spec, pattern):
+    """tuning.cc:309: a communicator whose tree graph is the plain TREE pattern (a Hopper node whose NIC serves one
+    GPU) has its tree bandwidth x 0.85 in NCCL's estimate; the balanced tree keeps it."""
+    topo = synthetic_topology(spec)
+    model = CollectiveModel.of(topo)
+    ranks = [g.index for g in topo.gpus]
+    system = model.nccl_system(ranks)
+    assert system.tree_pattern == pattern
+    plain = nt.tune(replace(system, tree_pattern=trees.TREE)).bandwidth[nt.FUNCS.index(nt.ALLREDUCE)][nt.TREE]
+    balanced = nt.tune(replace(system, tree_pattern=trees.BALANCED_TREE)).bandwidth[nt.FUNCS.index(nt.ALLREDUCE)][nt.TREE]
+    assert all(abs(p - 0.85 * b) <= 1e-9 * b for p, b in zip(plain, balanced)) and max(balanced) > 0

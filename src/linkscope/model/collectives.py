@@ -1239,7 +1239,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         peer_channels = 2  # paths.cc:832-833
         hw = nt.HW_PCI
     inter = 0.0
-    node_nics, net_path = 0, 0.0
+    node_nics, net_path, tree_pattern = 0, 0.0, nt_trees.BALANCED_TREE
     if n_nodes > 1:
         # a GPU's local NICs are every NIC tied at its best path (ncclTopoGetLocal keeps ties, topo.cc:1548-1572
         # at v2.28.9-1), and a node's rings may use the local NICs of any of its GPUs (ncclTopoSelectNets appends
@@ -1253,6 +1253,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
+        tree_pattern = _tree_pattern(fabric, gpus, nodes, cc)
     cpus = topo.of_kind(DeviceKind.CPU)
     amd = nt.amd_cpus(c.vendor for c in cpus)
     # CollNet needs in-network reduction: a network switch or NIC the topology marks with the attribute
@@ -1262,7 +1263,21 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
                            nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
                            p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings,
-                           nics=node_nics, net_path_bw=net_path)
+                           nics=node_nics, net_path_bw=net_path, tree_pattern=tree_pattern)
+
+
+def _tree_pattern(fabric: FabricModel, gpus: Sequence[Any], nodes: Sequence[object], cc: int) -> int:
+    """The communicator's tree pattern as NCCL's tuner reads it (``maxTreePattern``, init.cc:1187 at v2.28.9-1):
+    the plain tree where a Hopper or later node's NIC serves one of its GPUs (``CollectiveModel._tree_chain``:
+    the balanced tree finds no second GPU beside that NET, search.cc:572, 610-617, and the search falls back,
+    search.cc:1116-1120), else the balanced tree."""
+    if cc < 90:
+        return nt_trees.BALANCED_TREE
+    served: dict[tuple[object, str], int] = {}
+    for g, node in zip(gpus, nodes):
+        for nic in fabric.router.nics_of(g):
+            served[(node, nic.id)] = served.get((node, nic.id), 0) + 1
+    return nt_trees.TREE if any(count == 1 for count in served.values()) else nt_trees.BALANCED_TREE
 
 
 def gid_in(link: object, device_id: str) -> bool:
