@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from linkscope.cli import main
-from linkscope.errors import UserError
+from linkscope.errors import SchemaError, UserError
 from linkscope.results.peertools import nccltests, nvbandwidth, osu, p2p_sample, transferbench
 from linkscope.results.peertools.common import RunContext
 from linkscope.results.peertools.detect import parse, read_all
@@ -123,6 +123,26 @@ def test_launcher_prefixes_and_quoting_are_taken_off(prefix):
     assert run.tool == "nccl-tests" and len(run.measurements) == 4 and run.complete
     assert run.run_context.ranks == 2 and run.run_context.launcher
     assert {m.method for m in run.measurements} == {"nccl.allreduce"}
+
+
+@pytest.mark.parametrize("prefix", ["svc-1  | 2024-05-01T10:00:00.123456789Z ",  # docker compose logs -t
+                                    "2024-05-01T10:00:00.123456789Z ",  # kubectl logs --timestamps
+                                    "[pod/nccl-0/worker] 2024-05-01T10:00:00.123456789Z ",  # kubectl --prefix too
+                                    "May 01 10:00:00 node01 all_reduce_perf[4242]: ",  # journalctl
+                                    "2024-05-01T10:00:00+0000 node01 all_reduce_perf[4242]: ",  # journalctl -o short-iso
+                                    "May 01 10:00:00 ", "00:00:01.123456 ",  # ts, ts -s
+                                    "0: 2024-05-01T10:00:00.123Z ",  # srun --label over a time-stamped log
+                                    "2024-05-01T10:00:00.123Z [1,0]<stdout>:",  # a CI stamp over --tag-output
+                                    "> svc-1  | "])
+def test_launcher_prefixes_nested_in_any_order_are_taken_off(prefix):
+    """#34: the prefixes were tried in one fixed order, once each, so a docker compose column before an RFC 3339
+    stamp (`docker compose logs -t`) left the stamp on every line and nothing parsed; journalctl's and ts's stamps
+    and kubectl's --prefix were not known at all. Each layer is now peeled where it is the outer one."""
+    body = ("# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21903\n" + NCCL_HEAD + NCCL_ROWS + NCCL_TAIL)
+    text = "\ufeff" + "".join(prefix + line + "\n" for line in body.splitlines())
+    run = parse(text, "log.txt")
+    assert run.tool == "nccl-tests" and len(run.measurements) == 4 and run.complete and not run.unread
+    assert run.run_context.ranks == 2 and run.run_context.launcher
 
 
 def test_nccl_2_0_to_2_12_layout_no_root_and_error_column():
@@ -613,3 +633,66 @@ def test_hsa_enable_sdma_0_judges_a_rocm_mpi_copy_on_blit_kernels(tmp_path):
 def test_a_malformed_env_is_one_clear_line(tmp_path):
     code, verdicts = _verdicts(tmp_path, "--env", "HSA_ENABLE_SDMA")
     assert code != 0 and not verdicts
+
+
+OSU_MBW_MR = """# OSU MPI-CUDA Multiple Bandwidth / Message Rate Test v7.3
+# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)
+# [ pairs: 8 ] [ window size: 64 ]
+# Size                  MB/s        Messages/s
+1                      12.81       12812345.12
+4194304             92345.12          22016.23
+"""
+
+
+def test_osu_mbw_mr_is_read_as_the_pairs_sum_and_not_judged():
+    """#34 (blind8): osu_mbw_mr ('Multiple Bandwidth / Message Rate', mpi/pt2pt/osu_mbw_mr.c: '# [ pairs: %d ] [ window
+    size: %d ]', then '# Size  MB/s  Messages/s' rows '%-*d%*.*f%*.*f') exited 1 'no OSU result in it'. Its MB/s is
+    the sum over the pairs (rank i -> rank i + pairs), on GPUs the output does not name: read, not judged."""
+    run = parse(OSU_MBW_MR, "osu_mbw_mr.txt")
+    assert [m.method for m in run.measurements] == ["mpi.mbw_mr"] * 2
+    last = run.measurements[-1]
+    assert last.median_gb_per_s == pytest.approx(92.34512) and last.extra["pairs"] == 8
+    assert last.extra["messages_per_s"] == pytest.approx(22016.23)
+    assert last.status is Status.WAIVED and "8 pairs" in last.reason
+    varied = OSU_MBW_MR.replace("[ window size: 64 ]", "[ window size: varied ]")
+    with pytest.raises(SchemaError, match="varied window sizes"):
+        parse(varied, "osu_mbw_mr_v.txt")
+
+
+def _nccl_2_19(time_label: str = "time", stamps: bool = False) -> str:
+    """An all_reduce in nccl-tests 2.19's layout, printed with v2.19.6's formats (src/util.cu writeResultHeader,
+    writeBenchmarkLinePreamble, writeBenchmarkLineBody, writeTimestamp): ``-C 1`` labels the time ``cputime``,
+    ``-S 1`` ends each row with ``%Y-%m-%d %H:%M:%S`` under a ``timestamp`` label."""
+    pad, label, fmt = (19, "timestamp", "%Y-%m-%d %H:%M:%S") if stamps else (0, "", "")
+    cols = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n"
+    text = ("# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803\n"
+            "# Collective test starting: all_reduce_perf\n"
+            "# nThread 1 nGpus 2 minBytes 1073741824 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
+            "agg iters: 1 validation: 1 graph: 0 unalign: 0\n#\n# Using devices\n"
+            "#  Rank  0 Group  0 Pid   4242 on node01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+            "#  Rank  1 Group  0 Pid   4242 on node01 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3\n#\n")
+    groups = "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n"
+    text += groups % (("",) * 5)  # the printf formats are the tool's, kept as printed
+    text += cols % ("size", "count", "type", "redop", "root", time_label, "algbw", "busbw", "#wrong", time_label,
+                    "algbw", "busbw", "#wrong", pad, label)
+    text += cols % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+                    pad, fmt)
+    for size, t in ((1 << 30, 3500.0), (1 << 31, 7000.0)):
+        bw = size / (t * 1e-6) / 1e9
+        body = "  %7s  %6s  %6s  %6g" % (f"{t:.1f}", f"{bw:.2f}", f"{bw:.2f}", 0)  # noqa: UP031 - nccl-tests' format
+        lead = "%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", f"{-1:6d}")  # noqa: UP031 - likewise
+        row = lead + body + body
+        text += row + (" 2026-07-09 16:03:21" if stamps else "") + "\n"
+    return text + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 306.8 \n#\n# Collective test concluded: all_reduce_perf\n"
+
+
+def test_nccl_2_19_timestamp_column_and_cputime_label_are_read():
+    """#34 (blind8): nccl-tests 2.19's -S 1 (report_timestamps) ends every row with a date and a time, so every row
+    was 'cut short or too long' and the file exited 1; -C 1 labels the time 'cputime', and that header was not taken
+    for a column header (the rows were read by guessing, the time not marked as CPU time)."""
+    stamped = parse(_nccl_2_19(stamps=True), "all_reduce_perf.log")
+    assert len(stamped.measurements) == 4 and not stamped.unread
+    assert stamped.measurements[0].extra["timestamp"] == "2026-07-09 16:03:21"
+    assert stamped.measurements[0].extra["time_us"] == 3500.0
+    cpu = parse(_nccl_2_19(time_label="cputime"), "all_reduce_perf.log")
+    assert len(cpu.measurements) == 4 and {m.extra.get("time_kind") for m in cpu.measurements} == {"cpu"}

@@ -38,6 +38,7 @@ from linkscope.topology.gpufacts import GPU_FACTS, GpuFacts, gpu_facts, gpu_fact
     ("NVIDIA B200", "b200"),
     ("NVIDIA B300 SXM6 AC", "b300"),
     ("NVIDIA GB200", "gb200"),
+    ("NVIDIA GB10", "gb10"),  # nccl-tests on a DGX Spark prints "NVIDIA GB10" (dgx-spark-playbooks#25, #103)
     ("AMD Instinct MI100", "mi100"),
     ("AMD Instinct MI210", "mi210"),
     ("AMD Instinct MI250X/MI250", "mi250x"),

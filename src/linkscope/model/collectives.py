@@ -691,11 +691,31 @@ class CollectiveModel:
         (connect.cc:94) chains the nodes' rings. So where two GPUs share a NIC (one HDR NIC per GPU pair), the
         ring enters at one and leaves from the other and every NIC carries one channel each way; where a NIC has
         one local GPU, the ring leaves from the GPU before it (the rank order rotated to start at the entry).
-        Nodes in rank order; one ring (the rank order) within a node."""
-        if system is None or system.n_nodes <= 1 or system.ring.n_channels <= 1:
+        Nodes in rank order; one ring (the rank order) within a node under NCCL; RCCL (AMD GPUs, no NCCL tuner
+        system) below."""
+        if system is not None and (system.n_nodes <= 1 or system.ring.n_channels <= 1):
             return [ranks]
-        orders = [self._channel_orders(members, system.ring.n_channels) for members in self._node_groups(ranks)]
-        return [[r for order in orders for r in order[c]] for c in range(system.ring.n_channels)]
+        if system is None and not all(rccl.is_amd(self.fabric.gpu(r)) for r in ranks):
+            return [ranks]
+        groups = self._node_groups(ranks)
+        if len(groups) <= 1:
+            return [ranks]
+        if system is not None:
+            bases = [[members] for members in groups]
+            channels = system.ring.n_channels
+        else:
+            # RCCL's graph search is NCCL's (search.cc at rocm-6.2.2): a ring channel takes the node's NETs in
+            # turn (``nets[(graph->nChannels+i)%netCount]``, :590) and the search keeps adding channels while
+            # the NETs have bandwidth left (``net.bw -= bw``, :598-603), so every NIC carries a ring; inside
+            # the node a ring follows direct xGMI links (the twin's RCCL rings of that node, model.rccl.rings).
+            # One channel per (NIC, node ring), so each NIC carries each of the node's rings once.
+            bases = [self._xgmi_orders(members) for members in groups]
+            nics = max(len(_nic_order(members, self._nics_by_rank(members))) for members in groups)
+            channels = max(1, nics) * max(len(b) for b in bases)
+            if channels <= 1:
+                return [ranks]
+        orders = [self._channel_orders(b, channels) for b in bases]
+        return [[r for order in orders for r in order[c]] for c in range(channels)]
 
     def _node_groups(self, ranks: Sequence[int]) -> list[list[int]]:
         """The ranks of each node, nodes in order of their first rank (NCCL numbers nodes so: init.cc:1099-1108
@@ -707,12 +727,26 @@ class CollectiveModel:
             groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
         return list(groups.values())
 
-    def _channel_orders(self, members: list[int], channels: int) -> list[list[int]]:
-        """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last."""
-        local = self._nics_by_rank(members)
+    def _xgmi_orders(self, members: list[int]) -> list[list[int]]:
+        """One node's ranks in the orders of the twin's RCCL rings over their direct xGMI links
+        (model.rccl.rings), or the rank order where no ring uses direct links only."""
+        gpus = [self.fabric.gpu(r) for r in members]
+        where = {g.id: k for k, g in enumerate(gpus)}
+        arcs = set()
+        for link in self.fabric.topology.links:
+            if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
+                arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
+        found, _ = rccl.rings(arcs, len(members), rccl.gfx_of(gpus[0]))
+        return [[members[k] for k in ring] for ring in found] or [members]
+
+    def _channel_orders(self, bases: list[list[int]], channels: int) -> list[list[int]]:
+        """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last.
+        ``bases``: the node's ring orders, taken in turn once every NIC has carried the previous one."""
+        local = self._nics_by_rank(bases[0])
+        nics = _nic_order(bases[0], local)
         out = []
         for c in range(channels):
-            order, near = _channel_entry(members, local, c)
+            order, near = _channel_entry(bases[(c // max(1, len(nics))) % len(bases)], local, nics, c)
             if len(near) > 1:  # leave through the same NIC from its other local GPU
                 order = [r for r in order if r != near[-1]] + [near[-1]]
             out.append(order)
@@ -810,7 +844,7 @@ class CollectiveModel:
         6-11 at rank 1)."""
         if not across:
             return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
-        order, near = _channel_entry(members, local, channel)
+        order, near = _channel_entry(members, local, _nic_order(members, local), channel)
         if len(near) > 1:
             order = [order[0], near[1]] + [r for r in order[1:] if r != near[1]]
             return order, nt_trees.BALANCED_TREE
@@ -1144,12 +1178,18 @@ def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_by
     return {size: model.predict(op, gpus, size).as_dict() for size in laid}
 
 
-def _channel_entry(members: list[int], local: Mapping[int, list[str]], channel: int) -> tuple[list[int], list[int]]:
-    """Where a ring or tree channel enters one node (``local``: each rank's NICs): NCCL's search takes the node's
-    NETs in turn per channel (``nets[(nChannels + i) % netCount]``, search.cc:680 at v2.28.9-1) and enters at a
-    GPU local to the NET (search.cc:726-737). Returns the ranks rotated to start at that GPU and the NET's local
-    ranks; with no NIC in the node's topology, the rank order rotated by the channel (its first rank the one local)."""
-    nics = list(dict.fromkeys(nic for r in members for nic in local.get(r, ())))
+def _nic_order(members: Sequence[int], local: Mapping[int, list[str]]) -> list[str]:
+    """The NICs of one node's ranks (``local``: each rank's NICs), in the order the ranks first name them."""
+    return list(dict.fromkeys(nic for r in members for nic in local.get(r, ())))
+
+
+def _channel_entry(members: list[int], local: Mapping[int, list[str]], nics: Sequence[str],
+                   channel: int) -> tuple[list[int], list[int]]:
+    """Where a ring or tree channel enters one node (``local``: each rank's NICs, ``nics``: the node's in turn):
+    NCCL's search takes the node's NETs in turn per channel (``nets[(nChannels + i) % netCount]``, search.cc:680
+    at v2.28.9-1) and enters at a GPU local to the NET (search.cc:726-737). Returns ``members`` rotated to start at
+    that GPU and the NET's local ranks; with no NIC in the node's topology, ``members`` rotated by the channel
+    (its first rank the one local)."""
     if not nics:
         k = channel % len(members)
         return members[k:] + members[:k], [members[k]]
@@ -1210,21 +1250,31 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     n_nodes = len(set(nodes))
     nvl = nt.nvlink_bw(cc)
     by_id = topo.by_id
-    gpu_bw, nvswitch, pci = [], False, []
+    gpu_bw: list[float] = []
+    nvswitch = False
+    pci: list[float] = []
     for g in gpus:
         links = 0
+        c2c: list[float] = []
+        host_pci = len(pci)
         for link in topo.links_of(g.id):
             if gid_in(link, g.id):
                 other = by_id[link.b if link.a == g.id else link.a]
                 if link.kind is LinkKind.NVLINK:
                     if other.kind is DeviceKind.CPU and "c2c" in (link.generation or "").lower():
                         # a Grace's NVLink-C2C is NCCL's LINK_C2C (topo.cc:671-672 at v2.28.9-1), not an NVLink:
-                        # getTotalBw sums LINK_NVL only (search.cc:29-37), so 18 links on a GB200, not 19
+                        # getTotalBw sums LINK_NVL only (search.cc:29-37), so 18 links on a GB200, not 19. NCCL takes
+                        # a GPU's bandwidth to its CPU "via P2P or C2C" as the GPU's (topo.cc:1581-1587,
+                        # getLocalNetCountByBw); a GPU whose only host link is C2C (GH200, GB10) has no PCIe link here,
+                        # so the C2C rate stands for it (else a Gen3 x16 guess capped it at 12 GB/s and one channel)
+                        c2c.append(link.count * link.link_gb_per_s)
                         continue
                     links += link.count
                     nvswitch = nvswitch or other.kind is DeviceKind.NVSWITCH
                 elif link.kind is LinkKind.PCIE:
                     pci.append(_nccl_pci_bw(link))
+        if len(pci) == host_pci and c2c:
+            pci.append(sum(c2c))
         gpu_bw.append(links * nvl)
     pair_levels = [fabric.router.pair_level(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))
                    if nodes[i] == nodes[(i + 1) % len(gpus)]]

@@ -179,15 +179,15 @@ class FabricGraph:
     def _apply_xgmi_usable(self, out: np.ndarray, params: ModelParams) -> None:
         """The GPU model's usable xGMI fraction on its xGMI links, where no per-link key is set (see
         ``edge_efficiency``); a link whose two GPUs state different fractions takes the smaller."""
-        xgmi = [i for i, link in enumerate(self.topology.links) if link.kind is LinkKind.XGMI
+        fabric_links = [i for i, link in enumerate(self.topology.links) if link.kind is LinkKind.XGMI
                 and f"link_efficiency.link.{link.a}|{link.b}" not in params.values
                 and f"link_efficiency.link.{link.b}|{link.a}" not in params.values]
-        if not xgmi:
+        if not fabric_links:
             return
         index, devices = self.node_index, self.topology.devices
-        ends = sorted({end for i in xgmi for end in (self.topology.links[i].a, self.topology.links[i].b)})
+        ends = sorted({end for i in fabric_links for end in (self.topology.links[i].a, self.topology.links[i].b)})
         fraction = {d: _xgmi_usable_fraction(f) for d, f in zip(ends, _facts_of([devices[index[d]] for d in ends]))}
-        for i in xgmi:
+        for i in fabric_links:
             link = self.topology.links[i]
             known = [f for f in (fraction[link.a], fraction[link.b]) if f is not None]
             if known:

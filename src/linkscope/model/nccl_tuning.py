@@ -120,7 +120,7 @@ def compute_capability(gpu: Any) -> int | None:
     if (getattr(gpu, "vendor", None) or "nvidia").lower() != "nvidia":
         return None
     name = (getattr(gpu, "name", "") or "").upper()
-    table = (("B200", 100), ("B100", 100), ("GB200", 100), ("B300", 103), ("H100", 90), ("H200", 90), ("H800", 90),
+    table = (("GB10", 121), ("B200", 100), ("B100", 100), ("GB200", 100), ("B300", 103), ("H100", 90), ("H200", 90), ("H800", 90),
              ("GH200", 90), ("H20", 90), ("A100", 80), ("A800", 80), ("A30", 80), ("A40", 86), ("A10", 86),
              ("V100", 70), ("P100", 60), ("K80", 37))
     for key, cc in table:

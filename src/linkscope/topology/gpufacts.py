@@ -150,6 +150,11 @@ _B300 = ("NVIDIA HGX B300 datasheet (8 x B300 Blackwell Ultra, 2.3 TB HBM3e tota
 _GB200 = ("NVIDIA GB200 NVL72 datasheet (72 Blackwell GPUs, 13.4 TB HBM3e = 186 GB each, 576 TB/s = 8 TB/s each; "
           "NVLink 5 1.8 TB/s per GPU; each GB200 superchip joins one Grace and two B200 with 900 GB/s bidirectional "
           "NVLink-C2C)")
+_GB10 = ("NVIDIA DGX Spark product page and hardware guide (GB10 Grace Blackwell superchip: 128 GB LPDDR5x unified "
+         "CPU/GPU memory, 273 GB/s; ConnectX-7 200 Gb/s), as tabulated at https://ai-infrastructure.net/dgx-spark/ "
+         "(verified against NVIDIA's pages, 2026-06); NVLink-C2C between the CPU and GPU dies 600 GB/s bidirectional "
+         "(GB10 architect A. Skende, Hot Chips 2025, as reported at https://meterpreter.org/a-supercomputer-on-your-desk-"
+         "nvidia-unveils-the-dgx-spark-ai-superchip); no NVLink to other GPUs, no PCIe host link (one package)")
 _MI100 = ("AMD Instinct MI100 datasheet (32 GB HBM2, 1228.8 GB/s; three Infinity Fabric links, 276 GB/s peak "
           "aggregate = 92 GB/s bidirectional each; PCIe Gen4 x16), as tabulated at announcement (notebookcheck.net, "
           "'AMD announces CDNA-based Instinct MI100': 'Infinity Fabric Links/Bandwidth 3 / 276 GB/s'); ROCm docs "
@@ -418,6 +423,8 @@ GPU_FACTS: tuple[GpuFacts, ...] = (
     _row("gb200", "NVIDIA GB200 (one Blackwell GPU)", _NV, "Blackwell", _GB200, memory_gb=186,
          memory_bw_gb_per_s=8000.0, nvlink_generation=5, nvlink_links=18, nvlink_gb_per_s_per_link=50.0,
          c2c_gb_per_s=450.0, extra_sources={"nvlink_links": _B200}),
+    _row("gb10", "NVIDIA GB10 (DGX Spark)", _NV, "Blackwell", _GB10, memory_gb=128, memory_bw_gb_per_s=273.0,
+         c2c_gb_per_s=300.0),
     _row("mi100", "AMD Instinct MI100", "amd", "CDNA", _MI100, memory_gb=32, memory_bw_gb_per_s=1228.8,
          pcie_generation=4, pcie_lanes=16, xgmi_links=3, xgmi_gb_per_s_per_link=46.0, pci_ids=("1002:738c",)),
     _row("mi210", "AMD Instinct MI210", "amd", "CDNA 2", _MI210, memory_gb=64, memory_bw_gb_per_s=1638.4,
@@ -490,6 +497,7 @@ _ALIASES: dict[str, dict[int | None, str]] = {
     "b200": {None: "b200", 180: "b200", 192: "b200"},
     "b300": {None: "b300", 288: "b300"},
     "gb200": {None: "gb200", 186: "gb200", 192: "gb200"},
+    "gb10": {None: "gb10", 128: "gb10"},
     "mi100": {None: "mi100", 32: "mi100"},
     "mi210": {None: "mi210", 64: "mi210"},
     "mi250x": {None: "mi250x", 64: "mi250x", 128: "mi250x"},

@@ -58,6 +58,24 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 """Terminal colour and cursor codes (a log captured from a terminal, ``script``, CI consoles)."""
 _SERVICE = re.compile(r"^([A-Za-z0-9][\w.-]*\s*\|) ?")
 """``docker compose`` (and ``docker-compose``) logs: the service's name, padded, and ``| `` before each line."""
+_SYSLOG_STAMP = r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+"""The syslog time (``May  1 10:00:00``, ``%b %e %H:%M:%S``), optionally with fractions (``ts %.S``)."""
+_JOURNAL = re.compile(rf"^(?:{_SYSLOG_STAMP}|\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) "
+                      r"\S+ [^\s:\[]+(?:\[\d+\])?: ")
+"""``journalctl`` (``-o short``: ``May 01 10:00:00 host ident[pid]: ``; ``-o short-iso``: an ISO time first)
+and syslog files: time, host, the program and its pid."""
+_TS_STAMP = re.compile(rf"^(?:{_SYSLOG_STAMP}|\d\d:\d\d:\d\d(?:\.\d+)?) ")
+"""moreutils ``ts``: ``%b %d %H:%M:%S`` by default, ``%H:%M:%.S`` with ``-s`` / ``-i`` (elapsed time)."""
+_POD_PREFIX = re.compile(r"^\[pod/[^\]\s]+\] ")
+"""``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] `` before each line."""
+_MAJORITY_LAYERS = (("journalctl", _JOURNAL), ("timestamps", _ISO_STAMP), ("ts timestamps", _TS_STAMP),
+                    ("kubectl --prefix", _POD_PREFIX))
+"""Prefixes taken off when most non-empty lines carry them, in any order around each other and the
+``docker compose`` column (``docker compose logs -t``: the service, then an ISO time); journalctl first,
+as its ISO form starts like a bare time stamp."""
+_TAGS = {"mpirun --tag-output": (_TAG_OUTPUT, 2), "mpiexec -prepend-rank": (_PREPEND_RANK, 1),
+         "srun --label": (_SRUN_LABEL, 1)}
+"""Launchers' rank tags: the pattern and its group that holds the rank."""
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -215,34 +233,57 @@ def strip_prefixes(lines: list[str]) -> tuple[list[str], str, tuple[str, ...]]:
     if any("\x1b[" in ln for ln in lines):
         lines = [_ANSI.sub("", ln) for ln in lines]
         names.append("terminal colour codes")
-    filled = [ln for ln in lines if ln.strip()]
     out = list(lines)
     tags: dict[str, None] = {}
     numbered = [_LINE_NUMBER.match(ln) for ln in lines]
     if len(lines) > 2 and all(m is not None and int(m.group(1)) == i for i, m in enumerate(numbered, start=1)):
         out = [ln[m.end():] if m else ln for ln, m in zip(lines, numbered)]  # ``cat -n`` / an editor's numbers
         names.append("line numbers")
-    if filled and sum(1 for ln in filled if _ISO_STAMP.match(ln)) * 2 > len(filled):
-        out = [_ISO_STAMP.sub("", ln, count=1) for ln in out]
-        names.append("timestamps")
-    service = Counter(m.group(1) for m in map(_SERVICE.match, filled) if m)
-    if service:  # one container's name on most lines (a tool's own '|' tables start otherwise, line by line)
-        name, count = service.most_common(1)[0]
-        if count * 2 > len(filled):
-            out = [ln[len(name):].removeprefix(" ") if ln.startswith(name) else ln for ln in out]
-            names.append("docker compose")
-    if any(_QUOTE.match(ln) for ln in out):  # a tool's own line never starts with '>'
-        out = [_QUOTE.sub("", ln, count=1) for ln in out]
-        names.append("> quoting")
-    if any(_TAG_OUTPUT.match(ln) for ln in out):
-        out = _untag(out, _TAG_OUTPUT, 2, tags)
-        names.append("mpirun --tag-output")
-    for pattern, name in ((_PREPEND_RANK, "mpiexec -prepend-rank"), (_SRUN_LABEL, "srun --label")):
-        filled = [ln for ln in out if ln.strip()]
-        if filled and sum(1 for ln in filled if pattern.match(ln)) * 2 > len(filled):
-            out = _untag(out, pattern, 1, tags)
-            names.append(name)
+    out[:1] = [ln.removeprefix("\ufeff") for ln in out[:1]]  # a byte-order mark (GitHub Actions' raw logs)
+    while (name := _outer_layer(out, names)) is not None:  # each prefix once, in whatever order they nest
+        names.append(name)
+        if name == "docker compose":
+            column = _service_column(out) or ""
+            out = [ln[len(column):].removeprefix(" ") if ln.startswith(column) else ln for ln in out]
+        elif name == "> quoting":
+            out = [_QUOTE.sub("", ln, count=1) for ln in out]
+        elif name in _TAGS:
+            pattern, group = _TAGS[name]
+            out = _untag(out, pattern, group, tags)
+        else:
+            out = [dict(_MAJORITY_LAYERS)[name].sub("", ln, count=1) for ln in out]
     return out, ", ".join(names), tuple(tags)
+
+
+def _service_column(lines: list[str]) -> str | None:
+    """The ``docker compose`` service column that starts most non-empty ``lines``, or None."""
+    filled = [ln for ln in lines if ln.strip()]
+    service = Counter(m.group(1) for m in map(_SERVICE.match, filled) if m)
+    if not service:
+        return None
+    name, count = service.most_common(1)[0]  # one container's name (a tool's own '|' tables start otherwise)
+    return name if count * 2 > len(filled) else None
+
+
+def _outer_layer(lines: list[str], done: list[str]) -> str | None:
+    """The name of a prefix not in ``done`` that starts ``lines`` (most non-empty ones; any one for
+    quoting and ``--tag-output``, which a tool's own line never starts with), or None."""
+    filled = [ln for ln in lines if ln.strip()]
+    if not filled:
+        return None
+    for name, pattern in _MAJORITY_LAYERS:
+        if name not in done and sum(1 for ln in filled if pattern.match(ln)) * 2 > len(filled):
+            return name
+    if "docker compose" not in done and _service_column(lines) is not None:
+        return "docker compose"
+    if "> quoting" not in done and any(_QUOTE.match(ln) for ln in filled):
+        return "> quoting"
+    if "mpirun --tag-output" not in done and any(_TAG_OUTPUT.match(ln) for ln in filled):
+        return "mpirun --tag-output"
+    for name in ("mpiexec -prepend-rank", "srun --label"):
+        if name not in done and sum(1 for ln in filled if _TAGS[name][0].match(ln)) * 2 > len(filled):
+            return name
+    return None
 
 
 def _untag(lines: list[str], pattern: re.Pattern[str], group: int, tags: dict[str, None]) -> list[str]:

@@ -121,6 +121,9 @@ class _Columns:
     error`` (time in us, ``error`` the largest error ``%5.0le``; only rooted ops print ``root``);
     2.13+: every op prints ``root`` and ``#wrong`` counts wrong elements; ``-i``-style per-iteration
     columns (``i_min i_max i_p99 i_cv%``) widen each group to 8 (src/common.cu, src/util.cu across tags).
+    2.19 (v2.19.6 src/util.cu writeResultHeader / writeBenchmarkLineBody / writeTimestamp): ``-C 1`` labels the
+    time column ``cputime``; ``-S 1`` (report_timestamps) adds a ``timestamp`` column, each row ending in
+    ``%Y-%m-%d %H:%M:%S`` (two tokens) after its in-place group.
     """
 
     lead: int = 5  # size count type redop [root]
@@ -130,20 +133,37 @@ class _Columns:
     from_header: bool = False
     layout: str = ""
     names: tuple[str, ...] = ("size", "count", "type", "redop", "root")  # the lead columns' names
+    cpu_time: bool = False  # ``-C 1``: the time column is CPU time per call (``cputime``)
+
+
+_TIME_LABELS = ("time", "cputime")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d$"), re.compile(r"^\d\d:\d\d:\d\d$")
+"""``-S 1``'s row timestamp (``%Y-%m-%d %H:%M:%S``, v2.19.6 util.h:54): two tokens at the row's end."""
 
 
 def _columns_of_header(line: str) -> _Columns | None:
     names = line.lstrip("#").split()
-    if len(names) < 6 or names[0] not in ("size", "bytes") or "time" not in names:
+    if names and names[-1] == "timestamp":  # -S 1: the row's trailing timestamp (read apart, _row_stamp)
+        names = names[:-1]
+    label = next((t for t in _TIME_LABELS if t in names), None)
+    if len(names) < 6 or names[0] not in ("size", "bytes") or label is None:
         return None
-    lead = names.index("time")
+    lead = names.index(label)
     group = names[lead:]
-    width = group.index("time", 1) if "time" in group[1:] else len(group)
+    width = group.index(label, 1) if label in group[1:] else len(group)
     fourth = group[3] if len(group) > 3 else "#wrong"
     v1 = names[0] == "bytes"
     counts = fourth == "#wrong"
     layout = "1.x" if v1 else ("2.13+" if counts else "2.0-2.12")
-    return _Columns(lead, max(4, width), counts, 1000.0 if v1 else 1.0, True, layout, tuple(names[:lead]))
+    return _Columns(lead, max(4, width), counts, 1000.0 if v1 else 1.0, True, layout, tuple(names[:lead]),
+                    label == "cputime")
+
+
+def _row_stamp(tokens: list[str]) -> tuple[list[str], str]:
+    """A row's tokens without ``-S 1``'s trailing timestamp, and the timestamp ("" where none)."""
+    if len(tokens) > 2 and _STAMP[0].match(tokens[-2]) and _STAMP[1].match(tokens[-1]):
+        return tokens[:-2], f"{tokens[-2]} {tokens[-1]}"
+    return tokens, ""
 
 
 def _columns_of_row(tokens: list[str], width: int) -> _Columns | None:
@@ -386,7 +406,8 @@ def _read_rows(out: Collector, lines: Lines, sec: _Section) -> tuple[list[_Row],
     placements = sec.placements or [False, True]
     layout = ""
     rows: list[_Row] = []
-    for n, tokens in sec.rows:
+    for n, printed in sec.rows:
+        tokens, stamp = _row_stamp(printed)
         cols = sec.columns or _columns_of_row(tokens, sec.width)
         if cols is None:
             out.skip(n, f"{len(tokens)} columns fit no nccl-tests layout")
@@ -409,6 +430,10 @@ def _read_rows(out: Collector, lines: Lines, sec: _Section) -> tuple[list[_Row],
         redop = named.get("redop", named.get("op", "none"))
         fields = {"count": count, "type": tokens[2], "redop": redop, "root": root, "test": sec.program,
                   **sec.launch}
+        if stamp:
+            fields["timestamp"] = stamp
+        if cols.cpu_time:
+            fields["time_kind"] = "cpu"  # -C 1: host time per call, launch and synchronisation included
         chosen = placements[-groups:] if groups < len(placements) else placements
         parsed: list[tuple[bool, list[float | None], int | None, float | None]] = []
         try:

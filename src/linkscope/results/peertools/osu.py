@@ -38,6 +38,8 @@ LINKSCOPE_TITLE_SUFFIX = "(linkscope, OSU semantics)"
 _TITLE = re.compile(r"^#\s*OSU MPI(?:-(CUDA|ROCM|OPENACC|MANAGED))?\s+(.+?)\s+Test(?:\s+v(\S+))?"
                     rf"(\s+{re.escape(LINKSCOPE_TITLE_SUFFIX)})?\s*$", re.I)
 _BUFFERS = re.compile(r"Send Buffer on \w+ \((\w)\) and Receive Buffer on \w+ \((\w)\)", re.I)
+_PAIRS = re.compile(r"^#\s*\[\s*pairs:\s*(\d+)\s*\](?:\s*\[\s*window size:\s*(\w+)\s*\])?", re.I)
+"""osu_mbw_mr's ``# [ pairs: %d ] [ window size: %d ]`` (mpi/pt2pt/osu_mbw_mr.c; ``varied`` with ``-v``)."""
 _LINKSCOPE_BUFFERS = re.compile(r"^#\s*buffers ([DHM])([DHM]),", re.I)  # textformats.mpi_osu_header
 
 
@@ -55,6 +57,8 @@ def _test(name: str) -> tuple[str, str]:
         return "bibw", "MB/s"
     if low == "latency":
         return "latency", "us"
+    if low == "multiple bandwidth / message rate":  # osu_mbw_mr: pairs' aggregate MB/s, then messages/s
+        return "mbw_mr", "MB/s"
     if low.endswith(" latency"):
         return re.sub(r"[^a-z0-9_]", "", low[: -len(" latency")].replace(" ", "_").replace("-", "_")) or "collective", "us"
     return re.sub(r"[^a-z0-9_]", "", low.replace(" ", "_")) or "unknown", "?"
@@ -72,6 +76,7 @@ def parse_text(text: str, source: str) -> PeerRun:
     buffer_kinds: dict[str, None] = {}
     notes: list[str] = []
     versions: set[str] = set()
+    pairs: int | None = None
     for n, raw in lines:
         line = raw.strip()
         if not line:
@@ -92,6 +97,13 @@ def parse_text(text: str, source: str) -> PeerRun:
         m = _BUFFERS.search(line) or (_LINKSCOPE_BUFFERS.match(line) if writer != TOOL else None)
         if m:
             buffers = f"{m.group(1).upper()} {m.group(2).upper()}"
+            continue
+        m = _PAIRS.match(line)
+        if m:
+            pairs = int(m.group(1))
+            if (m.group(2) or "").lower() == "varied":  # -v: a table per window size, sizes down, windows across
+                test, unit = "mbw_mr_varied", "?"
+                notes.append(f"{source}:{n}: osu_mbw_mr with varied window sizes (-v) is not read by this parser; left out")
             continue
         if line.startswith("#"):
             if line.lower().startswith("# size"):
@@ -127,6 +139,13 @@ def parse_text(text: str, source: str) -> PeerRun:
             if not rate_in_bounds(gb):
                 out.skip(n, f"a rate outside 0 .. {MAX_GB_PER_S:g} GB/s")
                 continue
+            if test == "mbw_mr":  # the sum over the pairs (rank i sends to rank i + pairs, block order)
+                rate = {"messages_per_s": number(tokens[2], lines, n)} if len(tokens) > 2 else {}
+                out.add(n, ALL, ALL, "mpi.mbw_mr", "pairs", size, gb_per_s=gb, scope="total",
+                        extra={**extra, "mb_per_s": value, "pairs": pairs, **rate}, status=Status.WAIVED,
+                        reason=f"the sum of {pairs or 'several'} pairs' bandwidth (osu_mbw_mr), and the "
+                               "output does not say which GPUs or hosts the pairs ran on")
+                continue
             bi = test == "bibw"
             out.add(n, src, dst, f"mpi.{test}", "pairs", size, gb_per_s=gb, direction="bi" if bi else "uni",
                     scope="total" if bi else "transfer", extra={**extra, "mb_per_s": value}, **_unknown(buffers, accel))
@@ -137,6 +156,9 @@ def parse_text(text: str, source: str) -> PeerRun:
     out.cut(lines)
     if not out.items and out.unread:
         raise SchemaError(f"{source}: no complete OSU result; {unread_line(out.unread)}")
+    if not out.items and notes:
+        raise SchemaError(f"{source}: no OSU result read: {'; '.join(n.split(': ', 1)[-1] for n in notes)}",
+                          hint="pass the output of osu_bw, osu_bibw, osu_latency, osu_mbw_mr or an OSU collective")
     if not out.items:
         raise SchemaError(f"{source}: no OSU result in it (no '# OSU MPI ... Test' title followed by a '# Size' table)",
                           hint="pass the output of osu_bw, osu_bibw, osu_latency or an OSU collective")
