@@ -33,6 +33,7 @@ from ..patterns.methods import LOCAL, SM_PUSH, STAGED_PINNED
 from ..topology.model import DeviceKind, LinkKind
 from ..topology.query import node_labels
 from . import kernel, rccl
+from . import nccl_trees as nt_trees
 from . import nccl_tuning as nt
 from .contention import FlowProblem, simulate
 from .fits import Context, fits_report
@@ -196,6 +197,7 @@ class CollectiveModel:
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
         self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
         self._skeletons: dict[tuple, tuple[FlowProblem, np.ndarray]] = {}  # flows_time_s: problems by their pairs
+        self._trees: dict[tuple, list[tuple[list[tuple[int, int]], int]]] = {}  # tree_channels by (ranks, channels)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -695,15 +697,11 @@ class CollectiveModel:
             return [ranks]
         if system is None and not all(rccl.is_amd(self.fabric.gpu(r)) for r in ranks):
             return [ranks]
-        labels = node_labels(self.fabric.topology)
-        index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
-        groups: dict[object, list[int]] = {}
-        for r in ranks:
-            groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        groups = self._node_groups(ranks)
         if len(groups) <= 1:
             return [ranks]
         if system is not None:
-            bases = {key: [members] for key, members in groups.items()}
+            bases = [[members] for members in groups]
             channels = system.ring.n_channels
         else:
             # RCCL's graph search is NCCL's (search.cc at rocm-6.2.2): a ring channel takes the node's NETs in
@@ -711,14 +709,23 @@ class CollectiveModel:
             # the NETs have bandwidth left (``net.bw -= bw``, :598-603), so every NIC carries a ring; inside
             # the node a ring follows direct xGMI links (the twin's RCCL rings of that node, model.rccl.rings).
             # One channel per (NIC, node ring), so each NIC carries each of the node's rings once.
-            bases = {key: self._xgmi_orders(members) for key, members in groups.items()}
-            nics = max(len({nic.id for r in members for nic in self.fabric.router.nics_of(self.fabric.gpu(r))})
-                       for members in groups.values())
-            channels = max(1, nics) * max(len(b) for b in bases.values())
+            bases = [self._xgmi_orders(members) for members in groups]
+            nics = max(len(_nic_order(members, self._nics_by_rank(members))) for members in groups)
+            channels = max(1, nics) * max(len(b) for b in bases)
             if channels <= 1:
                 return [ranks]
-        orders = [self._channel_orders(bases[key], channels) for key in groups]
+        orders = [self._channel_orders(b, channels) for b in bases]
         return [[r for order in orders for r in order[c]] for c in range(channels)]
+
+    def _node_groups(self, ranks: Sequence[int]) -> list[list[int]]:
+        """The ranks of each node, nodes in order of their first rank (NCCL numbers nodes so: init.cc:1099-1108
+        at v2.28.9-1), ranks in rank order."""
+        labels = node_labels(self.fabric.topology)
+        index = {d.id: k for k, d in enumerate(self.fabric.topology.devices)}
+        groups: dict[object, list[int]] = {}
+        for r in ranks:
+            groups.setdefault(labels[index[self.fabric.gpu(r).id]], []).append(r)
+        return list(groups.values())
 
     def _xgmi_orders(self, members: list[int]) -> list[list[int]]:
         """One node's ranks in the orders of the twin's RCCL rings over their direct xGMI links
@@ -735,26 +742,20 @@ class CollectiveModel:
     def _channel_orders(self, bases: list[list[int]], channels: int) -> list[list[int]]:
         """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last.
         ``bases``: the node's ring orders, taken in turn once every NIC has carried the previous one."""
-        members = bases[0]
-        # the NIC(s) each GPU's traffic between nodes takes on the fabric (the router's NIC choice among the
-        # NICs tied at its best path): the NET a channel uses is one of these
-        local = {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
-        nics = list(dict.fromkeys(nic for r in members for nic in local[r]))
+        local = self._nics_by_rank(bases[0])
+        nics = _nic_order(bases[0], local)
         out = []
         for c in range(channels):
-            base = bases[(c // max(1, len(nics))) % len(bases)]
-            if not nics:  # no NIC in the node's topology: the rank order rotated by the channel
-                k = c % len(base)
-                out.append(base[k:] + base[:k])
-                continue
-            nic = nics[c % len(nics)]
-            near = [r for r in base if nic in local[r]] or base
-            entry = base.index(near[0])
-            order = base[entry:] + base[:entry]
+            order, near = _channel_entry(bases[(c // max(1, len(nics))) % len(bases)], local, nics, c)
             if len(near) > 1:  # leave through the same NIC from its other local GPU
                 order = [r for r in order if r != near[-1]] + [near[-1]]
             out.append(order)
         return out
+
+    def _nics_by_rank(self, members: Sequence[int]) -> dict[int, list[str]]:
+        """The NIC(s) each rank's traffic between nodes takes on the fabric (the router's NIC choice among the
+        NICs tied at its best path): the NET a ring or tree channel uses is one of these."""
+        return {r: [nic.id for nic in self.fabric.router.nics_of(self.fabric.gpu(r))] for r in members}
 
     def _rccl_ring(self, op: str, ranks: list[int], S: float) -> AlgorithmPrediction | None:
         """RCCL's ring allreduce / allgather / reduce_scatter on AMD GPUs (model.rccl): the data split
@@ -794,46 +795,101 @@ class CollectiveModel:
         # factors, tuning.cc); the twin takes the faster of its two times, not that estimate
         return min(options, key=lambda o: o.time_us)
 
+    def tree_channels(self, ranks: Sequence[int], system: nt.NcclSystem,
+                      channels: int | None = None) -> list[tuple[list[tuple[int, int]], int]]:
+        """NCCL's tree channels of a communicator over ``ranks``: each distinct channel's (child rank, parent
+        rank) edges and how many of the first ``channels`` run channels (default: all of them) it stands for.
+        model/nccl_trees.py has the structure from NCCL's source: a chain per node, a double binary tree over
+        the nodes, search channel c running tree 0 and its duplicate c + T tree 1 (connect.cc:147-172 at
+        v2.28.9-1; T the tree graph's channels); the run's channels beyond those copy them in turn
+        (copyChannels, connect.cc:355-364, 491). One node: every channel is the chain (a tree of one node has
+        no links, trees.cc:38-43)."""
+        ranks = [int(r) for r in ranks]
+        search = max(1, system.tree.n_channels)
+        period = max(1, min(2 * search, system.settings.max_channels, nt.MAXCHANNELS))
+        run = system.n_channels if channels is None else channels
+        counts: dict[tuple[int, int], int] = {}
+        for k in range(max(1, run)):
+            c = k % period
+            key = (c % search, (c // search) % 2 if system.n_nodes > 1 else 0)
+            counts[key] = counts.get(key, 0) + 1
+        known = self._trees.get((tuple(ranks), run))
+        if known is not None:
+            return known
+        across = system.n_nodes > 1
+        nodes = []  # each node's ranks and the NIC(s) each rank's traffic between nodes takes
+        for members in self._node_groups(ranks):
+            nodes.append((members, self._nics_by_rank(members) if across else {}))
+        out = []
+        for (c, tree), count in counts.items():
+            chains, patterns = zip(*(self._tree_chain(members, local, c, search, across) for members, local in nodes))
+            out.append((nt_trees.channel_tree(chains, tree, patterns), count))
+        self._trees[(tuple(ranks), run)] = out
+        return out
+
+    @staticmethod
+    def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
+                    across: bool) -> tuple[list[int], int]:
+        """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree search enters the
+        node from a NET at a GPU local to it and chains the other GPUs after it (``NET n -> GPU a -> GPU b -> .. ->
+        GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per channel as the ring's, search.cc:680,
+        ``_channel_orders``; ``local``: the NICs of each rank). The balanced tree (NCCL's first try, init.cc:1025)
+        also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where the NET serves two
+        of the node's GPUs, they are the chain's first two; where it serves one, a Hopper node takes the plain tree
+        (search.cc:1116-1120), which the twin takes for any generation (an older one keeps the balanced tree on a
+        farther path to the NIC, not modelled). One node (``search`` channels): the first half of the channels chain
+        the GPUs in rank order (the search tries the PCI order first and replays it, search.cc:795-803), the rest
+        the other way, once the first direction's links are spent (each GPU the root of half the channels: NCCL
+        2.28.9's logged ``Trees`` on 2 x H100, tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0,
+        6-11 at rank 1)."""
+        if not across:
+            return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
+        order, near = _channel_entry(members, local, _nic_order(members, local), channel)
+        if len(near) > 1:
+            order = [order[0], near[1]] + [r for r in order[1:] if r != near[1]]
+            return order, nt_trees.BALANCED_TREE
+        return order, nt_trees.TREE
+
     def _tree(self, op: str, ranks: list[int], S: float, proto: str, channels: int, system: nt.NcclSystem,
               lat_us: float, estimate: float) -> AlgorithmPrediction:
-        """Double binary tree (NCCL 2.4+): two complementary trees, each reducing half the data up to
-        its root and broadcasting it down, pipelined; here tree A is a heap over the rank order and
-        tree B the same over the reversed order, all four directions of traffic concurrent."""
+        """NCCL's tree allreduce (``tree_channels``): every channel reduces its share of the data up its tree
+        to the root and broadcasts it down, pipelined, up and down at once (all_reduce.h:148-229 runTreeSplit at
+        v2.28.9-1: a channel's threads split between the two); every channel's every edge a flow of the
+        channel's share, all on the fabric at once."""
         n = len(ranks)
-        half = S / 2.0
         wire = 1.0 / PAYLOAD_FRACTION[proto]
         p = nt.PROTOS.index(proto)
-        # each channel runs one of the two trees: a tree's flow has half the channels' bandwidth
-        cap = self._caps(system, nt.TREE, proto, channels) / 2.0
+        nch = max(1, channels)
+        share = S / nch  # ncclCollCbdPart: the data split evenly over the call's channels (enqueue.cc:582-640)
+        # one channel's rate, each way: the channel's cap (its up and its down flows each run at it)
+        cap = self._caps(system, nt.TREE, proto, channels) / nch if channels else float("inf")
         up_cap = down_cap = cap
         if proto != "Simple" and channels:
             # LL / LL128 are bound by the threads that store lines: a non-root rank reduces and sends up
             # with 70% of its CTA's threads, a parent sends down with all of them (all_reduce.h runTreeSplit)
-            per_thread = (channels / 2.0) * self._thread_gb_per_s(proto)
+            per_thread = self._thread_gb_per_s(proto)
             up_cap = min(cap, per_thread * nt.tree_up_threads(p))
             down_cap = min(cap, per_thread * nt.TREE_NTHREADS)
-        up: list[Flow] = []
-        down: list[Flow] = []
-        for order in (ranks, ranks[::-1]):
-            for i in range(1, n):
-                child, parent = order[i], order[(i - 1) // 2]
-                up.append((child, parent, half))
-                down.append((parent, child, half))
-        depth = int(np.floor(np.log2(n))) + 1
-        # up (reducing) and down run pipelined at once and share the links: one simulation of both
-        reduced = [(a, b, nbytes / self.reduce_efficiency) for a, b, nbytes in up]
-        caps = [up_cap * wire] * len(reduced) + [down_cap * wire] * len(down)
-        t = self.flows_time_s(reduced + down, cap_gb_per_s=caps, wire=wire)
-        # as in the ring, the final receive into the output is a local pass after the sends: every GPU
-        # ends one tree as a leaf or root and writes S/2 of output per tree
-        t += self.flows_time_s([(g, g, half) for g in ranks])
-        if channels >= 2 and proto != "LL":  # pipeline fill: one chunk (chunkSteps 1) per channel of a tree
-            # (half the channels) per extra hop (up, then down); LL128's chunk shrinks at small sizes
-            # (calcCollChunking); LL has none (see _ring_like)
+        classes: dict[tuple[int, int, float, float], int] = {}
+        hops = 0
+        for edges, count in self.tree_channels(ranks, system, nch):
+            hops = max(hops, nt_trees.tree_depth(edges))
+            for child, parent in edges:
+                # up (reducing) and down run pipelined at once and share the links: one simulation of both
+                for key in ((child, parent, share / self.reduce_efficiency, up_cap * wire),
+                            (parent, child, share, down_cap * wire)):
+                    classes[key] = classes.get(key, 0) + count
+        t = self._classes_time_s(list(classes), list(classes.values()), wire=wire) if classes else 0.0
+        # as in the ring, the final receive into the output is a local pass after the sends: S/2 per GPU (the
+        # heap model's figure, kept: a chain's GPU receives every channel's share into its output as it forwards
+        # it, all_reduce.h directRecvCopyDirectSend, and the code does not say how much of that copy is hidden)
+        t += self.flows_time_s([(g, g, S / 2.0) for g in ranks])
+        if nch >= 2 and proto != "LL" and hops:  # pipeline fill: one chunk (chunkSteps 1) per channel per extra
+            # hop (up, then down); LL128's chunk shrinks at small sizes (calcCollChunking); LL has none
+            # (see _ring_like)
             step_bytes = nt.chunk_payload_bytes(system, nt.TREE, p, int(S), channels)
-            per_tree = channels // 2
-            t += (2 * (depth - 1) - 1) * self._fill_s(t, half, min(step_bytes, half / per_tree), per_tree)
-        return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * (depth - 1), proto, channels, estimate)
+            t += (2 * hops - 1) * self._fill_s(t, S, min(step_bytes, share), nch)
+        return self._prediction("tree", op, n, int(S), lat_us + t * 1e6, 2 * hops, proto, channels, estimate)
 
     def _nvls_rate_gb_per_s(self, ranks: list[int], system: nt.NcclSystem) -> float:
         """NVLS per-GPU rate: the GPU's raw NVLink bandwidth to the NVSwitches, at the SM-copy cap
@@ -1122,6 +1178,27 @@ def predict_sweep(model: CollectiveModel, op: str, gpus: Sequence[int], sizes_by
     return {size: model.predict(op, gpus, size).as_dict() for size in laid}
 
 
+def _nic_order(members: Sequence[int], local: Mapping[int, list[str]]) -> list[str]:
+    """The NICs of one node's ranks (``local``: each rank's NICs), in the order the ranks first name them."""
+    return list(dict.fromkeys(nic for r in members for nic in local.get(r, ())))
+
+
+def _channel_entry(members: list[int], local: Mapping[int, list[str]], nics: Sequence[str],
+                   channel: int) -> tuple[list[int], list[int]]:
+    """Where a ring or tree channel enters one node (``local``: each rank's NICs, ``nics``: the node's in turn):
+    NCCL's search takes the node's NETs in turn per channel (``nets[(nChannels + i) % netCount]``, search.cc:680
+    at v2.28.9-1) and enters at a GPU local to the NET (search.cc:726-737). Returns ``members`` rotated to start at
+    that GPU and the NET's local ranks; with no NIC in the node's topology, ``members`` rotated by the channel
+    (its first rank the one local)."""
+    if not nics:
+        k = channel % len(members)
+        return members[k:] + members[:k], [members[k]]
+    nic = nics[channel % len(nics)]
+    near = [r for r in members if nic in local.get(r, ())] or members
+    entry = members.index(near[0])
+    return members[entry:] + members[:entry], near
+
+
 def _flow_classes(flows: Sequence[Flow], caps: np.ndarray) -> tuple[list[tuple[int, int, float, float]], list[int]]:
     """The distinct flows (src, dst, bytes, cap) in first-seen order and how many times each occurs."""
     index: dict[tuple[int, int, float, float], int] = {}
@@ -1212,7 +1289,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         peer_channels = 2  # paths.cc:832-833
         hw = nt.HW_PCI
     inter = 0.0
-    node_nics, net_path = 0, 0.0
+    node_nics, net_path, tree_pattern = 0, 0.0, nt_trees.BALANCED_TREE
     if n_nodes > 1:
         # a GPU's local NICs are every NIC tied at its best path (ncclTopoGetLocal keeps ties, topo.cc:1548-1572
         # at v2.28.9-1), and a node's rings may use the local NICs of any of its GPUs (ncclTopoSelectNets appends
@@ -1226,6 +1303,7 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
         node_nics = min((len(v) for v in per_node.values()), default=0)  # the NICs a node's GPUs reach
         net_path = min(pci) if pci else 0.0  # a GPU's PCIe link bounds its path to the NIC
         peer_channels = max(peer_channels, 2)
+        tree_pattern = _tree_pattern(fabric, gpus, nodes, cc)
     cpus = topo.of_kind(DeviceKind.CPU)
     amd = nt.amd_cpus(c.vendor for c in cpus)
     # CollNet needs in-network reduction: a network switch or NIC the topology marks with the attribute
@@ -1235,7 +1313,21 @@ def _nccl_system(fabric: FabricModel, ranks: list[int], settings: nt.NcclSetting
     return nt.build_system(n_ranks=len(ranks), n_nodes=n_nodes, cc=cc, intra_hw=hw, gpu_bw=total, pair_bw=pair_bw,
                            nvswitch=nvswitch and all_nv, inter_bw=inter, amd_cpu=amd,
                            p2p_peer_channels=peer_channels, collnet_fabric=sharp, settings=settings,
-                           nics=node_nics, net_path_bw=net_path)
+                           nics=node_nics, net_path_bw=net_path, tree_pattern=tree_pattern)
+
+
+def _tree_pattern(fabric: FabricModel, gpus: Sequence[Any], nodes: Sequence[object], cc: int) -> int:
+    """The communicator's tree pattern as NCCL's tuner reads it (``maxTreePattern``, init.cc:1187 at v2.28.9-1):
+    the plain tree where a Hopper or later node's NIC serves one of its GPUs (``CollectiveModel._tree_chain``:
+    the balanced tree finds no second GPU beside that NET, search.cc:572, 610-617, and the search falls back,
+    search.cc:1116-1120), else the balanced tree."""
+    if cc < 90:
+        return nt_trees.BALANCED_TREE
+    served: dict[tuple[object, str], int] = {}
+    for g, node in zip(gpus, nodes):
+        for nic in fabric.router.nics_of(g):
+            served[(node, nic.id)] = served.get((node, nic.id), 0) + 1
+    return nt_trees.TREE if any(count == 1 for count in served.values()) else nt_trees.BALANCED_TREE
 
 
 def gid_in(link: object, device_id: str) -> bool:

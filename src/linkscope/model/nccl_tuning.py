@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from .nccl_trees import BALANCED_TREE
+from .nccl_trees import TREE as TREE_PATTERN
 
 # ---- names (init.cc:49-51; nccl_common.h / nccl_tuner.h order) ------------------------------------------
 FUNCS = ("broadcast", "reduce", "allgather", "reduce_scatter", "allreduce")
@@ -417,6 +419,8 @@ class NcclSystem:
     amd_cpu: bool
     settings: NcclSettings
     nvswitch: bool = False
+    tree_pattern: int = BALANCED_TREE
+    """The communicator's ``maxTreePattern`` (init.cc:1187: the largest of its nodes' tree graph patterns)."""
 
     @property
     def cc_index(self) -> int:
@@ -434,7 +438,7 @@ def pow2_up(x: int) -> int:
 def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: float, pair_bw: float,
                  nvswitch: bool, inter_bw: float = 0.0, amd_cpu: bool = False, p2p_peer_channels: int = 2,
                  collnet_fabric: bool = False, settings: NcclSettings | None = None, nics: int = 0,
-                 net_path_bw: float = 0.0) -> NcclSystem:
+                 net_path_bw: float = 0.0, tree_pattern: int = BALANCED_TREE) -> NcclSystem:
     """NCCL's view from machine facts: ``gpu_bw`` each GPU's total intra-node NCCL bandwidth,
     ``pair_bw`` its best path to a ring neighbour, ``inter_bw`` its share of NIC bandwidth (GB/s),
     ``p2p_peer_channels`` paths.cc:817-850's channels per peer; ``collnet_fabric``: the network offers
@@ -479,7 +483,7 @@ def build_system(*, n_ranks: int, n_nodes: int, cc: int, intra_hw: int, gpu_bw: 
         n_channels=max(1, n_ch), nvls_channels=s.nvls_channels or nvls_default_channels(cc, inter), p2p_channels=p2p,
         p2p_channels_per_peer=per_peer, p2p_chunk_bytes=chunk,
         ll128_default=intra_hw == HW_NVLINK or not inter,  # tuning.cc:478-494, simplified: NVLink or PCIe up to PXB
-        amd_cpu=amd_cpu, settings=s, nvswitch=nvswitch)
+        amd_cpu=amd_cpu, settings=s, nvswitch=nvswitch, tree_pattern=tree_pattern)
 
 
 def nvls_default_channels(cc: int, inter: bool) -> int:
@@ -549,6 +553,8 @@ def tune(system: NcclSystem) -> Tuning:
                     bus = min(bus / 3.8, ll_max)  # :307
                 if a == TREE and p == LL128:
                     bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.n_channels * tree_ll128)  # :308
+                if a == TREE and system.tree_pattern == TREE_PATTERN:
+                    bus *= 0.85  # :309: all of a node's NIC traffic on one GPU
                 if a == PAT:
                     bus *= 0.75  # :310
                 if collnet and p != SIMPLE:
