@@ -198,6 +198,7 @@ class CollectiveModel:
         self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
         self._skeletons: dict[tuple, tuple[FlowProblem, np.ndarray]] = {}  # flows_time_s: problems by their pairs
         self._trees: dict[tuple, list[tuple[list[tuple[int, int]], int]]] = {}  # tree_channels by (ranks, channels)
+        self._tree_edge_counts: dict[tuple, tuple[dict[tuple[int, int], int], int]] = {}  # _tree_edges by the same
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -827,6 +828,22 @@ class CollectiveModel:
         self._trees[(tuple(ranks), run)] = out
         return out
 
+    def _tree_edges(self, ranks: Sequence[int], system: nt.NcclSystem,
+                    channels: int) -> tuple[dict[tuple[int, int], int], int]:
+        """``tree_channels`` summed: how many channels use each (child, parent) edge, and the deepest tree's
+        hops; made once per (ranks, channels) and read by every protocol's ``_tree``."""
+        key = (tuple(int(r) for r in ranks), channels)
+        known = self._tree_edge_counts.get(key)
+        if known is None:
+            counts: dict[tuple[int, int], int] = {}
+            hops = 0
+            for edges, count in self.tree_channels(ranks, system, channels):
+                hops = max(hops, nt_trees.tree_depth(edges))
+                for edge in edges:
+                    counts[edge] = counts.get(edge, 0) + count
+            known = self._tree_edge_counts[key] = (counts, hops)
+        return known
+
     @staticmethod
     def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
                     across: bool) -> tuple[list[int], int]:
@@ -871,14 +888,12 @@ class CollectiveModel:
             up_cap = min(cap, per_thread * nt.tree_up_threads(p))
             down_cap = min(cap, per_thread * nt.TREE_NTHREADS)
         classes: dict[tuple[int, int, float, float], int] = {}
-        hops = 0
-        for edges, count in self.tree_channels(ranks, system, nch):
-            hops = max(hops, nt_trees.tree_depth(edges))
-            for child, parent in edges:
-                # up (reducing) and down run pipelined at once and share the links: one simulation of both
-                for key in ((child, parent, share / self.reduce_efficiency, up_cap * wire),
-                            (parent, child, share, down_cap * wire)):
-                    classes[key] = classes.get(key, 0) + count
+        edge_channels, hops = self._tree_edges(ranks, system, nch)
+        for (child, parent), count in edge_channels.items():
+            # up (reducing) and down run pipelined at once and share the links: one simulation of both
+            for key in ((child, parent, share / self.reduce_efficiency, up_cap * wire),
+                        (parent, child, share, down_cap * wire)):
+                classes[key] = classes.get(key, 0) + count
         t = self._classes_time_s(list(classes), list(classes.values()), wire=wire) if classes else 0.0
         # as in the ring, the final receive into the output is a local pass after the sends: S/2 per GPU (the
         # heap model's figure, kept: a chain's GPU receives every channel's share into its output as it forwards

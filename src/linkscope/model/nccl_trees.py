@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 BALANCED_TREE, SPLIT_TREE, TREE = 1, 2, 3  # graph.h:95-97 (NCCL_TOPO_PATTERN_*)
 
 
@@ -101,19 +103,19 @@ def channel_tree(chains: Sequence[Sequence[int]], tree: int, patterns: int | Seq
 
 
 def tree_depth(edges: Sequence[tuple[int, int]]) -> int:
-    """Hops from the root to the deepest rank of a tree given by its (child, parent) edges."""
-    parent = dict(edges)
-    depth: dict[int, int] = {}
-
-    def walk(r: int) -> int:
-        path = []
-        while r in parent and r not in depth:
-            path.append(r)
-            r = parent[r]
-        d = depth.get(r, 0)
-        for x in reversed(path):
-            d += 1
-            depth[x] = d
-        return d
-
-    return max((walk(c) for c in parent), default=0)
+    """Hops from the root to the deepest rank of a tree given by its (child, parent) edges (pointer doubling
+    over the parent array: log2(depth) vectorised passes, not a walk per rank)."""
+    if not edges:
+        return 0
+    pairs = np.asarray(edges, dtype=np.int64)
+    ids, index = np.unique(pairs, return_inverse=True)
+    index = index.reshape(pairs.shape)
+    ancestor = np.full(ids.size, -1, dtype=np.int64)
+    ancestor[index[:, 0]] = index[:, 1]
+    hops = (ancestor >= 0).astype(np.int64)  # hops from each rank to ``ancestor`` (-1: the root reached)
+    while np.any(ancestor >= 0):
+        has = ancestor >= 0
+        up = np.where(has, ancestor, 0)
+        hops = np.where(has, hops + hops[up], hops)
+        ancestor = np.where(has, ancestor[up], -1)
+    return int(hops.max())
