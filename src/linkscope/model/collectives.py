@@ -197,8 +197,7 @@ class CollectiveModel:
         self._systems: dict[tuple[int, ...], nt.NcclSystem | None] = {}
         self._node_of: dict[int | None, object] | None = None  # GPU index -> node label (_across_nodes)
         self._skeletons: dict[tuple, tuple[FlowProblem, np.ndarray]] = {}  # flows_time_s: problems by their pairs
-        self._trees: dict[tuple, list[tuple[list[tuple[int, int]], int]]] = {}  # tree_channels by (ranks, channels)
-        self._tree_edge_counts: dict[tuple, tuple[dict[tuple[int, int], int], int]] = {}  # _tree_edges by the same
+        self._tree_edge_counts: dict[tuple, tuple[dict[tuple[int, int], int], int]] = {}  # _tree_edges by (ranks, channels)
 
     @classmethod
     def of(cls, topology: object, params: object = None, env: Mapping[str, str] | None = None,
@@ -732,13 +731,18 @@ class CollectiveModel:
         """One node's ranks in the orders of the twin's RCCL rings over their direct xGMI links
         (model.rccl.rings), or the rank order where no ring uses direct links only."""
         gpus = [self.fabric.gpu(r) for r in members]
+        found, _ = rccl.rings(self._xgmi_arcs(gpus), len(members), rccl.gfx_of(gpus[0]))
+        return [[members[k] for k in ring] for ring in found] or [members]
+
+    def _xgmi_arcs(self, gpus: Sequence[Any]) -> set[tuple[int, int]]:
+        """The direct xGMI links among ``gpus`` as (i, j) positions in that list, both directions listed (what
+        model.rccl reads)."""
         where = {g.id: k for k, g in enumerate(gpus)}
-        arcs = set()
+        arcs: set[tuple[int, int]] = set()
         for link in self.fabric.topology.links:
             if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
                 arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
-        found, _ = rccl.rings(arcs, len(members), rccl.gfx_of(gpus[0]))
-        return [[members[k] for k in ring] for ring in found] or [members]
+        return arcs
 
     def _channel_orders(self, bases: list[list[int]], channels: int) -> list[list[int]]:
         """Each ring channel's order of one node's ranks (``_node_rings``): entry GPU first, exit GPU last.
@@ -768,11 +772,7 @@ class CollectiveModel:
         if spec.pattern != "ring" or not all(rccl.is_amd(g) for g in gpus):
             return None
         n = len(ranks)
-        where = {g.id: k for k, g in enumerate(gpus)}
-        arcs = set()
-        for link in self.fabric.topology.links:
-            if link.kind is LinkKind.XGMI and link.a in where and link.b in where and link.a != link.b:
-                arcs |= {(where[link.a], where[link.b]), (where[link.b], where[link.a])}
+        arcs = self._xgmi_arcs(gpus)
         gfx = rccl.gfx_of(gpus[0])
         found, channels = rccl.rings(arcs, n, gfx)
         if not found:
@@ -814,9 +814,6 @@ class CollectiveModel:
             c = k % period
             key = (c % search, (c // search) % 2 if system.n_nodes > 1 else 0)
             counts[key] = counts.get(key, 0) + 1
-        known = self._trees.get((tuple(ranks), run))
-        if known is not None:
-            return known
         across = system.n_nodes > 1
         nodes = []  # each node's ranks and the NIC(s) each rank's traffic between nodes takes
         for members in self._node_groups(ranks):
@@ -825,7 +822,6 @@ class CollectiveModel:
         for (c, tree), count in counts.items():
             chains, patterns = zip(*(self._tree_chain(members, local, c, search, across) for members, local in nodes))
             out.append((nt_trees.channel_tree(chains, tree, patterns), count))
-        self._trees[(tuple(ranks), run)] = out
         return out
 
     def _tree_edges(self, ranks: Sequence[int], system: nt.NcclSystem,

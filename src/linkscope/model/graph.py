@@ -180,8 +180,7 @@ class FabricGraph:
         """The GPU model's usable xGMI fraction on its xGMI links, where no per-link key is set (see
         ``edge_efficiency``); a link whose two GPUs state different fractions takes the smaller."""
         fabric_links = [i for i, link in enumerate(self.topology.links) if link.kind is LinkKind.XGMI
-                and f"link_efficiency.link.{link.a}|{link.b}" not in params.values
-                and f"link_efficiency.link.{link.b}|{link.a}" not in params.values]
+                        and params.per_link_efficiency(f"{link.a}|{link.b}") is None]
         if not fabric_links:
             return
         index, devices = self.node_index, self.topology.devices

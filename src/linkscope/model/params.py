@@ -449,9 +449,9 @@ class ModelParams:
         """Efficiency of a link: per element, then an explicitly set generation or kind key, then the
         generation default, then the kind default (see the module docstring)."""
         if link_id is not None:
-            for key in (f"link_efficiency.link.{link_id}", f"link_efficiency.link.{'|'.join(reversed(link_id.split('|')))}"):
-                if key in self.values:
-                    return float(self.values[key])
+            own = self.per_link_efficiency(link_id)
+            if own is not None:
+                return own
         gen = generation_key(kind, generation)
         gen_key = f"link_efficiency.{gen}" if gen else None
         kind_key = f"link_efficiency.{kind}"
@@ -461,6 +461,13 @@ class ModelParams:
         if gen_key and gen_key in self.values:
             return float(self.values[gen_key])
         return float(self.values.get(kind_key, 1.0))
+
+    def per_link_efficiency(self, link_id: str) -> float | None:
+        """The ``link_efficiency.link.<a>|<b>`` key of one link (``link_id`` ``a|b``, either order), None where unset."""
+        for key in (f"link_efficiency.link.{link_id}", f"link_efficiency.link.{'|'.join(reversed(link_id.split('|')))}"):
+            if key in self.values:
+                return float(self.values[key])
+        return None
 
     def is_default(self, key: str) -> bool:
         """True when ``key`` holds the built-in default (not set by a topology, calibration or user)."""
