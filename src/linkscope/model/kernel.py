@@ -224,6 +224,13 @@ if HAVE_NUMBA:
         b = (e - e_lo) * LEVEL_BUCKETS_PER_OCTAVE + int((m - 0.5) * (2 * LEVEL_BUCKETS_PER_OCTAVE)) + 1
         return min(max(b, 1), LEVEL_BUCKETS - 1)
 
+    @njit(cache=True, nogil=True)
+    def _scratch(n_rows):
+        """``_solve``'s per-resource scratch for ``n_rows`` resources: ``rw`` (two entries each), ``hkey``,
+        ``hrow``, ``rkey``, ``rnext`` (see ``_solve``)."""
+        return (np.empty(2 * n_rows), np.empty(n_rows), np.empty(n_rows, dtype=np.int32), np.empty(n_rows),
+                np.empty(n_rows, dtype=np.int32))
+
     @njit(cache=True, nogil=True, error_model="numpy")
     def _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, act, n_act, new_rates,
                frozen, rw, hkey, hrow, rkey, rnext, head, rates, floor, seq, unit, count):
@@ -563,11 +570,7 @@ if HAVE_NUMBA:
         finish_at = np.full(n, np.inf)
         done = np.full(n_all, np.nan)  # by the caller's numbers
         first_rate = np.full(n_all, np.nan)
-        rw = np.empty(2 * n_rows)
-        hkey = np.empty(n_rows)
-        hrow = np.empty(n_rows, dtype=np.int32)
-        rkey = np.empty(n_rows)
-        rnext = np.empty(n_rows, dtype=np.int32)
+        rw, hkey, hrow, rkey, rnext = _scratch(n_rows)
         head = np.empty(LEVEL_BUCKETS, dtype=np.int32)
         # unit weights: per resource, how many active stages use it (see _solve); empty otherwise
         count = np.zeros(n_rows if unit else 0)
@@ -718,11 +721,7 @@ if HAVE_NUMBA:
                 started = np.empty(n, dtype=np.int64)
                 seq = np.empty(n, dtype=np.int64)
                 gone = np.zeros(n, dtype=np.bool_)
-                rw = np.empty(2 * n_rows)
-                hkey = np.empty(n_rows)
-                hrow = np.empty(n_rows, dtype=np.int32)
-                rkey = np.empty(n_rows)
-                rnext = np.empty(n_rows, dtype=np.int32)
+                rw, hkey, hrow, rkey, rnext = _scratch(n_rows)
                 count = _active_count(col_ptr, col_row, act, n_act, n_rows if unit else 0)
                 n_gone = 0
             elif renumber == 0 and 4 * (n_gone - compacted_at) > n - compacted_at:  # a quarter of the rest
@@ -742,9 +741,9 @@ def _fresh_order(col_ptr: np.ndarray, col_row: np.ndarray, col_w: np.ndarray, ro
     n, n_rows = caps.size, capacity.size
     cap_order = np.argsort(caps, kind="mergesort").astype(np.int32)
     seq = np.empty(n, dtype=np.int64)
+    rw, hkey, hrow, rkey, rnext = _scratch(n_rows)
     n_seq = _solve(col_ptr, col_row, col_w, row_ptr, row_col, capacity, caps, cap_order, np.arange(n), n,
-                   np.zeros(n), np.ones(n, dtype=np.bool_), np.empty(2 * n_rows), np.empty(n_rows),
-                   np.empty(n_rows, dtype=np.int32), np.empty(n_rows), np.empty(n_rows, dtype=np.int32),
+                   np.zeros(n), np.ones(n, dtype=np.bool_), rw, hkey, hrow, rkey, rnext,
                    np.empty(LEVEL_BUCKETS, dtype=np.int32), np.zeros(n), -1.0, seq, _unit_weights(col_w), np.empty(0))
     return _renumber(col_ptr, col_row, col_w, capacity, caps, cap_order, np.zeros(n, dtype=np.bool_), seq, n_seq)
 
