@@ -177,6 +177,17 @@ _REDUCE = LibraryCall("ncclReduce", "reduce", ("send", "recv", "count", "dtype",
 #: method for either (empty ``method``): the backend calls the loaded library's symbol.
 _ALLTOALL_NCCL = LibraryCall("ncclAlltoAll", "", ("send", "recv", "count", "dtype", "stream"), count="chunk_count")
 _ALLTOALL_RCCL = LibraryCall("ncclAllToAll", "", ("send", "recv", "count", "dtype", "stream"), count="chunk_count")
+#: NCCL 2.28 also added ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream) and ncclScatter(sendbuff,
+#: recvbuff, count, datatype, root, comm, stream), count the elements each rank sends (gather) or receives (scatter)
+#: (nccl.h.in of v2.28.9-1, 475 and 490), and nccl-tests 2.19.6 calls them whenever it is built against 2.28 or later
+#: (src/gather.cu:57-58, scatter.cu:53-54), grouped ncclSend/ncclRecv before. On one rank they are not the same
+#: work: NCCL runs a one-rank collective as a copy on the user stream (enqueue.cc:2569, onerank.cu:48-53), a grouped
+#: send/receive to itself as a kernel through its planner (1 x H200, 2026-11-29: gather in graphs 1.0-1.4 us against
+#: 4.4-5.6 us at 32 B-512 KiB; docs/runs/h200x1-2026-11-29b call 6). RCCL declares ncclGather/ncclScatter too (an
+#: RCCL extension, nccl.h.in), but rccl-tests' gather and scatter issue grouped ncclSend/ncclRecv (src/gather.cu,
+#: ROCm/rccl-tests 213abee), so on RCCL linkscope keeps the grouped calls, as the peer tool does.
+_GATHER_NCCL = LibraryCall("ncclGather", "", ("send", "recv", "count", "dtype", "root", "stream"), count="chunk_count")
+_SCATTER_NCCL = LibraryCall("ncclScatter", "", ("send", "recv", "count", "dtype", "root", "stream"), count="chunk_count")
 
 
 # ---- the descriptor --------------------------------------------------------------------------------------
@@ -206,8 +217,8 @@ class CollectiveOp:
             (alltoall, sendrecv; not a rooted operation), so rank 0's exchanges describe every rank's
             (``peer_offsets``; tests/test_collective_descriptor.py checks it on every rank of small groups).
         fused_nccl, fused_rccl: one library call that does the grouped exchanges, used where the loaded library
-            has its symbol (as nccl-tests does: alltoall); the exchanges stay the operation's definition (the
-            simulated backend and the twin read them) and the fallback.
+            has its symbol, as the peer tool does (alltoall; gather and scatter on NCCL); the exchanges stay the
+            operation's definition (the simulated backend and the twin read them) and the fallback.
         nccl_func: the NCCL function whose algorithms NCCL's tuner times for this operation
             (model/nccl_tuning.py ``FUNCS``); None: not a tuned collective (grouped send/recv).
         pattern: how the twin times it: ``ring`` (ring steps), ``chain`` (a pipelined chain from or to
@@ -358,10 +369,10 @@ TABLE: tuple[CollectiveOp, ...] = (
                  shift_invariant=True),
     CollectiveOp("gather", "gather", "chunks", "recv_slot",
                  lambda xp, r, n, lay, root: _ref_allgather(xp, r, n, lay, root) if r == root else None,
-                 root=0, exchanges_of=_ex_gather, program="gather", tool_root=0),
+                 root=0, exchanges_of=_ex_gather, fused_nccl=_GATHER_NCCL, program="gather", tool_root=0),
     CollectiveOp("scatter", "scatter", "chunks", "send_slot",
                  lambda xp, r, n, lay, root: check_values(xp, root, r * lay.chunk_count, lay.chunk_count),
-                 root=0, exchanges_of=_ex_scatter, program="scatter", tool_root=0),
+                 root=0, exchanges_of=_ex_scatter, fused_nccl=_SCATTER_NCCL, program="scatter", tool_root=0),
 )
 OP_TABLE: dict[str, CollectiveOp] = {op.name: op for op in TABLE}
 OPS = tuple(OP_TABLE)

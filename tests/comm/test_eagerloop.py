@@ -58,11 +58,15 @@ int ncclBroadcast(const void *s, void *r, size_t c, int dt, int root, void *comm
     { return note(16, s, r, c, dt, -1, root, comm, st); }
 int ncclAlltoAll(const void *s, void *r, size_t c, int dt, void *comm, void *st)
     { return note(17, s, r, c, dt, -1, -1, comm, st); }
+int ncclGather(const void *s, void *r, size_t c, int dt, int root, void *comm, void *st)
+    { return note(18, s, r, c, dt, -1, root, comm, st); }
+int ncclScatter(const void *s, void *r, size_t c, int dt, int root, void *comm, void *st)
+    { return note(19, s, r, c, dt, -1, root, comm, st); }
 const char *ncclGetErrorString(int code) { return code == 3 ? "internal error (fake)" : "other error (fake)"; }
 """
 NAMES = {1: "GroupStart", 2: "GroupEnd", 10: "AllReduce", 11: "ReduceScatter", 12: "AllGather", 13: "Send",
          14: "Recv", 15: "Reduce", 16: "Broadcast",
-         17: "AlltoAll"}
+         17: "AlltoAll", 18: "Gather", 19: "Scatter"}
 
 
 class _Rec(ctypes.Structure):
@@ -242,6 +246,43 @@ def test_alltoall_is_one_ncclAlltoAll_per_rank_where_the_library_has_it_in_both_
     fake_nccl.reset(fail_at=1, code=3)
     with pytest.raises(MeasurementError, match=r"NCCL error 3 \(internal error \(fake\)\) in ncclAlltoAll"):
         launch()
+
+
+@needs_cc
+@pytest.mark.parametrize("op,fn", [("gather", "Gather"), ("scatter", "Scatter")])
+def test_gather_and_scatter_are_one_library_call_per_rank_on_nccl_and_grouped_on_rccl(fake_nccl, env, monkeypatch,
+                                                                                       op, fn):
+    """nccl-tests 2.19.6 built against NCCL 2.28 calls ncclGather / ncclScatter (gather.cu:57-58, scatter.cu:53-54),
+    which NCCL runs on one rank as a copy, not as a kernel: linkscope calls them too where the loaded NCCL has them,
+    root 0 and the per-rank chunk as count, in both loops; rccl-tests issues grouped sends and receives, and so does
+    linkscope on RCCL; without the symbol, grouped sends and receives on NCCL too."""
+    import linkscope.comm.nccl_backend as nb
+
+    monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
+    todo, lay = _op_calls(op, 1 << 12)
+    assert [name for name, _ in todo] == [op, op]
+    one = [GS] + [(fn, 0x100000 * (r + 1), 0x100000 * (r + 1) + 0x80000, lay.chunk_count, FLOAT32, -1, 0,
+                   0xC0 + r, 0x5000 + r) for r in range(2)] + [GE]
+    loop, why = eagerloop.native_loop(_cupy_backend(), todo, environ=env, nccl=fake_nccl)
+    assert loop is not None, why
+    fake_nccl.reset()
+    loop.run(2)
+    assert fake_nccl.log() == one * 2
+    backend = _cupy_backend()
+    backend.group_start, backend.group_end = fake_nccl.ncclGroupStart, fake_nccl.ncclGroupEnd
+    send = [Buf(0x100000 * (r + 1), lay.send_count) for r in range(2)]
+    recv = [Buf(0x100000 * (r + 1) + 0x80000, lay.recv_count) for r in range(2)]
+    launch = prepared(backend, op, _peers(2), _Buffers(send, recv), lay, 2)
+    fake_nccl.reset()
+    launch()
+    assert fake_nccl.log() == one
+    rccl = _cupy_backend()
+    monkeypatch.setattr(CupyNccl, "library", property(lambda self: "RCCL"))
+    grouped = [name for name, _ in calls(rccl, op, _peers(2), _Buffers(send, recv), lay, 2)]
+    assert grouped and set(grouped) <= {"send", "recv"}
+    monkeypatch.setattr(CupyNccl, "library", property(lambda self: "NCCL"))
+    monkeypatch.setattr(nb, "_nccl_library", lambda: SimpleNamespace())  # an NCCL before 2.28
+    assert set(name for name, _ in calls(_cupy_backend(), op, _peers(2), _Buffers(send, recv), lay, 2)) == {"send", "recv"}
 
 
 @needs_cc
@@ -471,3 +512,78 @@ def test_a_rank_of_a_process_per_gpu_job_makes_its_gpu_current_for_good():
     with Device(1):
         pass
     assert current[0] == 1
+
+
+# ---- moving buffers: each operation of a run on the next position, as nccl-tests' startColl ---------------------
+def test_buffer_shifts_move_by_one_size_within_both_buffers_up_to_the_iterations():
+    from linkscope.comm.nccl import MAX_BUFFER_SHIFTS, buffer_shifts
+
+    big = layout("allgather", 1 << 16, 4)  # send 4096, receive 16384 elements
+    lay = layout("allgather", 1 << 12, 4)  # send 256, receive 1024: 16 positions fit both
+    assert buffer_shifts(lay, big, 20) == [(k * 256, k * 1024) for k in range(16)]
+    assert buffer_shifts(lay, big, 5) == [(k * 256, k * 1024) for k in range(5)]
+    assert buffer_shifts(big, big, 20) == [(0, 0)]  # the largest size has one position, as in nccl-tests
+    tiny = layout("allreduce", 8, 2)
+    assert len(buffer_shifts(tiny, layout("allreduce", 1 << 30, 2), 10**6)) == MAX_BUFFER_SHIFTS
+    for op in ("reduce_scatter", "gather", "scatter", "alltoall", "sendrecv", "broadcast"):
+        small, large = layout(op, 3 << 10, 3), layout(op, 3 << 14, 3)
+        for s, r in buffer_shifts(small, large, 100):  # every position lies inside both buffers
+            assert s + max(small.send_count, 1) <= max(large.send_count, 1)
+            assert r + max(small.recv_count, 1) <= max(large.recv_count, 1)
+
+
+def _pointers(log, fn):
+    return [(e[1], e[2]) for e in log if e[0] == fn]
+
+
+@needs_cc
+def test_each_eager_operation_of_a_run_uses_the_next_buffer_position_from_the_first(fake_nccl, env, monkeypatch):
+    """nccl-tests moves its buffers by one size at every iteration so that no operation finds its data in the L2
+    cache (common.cu startColl): so does bench nccl, in the native loop, each timed run and the warm-up starting
+    at the first position; the sweep's largest size has only the one position."""
+    import linkscope.comm.nccl_backend as nb
+
+    monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
+    monkeypatch.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])
+    be = NativeCapable(synthetic_topology("nvswitch:2"))
+    job = serial_job()
+    fake_nccl.reset()
+    run_nccl(job, be, make_peers(job, be, None), "allreduce", [1 << 10, 1 << 12], iters=4, warmup=3, runs=2,
+             verify=False)
+    rank0 = _pointers(fake_nccl.log(), "AllReduce")[::2]  # the group's first call: rank 0's
+    send0, recv0 = rank0[0]  # the first position of the first size
+    step = 1 << 10  # one size, in bytes
+    first = [(send0 + k * step, recv0 + k * step) for k in range(4)]
+    # first size: 3 warm-up launches (positions 0-2), then 2 runs of 4 (positions 0-3 each)
+    assert rank0[:3 + 8] == first[:3] + first + first
+    assert set(rank0[3 + 8:]) == {(send0, recv0)}  # the largest size: one position
+
+
+def test_python_loop_and_graphs_move_the_buffers_too(monkeypatch, env):
+    """Without the native loop (no compiler) the Python loop issues the positions in the same order, and a captured
+    graph of N operations holds N positions."""
+    monkeypatch.setattr(eagerloop, "find_c_compiler", lambda environ: None)
+    be = NativeCapable(synthetic_topology("nvswitch:2"))
+    seen: list[int] = []
+    real_bind = be.bind
+
+    def bind(name, args):
+        fn, plain = real_bind(name, args)
+        return (lambda *a: seen.append(a[0])), plain
+    be.bind = bind  # type: ignore[method-assign]
+    job = serial_job()
+    peers = make_peers(job, be, None)
+    run_nccl(job, be, peers, "allreduce", [1 << 10, 1 << 13], iters=3, warmup=2, runs=1, verify=False)
+    rank0 = seen[::2]
+    base, step = rank0[0], 1 << 10
+    assert rank0[2:2 + 2 + 3] == [base, base + step, base, base + step, base + 2 * step]
+    captured: list[int] = []
+    be2 = NativeCapable(synthetic_topology("nvswitch:2"))
+    real_bind2 = be2.bind
+    be2.bind = lambda name, args: ((lambda *a: captured.append(a[0])), real_bind2(name, args)[1])  # type: ignore
+    result = run_nccl(job, be2, make_peers(job, be2, None), "allreduce", [1 << 10, 1 << 13], iters=4, warmup=0,
+                      runs=1, verify=False, graph_iters=4)
+    assert result.rows[0].graph
+    rank0 = captured[::2]
+    base = rank0[0]
+    assert rank0[2:6] == [base + k * step for k in range(4)]  # the graph of the first size: four positions

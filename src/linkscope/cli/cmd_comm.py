@@ -142,7 +142,8 @@ def register_bench_subcommands(bench_app: typer.Typer) -> None:
         runs: int = typer.Option(1, "--runs", min=1, max=MAX_RUNS, help="Timed runs per size (median reported)."),
         comm_sets: int = typer.Option(1, "--comm-sets", min=1, max=MAX_RUNS,
                                       help="Sets of NCCL communicators timed one after another, each made anew (the "
-                                           "median set reported; a small eager op's time is drawn per set)."),
+                                           "median set reported; a small eager op's time drifts over seconds, so "
+                                           "each set samples another window)."),
         gpus: str | None = typer.Option(None, "--gpus", help="Single process: GPUs to drive (default all)."),
         cuda_graph: int = _cuda_graph_option("operations", " (nccl-tests -G N: compare with it); 0: launch each operation"
                                                            " from Python (compare with nccl-tests without -G)."),

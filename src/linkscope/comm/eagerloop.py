@@ -86,8 +86,8 @@ def _loop_library(compiler: str, environ: Mapping[str, str], cache: Path | None)
             lib = ctypes.CDLL(str(build_library(loop_source(), LIBRARY_NAME, compiler, kind="eagerloop",
                                                 environ=environ, flags=("-std=c99",), cache=cache)))
             fn = lib.ls_eager_loop
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Call), ctypes.c_int32, ctypes.c_int64,
-                           ctypes.POINTER(ctypes.c_int64)]
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Call), ctypes.c_int32, ctypes.c_int32,
+                           ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
             fn.restype = ctypes.c_int
             _built[key] = fn
         except (BackendUnavailable, OSError, AttributeError) as exc:
@@ -116,11 +116,15 @@ def _fields(family: int, plain: Sequence[Any], comm: int) -> dict[str, Any]:
 
 
 class NativeLoop:
-    """One bound operation (all of this process's calls, one NCCL group) launched ``iters`` times in C."""
+    """One bound operation (all of this process's calls, one NCCL group) launched ``iters`` times in C; with
+    several variants (the same operation on buffers moved along), launch i issues variant i mod variants."""
 
-    def __init__(self, entry: Any, nccl: Any, calls: Sequence[tuple[int, str, Sequence[Any], int]]) -> None:
+    def __init__(self, entry: Any, nccl: Any, calls: Sequence[tuple[int, str, Sequence[Any], int]],
+                 variants: int = 1) -> None:
         """``calls``: (signature family, C symbol, plain arguments from ``bind``, communicator handle) in
-        launch order."""
+        launch order, ``variants`` sets of equal length one after another."""
+        if variants < 1 or len(calls) % variants:
+            raise ValueError(f"{len(calls)} calls do not make {variants} equal variants")
         self._entry = entry
         self._nccl = nccl
         self._start = ctypes.cast(nccl.ncclGroupStart, ctypes.c_void_p)
@@ -131,16 +135,17 @@ class NativeLoop:
             for attr, value in fields.items():
                 setattr(slot, attr, value)
             slot.fn = ctypes.cast(getattr(nccl, symbol), ctypes.c_void_p).value
-        self.ncalls = len(calls)
+        self.variants = variants
+        self.ncalls = len(calls) // variants
 
     def run(self, iters: int) -> None:
-        """``iters`` launches, back to back."""
-        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, iters, None))
+        """``iters`` launches, back to back (variant 0 first)."""
+        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, self.variants, iters, None))
 
     def run_timed(self, iters: int) -> list[float]:
         """``iters`` launches; the host time of each (group start to group end returned), seconds."""
         out = (ctypes.c_int64 * max(iters, 1))()
-        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, iters, out))
+        self._check(self._entry(self._start, self._end, self._calls, self.ncalls, self.variants, iters, out))
         return [out[i] * 1e-9 for i in range(iters)]
 
     def _check(self, code: int) -> None:
@@ -152,10 +157,12 @@ class NativeLoop:
 
 
 def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Mapping[str, str],
-                nccl: Any = None, cache: Path | None = None) -> tuple[NativeLoop | None, str]:
+                nccl: Any = None, cache: Path | None = None,
+                more: Sequence[Sequence[tuple[str, tuple]]] = ()) -> tuple[NativeLoop | None, str]:
     """The native loop for ``calls`` (``comm.nccl.calls``: (name, args) per call), or None and why not
     (empty when the backend has no native calls at all: simulated, or no ``bind``). ``nccl``: the NCCL
-    library to take the functions from (default: the one loaded in the process)."""
+    library to take the functions from (default: the one loaded in the process). ``more``: further variants of
+    ``calls`` (the same calls on moved buffers), issued in turn after ``calls`` (``NativeLoop``)."""
     bind = getattr(backend, "bind", None)
     if getattr(backend, "simulated", False) or bind is None:
         return None, ""
@@ -186,21 +193,27 @@ def native_loop(backend: Any, calls: Sequence[tuple[str, tuple]], *, environ: Ma
         entry = _loop_library(compiler, environ, cache)
     except BackendUnavailable as exc:
         return None, f"native eager loop not built: {exc.one_line()}"
+    variants = [list(calls), *(list(v) for v in more)]
+    if any([name for name, _ in v] != [name for name, _ in calls] for v in variants):
+        raise ValueError("the variants of an eager loop must make the same calls in the same order")
     bound = []
-    for name, args in calls:
-        _, plain = bind(name, args)
-        form = forms[name]
-        assert form is not None  # refused above
-        bound.append((form[0], form[1], plain, int(args[0].comm.comm)))
-    return NativeLoop(entry, nccl, bound), ""
+    for variant in variants:
+        for name, args in variant:
+            _, plain = bind(name, args)
+            form = forms[name]
+            assert form is not None  # refused above
+            bound.append((form[0], form[1], plain, int(args[0].comm.comm)))
+    return NativeLoop(entry, nccl, bound, len(variants)), ""
 
 
 def eager_loop(job: Any, backend: Any, calls: Sequence[tuple[str, tuple]], notes: list[str],
-               environ: Mapping[str, str] | None = None) -> NativeLoop | None:
+               environ: Mapping[str, str] | None = None,
+               more: Sequence[Sequence[tuple[str, tuple]]] = ()) -> NativeLoop | None:
     """``native_loop`` agreed over the job's ranks (native only where every rank has it); the reason for a
     fallback goes to ``notes`` (the runner keeps each note once), as one line naming the Python loop.
-    ``environ``: where the C compiler and the cache are looked up (default: this process's)."""
-    loop, why = native_loop(backend, calls, environ=os.environ if environ is None else environ)
+    ``environ``: where the C compiler and the cache are looked up (default: this process's); ``more``:
+    ``native_loop``'s."""
+    loop, why = native_loop(backend, calls, environ=os.environ if environ is None else environ, more=more)
     if job.size > 1:
         states = job.comm.allgather((loop is not None, why))
         if not all(ok for ok, _ in states):

@@ -164,28 +164,51 @@ class _Buffers:
     def allocate(cls, backend: Any, peers: Sequence[Peer], lay: Layout) -> _Buffers:
         return cls([backend.alloc(p, lay.send_count) for p in peers], [backend.alloc(p, lay.recv_count) for p in peers])
 
-    def views(self, op: str, peers: Sequence[Peer], lay: Layout, inplace: bool) -> _Buffers:
-        """Buffers of one size: out of place, or nccl-tests' in-place offsets (module doc)."""
+    def views(self, op: str, peers: Sequence[Peer], lay: Layout, inplace: bool,
+              shift: tuple[int, int] = (0, 0)) -> _Buffers:
+        """Buffers of one size: out of place, or nccl-tests' in-place offsets (module doc); ``shift``: where in
+        the send and the receive buffer the size's views start (elements; ``buffer_shifts``)."""
+        s0, r0 = shift
+        send_count, recv_count = max(lay.send_count, 1), max(lay.recv_count, 1)
         if not inplace:
-            return _Buffers([b[:max(lay.send_count, 1)] for b in self.send],
-                            [b[:max(lay.recv_count, 1)] for b in self.recv])
+            return _Buffers([b[s0:s0 + send_count] for b in self.send], [b[r0:r0 + recv_count] for b in self.recv])
         c = lay.chunk_count
         rule = OP_TABLE[op].in_place
         send, recv = [], []
         for p, sb, rb in zip(peers, self.send, self.recv):
             if rule == "recv_slot":
-                base = rb[:max(lay.recv_count, 1)]
+                base = rb[r0:r0 + recv_count]
                 send.append(base[p.rank * c:p.rank * c + max(c, 1)])
                 recv.append(base)
             elif rule == "send_slot":
-                base = sb[:max(lay.send_count, 1)]
+                base = sb[s0:s0 + send_count]
                 send.append(base)
                 recv.append(base[p.rank * c:p.rank * c + max(c, 1)])
             else:
-                base = rb[:max(lay.recv_count, 1)]
+                base = rb[r0:r0 + recv_count]
                 send.append(base)
                 recv.append(base)
         return _Buffers(send, recv)
+
+
+#: At most this many buffer positions an operation cycles through (``buffer_shifts``): nccl-tests moves on at every
+#: iteration of its -n (20 by default); a cap keeps the bound calls of a long run few. A choice, not a fit.
+MAX_BUFFER_SHIFTS = 256
+
+
+def buffer_shifts(lay: Layout, big: Layout, iters: int) -> list[tuple[int, int]]:
+    """(send, receive) element offsets of the buffer positions successive operations of size ``lay`` use, in the
+    buffers allocated for the sweep's largest size ``big``: position k starts k sizes in, as far as both buffers
+    hold, at most ``iters`` (and ``MAX_BUFFER_SHIFTS``) positions, the first at 0.
+
+    Why: nccl-tests moves its buffers by one size at each iteration "to avoid cache effects" (2.19.6 common.cu
+    startColl, 541-546: shift = size x (iter mod maxbytes / size)). An operation rerun on the same buffers finds
+    them in the GPU's L2 cache while they fit (H200: 60 MB): on one H200, in graphs, a one-rank allreduce of 2 MiB
+    took 1.7 us on the same buffers and 2.9 us in nccl-tests, 8 MiB 3.4 vs 6.0, and from 32 MiB (no longer
+    cache-resident) both the same (docs/runs/h200x1-2026-11-29b call 6)."""
+    send, recv = max(lay.send_count, 1), max(lay.recv_count, 1)
+    steps = min(max(big.send_count, 1) // send, max(big.recv_count, 1) // recv)
+    return [(k * send, k * recv) for k in range(max(1, min(steps, iters, MAX_BUFFER_SHIFTS)))]
 
 
 def calls(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers, lay: Layout, nranks: int) -> list[tuple[str, tuple]]:
@@ -355,6 +378,9 @@ def run_nccl(
     agree(job, problem)
     devices = peer_devices(job, peers)
     bufs = _Buffers.allocate(backend, peers, big)
+    for p, sb in zip(peers, bufs.send):  # every position an operation may read (buffer_shifts) holds data
+        with backend.on(p):
+            sb[:] = 1.0
     notes: list[str] = [backend.alloc_note] if getattr(backend, "alloc_note", "") else []
     rows: list[NcclRow] = []
     use_graph = graph_iters > 0
@@ -380,22 +406,32 @@ def run_nccl(
                 for p, s in zip(peers, view.send):
                     with backend.on(p):
                         s[:lay.send_count] = 1.0
-                launch_one: Callable[[], None] = prepared(backend, op, peers, view, lay, nranks)
-                native = eager_loop(job, backend, calls(backend, op, peers, view, lay, nranks), notes)
+                shifts = [] if backend.simulated else buffer_shifts(lay, big, max(iters, warmup, graph_iters))[1:]
+                positions = [bufs.views(op, peers, lay, in_place, shift) for shift in shifts]
+                launches = [prepared(backend, op, peers, v, lay, nranks) for v in (view, *positions)]
+                launch_one: Callable[[], None] = launches[0]
+
+                def issue(n: int, launches: list[Callable[[], None]] = launches) -> None:
+                    for i in range(n):  # position i mod positions, from the first, as nccl-tests' iterations
+                        launches[i % len(launches)]()
+
+                native = eager_loop(job, backend, calls(backend, op, peers, view, lay, nranks), notes,
+                                    more=[calls(backend, op, peers, v, lay, nranks) for v in positions])
                 enqueue_s = native.run_timed(warmup) if native is not None else []
-                for _ in range(warmup if native is None else 0):
+                for i in range(warmup if native is None else 0):
                     t_host = time.perf_counter()
-                    launch_one()
+                    launches[i % len(launches)]()
                     enqueue_s.append(time.perf_counter() - t_host)
                 launch_us = float(np.median(enqueue_s)) * 1e6 if enqueue_s and not backend.simulated else None
                 launch, per_launch, graph_used = launch_one, 1, False
                 if use_graph:
-                    graph_used, launch, per_launch = try_graph(job, backend, peers, launch_one, graph_iters, notes)
+                    graph_used, launch, per_launch = try_graph(job, backend, peers, launch_one, graph_iters, notes,
+                                                               issue=issue)
                 times = []
                 for _ in range(runs):
                     job.comm.Barrier()
                     t = time_op(backend, peers, launch, graph_launches(iters, per_launch),
-                                None if graph_used or native is None else native.run) / per_launch
+                                None if graph_used else native.run if native is not None else issue) / per_launch
                     t_sum = job.comm.allreduce(t) if job.size > 1 else t
                     times.append(t_sum / job.size)
                 moved = moves_data(backend, max(lay.send_count, lay.recv_count))
@@ -433,10 +469,11 @@ def _rates(op: str, size_bytes: int, time_s: float, nranks: int) -> tuple[float,
 def merge_sets(results: Sequence[NcclResult], planned: int) -> NcclResult:
     """One result from the runs of ``planned`` communicator sets made one after another (``results``, at least one:
     each finished set's, then the set cut short, if any). A row's time is the median of its sets' medians (``set_times_us``); its
-    runs are every set's, set after set; ``#wrong`` adds up over the sets. The time of a small eager operation is
-    drawn when a set of communicators is made and kept for the set's life (2 x H200: ~13 or ~19 us per 2-GPU
-    allreduce at 8 B-2 KiB, docs/runs/h200x2-2026-11-28f): one set is one draw, so nccl-tests' one process is one
-    draw too, and the sets' spread is in the notes."""
+    runs are every set's, set after set; ``#wrong`` adds up over the sets. The host cost of a small eager operation
+    drifts in time on the machines measured: steady for ~0.1 s, up to a third apart after a pause of 0.3 s (a bare
+    cudaMemcpyAsync or empty kernel too, no NCCL in the loop: docs/runs/h200x1-2026-11-29b); on 2 x H200 ~13 or
+    ~19 us per 2-GPU allreduce at 8 B-2 KiB (docs/runs/h200x2-2026-11-28f). Making a set takes ~0.5 s, so each set
+    samples another window, as each nccl-tests process does; the sets' spread is in the notes."""
     first = results[0]
     if planned <= 1:
         return first
@@ -509,13 +546,17 @@ def warm_every_size(backend: Any, op: str, peers: Sequence[Peer], bufs: _Buffers
 
 
 def try_graph(job: Job, backend: Any, peers: Sequence[Peer], launch_one: Callable[[], None], graph_iters: int,
-              notes: list[str]) -> tuple[bool, Callable[[], None], int]:
-    """``graph_iters`` calls of ``launch_one`` captured as one CUDA graph per peer (agreed over the job's ranks):
-    (True, a launch of the graphs, graph_iters); where a rank's capture fails, the reason goes to ``notes`` and
-    (False, launch_one, 1): eager launches."""
+              notes: list[str], issue: Callable[[int], None] | None = None) -> tuple[bool, Callable[[], None], int]:
+    """``graph_iters`` calls of ``launch_one`` (or ``issue(graph_iters)``, which issues that many operations itself:
+    ``bench nccl``'s moving buffers) captured as one CUDA graph per peer (agreed over the job's ranks): (True, a
+    launch of the graphs, graph_iters); where a rank's capture fails, the reason goes to ``notes`` and (False,
+    launch_one, 1): eager launches."""
     ok, graphs, error = True, None, ""
     try:
         def body() -> None:
+            if issue is not None:
+                issue(graph_iters)
+                return
             for _ in range(graph_iters):
                 launch_one()
         graphs = backend.capture(peers, body)

@@ -9,8 +9,8 @@ Halo sizes are swept (1 KiB … 16 MiB by default); each size is timed over ``it
 is NCCL's and the links', not Python's launch of 2 x neighbours calls per GPU), ``runs`` times (4), on each of
 ``comm_sets`` sets of communicators (3), and the mean and standard deviation of the time per exchange over all of them
 are reported. The sets are made one after another, the mappings interleaved (default, auto, default, auto, ...):
-NCCL's time for a small operation is fixed when its communicators are made (``COMM_SETS``), so one set per mapping
-reads that draw as a gain or a loss. Every mapping is warmed alike before it is timed: its exchange at the largest
+NCCL's time for a small operation drifts over seconds (``COMM_SETS``), so one set per mapping, timed in one
+window, reads that drift as a gain or a loss. Every mapping is warmed alike before it is timed: its exchange at the largest
 size runs for ``MAPPING_WARMUP_S`` of device time (then ``warmup`` exchanges before each size), so the first-timed
 mapping does not pay for leaving an idle machine. ``--weighted`` gives axis k halos of ``size / 2**k`` (an elongated
 subdomain), so the axes' traffic differs and a mapping has something to optimise.
@@ -57,14 +57,16 @@ DEFAULT_SIZES = tuple(1024 * 4**k for k in range(8))  # 1 KiB … 16 MiB
 #: long against the millisecond-scale power-state changes, short against a run (2 mappings: 0.2 s).
 MAPPING_WARMUP_S = 0.1
 
-#: Sets of communicators each mapping is timed on, made in turn with the mappings interleaved. Why: on 2 x H200 a
-#: set of NCCL communicators runs small operations in one of two modes, decided when it is made and kept for its
-#: life: ~13 or ~18.5 us per 2-GPU allreduce or sendrecv at 8 B-32 KiB, eight sets made one after another in one
-#: process reading 13.4 18.1 13.6 19.8 16.7 17.3 12.8 18.5 (docs/runs/h200x2-2026-11-28c/call6, drv.c). Each
-#: mapping made its own set once, so two identical mappings read 63.4 vs 46.5 us and then +30.6% apart at 64 KiB
-#: (docs/runs/h200x2-2026-11-28 and -28b, call 2). With several sets per mapping that draw lands in the spread
-#: (and in the gain verdict's noise) instead of in the mean of one mapping. 3 is a choice: the fewest that give
-#: a spread; --comm-sets sets it.
+#: Sets of communicators each mapping is timed on, made in turn with the mappings interleaved. Why: the host cost of
+#: a small eager NCCL operation drifts in time on the machines measured (steady for ~0.1 s, up to a third apart
+#: after a pause of 0.3 s, also for a bare cudaMemcpyAsync with no NCCL: docs/runs/h200x1-2026-11-29b calls 2-3);
+#: on 2 x H200 ~13 or ~18.5 us per 2-GPU allreduce or sendrecv at 8 B-32 KiB, eight sets made one after another
+#: in one process reading 13.4 18.1 13.6 19.8 16.7 17.3 12.8 18.5 (docs/runs/h200x2-2026-11-28c/call6, drv.c).
+#: Each mapping was timed on one set in one window, so two identical mappings read 63.4 vs 46.5 us and then
+#: +30.6% apart at 64 KiB (docs/runs/h200x2-2026-11-28 and -28b, call 2). With several sets per mapping, made
+#: in turn and interleaved, each mapping samples several windows and the drift lands in the spread (and in the
+#: gain verdict's noise) instead of in the mean of one mapping. 3 is a choice: the fewest that give a spread;
+#: --comm-sets sets it.
 COMM_SETS = 3
 
 

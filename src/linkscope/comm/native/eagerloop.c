@@ -78,19 +78,25 @@ static int64_t ls_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* `iters` groups of the `ncalls` calls (a lone call: `iters` calls). `enqueue_ns` (NULL: not kept) receives the host time of each
- * iteration, ncclGroupStart to the return of ncclGroupEnd: the launch cost of one operation. */
+/* `iters` groups of the `ncalls` calls (a lone call: `iters` calls). `calls` holds `nvariants` sets of `ncalls`
+ * calls, one after another: iteration i issues set i mod nvariants, the same operation on buffers moved along, as
+ * nccl-tests moves its buffers by one size at each iteration (common.cu startColl: "to avoid cache effects").
+ * `enqueue_ns` (NULL: not kept) receives the host time of each iteration, ncclGroupStart to the return of
+ * ncclGroupEnd: the launch cost of one operation. */
 int ls_eager_loop(ls_group_fn group_start, ls_group_fn group_end, const ls_call *calls, int32_t ncalls,
-                  int64_t iters, int64_t *enqueue_ns)
+                  int32_t nvariants, int64_t iters, int64_t *enqueue_ns)
 {
     int grouped = ncalls > 1;
+    if (nvariants < 1)
+        nvariants = 1;
     for (int64_t i = 0; i < iters; i++) {
+        const ls_call *set = calls + (size_t)(i % nvariants) * (size_t)ncalls;
         int64_t t0 = enqueue_ns ? ls_now_ns() : 0;
         int first = grouped ? group_start() : 0;
         if (first != 0)
             return first;
         for (int32_t k = 0; k < ncalls && first == 0; k++)
-            first = ls_issue(&calls[k]);
+            first = ls_issue(&set[k]);
         int closed = grouped ? group_end() : 0;
         if (first == 0)
             first = closed;
