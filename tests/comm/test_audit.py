@@ -385,6 +385,42 @@ def test_the_launcher_wait_returns_to_python_between_slices(tmp_path):
         proc.wait()
 
 
+def test_a_signal_while_the_stderr_pump_starts_ends_the_group_without_a_traceback(tmp_path, monkeypatch):
+    """SIGTERM that came while the thread reading the launcher's stderr was starting (Thread.start waits for it) was
+    raised inside start; the cleanup then joined a thread that had not started, and `linkscope audit` ended with a
+    RuntimeError traceback, exit 1, instead of SIGTERM's 143 (seen once in a full run under load, 2026-11-29). The
+    signal is now held over the pump's start too."""
+    import signal
+    import threading
+
+    from linkscope.comm import audit
+
+    class Stop(Exception):
+        pass
+
+    def stop(_number, _frame):
+        raise Stop()
+
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; "))
+
+    class SignalledThread(threading.Thread):
+        def start(self):
+            _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+            os.kill(os.getpid(), signal.SIGTERM)  # the signal comes as the pump starts
+            super().start()
+
+    monkeypatch.setattr(audit.threading, "Thread", SignalledThread)
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stop):
+            audit.run_probe([str(hang)], tmp_path, dict(os.environ), grace_s=0.5)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    for pid in (int(x) for x in pids.read_text().split()):
+        _wait_for(lambda pid=pid: not _alive(pid))
+
+
 def test_a_signal_right_after_the_launcher_starts_still_ends_its_group(tmp_path, monkeypatch):
     """SIGTERM that came between the launcher's start and the line keeping its handle left the launcher and its
     child running (seen once in CI under load, 2026-11-28): the signal is now held over that window."""

@@ -188,14 +188,17 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
     pump: threading.Thread | None = None
     timed_out = False
     try:
-        with signals_held():  # a signal in the launcher's first moments is raised here, with the handle kept
+        # a signal in the launcher's first moments is raised after the block, with the handle kept and the pump of
+        # its stderr started: one raised inside Thread.start (which waits for the thread) left a thread that could
+        # not be joined, and the run ended with a traceback instead of SIGTERM's exit
+        with signals_held():
             try:
                 proc = subprocess.Popen(argv, env=dict(environ), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         start_new_session=True)
             except OSError as exc:
                 raise UserError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-        pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, tail), daemon=True)
-        pump.start()
+            pump = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, tail), daemon=True)
+            pump.start()
         try:
             status = wait_in_slices(proc, timeout_s)
         except subprocess.TimeoutExpired:
@@ -207,7 +210,7 @@ def run_probe(command: Sequence[str], folder: Path, environ: Mapping[str, str], 
             end_process_group(proc, grace_s)
         raise
     finally:
-        if pump is not None:
+        if pump is not None and pump.is_alive():
             pump.join(timeout=grace_s)
     result = LauncherResult(status, tuple(tail), timed_out)
     if timed_out:
