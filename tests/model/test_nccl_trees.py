@@ -104,6 +104,28 @@ def test_a_nic_shared_by_two_gpus_gives_the_balanced_tree(spec, balanced):
         assert nics[off_head[0]] & nics[head]  # the second GPU reaches the channel's NIC too
 
 
+def test_the_chains_follow_the_communicators_one_tree_pattern():
+    """NCCL's search settles one pattern for the whole tree graph (search.cc:1116-1120), and its tuner reads that
+    pattern (tuning.cc:309): the twin's chains take the same one (``NcclSystem.tree_pattern``), so a communicator
+    on the plain tree has no balanced channel even where a channel's NIC serves two GPUs, and the tuner's 0.85 and
+    the chains cannot disagree."""
+    topo = synthetic_topology("cluster:hgx-a100-8-4nic:3")
+    model = CollectiveModel.of(topo)
+    ranks = [g.index for g in topo.gpus]
+    node = {r: r // 8 for r in ranks}
+    system = model.nccl_system(ranks)
+
+    def off_head_edges(sys_):
+        out = 0
+        for edges, _ in model.tree_channels(ranks, sys_):
+            heads = set(ranks) - {a for a, b in edges if node[a] == node[b]}
+            out += sum(1 for a, b in edges if node[a] != node[b] and b not in heads)
+        return out
+
+    assert system.tree_pattern == trees.BALANCED_TREE and off_head_edges(system) > 0
+    assert off_head_edges(replace(system, tree_pattern=trees.TREE)) == 0
+
+
 def test_one_node_tree_is_a_chain_rooted_at_each_end_for_half_the_channels():
     """One node: a tree of one node has no links (trees.cc:38-43), so every channel is the chain; NCCL 2.28.9 on
     2 x H100 roots channels 0-5 at rank 0 and 6-11 at rank 1 (tests/fixtures/nccl/h100x2-2026-11-25)."""

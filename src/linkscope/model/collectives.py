@@ -820,7 +820,8 @@ class CollectiveModel:
             nodes.append((members, self._nics_by_rank(members) if across else {}))
         out = []
         for (c, tree), count in counts.items():
-            chains, patterns = zip(*(self._tree_chain(members, local, c, search, across) for members, local in nodes))
+            chains, patterns = zip(*(self._tree_chain(members, local, c, search, across, system.tree_pattern)
+                                     for members, local in nodes))
             out.append((nt_trees.channel_tree(chains, tree, patterns), count))
         return out
 
@@ -842,7 +843,7 @@ class CollectiveModel:
 
     @staticmethod
     def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
-                    across: bool) -> tuple[list[int], int]:
+                    across: bool, pattern: int = nt_trees.BALANCED_TREE) -> tuple[list[int], int]:
         """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree search enters the
         node from a NET at a GPU local to it and chains the other GPUs after it (``NET n -> GPU a -> GPU b -> .. ->
         GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per channel as the ring's, search.cc:680,
@@ -850,7 +851,10 @@ class CollectiveModel:
         also sends from the chain's second GPU to that same NET (search.cc:572, 610-617): where the NET serves two
         of the node's GPUs, they are the chain's first two; where it serves one, a Hopper node takes the plain tree
         (search.cc:1116-1120), which the twin takes for any generation (an older one keeps the balanced tree on a
-        farther path to the NIC, not modelled). One node (``search`` channels): the first half of the channels chain
+        farther path to the NIC, not modelled). The pattern is the communicator's, not the channel's: NCCL's search
+        settles one pattern for the whole tree graph, so ``pattern`` (``NcclSystem.tree_pattern``, decided once by
+        ``_tree_pattern``, which the tuner reads too) is the plain tree on every channel once any NIC serves one GPU
+        of its node on Hopper. One node (``search`` channels): the first half of the channels chain
         the GPUs in rank order (the search tries the PCI order first and replays it, search.cc:795-803), the rest
         the other way, once the first direction's links are spent (each GPU the root of half the channels: NCCL
         2.28.9's logged ``Trees`` on 2 x H100, tests/fixtures/nccl/h100x2-2026-11-25, channels 0-5 rooted at rank 0,
@@ -858,7 +862,7 @@ class CollectiveModel:
         if not across:
             return list(members) if channel < -(-search // 2) else members[::-1], nt_trees.BALANCED_TREE
         order, near = _channel_entry(members, local, _nic_order(members, local), channel)
-        if len(near) > 1:
+        if len(near) > 1 and pattern == nt_trees.BALANCED_TREE:
             order = [order[0], near[1]] + [r for r in order[1:] if r != near[1]]
             return order, nt_trees.BALANCED_TREE
         return order, nt_trees.TREE
