@@ -385,72 +385,67 @@ def test_the_launcher_wait_returns_to_python_between_slices(tmp_path):
         proc.wait()
 
 
+def _sigterm_in_run_probe_ends_the_group(tmp_path, monkeypatch, patch):
+    """``patch(monkeypatch, send)`` arranges for ``send()`` (SIGTERM to this process once the launcher and its child
+    run) at some moment of ``run_probe``; the handler's exception comes out of run_probe, and neither process
+    survives."""
+    import signal
+
+    from linkscope.comm import audit
+
+    class Stop(Exception):
+        pass
+
+    def stop(_number, _frame):
+        raise Stop()
+
+    pids = tmp_path / "pids"
+    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; "))
+
+    def send():
+        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    patch(monkeypatch, audit, send)
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stop):
+            audit.run_probe([str(hang)], tmp_path, dict(os.environ), grace_s=0.5)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    for pid in (int(x) for x in pids.read_text().split()):
+        _wait_for(lambda pid=pid: not _alive(pid))
+
+
 def test_a_signal_while_the_stderr_pump_starts_ends_the_group_without_a_traceback(tmp_path, monkeypatch):
     """SIGTERM that came while the thread reading the launcher's stderr was starting (Thread.start waits for it) was
     raised inside start; the cleanup then joined a thread that had not started, and `linkscope audit` ended with a
     RuntimeError traceback, exit 1, instead of SIGTERM's 143 (seen once in a full run under load, 2026-11-29). The
     signal is now held over the pump's start too."""
-    import signal
     import threading
 
-    from linkscope.comm import audit
+    def patch(mp, audit, send):
+        class SignalledThread(threading.Thread):
+            def start(self):
+                send()  # the signal comes as the pump starts
+                super().start()
+        mp.setattr(audit.threading, "Thread", SignalledThread)
 
-    class Stop(Exception):
-        pass
-
-    def stop(_number, _frame):
-        raise Stop()
-
-    pids = tmp_path / "pids"
-    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; "))
-
-    class SignalledThread(threading.Thread):
-        def start(self):
-            _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
-            os.kill(os.getpid(), signal.SIGTERM)  # the signal comes as the pump starts
-            super().start()
-
-    monkeypatch.setattr(audit.threading, "Thread", SignalledThread)
-    before = signal.signal(signal.SIGTERM, stop)
-    try:
-        with pytest.raises(Stop):
-            audit.run_probe([str(hang)], tmp_path, dict(os.environ), grace_s=0.5)
-    finally:
-        signal.signal(signal.SIGTERM, before)
-    for pid in (int(x) for x in pids.read_text().split()):
-        _wait_for(lambda pid=pid: not _alive(pid))
+    _sigterm_in_run_probe_ends_the_group(tmp_path, monkeypatch, patch)
 
 
 def test_a_signal_right_after_the_launcher_starts_still_ends_its_group(tmp_path, monkeypatch):
     """SIGTERM that came between the launcher's start and the line keeping its handle left the launcher and its
     child running (seen once in CI under load, 2026-11-28): the signal is now held over that window."""
-    import signal
     import subprocess
 
-    from linkscope.comm import audit
-
-    class Stop(Exception):
-        pass
-
-    def stop(_number, _frame):
-        raise Stop()
-
-    pids = tmp_path / "pids"
-    hang = _script(tmp_path, "hang.sh", HANG.format(pids=pids, trap="trap '' TERM; "))
     real_popen = subprocess.Popen
 
-    def popen_then_signal(*args, **kwargs):
-        proc = real_popen(*args, **kwargs)
-        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
-        os.kill(os.getpid(), signal.SIGTERM)  # the signal comes before run_probe holds the handle
-        return proc
+    def patch(mp, audit, send):
+        def popen_then_signal(*args, **kwargs):
+            proc = real_popen(*args, **kwargs)
+            send()  # the signal comes before run_probe holds the handle
+            return proc
+        mp.setattr(audit.subprocess, "Popen", popen_then_signal)
 
-    monkeypatch.setattr(audit.subprocess, "Popen", popen_then_signal)
-    before = signal.signal(signal.SIGTERM, stop)
-    try:
-        with pytest.raises(Stop):
-            audit.run_probe([str(hang)], tmp_path, dict(os.environ), grace_s=0.5)
-    finally:
-        signal.signal(signal.SIGTERM, before)
-    for pid in (int(x) for x in pids.read_text().split()):
-        _wait_for(lambda pid=pid: not _alive(pid))
+    _sigterm_in_run_probe_ends_the_group(tmp_path, monkeypatch, patch)

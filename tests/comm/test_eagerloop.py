@@ -219,16 +219,12 @@ def test_alltoall_sends_and_receives_in_the_runner_order_with_offsets_and_peers(
     assert fake_nccl.log() == group + [GE] + group + [GE]
 
 
-@needs_cc
-def test_alltoall_is_one_ncclAlltoAll_per_rank_where_the_library_has_it_in_both_loops(fake_nccl, env, monkeypatch):
-    """nccl-tests 2.19.6 calls ncclAlltoAll from NCCL 2.28 on (alltoall.cu:317-321): so does linkscope, through
-    the loaded library's symbol (CuPy has no method for it), in the native loop and in the Python loop alike."""
-    import linkscope.comm.nccl_backend as nb
-
-    monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
-    todo, lay = _op_calls("alltoall", 1 << 12)
-    assert [name for name, _ in todo] == ["alltoall", "alltoall"]
-    one = [GS] + [("AlltoAll", 0x100000 * (r + 1), 0x100000 * (r + 1) + 0x80000, lay.chunk_count, FLOAT32, -1, -1,
+def _one_call_per_rank_in_both_loops(fake_nccl, env, op: str, fn: str, root: int):
+    """``op`` on two ranks is one ``fn`` call per rank (chunk count, ``root``) in the native loop (two launches) and
+    in the Python loop (one): the launch of the Python loop and the layout, for more checks."""
+    todo, lay = _op_calls(op, 1 << 12)
+    assert [name for name, _ in todo] == [op, op]
+    one = [GS] + [(fn, 0x100000 * (r + 1), 0x100000 * (r + 1) + 0x80000, lay.chunk_count, FLOAT32, -1, root,
                    0xC0 + r, 0x5000 + r) for r in range(2)] + [GE]
     loop, why = eagerloop.native_loop(_cupy_backend(), todo, environ=env, nccl=fake_nccl)
     assert loop is not None, why
@@ -237,12 +233,23 @@ def test_alltoall_is_one_ncclAlltoAll_per_rank_where_the_library_has_it_in_both_
     assert fake_nccl.log() == one * 2
     backend = _cupy_backend()
     backend.group_start, backend.group_end = fake_nccl.ncclGroupStart, fake_nccl.ncclGroupEnd
-    launch = prepared(backend, "alltoall", _peers(2), _Buffers(
+    launch = prepared(backend, op, _peers(2), _Buffers(
         [Buf(0x100000 * (r + 1), lay.send_count) for r in range(2)],
         [Buf(0x100000 * (r + 1) + 0x80000, lay.recv_count) for r in range(2)]), lay, 2)
     fake_nccl.reset()
     launch()
     assert fake_nccl.log() == one
+    return launch, lay
+
+
+@needs_cc
+def test_alltoall_is_one_ncclAlltoAll_per_rank_where_the_library_has_it_in_both_loops(fake_nccl, env, monkeypatch):
+    """nccl-tests 2.19.6 calls ncclAlltoAll from NCCL 2.28 on (alltoall.cu:317-321): so does linkscope, through
+    the loaded library's symbol (CuPy has no method for it), in the native loop and in the Python loop alike."""
+    import linkscope.comm.nccl_backend as nb
+
+    monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
+    launch, _ = _one_call_per_rank_in_both_loops(fake_nccl, env, "alltoall", "AlltoAll", -1)
     fake_nccl.reset(fail_at=1, code=3)
     with pytest.raises(MeasurementError, match=r"NCCL error 3 \(internal error \(fake\)\) in ncclAlltoAll"):
         launch()
@@ -259,23 +266,9 @@ def test_gather_and_scatter_are_one_library_call_per_rank_on_nccl_and_grouped_on
     import linkscope.comm.nccl_backend as nb
 
     monkeypatch.setattr(nb, "_nccl_library", lambda: fake_nccl)
-    todo, lay = _op_calls(op, 1 << 12)
-    assert [name for name, _ in todo] == [op, op]
-    one = [GS] + [(fn, 0x100000 * (r + 1), 0x100000 * (r + 1) + 0x80000, lay.chunk_count, FLOAT32, -1, 0,
-                   0xC0 + r, 0x5000 + r) for r in range(2)] + [GE]
-    loop, why = eagerloop.native_loop(_cupy_backend(), todo, environ=env, nccl=fake_nccl)
-    assert loop is not None, why
-    fake_nccl.reset()
-    loop.run(2)
-    assert fake_nccl.log() == one * 2
-    backend = _cupy_backend()
-    backend.group_start, backend.group_end = fake_nccl.ncclGroupStart, fake_nccl.ncclGroupEnd
+    _, lay = _one_call_per_rank_in_both_loops(fake_nccl, env, op, fn, 0)
     send = [Buf(0x100000 * (r + 1), lay.send_count) for r in range(2)]
     recv = [Buf(0x100000 * (r + 1) + 0x80000, lay.recv_count) for r in range(2)]
-    launch = prepared(backend, op, _peers(2), _Buffers(send, recv), lay, 2)
-    fake_nccl.reset()
-    launch()
-    assert fake_nccl.log() == one
     rccl = _cupy_backend()
     monkeypatch.setattr(CupyNccl, "library", property(lambda self: "RCCL"))
     grouped = [name for name, _ in calls(rccl, op, _peers(2), _Buffers(send, recv), lay, 2)]
