@@ -843,7 +843,7 @@ class CollectiveModel:
 
     @staticmethod
     def _tree_chain(members: list[int], local: Mapping[int, list[str]], channel: int, search: int,
-                    across: bool, pattern: int = nt_trees.BALANCED_TREE) -> tuple[list[int], int]:
+                    across: bool, pattern: int) -> tuple[list[int], int]:
         """One node's chain for tree search channel ``channel`` and its tree pattern. Across nodes the tree search enters the
         node from a NET at a GPU local to it and chains the other GPUs after it (``NET n -> GPU a -> GPU b -> .. ->
         GPU x``, search.cc:755-769 at v2.28.9-1; NETs taken in turn per channel as the ring's, search.cc:680,
